@@ -1,0 +1,72 @@
+"""The one exception tree of pdnotes. Exit codes belong to the class; `cli.main` maps them.
+
+    PdnotesError                 exit 1  the command ran and found a problem
+    ├── UsageError               exit 2  bad flags or arguments
+    ├── InputError               exit 2  an input file is missing, unreadable or unparseable
+    │   ├── ConfigParseError             a client config (TOML / JSON) does not parse
+    │   └── KitError                     a note kit is malformed
+    ├── ConfigWriteError         exit 1  a client file could not be written (nothing changed)
+    ├── NothingToUndo            exit 1  no backup to restore
+    └── GatewayError             exit 1  an HTTP call to a gateway failed (see gateway.errors)
+
+Lower-level exceptions (OSError, tomlkit / json errors, httpx errors) are re-raised as one of
+these, `from exc`, at exactly one boundary: the module that owns the outside thing.
+"""
+
+from __future__ import annotations
+
+
+class PdnotesError(Exception):
+    """Base class; `exit_code` is what the CLI exits with. `fix` tells the user what to do."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(PdnotesError):
+    exit_code = 2
+
+
+class InputError(PdnotesError):
+    exit_code = 2
+
+
+class ConfigParseError(InputError):
+    """A client file does not parse; carries the location so the message can point at it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str,
+        line: int | None = None,
+        column: int | None = None,
+        fix: str | None = None,
+    ) -> None:
+        super().__init__(message, fix=fix)
+        self.path = path
+        self.line = line
+        self.column = column
+
+
+class KitError(InputError):
+    pass
+
+
+class ConfigWriteError(PdnotesError):
+    pass
+
+
+class NothingToUndo(PdnotesError):
+    pass
+
+
+class GatewayError(PdnotesError):
+    """Base for HTTP failures; the concrete kinds live in notes_cli.gateway.errors."""

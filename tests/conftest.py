@@ -1,0 +1,81 @@
+"""Shared fixtures. Every test runs with HOME, CODEX_HOME, CLAUDE_CONFIG_DIR and PDNOTES_HOME in
+a temp dir and without the developer's gateway, proxy or client variables, so nothing touches
+the real ~/.codex or ~/.claude."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+_SCRUBBED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "CODEX_", "CLAUDE_", "TAOTOKEN_", "DEEPSEEK_")
+_SCRUBBED = {
+    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+    "http_proxy", "https_proxy", "all_proxy", "no_proxy",
+    "API_TIMEOUT_MS", "MOCK_API_KEY", "PDNOTES_HOME",
+}
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh home for every test: clients' folders and pdnotes state all under tmp_path."""
+    for name in list(os.environ):
+        if name in _SCRUBBED or name.startswith(_SCRUBBED_PREFIXES):
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    monkeypatch.setenv("PDNOTES_HOME", str(home / ".pdnotes"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.chdir(tmp_path)
+    return home
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> dict:  # type: ignore[type-arg]
+        import json
+
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def cli() -> Callable[..., CliResult]:
+    """Run `pdnotes ARGS…` in-process through the real entry point (error mapping included)."""
+
+    def run(*args: str, input: str | None = None) -> CliResult:
+        from notes_cli.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        old = sys.stdout, sys.stderr, sys.stdin
+        sys.stdout, sys.stderr = out, err
+        if input is not None:
+            sys.stdin = io.StringIO(input)
+        code = 0
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            sys.stdout, sys.stderr, sys.stdin = old
+        return CliResult(code, out.getvalue(), err.getvalue())
+
+    return run
+
+
+@pytest.fixture
+def sentinel_key() -> Iterator[str]:
+    """A key value that must never appear in any output or file pdnotes writes unasked."""
+    yield "sk-SENTINEL0123456789abcdefXYZW"
