@@ -1,0 +1,62 @@
+"""What a client will call: the meeting point of `clients/` (which reads the config files) and
+`gateway/`, `doctor/` and `smoke` (which call the endpoint the way the client does)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from notes_cli.secrets import mask
+
+ClientName = Literal["codex", "claude", "openai"]
+Protocol = Literal["responses", "chat", "anthropic"]
+AuthStyle = Literal["bearer", "x-api-key", "both", "none"]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One client's effective connection. `key` is the resolved secret: never print it, use
+    `masked_key`. `source` names the file (or flag / env var) the base URL came from."""
+
+    client: ClientName
+    base_url: str
+    protocol: Protocol
+    model: str | None = None
+    auth_style: AuthStyle = "bearer"
+    key_env: str | None = None
+    key: str | None = field(default=None, repr=False)
+    source: str | None = None
+    query_params: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def masked_key(self) -> str:
+        return mask(self.key)
+
+    def request_url(self) -> str:
+        """The exact URL the client sends its turn to, joined the way that client joins it:
+        Codex appends `/responses` as a plain string; Claude Code appends `/v1/messages`
+        (a trailing `/` is tolerated); an OpenAI SDK user calls `/chat/completions`."""
+        return join_url(self.base_url, _SUFFIX[self.protocol], self.query_params)
+
+    def models_url(self) -> str:
+        """Where the model list lives for this protocol."""
+        suffix = "/v1/models" if self.protocol == "anthropic" else "/models"
+        return join_url(self.base_url, suffix, self.query_params)
+
+
+_SUFFIX: dict[str, str] = {
+    "responses": "/responses",
+    "chat": "/chat/completions",
+    "anthropic": "/v1/messages",
+}
+
+
+def join_url(base_url: str, suffix: str, query_params: dict[str, str] | None = None) -> str:
+    """`base_url` + `suffix`, as plain strings (what the clients do), then query parameters."""
+    from urllib.parse import urlencode
+
+    url = base_url.rstrip("/") + suffix
+    if query_params:
+        url += ("&" if "?" in url else "?") + urlencode(query_params)
+    return url
