@@ -350,7 +350,9 @@ def gateway_sender(
 def _outcome(result: Any, chunk_ms: list[float]) -> Outcome:
     timings = result.timings
     chunks = tuple(timings.chunk_ms or chunk_ms)
-    ok = bool(result.completed) and 200 <= int(result.status) < 300
+    # The bench asks for exactly max_tokens, so a "length" stop is a complete answer too.
+    finished = bool(result.completed) or result.finish_reason in ("stop", "length")
+    ok = finished and 200 <= int(result.status) < 300
     return Outcome(
         ok=ok,
         e2e_ms=float(timings.total_ms),
