@@ -1,8 +1,120 @@
-"""The engine's knowledge base for note-kit prompts (being built by the Notes work)."""
+"""The mock engine's knowledge base: answers a note kit's prompt from a data file of facts.
+
+The engine's responder calls `answer_for(prompt, seed)` for every request. For a prompt that a
+bundled kit's `knowledge.toml` recognises (the kit prompt in either language, or a repair
+request that restates its columns) it returns a complete answer: a table of the article's facts
+whose formatting varies with `seed` — fenced or not, prose before and after, bold stage names,
+`<br>` or semicolons inside cells, full-width pipes, missing outer pipes — so the note parser
+meets the shapes real models produce. Every variant contains the same facts and passes the
+kit's rubric. Any other prompt gets None (the responder then answers generically).
+"""
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from notes_cli.notes.terms import contains_term
+
+
+@dataclass(frozen=True)
+class _Knowledge:
+    recognise: tuple[tuple[str, ...], ...]
+    zh_markers: tuple[str, ...]
+    headers: dict[str, tuple[str, ...]]
+    intro: dict[str, tuple[str, ...]]
+    outro: dict[str, tuple[str, ...]]
+    rows: tuple[dict[str, Any], ...]
+
+    def recognises(self, prompt: str) -> bool:
+        return all(any(contains_term(prompt, t) for t in group) for group in self.recognise)
+
+    def language(self, prompt: str) -> str:
+        return "zh" if any(m in prompt for m in self.zh_markers) else "en"
+
+
+@dataclass(frozen=True)
+class _Style:
+    fenced: bool
+    intro: bool
+    outro: bool
+    bold_stage: bool
+    joiner: str
+    pipes: str  # "ascii" | "fullwidth" | "no-outer"
+    aligned_separator: bool
+    optional_rows: int
+
 
 def answer_for(prompt_text: str, seed: int = 0) -> str | None:
-    """The mock engine's answer to a known note-kit prompt, or None for any other prompt."""
+    """The engine's answer to a known note-kit prompt, or None for any other prompt."""
+    for knowledge in _all_knowledge():
+        if knowledge.recognises(prompt_text):
+            return _render(knowledge, knowledge.language(prompt_text), random.Random(seed))
     return None
+
+
+def _render(knowledge: _Knowledge, lang: str, rng: random.Random) -> str:
+    style = _Style(
+        fenced=rng.random() < 0.4,
+        intro=rng.random() < 0.7,
+        outro=rng.random() < 0.5,
+        bold_stage=rng.random() < 0.5,
+        joiner=rng.choice(["<br>", "<br>", "；" if lang == "zh" else "; ", "<br>• "]),
+        pipes=rng.choice(["ascii", "ascii", "fullwidth", "no-outer"]),
+        aligned_separator=rng.random() < 0.3,
+        optional_rows=rng.randint(0, 2),
+    )
+    rows = [r for r in knowledge.rows if r["required"]]
+    rows += [r for r in knowledge.rows if not r["required"]][: style.optional_rows]
+    table = _table(knowledge.headers[lang], [r[lang] for r in rows], style)
+    if style.fenced:
+        table = f"```markdown\n{table}\n```"
+    parts = [table]
+    if style.intro:
+        parts.insert(0, rng.choice(knowledge.intro[lang]))
+    if style.outro:
+        parts.append(rng.choice(knowledge.outro[lang]))
+    return "\n\n".join(parts) + "\n"
+
+
+def _table(header: tuple[str, ...], rows: list[dict[str, list[str]]], style: _Style) -> str:
+    keys = ("stage", "bottleneck", "optimisation", "component")
+    separator = [":---" if style.aligned_separator else "---"] * len(header)
+    lines = [_line(list(header), style), _line(separator, style)]
+    for row in rows:
+        cells = [style.joiner.join(row[key]) for key in keys]
+        if style.bold_stage:
+            cells[0] = f"**{cells[0]}**"
+        lines.append(_line(cells, style))
+    return "\n".join(lines)
+
+
+def _line(cells: list[str], style: _Style) -> str:
+    if style.pipes == "no-outer":
+        return " | ".join(cells)
+    pipe = "｜" if style.pipes == "fullwidth" else "|"
+    return f"{pipe} " + f" {pipe} ".join(cells) + f" {pipe}"
+
+
+@lru_cache(maxsize=1)
+def _all_knowledge() -> tuple[_Knowledge, ...]:
+    from notes_cli.resources import data_dir
+
+    return tuple(_load(path) for path in sorted(data_dir("prompts").glob("*/knowledge.toml")))
+
+
+def _load(path: Path) -> _Knowledge:
+    import tomlkit
+
+    data = tomlkit.parse(path.read_text(encoding="utf-8")).unwrap()
+    return _Knowledge(
+        recognise=tuple(tuple(group) for group in data["recognise"]),
+        zh_markers=tuple(data["zh_markers"]),
+        headers={lang: tuple(cells) for lang, cells in data["headers"].items()},
+        intro={lang: tuple(p["intro"]) for lang, p in data["prose"].items()},
+        outro={lang: tuple(p["outro"]) for lang, p in data["prose"].items()},
+        rows=tuple(data["rows"]),
+    )
