@@ -1,0 +1,181 @@
+"""Merge a gateway into a Claude Code settings file (user, project or local scope).
+
+Owned: `env.ANTHROPIC_BASE_URL`, the model variables, and the credential pdnotes was asked to
+set (a placeholder for the mock engine, a top-level `apiKeyHelper`, or — only with an explicit
+flag — a literal token). Every other key keeps its value and order, and the file keeps its
+indentation; an unchanged file is not rewritten at all.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from notes_cli import paths
+from notes_cli.clients import files, presets, urls
+from notes_cli.clients.endpoint import join_url
+from notes_cli.clients.plan import WritePlan, tracked_by_git
+from notes_cli.errors import UsageError
+from notes_cli.secrets import looks_like_env_name, mask
+
+Scope = Literal["user", "project", "local"]
+MODEL_VARIABLES = (
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+)
+"""All aliases point at the gateway's model: Claude Code uses opus by default and haiku for
+background work, ids a gateway usually does not serve."""
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+
+@dataclass(frozen=True)
+class ClaudeOptions:
+    preset: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    token_env: str | None = None
+    write_token_from_env: str | None = None
+    scope: Scope = "user"
+
+
+def settings_path(
+    scope: str, *, claude_home: Path | None = None, project_dir: Path | None = None
+) -> Path:
+    if scope not in ("user", "project", "local"):
+        raise UsageError(f"unknown --scope {scope!r}", fix="use --scope user, project or local")
+    return paths.claude_settings_path(scope, claude_home_dir=claude_home, project_dir=project_dir)
+
+
+def plan_claude(
+    options: ClaudeOptions, *, claude_home: Path | None = None, project_dir: Path | None = None
+) -> WritePlan:
+    """Build the edit of the chosen settings file for `options` (nothing is written)."""
+    path = settings_path(options.scope, claude_home=claude_home, project_dir=project_dir)
+    old_text, data = files.load_json(path)
+    data = dict(data) if data is not None else {}
+    preset = presets.load_preset(options.preset) if options.preset else None
+    claude_preset = preset.claude if preset else None
+    if preset and claude_preset is None:
+        raise UsageError(
+            f"preset {preset.key!r} has no Anthropic-compatible endpoint for Claude Code",
+            fix="pass --base-url for Claude Code, or choose another preset",
+        )
+    env = _env_block(data, path)
+    raw_url = options.base_url or (claude_preset.base_url if claude_preset else None)
+    raw_url = raw_url or _str(env.get("ANTHROPIC_BASE_URL"))
+    if not raw_url:
+        raise UsageError("no base URL to write", fix="pass --base-url https://… or a --preset")
+    cleaned = urls.clean_base_url(raw_url, suffixes=urls.CLAUDE_ENDPOINT_SUFFIXES, strip_v1=True)
+    if cleaned.query_params:
+        raise UsageError(
+            f"Claude Code cannot send query parameters ({', '.join(cleaned.query_params)}) "
+            "after its /v1/messages path",
+            fix="use a base URL without a query string",
+        )
+    model = options.model or (preset.model if preset else None)
+    updates: dict[str, str] = {"ANTHROPIC_BASE_URL": cleaned.base_url}
+    if model:
+        updates.update({name: model for name in MODEL_VARIABLES})
+    top_level: dict[str, str] = {}
+    credential_note = _credential(options, claude_preset, data, updates, top_level)
+    warnings: list[str] = []
+    mode: int | None = None
+    if options.write_token_from_env:
+        mode = 0o600
+        warnings.extend(_token_warnings(path, options.scope))
+    new_data = {**data, **top_level}
+    new_data["env"] = {**env, **updates}
+    unchanged = new_data == data and old_text is not None
+    return WritePlan(
+        client="claude",
+        path=path,
+        old_text=old_text,
+        new_text=old_text if unchanged and old_text else files.dump_json(new_data, old_text),
+        request_url=join_url(cleaned.base_url, "/v1/messages"),
+        export_line=credential_note,
+        notes=cleaned.notes,
+        warnings=tuple(warnings),
+        mode=mode,
+    )
+
+
+def _env_block(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    env = data.get("env", {})
+    if not isinstance(env, dict):
+        raise UsageError(
+            f'"env" in {path} is a JSON {type(env).__name__}, not an object; Claude Code drops '
+            "the whole file because of it",
+            fix=f'make "env" an object in {path}: "env": {{"ANTHROPIC_BASE_URL": "…"}}',
+        )
+    return dict(env)
+
+
+def _credential(
+    options: ClaudeOptions,
+    claude_preset: presets.ClaudePreset | None,
+    data: dict[str, Any],
+    updates: dict[str, str],
+    top_level: dict[str, str],
+) -> str | None:
+    """Put the requested credential into `updates` (the env block) or `top_level`; return the
+    line the user still needs (masked), if any."""
+    if options.token_env and options.write_token_from_env:
+        raise UsageError("--token-env and --write-token-from-env exclude each other")
+    if options.write_token_from_env:
+        name = _env_name(options.write_token_from_env, "--write-token-from-env")
+        value = os.environ.get(name)
+        if not value:
+            raise UsageError(
+                f"{name} is not set in this environment, so there is no token to write",
+                fix=f"export {name}=… first (pdnotes never takes a key on the command line)",
+            )
+        updates["ANTHROPIC_AUTH_TOKEN"] = value
+        return f"token {mask(value)} from ${name} written to the file (mode 0600)"
+    if options.token_env:
+        name = _env_name(options.token_env, "--token-env")
+        top_level["apiKeyHelper"] = f"printenv {name}"
+        return _export_line(name)
+    if claude_preset and claude_preset.placeholder_token:
+        updates["ANTHROPIC_AUTH_TOKEN"] = claude_preset.placeholder_token
+        return None
+    if data.get("apiKeyHelper"):
+        return None
+    return _export_line("ANTHROPIC_AUTH_TOKEN")
+
+
+def _export_line(name: str) -> str:
+    value = os.environ.get(name)
+    if value:
+        return f"export {name}={mask(value)}   # already set in this shell"
+    return f"export {name}=<your API key>"
+
+
+def _env_name(value: str, flag: str) -> str:
+    if not looks_like_env_name(value):
+        raise UsageError(
+            f"{flag} takes the NAME of an environment variable, not the key itself",
+            fix=f"export the key first and pass its name: {flag} TAOTOKEN_API_KEY",
+        )
+    return value
+
+
+def _token_warnings(path: Path, scope: str) -> list[str]:
+    warnings = [f"{path} will hold a literal token; pdnotes makes it readable by you only (0600)"]
+    if tracked_by_git(path):
+        warnings.append(
+            f"git tracks {path}: committing it would publish the token; prefer --token-env"
+        )
+    elif scope == "project":
+        warnings.append(
+            "project settings are usually committed; prefer --scope local or --token-env"
+        )
+    return warnings
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,219 @@
+"""Merge a provider into Codex's `config.toml`, changing only what pdnotes owns.
+
+Owned: the top-level `model` and `model_provider`, and inside `[model_providers.<id>]` the keys
+set here (`name`, `base_url`, `env_key`, `wire_api`, `query_params`). Everything else — comments,
+order, blank lines, other providers, MCP servers, trust entries, profiles, unknown keys — keeps
+its bytes, because the document is edited in place with tomlkit and a key is only assigned when
+its value really changes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.items import Table
+from tomlkit.toml_document import TOMLDocument
+
+from notes_cli import paths
+from notes_cli.clients import files, presets, urls
+from notes_cli.clients.endpoint import join_url
+from notes_cli.clients.plan import WritePlan
+from notes_cli.errors import UsageError
+from notes_cli.secrets import looks_like_env_name, mask
+
+RESERVED_PROVIDER_IDS = ("openai", "ollama", "lmstudio")
+
+
+@dataclass(frozen=True)
+class CodexOptions:
+    """`pdnotes config codex` flags; None means "from the preset, else keep the file's"."""
+
+    preset: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    env_key: str | None = None
+    wire_api: str = "responses"
+
+
+def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> WritePlan:
+    """Build the edit of `$CODEX_HOME/config.toml` for `options` (nothing is written)."""
+    path = paths.codex_config_path(codex_home)
+    old_text, doc = files.load_toml(path)
+    doc = doc if doc is not None else tomlkit.document()
+    preset = presets.load_preset(options.preset) if options.preset else None
+    _check_wire_api(options.wire_api)
+    provider_id = _provider_id(options, preset, doc)
+    current = _existing_provider(doc, provider_id)
+    raw_url = options.base_url or (preset.codex.base_url if preset and preset.codex else None)
+    raw_url = raw_url or _str(current.get("base_url"))
+    if not raw_url:
+        raise UsageError(
+            f"no base URL for provider {provider_id!r}",
+            fix="pass --base-url https://…/api or a --preset",
+        )
+    strip_v1 = _v1_forbidden(raw_url, preset)
+    cleaned = urls.clean_base_url(raw_url, suffixes=urls.CODEX_ENDPOINT_SUFFIXES, strip_v1=strip_v1)
+    env_key = _env_key(options, preset, current)
+    model = options.model or (preset.model if preset else None) or _str(doc.get("model"))
+    if not model:
+        raise UsageError(
+            "no model id to write",
+            fix="pass --model with the id exactly as your gateway's console shows it",
+        )
+    name = _str(current.get("name")) or (preset.name if preset else None) or provider_id
+    owned: dict[str, Any] = {"name": name, "base_url": cleaned.base_url}
+    if env_key:
+        owned["env_key"] = env_key
+    owned["wire_api"] = "responses"
+    merged_query = {**_query_params(current), **cleaned.query_params}
+    if cleaned.query_params:
+        owned["query_params"] = merged_query
+    _set_top_level(doc, "model", model)
+    _set_top_level(doc, "model_provider", provider_id)
+    _merge_provider(doc, provider_id, owned)
+    return WritePlan(
+        client="codex",
+        path=path,
+        old_text=old_text,
+        new_text=tomlkit.dumps(doc),
+        request_url=join_url(cleaned.base_url, "/responses", merged_query),
+        export_line=export_line(env_key),
+        notes=cleaned.notes,
+    )
+
+
+def export_line(env_key: str | None) -> str | None:
+    """The `export` the user still needs (masked when already set), or None without a key."""
+    if not env_key:
+        return None
+    value = os.environ.get(env_key)
+    if value:
+        return f"export {env_key}={mask(value)}   # already set in this shell"
+    return f"export {env_key}=<your API key>"
+
+
+def _check_wire_api(wire_api: str) -> None:
+    if wire_api == "responses":
+        return
+    if wire_api == "chat":
+        raise UsageError(
+            'wire_api = "chat" is no longer supported by Codex (removed in Feb 2026); '
+            "Codex only speaks the Responses API",
+            fix="leave --wire-api out (responses is the only value)",
+        )
+    raise UsageError(f"unknown --wire-api {wire_api!r}", fix="use --wire-api responses")
+
+
+def _provider_id(options: CodexOptions, preset: presets.Preset | None, doc: TOMLDocument) -> str:
+    provider = options.provider or (preset.codex.provider_id if preset and preset.codex else None)
+    if provider is None:
+        existing = _str(doc.get("model_provider"))
+        if existing and existing not in RESERVED_PROVIDER_IDS:
+            provider = existing
+    if not provider:
+        raise UsageError(
+            "which provider? none given and config.toml selects none",
+            fix="pass --preset (" + ", ".join(presets.preset_names()) + ") or --provider ID",
+        )
+    if provider in RESERVED_PROVIDER_IDS:
+        raise UsageError(
+            f"{provider!r} is a reserved built-in Codex provider id and cannot be redefined",
+            fix=f"use another id, e.g. --provider {provider}-custom",
+        )
+    return provider
+
+
+def _env_key(
+    options: CodexOptions, preset: presets.Preset | None, current: dict[str, Any]
+) -> str | None:
+    env_key = options.env_key or (preset.codex.env_key if preset and preset.codex else None)
+    env_key = env_key or _str(current.get("env_key"))
+    if env_key and not looks_like_env_name(env_key):
+        # Never echo the value: it is probably the key itself.
+        raise UsageError(
+            "--env-key takes the NAME of an environment variable, not the key itself",
+            fix="export the key (export TAOTOKEN_API_KEY=…) and pass --env-key TAOTOKEN_API_KEY",
+        )
+    return env_key
+
+
+def _v1_forbidden(url: str, preset: presets.Preset | None) -> bool:
+    """Strip a pasted /v1 only for a host whose preset says its API root has none."""
+    if not urls.has_scheme(url):
+        return False
+    known = preset or presets.preset_for_host(urls.host_of(url))
+    return bool(known and known.v1_suffix == "forbidden" and urls.host_of(url) in _hosts(known))
+
+
+def _hosts(preset: presets.Preset) -> set[str]:
+    return set(preset.hosts) | {h.split(":", 1)[0] for h in preset.hosts if ":" not in h}
+
+
+def _existing_provider(doc: TOMLDocument, provider_id: str) -> dict[str, Any]:
+    providers = doc.get("model_providers")
+    table = providers.get(provider_id) if isinstance(providers, dict) else None
+    return dict(table) if isinstance(table, dict) else {}
+
+
+def _query_params(current: dict[str, Any]) -> dict[str, str]:
+    value = current.get("query_params")
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _str(value: object) -> str | None:
+    return str(value) if isinstance(value, str) and value else None
+
+
+def _set_top_level(doc: TOMLDocument, key: str, value: str) -> None:
+    """Set a top-level key in place; a new key goes next to its sibling or after the last
+    top-level key, never into a table (TOML would then read it as that table's key)."""
+    if key in doc:
+        if doc[key] != value:
+            doc[key] = value
+        return
+    sibling = next((k for k in ("model", "model_provider") if k in doc), None)
+    last_plain = [k.key for k, item in doc.body if k is not None and not _is_table(item)]
+    anchor = sibling or (last_plain[-1] if last_plain else None)
+    if anchor is None:
+        doc[key] = value
+    else:
+        doc._insert_after(anchor, key, value)  # tomlkit has no public "insert after"
+
+
+def _is_table(item: object) -> bool:
+    return isinstance(item, (Table, tomlkit.items.AoT))
+
+
+def _merge_provider(doc: TOMLDocument, provider_id: str, owned: dict[str, Any]) -> None:
+    providers = doc.get("model_providers")
+    if providers is None:
+        providers = tomlkit.table(is_super_table=True)
+        doc["model_providers"] = providers
+    if not isinstance(providers, dict):
+        raise UsageError(
+            "model_providers in config.toml is not a table",
+            fix="make it [model_providers.<id>] tables",
+        )
+    table = providers.get(provider_id)
+    if table is None:
+        table = tomlkit.table()
+        for key, value in owned.items():
+            table[key] = _toml_value(value)
+        providers[provider_id] = table
+        return
+    for key, value in owned.items():
+        if table.get(key) != value:
+            table[key] = _toml_value(value)
+
+
+def _toml_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        inline = tomlkit.inline_table()
+        inline.update(value)
+        return inline
+    return value

@@ -1,0 +1,87 @@
+"""A planned change to one client file, and applying it safely.
+
+`pdnotes config codex|claude` first builds a `WritePlan` (old text, new text, what was cleaned,
+the URL the client will call); `--dry-run` shows its diff, a real run `apply`s it: check the file
+did not change meanwhile, save a backup, write atomically.
+"""
+
+from __future__ import annotations
+
+import difflib
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from notes_cli import backups, fileio
+from notes_cli.errors import ConfigWriteError
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    client: str
+    path: Path
+    old_text: str | None
+    new_text: str
+    request_url: str
+    export_line: str | None = None
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    mode: int | None = None
+    """Mode bits to force (0o600 when the file will hold a token); None keeps the file's."""
+
+    @property
+    def changed(self) -> bool:
+        return self.old_text != self.new_text
+
+    def diff(self) -> str:
+        """Unified diff of the change (`/dev/null` as the old side for a new file)."""
+        old = (self.old_text or "").splitlines(keepends=True)
+        new = self.new_text.splitlines(keepends=True)
+        lines = difflib.unified_diff(
+            old,
+            new,
+            fromfile=str(self.path) if self.old_text is not None else "/dev/null",
+            tofile=str(self.path),
+        )
+        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    plan: WritePlan
+    written: Path | None
+    backup: Path | None
+    warnings: tuple[str, ...] = field(default=())
+
+
+def apply(plan: WritePlan) -> WriteResult:
+    """Back up and atomically write `plan`; a no-op when nothing changes. Raises
+    `ConfigWriteError` if the file changed since it was read (nothing is written then)."""
+    if not plan.changed and plan.mode is None:
+        return WriteResult(plan, None, None, plan.warnings)
+    current = fileio.read_text(plan.path)
+    if current != plan.old_text:
+        raise ConfigWriteError(
+            f"{plan.path} changed while pdnotes was preparing the edit; nothing was written",
+            fix="run the command again",
+        )
+    backup = backups.save(plan.client, plan.path)
+    written = fileio.atomic_write(plan.path, plan.new_text, mode=plan.mode)
+    saved = backup.data_path if backup.existed else backup.meta_path
+    return WriteResult(plan, written, saved, plan.warnings)
+
+
+def tracked_by_git(path: Path) -> bool:
+    """True when git tracks `path` (bounded, quiet; False when git is absent)."""
+    try:
+        result = subprocess.run(
+            ["git", "ls-files", "--error-unmatch", path.name],
+            cwd=path.parent,
+            capture_output=True,
+            timeout=5,
+            start_new_session=True,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0

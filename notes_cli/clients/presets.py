@@ -1,0 +1,93 @@
+"""Provider presets: plain TOML files in templates/presets/<name>.toml (adding a provider
+touches no Python). Loaded with the standard library's parser: they are ours, read-only."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+from notes_cli.errors import UsageError
+from notes_cli.resources import template_path
+
+V1Policy = Literal["forbidden", "required", "any"]
+
+
+@dataclass(frozen=True)
+class CodexPreset:
+    provider_id: str
+    base_url: str
+    env_key: str | None = None
+
+
+@dataclass(frozen=True)
+class ClaudePreset:
+    base_url: str
+    token_env: str | None = None
+    placeholder_token: str | None = None
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One gateway: what to write for each client and what the doctor knows about it."""
+
+    key: str
+    name: str
+    description: str = ""
+    hosts: tuple[str, ...] = ()
+    v1_suffix: V1Policy = "any"
+    model: str | None = None
+    models: tuple[str, ...] = ()
+    codex: CodexPreset | None = None
+    claude: ClaudePreset | None = None
+
+
+def preset_names() -> list[str]:
+    folder = template_path("presets")
+    return sorted(p.stem for p in folder.glob("*.toml"))
+
+
+@cache
+def load_preset(name: str) -> Preset:
+    """The preset called `name`; `UsageError` listing the valid names otherwise."""
+    path = template_path("presets", f"{name}.toml")
+    if not path.is_file():
+        raise UsageError(
+            f"no preset named {name!r}",
+            fix=f"use one of: {', '.join(preset_names())}",
+        )
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    codex, claude = data.get("codex"), data.get("claude")
+    return Preset(
+        key=name,
+        name=str(data.get("name", name)),
+        description=str(data.get("description", "")),
+        hosts=tuple(data.get("hosts", ())),
+        v1_suffix=data.get("v1_suffix", "any"),
+        model=data.get("model"),
+        models=tuple(data.get("models", ())),
+        codex=CodexPreset(**codex) if codex else None,
+        claude=ClaudePreset(**claude) if claude else None,
+    )
+
+
+def all_presets() -> list[Preset]:
+    return [load_preset(name) for name in preset_names()]
+
+
+def preset_for_host(host: str) -> Preset | None:
+    """The preset whose `hosts` list `host` (`host` or `host:port`), if any."""
+    host = host.lower()
+    bare = host.split(":", 1)[0]
+    for preset in all_presets():
+        if host in preset.hosts or bare in preset.hosts:
+            return preset
+    return None
+
+
+def placeholder_tokens() -> frozenset[str]:
+    """Non-secret tokens pdnotes writes for keyless gateways (the mock engine)."""
+    return frozenset(
+        p.claude.placeholder_token for p in all_presets() if p.claude and p.claude.placeholder_token
+    )

@@ -1,0 +1,306 @@
+"""What each client will actually call, and where every value came from.
+
+`resolve_endpoints` is the public entry (smoke, live doctor and notes use it); `resolve_setups`
+adds the provenance `pdnotes config show` prints. Both follow the clients' own rules: Codex reads
+one `config.toml` and joins `base_url + "/responses"`; Claude Code merges process env < user <
+project < local settings (`env` in settings wins over the shell) and appends `/v1/messages`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from notes_cli import paths
+from notes_cli.clients import files
+from notes_cli.clients.endpoint import AuthStyle, Endpoint
+from notes_cli.clients.presets import placeholder_tokens
+from notes_cli.secrets import mask
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
+BUILTIN_CODEX_PROVIDERS = {
+    "openai": OPENAI_DEFAULT_BASE_URL,
+    "ollama": "http://localhost:11434/v1",
+    "lmstudio": "http://localhost:1234/v1",
+}
+CLAUDE_SCOPES = ("user", "project", "local")
+
+
+@dataclass(frozen=True)
+class Value:
+    """One effective setting: `value` is already masked when it is a secret."""
+
+    name: str
+    value: str
+    source: str
+
+
+@dataclass(frozen=True)
+class ClientSetup:
+    """One client's effective configuration: its files, values with their sources, and the
+    endpoint it will call (None when the client is not configured or cannot run)."""
+
+    client: str
+    files: tuple[Path, ...]
+    values: tuple[Value, ...]
+    endpoint: Endpoint | None
+    problem: str | None = None
+
+
+def resolve_endpoints(
+    client: str = "all",
+    *,
+    codex_home: Path | None = None,
+    claude_home: Path | None = None,
+    project_dir: Path | None = None,
+) -> list[Endpoint]:
+    """The endpoint(s) each configured client will call. A client with no config (no Codex
+    config.toml; no Claude settings file and no ANTHROPIC_* variable) is left out. Raises
+    `ConfigParseError` when a file does not parse."""
+    setups = resolve_setups(
+        client, codex_home=codex_home, claude_home=claude_home, project_dir=project_dir
+    )
+    return [s.endpoint for s in setups if s.endpoint is not None]
+
+
+def resolve_setups(
+    client: str = "all",
+    *,
+    codex_home: Path | None = None,
+    claude_home: Path | None = None,
+    project_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[ClientSetup]:
+    env = os.environ if environ is None else environ
+    result: list[ClientSetup] = []
+    if client in ("all", "codex"):
+        result.append(codex_setup(codex_home, env))
+    if client in ("all", "claude"):
+        result.append(claude_setup(claude_home, project_dir, env))
+    return result
+
+
+def codex_setup(codex_home: Path | None, env: Mapping[str, str]) -> ClientSetup:
+    path = paths.codex_config_path(codex_home)
+    _, doc = files.load_toml(path)
+    if doc is None:
+        return ClientSetup("codex", (), (), None, problem=f"{path} does not exist")
+    source = str(path)
+    provider_id = str(doc.get("model_provider") or "openai")
+    model = doc.get("model")
+    values = [
+        Value("model_provider", provider_id, source if "model_provider" in doc else "default")
+    ]
+    if isinstance(model, str):
+        values.append(Value("model", model, source))
+    providers = doc.get("model_providers")
+    table = providers.get(provider_id) if isinstance(providers, dict) else None
+    if isinstance(table, dict):
+        endpoint = _codex_custom(provider_id, dict(table), model, source, env, values)
+    elif provider_id in BUILTIN_CODEX_PROVIDERS:
+        base = BUILTIN_CODEX_PROVIDERS[provider_id]
+        if provider_id == "openai" and isinstance(doc.get("openai_base_url"), str):
+            base = str(doc["openai_base_url"])
+        values.append(Value("base_url", base, f"built-in provider {provider_id}"))
+        endpoint = Endpoint("codex", base, "responses", _opt_str(model), source=source)
+    else:
+        return ClientSetup(
+            "codex",
+            (path,),
+            tuple(values),
+            None,
+            problem=f"model_provider {provider_id!r} names no [model_providers.{provider_id}]",
+        )
+    return ClientSetup("codex", (path,), tuple(values), endpoint)
+
+
+def _codex_custom(
+    provider_id: str,
+    table: dict[str, Any],
+    model: object,
+    source: str,
+    env: Mapping[str, str],
+    values: list[Value],
+) -> Endpoint:
+    where = f"{source} [model_providers.{provider_id}]"
+    base = table.get("base_url")
+    base_url = base if isinstance(base, str) else OPENAI_DEFAULT_BASE_URL
+    values.append(Value("base_url", base_url, where if isinstance(base, str) else "default"))
+    env_key = table.get("env_key") if isinstance(table.get("env_key"), str) else None
+    key: str | None = None
+    if env_key:
+        key = env.get(env_key) or None
+        values.append(Value("key", mask(key), f"${env_key}"))
+    elif isinstance(table.get("experimental_bearer_token"), str):
+        key = table["experimental_bearer_token"]
+        values.append(Value("key", mask(key), f"{where} experimental_bearer_token"))
+    query = table.get("query_params")
+    query_params = {str(k): str(v) for k, v in query.items()} if isinstance(query, dict) else {}
+    headers = _str_map(table.get("http_headers"))
+    for header, var in _str_map(table.get("env_http_headers")).items():
+        if env.get(var):
+            headers[header] = env[var]
+    return Endpoint(
+        client="codex",
+        base_url=base_url,
+        protocol="responses",
+        model=_opt_str(model),
+        auth_style="bearer" if env_key or key else "none",
+        key_env=env_key,
+        key=key,
+        source=where,
+        query_params=query_params,
+        headers=headers,
+    )
+
+
+@dataclass
+class _ClaudeLayers:
+    """Claude Code's merged view: every value remembers the layer it came from."""
+
+    env: dict[str, tuple[str, str]] = field(default_factory=dict)
+    top: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+
+
+def claude_settings_files(
+    claude_home: Path | None, project_dir: Path | None
+) -> list[tuple[str, Path]]:
+    """(scope, path) of the settings files Claude Code reads, lowest precedence first."""
+    return [
+        (
+            scope,
+            paths.claude_settings_path(scope, claude_home_dir=claude_home, project_dir=project_dir),
+        )
+        for scope in CLAUDE_SCOPES
+    ]
+
+
+def claude_layers(
+    claude_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> _ClaudeLayers:
+    layers = _ClaudeLayers()
+    for name, value in env.items():
+        layers.env[name] = (value, "environment")
+    for _scope, path in claude_settings_files(claude_home, project_dir):
+        _, data = files.load_json(path)
+        if data is None:
+            continue
+        layers.files.append(path)
+        settings_env = data.get("env")
+        if isinstance(settings_env, dict):
+            for name, value in settings_env.items():
+                layers.env[name] = (_coerce(value), str(path))
+        for key, value in data.items():
+            if key != "env":
+                layers.top[key] = (value, str(path))
+    return layers
+
+
+def claude_setup(
+    claude_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> ClientSetup:
+    layers = claude_layers(claude_home, project_dir, env)
+    configured = layers.files or any(k.startswith("ANTHROPIC_") for k in env)
+    if not configured:
+        return ClientSetup("claude", (), (), None, problem="no Claude Code settings file")
+    values: list[Value] = []
+    base_url, base_source = layers.env.get(
+        "ANTHROPIC_BASE_URL", (ANTHROPIC_DEFAULT_BASE_URL, "default")
+    )
+    base_url = base_url or ANTHROPIC_DEFAULT_BASE_URL
+    values.append(Value("ANTHROPIC_BASE_URL", base_url, base_source))
+    model, model_source = _claude_model(layers)
+    if model:
+        values.append(Value("model", model, model_source))
+    auth_style, key, key_env, key_values = _claude_auth(layers, env)
+    values.extend(key_values)
+    endpoint = Endpoint(
+        client="claude",
+        base_url=base_url,
+        protocol="anthropic",
+        model=model,
+        auth_style=auth_style,
+        key_env=key_env,
+        key=key,
+        source=base_source,
+        headers=_custom_headers(layers.env.get("ANTHROPIC_CUSTOM_HEADERS", ("", ""))[0]),
+    )
+    return ClientSetup("claude", tuple(layers.files), tuple(values), endpoint)
+
+
+def _claude_model(layers: _ClaudeLayers) -> tuple[str | None, str]:
+    value, source = layers.env.get("ANTHROPIC_MODEL", ("", ""))
+    if value:
+        return value, source
+    top, top_source = layers.top.get("model", (None, ""))
+    return (top, top_source) if isinstance(top, str) and top else (None, "")
+
+
+def _claude_auth(
+    layers: _ClaudeLayers, env: Mapping[str, str]
+) -> tuple[AuthStyle, str | None, str | None, list[Value]]:
+    token, token_src = layers.env.get("ANTHROPIC_AUTH_TOKEN", ("", ""))
+    api_key, key_src = layers.env.get("ANTHROPIC_API_KEY", ("", ""))
+    helper, helper_src = layers.top.get("apiKeyHelper", (None, ""))
+    values: list[Value] = []
+    if isinstance(helper, str) and helper:
+        var = helper_variable(helper)
+        key = env.get(var) if var else None
+        values.append(Value("apiKeyHelper", helper, helper_src))
+        values.append(Value("key", mask(key) if var else "(from the helper's output)", helper_src))
+        return "both", key or None, var, values
+    if token:
+        shown = f"{token} (placeholder)" if token in placeholder_tokens() else mask(token)
+        values.append(Value("ANTHROPIC_AUTH_TOKEN", shown, token_src))
+    if api_key:
+        values.append(Value("ANTHROPIC_API_KEY", mask(api_key), key_src))
+    if token and api_key:
+        return "both", token, "ANTHROPIC_AUTH_TOKEN", values
+    if token:
+        return "bearer", token, "ANTHROPIC_AUTH_TOKEN", values
+    if api_key:
+        return "x-api-key", api_key, "ANTHROPIC_API_KEY", values
+    return "none", None, None, values
+
+
+def helper_variable(helper: str) -> str | None:
+    """The variable an `apiKeyHelper` like `printenv NAME` or `echo $NAME` reads, if simple."""
+    parts = helper.split()
+    if len(parts) == 2 and parts[0] == "printenv":
+        return parts[1]
+    if len(parts) == 2 and parts[0] == "echo" and parts[1].lstrip('"').startswith("$"):
+        return parts[1].strip('"').lstrip("$").strip("{}")
+    return None
+
+
+def _custom_headers(raw: str) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for line in raw.splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip():
+            headers[name.strip()] = value.strip()
+    return headers
+
+
+def _coerce(value: object) -> str:
+    """Claude Code coerces non-string env values (0 → "0", true → "true")."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    import json
+
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
+def _str_map(value: object) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _opt_str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,84 @@
+"""Base-URL hygiene shared by the config writers and the doctor.
+
+Clients join `base_url + suffix` as plain strings, so anything pasted after the API root (a
+`?utm_source=…` query, a copied `/chat/completions`, a fragment) produces a broken request URL.
+`clean_base_url` turns a pasted URL into the root the client wants and says what it changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+from notes_cli.errors import UsageError
+
+CODEX_ENDPOINT_SUFFIXES = ("/chat/completions", "/responses", "/completions")
+CLAUDE_ENDPOINT_SUFFIXES = ("/v1/messages", "/messages")
+
+
+@dataclass(frozen=True)
+class CleanUrl:
+    """The cleaned root, query parameters to send separately, and one note per change."""
+
+    base_url: str
+    query_params: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def has_scheme(url: str) -> bool:
+    return urlsplit(url).scheme in ("http", "https") and bool(urlsplit(url).netloc)
+
+
+def host_of(url: str) -> str:
+    """`host` or `host:port` of a URL, lower-cased ("" when it has none)."""
+    return urlsplit(url).netloc.lower().rsplit("@", 1)[-1]
+
+
+def endpoint_suffix(url: str, suffixes: tuple[str, ...]) -> str | None:
+    """The endpoint path a pasted URL already ends in, if any."""
+    path = urlsplit(url).path.rstrip("/")
+    return next((s for s in suffixes if path.endswith(s)), None)
+
+
+def has_v1_suffix(url: str) -> bool:
+    return urlsplit(url).path.rstrip("/").endswith("/v1")
+
+
+def clean_base_url(url: str, *, suffixes: tuple[str, ...], strip_v1: bool = False) -> CleanUrl:
+    """Clean a pasted base URL: drop `utm_*` parameters and fragments, move other query
+    parameters to `query_params`, strip a pasted endpoint suffix (and `/v1` when the gateway
+    forbids it) and a trailing slash. Raises `UsageError` for a URL without http(s)://."""
+    url = url.strip()
+    if not has_scheme(url):
+        raise UsageError(
+            f"base URL {url!r} has no http:// or https:// scheme",
+            fix=f"pass the full URL, e.g. --base-url https://{url.lstrip('/')}",
+        )
+    parts = urlsplit(url)
+    notes: list[str] = []
+    kept: dict[str, str] = {}
+    dropped: list[str] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key.lower().startswith("utm_"):
+            dropped.append(key)
+        else:
+            kept.setdefault(key, value)
+    if dropped:
+        notes.append(f"removed tracking parameters from the URL: {', '.join(sorted(set(dropped)))}")
+    if kept:
+        notes.append(
+            "moved query parameters to query_params (the client appends its path after the URL): "
+            + ", ".join(kept)
+        )
+    if parts.fragment:
+        notes.append(f"removed the fragment #{parts.fragment}")
+    path = parts.path.rstrip("/")
+    suffix = next((s for s in suffixes if path.endswith(s)), None)
+    if suffix:
+        path = path[: -len(suffix)]
+        notes.append(f"removed the pasted endpoint path {suffix} (the client appends it itself)")
+    if strip_v1 and path.endswith("/v1"):
+        path = path[: -len("/v1")]
+        notes.append("removed /v1: this gateway serves its API without it (a /v1 gives a 404)")
+    base = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+    return CleanUrl(base_url=base, query_params=kept, notes=tuple(notes))
