@@ -1,0 +1,28 @@
+"""The only HTTP client code in pdnotes: call a gateway the way Codex (Responses API), Claude
+Code (Anthropic Messages) or the OpenAI SDK (chat completions) does, and time every part.
+
+    from notes_cli.gateway import GatewayClient
+    with GatewayClient(endpoint, timeout=10) as client:
+        result = client.stream("say pong")     # StreamResult with Timings
+
+Errors are the typed classes of `notes_cli.gateway.errors`.
+"""
+
+from __future__ import annotations
+
+from notes_cli.gateway._http import proxy_for, safe_url
+from notes_cli.gateway.client import AsyncGatewayClient, GatewayClient
+from notes_cli.gateway.results import ModelsResult, StreamResult, Timings
+from notes_cli.gateway.sse import ServerSentEvent, SSEParser
+
+__all__ = [
+    "AsyncGatewayClient",
+    "GatewayClient",
+    "ModelsResult",
+    "SSEParser",
+    "ServerSentEvent",
+    "StreamResult",
+    "Timings",
+    "proxy_for",
+    "safe_url",
+]

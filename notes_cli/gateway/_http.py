@@ -1,0 +1,275 @@
+"""The one boundary where httpx's exceptions and raw error answers become typed gateway errors,
+plus the small helpers around it: secret-free URLs, connect timing, proxies from the env."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import re
+import ssl
+import time
+import urllib.request
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import httpx
+
+from notes_cli.gateway import errors
+from notes_cli.gateway.results import StreamResult
+from notes_cli.secrets import looks_like_secret, mask
+
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_MAX_ERROR_BODY = 64 * 1024
+
+
+def safe_url(url: str) -> str:
+    """The URL with a password or secret-looking query values masked, fit to print."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if parts.password:
+        netloc = netloc.replace(f":{parts.password}@", ":***@")
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, mask(v) if looks_like_secret(v) else v) for k, v in pairs])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy httpx will use for `url` given HTTP(S)_PROXY / ALL_PROXY / NO_PROXY, with any
+    password masked; None when the request goes direct."""
+    proxies = urllib.request.getproxies_environment()
+    parts = urlsplit(url)
+    if not proxies or _bypassed(parts.hostname or "", proxies.get("no", "")):
+        return None
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    return safe_url(proxy) if proxy else None
+
+
+def _bypassed(host: str, no_proxy: str) -> bool:
+    """NO_PROXY matching: `*`, exact hosts, and domain suffixes (`.corp` or `corp`)."""
+    host = host.lower()
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        if not entry:
+            continue
+        entry = entry.split(":", 1)[0] if entry.count(":") == 1 else entry
+        if entry == "*" or host == entry.lstrip(".") or host.endswith("." + entry.lstrip(".")):
+            return True
+    return False
+
+
+class ConnectTrace:
+    """httpx `trace` extension: notes when a new connection finished (DNS+TCP, then TLS)."""
+
+    __slots__ = ("start", "connect_ms")
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.connect_ms: float | None = None
+
+    def __call__(self, name: str, info: dict[str, Any]) -> None:
+        if name in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            self.connect_ms = (time.perf_counter() - self.start) * 1000
+
+
+# --------------------------------------------------------------------------- error answers
+
+
+def parse_error_body(body: bytes) -> tuple[str | None, str | None, str | None]:
+    """(message, type, code) from an OpenAI / Anthropic / FastAPI error JSON, the <title> of an
+    HTML page (what proxies and load balancers send), or the first line of plain text."""
+    text = body[:_MAX_ERROR_BODY]
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
+        if isinstance(error, dict):
+            message = error.get("message") or error.get("detail") or payload.get("detail")
+            code = error.get("code")
+            return (
+                _str(message),
+                _str(error.get("type")),
+                _str(code) if code is not None else None,
+            )
+        return _str(error), None, None
+    match = _TITLE.search(text)
+    if match:
+        title = re.sub(r"\s+", " ", match.group(1).decode("utf-8", "replace")).strip()
+        return (f"HTML page: {title}" if title else "HTML page"), "html", None
+    first = text.decode("utf-8", "replace").strip().splitlines()
+    return (first[0][:200] if first else None), None, None
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """`Retry-After` as seconds: a number, or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def status_error(
+    response: httpx.Response, body: bytes, url: str, key_env: str | None
+) -> errors.HttpStatusError:
+    """The typed error for an error answer, with a fix that fits the status."""
+    status = response.status_code
+    message, etype, code = parse_error_body(body)
+    retry_after = retry_after_seconds(response.headers.get("retry-after"))
+    location = response.headers.get("location")
+    reason = response.reason_phrase or ""
+    shown = f"{status} {reason}".strip()
+    text = f"{shown} from {url}" + (f": {message}" if message else "")
+    error = errors.HttpStatusError(
+        text,
+        url=url,
+        status=status,
+        error_message=message,
+        error_type=etype,
+        error_code=code,
+        retry_after=retry_after,
+        location=safe_url(location) if location else None,
+    )
+    error.fix = _status_fix(error, key_env)
+    return error
+
+
+def _status_fix(error: errors.HttpStatusError, key_env: str | None) -> str:
+    status = error.status
+    if 300 <= status < 400:
+        return (
+            f"the server redirects to {error.location or '(no Location)'}; put that URL in the "
+            "config (pdnotes follows no redirects, so your key never goes to another host)"
+        )
+    if status in (401, 403):
+        where = f"${key_env}" if key_env else "the configured key"
+        return f"check that {where} holds a key this gateway accepts (and is not expired)"
+    if error.is_model_error:
+        return "use a model id the gateway serves: `pdnotes doctor` lists the closest ones"
+    if status == 404:
+        return (
+            "the path does not exist on this gateway: check the base URL's prefix and `/v1` "
+            "(`pdnotes doctor` tries the variants and prints the corrected line)"
+        )
+    if status == 429:
+        wait = f" (it asks for {error.retry_after:.0f} s)" if error.retry_after else ""
+        return f"rate limited{wait}: wait, lower the request rate, or pass --retries N"
+    if status >= 500:
+        return "the gateway or its upstream model failed; retry, then check the gateway's status"
+    return "the gateway rejected the request body; check the model id and the client settings"
+
+
+# --------------------------------------------------------------------------- transport errors
+
+
+def translate(
+    exc: httpx.HTTPError,
+    *,
+    url: str,
+    headers_seen: bool,
+    timeout: float,
+    partial: StreamResult | None = None,
+) -> errors.GatewayError:
+    """Map an httpx exception to the typed error (the caller raises it `from exc`)."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return errors.ConnectTimeout(
+            f"no connection to {url} within {timeout:g} s",
+            url=url,
+            seconds=timeout,
+            fix="check the host and port, your network and any proxy; is the gateway running?",
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        if headers_seen:
+            return errors.IdleStreamTimeout(
+                f"the stream from {url} went silent for {timeout:g} s",
+                url=url,
+                seconds=timeout,
+                partial=partial,
+                fix="the gateway or model stalled mid-answer; retry, or raise --timeout",
+            )
+        return errors.HeadersTimeout(
+            f"connected to {url} but no response headers within {timeout:g} s",
+            url=url,
+            seconds=timeout,
+            fix="the gateway accepted the connection but never answered; a proxy holding "
+            "responses, or an overloaded gateway: raise --timeout or check the gateway",
+        )
+    if isinstance(exc, httpx.ProxyError):
+        return errors.Unreachable(
+            f"the proxy refused the request to {url}: {exc}",
+            url=url,
+            fix="check HTTPS_PROXY / HTTP_PROXY, or add the host to NO_PROXY",
+        )
+    if isinstance(exc, httpx.ConnectError):
+        return _connect_error(exc, url)
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return errors.ProtocolError(
+            f"{url} is not an http:// or https:// URL",
+            url=url,
+            fix="write the base URL with its scheme, e.g. https://host/v1",
+        )
+    if headers_seen and partial is not None and isinstance(exc, httpx.TransportError):
+        return errors.TruncatedStream(
+            f"the stream from {url} broke off before its completion event ({exc})",
+            url=url,
+            partial=partial,
+            fix="the connection dropped mid-answer (proxy or load-balancer idle limits); retry",
+        )
+    return errors.ProtocolError(
+        f"{url}: {exc or type(exc).__name__}",
+        url=url,
+        fix="the server closed the connection without a valid HTTP answer; is this the gateway's "
+        "port, and does it speak http (not https) or the other way round?",
+    )
+
+
+def _connect_error(exc: httpx.ConnectError, url: str) -> errors.GatewayError:
+    text = str(exc)
+    if _is_tls(exc):
+        return errors.TLSError(
+            f"TLS handshake with {url} failed: {text}",
+            url=url,
+            fix="check the certificate (SSL_CERT_FILE for a private CA) or whether the port "
+            "speaks plain http:// instead",
+        )
+    lowered = text.lower()
+    if any(s in lowered for s in ("name or service", "nodename", "getaddrinfo", "name resolution")):
+        return errors.Unreachable(
+            f"cannot resolve the host of {url}: {text}",
+            url=url,
+            fix="check the host name in the base URL, and your DNS / VPN",
+        )
+    return errors.Unreachable(
+        f"cannot connect to {url}: {text or 'connection failed'}",
+        url=url,
+        fix="is the gateway running on that host and port? check the base URL, firewall and proxy",
+    )
+
+
+def _is_tls(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(6):
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLError) or "SSL" in str(seen) or "CERTIFICATE" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _str(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value)

@@ -1,0 +1,465 @@
+"""GatewayClient / AsyncGatewayClient: call an endpoint the way its client does, and time it.
+
+Both drivers share everything but the IO loop (`_Call` holds the per-request state). Timeouts
+are split: `connect_timeout` (DNS + TCP + TLS), `timeout` (time to response headers), and
+`idle_timeout` (the longest silent gap once the stream is flowing); `total_timeout` bounds a
+stream that keeps trickling. Redirects are never followed, so `Authorization` / `x-api-key`
+never reach another origin; a 3xx becomes an HttpStatusError naming the new location.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from notes_cli.clients.endpoint import Endpoint
+from notes_cli.gateway import _protocols as proto
+from notes_cli.gateway import errors
+from notes_cli.gateway._http import ConnectTrace, safe_url, status_error, translate
+from notes_cli.gateway.results import ModelsResult, StreamResult, Timings
+from notes_cli.gateway.sse import SSEParser
+
+OnChunk = Callable[[str, float], None]
+Messages = list[dict[str, Any]] | str
+
+_MAX_ERROR_BODY = 64 * 1024
+
+
+class _Call:
+    """One request's state, shared by the sync and async drivers."""
+
+    __slots__ = (
+        "endpoint",
+        "url",
+        "shown_url",
+        "start",
+        "trace",
+        "timings",
+        "state",
+        "parser",
+        "headers_seen",
+        "on_chunk",
+        "timeouts",
+        "total_timeout",
+        "idle_timeout",
+        "status",
+    )
+
+    def __init__(
+        self,
+        client: _BaseClient,
+        url: str,
+        *,
+        stream: bool,
+        on_chunk: OnChunk | None = None,
+    ) -> None:
+        self.endpoint = client.endpoint
+        self.url = url
+        self.shown_url = safe_url(url)
+        self.start = time.perf_counter()
+        self.trace = ConnectTrace(self.start)
+        self.timings = Timings()
+        self.state = proto.STATES[client.endpoint.protocol]()
+        self.parser = SSEParser()
+        self.headers_seen = False
+        self.on_chunk = on_chunk
+        self.total_timeout = client.total_timeout
+        self.idle_timeout = client.idle_timeout
+        self.status = 0
+        # httpcore reads the read timeout from this dict when the body starts, so the headers
+        # wait and the idle gap can differ (see `headers_arrived`).
+        self.timeouts = {
+            "connect": client.connect_timeout,
+            "read": client.timeout,
+            "write": client.timeout,
+            "pool": client.timeout,
+        }
+
+    def extensions(self) -> dict[str, Any]:
+        return {"trace": self.trace, "timeout": self.timeouts}
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.start) * 1000
+
+    def headers_arrived(self, response: httpx.Response) -> None:
+        self.headers_seen = True
+        self.status = response.status_code
+        self.timings.headers_ms = self.elapsed_ms()
+        self.timings.connect_ms = self.trace.connect_ms
+        self.timeouts["read"] = self.idle_timeout
+
+    def translate(self, exc: httpx.HTTPError) -> errors.GatewayError:
+        if isinstance(exc, httpx.ConnectTimeout):
+            seconds = self.timeouts["connect"]
+        else:
+            seconds = self.timeouts["read"]
+        partial = self.partial() if self.headers_seen else None
+        return translate(
+            exc,
+            url=self.shown_url,
+            headers_seen=self.headers_seen,
+            timeout=seconds,
+            partial=partial,
+        )
+
+    def status_error(self, response: httpx.Response, body: bytes) -> errors.HttpStatusError:
+        return status_error(response, body, self.shown_url, self.endpoint.key_env)
+
+    def not_a_stream(self, response: httpx.Response, body: bytes) -> StreamResult:
+        """A 2xx that is not an event stream. Claude Code falls back to a plain Message JSON,
+        so that is accepted for "anthropic"; Codex and the OpenAI SDK fail on it."""
+        ctype = response.headers.get("content-type", "")
+        if self.endpoint.protocol == "anthropic" and "json" in ctype:
+            return self.body_result(body)
+        raise errors.ProtocolError(
+            f"{self.shown_url} answered {ctype or 'no content-type'}, not text/event-stream",
+            url=self.shown_url,
+            fix="the gateway ignored `stream: true`; the client would fail with "
+            "'stream closed before completion': check the path and the gateway's streaming support",
+        )
+
+    def body_result(self, body: bytes) -> StreamResult:
+        try:
+            payload = json.loads(body)
+        except ValueError as exc:
+            raise self.bad_json() from exc
+        if not isinstance(payload, dict):
+            raise self.bad_json()
+        self.timings.total_ms = self.elapsed_ms()
+        return proto.parse_body(self.endpoint.protocol, payload, self.status, self.timings)
+
+    def bad_json(self) -> errors.ProtocolError:
+        return errors.ProtocolError(
+            f"{self.shown_url} answered 2xx with a body that is not JSON",
+            url=self.shown_url,
+            fix="a proxy or web server answered instead of the gateway; check the base URL",
+        )
+
+    def feed(self, chunk: bytes) -> bool:
+        """Parse a chunk; True once the stream's last event arrived."""
+        now = self.elapsed_ms()
+        if self.total_timeout is not None and now > self.total_timeout * 1000:
+            raise errors.TotalTimeout(
+                f"the stream from {self.shown_url} was still running after "
+                f"{self.total_timeout:g} s",
+                url=self.shown_url,
+                seconds=self.total_timeout,
+                partial=self.partial(),
+                fix="the answer is too long or too slow: lower max tokens or raise --timeout",
+            )
+        state = self.state
+        on_chunk = self.on_chunk
+        try:
+            for event in self.parser.feed(chunk):
+                text = state.handle(event, now)
+                if text is not None and on_chunk is not None:
+                    on_chunk(text, now)
+        except proto.StreamFailed as exc:
+            raise self.upstream(exc) from exc
+        return state.closed
+
+    def finish(self) -> StreamResult:
+        now = self.elapsed_ms()
+        try:
+            for event in self.parser.close():
+                self.state.handle(event, now)
+        except proto.StreamFailed as exc:
+            raise self.upstream(exc) from exc
+        self.timings.total_ms = self.state.chunk_ms[-1] if self.state.chunk_ms else now
+        result = self.state.result(self.status, self.timings)
+        if not self.state.done:
+            raise errors.TruncatedStream(
+                f"the stream from {self.shown_url} ended without its completion event "
+                f"({_COMPLETION[self.endpoint.protocol]}) after {len(result.text)} characters",
+                url=self.shown_url,
+                partial=result,
+                fix="the gateway cut the answer off (a proxy timeout, a crashed upstream, or a "
+                "gateway that does not finish streams the way the client expects)",
+            )
+        return result
+
+    def partial(self) -> StreamResult:
+        self.timings.total_ms = self.elapsed_ms()
+        return self.state.result(self.status, self.timings)
+
+    def upstream(self, exc: proto.StreamFailed) -> errors.UpstreamError:
+        return errors.UpstreamError(
+            f"the stream from {self.shown_url} reported an error: {exc}",
+            url=self.shown_url,
+            fix="the model or its upstream failed mid-answer; retry, or check the gateway's logs",
+        )
+
+    def models(self, response: httpx.Response, body: bytes) -> ModelsResult:
+        try:
+            payload = json.loads(body)
+        except ValueError as exc:
+            raise self.bad_json() from exc
+        self.timings.total_ms = self.elapsed_ms()
+        return ModelsResult(response.status_code, proto.parse_model_ids(payload), self.timings)
+
+
+_COMPLETION = {
+    "chat": "a choice with finish_reason",
+    "responses": "response.completed",
+    "anthropic": "message_delta with stop_reason",
+}
+
+
+class _BaseClient:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        timeout: float = 10.0,
+        connect_timeout: float | None = None,
+        idle_timeout: float | None = None,
+        total_timeout: float | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout if connect_timeout is not None else timeout
+        self.idle_timeout = idle_timeout if idle_timeout is not None else timeout
+        self.total_timeout = total_timeout
+
+    def _stream_request(
+        self, messages: Messages, max_tokens: int, extra_body: dict[str, Any] | None, stream: bool
+    ) -> tuple[str, dict[str, str], bytes]:
+        url = proto.request_url(self.endpoint)
+        headers = proto.base_headers(self.endpoint, stream=stream)
+        headers["content-type"] = "application/json"
+        body = proto.build_body(
+            self.endpoint, messages, max_tokens=max_tokens, stream=stream, extra_body=extra_body
+        )
+        return url, headers, body
+
+
+def _client_kwargs() -> dict[str, Any]:
+    # follow_redirects=False: credentials must never be forwarded to another origin.
+    return {"follow_redirects": False, "trust_env": True, "timeout": None}
+
+
+class GatewayClient(_BaseClient):
+    """Synchronous client for one endpoint. Use as a context manager (or call `close()`)."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        timeout: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+        connect_timeout: float | None = None,
+        idle_timeout: float | None = None,
+        total_timeout: float | None = None,
+    ) -> None:
+        super().__init__(
+            endpoint,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            idle_timeout=idle_timeout,
+            total_timeout=total_timeout,
+        )
+        self._http = httpx.Client(transport=transport, **_client_kwargs())
+
+    def __enter__(self) -> GatewayClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def list_models(self) -> ModelsResult:
+        """`GET {base}/models` (`/v1/models` for Anthropic) with the client's auth headers."""
+        url = self.endpoint.models_url()
+        call = _Call(self, url, stream=False)
+        headers = proto.base_headers(self.endpoint, stream=False)
+        body, response = self._fetch(call, "GET", url, headers, None)
+        return call.models(response, body)
+
+    def complete(
+        self, messages: Messages, *, max_tokens: int = 256, extra_body: dict[str, Any] | None = None
+    ) -> StreamResult:
+        """One non-streamed turn in the endpoint's protocol."""
+        url, headers, content = self._stream_request(messages, max_tokens, extra_body, False)
+        call = _Call(self, url, stream=False)
+        body, _ = self._fetch(call, "POST", url, headers, content)
+        return call.body_result(body)
+
+    def stream(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int = 256,
+        on_chunk: OnChunk | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> StreamResult:
+        """One streamed turn; `on_chunk(text, ms_since_start)` is called for each output chunk.
+        Raises a `notes_cli.gateway.errors` error on any failure (TruncatedStream and the idle
+        timeouts carry the partial result)."""
+        url, headers, content = self._stream_request(messages, max_tokens, extra_body, True)
+        call = _Call(self, url, stream=True, on_chunk=on_chunk)
+        request = self._http.build_request(
+            "POST", url, headers=headers, content=content, extensions=call.extensions()
+        )
+        try:
+            response = self._http.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise call.translate(exc) from exc
+        try:
+            call.headers_arrived(response)
+            if response.status_code >= 300:
+                raise call.status_error(response, _read_capped(response))
+            if "text/event-stream" not in response.headers.get("content-type", "event-stream"):
+                return call.not_a_stream(response, response.read())
+            for chunk in response.iter_bytes():
+                if call.feed(chunk):
+                    break
+            return call.finish()
+        except httpx.HTTPError as exc:
+            raise call.translate(exc) from exc
+        finally:
+            response.close()
+
+    def _fetch(
+        self, call: _Call, method: str, url: str, headers: dict[str, str], content: bytes | None
+    ) -> tuple[bytes, httpx.Response]:
+        request = self._http.build_request(
+            method, url, headers=headers, content=content, extensions=call.extensions()
+        )
+        try:
+            response = self._http.send(request, stream=True)
+            try:
+                call.headers_arrived(response)
+                if response.status_code >= 300:
+                    raise call.status_error(response, _read_capped(response))
+                return response.read(), response
+            finally:
+                response.close()
+        except httpx.HTTPError as exc:
+            raise call.translate(exc) from exc
+
+
+class AsyncGatewayClient(_BaseClient):
+    """The async twin of GatewayClient (same methods, awaited), for many concurrent streams."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        connect_timeout: float | None = None,
+        idle_timeout: float | None = None,
+        total_timeout: float | None = None,
+        max_connections: int = 256,
+    ) -> None:
+        super().__init__(
+            endpoint,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            idle_timeout=idle_timeout,
+            total_timeout=total_timeout,
+        )
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=64)
+        self._http = httpx.AsyncClient(transport=transport, limits=limits, **_client_kwargs())
+
+    async def __aenter__(self) -> AsyncGatewayClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def list_models(self) -> ModelsResult:
+        """`GET {base}/models` (`/v1/models` for Anthropic) with the client's auth headers."""
+        url = self.endpoint.models_url()
+        call = _Call(self, url, stream=False)
+        headers = proto.base_headers(self.endpoint, stream=False)
+        body, response = await self._fetch(call, "GET", url, headers, None)
+        return call.models(response, body)
+
+    async def complete(
+        self, messages: Messages, *, max_tokens: int = 256, extra_body: dict[str, Any] | None = None
+    ) -> StreamResult:
+        """One non-streamed turn in the endpoint's protocol."""
+        url, headers, content = self._stream_request(messages, max_tokens, extra_body, False)
+        call = _Call(self, url, stream=False)
+        body, _ = await self._fetch(call, "POST", url, headers, content)
+        return call.body_result(body)
+
+    async def stream(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int = 256,
+        on_chunk: OnChunk | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> StreamResult:
+        """One streamed turn (see GatewayClient.stream)."""
+        url, headers, content = self._stream_request(messages, max_tokens, extra_body, True)
+        call = _Call(self, url, stream=True, on_chunk=on_chunk)
+        request = self._http.build_request(
+            "POST", url, headers=headers, content=content, extensions=call.extensions()
+        )
+        try:
+            response = await self._http.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise call.translate(exc) from exc
+        try:
+            call.headers_arrived(response)
+            if response.status_code >= 300:
+                raise call.status_error(response, await _aread_capped(response))
+            if "text/event-stream" not in response.headers.get("content-type", "event-stream"):
+                return call.not_a_stream(response, await response.aread())
+            async for chunk in response.aiter_bytes():
+                if call.feed(chunk):
+                    break
+            return call.finish()
+        except httpx.HTTPError as exc:
+            raise call.translate(exc) from exc
+        finally:
+            await response.aclose()
+
+    async def _fetch(
+        self, call: _Call, method: str, url: str, headers: dict[str, str], content: bytes | None
+    ) -> tuple[bytes, httpx.Response]:
+        request = self._http.build_request(
+            method, url, headers=headers, content=content, extensions=call.extensions()
+        )
+        try:
+            response = await self._http.send(request, stream=True)
+            try:
+                call.headers_arrived(response)
+                if response.status_code >= 300:
+                    raise call.status_error(response, await _aread_capped(response))
+                return await response.aread(), response
+            finally:
+                await response.aclose()
+        except httpx.HTTPError as exc:
+            raise call.translate(exc) from exc
+
+
+def _read_capped(response: httpx.Response) -> bytes:
+    """An error body, read up to 64 KiB (an HTML page from a proxy can be large)."""
+    data = b""
+    for chunk in response.iter_bytes():
+        data += chunk
+        if len(data) >= _MAX_ERROR_BODY:
+            break
+    return data
+
+
+async def _aread_capped(response: httpx.Response) -> bytes:
+    data = b""
+    async for chunk in response.aiter_bytes():
+        data += chunk
+        if len(data) >= _MAX_ERROR_BODY:
+            break
+    return data

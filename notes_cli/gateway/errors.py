@@ -1,0 +1,167 @@
+"""Typed gateway errors. httpx exceptions become one of these in `gateway._http`, and nowhere else.
+
+    GatewayError (notes_cli.errors)          exit 1
+    ├── Unreachable          DNS failure, connection refused, proxy refused
+    ├── TLSError             TLS handshake or certificate failure
+    ├── GatewayTimeout
+    │   ├── ConnectTimeout   no TCP/TLS connection within the connect timeout
+    │   ├── HeadersTimeout   connected, but no response headers in time
+    │   ├── IdleStreamTimeout  headers arrived, then the stream went silent
+    │   └── TotalTimeout     the stream kept trickling past the overall limit
+    ├── HttpStatusError      a 3xx/4xx/5xx answer, with the server's parsed error
+    ├── TruncatedStream      the stream ended before its completion event
+    ├── UpstreamError        the stream itself reported a failure (`response.failed`, `error`)
+    └── ProtocolError        the answer is not what the protocol says (bad JSON, not SSE, bad URL)
+
+Every message names the URL (secrets in it masked) and every error carries a `fix`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from notes_cli.errors import GatewayError
+
+if TYPE_CHECKING:
+    from notes_cli.gateway.results import StreamResult
+
+__all__ = [
+    "ConnectTimeout",
+    "GatewayError",
+    "GatewayTimeout",
+    "HeadersTimeout",
+    "HttpStatusError",
+    "IdleStreamTimeout",
+    "ProtocolError",
+    "TLSError",
+    "TotalTimeout",
+    "TruncatedStream",
+    "Unreachable",
+    "UpstreamError",
+]
+
+
+class _UrlError(GatewayError):
+    """A gateway error about one URL. `kind` is the stable name used in JSON output."""
+
+    kind = "gateway-error"
+
+    def __init__(self, message: str, *, url: str, fix: str | None = None) -> None:
+        super().__init__(message, fix=fix)
+        self.url = url
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "fix": self.fix, "url": self.url}
+
+
+class Unreachable(_UrlError):
+    kind = "unreachable"
+
+
+class TLSError(_UrlError):
+    kind = "tls"
+
+
+class GatewayTimeout(_UrlError):
+    kind = "timeout"
+
+    def __init__(self, message: str, *, url: str, seconds: float, fix: str | None = None) -> None:
+        super().__init__(message, url=url, fix=fix)
+        self.seconds = seconds
+
+
+class ConnectTimeout(GatewayTimeout):
+    kind = "connect-timeout"
+
+
+class HeadersTimeout(GatewayTimeout):
+    kind = "headers-timeout"
+
+
+class IdleStreamTimeout(GatewayTimeout):
+    kind = "idle-stream-timeout"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str,
+        seconds: float,
+        partial: StreamResult | None = None,
+        fix: str | None = None,
+    ) -> None:
+        super().__init__(message, url=url, seconds=seconds, fix=fix)
+        self.partial = partial
+
+
+class TotalTimeout(IdleStreamTimeout):
+    kind = "total-timeout"
+
+
+class HttpStatusError(_UrlError):
+    """The server answered with an error status. `error_message` / `error_type` / `error_code`
+    come from an OpenAI or Anthropic error body, or the <title> of an HTML page (proxies)."""
+
+    kind = "http-status"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str,
+        status: int,
+        error_message: str | None = None,
+        error_type: str | None = None,
+        error_code: str | None = None,
+        retry_after: float | None = None,
+        location: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        super().__init__(message, url=url, fix=fix)
+        self.status = status
+        self.error_message = error_message
+        self.error_type = error_type
+        self.error_code = error_code
+        self.retry_after = retry_after
+        self.location = location
+
+    @property
+    def is_model_error(self) -> bool:
+        """The gateway says the model id is unknown (OpenAI `model_not_found`, or a message
+        about the model on a 404 / 400)."""
+        code = (self.error_code or "").lower()
+        if code in ("model_not_found", "invalid_model"):
+            return True
+        text = (self.error_message or "").lower()
+        return self.status in (400, 404) and "model" in text and "not" in text
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        data.update(
+            status=self.status,
+            error_message=self.error_message,
+            error_type=self.error_type,
+            error_code=self.error_code,
+            retry_after=self.retry_after,
+        )
+        return data
+
+
+class TruncatedStream(_UrlError):
+    """The stream ended (EOF or a broken connection) before its completion event."""
+
+    kind = "truncated-stream"
+
+    def __init__(
+        self, message: str, *, url: str, partial: StreamResult, fix: str | None = None
+    ) -> None:
+        super().__init__(message, url=url, fix=fix)
+        self.partial = partial
+
+
+class UpstreamError(_UrlError):
+    kind = "upstream-error"
+
+
+class ProtocolError(_UrlError):
+    kind = "protocol-error"

@@ -1,0 +1,72 @@
+"""Typed results of gateway calls. All times are milliseconds measured from the moment the
+request was started (so `ttft_ms` includes connect and time to headers)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+TokensSource = Literal["usage", "counted"]
+
+
+@dataclass
+class Timings:
+    """Where the time of one call went.
+
+    `connect_ms` is DNS + TCP (+ TLS) when a new connection was opened, None when a pooled one
+    was reused or the transport cannot tell (mocked). `headers_ms` is when the response headers
+    arrived, `ttft_ms` when the first chunk carrying output (text or reasoning) arrived,
+    `total_ms` when the stream ended, and `chunk_ms` the arrival of every output chunk."""
+
+    connect_ms: float | None = None
+    headers_ms: float | None = None
+    ttft_ms: float | None = None
+    total_ms: float | None = None
+    chunk_ms: list[float] = field(default_factory=list)
+
+    def to_json(self, *, with_chunks: bool = False) -> dict[str, Any]:
+        data = {k: _round(v) for k, v in asdict(self).items() if k != "chunk_ms"}
+        if with_chunks:
+            data["chunk_ms"] = [_round(v) for v in self.chunk_ms]
+        return data
+
+
+@dataclass
+class StreamResult:
+    """One streamed (or non-streamed) turn. `completed` is True only when the protocol's
+    completion event arrived and the model stopped by itself (not cut by the token limit)."""
+
+    status: int
+    text: str
+    finish_reason: str | None
+    completed: bool
+    output_tokens: int
+    input_tokens: int | None
+    tokens_source: TokensSource
+    model: str | None
+    timings: Timings
+    pd_timing: dict[str, Any] | None = None
+    raw_events_count: int = 0
+    reasoning_chars: int = 0
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Decode rate: output tokens after the first, over the time after the first."""
+        t = self.timings
+        if t.ttft_ms is None or t.total_ms is None or self.output_tokens < 2:
+            return None
+        decode_ms = t.total_ms - t.ttft_ms
+        return (self.output_tokens - 1) / decode_ms * 1000 if decode_ms > 0 else None
+
+
+@dataclass
+class ModelsResult:
+    """`GET /models`: the ids the gateway says it serves."""
+
+    status: int
+    ids: list[str]
+    timings: Timings
+
+
+def _round(value: Any) -> Any:
+    return round(value, 1) if isinstance(value, float) else value

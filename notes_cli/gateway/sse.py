@@ -1,0 +1,101 @@
+"""A sans-IO Server-Sent Events parser: feed it bytes as they arrive, get complete events back.
+
+It follows the WHATWG event-stream rules where real servers stay inside them and tolerates what
+they do outside them: comment and keep-alive lines (`: ping`), CRLF / CR / LF line endings (even
+a CRLF split across two reads), multi-line `data:`, a missing `[DONE]`, and a last event with no
+blank line after it (dispatched by `close()`). The sync and async drivers share it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSentEvent:
+    """One dispatched event. `event` is "message" when the server sent no `event:` line."""
+
+    data: str
+    event: str = "message"
+    id: str | None = None
+    retry: int | None = None
+
+
+class SSEParser:
+    """Incremental parser. `feed(chunk)` returns the events completed by that chunk."""
+
+    __slots__ = ("_buffer", "_data", "_event", "_id", "_retry")
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+        self._retry: int | None = None
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        """Add bytes; return every event whose terminating blank line has now arrived."""
+        buffer = self._buffer + chunk if self._buffer else chunk
+        if b"\r" in buffer:
+            # Hold back a trailing CR: it may be the first half of a CRLF.
+            held = buffer.endswith(b"\r")
+            if held:
+                buffer = buffer[:-1]
+            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if held:
+                buffer += b"\r"
+        *lines, rest = buffer.split(b"\n")
+        self._buffer = rest
+        events: list[ServerSentEvent] = []
+        for line in lines:
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def close(self) -> list[ServerSentEvent]:
+        """End of stream: flush a last line and event that had no terminating blank line."""
+        events: list[ServerSentEvent] = []
+        rest, self._buffer = self._buffer.rstrip(b"\r"), b""
+        if rest:
+            event = self._line(rest)
+            if event is not None:
+                events.append(event)
+        event = self._line(b"")
+        if event is not None:
+            events.append(event)
+        return events
+
+    def _line(self, raw: bytes) -> ServerSentEvent | None:
+        if not raw:
+            return self._dispatch()
+        if raw[:1] == b":":
+            return None  # comment / keep-alive
+        line = raw.decode("utf-8", errors="replace")
+        name, sep, value = line.partition(":")
+        if sep and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name == "retry" and value.isdigit():
+            self._retry = int(value)
+        return None
+
+    def _dispatch(self) -> ServerSentEvent | None:
+        if not self._data:
+            self._event = ""
+            return None
+        event = ServerSentEvent(
+            data="\n".join(self._data),
+            event=self._event or "message",
+            id=self._id,
+            retry=self._retry,
+        )
+        self._data = []
+        self._event = ""
+        return event

@@ -1,0 +1,84 @@
+"""GatewayClient over a real socket: timings, and the failures only a real server can show
+(no headers, a stall after headers, a connection dropped mid-body, nothing listening)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from loopback import LoopbackServer, Reply, anthropic_stream, chat_stream, responses_stream
+
+from notes_cli.clients.endpoint import Endpoint
+from notes_cli.gateway import GatewayClient, StreamResult, errors
+
+
+def spaced(events: list[bytes], gap: float) -> list[bytes | float]:
+    out: list[bytes | float] = []
+    for event in events:
+        out += [gap, event]
+    return out
+
+
+def endpoint(url: str, protocol: str = "chat") -> Endpoint:
+    return Endpoint("openai", url + "/api", protocol, model="m", key="sk-test-0123456789")  # type: ignore[arg-type]
+
+
+def run(reply: Reply, protocol: str = "chat", **client_kw: float) -> StreamResult:
+    """Serve `reply` on a real socket and stream one turn from it."""
+    seen: list[str] = []
+    with LoopbackServer(reply) as server:
+        client = GatewayClient(endpoint(server.url, protocol), **client_kw)
+        with client:
+            result = client.stream("hi", on_chunk=lambda text, ms: seen.append(text))
+    assert seen == [p for p in seen if p] and "".join(seen) == result.text
+    return result
+
+
+def test_ttft_and_total_are_measured_over_a_real_socket() -> None:
+    # 0.15 s before the first token, then 4 more tokens 0.05 s apart.
+    events = chat_stream(["a", "b", "c", "d", "e"])
+    chunks: list[bytes | float] = [0.15, events[0], *spaced(events[1:5], 0.05), *events[5:]]
+    result = run(Reply.sse(chunks))
+    t = result.timings
+    assert t.connect_ms is not None and t.headers_ms is not None
+    assert t.connect_ms <= t.headers_ms < 140  # headers came before the model started
+    assert t.ttft_ms is not None and t.ttft_ms >= 150
+    assert t.total_ms is not None and t.total_ms - t.ttft_ms >= 200
+    assert len(t.chunk_ms) == 5 and t.chunk_ms == sorted(t.chunk_ms)
+    assert result.tokens_per_s is not None and 5 < result.tokens_per_s < 25
+
+
+@pytest.mark.parametrize(
+    ("protocol", "events"),
+    [("responses", responses_stream(["po", "ng"])), ("anthropic", anthropic_stream(["po", "ng"]))],
+)
+def test_each_protocol_streams_over_a_socket(protocol: str, events: list[bytes]) -> None:
+    result = run(Reply.sse(spaced(events, 0.01)), protocol)
+    assert result.text == "pong" and result.completed
+
+
+def test_server_that_never_sends_headers() -> None:
+    with pytest.raises(errors.HeadersTimeout, match="no response headers within 0.3 s"):
+        run(Reply.sse(chat_stream(["a"]), hold_headers=30), timeout=0.3)
+
+
+def test_stall_after_headers_uses_the_idle_timeout() -> None:
+    events = chat_stream(["a", "b"])
+    with pytest.raises(errors.IdleStreamTimeout, match="went silent for 0.3 s") as info:
+        run(Reply.sse([events[0], 30.0, *events[1:]]), timeout=5, idle_timeout=0.3)
+    assert info.value.partial is not None and info.value.partial.text == "a"
+
+
+def test_connection_dropped_mid_stream_is_truncated() -> None:
+    with pytest.raises(errors.TruncatedStream) as info:
+        run(Reply.sse(chat_stream(["a", "b"])[:2], abort=True), timeout=2)
+    assert info.value.partial.text == "ab"
+
+
+def test_nothing_listening_is_unreachable() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = GatewayClient(endpoint(f"http://127.0.0.1:{port}"), timeout=2)
+    with client, pytest.raises(errors.Unreachable, match="cannot connect"):
+        client.stream("hi")
