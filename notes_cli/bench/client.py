@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from notes_cli.clients.endpoint import Endpoint
 
 TokensSource = Literal["usage", "counted"]
+TTFT_RULE = "send to the first streamed chunk carrying output text"
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,17 @@ class ServerView:
     overhead_ms: Summary
     modes: dict[str, int]
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "ttft_ms": self.ttft_ms.to_json(),
+            "tpot_ms": self.tpot_ms.to_json(),
+            "queue_ms": self.queue_ms.to_json(),
+            "transfer_ms": self.transfer_ms.to_json(),
+            "client_overhead_ms": self.overhead_ms.to_json(),
+            "modes": self.modes,
+        }
+
 
 @dataclass(frozen=True)
 class BenchReport:
@@ -111,6 +123,41 @@ class BenchReport:
     def goodput(self) -> float:
         """Requests per second that met every SLO (vLLM's goodput)."""
         return self.stats.met_all_slos / self.duration_s if self.duration_s > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The `pdnotes.bench/1` body (the CLI adds the target: URL, model, API)."""
+        plan = self.plan
+        return {
+            "schema": "pdnotes.bench/1",
+            "ok": self.completed > 0 and self.failed == 0 and not self.interrupted,
+            "plan": {
+                "requests": plan.requests,
+                "concurrency": plan.concurrency,
+                "duration_s": plan.duration_s,
+                "timeout_s": plan.timeout_s,
+                "server_speed": plan.server_speed,
+            },
+            "slo": plan.slo.to_json(),
+            "duration_s": round(self.duration_s, 3),
+            "sent": self.sent,
+            "completed": self.completed,
+            "failed": self.failed,
+            "cancelled": self.cancelled,
+            "interrupted": self.interrupted,
+            "errors": self.errors,
+            "ttft_rule": TTFT_RULE,
+            "tokens_source": {
+                "usage": self.completed - self.counted_requests,
+                "counted": self.counted_requests,
+            },
+            "metrics": {name: s.to_json() for name, s in self.stats.summaries().items()},
+            "attainment": self.stats.attainment().to_json(),
+            "request_throughput": round(self.request_throughput, 4),
+            "output_throughput": round(self.output_throughput, 3),
+            "goodput": round(self.goodput, 4),
+            "output_tokens": self.stats.output_tokens,
+            "server": None if self.server is None else self.server.to_json(),
+        }
 
 
 class _Collector:

@@ -120,11 +120,17 @@ def synthetic(
 
 
 def read_trace(
-    path: Path, *, arrivals: ArrivalSpec | None = None, seed: int = 0, limit: int | None = None
+    path: Path,
+    *,
+    arrivals: ArrivalSpec | None = None,
+    seed: int = 0,
+    limit: int | None = None,
+    keep_times: bool = True,
 ) -> Iterator[WorkItem]:
     """Stream a JSONL trace: one object per line with `input_tokens` and `output_tokens`
     (aliases `prompt_tokens` / `completion_tokens`) and optionally `arrival_ms` (or
-    `timestamp_ms`). Lines without a time take one from `arrivals` (default: all at t=0).
+    `timestamp_ms`). Lines without a time, or every line when `keep_times` is False (replaying
+    the trace's lengths at another rate), take one from `arrivals` (default: all at t=0).
     Raises InputError naming the line for anything unparseable; the file is read lazily."""
     rng = random.Random(seed + 0x9E3779B9)
     times = arrival_times_ms(arrivals or ArrivalSpec(), rng)
@@ -139,7 +145,7 @@ def read_trace(
                 return
             if not line.strip():
                 continue
-            item = _trace_item(path, number, line, times)
+            item = _trace_item(path, number, line, times, keep_times)
             if item.arrival_ms < last_ms:
                 raise InputError(f"{path}:{number}: arrival_ms goes backwards; sort the trace")
             last_ms = item.arrival_ms
@@ -147,7 +153,9 @@ def read_trace(
             count += 1
 
 
-def _trace_item(path: Path, number: int, line: str, times: Iterator[float]) -> WorkItem:
+def _trace_item(
+    path: Path, number: int, line: str, times: Iterator[float], keep_times: bool
+) -> WorkItem:
     where = f"{path}:{number}"
     try:
         row = json.loads(line)
@@ -157,7 +165,7 @@ def _trace_item(path: Path, number: int, line: str, times: Iterator[float]) -> W
         raise InputError(f"{where}: expected a JSON object per line")
     n_in = _int_field(row, where, "input_tokens", "prompt_tokens")
     n_out = _int_field(row, where, "output_tokens", "completion_tokens")
-    arrival = row.get("arrival_ms", row.get("timestamp_ms"))
+    arrival = row.get("arrival_ms", row.get("timestamp_ms")) if keep_times else None
     if arrival is None:
         arrival = next(times)
     elif not isinstance(arrival, int | float) or arrival < 0:

@@ -1,10 +1,193 @@
-"""pdnotes bench"""
+"""pdnotes bench: load any OpenAI-compatible endpoint and report TTFT, TPOT, ITL, E2E and
+goodput with vLLM's definitions.
+
+Exit codes: 0 every request completed; 1 some failed, timed out or were cancelled by
+--duration; 2 bad flags or dataset; 130 interrupted by Ctrl-C (the results so far are printed
+first, JSON included).
+"""
 
 from __future__ import annotations
 
-from notes_cli.errors import PdnotesError
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from notes_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from notes_cli.bench.client import BenchPlan, BenchReport
+    from notes_cli.bench.workload import WorkItem
+    from notes_cli.clients.endpoint import Endpoint
+
+INTERRUPTED_EXIT = 130
 
 
-def bench() -> None:
-    """(being built)"""
-    raise PdnotesError("pdnotes bench is not built yet")
+def bench(
+    base_url: str = typer.Option(
+        ..., "--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/api."
+    ),
+    model: str | None = typer.Option(None, "--model", help="Model id (default: the first served)."),
+    key_env: str | None = typer.Option(
+        None, "--key-env", help="Environment variable holding the API key (never printed)."
+    ),
+    api: str = typer.Option("chat", "--api", help="chat (chat completions) or responses."),
+    rate: float | None = typer.Option(None, "--rate", help="Poisson arrival rate (req/s)."),
+    burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape; 1 = Poisson."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", "-c", help="At most this many requests in flight."
+    ),
+    requests: int = typer.Option(100, "-n", "--requests", help="Requests to send."),
+    input_len: int = typer.Option(128, "--input-len", help="Prompt tokens (approximate)."),
+    output_len: int = typer.Option(64, "--output-len", help="max_tokens asked for."),
+    dist: str = typer.Option("fixed", "--dist", help="Length distribution: fixed or lognormal."),
+    dataset: Path | None = typer.Option(
+        None, "--dataset", help="JSONL: input_tokens and output_tokens per line (arrival_ms too)."
+    ),
+    slo_ttft_ms: float | None = typer.Option(None, "--slo-ttft-ms", help="TTFT objective (ms)."),
+    slo_tpot_ms: float | None = typer.Option(None, "--slo-tpot-ms", help="TPOT objective (ms)."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Per-request timeout (s)."),
+    duration: float | None = typer.Option(
+        None, "--duration", help="Stop sending, and cancel what is in flight, after S seconds."
+    ),
+    server_speed: float = typer.Option(
+        1.0, "--server-speed", help="The engine's --speed, to convert usage.pd_timing to wall ms."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed for arrivals and lengths."),
+    as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.bench/1 document."),
+) -> None:
+    """Send a bounded load to an OpenAI-compatible endpoint and measure it (vLLM metrics)."""
+    from notes_cli import render
+    from notes_cli.bench.client import BenchPlan
+    from notes_cli.bench.stats import Slo
+
+    if api not in ("chat", "responses"):
+        raise UsageError(f"--api must be chat or responses, not {api!r}")
+    for flag, value in (("--timeout", timeout), ("--server-speed", server_speed)):
+        if not value > 0:
+            raise UsageError(f"{flag} must be positive")
+    if duration is not None and not duration > 0:
+        raise UsageError("--duration must be positive")
+    if concurrency is not None and concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    plan = BenchPlan(
+        requests=requests,
+        concurrency=concurrency,
+        duration_s=duration,
+        timeout_s=timeout,
+        slo=Slo(slo_ttft_ms, slo_tpot_ms),
+        server_speed=server_speed,
+    )
+    items = _workload(requests, input_len, output_len, dist, dataset, rate, burstiness, seed)
+    endpoint = _endpoint(base_url, model, key_env, api)
+    report, served_model = _run(endpoint, items, plan, show_progress=not as_json)
+    target = f"{endpoint.request_url()} model={served_model}"
+    if as_json:
+        document = report.to_json()
+        document["target"] = {
+            "base_url": base_url,
+            "api": api,
+            "model": served_model,
+            "key": endpoint.masked_key if endpoint.key else None,
+        }
+        render.emit_json(document)
+    else:
+        from notes_cli.render.bench import bench_report
+
+        bench_report(report, target)
+    if report.interrupted:
+        raise typer.Exit(INTERRUPTED_EXIT)
+    if report.failed or report.cancelled or not report.completed:
+        raise typer.Exit(1)
+
+
+def _workload(
+    requests: int,
+    input_len: int,
+    output_len: int,
+    dist: str,
+    dataset: Path | None,
+    rate: float | None,
+    burstiness: float,
+    seed: int,
+) -> Iterable[WorkItem]:
+    from notes_cli.bench.workload import ArrivalSpec, LengthSpec, read_trace, synthetic
+
+    arrivals = ArrivalSpec(rate=rate, burstiness=burstiness)
+    if dataset is not None:
+        items = list(
+            read_trace(
+                dataset, arrivals=arrivals, seed=seed, limit=requests, keep_times=rate is None
+            )
+        )
+        if not items:
+            raise UsageError(f"{dataset} has no requests")
+        return items
+    lengths = LengthSpec(input_len, output_len, dist)  # type: ignore[arg-type]
+    return synthetic(requests, lengths, arrivals, seed=seed)
+
+
+def _endpoint(base_url: str, model: str | None, key_env: str | None, api: str) -> Endpoint:
+    from notes_cli.clients.endpoint import Endpoint
+
+    key = None
+    if key_env is not None:
+        key = os.environ.get(key_env)
+        if not key:
+            raise UsageError(
+                f"--key-env {key_env}: that variable is unset or empty",
+                fix=f"export {key_env}=<your key>, or drop --key-env for an endpoint without auth",
+            )
+    return Endpoint(
+        client="openai",
+        base_url=base_url,
+        protocol=api,  # type: ignore[arg-type]
+        model=model,
+        auth_style="bearer" if key else "none",
+        key_env=key_env,
+        key=key,
+        source="--base-url",
+    )
+
+
+def _run(
+    endpoint: Endpoint, items: Iterable[WorkItem], plan: BenchPlan, *, show_progress: bool
+) -> tuple[BenchReport, str | None]:
+    """Run the load in an event loop that turns Ctrl-C into a clean stop."""
+    import asyncio
+    import contextlib
+    import signal
+    from dataclasses import replace
+
+    from notes_cli.bench.client import gateway_sender, run_bench
+    from notes_cli.render.bench import progress
+
+    async def main() -> tuple[BenchReport, str | None]:
+        stop = asyncio.Event()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, stop.set)
+        chosen = (
+            endpoint if endpoint.model else replace(endpoint, model=await _first_model(endpoint))
+        )
+        send, close = gateway_sender(chosen, timeout_s=plan.timeout_s)
+        try:
+            bar = progress(plan.requests, "bench") if show_progress else contextlib.nullcontext()
+            with bar as update:
+                report = await run_bench(items, send, plan, stop=stop, on_progress=update)
+        finally:
+            await close()
+        return report, chosen.model
+
+    return asyncio.run(main())
+
+
+async def _first_model(endpoint: Endpoint) -> str:
+    from notes_cli.gateway.client import AsyncGatewayClient
+
+    async with AsyncGatewayClient(endpoint, timeout=10.0) as client:
+        models = await client.list_models()
+    if not models.ids:
+        raise UsageError(f"{endpoint.models_url()} lists no models", fix="pass --model ID")
+    return models.ids[0]

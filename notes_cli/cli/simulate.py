@@ -1,10 +1,146 @@
-"""pdnotes engine simulate"""
+"""pdnotes engine simulate: PD capacity planning offline, on the engine's own scheduler."""
 
 from __future__ import annotations
 
-from notes_cli.errors import PdnotesError
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from notes_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from notes_cli.bench.simulate import SimConfig
 
 
-def simulate() -> None:
-    """(being built)"""
-    raise PdnotesError("pdnotes engine simulate is not built yet")
+def simulate(
+    preset: list[str] = typer.Option(
+        [], "--preset", "-p", help="Engine preset to simulate (repeatable). Default: the engine's."
+    ),
+    mode: list[str] = typer.Option(
+        [], "--mode", help="Run each preset in this mode: disagg, colocated, chunked (repeatable)."
+    ),
+    pd_ratio: str | None = typer.Option(
+        None, "--pd-ratio", help="Prefill:decode node ratios to compare, e.g. 1:1,2:1."
+    ),
+    input_len: int = typer.Option(512, "--input-len", help="Prompt tokens (median if lognormal)."),
+    output_len: int = typer.Option(64, "--output-len", help="Output tokens (median if lognormal)."),
+    dist: str = typer.Option("fixed", "--dist", help="Length distribution: fixed or lognormal."),
+    trace: Path | None = typer.Option(
+        None, "--trace", help="JSONL trace: arrival_ms, input_tokens, output_tokens per line."
+    ),
+    rate: float | None = typer.Option(None, "--rate", help="Poisson arrival rate (req/s)."),
+    rates: str | None = typer.Option(None, "--rates", help="Several rates to sweep: 1,2,4."),
+    burstiness: float = typer.Option(
+        1.0, "--burstiness", help="Gamma shape of arrival gaps: 1 = Poisson, <1 burstier."
+    ),
+    requests: int = typer.Option(1000, "-n", "--requests", help="Requests per simulated run."),
+    slo_ttft_ms: float | None = typer.Option(None, "--slo-ttft-ms", help="TTFT objective (ms)."),
+    slo_tpot_ms: float | None = typer.Option(None, "--slo-tpot-ms", help="TPOT objective (ms)."),
+    goodput: bool = typer.Option(
+        False, "--goodput", help="Search the highest per-chip rate meeting P90 SLOs."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed for arrivals and lengths."),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="Write SLO attainment vs rate to FILE.html (or .svg)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.simulate/1 document."),
+) -> None:
+    """Simulate presets, modes and P:D ratios on one workload: TTFT, TPOT, ITL, E2E, SLO
+    attainment and goodput per chip. Deterministic for a seed."""
+    from notes_cli import render
+    from notes_cli.bench.simulate import WorkloadSpec, simulate_configs
+    from notes_cli.bench.stats import Slo
+    from notes_cli.bench.workload import LengthSpec
+
+    slo = Slo(slo_ttft_ms, slo_tpot_ms)
+    if goodput and not slo.any:
+        raise UsageError(
+            "--goodput needs an objective", fix="add --slo-ttft-ms and/or --slo-tpot-ms"
+        )
+    if requests < 1:
+        raise UsageError("-n must be at least 1")
+    sweep = _rates(rate, rates)
+    if plot is not None and (not slo.any or len(sweep) < 2):
+        raise UsageError(
+            "--plot draws SLO attainment against rate",
+            fix="give an SLO (--slo-ttft-ms / --slo-tpot-ms) and --rates with two or more rates",
+        )
+    workload = WorkloadSpec(
+        requests=requests,
+        lengths=LengthSpec(input_len, output_len, dist),  # type: ignore[arg-type]
+        burstiness=burstiness,
+        trace=trace,
+    )
+    report = simulate_configs(
+        _configs(preset, mode, pd_ratio),
+        workload,
+        rates=sweep,
+        slo=slo,
+        goodput=goodput,
+        seed=seed,
+        on_progress=None if as_json else render.note,
+    )
+    if plot is not None:
+        from notes_cli.bench.plot import write_plot
+
+        write_plot(report, plot)
+        render.note(f"wrote {plot}")
+    if as_json:
+        render.emit_json(report.to_json())
+        return
+    from notes_cli.render.bench import simulate_report
+
+    simulate_report(report)
+
+
+def _rates(rate: float | None, rates: str | None) -> list[float | None]:
+    if rate is not None and rates is not None:
+        raise UsageError("give --rate or --rates, not both")
+    if rates is not None:
+        values = [_positive(part, "--rates") for part in rates.split(",") if part.strip()]
+        if not values:
+            raise UsageError("--rates needs at least one rate, e.g. --rates 1,2,4")
+        return sorted(set(values))  # type: ignore[return-value]
+    if rate is not None:
+        return [_positive(str(rate), "--rate")]
+    return [None]
+
+
+def _positive(text: str, flag: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{flag}: {text!r} is not a number") from None
+    if not value > 0:
+        raise UsageError(f"{flag}: rates must be positive, got {text}")
+    return value
+
+
+def _configs(presets: list[str], modes: list[str], pd_ratio: str | None) -> list[SimConfig]:
+    from notes_cli.bench.simulate import SimConfig
+    from notes_cli.engine.config import MODES, EngineConfig
+
+    for m in modes:
+        if m not in MODES:
+            raise UsageError(f"unknown --mode {m!r}; choose from {', '.join(MODES)}")
+    ratios: list[tuple[int, int] | None] = [*_ratios(pd_ratio)] if pd_ratio else [None]
+    chosen_modes: list[str | None] = [*modes] if modes else [None]
+    return [
+        SimConfig(p, m, r)
+        for p in (presets or [EngineConfig().preset])
+        for m in chosen_modes
+        for r in ratios
+    ]
+
+
+def _ratios(text: str) -> list[tuple[int, int]]:
+    ratios = []
+    for part in text.split(","):
+        p, sep, d = part.strip().partition(":")
+        if not sep or not p.isdigit() or not d.isdigit() or int(p) < 1 or int(d) < 1:
+            raise UsageError(
+                f"--pd-ratio: {part.strip()!r} is not PREFILL:DECODE", fix="e.g. --pd-ratio 1:1,2:1"
+            )
+        ratios.append((int(p), int(d)))
+    return ratios

@@ -1,0 +1,265 @@
+"""`pdnotes engine simulate`: several deployments, one workload, the engine's own scheduler on a
+virtual clock.
+
+For each configuration (preset × mode × P:D ratio) and each offered rate, the workload is
+replayed through the simulator and folded into flat-memory statistics as records stream out, so
+memory stays flat however long the run. With SLOs, each point reports attainment, and
+`goodput=True` searches for the highest rate meeting P90 TTFT and P90 TPOT (DistServe's
+goodput), reported per chip. Everything derives from one seed: the same command prints the same
+numbers.
+
+The simulator is injected (`Simulator`), so this module knows nothing of the cost model; the
+default one drives `notes_cli.engine.simcore`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from notes_cli.bench.goodput import GoodputResult, search_goodput
+from notes_cli.bench.stats import Attainment, LatencyStats, Slo, Summary
+from notes_cli.bench.workload import ArrivalSpec, LengthSpec, WorkItem, read_trace, synthetic
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """One deployment to simulate: a preset, optionally run in another mode and with another
+    prefill:decode node ratio. Colocated and chunked modes run `prefill + decode` general
+    nodes, so every mode of a ratio spends the same number of chips."""
+
+    preset: str
+    mode: str | None = None  # None: the preset's own mode
+    pd_ratio: tuple[int, int] | None = None  # None: the preset's own node counts
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A configuration as the simulator will run it."""
+
+    label: str
+    mode: str
+    prefill_chips: int
+    decode_chips: int
+    colocated_chips: int = 0
+
+    @property
+    def chips(self) -> int:
+        return self.prefill_chips + self.decode_chips + self.colocated_chips
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "mode": self.mode,
+            "chips": self.chips,
+            "prefill_chips": self.prefill_chips,
+            "decode_chips": self.decode_chips,
+            "colocated_chips": self.colocated_chips,
+        }
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """What to replay: `requests` items of drawn lengths, or a JSONL trace. A trace keeps its
+    own arrival times unless a rate is imposed (sweeps and goodput search impose one)."""
+
+    requests: int = 1000
+    lengths: LengthSpec = field(default_factory=LengthSpec)
+    burstiness: float = 1.0
+    trace: Path | None = None
+
+    def items(self, rate: float | None, seed: int) -> Iterator[WorkItem]:
+        arrivals = ArrivalSpec(rate=rate, burstiness=self.burstiness)
+        if self.trace is not None:
+            return read_trace(
+                self.trace,
+                arrivals=arrivals,
+                seed=seed,
+                limit=self.requests,
+                keep_times=rate is None,
+            )
+        return synthetic(self.requests, self.lengths, arrivals, seed=seed)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"requests": self.requests, "burstiness": self.burstiness}
+        if self.trace is not None:
+            data["trace"] = str(self.trace)
+        else:
+            data.update(
+                input_tokens=self.lengths.input_tokens,
+                output_tokens=self.lengths.output_tokens,
+                dist=self.lengths.dist,
+            )
+        return data
+
+
+class Simulator(Protocol):
+    """What the runner needs from a simulator: how a configuration resolves (label, chips) and
+    a lazy stream of per-request records as requests finish.
+
+    A record needs `ttft_ms`, `e2e_ms`, `output_tokens`, `tpot_ms` (None when undefined) and
+    may carry `itl_ms` (an iterable of gaps) for pooled ITL."""
+
+    def resolve(self, config: SimConfig) -> Resolved: ...
+
+    def run(self, config: SimConfig, items: Iterable[WorkItem], seed: int) -> Iterator[Any]: ...
+
+
+@dataclass(frozen=True)
+class RatePoint:
+    """One configuration at one offered rate (None: the trace's own timing / all at once)."""
+
+    rate: float | None
+    chips: int
+    completed: int
+    summaries: dict[str, Summary]
+    attainment: Attainment
+    meets_p90: bool
+
+    @property
+    def rate_per_chip(self) -> float | None:
+        return None if self.rate is None else self.rate / self.chips
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rate": self.rate,
+            "rate_per_chip": None if self.rate is None else round(self.rate / self.chips, 4),
+            "completed": self.completed,
+            "metrics": {name: s.to_json() for name, s in self.summaries.items()},
+            "attainment": self.attainment.to_json(),
+            "meets_p90_slo": self.meets_p90,
+        }
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    config: SimConfig
+    resolved: Resolved
+    points: tuple[RatePoint, ...]
+    goodput: GoodputResult | None = None
+
+    @property
+    def label(self) -> str:
+        return self.resolved.label
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "preset": self.config.preset,
+            **self.resolved.to_json(),
+            "points": [p.to_json() for p in self.points],
+            "goodput": None if self.goodput is None else self.goodput.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class SimulateReport:
+    workload: WorkloadSpec
+    slo: Slo
+    seed: int
+    results: tuple[ConfigResult, ...]
+    simulated_requests: int
+    wall_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "pdnotes.simulate/1",
+            "seed": self.seed,
+            "workload": self.workload.to_json(),
+            "slo": self.slo.to_json(),
+            "configurations": [r.to_json() for r in self.results],
+            "simulated_requests": self.simulated_requests,
+            "wall_s": round(self.wall_s, 3),
+        }
+
+
+ProgressFn = Callable[[str], None]
+
+
+class _Runner:
+    """Runs points and counts simulated requests (for the speed line of the report)."""
+
+    def __init__(self, simulator: Simulator, workload: WorkloadSpec, slo: Slo, seed: int):
+        self.simulator, self.workload, self.slo, self.seed = simulator, workload, slo, seed
+        self.simulated = 0
+
+    def point(self, config: SimConfig, chips: int, rate: float | None) -> RatePoint:
+        stats = LatencyStats(self.slo)
+        items = self.workload.items(rate, self.seed)
+        for record in self.simulator.run(config, items, self.seed):
+            fold_record(stats, record)
+        self.simulated += stats.completed
+        return RatePoint(
+            rate=rate,
+            chips=chips,
+            completed=stats.completed,
+            summaries=stats.summaries(),
+            attainment=stats.attainment(),
+            meets_p90=stats.completed > 0 and stats.meets_p90(),
+        )
+
+
+def fold_record(stats: LatencyStats, record: Any) -> None:
+    """Add one simulator record to `stats` (vLLM definitions: TPOT only when out > 1)."""
+    out = int(record.output_tokens)
+    tpot = record.tpot_ms if out > 1 else None
+    stats.add(record.ttft_ms, tpot, record.e2e_ms, out)
+    gaps = getattr(record, "itl_ms", None)
+    if gaps is not None:
+        for gap in gaps:
+            stats.add_itl(gap)
+    elif tpot is not None:
+        stats.add_itl(tpot, out - 1)  # no per-token gaps: every gap at the request's mean
+
+
+def simulate_configs(
+    configs: Iterable[SimConfig],
+    workload: WorkloadSpec,
+    *,
+    rates: Iterable[float | None] = (None,),
+    slo: Slo | None = None,
+    goodput: bool = False,
+    seed: int = 0,
+    simulator: Simulator | None = None,
+    on_progress: ProgressFn | None = None,
+) -> SimulateReport:
+    """Simulate every configuration at every rate; with `goodput`, also search each one's
+    goodput (needs a TTFT or TPOT SLO). Deterministic for `seed`."""
+    slo = slo or Slo()
+    runner = _Runner(simulator or default_simulator(), workload, slo, seed)
+    started = time.perf_counter()
+    results = []
+    for config in configs:
+        resolved = runner.simulator.resolve(config)
+        chips = resolved.chips
+        if on_progress:
+            on_progress(f"simulating {resolved.label} ({chips} chips)")
+        points = tuple(runner.point(config, chips, rate) for rate in rates)
+        found = None
+        if goodput:
+            found = _search(runner, config, chips)
+        results.append(ConfigResult(config, resolved, points, found))
+    return SimulateReport(
+        workload=workload,
+        slo=slo,
+        seed=seed,
+        results=tuple(results),
+        simulated_requests=runner.simulated,
+        wall_s=time.perf_counter() - started,
+    )
+
+
+def _search(runner: _Runner, config: SimConfig, chips: int) -> GoodputResult:
+    def meets(rate: float) -> bool:
+        return runner.point(config, chips, rate).meets_p90
+
+    return search_goodput(meets, chips=chips, start_rate=float(chips))
+
+
+def default_simulator() -> Simulator:
+    """The engine's scheduler on a virtual clock (notes_cli.engine.simcore)."""
+    from notes_cli.bench.engine_adapter import EngineSimulator
+
+    return EngineSimulator()

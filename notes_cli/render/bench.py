@@ -1,0 +1,207 @@
+"""Drawing for `pdnotes engine simulate` and `pdnotes bench`: metric tables, the goodput
+summary, the server-vs-client view and the live progress bar (stderr)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+from notes_cli.render import err, out
+
+if TYPE_CHECKING:
+    from notes_cli.bench.client import BenchReport, ServerView
+    from notes_cli.bench.simulate import ConfigResult, RatePoint, SimulateReport
+    from notes_cli.bench.stats import Attainment, Summary
+
+_METRIC_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
+
+
+def _ms(value: float) -> str:
+    if math.isnan(value):
+        return "-"
+    return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def metrics_table(summaries: dict[str, Summary], title: str | None = None) -> Table:
+    """TTFT / TPOT / ITL / E2E rows; mean, median, p90, p99 columns (ms)."""
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("ms", style="bold")
+    for name in ("mean", "median", "p90", "p99"):
+        table.add_column(name, justify="right")
+    table.add_column("n", justify="right", style="dim")
+    for key, label in _METRIC_NAMES.items():
+        s = summaries[key]
+        table.add_row(label, _ms(s.mean), _ms(s.median), _ms(s.p90), _ms(s.p99), str(s.count))
+    return table
+
+
+def _attainment_line(att: Attainment) -> str:
+    parts = [f"SLO attainment {_pct(att.both)}"]
+    detail = [f"{name} {_pct(v)}" for name, v in (("TTFT", att.ttft), ("TPOT", att.tpot)) if v]
+    if detail:
+        parts.append(f"({', '.join(detail)})")
+    return " ".join(parts)
+
+
+# -- simulate -------------------------------------------------------------------------------
+
+
+def simulate_report(report: SimulateReport) -> None:
+    """Human output of `pdnotes engine simulate`."""
+    console = out()
+    for result in report.results:
+        console.print(f"[bold]{result.label}[/]  [dim]{result.resolved.chips} chips[/]")
+        for point in result.points:
+            console.print(metrics_table(point.summaries, title=_point_title(point)))
+            if report.slo.any:
+                console.print(f"  {_attainment_line(point.attainment)}")
+        if result.goodput is not None:
+            console.print(f"  {_goodput_line(result)}")
+        console.print()
+    if any(r.goodput is not None for r in report.results) and len(report.results) > 1:
+        console.print(goodput_table(report))
+    speed = report.simulated_requests / report.wall_s if report.wall_s > 0 else 0.0
+    err().print(
+        f"[dim]simulated {report.simulated_requests:,} requests in {report.wall_s:.2f}s "
+        f"({speed:,.0f}/s), seed {report.seed}[/]"
+    )
+
+
+def _point_title(point: RatePoint) -> str:
+    if point.rate is None:
+        return f"  {point.completed:,} requests, arrivals from the workload"
+    return f"  {point.rate:g} req/s ({point.rate_per_chip:.3g}/chip), {point.completed:,} requests"
+
+
+def _goodput_line(result: ConfigResult) -> str:
+    g = result.goodput
+    assert g is not None
+    if g.rate == 0:
+        return "[red]goodput: no rate meets the P90 SLOs[/]"
+    capped = " (search cap reached)" if g.capped else ""
+    return (
+        f"[bold]goodput[/] {g.rate:.3g} req/s = [bold]{g.per_chip:.3g} req/s per chip[/] "
+        f"at P90 SLOs{capped}"
+    )
+
+
+def goodput_table(report: SimulateReport) -> Table:
+    """One row per configuration: chips, goodput, goodput per chip, relative to the best."""
+    table = Table(title="goodput (P90 TTFT and TPOT within SLO)", title_justify="left")
+    for name, justify in (
+        ("configuration", "left"),
+        ("chips", "right"),
+        ("req/s", "right"),
+        ("req/s/chip", "right"),
+        ("vs best", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    best = max((r.goodput.per_chip for r in report.results if r.goodput), default=0.0)
+    for r in report.results:
+        if r.goodput is None:
+            continue
+        share = f"{r.goodput.per_chip / best:.2f}x" if best > 0 else "-"
+        table.add_row(
+            r.label,
+            str(r.resolved.chips),
+            f"{r.goodput.rate:.3g}",
+            f"{r.goodput.per_chip:.3g}",
+            share,
+        )
+    return table
+
+
+# -- bench ----------------------------------------------------------------------------------
+
+
+def bench_report(report: BenchReport, target: str) -> None:
+    """Human output of `pdnotes bench`."""
+    from notes_cli.bench.client import TTFT_RULE
+
+    console = out()
+    status = " [yellow](interrupted: results so far)[/]" if report.interrupted else ""
+    console.print(f"[bold]bench[/] {target}{status}")
+    console.print(
+        f"  {report.completed} completed, {report.failed} failed, {report.cancelled} cancelled "
+        f"of {report.sent} sent in {report.duration_s:.2f}s"
+    )
+    console.print(metrics_table(report.stats.summaries()))
+    console.print(
+        f"  throughput {report.request_throughput:.3g} req/s, "
+        f"{report.output_throughput:,.1f} output tok/s"
+    )
+    if report.plan.slo.any:
+        console.print(
+            f"  goodput {report.goodput:.3g} req/s; {_attainment_line(report.stats.attainment())}"
+        )
+    console.print(f"  [dim]TTFT: {TTFT_RULE}; TPOT = (E2E - TTFT) / (tokens - 1)[/]")
+    if report.counted_requests:
+        console.print(
+            f"  [yellow]output tokens counted from chunks for {report.counted_requests} "
+            "request(s): the server sent no usage[/]"
+        )
+    for message, count in report.errors.items():
+        console.print(f"  [red]{count} x {message}[/]")
+    if report.server is not None:
+        console.print(server_table(report))
+
+
+def server_table(report: BenchReport) -> Table:
+    """The server's `usage.pd_timing` beside the client's measurement, and the difference."""
+    view: ServerView | None = report.server
+    assert view is not None
+    client = report.stats.summaries()
+    table = Table(
+        title=f"server view (usage.pd_timing, {view.requests} requests) vs client",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
+    table.add_column("ms", style="bold")
+    for name in ("mean", "median", "p90", "p99"):
+        table.add_column(name, justify="right")
+    rows = (
+        ("TTFT client", client["ttft_ms"]),
+        ("TTFT server", view.ttft_ms),
+        ("client overhead", view.overhead_ms),
+        ("TPOT client", client["tpot_ms"]),
+        ("TPOT server", view.tpot_ms),
+        ("queue (server)", view.queue_ms),
+        ("KV transfer (server)", view.transfer_ms),
+    )
+    for label, s in rows:
+        table.add_row(label, _ms(s.mean), _ms(s.median), _ms(s.p90), _ms(s.p99))
+    return table
+
+
+@contextmanager
+def progress(total: int, description: str) -> Iterator[Callable[[int, int], None]]:
+    """A live progress bar on stderr (hidden when stderr is not a terminal); yields the
+    `(finished, total)` callback the load generator calls."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    console = err()
+    bar = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    task = bar.add_task(description, total=total)
+
+    def update(finished: int, _total: int) -> None:
+        bar.update(task, completed=finished)
+
+    with bar:
+        yield update
