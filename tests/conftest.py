@@ -79,3 +79,51 @@ def cli() -> Callable[..., CliResult]:
 def sentinel_key() -> Iterator[str]:
     """A key value that must never appear in any output or file pdnotes writes unasked."""
     yield "sk-SENTINEL0123456789abcdefXYZW"
+
+
+# --- engine_server (owned by the engine HTTP helper) -----------------------------------------
+# A real engine on 127.0.0.1 and a free port, run in a background thread and stopped after the
+# test. `engine_server` is the default engine (preset h800-h20-rdma, model "pd-mock-1"), its
+# wall clock ENGINE_TEST_SPEED times faster than simulated hardware so tests stay short;
+# `start_engine_server(**kwargs)` starts more, with EngineConfig fields (mode=, preset=, speed=,
+# served_models=, …) and start_engine options (api_key_env=, faults=, prefix=, limits=,
+# service=) as keywords. Use `.base_url` (…/api) for OpenAI clients and Codex,
+# `.anthropic_base_url` (…/api/anthropic) for Claude Code, and `.url("/metrics")`.
+
+ENGINE_TEST_SPEED = 20.0
+_START_ENGINE_OPTIONS = ("api_key_env", "faults", "prefix", "limits", "service", "host", "port")
+
+
+@pytest.fixture
+def start_engine_server() -> Iterator[Callable[..., object]]:
+    from notes_cli.engine.config import EngineConfig
+    from notes_cli.engine.server import start_engine
+
+    started: list = []  # type: ignore[type-arg]
+
+    def start(**kwargs: object) -> object:
+        options = {k: kwargs.pop(k) for k in _START_ENGINE_OPTIONS if k in kwargs}
+        kwargs.setdefault("speed", ENGINE_TEST_SPEED)
+        if "service" not in options and not _engine_core_available():
+            from fake_engine import FakeEngine  # until the engine core lands
+
+            options["service"] = FakeEngine(reply="pong", served_models=("pd-mock-1",))
+        engine = start_engine(EngineConfig(**kwargs), **options)  # type: ignore[arg-type]
+        started.append(engine)
+        return engine
+
+    yield start
+    for engine in reversed(started):
+        engine.stop()
+
+
+@pytest.fixture
+def engine_server(start_engine_server: Callable[..., object]) -> object:
+    """The default engine, running for the duration of the test."""
+    return start_engine_server()
+
+
+def _engine_core_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("notes_cli.engine.service") is not None

@@ -1,7 +1,116 @@
-"""pdnotes engine …"""
+"""pdnotes engine serve | presets | simulate"""
 
 from __future__ import annotations
 
 import typer
 
-app = typer.Typer(help="(being built)", no_args_is_help=True)
+from notes_cli.cli import simulate
+
+app = typer.Typer(
+    help="The bundled mock PD engine: serve it over HTTP, list its presets, simulate offline.",
+    no_args_is_help=True,
+)
+app.command("simulate")(simulate.simulate)
+
+
+@app.command("serve")
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+    port: int = typer.Option(8000, "--port", help="TCP port (0 picks a free one)."),
+    prefix: str = typer.Option("/api", "--prefix", help="Path the OpenAI routes live under."),
+    api_key_env: str | None = typer.Option(
+        None,
+        "--api-key-env",
+        help="Require the value of this environment variable as Bearer token or x-api-key.",
+    ),
+    mode: str | None = typer.Option(
+        None, "--mode", help="disagg, colocated or chunked (default: the preset's)."
+    ),
+    preset: str = typer.Option(
+        "h800-h20-rdma", "--preset", help="Deployment preset (see `pdnotes engine presets`)."
+    ),
+    fault: list[str] = typer.Option(
+        [],
+        "--fault",
+        help="Inject a fault: KIND[:SECONDS][@SCHEDULE], e.g. 500@first:2, 503@rate:0.2:seed:7, "
+        "stall-mid-stream:10s@every:3, kv-tcp-fallback (repeatable; see docs/engine.md).",
+    ),
+    speed: float = typer.Option(
+        1.0, "--speed", help="Run the wall clock X times faster than simulated hardware time."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed for the deterministic answers."),
+    model: list[str] = typer.Option(
+        [], "--model", help="Model id to serve (repeatable; default pd-mock-1). Exact match."
+    ),
+    max_queue: int = typer.Option(
+        512, "--max-queue", help="Waiting requests before new ones get 429 + Retry-After."
+    ),
+) -> None:
+    """Serve the mock PD engine (OpenAI chat + Responses, Anthropic Messages) until Ctrl-C."""
+    import os
+
+    from notes_cli import render
+    from notes_cli.engine.config import MODES, EngineConfig
+    from notes_cli.engine.faults import FaultSpecError, parse_fault
+    from notes_cli.engine.profiles import load_catalog
+    from notes_cli.engine.server import serve_forever
+    from notes_cli.errors import PdnotesError, UsageError
+    from notes_cli.render import engine as render_engine
+
+    if mode is not None and mode not in MODES:
+        raise UsageError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
+    if speed <= 0:
+        raise UsageError("--speed must be greater than 0")
+    if max_queue < 1:
+        raise UsageError("--max-queue must be at least 1")
+    load_catalog().deployment(preset).with_mode(mode)  # UsageError for an unknown preset/mode
+    try:
+        faults = [parse_fault(spec) for spec in fault]
+    except FaultSpecError as exc:
+        raise UsageError(str(exc), fix="see `pdnotes engine serve --help`") from exc
+    if api_key_env and not os.environ.get(api_key_env):
+        raise UsageError(
+            f"--api-key-env names {api_key_env}, which is unset or empty",
+            fix=f"export {api_key_env}=<a key of your choice> and run the command again",
+        )
+    config = EngineConfig(
+        preset=preset,
+        mode=mode,
+        speed=speed,
+        seed=seed,
+        served_models=tuple(model) or ("pd-mock-1",),
+        max_queue=max_queue,
+    )
+    banner = render_engine.ServeBanner(config, api_key_env, tuple(f.describe() for f in faults))
+    try:
+        serve_forever(
+            config,
+            host=host,
+            port=port,
+            prefix=prefix,
+            api_key_env=api_key_env,
+            faults=faults,
+            on_ready=banner.show,
+        )
+    except OSError as exc:
+        raise PdnotesError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            fix="pick another --port (or --port 0 for a free one)",
+        ) from exc
+    render.note("engine stopped")
+
+
+@app.command("presets")
+def presets(
+    as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.engine.presets/1 doc."),
+) -> None:
+    """List the deployment presets: mode, prefill / decode chips, KV link and model."""
+    from notes_cli import render
+    from notes_cli.engine.profiles import load_catalog
+    from notes_cli.render import engine as render_engine
+
+    rows = render_engine.preset_rows(load_catalog())
+    if as_json:
+        render.emit_json({"schema": "pdnotes.engine.presets/1", "presets": rows})
+    else:
+        render_engine.presets_table(rows)

@@ -1,0 +1,497 @@
+"""The engine's HTTP app: a thin Starlette adapter over `api.EngineService`.
+
+Routes (DESIGN.md "Engine HTTP API"), under `prefix` (default `/api`):
+
+    GET  {prefix}/models                 POST {prefix}/chat/completions
+    POST {prefix}/responses              POST {prefix}/anthropic/v1/messages[?beta=true]
+    GET  {prefix}/anthropic/v1/models    HEAD on both bases and on /api/hello (Claude Code)
+    GET  /health   GET /metrics   GET /engine/state   GET|POST|DELETE /engine/faults
+
+Everything else is a 404 in the OpenAI error format (Anthropic format under the Anthropic
+base), which is how `{prefix}/v1/...` reproduces the article's doubled-/v1 error. Each failure
+is an `ApiError` rendered by the route's own protocol module, so nothing reaches a client as a
+bare 500 traceback and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from notes_cli.engine import protocol_anthropic, protocol_openai
+from notes_cli.engine.api import (
+    Completion,
+    EngineService,
+    GenerationRequest,
+    QueueFull,
+    TokenChunk,
+)
+from notes_cli.engine.faults import FaultInjector, FaultPlan, FaultSpec, FaultSpecError, parse_fault
+from notes_cli.engine.metrics import CONTENT_TYPE, EngineMetrics
+from notes_cli.engine.protocol_common import ApiError, ParsedCall, StreamEncoder, invalid
+from notes_cli.secrets import mask
+
+DEFAULT_FINGERPRINT = "fp_pdnotes_mock_engine"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Admission limits that keep load from crashing the server. Claude Code bodies run to
+    ~80 KB and Codex's to ~40 KB, so 8 MiB leaves room for long prompts."""
+
+    max_body_bytes: int = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class _Dialect:
+    """One wire protocol: how to parse, answer, stream and fail."""
+
+    route: str
+    parse: Callable[[bytes], ParsedCall]
+    body: Callable[[ParsedCall, str, Completion, str], dict[str, Any]]
+    encoder: Callable[[ParsedCall, str, int], StreamEncoder]
+    error: Callable[[ApiError], dict[str, Any]]
+
+
+_CHAT = _Dialect(
+    "chat",
+    protocol_openai.parse_chat,
+    protocol_openai.chat_body,
+    lambda call, fp, _tokens: protocol_openai.ChatStreamEncoder(call, fp),
+    protocol_openai.error_body,
+)
+_RESPONSES = _Dialect(
+    "responses",
+    protocol_openai.parse_responses,
+    protocol_openai.responses_body,
+    lambda call, fp, _tokens: protocol_openai.ResponsesStreamEncoder(call, fp),
+    protocol_openai.error_body,
+)
+_MESSAGES = _Dialect(
+    "messages",
+    protocol_anthropic.parse_messages,
+    protocol_anthropic.message_body,
+    protocol_anthropic.MessagesStreamEncoder,
+    protocol_anthropic.error_body,
+)
+
+
+def create_app(
+    service: EngineService,
+    *,
+    prefix: str = "/api",
+    api_key_env: str | None = None,
+    faults: tuple[FaultSpec, ...] = (),
+    limits: Limits | None = None,
+    speed: float = 1.0,
+    fingerprint: str = DEFAULT_FINGERPRINT,
+) -> Starlette:
+    """Build the ASGI app over `service`. With `api_key_env`, requests must carry that
+    variable's value (read now) as a Bearer token or `x-api-key`. `speed` is the service's
+    wall-clock speed-up, used to report streamed token gaps in simulated time."""
+    api_key = None
+    if api_key_env:
+        api_key = os.environ.get(api_key_env, "")
+        if not api_key:
+            raise ValueError(f"--api-key-env names {api_key_env}, which is unset or empty")
+    engine = _EngineHttp(
+        service,
+        prefix=_normalise_prefix(prefix),
+        api_key=api_key,
+        injector=FaultInjector(tuple(faults)),
+        limits=limits or Limits(),
+        speed=speed,
+        fingerprint=fingerprint,
+    )
+    return engine.build()
+
+
+def _normalise_prefix(prefix: str) -> str:
+    prefix = "/" + prefix.strip("/")
+    return "" if prefix == "/" else prefix
+
+
+class _EngineHttp:
+    """Route handlers sharing one service, fault injector and metrics registry."""
+
+    def __init__(
+        self,
+        service: EngineService,
+        *,
+        prefix: str,
+        api_key: str | None,
+        injector: FaultInjector,
+        limits: Limits,
+        speed: float,
+        fingerprint: str,
+    ) -> None:
+        self.service = service
+        self.prefix = prefix
+        self.api_key = api_key
+        self.injector = injector
+        self.limits = limits
+        self.speed = speed
+        self.fingerprint = fingerprint
+        self.metrics = EngineMetrics(service.state)
+
+    # --- assembly ----------------------------------------------------------------------
+
+    def build(self) -> Starlette:
+        p = self.prefix
+        anthropic = f"{p}/anthropic"
+        routes = [
+            Route(f"{p}/models", self.openai_models, methods=["GET"]),
+            Route(f"{p}/chat/completions", self._generation(_CHAT), methods=["POST"]),
+            Route(f"{p}/responses", self._generation(_RESPONSES), methods=["POST"]),
+            Route(f"{anthropic}/v1/messages", self._generation(_MESSAGES), methods=["POST"]),
+            Route(f"{anthropic}/v1/models", self.anthropic_models, methods=["GET"]),
+            Route("/health", self.health, methods=["GET"]),
+            Route("/metrics", self.prometheus, methods=["GET"]),
+            Route("/engine/state", self.engine_state, methods=["GET"]),
+            Route("/engine/faults", self.faults, methods=["GET", "POST", "DELETE"]),
+        ]
+        # Claude Code HEADs its base path and /api/hello; Codex doctor HEADs /responses.
+        for path in {p or "/", anthropic, "/api/hello", f"{p}/responses"}:
+            routes.append(Route(path, self.head_ok, methods=["HEAD"]))
+        app = Starlette(routes=routes, lifespan=self._lifespan)
+        app.add_exception_handler(HTTPException, self._http_exception)  # type: ignore[arg-type]
+        app.add_exception_handler(Exception, self._unexpected)
+        if self.injector.link_fallback:
+            self._set_link_fallback(True)
+        return app
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        start = getattr(self.service, "start", None)
+        if start is not None:
+            await start()
+        add_observer = getattr(self.service, "add_observer", None)
+        if add_observer is not None:
+            add_observer(self._on_record)
+        try:
+            yield
+        finally:
+            stop = getattr(self.service, "stop", None)
+            if stop is not None:
+                await stop()
+
+    def _on_record(self, record: Any) -> None:
+        self.metrics.add_transferred_bytes(float(getattr(record, "transfer_bytes", 0) or 0))
+
+    # --- errors ------------------------------------------------------------------------
+
+    def _dialect_for(self, path: str) -> _Dialect:
+        return _MESSAGES if path.startswith(f"{self.prefix}/anthropic") else _CHAT
+
+    def _error(self, dialect: _Dialect, error: ApiError) -> JSONResponse:
+        self.metrics.count(dialect.route, error.status)
+        return JSONResponse(dialect.error(error), error.status, headers=error.headers)
+
+    async def _http_exception(self, request: Request, exc: HTTPException) -> Response:
+        path = request.url.path
+        if exc.status_code == 404:
+            error = ApiError(404, "not_found", self._not_found_message(path))
+        elif exc.status_code == 405:
+            error = ApiError(
+                405, "method_not_allowed", f"{request.method} is not allowed on {path}"
+            )
+        else:
+            error = ApiError(exc.status_code, "invalid_request", str(exc.detail))
+        if request.method == "HEAD":
+            return Response(status_code=error.status)
+        return self._error(self._dialect_for(path), error)
+
+    def _not_found_message(self, path: str) -> str:
+        hint = ""
+        if "/v1/" in path and not path.startswith(f"{self.prefix}/anthropic/v1/"):
+            hint = f" The base URL is {self.prefix or '/'} with no /v1 (drop the extra /v1)."
+        return f"Invalid URL (POST {path}): no such route on this engine.{hint}"
+
+    async def _unexpected(self, request: Request, exc: Exception) -> Response:
+        error = ApiError(500, "server_error", f"internal engine error: {type(exc).__name__}")
+        return self._error(self._dialect_for(request.url.path), error)
+
+    # --- small routes ------------------------------------------------------------------
+
+    async def head_ok(self, request: Request) -> Response:
+        return Response(status_code=200)
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "models": list(self.service.served_models)})
+
+    async def prometheus(self, request: Request) -> Response:
+        return Response(self.metrics.render(), media_type=CONTENT_TYPE)
+
+    async def engine_state(self, request: Request) -> Response:
+        state = dict(self.service.state())
+        state["faults"] = self.injector.describe()
+        return JSONResponse(state)
+
+    async def openai_models(self, request: Request) -> Response:
+        if (failure := self._auth_failure(request, _CHAT)) is not None:
+            return failure
+        models = self.service.served_models
+        return JSONResponse(protocol_openai.models_body(models, self.fingerprint))
+
+    async def anthropic_models(self, request: Request) -> Response:
+        if (failure := self._auth_failure(request, _MESSAGES)) is not None:
+            return failure
+        return JSONResponse(protocol_anthropic.models_body(self.service.served_models))
+
+    async def faults(self, request: Request) -> Response:
+        """Admin: GET lists faults; POST {"faults": [SPEC…], "replace": true} sets them;
+        DELETE clears them. Guarded by the API key when one is configured."""
+        if request.method != "GET" and (failure := self._auth_failure(request, _CHAT)):
+            return failure
+        if request.method == "POST":
+            try:
+                document = await request.json()
+                specs = _fault_specs(document)
+            except (ValueError, FaultSpecError) as exc:
+                return self._error(_CHAT, invalid(str(exc), param="faults"))
+            if isinstance(document, dict) and document.get("replace") is False:
+                self.injector.add(specs)
+            else:
+                self.injector.set(specs)
+        elif request.method == "DELETE":
+            self.injector.set(())
+        self._set_link_fallback(self.injector.link_fallback)
+        return JSONResponse({"faults": self.injector.describe()})
+
+    def _set_link_fallback(self, on: bool) -> None:
+        setter = getattr(self.service, "set_link_fallback", None)
+        if setter is not None:
+            setter(on)
+
+    # --- auth and limits ---------------------------------------------------------------
+
+    def _auth_failure(self, request: Request, dialect: _Dialect) -> JSONResponse | None:
+        if self.api_key is None:
+            return None
+        authorization = request.headers.get("authorization", "")
+        bearer = authorization[7:].strip() if authorization[:7].lower() == "bearer " else ""
+        x_api_key = request.headers.get("x-api-key", "")
+        if self.api_key in (bearer, x_api_key):
+            return None
+        return self._error(dialect, _auth_error(dialect, bearer or x_api_key))
+
+    async def _read_body(self, request: Request) -> bytes:
+        limit = self.limits.max_body_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _check_request(self, call: ParsedCall) -> int:
+        """Exact model match and context length; returns the prompt's token count."""
+        model = call.request.model
+        served = self.service.served_models
+        if model not in served:
+            raise _model_not_found(model, served)
+        prompt_tokens = sum(self.service.count_tokens(m.text) for m in call.request.messages)
+        limit = self.service.max_context_tokens
+        if prompt_tokens > limit:
+            raise ApiError(
+                400,
+                "context_length",
+                f"This model's maximum context length is {limit} tokens. However, your "
+                f"messages resulted in {prompt_tokens} tokens. Please reduce the length of "
+                "the messages.",
+                param="messages",
+            )
+        return prompt_tokens
+
+    # --- generation --------------------------------------------------------------------
+
+    def _generation(self, dialect: _Dialect) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            if (failure := self._auth_failure(request, dialect)) is not None:
+                return failure
+            try:
+                return await self._generate(request, dialect)
+            except ApiError as error:
+                return self._error(dialect, error)
+
+        return endpoint
+
+    async def _generate(self, request: Request, dialect: _Dialect) -> Response:
+        raw = await self._read_body(request)
+        plan = self.injector.plan()
+        await self._misbehave_before_headers(request, plan)
+        try:
+            call = dialect.parse(raw)
+        except ApiError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+            raise invalid(f"The request body could not be understood: {exc}") from exc
+        if plan.http_status is not None:
+            raise _injected_error(plan.http_status, call.request.model)
+        prompt_tokens = self._check_request(call)
+        stream = self.service.generate(call.request)
+        try:
+            first = await anext(stream)
+        except QueueFull as exc:
+            await _close(stream)
+            raise ApiError(
+                429,
+                "rate_limit",
+                f"The engine queue is full; retry after {exc.retry_after_s:.1f}s.",
+                headers={"retry-after": str(max(1, math.ceil(exc.retry_after_s)))},
+            ) from exc
+        if not call.stream:
+            return await self._respond_whole(dialect, call, first, stream, plan)
+        self.metrics.count(dialect.route, 200)
+        encoder = dialect.encoder(call, self.fingerprint, prompt_tokens)
+        events = self._stream_events(encoder, first, stream, plan)
+        headers = {"cache-control": "no-cache", "x-request-id": call.request.request_id}
+        return StreamingResponse(events, media_type="text/event-stream", headers=headers)
+
+    async def _misbehave_before_headers(self, request: Request, plan: FaultPlan) -> None:
+        if plan.hang_s is not None:
+            await _sleep_while_connected(request, plan.hang_s)
+            raise ApiError(504, "server_error", "injected hang-before-headers fault timed out")
+        if plan.slow_headers_s:
+            await _sleep_while_connected(request, plan.slow_headers_s)
+
+    async def _respond_whole(
+        self,
+        dialect: _Dialect,
+        call: ParsedCall,
+        first: TokenChunk | Completion,
+        stream: AsyncIterator[TokenChunk | Completion],
+        plan: FaultPlan,
+    ) -> Response:
+        texts: list[str] = []
+        item: TokenChunk | Completion = first
+        while isinstance(item, TokenChunk):
+            texts.append(item.text)
+            if plan.stall_s and len(texts) == 1:
+                await asyncio.sleep(plan.stall_s)
+            item = await anext(stream)
+        self.metrics.observe(item.pd_timing, item.completion_tokens, ())
+        self.metrics.count(dialect.route, 200)
+        body = dialect.body(call, "".join(texts), item, self.fingerprint)
+        return JSONResponse(body, headers={"x-request-id": call.request.request_id})
+
+    async def _stream_events(
+        self,
+        encoder: StreamEncoder,
+        first: TokenChunk | Completion,
+        stream: AsyncIterator[TokenChunk | Completion],
+        plan: FaultPlan,
+    ) -> AsyncIterator[bytes]:
+        """SSE bytes, each token written the moment the engine yields it."""
+        gaps: list[float] = []
+        clock = time.perf_counter
+        try:
+            item: TokenChunk | Completion = first
+            opening = encoder.opening()
+            if isinstance(item, TokenChunk):
+                yield opening + encoder.token(item.text)
+                if plan.stall_s:
+                    await asyncio.sleep(plan.stall_s)
+                last = clock()
+                async for item in stream:
+                    if isinstance(item, Completion):
+                        break
+                    now = clock()
+                    gaps.append((now - last) * self.speed)
+                    last = now
+                    yield encoder.token(item.text)
+            else:
+                yield opening
+            if not isinstance(item, Completion) or plan.cut_before_completion:
+                return
+            self.metrics.observe(item.pd_timing, item.completion_tokens, gaps)
+            yield encoder.closing(item)
+        finally:
+            await _close(stream)
+
+
+async def _close(stream: AsyncIterator[Any]) -> None:
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+async def _sleep_while_connected(request: Request, seconds: float) -> None:
+    """Sleep, but stop early once the client has gone (bounded: no orphaned hangs)."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        await asyncio.sleep(min(0.1, left))
+        if await request.is_disconnected():
+            return
+
+
+def _fault_specs(document: Any) -> list[FaultSpec]:
+    raw = document.get("faults") if isinstance(document, dict) else document
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw):
+        raise ValueError('expected {"faults": ["500@first:2", …]}')
+    return [parse_fault(s) for s in raw]
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "request_too_large", f"Request body exceeds the {limit}-byte limit.")
+
+
+def _auth_error(dialect: _Dialect, presented: str | None) -> ApiError:
+    if dialect is _MESSAGES:
+        return ApiError(401, "authentication", "invalid x-api-key")
+    if not presented:
+        message = "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'."
+    else:
+        message = f"Incorrect API key provided: {mask(presented)}."
+    return ApiError(401, "authentication", message)
+
+
+def _model_not_found(model: str, served: tuple[str, ...]) -> ApiError:
+    return ApiError(
+        404,
+        "model_not_found",
+        f"The model `{model}` does not exist or you do not have access to it. "
+        f"Served models: {', '.join(served)}.",
+        param="model",
+    )
+
+
+def _injected_error(status: int, model: str) -> ApiError:
+    if status == 401:
+        return ApiError(401, "authentication", "invalid x-api-key (injected fault)")
+    if status == 404:
+        return ApiError(
+            404,
+            "model_not_found",
+            f"The model `{model}` does not exist or you do not have access to it (injected fault).",
+            param="model",
+        )
+    if status == 429:
+        return ApiError(
+            429, "rate_limit", "Rate limit reached (injected fault).", headers={"retry-after": "1"}
+        )
+    if status == 503:
+        return ApiError(503, "overloaded", "The engine is overloaded (injected fault).")
+    return ApiError(500, "server_error", "The engine had an internal error (injected fault).")
+
+
+__all__ = ["DEFAULT_FINGERPRINT", "GenerationRequest", "Limits", "create_app"]

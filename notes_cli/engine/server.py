@@ -1,0 +1,256 @@
+"""Running the engine app on uvicorn: in a background thread (`start_engine`, for tests, the demo
+and the bench) or in the foreground until SIGINT / SIGTERM (`serve_forever`, for the CLI).
+
+The listening socket is bound here, before uvicorn starts, so `port=0` yields a free port that
+is known at once and never raced for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import uvicorn
+
+from notes_cli.engine.app import DEFAULT_FINGERPRINT, Limits, create_app
+from notes_cli.engine.faults import FaultSpec, parse_fault
+
+if TYPE_CHECKING:
+    from notes_cli.engine.api import EngineService
+    from notes_cli.engine.config import EngineConfig
+
+_STARTUP_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class EngineAddress:
+    """Where a started engine listens, and the base URLs each client wants."""
+
+    host: str
+    port: int
+    prefix: str
+
+    @property
+    def root_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI-style base (Codex `base_url`, the openai SDK): `http://127.0.0.1:PORT/api`."""
+        return self.root_url + self.prefix
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """Claude Code's `ANTHROPIC_BASE_URL`: `…/api/anthropic`."""
+        return self.base_url + "/anthropic"
+
+    def url(self, path: str) -> str:
+        """An absolute URL for a server path such as `/metrics` or `/api/models`."""
+        return self.root_url + "/" + path.lstrip("/")
+
+
+class RunningEngine:
+    """An engine serving on a background thread; stop it with `.stop()` or a `with` block."""
+
+    def __init__(self, address: EngineAddress, server: uvicorn.Server, thread: threading.Thread):
+        self.address = address
+        self._server = server
+        self._thread = thread
+
+    @property
+    def host(self) -> str:
+        return self.address.host
+
+    @property
+    def port(self) -> int:
+        return self.address.port
+
+    @property
+    def base_url(self) -> str:
+        return self.address.base_url
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.address.anthropic_base_url
+
+    def url(self, path: str) -> str:
+        return self.address.url(path)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Shut down (open streams are cancelled after a short grace) and join the thread."""
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._server.force_exit = True
+            self._thread.join(timeout)
+
+    def __enter__(self) -> RunningEngine:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def start_engine(
+    config: EngineConfig,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    prefix: str = "/api",
+    api_key_env: str | None = None,
+    faults: Iterable[FaultSpec | str] = (),
+    limits: Limits | None = None,
+    service: EngineService | None = None,
+) -> RunningEngine:
+    """Start the engine for `config` on a background thread and return once it accepts
+    connections. `port=0` picks a free port (see `.port` / `.base_url`). `service` replaces
+    the engine core built from `config` (tests use fakes). Raises ValueError for a bad fault
+    spec or an unset `api_key_env`, OSError when the port is taken."""
+    app = _build_app(config, prefix, api_key_env, faults, limits, service)
+    sock = _bind(host, port)
+    server = _Server(_uvicorn_config(app, graceful_s=1))
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="pdnotes-engine", daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + _STARTUP_TIMEOUT_S
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            sock.close()
+            raise RuntimeError("the engine did not start (see the log above)")
+        time.sleep(0.01)
+    address = EngineAddress(host, sock.getsockname()[1], _prefix(prefix))
+    return RunningEngine(address, server, thread)
+
+
+def serve_forever(
+    config: EngineConfig,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    prefix: str = "/api",
+    api_key_env: str | None = None,
+    faults: Iterable[FaultSpec | str] = (),
+    limits: Limits | None = None,
+    on_ready: Callable[[EngineAddress], None] | None = None,
+) -> None:
+    """Serve in the foreground until SIGINT or SIGTERM, then shut down cleanly (a second
+    Ctrl-C forces it). `on_ready` gets the address once the socket is listening."""
+    app = _build_app(config, prefix, api_key_env, faults, limits, None)
+    sock = _bind(host, port)
+    address = EngineAddress(host, sock.getsockname()[1], _prefix(prefix))
+    server = _Server(
+        _uvicorn_config(app, graceful_s=5), on_started=lambda: _ready(on_ready, address)
+    )
+    server.run(sockets=[sock])
+
+
+def _ready(callback: Callable[[EngineAddress], None] | None, address: EngineAddress) -> None:
+    if callback is not None:
+        callback(address)
+
+
+def _build_app(
+    config: EngineConfig,
+    prefix: str,
+    api_key_env: str | None,
+    faults: Iterable[FaultSpec | str],
+    limits: Limits | None,
+    service: EngineService | None,
+) -> Any:
+    specs = tuple(parse_fault(f) if isinstance(f, str) else f for f in faults)
+    if service is None:
+        from notes_cli.engine.service import create_service
+
+        service = create_service(config)
+    return create_app(
+        service,
+        prefix=prefix,
+        api_key_env=api_key_env,
+        faults=specs,
+        limits=limits,
+        speed=float(getattr(config, "speed", 1.0)),
+        fingerprint=_fingerprint(),
+    )
+
+
+def _fingerprint() -> str:
+    try:
+        from notes_cli.engine.config import SYSTEM_FINGERPRINT
+    except ImportError:  # the core has not landed in this checkout
+        return DEFAULT_FINGERPRINT
+    return str(SYSTEM_FINGERPRINT)
+
+
+def _prefix(prefix: str) -> str:
+    prefix = "/" + prefix.strip("/")
+    return "" if prefix == "/" else prefix
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _uvicorn_config(app: Any, *, graceful_s: int) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        loop="asyncio",
+        http="h11",
+        ws="none",
+        timeout_graceful_shutdown=graceful_s,
+        timeout_keep_alive=30,
+        backlog=2048,
+    )
+
+
+class _Server(uvicorn.Server):
+    """uvicorn.Server that ends quietly on SIGTERM / SIGINT (uvicorn re-raises the signal after
+    shutting down, which would turn a clean stop into exit status 143 / a KeyboardInterrupt)."""
+
+    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None] | None = None):
+        super().__init__(config)
+        self._on_started = on_started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and self._on_started is not None:
+            self._on_started()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handled = (signal.SIGINT, signal.SIGTERM)
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)

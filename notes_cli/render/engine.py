@@ -1,0 +1,106 @@
+"""Drawing for `pdnotes engine serve` and `pdnotes engine presets`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape  # noqa: TID251 - render/ is where rich lives
+from rich.table import Table  # noqa: TID251
+
+from notes_cli.render import out
+
+if TYPE_CHECKING:
+    from notes_cli.engine.config import EngineConfig
+    from notes_cli.engine.profiles import Catalog, NodeGroup
+    from notes_cli.engine.server import EngineAddress
+
+
+@dataclass(frozen=True)
+class ServeBanner:
+    """What `engine serve` prints once it listens: the base URL each client needs and the
+    pdnotes commands that point the clients at it."""
+
+    config: EngineConfig
+    api_key_env: str | None
+    faults: tuple[str, ...]
+
+    def show(self, address: EngineAddress) -> None:
+        console = out()
+        config = self.config
+        mode = config.mode or "preset default"
+        console.print(
+            f"[bold]pdnotes mock PD engine[/] on {escape(address.root_url)}  "
+            f"preset [cyan]{escape(config.preset)}[/], mode {escape(mode)}, "
+            f"speed x{config.speed:g}, models {escape(', '.join(config.served_models))}"
+        )
+        console.print(f"  OpenAI SDK / Codex base_url   {escape(address.base_url)}")
+        console.print(f"  Claude ANTHROPIC_BASE_URL     {escape(address.anthropic_base_url)}")
+        console.print(
+            f"  metrics {escape(address.url('/metrics'))}   "
+            f"state {escape(address.url('/engine/state'))}"
+        )
+        codex = f"pdnotes config codex --preset mock --base-url {address.base_url}"
+        claude = f"pdnotes config claude --preset mock --base-url {address.anthropic_base_url}"
+        if self.api_key_env:
+            codex += f" --env-key {self.api_key_env}"
+            claude += f" --token-env {self.api_key_env}"
+            console.print(f"  auth: requests must carry ${escape(self.api_key_env)}")
+        console.print(f"  point Codex here:        {escape(codex)}")
+        console.print(f"  point Claude Code here:  {escape(claude)}")
+        if self.faults:
+            console.print(f"  [yellow]faults:[/] {escape(', '.join(self.faults))}")
+        console.print("  Ctrl-C to stop")
+
+
+def preset_rows(catalog: Catalog) -> list[dict[str, Any]]:
+    """One JSON-ready row per deployment preset."""
+    rows = []
+    for name, d in sorted(catalog.deployments.items()):
+        rows.append(
+            {
+                "name": name,
+                "mode": d.mode,
+                "model": d.model,
+                "prefill": _group(d.prefill),
+                "decode": _group(d.decode),
+                "colocated": _group(d.colocated),
+                "link": d.link,
+                "max_batch": d.max_batch,
+                "description": d.description,
+                "source": d.source,
+            }
+        )
+    return rows
+
+
+def _group(group: NodeGroup | None) -> dict[str, Any] | None:
+    if group is None:
+        return None
+    return {"count": group.count, "chip": group.chip, "tp": group.tp}
+
+
+def _nodes(group: dict[str, Any] | None) -> str:
+    if group is None:
+        return "-"
+    tp = f" tp{group['tp']}" if group["tp"] > 1 else ""
+    return f"{group['count']}x {group['chip']}{tp}"
+
+
+def presets_table(rows: list[dict[str, Any]]) -> None:
+    """The presets as a table."""
+    table = Table(title="engine presets", title_justify="left")
+    for column in ("preset", "mode", "prefill", "decode", "link", "model", "description"):
+        table.add_column(column)
+    for row in rows:
+        prefill = row["prefill"] or row["colocated"]
+        table.add_row(
+            row["name"],
+            row["mode"],
+            _nodes(prefill),
+            _nodes(row["decode"]) if row["decode"] else "(same nodes)",
+            row["link"],
+            row["model"],
+            row["description"],
+        )
+    out().print(table)
