@@ -162,10 +162,11 @@ def _assemble(
             rows.append(tuple(row))
     cut_short = False
     if body and body[-1][0] == last_content:
-        last_cells = body[-1][2]
-        cut_short = len(last_cells) < width or (
-            _closed(header_line[1]) and not _closed(body[-1][1])
-        )
+        # A line that stops early loses its closing pipe; without outer pipes, its cells.
+        if _closed(header_line[1]):
+            cut_short = not _closed(body[-1][1])
+        else:
+            cut_short = len(body[-1][2]) < width
         cut_short = cut_short or unclosed_fence
     return RawTable(tuple(header), tuple(rows), "markdown", cut_short)
 

@@ -1,0 +1,134 @@
+"""Extraction plus rubric: the verdict on one answer, and the words that explain it.
+
+Used by `pdnotes notes check` on a saved answer and by `notes generate` after every model turn;
+`problems()` is what the repair request quotes back to the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from notes_cli.errors import InputError
+from notes_cli.notes.extract import Extraction, SourceFormat, extract
+from notes_cli.notes.kits import Concept, Kit
+from notes_cli.notes.rubric import RubricResult, score
+from notes_cli.notes.terms import has_cjk
+
+Verdict = Literal["pass", "fail", "wrong-columns", "no-table", "refusal", "truncated"]
+
+
+@dataclass(frozen=True)
+class NoteCheck:
+    kit: Kit
+    extraction: Extraction
+    rubric: RubricResult
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.extraction.status != "ok":
+            return self.extraction.status
+        return "pass" if self.rubric.passed else "fail"
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    @property
+    def repairable(self) -> bool:
+        """A refusal is not something a repair request fixes; everything else may be."""
+        return not self.passed and self.verdict != "refusal"
+
+    def problems(self, lang: str = "en") -> list[str]:
+        """One sentence per problem, naming exactly the missing columns, rows and concepts."""
+        zh = lang == "zh"
+        columns = " | ".join(c.label(lang) for c in self.kit.columns)
+        status = self.extraction.status
+        found: list[str] = []
+        if status in ("no-table", "refusal"):
+            found.append(
+                f"回答里没有表格；需要一个列为 {columns} 的表格。"
+                if zh
+                else f"The answer contains no table; a table with the columns {columns} is needed."
+            )
+        elif status == "truncated":
+            found.append(
+                "回答在表格中途被截断了；请输出完整的表格。"
+                if zh
+                else "The answer was cut off in the middle of the table; output the whole table."
+            )
+        elif status == "wrong-columns":
+            wanted = [
+                c.label(lang) for c in self.kit.columns if c.key in self.extraction.missing_columns
+            ]
+            have = " | ".join(self.extraction.table.header) if self.extraction.table else ""
+            found.append(
+                f"表格缺少列：{'、'.join(wanted)}（现有表头：{have}；应为：{columns}）。"
+                if zh
+                else f"The table is missing the column(s): {', '.join(wanted)} "
+                f"(header was: {have}; it must be: {columns})."
+            )
+        if status in ("ok", "wrong-columns"):
+            found.extend(self._rubric_problems(zh))
+        return found
+
+    def _rubric_problems(self, zh: bool) -> list[str]:
+        found = []
+        for spec, row in zip(self.kit.rubric.rows, self.rubric.rows, strict=True):
+            if not row.required:
+                continue
+            wanted = {c.key: _concept_name(c, zh) for c in spec.concepts}
+            if not row.present:
+                names = "; ".join(wanted.values())
+                found.append(
+                    f"缺少“{row.label}”这一行（需写明：{names}）。"
+                    if zh
+                    else f"The row “{row.label}” is missing (it must mention: {names})."
+                )
+            elif row.missing_concepts:
+                names = "; ".join(wanted[c.key] for c in row.missing_concepts)
+                found.append(
+                    f"“{row.label}”这一行没有提到：{names}。"
+                    if zh
+                    else f"The row “{row.label}” does not mention: {names}."
+                )
+        return found
+
+
+def _concept_name(concept: Concept, zh: bool) -> str:
+    """The concept's label, plus its first Chinese synonym when writing in Chinese."""
+    chinese = next((s for s in concept.synonyms if has_cjk(s)), None) if zh else None
+    return f"{concept.label}（{chinese}）" if chinese else concept.label
+
+
+def check_text(
+    text: str, kit: Kit, *, source_format: SourceFormat = "text", finish_reason: str | None = None
+) -> NoteCheck:
+    """Extract the kit's table from `text` and score it."""
+    extraction = extract(text, kit, source_format=source_format, finish_reason=finish_reason)
+    return NoteCheck(kit, extraction, score(extraction.table, kit))
+
+
+def read_answer(path: Path) -> tuple[str, SourceFormat]:
+    """A saved answer (md, txt, html, json, csv) as text plus the format to parse it with.
+    Raises InputError (exit 2) when the file cannot be read or a .json file does not parse."""
+    import json
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError as exc:
+        raise InputError(f"no such file: {path}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InputError(f"cannot read {path}: {reason}", fix="pass a UTF-8 text file") from exc
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        try:
+            json.loads(text)
+        except ValueError as exc:
+            raise InputError(
+                f"{path} is not valid JSON: {exc}",
+                fix="save the answer as .md or .txt if it is not meant to be JSON",
+            ) from exc
+    return text, ("csv" if suffix in (".csv", ".tsv") else "text")
