@@ -1,0 +1,350 @@
+"""Live doctor probes: call the endpoint each client will call, the way it calls it.
+
+For one endpoint: `GET {base}/models` (`/v1/models` for Claude Code), then one small streamed
+turn in the client's protocol with a budget a reasoning model can finish in. Failures become
+findings with exact fixes; a 404 is diagnosed by trying the URL without (or with) `/v1`, and for
+Codex by trying `/chat/completions` (a gateway without the Responses API). The whole run for an
+endpoint is bounded by about three probe timeouts, so a dead endpoint costs at most ~30 s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import time
+from collections.abc import Sequence
+
+import httpx
+
+from notes_cli.clients.endpoint import Endpoint
+from notes_cli.doctor.findings import Finding, FindingClient, Probe
+from notes_cli.gateway import GatewayClient, proxy_for, safe_url
+from notes_cli.gateway import errors as gw
+from notes_cli.gateway.results import StreamResult
+
+PROBE_PROMPT = "Reply with the single word: pong"
+# Big enough that a reasoning model can think a little and still answer.
+PROBE_MAX_TOKENS = 256
+# A whole endpoint's probes share this many probe timeouts.
+BUDGET_PROBES = 3
+
+_UNREACHABLE = (gw.Unreachable, gw.TLSError, gw.ConnectTimeout, gw.HeadersTimeout)
+
+
+def probe_endpoint(
+    endpoint: Endpoint,
+    *,
+    timeout: float = 10.0,
+    static_findings: Sequence[Finding] = (),
+    transport: httpx.BaseTransport | None = None,
+) -> tuple[list[Finding], list[Probe]]:
+    """Probe one client's endpoint. Returns the findings (empty when all is well) and every
+    probe made, in order, with URL (no secret), status and milliseconds."""
+    return _Prober(endpoint, timeout, static_findings, transport).run()
+
+
+def closest_ids(wanted: str, served: Sequence[str], limit: int = 3) -> list[str]:
+    """Served ids closest to `wanted`, ignoring case, hyphens, underscores, dots and spaces:
+    an exact normalised match first, then the most similar."""
+    norm = {_normalise(s): s for s in served}
+    key = _normalise(wanted)
+    exact = [norm[key]] if key in norm else []
+    near = difflib.get_close_matches(key, list(norm), n=limit, cutoff=0.5)
+    ordered = exact + [norm[n] for n in near if norm[n] not in exact]
+    return ordered[:limit]
+
+
+def _normalise(model_id: str) -> str:
+    return re.sub(r"[-_.\s]", "", model_id.lower())
+
+
+class _Prober:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        timeout: float,
+        static_findings: Sequence[Finding],
+        transport: httpx.BaseTransport | None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.static = list(static_findings)
+        self.transport = transport
+        self.deadline = time.monotonic() + BUDGET_PROBES * timeout
+        self.client: FindingClient = "env" if endpoint.client == "openai" else endpoint.client
+        self.findings: list[Finding] = []
+        self.probes: list[Probe] = []
+        self.served: list[str] | None = None
+
+    # ------------------------------------------------------------------ flow
+
+    def run(self) -> tuple[list[Finding], list[Probe]]:
+        if not self._models():
+            return self.findings, self.probes
+        try:
+            self._stream(self.endpoint, "stream")
+        except gw.GatewayError as exc:
+            self._diagnose(exc)
+        return self.findings, self.probes
+
+    def _models(self) -> bool:
+        """GET the model list; False when there is no point in probing further."""
+        url = self.endpoint.models_url()
+        start = time.perf_counter()
+        try:
+            with self._client(self.endpoint) as client:
+                result = client.list_models()
+        except gw.GatewayError as exc:
+            self._record_failure("models", "GET", url, exc, start)
+            if isinstance(exc, _UNREACHABLE):
+                self._unreachable(exc)
+                return False
+            if isinstance(exc, gw.HttpStatusError) and exc.status in (401, 403):
+                self._auth_rejected(exc)
+                return False
+            return True  # many gateways serve no model list; the turn decides
+        self.served = result.ids
+        detail = f"{len(result.ids)} models" + self._via_proxy(url)
+        self._record("models", "GET", url, result.status, result.timings.total_ms, True, detail)
+        return True
+
+    def _stream(self, endpoint: Endpoint, name: str) -> StreamResult:
+        from notes_cli.gateway._protocols import request_url
+
+        url = request_url(endpoint)
+        start = time.perf_counter()
+        try:
+            with self._client(endpoint) as client:
+                result = client.stream(PROBE_PROMPT, max_tokens=PROBE_MAX_TOKENS)
+        except gw.GatewayError as exc:
+            self._record_failure(name, "POST", url, exc, start)
+            raise
+        detail = f"finish={result.finish_reason}, {result.output_tokens} tokens"
+        if result.timings.ttft_ms is not None:
+            detail += f", ttft {result.timings.ttft_ms:.0f} ms"
+        self._record(name, "POST", url, result.status, result.timings.total_ms, True, detail)
+        return result
+
+    def _diagnose(self, exc: gw.GatewayError) -> None:
+        if isinstance(exc, _UNREACHABLE):
+            self._unreachable(exc)
+        elif isinstance(exc, gw.HttpStatusError) and exc.status in (401, 403):
+            self._auth_rejected(exc)
+        elif isinstance(exc, gw.HttpStatusError) and exc.is_model_error:
+            self._model_unknown(exc.error_message or exc.message)
+        elif isinstance(exc, gw.HttpStatusError) and exc.status == 404:
+            self._not_found(exc)
+        else:
+            self._add(
+                "probe-failed",
+                f"the test turn to {exc_url(exc)} failed: {exc.message}",
+                exc.fix or "",
+            )
+
+    # ------------------------------------------------------------------ 404
+
+    def _not_found(self, exc: gw.HttpStatusError) -> None:
+        for base, finding_id in self._v1_variants():
+            if self._works(dataclasses.replace(self.endpoint, base_url=base), f"stream {base}"):
+                self._v1_finding(finding_id, base, exc)
+                return
+        if self.endpoint.protocol == "responses":
+            chat = dataclasses.replace(self.endpoint, protocol="chat")
+            if self._works(chat, "chat-completions"):
+                self._add(
+                    "responses-unsupported",
+                    f"POST {exc.url} -> 404, but {safe_url(chat.request_url())} answers: this "
+                    "gateway speaks chat completions only, and Codex calls /responses",
+                    "use a gateway (or a route of it) that serves the Responses API; Codex "
+                    'removed wire_api = "chat"',
+                )
+                return
+        if self.served is not None and self.endpoint.model not in self.served:
+            self._model_unknown(f"404 from {exc.url}")
+            return
+        self._add(
+            "path-not-found",
+            f"POST {exc.url} -> 404" + (f" ({exc.error_message})" if exc.error_message else ""),
+            "check the base URL's path prefix against the gateway's docs (e.g. /api, with or "
+            f"without /v1); it is set in {self._where()}",
+        )
+
+    def _v1_variants(self) -> list[tuple[str, str]]:
+        base = self.endpoint.base_url.rstrip("/")
+        if base.endswith("/v1"):
+            return [(base[: -len("/v1")], "base-url-v1-suffix")]
+        if self.endpoint.protocol == "anthropic":
+            return []  # Claude Code adds /v1 itself
+        return [(base + "/v1", "base-url-v1-missing")]
+
+    def _v1_finding(self, finding_id: str, base: str, exc: gw.HttpStatusError) -> None:
+        fixed = self._request_url(base)
+        if finding_id == "base-url-v1-suffix":
+            why = "has a /v1 the gateway does not want"
+            if self.endpoint.protocol == "anthropic":
+                why = "ends in /v1, and Claude Code adds /v1/messages itself"
+        else:
+            why = "lacks the /v1 the gateway needs"
+        line, file_line = self._static_location(finding_id)
+        self._add(
+            finding_id,
+            f"the base URL {why}: POST {exc.url} -> 404, while POST {safe_url(fixed)} works",
+            f"in {self._where()} set: {self._config_line(base)}",
+            file=file_line,
+            line=line,
+        )
+
+    def _works(self, endpoint: Endpoint, name: str) -> bool:
+        if self._remaining() <= 0:
+            return False
+        try:
+            self._stream(endpoint, name)
+        except gw.GatewayError:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ findings
+
+    def _unreachable(self, exc: gw.GatewayError) -> None:
+        fix = exc.fix or ""
+        proxy = proxy_for(self.endpoint.base_url)
+        if proxy:
+            fix += f" (requests to this URL go through the proxy {proxy}; NO_PROXY bypasses it)"
+        self._add("unreachable", exc.message, fix)
+
+    def _auth_rejected(self, exc: gw.HttpStatusError) -> None:
+        var = f"${self.endpoint.key_env}" if self.endpoint.key_env else "the configured key"
+        message = exc.message
+        if any(f.id in ("env-key-unset", "claude-credential-missing") for f in self.static):
+            message += " (no key was sent: see the credential finding above)"
+        elif not self.endpoint.key:
+            message += " (no key was sent)"
+        fix = f"check that {var} holds a key for this gateway (sent as {self._auth_how()})"
+        self._add("auth-rejected", message, fix)
+
+    def _model_unknown(self, why: str) -> None:
+        model = self.endpoint.model or "(no model set)"
+        served = self.served or []
+        near = closest_ids(model, served)
+        if near:
+            fix = f"in {self._where_model()} set: {self._model_line(near[0])}"
+            fix += f" (closest served ids: {', '.join(near)})"
+        elif served:
+            fix = f"use one of the served ids: {', '.join(served[:8])}"
+        else:
+            fix = "use a model id exactly as the gateway's console or model list shows it"
+        self._add("model-unknown", f"the gateway does not serve model {model!r}: {why}", fix)
+
+    def _add(
+        self,
+        finding_id: str,
+        message: str,
+        fix: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.findings.append(
+            Finding(finding_id, "error", self.client, message, fix, file=file, line=line)
+        )
+
+    # ------------------------------------------------------------------ probes
+
+    def _record(
+        self,
+        name: str,
+        method: str,
+        url: str,
+        status: int | None,
+        ms: float | None,
+        ok: bool,
+        detail: str,
+    ) -> None:
+        self.probes.append(
+            Probe(
+                self.client,
+                name,
+                method,
+                safe_url(url),
+                status,
+                round(ms, 1) if ms is not None else None,
+                ok,
+                detail,
+            )
+        )
+
+    def _record_failure(
+        self, name: str, method: str, url: str, exc: gw.GatewayError, start: float
+    ) -> None:
+        status = exc.status if isinstance(exc, gw.HttpStatusError) else None
+        ms = (time.perf_counter() - start) * 1000
+        kind = getattr(exc, "kind", "error")
+        self._record(name, method, url, status, ms, False, f"{kind}: {exc.message}")
+
+    def _client(self, endpoint: Endpoint) -> GatewayClient:
+        timeout = max(0.5, min(self.timeout, self._remaining()))
+        return GatewayClient(
+            endpoint, timeout=timeout, transport=self.transport, total_timeout=timeout
+        )
+
+    def _remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    @staticmethod
+    def _via_proxy(url: str) -> str:
+        proxy = proxy_for(url)
+        return f", via proxy {proxy}" if proxy else ""
+
+    # ------------------------------------------------------------------ where to fix
+
+    def _request_url(self, base: str) -> str:
+        from notes_cli.gateway._protocols import request_url
+
+        return request_url(dataclasses.replace(self.endpoint, base_url=base))
+
+    def _where(self) -> str:
+        source = self.endpoint.source or ""
+        if self.endpoint.client == "openai" or not source:
+            return "your environment"
+        return source
+
+    def _where_model(self) -> str:
+        return self._where() if self.endpoint.client == "claude" else self._file_of_source()
+
+    def _file_of_source(self) -> str:
+        return (self.endpoint.source or "your config").split(" [", 1)[0]
+
+    def _config_line(self, base: str) -> str:
+        if self.endpoint.client == "codex":
+            return f'base_url = "{base}"'
+        if self.endpoint.client == "claude":
+            if self.endpoint.source in (None, "environment", "default"):
+                return f"export ANTHROPIC_BASE_URL={base}"
+            return f'"ANTHROPIC_BASE_URL": "{base}" (inside "env")'
+        return f"export OPENAI_BASE_URL={base}"
+
+    def _model_line(self, model: str) -> str:
+        if self.endpoint.client == "codex":
+            return f'model = "{model}"'
+        if self.endpoint.client == "claude":
+            return f'"ANTHROPIC_MODEL": "{model}" (inside "env")'
+        return f"--model {model}"
+
+    def _auth_how(self) -> str:
+        return {
+            "bearer": "Authorization: Bearer",
+            "x-api-key": "x-api-key",
+            "both": "Authorization: Bearer and x-api-key",
+            "none": "nothing: no key is configured",
+        }[self.endpoint.auth_style]
+
+    def _static_location(self, finding_id: str) -> tuple[int | None, str | None]:
+        for finding in self.static:
+            if finding.id == finding_id and finding.client == self.client:
+                return finding.line, finding.file
+        return None, self._file_of_source() if self.endpoint.client == "codex" else None
+
+
+def exc_url(exc: gw.GatewayError) -> str:
+    return str(getattr(exc, "url", ""))

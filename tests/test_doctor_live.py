@@ -1,0 +1,253 @@
+"""Live doctor probes against respx-mocked gateways: each failure gives the exact finding."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+import respx
+from loopback import anthropic_stream, chat_stream, responses_stream
+
+from notes_cli.clients.endpoint import Endpoint
+from notes_cli.doctor.findings import Finding
+from notes_cli.doctor.live import closest_ids, probe_endpoint
+
+KEY = "sk-SENTINEL0123456789abcdefXYZW"
+GW = "https://gw.example"
+SOURCE = "/home/u/.codex/config.toml [model_providers.gw]"
+
+
+def codex(base: str = f"{GW}/api", model: str = "pd-mock-1") -> Endpoint:
+    return Endpoint(
+        "codex", base, "responses", model=model, key=KEY, key_env="GW_KEY", source=SOURCE
+    )
+
+
+def claude(base: str = f"{GW}/api/anthropic") -> Endpoint:
+    return Endpoint(
+        "claude",
+        base,
+        "anthropic",
+        model="pd-mock-1",
+        key=KEY,
+        key_env="ANTHROPIC_AUTH_TOKEN",
+        source="/home/u/.claude/settings.json",
+    )
+
+
+def sse(events: list[bytes]) -> httpx.Response:
+    return httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, content=b"".join(events)
+    )
+
+
+MODELS = httpx.Response(200, json={"data": [{"id": "pd-mock-1"}, {"id": "pd-mock-2"}]})
+
+
+def ids(findings: list[Finding]) -> list[str]:
+    return [f.id for f in findings]
+
+
+@respx.mock
+def test_healthy_codex_endpoint_has_no_findings_and_two_probes() -> None:
+    respx.get(f"{GW}/api/models").mock(return_value=MODELS)
+    route = respx.post(f"{GW}/api/responses").mock(return_value=sse(responses_stream(["pong"])))
+    findings, probes = probe_endpoint(codex())
+    assert findings == []
+    assert [(p.name, p.method, p.status, p.ok) for p in probes] == [
+        ("models", "GET", 200, True),
+        ("stream", "POST", 200, True),
+    ]
+    assert all(p.ms is not None and KEY not in p.url for p in probes)
+    body = route.calls.last.request.read()
+    assert b'"max_output_tokens": 256' in body  # a budget a reasoning model can finish in
+
+
+@respx.mock
+def test_401_with_openai_error_body_is_auth_rejected() -> None:
+    respx.get(f"{GW}/api/models").mock(
+        return_value=httpx.Response(
+            401, json={"error": {"message": "Invalid token", "code": "invalid_api_key"}}
+        )
+    )
+    findings, probes = probe_endpoint(codex())
+    assert ids(findings) == ["auth-rejected"]
+    assert "Invalid token" in findings[0].message and "$GW_KEY" in findings[0].fix
+    assert len(probes) == 1 and probes[0].status == 401 and not probes[0].ok
+
+
+@respx.mock
+def test_auth_rejected_mentions_the_unset_key() -> None:
+    respx.get(f"{GW}/api/models").mock(return_value=httpx.Response(401))
+    static = [Finding("env-key-unset", "error", "codex", "GW_KEY is unset", "export GW_KEY=…")]
+    findings, _ = probe_endpoint(codex(), static_findings=static)
+    assert "no key was sent" in findings[0].message
+
+
+@respx.mock
+def test_v1_doubled_url_where_the_undoubled_one_works() -> None:
+    respx.get(f"{GW}/api/v1/models").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/api/v1/responses").mock(
+        return_value=httpx.Response(404, content=b"<html><title>404 Not Found</title></html>")
+    )
+    respx.post(f"{GW}/api/responses").mock(return_value=sse(responses_stream(["pong"])))
+    static = [
+        Finding(
+            "base-url-v1-suffix",
+            "warning",
+            "codex",
+            "…",
+            "…",
+            file="/home/u/.codex/config.toml",
+            line=7,
+        )
+    ]
+    findings, probes = probe_endpoint(codex(f"{GW}/api/v1"), static_findings=static)
+    assert ids(findings) == ["base-url-v1-suffix"]
+    finding = findings[0]
+    assert finding.severity == "error" and finding.line == 7
+    assert finding.fix == f'in {SOURCE} set: base_url = "{GW}/api"'
+    assert [p.ok for p in probes] == [False, False, True]
+
+
+@respx.mock
+def test_claude_base_url_ending_in_v1() -> None:
+    respx.get(f"{GW}/api/anthropic/v1/v1/models").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/api/anthropic/v1/v1/messages").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/api/anthropic/v1/messages").mock(return_value=sse(anthropic_stream(["p"])))
+    findings, _ = probe_endpoint(claude(f"{GW}/api/anthropic/v1"))
+    assert ids(findings) == ["base-url-v1-suffix"]
+    assert "Claude Code adds /v1/messages itself" in findings[0].message
+    assert findings[0].fix.endswith(f'"ANTHROPIC_BASE_URL": "{GW}/api/anthropic" (inside "env")')
+
+
+@respx.mock
+def test_missing_v1_that_the_gateway_needs() -> None:
+    respx.get(f"{GW}/models").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/responses").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/v1/responses").mock(return_value=sse(responses_stream(["pong"])))
+    findings, _ = probe_endpoint(codex(GW))
+    assert ids(findings) == ["base-url-v1-missing"]
+    assert findings[0].fix.endswith(f'base_url = "{GW}/v1"')
+
+
+@respx.mock
+def test_gateway_without_responses_api() -> None:
+    respx.get(f"{GW}/api/models").mock(return_value=MODELS)
+    respx.post(f"{GW}/api/responses").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/api/v1/responses").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/api/chat/completions").mock(return_value=sse(chat_stream(["pong"])))
+    findings, probes = probe_endpoint(codex())
+    assert ids(findings) == ["responses-unsupported"]
+    assert probes[-1].name == "chat-completions" and probes[-1].ok
+
+
+@respx.mock
+def test_404_everywhere_is_path_not_found() -> None:
+    respx.get(f"{GW}/api/models").mock(return_value=httpx.Response(404))
+    respx.post(url__startswith=GW).mock(return_value=httpx.Response(404))
+    findings, _ = probe_endpoint(codex())
+    assert ids(findings) == ["path-not-found"]
+    assert SOURCE in findings[0].fix
+
+
+@respx.mock
+def test_404_json_model_not_found_suggests_closest_ids() -> None:
+    respx.get(f"{GW}/api/models").mock(return_value=MODELS)
+    respx.post(f"{GW}/api/responses").mock(
+        return_value=httpx.Response(
+            404,
+            json={
+                "error": {
+                    "message": "The model `PD_Mock-1` does not exist",
+                    "code": "model_not_found",
+                }
+            },
+        )
+    )
+    findings, _ = probe_endpoint(codex(model="PD_Mock-1"))
+    assert ids(findings) == ["model-unknown"]
+    assert findings[0].fix.startswith('in /home/u/.codex/config.toml set: model = "pd-mock-1"')
+    assert "closest served ids: pd-mock-1, pd-mock-2" in findings[0].fix
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        (httpx.Response(429, headers={"retry-after": "30"}), "rate limited (it asks for 30 s)"),
+        (httpx.Response(500, json={"error": {"message": "boom"}}), "the gateway or its upstream"),
+        (sse(responses_stream(["half"], completed=False)), "cut the answer off"),
+    ],
+)
+@respx.mock
+def test_other_failures_of_the_test_turn(response: httpx.Response, expected: str) -> None:
+    respx.get(f"{GW}/api/models").mock(return_value=MODELS)
+    respx.post(f"{GW}/api/responses").mock(return_value=response)
+    findings, _ = probe_endpoint(codex())
+    assert ids(findings) == ["probe-failed"] and expected in findings[0].fix
+
+
+@respx.mock
+def test_connection_refused_is_unreachable_and_stops_probing() -> None:
+    respx.get(f"{GW}/api/models").mock(side_effect=httpx.ConnectError("Connection refused"))
+    stream = respx.post(f"{GW}/api/responses")
+    findings, probes = probe_endpoint(codex())
+    assert ids(findings) == ["unreachable"] and not stream.called and len(probes) == 1
+
+
+@respx.mock
+def test_server_that_never_sends_headers_is_unreachable() -> None:
+    respx.get(f"{GW}/api/models").mock(side_effect=httpx.ReadTimeout("timed out"))
+    findings, _ = probe_endpoint(codex())
+    assert ids(findings) == ["unreachable"] and "no response headers" in findings[0].message
+
+
+@respx.mock
+def test_stalled_stream_is_reported() -> None:
+    class Stalls(httpx.SyncByteStream):
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            yield responses_stream(["a"])[1]
+            raise httpx.ReadTimeout("timed out")
+
+    respx.get(f"{GW}/api/models").mock(return_value=MODELS)
+    respx.post(f"{GW}/api/responses").mock(
+        return_value=httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=Stalls()
+        )
+    )
+    findings, _ = probe_endpoint(codex())
+    assert ids(findings) == ["probe-failed"] and "went silent" in findings[0].message
+
+
+def test_dead_endpoint_costs_about_three_timeouts_at_most() -> None:
+    calls = 0
+
+    def never_answers(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        if request.method == "GET":
+            return httpx.Response(404)
+        time.sleep(0.01)
+        raise httpx.ReadTimeout("timed out")
+
+    start = time.monotonic()
+    findings, _ = probe_endpoint(codex(), timeout=0.2, transport=httpx.MockTransport(never_answers))
+    assert ids(findings) == ["unreachable"]
+    assert time.monotonic() - start < 0.2 * 3 + 1 and calls == 2
+
+
+def test_closest_ids_ignore_case_and_hyphens() -> None:
+    served = ["deepseek-v3", "DeepSeek-R1", "qwen2.5-72b"]
+    assert closest_ids("DEEPSEEK_R1", served)[0] == "DeepSeek-R1"
+    assert closest_ids("qwen25-72b", served)[0] == "qwen2.5-72b"
+    assert closest_ids("llama", served) == []
+
+
+def test_no_key_in_findings_or_probes() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(401, json={"error": {"message": "bad"}})
+
+    findings, probes = probe_endpoint(codex(), transport=httpx.MockTransport(refuse))
+    dumped = repr([f.to_json() for f in findings]) + repr([p.to_json() for p in probes])
+    assert KEY not in dumped
