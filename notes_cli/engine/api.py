@@ -86,6 +86,72 @@ class EngineService(Protocol):
         ...
 
 
+@dataclass(slots=True)
+class RequestRecord:
+    """What happened to one finished request, in simulated milliseconds.
+
+    ttft_ms = queue_ms + prefill_ms + transfer_ms + the first decode step; e2e_ms = ttft_ms +
+    decode_ms; tpot_ms = decode_ms / (output_tokens - 1) (0 for a single token), which is what a
+    client measures as (E2E - TTFT) / (output tokens - 1). Inter-token gaps are summarised by
+    max_itl_ms, itl_sum_ms and itl_count; `itl_ms` lists every gap in live mode only (the
+    simulator keeps no per-token objects)."""
+
+    request_id: str
+    arrival_ms: float
+    input_tokens: int
+    output_tokens: int
+    queue_ms: float
+    prefill_ms: float
+    transfer_ms: float
+    decode_ms: float
+    ttft_ms: float
+    tpot_ms: float
+    e2e_ms: float
+    max_itl_ms: float
+    itl_sum_ms: float
+    itl_count: int
+    transfer_bytes: int
+    prefill_node: str
+    decode_node: str
+    mode: str
+    itl_ms: tuple[float, ...] = ()
+
+    def pd_timing(self) -> PdTiming:
+        return PdTiming(
+            queue_ms=self.queue_ms,
+            prefill_ms=self.prefill_ms,
+            transfer_ms=self.transfer_ms,
+            decode_ms=self.decode_ms,
+            ttft_ms=self.ttft_ms,
+            tpot_ms=self.tpot_ms,
+            prefill_node=self.prefill_node,
+            decode_node=self.decode_node,
+            mode=self.mode,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StepStats:
+    """One scheduler step on one node: `phase` is "prefill", "decode" or "mixed" (chunked)."""
+
+    node: str
+    phase: str
+    start_ms: float
+    duration_ms: float
+    batch_size: int  # sequences in the step
+    new_tokens: int  # query tokens processed (prompt tokens + one per decoding sequence)
+    kv_used_tokens: int
+    kv_capacity_tokens: int
+
+    @property
+    def kv_usage(self) -> float:
+        return self.kv_used_tokens / self.kv_capacity_tokens if self.kv_capacity_tokens else 0.0
+
+
+class EngineStopped(Exception):
+    """The engine shut down while the request was still running (HTTP 503)."""
+
+
 class QueueFull(Exception):
     """Admission control: the waiting queue is at its limit (HTTP 429 with Retry-After)."""
 

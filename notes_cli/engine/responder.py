@@ -1,0 +1,101 @@
+"""What the mock engine says: deterministic text for a seed, exact echoes when asked to repeat.
+
+Order of precedence for the last user message:
+1. the notes knowledge base (`notes_cli.notes.knowledge.answer_for`) for note-kit prompts;
+2. an echo when the message asks to repeat or say something ("say pong", "repeat: X",
+   "Repeat this sentence: X", "重复：X", or a quoted text after such a verb);
+3. otherwise two or three sentences about PD serving from templates/engine/answers.toml, picked
+   by a generator seeded with the engine seed and the prompt, in Chinese when the prompt is.
+The answer is cut at `max_tokens` (finish reason "length").
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import tomllib
+import zlib
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from notes_cli.engine.api import ChatMessage, FinishReason
+from notes_cli.engine.tokens import tokenize
+from notes_cli.resources import template_path
+
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+_QUOTED = re.compile(r"\"([^\"\n]+)\"|“([^”\n]+)”|「([^」\n]+)」|'([^'\n]+)'|`([^`\n]+)`")
+_VERB_EN = (
+    r"(?:please\s+)?(?:repeat(?:\s+(?:this|the|after\s+me|back))?(?:\s+(?:sentence|text|phrase|"
+    r"words?))?|echo(?:\s+back)?|say|reply\s+with(?:\s+exactly)?|respond\s+with(?:\s+exactly)?|"
+    r"answer\s+with(?:\s+exactly)?|output(?:\s+exactly)?)"
+)
+_ECHO_EN = re.compile(rf"^\s*{_VERB_EN}\s*[:：,]?\s*(?P<text>.+?)\s*$", re.IGNORECASE)
+_ECHO_ZH = re.compile(
+    r"^\s*(?:请)?(?:重复|复述|跟我说|说)(?:一遍)?(?:这句话|下面这句话|以下内容)?\s*[:：,，]?\s*(?P<text>.+?)\s*$"
+)
+_HAS_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def _knowledge_answer(prompt_text: str, seed: int) -> str | None:
+    from notes_cli.notes.knowledge import answer_for
+
+    return answer_for(prompt_text, seed)
+
+
+@lru_cache(maxsize=1)
+def _answers() -> dict[str, Any]:
+    with template_path("engine", "answers.toml").open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def echo_request(text: str) -> str | None:
+    """The text a message asks to have repeated, or None. Looks at the last line that asks."""
+    text = _REMINDER.sub("", text)
+    for line in reversed([ln for ln in text.splitlines() if ln.strip()]):
+        match = _ECHO_EN.match(line) or _ECHO_ZH.match(line)
+        if not match:
+            continue
+        body = match.group("text")
+        quoted = _QUOTED.search(body)
+        if quoted:
+            return next(g for g in quoted.groups() if g is not None)
+        return body.rstrip(".。!！") if len(body.split()) <= 12 else body
+    return None
+
+
+class Responder:
+    """Answers for the mock engine; the same seed and messages always give the same tokens."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def respond(
+        self, messages: Sequence[ChatMessage], max_tokens: int
+    ) -> tuple[list[str], FinishReason]:
+        """(tokens, finish reason); "".join(tokens) is the answer text."""
+        text = self.answer_text(messages)
+        tokens = tokenize(text)
+        if max_tokens < len(tokens):
+            return tokens[: max(0, max_tokens)], "length"
+        return tokens, "stop"
+
+    def answer_text(self, messages: Sequence[ChatMessage]) -> str:
+        prompt = "\n\n".join(m.text for m in messages if m.text)
+        last_user = next((m.text for m in reversed(messages) if m.role == "user"), prompt)
+        known = _knowledge_answer(prompt, self.seed)
+        if known is not None:
+            return known
+        echo = echo_request(last_user)
+        if echo is not None:
+            return echo
+        return self._default_answer(last_user)
+
+    def _default_answer(self, prompt: str) -> str:
+        lang = "zh" if _HAS_CJK.search(_REMINDER.sub("", prompt)) else "en"
+        data = _answers()[lang]
+        rng = random.Random(self.seed * 1_000_003 + zlib.crc32(prompt.encode("utf-8")))
+        opening = rng.choice(data["opening"])
+        picked = rng.sample(data["sentences"], k=2 + rng.randrange(2))
+        joiner = "" if lang == "zh" else " "
+        return joiner.join([opening, *picked])

@@ -1,0 +1,513 @@
+"""The engine's scheduler: one discrete-event implementation shared by the live server and the
+simulator. It never reads a clock: the driver feeds it events in time order (`run_until`) and
+submits arrivals at the current time, so the same code runs against a scaled wall clock
+(service.py) or a virtual one (simcore.py).
+
+Modes (docs/engine-model.md):
+- disagg: prefill nodes batch prompts FCFS up to a token budget; each prefilled request reserves KV
+  memory on a decode node (waiting while it is full), its KV moves over the node's shared link,
+  then it joins continuous (iteration-level) batching up to max_batch.
+- colocated: each node prefills (prefill first, as vLLM's default scheduler does) and decodes; a
+  prefill step delays every decoding request's next token.
+- chunked: Sarathi-style; each step carries every decoding sequence plus prompt chunks up to
+  `chunk_tokens`, so a long prompt costs decoders a little on many steps instead of a lot on one.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from notes_cli.engine.api import RequestRecord, StepStats
+from notes_cli.engine.costmodel import NodeCost
+from notes_cli.engine.links import LinkChannel
+from notes_cli.engine.profiles import Catalog, Deployment
+from notes_cli.engine.workers import SchedRequest, Worker
+
+Event = tuple[float, int, Callable[[Any, float], None], Any]
+_GAP_TRIM = 4096  # keep per-node gap history bounded (only running requests need it)
+
+
+class Scheduler:
+    """Discrete-event scheduler for one deployment. Hooks (all optional):
+
+    on_finish(request, record)    a request produced its last token
+    on_tokens(requests, t)        each of `requests` produced one more token at time t (live only)
+    on_step(stats)                a node started a step
+    """
+
+    def __init__(
+        self,
+        deployment: Deployment,
+        catalog: Catalog,
+        *,
+        keep_gaps: bool = False,
+        link_fallback: bool = False,
+    ) -> None:
+        self.deployment = deployment
+        self.mode = deployment.mode
+        self.model = catalog.models[deployment.model]
+        self.kv_bytes_per_token = self.model.kv_bytes_per_token
+        self.keep_gaps = keep_gaps
+        self._links = (catalog.links[deployment.link], catalog.links[deployment.fallback_link])
+        self.link_fallback = link_fallback
+        self._heap: list[Event] = []
+        self._seq = itertools.count()
+        self.now = 0.0
+        self.on_finish: Callable[[SchedRequest, RequestRecord], None] | None = None
+        self.on_tokens: Callable[[Iterable[SchedRequest], float], None] | None = None
+        self.on_step: Callable[[StepStats], None] | None = None
+        self.waiting = 0  # submitted, not yet producing tokens
+        self.completed = 0
+        self.prefill_workers: list[Worker] = []
+        self.decode_workers: list[Worker] = []
+        self.workers: list[Worker] = []
+        self._build_workers(catalog)
+
+    # ---- construction -------------------------------------------------------------------
+    def _build_workers(self, catalog: Catalog) -> None:
+        dep = self.deployment
+        for role, group in dep.worker_groups():
+            chip = catalog.chips[group.chip]
+            cost = NodeCost(self.model, chip, group.tp, dep.decode_exec, dep.tp_efficiency)
+            capacity = dep.kv_capacity_tokens or cost.kv_capacity_tokens(dep.gpu_memory_utilization)
+            kind = role if role != "colocated" else ("chunked" if self.mode == "chunked" else role)
+            prefix = {"prefill": "prefill", "decode": "decode"}.get(role, "node")
+            for _ in range(group.count):
+                index = sum(1 for w in self.workers if w.name.startswith(prefix + "-"))
+                worker = Worker(
+                    f"{prefix}-{index}",
+                    kind,
+                    group.chip,
+                    group.tp,
+                    cost,
+                    max_batch=dep.max_batch,
+                    kv_capacity=capacity,
+                    prefill_budget=dep.prefill_token_budget,
+                    chunk_tokens=dep.chunk_tokens,
+                )
+                if role == "decode":
+                    worker.link = LinkChannel(
+                        f"link->{worker.name}", self.link_profile, self._push, self._transfer_done
+                    )
+                    self.decode_workers.append(worker)
+                else:
+                    self.prefill_workers.append(worker)
+                self.workers.append(worker)
+
+    @property
+    def link_profile(self) -> Any:
+        return self._links[1] if self.link_fallback else self._links[0]
+
+    def set_link_fallback(self, enabled: bool) -> None:
+        """Silently move every KV link to the TCP fallback profile (or back to the preset's)."""
+        self.link_fallback = enabled
+        for worker in self.decode_workers:
+            assert worker.link is not None
+            worker.link.use(self.link_profile, self.now)
+
+    # ---- driving ------------------------------------------------------------------------
+    def _push(self, at_ms: float, fn: Callable[[Any, float], None], arg: Any) -> None:
+        heapq.heappush(self._heap, (at_ms, next(self._seq), fn, arg))
+
+    def submit(self, request: SchedRequest, at_ms: float) -> None:
+        """Queue an arrival at `at_ms` (processed in time order by run_until)."""
+        self.waiting += 1
+        self._push(max(at_ms, self.now), self._arrive, request)
+
+    def arrive_now(self, request: SchedRequest, at_ms: float) -> None:
+        """Process an arrival immediately; the caller guarantees no earlier event is pending."""
+        self.waiting += 1
+        self.now = max(self.now, at_ms)
+        self._arrive(request, self.now)
+
+    def next_event_time(self) -> float | None:
+        return self._heap[0][0] if self._heap else None
+
+    def step(self) -> None:
+        """Process the next event."""
+        at, _, fn, arg = heapq.heappop(self._heap)
+        if at > self.now:
+            self.now = at
+        fn(arg, self.now)
+
+    def run_until(self, t_ms: float) -> None:
+        """Process every event due at or before `t_ms`."""
+        heap = self._heap
+        while heap and heap[0][0] <= t_ms:
+            self.step()
+        if t_ms > self.now:
+            self.now = t_ms
+
+    def cancel(self, request: SchedRequest) -> None:
+        """Drop a request (its client went away); its memory is released at the next step."""
+        if request.cancelled:
+            return
+        request.cancelled = True
+        if not request.started:
+            self.waiting -= 1
+        worker = request.decode_worker
+        if worker is not None and request in worker.running:
+            worker.to_remove.append(request)
+
+    # ---- routing (least expected latency) ----------------------------------------------
+    def _pick_prefill(self, request: SchedRequest) -> Worker:
+        pool = self.prefill_workers
+        if len(pool) == 1:
+            return pool[0]
+        n = request.input_tokens
+        return min(pool, key=lambda w: self._prefill_backlog_ms(w, n))
+
+    def _prefill_backlog_ms(self, w: Worker, n: int) -> float:
+        busy = max(0.0, w.busy_until - self.now) if w.busy else 0.0
+        wait = w.cost.prefill_ms(w.queued_tokens + n, w.queued_sq + n * n)
+        if w.role != "prefill":  # colocated: the decode batch shares the node
+            wait += w.cost.decode_step_ms(len(w.running) + 1, w.context + n)
+            if not w.kv_fits(w.queued_tokens + n):
+                wait *= 2.0
+        return busy + wait
+
+    def _pick_decode(self, request: SchedRequest) -> Worker:
+        pool = self.decode_workers
+        if len(pool) == 1:
+            return pool[0]
+        return min(pool, key=lambda w: self._decode_expected_ms(w, request))
+
+    def _decode_expected_ms(self, w: Worker, request: SchedRequest) -> float:
+        assert w.link is not None
+        transfer = w.link.estimate_ms(request.input_tokens * self.kv_bytes_per_token)
+        batch = len(w.running) + len(w.ready) + len(w.pending) + 1
+        step = w.cost.decode_step_ms(min(batch, w.max_batch), w.context + request.input_tokens)
+        if not w.kv_fits(w.pending_kv + request.kv_need) or batch > w.max_batch:
+            step *= 1 + len(w.pending) + max(0, batch - w.max_batch)
+        return transfer + step
+
+    # ---- arrival and prefill ------------------------------------------------------------
+    def _arrive(self, request: SchedRequest, now: float) -> None:
+        if request.cancelled:
+            return
+        worker = self._pick_prefill(request)
+        request.prefill_worker = worker
+        worker.queue.append(request)
+        worker.queued_tokens += request.input_tokens
+        worker.queued_sq += float(request.input_tokens) ** 2
+        if not worker.busy:
+            self._start_iteration(worker, now)
+
+    def _take_prefill_batch(self, w: Worker, reserve_kv: bool) -> list[SchedRequest]:
+        """FCFS prompts up to the token budget (at least one); colocated nodes reserve KV."""
+        batch: list[SchedRequest] = []
+        tokens = 0
+        while w.queue:
+            head = w.queue[0]
+            if head.cancelled:
+                self._dequeue(w)
+                continue
+            if batch and tokens + head.input_tokens > w.prefill_budget:
+                break
+            if reserve_kv:
+                room = len(w.running) + len(w.ready) + len(batch) < w.max_batch
+                if not room or not w.kv_fits(head.kv_need):
+                    break
+                w.kv_used += head.kv_need
+            self._dequeue(w)
+            batch.append(head)
+            tokens += head.input_tokens
+        return batch
+
+    def _dequeue(self, w: Worker) -> SchedRequest:
+        request = w.queue.popleft()
+        w.queued_tokens -= request.input_tokens
+        w.queued_sq -= float(request.input_tokens) ** 2
+        return request
+
+    def _start_iteration(self, w: Worker, now: float) -> None:
+        if w.role == "prefill":
+            self._start_prefill(w, now, reserve_kv=False)
+        elif w.role == "decode":
+            self._start_decode(w, now)
+        elif w.role == "colocated":
+            if not self._start_prefill(w, now, reserve_kv=True):
+                self._start_decode(w, now)
+        else:
+            self._start_chunked(w, now)
+
+    def _start_prefill(self, w: Worker, now: float, *, reserve_kv: bool) -> bool:
+        batch = self._take_prefill_batch(w, reserve_kv)
+        if not batch:
+            w.busy = False
+            return False
+        total = sum(r.input_tokens for r in batch)
+        squares = sum(float(r.input_tokens) ** 2 for r in batch)
+        duration = w.cost.prefill_ms(total, squares)
+        for request in batch:
+            request.prefill_start_ms = now
+        w.current = batch
+        self._begin_step(w, now, duration, "prefill", len(batch), total)
+        self._push(now + duration, self._prefill_done, w)
+        return True
+
+    def _prefill_done(self, w: Worker, now: float) -> None:
+        batch, w.current = w.current, []
+        touched: list[Worker] = []
+        for request in batch:
+            request.prefill_end_ms = now
+            if w.role == "colocated":
+                request.transfer_start_ms = request.transfer_end_ms = now
+                request.decode_worker = w
+                if request.cancelled:
+                    w.kv_used -= request.kv_need
+                else:
+                    w.ready.append(request)
+                continue
+            if request.cancelled:
+                continue
+            decode = self._pick_decode(request)
+            request.decode_worker = decode
+            decode.pending.append(request)
+            decode.pending_kv += request.kv_need
+            if decode not in touched:
+                touched.append(decode)
+        for decode in touched:
+            self._start_transfers(decode, now)
+        self._start_iteration(w, now)
+
+    # ---- KV transfer --------------------------------------------------------------------
+    def _start_transfers(self, d: Worker, now: float) -> None:
+        """Reserve KV memory FCFS; each request whose memory is reserved starts moving its KV."""
+        assert d.link is not None
+        while d.pending:
+            head = d.pending[0]
+            if head.cancelled:
+                d.pending.popleft()
+                d.pending_kv -= head.kv_need
+                continue
+            if not d.kv_fits(head.kv_need):
+                break
+            d.pending.popleft()
+            d.pending_kv -= head.kv_need
+            d.kv_used += head.kv_need
+            head.transfer_start_ms = now
+            head.transfer_bytes = head.input_tokens * self.kv_bytes_per_token
+            d.link.start(head, head.transfer_bytes, now)
+
+    def _transfer_done(self, request: SchedRequest, now: float) -> None:
+        d = request.decode_worker
+        assert d is not None
+        request.transfer_end_ms = now
+        if request.cancelled:
+            d.kv_used -= request.kv_need
+            self._start_transfers(d, now)
+            return
+        d.ready.append(request)
+        if not d.busy:
+            self._start_decode(d, now)
+
+    # ---- decode ---------------------------------------------------------------------------
+    def _join_ready(self, w: Worker) -> None:
+        while w.ready and len(w.running) < w.max_batch:
+            request = w.ready.popleft()
+            if request.cancelled:
+                w.kv_used -= request.kv_need
+                continue
+            w.running[request] = None
+            w.context += request.input_tokens
+            request.join_emit = w.emit + 1
+            request.finish_emit = w.emit + request.output_tokens
+            w.finish_at.setdefault(request.finish_emit, []).append(request)
+            w.joiners.append(request)
+
+    def _start_decode(self, w: Worker, now: float) -> None:
+        self._join_ready(w)
+        if not w.running:
+            w.busy = False
+            return
+        batch = len(w.running)
+        duration = w.cost.decode_step_ms(batch, w.context)
+        self._begin_step(w, now, duration, "decode", batch, batch)
+        self._push(now + duration, self._decode_done, w)
+
+    def _decode_done(self, w: Worker, now: float) -> None:
+        self._emit(w, now)
+        if w.role == "decode":
+            self._start_transfers(w, now)
+        self._start_iteration(w, now)
+
+    def _begin_step(
+        self, w: Worker, now: float, duration: float, phase: str, batch: int, tokens: int
+    ) -> None:
+        w.busy = True
+        w.busy_until = now + duration
+        w.step_start = now
+        w.steps += 1
+        if self.on_step is not None:
+            stats = StepStats(w.name, phase, now, duration, batch, tokens, w.kv_used, w.kv_capacity)
+            self.on_step(stats)
+
+    def _emit(self, w: Worker, now: float) -> None:
+        """The decode step in flight on `w` ends: every running sequence gains one token."""
+        w.emit += 1
+        w.gaps.append(now - w.last_emit_ms)
+        w.last_emit_ms = now
+        step_ms = now - w.step_start
+        if w.joiners:
+            for request in w.joiners:
+                request.first_token_ms = now
+                request.first_step_ms = step_ms
+                request.started = True
+            self.waiting -= sum(1 for r in w.joiners if not r.cancelled)
+            w.joiners.clear()
+        w.context += len(w.running)
+        if self.on_tokens is not None:
+            self.on_tokens(w.running, now)
+        done = w.finish_at.pop(w.emit, None)
+        if done:
+            for request in done:
+                del w.running[request]
+                w.context -= request.input_tokens + request.output_tokens
+                w.kv_used -= request.kv_need
+                self.completed += 1
+                if self.on_finish is not None:
+                    self.on_finish(request, self._record(request, w, now))
+        if w.to_remove:
+            self._remove_cancelled(w)
+        if len(w.gaps) > _GAP_TRIM:
+            self._trim_gaps(w)
+
+    def _remove_cancelled(self, w: Worker) -> None:
+        for request in w.to_remove:
+            if request not in w.running:
+                continue
+            del w.running[request]
+            produced = w.emit - request.join_emit + 1
+            w.context -= request.input_tokens + max(0, produced)
+            w.kv_used -= request.kv_need
+            w.finish_at[request.finish_emit].remove(request)
+        w.to_remove.clear()
+
+    def _trim_gaps(self, w: Worker) -> None:
+        oldest = min((r.join_emit for r in w.running), default=w.emit + 1)
+        drop = oldest + 1 - w.gaps_base
+        if drop > 0:
+            del w.gaps[:drop]
+            w.gaps_base += drop
+
+    # ---- chunked prefill ------------------------------------------------------------------
+    def _start_chunked(self, w: Worker, now: float) -> None:
+        self._join_ready(w)
+        budget = max(0, w.chunk_tokens - len(w.running))
+        chunks: list[tuple[SchedRequest, int]] = []
+        for request in w.prefilling:
+            if budget <= 0:
+                break
+            if request.cancelled:
+                continue
+            take = min(budget, request.input_tokens - request.prefilled)
+            chunks.append((request, take))
+            budget -= take
+        while budget > 0 and w.queue:
+            admitted = len(w.running) + len(w.ready) + len(w.prefilling)
+            head = w.queue[0]
+            if not head.cancelled and (admitted >= w.max_batch or not w.kv_fits(head.kv_need)):
+                break
+            self._dequeue(w)
+            if head.cancelled:
+                continue
+            w.kv_used += head.kv_need
+            head.prefill_start_ms = now
+            w.prefilling.append(head)
+            take = min(budget, head.input_tokens)
+            chunks.append((head, take))
+            budget -= take
+        if not chunks and not w.running:
+            w.busy = False
+            return
+        chunk_total = sum(c for _, c in chunks)
+        pairs = float(w.context) + sum(c * (r.prefilled + c / 2.0) for r, c in chunks)
+        kv_read = float(w.context) + sum(r.prefilled for r, _ in chunks)
+        batch = len(w.running)
+        duration = w.cost.step_ms(batch + chunk_total, pairs, kv_read, eager=chunk_total > 0)
+        w.chunks = chunks
+        phase = "mixed" if chunks and batch else ("prefill" if chunks else "decode")
+        self._begin_step(w, now, duration, phase, batch + len(chunks), batch + chunk_total)
+        self._push(now + duration, self._chunked_done, w)
+
+    def _chunked_done(self, w: Worker, now: float) -> None:
+        if w.running:
+            self._emit(w, now)
+        for request, take in w.chunks:
+            request.prefilled += take
+            if request.prefilled >= request.input_tokens:
+                request.prefill_end_ms = now
+                request.transfer_start_ms = request.transfer_end_ms = now
+                request.decode_worker = w
+                w.prefilling.remove(request)
+                w.ready.append(request)
+        w.chunks = []
+        for request in [r for r in w.prefilling if r.cancelled]:
+            w.prefilling.remove(request)
+            w.kv_used -= request.kv_need
+        self._start_chunked(w, now)
+
+    # ---- records ----------------------------------------------------------------------------
+    def _record(self, r: SchedRequest, w: Worker, now: float) -> RequestRecord:
+        n = r.output_tokens
+        ttft = r.first_token_ms - r.arrival_ms
+        prefill = r.prefill_end_ms - r.prefill_start_ms
+        transfer = r.transfer_end_ms - r.transfer_start_ms
+        decode = now - r.first_token_ms
+        gaps: list[float] = []
+        max_itl = 0.0
+        if n > 1:
+            lo = r.join_emit + 1 - w.gaps_base
+            gaps = w.gaps[lo : r.finish_emit + 1 - w.gaps_base]
+            max_itl = max(gaps)
+        prefill_node = r.prefill_worker.name if r.prefill_worker else w.name
+        return RequestRecord(
+            request_id=r.request_id,
+            arrival_ms=r.arrival_ms,
+            input_tokens=r.input_tokens,
+            output_tokens=n,
+            queue_ms=max(0.0, ttft - prefill - transfer - r.first_step_ms),
+            prefill_ms=prefill,
+            transfer_ms=transfer,
+            decode_ms=decode,
+            ttft_ms=ttft,
+            tpot_ms=decode / (n - 1) if n > 1 else 0.0,
+            e2e_ms=now - r.arrival_ms,
+            max_itl_ms=max_itl,
+            itl_sum_ms=decode,
+            itl_count=n - 1,
+            transfer_bytes=r.transfer_bytes,
+            prefill_node=prefill_node,
+            decode_node=w.name,
+            mode=self.mode,
+            itl_ms=tuple(gaps) if self.keep_gaps else (),
+        )
+
+    # ---- inspection -------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """Nodes, links and request counts for GET /engine/state."""
+        links = [
+            {
+                "name": w.link.name,
+                "profile": w.link.profile.name,
+                "in_flight": w.link.in_flight,
+                "bytes_moved": w.link.bytes_moved,
+                "transfers": w.link.transfers_done,
+            }
+            for w in self.decode_workers
+            if w.link is not None
+        ]
+        running = sum(len(w.running) for w in self.workers)
+        return {
+            "mode": self.mode,
+            "model": self.model.name,
+            "now_ms": round(self.now, 3),
+            "nodes": [w.state() for w in self.workers],
+            "links": links,
+            "link_fallback_tcp": self.link_fallback,
+            "requests": {"waiting": self.waiting, "running": running, "completed": self.completed},
+        }

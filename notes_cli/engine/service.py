@@ -1,0 +1,254 @@
+"""The live engine: the scheduler on a scaled wall clock, feeding token streams to the HTTP app.
+
+A background driver task sleeps until the scheduler's next event is due (in wall time, scaled
+by --speed), processes every due event, and hands each request its newly produced tokens. A
+request's tokens therefore reach its stream at the wall time the cost model says they exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict
+from typing import Any
+
+from notes_cli.engine.api import (
+    Completion,
+    EngineStopped,
+    FinishReason,
+    GenerationRequest,
+    QueueFull,
+    RequestRecord,
+    StepStats,
+    TokenChunk,
+)
+from notes_cli.engine.clock import WallClock
+from notes_cli.engine.config import EngineConfig
+from notes_cli.engine.profiles import Catalog, load_catalog
+from notes_cli.engine.responder import Responder
+from notes_cli.engine.scheduler import Scheduler
+from notes_cli.engine.tokens import count_tokens
+from notes_cli.engine.workers import SchedRequest
+
+Observer = Callable[[RequestRecord | StepStats], None]
+log = logging.getLogger(__name__)
+
+
+class _Stream:
+    """Per-request state shared by the driver (producer) and the generator (consumer)."""
+
+    __slots__ = ("ready", "waiter", "record", "error")
+
+    def __init__(self) -> None:
+        self.ready = 0  # tokens produced so far
+        self.waiter: asyncio.Future[None] | None = None
+        self.record: RequestRecord | None = None
+        self.error: BaseException | None = None
+
+    def wake(self) -> None:
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+class LiveEngineService:
+    """`notes_cli.engine.api.EngineService` backed by the real scheduler and a wall clock."""
+
+    def __init__(self, config: EngineConfig, catalog: Catalog | None = None) -> None:
+        catalog = catalog or load_catalog()
+        self.config = config
+        self.deployment = catalog.deployment(config.preset).with_mode(config.mode)
+        self.served_models = config.served_models
+        self.max_context_tokens = config.max_context_tokens
+        self.responder = Responder(config.seed)
+        self.clock = WallClock(config.speed)
+        self.scheduler = Scheduler(
+            self.deployment, catalog, keep_gaps=True, link_fallback=config.link_fallback_tcp
+        )
+        self.scheduler.on_tokens = self._on_tokens
+        self.scheduler.on_finish = self._on_finish
+        self._observers: list[Observer] = []
+        self._streams: dict[SchedRequest, _Stream] = {}
+        self._ids = itertools.count(1)
+        self._task: asyncio.Task[None] | None = None
+        self._wake: asyncio.Future[None] | None = None
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start the driver task on the running loop."""
+        if self._task is None:
+            self.clock = WallClock(self.config.speed)
+            self.scheduler.now = 0.0
+            self._task = asyncio.get_running_loop().create_task(self._drive())
+
+    async def stop(self) -> None:
+        """Stop the driver and fail every request still in flight with EngineStopped."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for stream in self._streams.values():
+            stream.error = EngineStopped("the engine is shutting down")
+            stream.wake()
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def _drive(self) -> None:
+        loop = asyncio.get_running_loop()
+        scheduler, clock = self.scheduler, self.clock
+        while True:
+            scheduler.run_until(clock.now_ms())
+            wake: asyncio.Future[None] = loop.create_future()
+            self._wake = wake
+            due = scheduler.next_event_time()
+            timer = None
+            if due is not None:
+                timer = loop.call_later(clock.wall_delay_s(due), _resolve, wake)
+            await wake
+            if timer is not None:
+                timer.cancel()
+
+    def _kick(self) -> None:
+        if self._wake is not None:
+            _resolve(self._wake)
+
+    # ---- the EngineService surface ----------------------------------------------------------
+    def count_tokens(self, text: str) -> int:
+        return count_tokens(text)
+
+    def prompt_tokens(self, request: GenerationRequest) -> int:
+        """Prompt size: the sum of the tokens of every message's text (at least 1)."""
+        return max(1, sum(count_tokens(m.text) for m in request.messages))
+
+    def generate(self, request: GenerationRequest) -> AsyncIterator[TokenChunk | Completion]:
+        """Admission control happens here (QueueFull is raised by this call, before any
+        streaming); the returned iterator submits the request when first advanced."""
+        if not self.running:
+            raise EngineStopped("the engine is not running")
+        if self.scheduler.waiting >= self.config.max_queue:
+            raise QueueFull(self._retry_after_s())
+        return self._generate(request)
+
+    async def _generate(self, request: GenerationRequest) -> AsyncIterator[TokenChunk | Completion]:
+        budget = (
+            self.config.default_max_tokens if request.max_tokens is None else request.max_tokens
+        )
+        tokens, finish = self.responder.respond(request.messages, budget)
+        prompt_tokens = self.prompt_tokens(request)
+        request_id = request.request_id or f"req-{next(self._ids)}"
+        sched_request = SchedRequest(
+            request_id, self.clock.now_ms(), prompt_tokens, max(1, len(tokens))
+        )
+        stream = _Stream()
+        self._streams[sched_request] = stream
+        self.scheduler.submit(sched_request, sched_request.arrival_ms)
+        self._kick()
+        try:
+            async for chunk in self._stream_tokens(stream, tokens):
+                yield chunk
+            assert stream.record is not None
+            yield _completion(finish, prompt_tokens, len(tokens), stream.record)
+        finally:
+            self._streams.pop(sched_request, None)
+            if stream.record is None:
+                self.scheduler.cancel(sched_request)
+
+    async def _stream_tokens(self, stream: _Stream, tokens: list[str]) -> AsyncIterator[TokenChunk]:
+        loop = asyncio.get_running_loop()
+        sent = 0
+        while stream.record is None or sent < len(tokens):
+            if stream.error is not None:
+                raise stream.error
+            available = min(stream.ready, len(tokens))
+            if available > sent:
+                for index in range(sent, available):
+                    yield TokenChunk(tokens[index], index)
+                sent = available
+                continue
+            if stream.record is not None:
+                break
+            stream.waiter = loop.create_future()
+            await stream.waiter
+
+    def _retry_after_s(self) -> float:
+        """A guess at how long the queue takes to drain, in wall seconds."""
+        busy = [w.busy_until - self.scheduler.now for w in self.scheduler.workers if w.busy]
+        return max(1.0, round(max(busy, default=0.0) / 1000.0 / self.config.speed, 1))
+
+    # ---- scheduler hooks ----------------------------------------------------------------------
+    def _on_tokens(self, requests: Any, now_ms: float) -> None:
+        streams = self._streams
+        for request in requests:
+            stream = streams.get(request)
+            if stream is not None:
+                stream.ready += 1
+                if stream.waiter is not None:
+                    stream.wake()
+
+    def _on_finish(self, request: SchedRequest, record: RequestRecord) -> None:
+        stream = self._streams.get(request)
+        if stream is not None:
+            stream.record = record
+            stream.wake()
+        self._notify(record)
+
+    def _on_step(self, stats: StepStats) -> None:
+        self._notify(stats)
+
+    def _notify(self, item: RequestRecord | StepStats) -> None:
+        for observer in self._observers:
+            try:
+                observer(item)
+            except Exception:  # an observer must never stop the engine
+                log.exception("engine observer %r failed", observer)
+
+    # ---- control and inspection ------------------------------------------------------------
+    def add_observer(self, callback: Observer) -> None:
+        """Call `callback` with each finished request's RequestRecord and each step's StepStats."""
+        self._observers.append(callback)
+        self.scheduler.on_step = self._on_step
+
+    def set_link_fallback(self, enabled: bool) -> None:
+        """The "KV link silently falls back to TCP" fault (and its repair)."""
+        self.scheduler.run_until(self.clock.now_ms())
+        self.scheduler.set_link_fallback(enabled)
+        self._kick()
+
+    def state(self) -> dict[str, Any]:
+        """JSON for GET /engine/state."""
+        data = self.scheduler.state()
+        data.update(
+            preset=self.deployment.name,
+            description=self.deployment.description,
+            link=self.scheduler.link_profile.name if self.deployment.mode == "disagg" else None,
+            speed=self.config.speed,
+            config={**asdict(self.config), "served_models": list(self.config.served_models)},
+        )
+        return data
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _completion(
+    finish: FinishReason, prompt_tokens: int, completion_tokens: int, record: RequestRecord
+) -> Completion:
+    return Completion(
+        finish_reason=finish,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        pd_timing=record.pd_timing(),
+    )
+
+
+def create_service(config: EngineConfig) -> LiveEngineService:
+    """The live engine for `config`; `await service.start()` inside a running event loop."""
+    return LiveEngineService(config)

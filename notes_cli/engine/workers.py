@@ -1,0 +1,138 @@
+"""The scheduler's bookkeeping objects: one request in flight and one node.
+
+Plain classes with __slots__: the simulator creates one `SchedRequest` per request and nothing per
+token, so a decode step costs O(1) plus O(requests joining or finishing).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from notes_cli.engine.costmodel import NodeCost
+from notes_cli.engine.links import LinkChannel
+
+
+class SchedRequest:
+    """A request as the scheduler sees it: sizes, where it runs and when each phase happened."""
+
+    __slots__ = (
+        "request_id", "arrival_ms", "input_tokens", "output_tokens", "handle", "cancelled",
+        "prefill_worker", "decode_worker", "prefill_start_ms", "prefill_end_ms",
+        "transfer_start_ms", "transfer_end_ms", "transfer_bytes", "first_token_ms",
+        "first_step_ms", "join_emit", "finish_emit", "prefilled", "started",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        request_id: str,
+        arrival_ms: float,
+        input_tokens: int,
+        output_tokens: int,
+        handle: Any = None,
+    ) -> None:
+        self.request_id = request_id
+        self.arrival_ms = arrival_ms
+        self.input_tokens = max(1, input_tokens)
+        self.output_tokens = max(1, output_tokens)
+        self.handle = handle  # the live service's per-request state; None in simulation
+        self.cancelled = False
+        self.prefill_worker: Worker | None = None
+        self.decode_worker: Worker | None = None
+        self.prefill_start_ms = 0.0
+        self.prefill_end_ms = 0.0
+        self.transfer_start_ms = 0.0
+        self.transfer_end_ms = 0.0
+        self.transfer_bytes = 0
+        self.first_token_ms = 0.0
+        self.first_step_ms = 0.0
+        self.join_emit = 0  # index of the decode step that emits this request's first token
+        self.finish_emit = 0  # ... and its last
+        self.prefilled = 0  # prompt tokens prefilled so far (chunked mode)
+        self.started = False  # has produced its first token
+
+    @property
+    def kv_need(self) -> int:
+        """KV entries reserved for the whole request (prompt plus every output token)."""
+        return self.input_tokens + self.output_tokens
+
+
+class Worker:
+    """One node. `role` is "prefill" or "decode" (disagg), "colocated" or "chunked"."""
+
+    __slots__ = (
+        "name", "role", "chip", "tp", "cost", "max_batch", "kv_capacity", "kv_used",
+        "prefill_budget", "chunk_tokens", "queue", "queued_tokens", "queued_sq", "pending",
+        "pending_kv", "ready", "prefilling", "running", "context", "busy", "busy_until",
+        "step_start", "current", "chunks", "joiners", "emit", "last_emit_ms", "gaps",
+        "gaps_base", "finish_at", "link", "steps", "to_remove",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        name: str,
+        role: str,
+        chip: str,
+        tp: int,
+        cost: NodeCost,
+        *,
+        max_batch: int,
+        kv_capacity: int,
+        prefill_budget: int,
+        chunk_tokens: int,
+    ) -> None:
+        self.name = name
+        self.role = role
+        self.chip = chip
+        self.tp = tp
+        self.cost = cost
+        self.max_batch = max_batch
+        self.kv_capacity = kv_capacity
+        self.kv_used = 0
+        self.prefill_budget = prefill_budget
+        self.chunk_tokens = chunk_tokens
+        self.queue: deque[SchedRequest] = deque()  # waiting for prefill
+        self.queued_tokens = 0
+        self.queued_sq = 0.0
+        self.pending: deque[SchedRequest] = deque()  # prefilled, waiting for KV memory here
+        self.pending_kv = 0
+        self.ready: deque[SchedRequest] = deque()  # KV in place, waiting for a batch slot
+        self.prefilling: deque[SchedRequest] = deque()  # chunked: prompt partly prefilled
+        self.running: dict[SchedRequest, None] = {}  # decoding (insertion-ordered set)
+        self.context = 0  # KV entries the running batch reads every decode step
+        self.busy = False
+        self.busy_until = 0.0
+        self.step_start = 0.0
+        self.current: list[SchedRequest] = []  # the prefill batch in flight
+        self.chunks: list[tuple[SchedRequest, int]] = []  # chunked: prompt chunks in flight
+        self.joiners: list[SchedRequest] = []  # requests whose first token this step emits
+        self.emit = 0  # decode steps that emitted tokens so far
+        self.last_emit_ms = 0.0
+        self.gaps: list[float] = []  # gaps[i - gaps_base] = time between emissions i-1 and i
+        self.gaps_base = 1
+        self.finish_at: dict[int, list[SchedRequest]] = {}
+        self.link: LinkChannel | None = None  # ingress link of a decode node
+        self.steps = 0
+        self.to_remove: list[SchedRequest] = []  # cancelled while decoding
+
+    def kv_fits(self, need: int) -> bool:
+        """Room for `need` more KV entries; an empty node takes anything (no deadlock)."""
+        return self.kv_used + need <= self.kv_capacity or self.kv_used == 0
+
+    def state(self) -> dict[str, Any]:
+        """This node for GET /engine/state."""
+        waiting = len(self.queue) + len(self.pending) + len(self.ready) + len(self.prefilling)
+        return {
+            "name": self.name,
+            "role": self.role,
+            "chip": self.chip,
+            "tp": self.tp,
+            "queue": waiting,
+            "batch_size": len(self.running),
+            "kv_used_tokens": self.kv_used,
+            "kv_capacity_tokens": self.kv_capacity,
+            "kv_usage": round(self.kv_used / self.kv_capacity, 4) if self.kv_capacity else 0.0,
+            "busy": self.busy,
+            "steps": self.steps,
+            "transfers_in_flight": self.link.in_flight if self.link else 0,
+        }
