@@ -202,16 +202,30 @@ class _Runner:
 
 
 def fold_record(stats: LatencyStats, record: Any) -> None:
-    """Add one simulator record to `stats` (vLLM definitions: TPOT only when out > 1)."""
+    """Add one simulator record to `stats` (vLLM definitions: TPOT only when out > 1).
+
+    Pooled ITL: a record listing every gap (`itl_ms`) adds them all. The engine's simulator
+    keeps no per-token objects and sums them up instead (`itl_sum_ms`, `itl_count`,
+    `max_itl_ms`), so its largest gap is added exactly and the others at their mean: sum and
+    maximum are exact, and the one stall a colocated prefill causes is not averaged away."""
     out = int(record.output_tokens)
     tpot = record.tpot_ms if out > 1 else None
     stats.add(record.ttft_ms, tpot, record.e2e_ms, out)
     gaps = getattr(record, "itl_ms", None)
-    if gaps is not None:
+    if gaps:
         for gap in gaps:
             stats.add_itl(gap)
-    elif tpot is not None:
-        stats.add_itl(tpot, out - 1)  # no per-token gaps: every gap at the request's mean
+        return
+    count = getattr(record, "itl_count", None)
+    if count is None:
+        if tpot is not None:
+            stats.add_itl(tpot, out - 1)  # only a mean is known
+        return
+    if count > 0:
+        largest = record.max_itl_ms
+        stats.add_itl(largest)
+        if count > 1:
+            stats.add_itl(max(0.0, (record.itl_sum_ms - largest) / (count - 1)), count - 1)
 
 
 def simulate_configs(
@@ -235,7 +249,7 @@ def simulate_configs(
         resolved = runner.simulator.resolve(config)
         chips = resolved.chips
         if on_progress:
-            on_progress(f"simulating {resolved.label} ({chips} chips)")
+            on_progress(f"simulating {resolved.label} on {chips} chip(s)")
         points = tuple(runner.point(config, chips, rate) for rate in rates)
         found = None
         if goodput:

@@ -58,7 +58,8 @@ def simulate_report(report: SimulateReport) -> None:
     """Human output of `pdnotes engine simulate`."""
     console = out()
     for result in report.results:
-        console.print(f"[bold]{result.label}[/]  [dim]{result.resolved.chips} chips[/]")
+        chips = result.resolved.chips
+        console.print(f"[bold]{result.label}[/]  [dim]{chips} chip{'s' if chips != 1 else ''}[/]")
         for point in result.points:
             console.print(metrics_table(point.summaries, title=_point_title(point)))
             if report.slo.any:
