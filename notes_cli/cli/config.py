@@ -1,7 +1,159 @@
-"""pdnotes config …"""
+"""pdnotes config codex | claude | show | undo | presets: write, inspect and restore the clients'
+configuration. The core lives in notes_cli.clients (imported inside each command, so
+`pdnotes --help` stays fast); drawing lives in notes_cli.render.config."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
 import typer
 
-app = typer.Typer(help="(being built)", no_args_is_help=True)
+if TYPE_CHECKING:
+    from notes_cli.clients.plan import WritePlan
+
+app = typer.Typer(
+    help="Write, show and undo the Codex / Claude Code configuration for a gateway.",
+    no_args_is_help=True,
+)
+
+_CODEX_HOME = typer.Option(
+    None, "--codex-home", help="Codex folder (default: $CODEX_HOME or ~/.codex)."
+)
+_CLAUDE_HOME = typer.Option(
+    None,
+    "--claude-home",
+    help="Claude Code user folder (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
+)
+_PROJECT_DIR = typer.Option(
+    None, "--project-dir", help="Project whose .claude/ settings apply (default: current folder)."
+)
+_JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
+_DRY_RUN = typer.Option(False, "--dry-run", help="Show the diff; write nothing.")
+_PRESET = typer.Option(
+    None, "--preset", help="Provider preset: taotoken, mock, openai, deepseek, …"
+)
+
+
+@app.command("codex")
+def codex(
+    preset: str | None = _PRESET,
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="API root, e.g. https://taotoken.net/api (cleaned if pasted)."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="Model id exactly as the gateway names it."
+    ),
+    provider: str | None = typer.Option(
+        None, "--provider", help="Provider id: the [model_providers.<id>] table."
+    ),
+    env_key: str | None = typer.Option(
+        None, "--env-key", help="NAME of the variable holding the key (never the key)."
+    ),
+    wire_api: str = typer.Option("responses", "--wire-api", help="Only 'responses' is supported."),
+    dry_run: bool = _DRY_RUN,
+    as_json: bool = _JSON,
+    codex_home: Path | None = _CODEX_HOME,
+) -> None:
+    """Merge a provider into $CODEX_HOME/config.toml, changing only the keys pdnotes owns."""
+    from notes_cli.clients.codex_config import CodexOptions, plan_codex
+
+    options = CodexOptions(preset, base_url, model, provider, env_key, wire_api)
+    _write(plan_codex(options, codex_home=codex_home), dry_run=dry_run, as_json=as_json)
+
+
+@app.command("claude")
+def claude(
+    preset: str | None = _PRESET,
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="Anthropic-compatible root; Claude Code appends /v1/messages."
+    ),
+    model: str | None = typer.Option(None, "--model", help="Model id for all Claude aliases."),
+    token_env: str | None = typer.Option(
+        None, "--token-env", help="Write an apiKeyHelper that reads the key from this variable."
+    ),
+    write_token_from_env: str | None = typer.Option(
+        None,
+        "--write-token-from-env",
+        help="Write the token held in this variable into the file (made 0600). Use with care.",
+    ),
+    scope: str = typer.Option("user", "--scope", help="user, project or local settings file."),
+    dry_run: bool = _DRY_RUN,
+    as_json: bool = _JSON,
+    claude_home: Path | None = _CLAUDE_HOME,
+    project_dir: Path | None = _PROJECT_DIR,
+) -> None:
+    """Merge the gateway into a Claude Code settings.json (env block), keeping everything else."""
+    from notes_cli.clients.claude_settings import ClaudeOptions, Scope, plan_claude, settings_path
+
+    settings_path(scope)  # validates --scope before anything else
+    options = ClaudeOptions(
+        preset, base_url, model, token_env, write_token_from_env, cast(Scope, scope)
+    )
+    plan = plan_claude(options, claude_home=claude_home, project_dir=project_dir)
+    _write(plan, dry_run=dry_run, as_json=as_json)
+
+
+def _write(plan: WritePlan, *, dry_run: bool, as_json: bool) -> None:
+    from notes_cli.clients.plan import WriteResult, apply
+    from notes_cli.render import config as render
+
+    result = WriteResult(plan, None, None, plan.warnings) if dry_run else apply(plan)
+    if as_json:
+        render.write_json(result, dry_run=dry_run)
+    else:
+        render.write_human(result, dry_run=dry_run)
+
+
+@app.command("show")
+def show(
+    client: str = typer.Option("all", "--client", help="codex, claude or all."),
+    as_json: bool = _JSON,
+    codex_home: Path | None = _CODEX_HOME,
+    claude_home: Path | None = _CLAUDE_HOME,
+    project_dir: Path | None = _PROJECT_DIR,
+) -> None:
+    """Show each client's effective setup: values, the file each came from, the URL it calls."""
+    from notes_cli.clients.resolve import resolve_setups
+    from notes_cli.errors import UsageError
+    from notes_cli.render import config as render
+
+    if client not in ("all", "codex", "claude"):
+        raise UsageError(f"unknown --client {client!r}", fix="use codex, claude or all")
+    setups = resolve_setups(
+        client, codex_home=codex_home, claude_home=claude_home, project_dir=project_dir
+    )
+    render.show_json(setups) if as_json else render.show_human(setups)
+
+
+@app.command("undo")
+def undo(
+    client: str | None = typer.Option(
+        None, "--client", help="codex or claude (default: the one written most recently)."
+    ),
+    as_json: bool = _JSON,
+) -> None:
+    """Restore the file as it was before the last `pdnotes config` write, byte for byte."""
+    from notes_cli import backups
+    from notes_cli.errors import UsageError
+    from notes_cli.render import config as render
+
+    if client is not None and client not in ("codex", "claude"):
+        raise UsageError(f"unknown --client {client!r}", fix="use codex or claude")
+    render.undo(backups.undo(client or _most_recent_client()), as_json=as_json)
+
+
+def _most_recent_client() -> str:
+    from notes_cli import backups
+
+    newest = [(b.created, name) for name in ("codex", "claude") if (b := backups.latest(name))]
+    return max(newest)[1] if newest else "codex"
+
+
+@app.command("presets")
+def presets_command(as_json: bool = _JSON) -> None:
+    """List the provider presets (templates/presets/*.toml)."""
+    from notes_cli.clients.presets import all_presets
+    from notes_cli.render import config as render
+
+    render.presets(all_presets(), as_json=as_json)

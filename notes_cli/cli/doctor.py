@@ -1,10 +1,45 @@
-"""pdnotes doctor"""
+"""pdnotes doctor: check the Codex and Claude Code setup; live probes unless --offline."""
 
 from __future__ import annotations
 
-from notes_cli.errors import PdnotesError
+from pathlib import Path
+
+import typer
 
 
-def doctor() -> None:
-    """(being built)"""
-    raise PdnotesError("pdnotes doctor is not built yet")
+def doctor(
+    client: str = typer.Option("all", "--client", help="codex, claude or all."),
+    offline: bool = typer.Option(
+        False, "--offline", help="Static checks only: files and environment, no network."
+    ),
+    timeout: float = typer.Option(10.0, "--timeout", help="Seconds per live probe."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+    codex_home: Path | None = typer.Option(None, "--codex-home", help="Codex folder."),
+    claude_home: Path | None = typer.Option(None, "--claude-home", help="Claude Code user folder."),
+    project_dir: Path | None = typer.Option(
+        None, "--project-dir", help="Project whose .claude/ settings apply."
+    ),
+) -> None:
+    """Find what would break the clients' connection, each finding with its fix.
+    Exit 0 when there is no error, 1 when there is."""
+    from notes_cli.doctor.run import run_doctor
+    from notes_cli.render import doctor as render
+
+    report = run_doctor(
+        client,
+        offline=offline,
+        timeout=timeout,
+        codex_home=codex_home,
+        claude_home=claude_home,
+        project_dir=project_dir,
+    )
+    if as_json:
+        from notes_cli.render import emit_json
+
+        emit_json(report.to_json())
+    else:
+        render.report(report, offline=offline)
+    if not report.ok:
+        # SystemExit rather than typer.Exit: cli.main runs the app with standalone_mode=False,
+        # where typer.Exit(1) becomes a return value that main currently drops.
+        raise SystemExit(1)

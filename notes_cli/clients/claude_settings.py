@@ -16,7 +16,7 @@ from typing import Any, Literal
 from notes_cli import paths
 from notes_cli.clients import files, presets, urls
 from notes_cli.clients.endpoint import join_url
-from notes_cli.clients.plan import WritePlan, tracked_by_git
+from notes_cli.clients.plan import WritePlan, secret_values, tracked_by_git
 from notes_cli.errors import UsageError
 from notes_cli.secrets import looks_like_env_name, mask
 
@@ -101,7 +101,21 @@ def plan_claude(
         notes=cleaned.notes,
         warnings=tuple(warnings),
         mode=mode,
+        redact=_secrets_in(data, new_data),
     )
+
+
+def _secrets_in(*documents: dict[str, Any]) -> tuple[str, ...]:
+    """Credential values in the old and new settings (tokens of any shape in the token
+    variables, plus anything shaped like a key), for masking in diffs."""
+    tokens = {
+        str(env[name])
+        for doc in documents
+        if isinstance(env := doc.get("env"), dict)
+        for name in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY")
+        if env.get(name) and str(env[name]) not in presets.placeholder_tokens()
+    }
+    return tuple(sorted(tokens | set(secret_values(*documents)), key=len, reverse=True))
 
 
 def _env_block(data: dict[str, Any], path: Path) -> dict[str, Any]:

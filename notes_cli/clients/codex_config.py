@@ -21,7 +21,7 @@ from tomlkit.toml_document import TOMLDocument
 from notes_cli import paths
 from notes_cli.clients import files, presets, urls
 from notes_cli.clients.endpoint import join_url
-from notes_cli.clients.plan import WritePlan
+from notes_cli.clients.plan import WritePlan, secret_values
 from notes_cli.errors import UsageError
 from notes_cli.secrets import looks_like_env_name, mask
 
@@ -77,6 +77,7 @@ def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> Writ
     _set_top_level(doc, "model_provider", provider_id)
     _merge_provider(doc, provider_id, owned)
     return WritePlan(
+        redact=secret_values(doc.unwrap()),
         client="codex",
         path=path,
         old_text=old_text,

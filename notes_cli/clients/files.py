@@ -97,7 +97,7 @@ def toml_key_line(text: str, table: str | None, key: str) -> int | None:
     """Line of `key = …` inside `[table]` (top level when `table` is None); best effort."""
     start = 1
     if table is not None:
-        header = line_of_regex(text, r"^\s*\[\s*" + _header_pattern(table) + r"\s*\]")
+        header = toml_header_line(text, table)
         if header is None:
             return None
         start = header + 1
@@ -110,6 +110,11 @@ def toml_key_line(text: str, table: str | None, key: str) -> int | None:
         if pattern.match(line) or re.match(r'^\s*"' + re.escape(key) + r'"\s*=', line):
             return number
     return None
+
+
+def toml_header_line(text: str, table: str) -> int | None:
+    """Line of the `[table]` header (quoted or bare parts), if present."""
+    return line_of_regex(text, r"^\s*\[\s*" + _header_pattern(table) + r"\s*\]")
 
 
 def line_of_regex(text: str, pattern: str) -> int | None:

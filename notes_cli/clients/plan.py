@@ -14,6 +14,7 @@ from pathlib import Path
 
 from notes_cli import backups, fileio
 from notes_cli.errors import ConfigWriteError
+from notes_cli.secrets import looks_like_secret, mask
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class WritePlan:
     warnings: tuple[str, ...] = ()
     mode: int | None = None
     """Mode bits to force (0o600 when the file will hold a token); None keeps the file's."""
+    redact: tuple[str, ...] = field(default=(), repr=False)
+    """Secrets the new text holds; `diff` shows them masked."""
 
     @property
     def changed(self) -> bool:
@@ -43,7 +46,10 @@ class WritePlan:
             fromfile=str(self.path) if self.old_text is not None else "/dev/null",
             tofile=str(self.path),
         )
-        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+        text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+        for secret in self.redact:
+            text = text.replace(secret, mask(secret))
+        return text
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,27 @@ def apply(plan: WritePlan) -> WriteResult:
     written = fileio.atomic_write(plan.path, plan.new_text, mode=plan.mode)
     saved = backup.data_path if backup.existed else backup.meta_path
     return WriteResult(plan, written, saved, plan.warnings)
+
+
+def secret_values(*documents: object) -> tuple[str, ...]:
+    """Every string value in `documents` shaped like a credential, so a diff can mask the
+    secrets already sitting in a file (context lines) as well as new ones."""
+    found: set[str] = set()
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            if looks_like_secret(value):
+                found.add(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for document in documents:
+        walk(document)
+    return tuple(sorted(found, key=len, reverse=True))
 
 
 def tracked_by_git(path: Path) -> bool:

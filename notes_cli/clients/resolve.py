@@ -159,7 +159,7 @@ def _codex_custom(
 
 
 @dataclass
-class _ClaudeLayers:
+class ClaudeLayers:
     """Claude Code's merged view: every value remembers the layer it came from."""
 
     env: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -180,16 +180,28 @@ def claude_settings_files(
     ]
 
 
-def claude_layers(
-    claude_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
-) -> _ClaudeLayers:
-    layers = _ClaudeLayers()
-    for name, value in env.items():
-        layers.env[name] = (value, "environment")
+def load_claude_files(
+    claude_home: Path | None, project_dir: Path | None
+) -> list[tuple[Path, dict[str, Any]]]:
+    """The settings files that exist, parsed, lowest precedence first (`ConfigParseError`
+    when one does not parse)."""
+    loaded = []
     for _scope, path in claude_settings_files(claude_home, project_dir):
         _, data = files.load_json(path)
-        if data is None:
-            continue
+        if data is not None:
+            loaded.append((path, data))
+    return loaded
+
+
+def merge_claude_layers(
+    loaded: list[tuple[Path, dict[str, Any]]], env: Mapping[str, str]
+) -> ClaudeLayers:
+    """Claude Code's merge: process env, then each file's `env` (settings win over the shell);
+    top-level keys from the highest file defining them."""
+    layers = ClaudeLayers()
+    for name, value in env.items():
+        layers.env[name] = (value, "environment")
+    for path, data in loaded:
         layers.files.append(path)
         settings_env = data.get("env")
         if isinstance(settings_env, dict):
@@ -204,7 +216,8 @@ def claude_layers(
 def claude_setup(
     claude_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
 ) -> ClientSetup:
-    layers = claude_layers(claude_home, project_dir, env)
+    """Claude Code's effective setup from its settings layers and the environment."""
+    layers = merge_claude_layers(load_claude_files(claude_home, project_dir), env)
     configured = layers.files or any(k.startswith("ANTHROPIC_") for k in env)
     if not configured:
         return ClientSetup("claude", (), (), None, problem="no Claude Code settings file")
@@ -214,10 +227,10 @@ def claude_setup(
     )
     base_url = base_url or ANTHROPIC_DEFAULT_BASE_URL
     values.append(Value("ANTHROPIC_BASE_URL", base_url, base_source))
-    model, model_source = _claude_model(layers)
+    model, model_source = claude_model(layers)
     if model:
         values.append(Value("model", model, model_source))
-    auth_style, key, key_env, key_values = _claude_auth(layers, env)
+    auth_style, key, key_env, key_values = claude_auth(layers, env)
     values.extend(key_values)
     endpoint = Endpoint(
         client="claude",
@@ -233,7 +246,7 @@ def claude_setup(
     return ClientSetup("claude", tuple(layers.files), tuple(values), endpoint)
 
 
-def _claude_model(layers: _ClaudeLayers) -> tuple[str | None, str]:
+def claude_model(layers: ClaudeLayers) -> tuple[str | None, str]:
     value, source = layers.env.get("ANTHROPIC_MODEL", ("", ""))
     if value:
         return value, source
@@ -241,8 +254,8 @@ def _claude_model(layers: _ClaudeLayers) -> tuple[str | None, str]:
     return (top, top_source) if isinstance(top, str) and top else (None, "")
 
 
-def _claude_auth(
-    layers: _ClaudeLayers, env: Mapping[str, str]
+def claude_auth(
+    layers: ClaudeLayers, env: Mapping[str, str]
 ) -> tuple[AuthStyle, str | None, str | None, list[Value]]:
     token, token_src = layers.env.get("ANTHROPIC_AUTH_TOKEN", ("", ""))
     api_key, key_src = layers.env.get("ANTHROPIC_API_KEY", ("", ""))

@@ -1,0 +1,272 @@
+"""Static checks of Claude Code's settings files and the merged view Claude Code will use.
+
+A file Claude Code drops (bad JSON, a non-object `env`, a wrong type on a known key) is reported
+and then left out of the merged view, exactly as Claude Code leaves it out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from notes_cli.clients import files
+from notes_cli.clients.plan import tracked_by_git
+from notes_cli.clients.presets import placeholder_tokens
+from notes_cli.clients.resolve import (
+    ANTHROPIC_DEFAULT_BASE_URL,
+    claude_auth,
+    claude_model,
+    claude_settings_files,
+    merge_claude_layers,
+)
+from notes_cli.doctor.findings import Finding
+from notes_cli.doctor.registry import make
+from notes_cli.doctor.url_checks import check_base_url, check_gateway_note, check_model
+from notes_cli.errors import ConfigParseError, InputError
+
+CODEX_KEYS = (
+    "model_provider",
+    "model_providers",
+    "base_url",
+    "env_key",
+    "wire_api",
+    "approval_policy",
+    "sandbox_mode",
+)
+ENV_PREFIXES = ("ANTHROPIC_", "CLAUDE_CODE_")
+ENV_NAMES = ("API_TIMEOUT_MS", "DISABLE_TELEMETRY", "DISABLE_ERROR_REPORTING")
+SECRET_VARIABLES = ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY")
+_FALSE_VALUES = ("0", "false", "no", "off")
+
+
+def check_claude(
+    claude_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> tuple[list[Finding], list[Path]]:
+    """All static Claude findings, and the settings files that exist."""
+    found: list[Finding] = []
+    valid: list[tuple[Path, dict[str, Any]]] = []
+    present: list[Path] = []
+    for scope, path in claude_settings_files(claude_home, project_dir):
+        try:
+            text, data = files.load_json(path)
+        except ConfigParseError as exc:
+            present.append(path)
+            found.append(
+                make(
+                    "json-syntax",
+                    "claude",
+                    f"{exc.message}; Claude Code ignores this whole file",
+                    file=str(path),
+                    line=exc.line,
+                    column=exc.column,
+                )
+            )
+            continue
+        except InputError as exc:
+            present.append(path)
+            found.append(
+                make(
+                    "file-unreadable",
+                    "claude",
+                    exc.message,
+                    file=str(path),
+                    detail=exc.fix or "fix or remove the file",
+                )
+            )
+            continue
+        if text is None or data is None:
+            continue
+        present.append(path)
+        file_findings = check_settings_file(path, text, data, scope)
+        found += file_findings
+        if not any(f.id == "claude-settings-ignored" for f in file_findings):
+            valid.append((path, data))
+    if not present and not any(k.startswith("ANTHROPIC_") for k in env):
+        return found, present
+    found += _check_merged(valid, env)
+    return found, present
+
+
+def check_settings_file(path: Path, text: str, data: dict[str, Any], scope: str) -> list[Finding]:
+    """Findings within one parsed settings file."""
+    file = str(path)
+    found = _ignored(file, text, data)
+    for key in data:
+        line = files.line_of(text, f'"{key}"')
+        if key.startswith(ENV_PREFIXES) or key in ENV_NAMES:
+            found.append(
+                make(
+                    "env-outside-block",
+                    "claude",
+                    f'"{key}" is at the top level of {path.name}; Claude Code only '
+                    'reads variables inside "env"',
+                    key=key,
+                    file=file,
+                    line=line,
+                )
+            )
+        elif key in CODEX_KEYS:
+            found.append(
+                make(
+                    "codex-in-claude",
+                    "claude",
+                    f'"{key}" is a Codex setting; Claude Code ignores it',
+                    key=key,
+                    file=file,
+                    line=line,
+                )
+            )
+    env = data.get("env")
+    if isinstance(env, dict):
+        found += _check_env_block(path, text, env, scope)
+    return found
+
+
+def _ignored(file: str, text: str, data: dict[str, Any]) -> list[Finding]:
+    """Wrong types on known keys: Claude Code then drops the whole file."""
+    problems: list[tuple[str, str]] = []
+    if "env" in data and not isinstance(data["env"], dict):
+        problems.append(("env", f'"env" is a JSON {_json_type(data["env"])}, not an object'))
+    for key in ("model", "apiKeyHelper"):
+        if key in data and not isinstance(data[key], str):
+            problems.append((key, f'"{key}" must be a string, not {_json_type(data[key])}'))
+    permissions = data.get("permissions")
+    if "permissions" in data and not isinstance(permissions, dict):
+        problems.append(("permissions", '"permissions" must be an object'))
+    elif isinstance(permissions, dict):
+        for key in ("allow", "deny", "ask"):
+            if key in permissions and not isinstance(permissions[key], list):
+                problems.append((key, f'"permissions.{key}" must be an array'))
+    return [
+        make(
+            "claude-settings-ignored",
+            "claude",
+            f"{reason}; Claude Code ignores this whole file (its env included)",
+            file=file,
+            line=files.line_of(text, f'"{key}"'),
+            detail=f"fix it: {reason}",
+        )
+        for key, reason in problems
+    ]
+
+
+def _check_env_block(path: Path, text: str, env: dict[str, Any], scope: str) -> list[Finding]:
+    file = str(path)
+    found: list[Finding] = []
+    for key, value in env.items():
+        line = files.line_of(text, f'"{key}"')
+        if key == "apiKeyHelper":
+            found.append(
+                make(
+                    "api-key-helper-in-env",
+                    "claude",
+                    'apiKeyHelper is inside "env", where Claude Code treats it as an '
+                    "unused variable",
+                    file=file,
+                    line=line,
+                )
+            )
+        elif key.startswith("OPENAI_"):
+            found.append(
+                make(
+                    "codex-in-claude",
+                    "claude",
+                    f"{key} is an OpenAI/Codex variable; Claude Code ignores it",
+                    key=f"env.{key}",
+                    file=file,
+                    line=line,
+                )
+            )
+        elif "DISABLE" in key and str(value).strip().lower() in _FALSE_VALUES:
+            found.append(
+                make(
+                    "disable-flag-false-value",
+                    "claude",
+                    f'{key} = "{value}" still disables: any non-empty value does',
+                    key=key,
+                    file=file,
+                    line=line,
+                )
+            )
+        elif key in SECRET_VARIABLES and value and str(value) not in placeholder_tokens():
+            tracked = tracked_by_git(path)
+            where = "a file git tracks" if tracked else path.name
+            found.append(
+                make(
+                    "key-in-file",
+                    "claude",
+                    f"{key} holds a literal token in {where}",
+                    severity="error" if tracked else None,
+                    file=file,
+                    line=line,
+                )
+            )
+    return found
+
+
+def _check_merged(
+    valid: list[tuple[Path, dict[str, Any]]], env: Mapping[str, str]
+) -> list[Finding]:
+    """Checks of what Claude Code will actually use after merging the layers."""
+    layers = merge_claude_layers(valid, env)
+    base_url, source = layers.env.get("ANTHROPIC_BASE_URL", (ANTHROPIC_DEFAULT_BASE_URL, ""))
+    file = source if source and source != "environment" else None
+    line = _line_in(file, "ANTHROPIC_BASE_URL")
+    found = check_base_url("claude", base_url or ANTHROPIC_DEFAULT_BASE_URL, file=file, line=line)
+    found += check_gateway_note("claude", base_url or ANTHROPIC_DEFAULT_BASE_URL)
+    model, model_source = claude_model(layers)
+    model_file = model_source if model_source not in ("", "environment") else None
+    found += check_model(
+        "claude",
+        model,
+        base_url,
+        file=model_file,
+        line=_line_in(model_file, "ANTHROPIC_MODEL") or _line_in(model_file, "model"),
+    )
+    style, _key, _var, _values = claude_auth(layers, env)
+    if style == "none":
+        found.append(
+            make(
+                "claude-credential-missing",
+                "claude",
+                "no ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or apiKeyHelper is set: "
+                'Claude Code will say "Not logged in"',
+            )
+        )
+    token_src = layers.env.get("ANTHROPIC_AUTH_TOKEN", ("", ""))
+    key_src = layers.env.get("ANTHROPIC_API_KEY", ("", ""))
+    if token_src[0] and key_src[0]:
+        conflict_file = key_src[1] if key_src[1] != "environment" else token_src[1]
+        found.append(
+            make(
+                "anthropic-auth-conflict",
+                "claude",
+                f"both ANTHROPIC_AUTH_TOKEN (from {token_src[1]}) and "
+                f"ANTHROPIC_API_KEY (from {key_src[1]}) are set; both headers go out",
+                file=conflict_file if conflict_file != "environment" else None,
+            )
+        )
+    return found
+
+
+def _line_in(file: str | None, needle: str) -> int | None:
+    if not file:
+        return None
+    try:
+        text = files.fileio.read_text(Path(file))
+    except InputError:
+        return None
+    return files.line_of(text, f'"{needle}"') if text else None
+
+
+def _json_type(value: object) -> str:
+    names = {
+        list: "array",
+        dict: "object",
+        str: "string",
+        bool: "boolean",
+        int: "number",
+        float: "number",
+        type(None): "null",
+    }
+    return names.get(type(value), type(value).__name__)

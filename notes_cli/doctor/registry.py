@@ -1,0 +1,456 @@
+"""The registry of doctor finding ids: a public contract (DESIGN.md). Each entry says when the
+finding fires, shows an example and carries the fix template; checks build findings only through
+`make`, so every finding has a registered id and a concrete fix. docs/findings.md is generated
+from here (`python -m notes_cli.doctor.registry > docs/findings.md`; a test keeps it in step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from notes_cli.doctor.findings import Finding, FindingClient, Severity
+
+RegistryClient = Literal["codex", "claude", "env", "any"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    severity: Severity
+    client: RegistryClient
+    when: str
+    example: str
+    fix: str
+    """A `str.format` template; the checks pass the fields it names."""
+    live: bool = False
+
+
+_ENTRIES: tuple[Entry, ...] = (
+    # -- files ---------------------------------------------------------------------------------
+    Entry(
+        "config-missing",
+        "warning",
+        "any",
+        "the client's config file does not exist",
+        "~/.codex/config.toml: no such file",
+        "{command}",
+    ),
+    Entry(
+        "toml-syntax",
+        "error",
+        "codex",
+        "config.toml does not parse (line and column given); Codex refuses to start",
+        "config.toml:4:22: unclosed table, expected `]`",
+        "fix the TOML at line {line}, column {column} of {file}",
+    ),
+    Entry(
+        "json-syntax",
+        "error",
+        "claude",
+        "a settings file is not strict JSON; Claude Code drops the whole file",
+        "settings.json:3:5: trailing comma",
+        "fix line {line}, column {column} of {file}: strict JSON, no comments or trailing commas",
+    ),
+    Entry(
+        "file-unreadable",
+        "error",
+        "any",
+        "a config file cannot be read (a folder, binary, huge, or permission denied)",
+        "~/.codex/config.toml is a folder, not a file",
+        "{detail}",
+    ),
+    # -- Codex provider ------------------------------------------------------------------------
+    Entry(
+        "provider-missing",
+        "error",
+        "codex",
+        "`model_provider` names no [model_providers.X] table and no built-in provider",
+        'model_provider = "taotoken" without [model_providers.taotoken]',
+        "add the provider: pdnotes config codex --preset {provider} (or fix model_provider)",
+    ),
+    Entry(
+        "provider-reserved-id",
+        "error",
+        "codex",
+        "a custom provider uses a reserved built-in id (openai, ollama, lmstudio)",
+        "[model_providers.openai]",
+        "rename the table and model_provider to another id, e.g. {provider}-custom",
+    ),
+    Entry(
+        "provider-name-empty",
+        "error",
+        "codex",
+        "a provider's `name` is missing or empty; Codex refuses to load the config",
+        '[model_providers.gw] without name = "…"',
+        'add name = "{provider}" to [model_providers.{provider}]',
+    ),
+    Entry(
+        "unknown-key",
+        "warning",
+        "codex",
+        "a key Codex does not know (it ignores it, and --strict-config rejects it)",
+        "[model_providers.gw] bogus_field = 1",
+        "remove or correct `{key}` in {file}",
+    ),
+    Entry(
+        "wire-api-chat-removed",
+        "error",
+        "codex",
+        'wire_api = "chat" on a Codex that only speaks the Responses API (>= 0.80)',
+        'wire_api = "chat" (the source article\'s config)',
+        'set wire_api = "responses" in [model_providers.{provider}] '
+        "(or run: pdnotes config codex --provider {provider})",
+    ),
+    Entry(
+        "wire-api-invalid",
+        "error",
+        "codex",
+        'wire_api is neither "responses" nor "chat"',
+        'wire_api = "completions"',
+        'set wire_api = "responses" in [model_providers.{provider}]',
+    ),
+    Entry(
+        "auth-mixed",
+        "error",
+        "codex",
+        "`auth` is combined with env_key, experimental_bearer_token or requires_openai_auth",
+        'auth = {command = …} and env_key = "GW_KEY"',
+        "keep one credential source in [model_providers.{provider}]",
+    ),
+    Entry(
+        "env-http-header-unset",
+        "warning",
+        "codex",
+        "an env_http_headers variable is unset, so Codex silently omits that header",
+        'env_http_headers = {"X-Org" = "GW_ORG"} with GW_ORG unset',
+        "export {variable}=…",
+    ),
+    Entry(
+        "retries-too-high",
+        "warning",
+        "codex",
+        "request_max_retries / stream_max_retries above Codex's maximum of 100",
+        "request_max_retries = 500",
+        "set {key} to 100 or less",
+    ),
+    # -- Codex top level -----------------------------------------------------------------------
+    Entry(
+        "profile-legacy",
+        "error",
+        "codex",
+        "top-level `profile = …` (fatal) or [profiles.*] tables (fatal with -p)",
+        'profile = "fast"',
+        "move the profile to $CODEX_HOME/{profile}.config.toml and use `codex --profile {profile}`",
+    ),
+    Entry(
+        "approval-untrusted",
+        "error",
+        "codex",
+        'approval_policy = "untrusted", which Codex no longer accepts',
+        'approval_policy = "untrusted"',
+        'remove approval_policy, or use "on-request"',
+    ),
+    Entry(
+        "enum-value-invalid",
+        "error",
+        "codex",
+        "an enum key (sandbox_mode, approval_policy, model_verbosity, …) has an unknown value",
+        'sandbox_mode = "read_only"',
+        "use one of: {choices}",
+    ),
+    Entry(
+        "reasoning-effort-invalid",
+        "warning",
+        "codex",
+        "model_reasoning_effort is not a catalogued value; Codex sends it unchecked",
+        'model_reasoning_effort = "hgih"',
+        "use one of: {choices}",
+    ),
+    Entry(
+        "model-missing",
+        "warning",
+        "codex",
+        "no top-level `model`: Codex asks the gateway for its own default id",
+        "config.toml without model = …",
+        'add model = "<id from your gateway\'s console>" (pdnotes config codex --model ID)',
+    ),
+    Entry(
+        "anthropic-in-codex",
+        "warning",
+        "codex",
+        "ANTHROPIC_* settings in Codex's config.toml (they belong to Claude Code)",
+        'ANTHROPIC_BASE_URL = "https://…" in ~/.codex/config.toml',
+        "remove `{key}` from {file}; for Claude Code run: pdnotes config claude --base-url URL",
+    ),
+    # -- base URL and model (both clients) -----------------------------------------------------
+    Entry(
+        "base-url-v1-suffix",
+        "warning",
+        "any",
+        "the base URL ends in /v1 but the gateway (or Claude Code, which adds /v1 itself) "
+        "does not want it; error when a live probe shows only the URL without /v1 works",
+        "https://taotoken.net/api/v1 -> POST /api/v1/responses -> 404",
+        "use {suggested}",
+    ),
+    Entry(
+        "base-url-query",
+        "error",
+        "any",
+        "a query string (e.g. ?utm_source=…) in the base URL; the client appends its path after it",
+        "https://taotoken.net/api?utm_source=blog -> /api?utm_source=blog/responses",
+        "use {suggested}{query_hint}",
+    ),
+    Entry(
+        "base-url-endpoint-suffix",
+        "error",
+        "any",
+        "the base URL already ends in an endpoint path (/chat/completions, /responses, "
+        "/v1/messages)",
+        "https://gw/api/chat/completions -> /api/chat/completions/responses",
+        "use {suggested}",
+    ),
+    Entry(
+        "base-url-no-scheme",
+        "error",
+        "any",
+        "the base URL has no http:// or https://",
+        'base_url = "taotoken.net/api"',
+        "use https://{url}",
+    ),
+    Entry(
+        "base-url-fragment",
+        "error",
+        "any",
+        "the base URL has a #fragment",
+        "https://gw/api#docs",
+        "use {suggested}",
+    ),
+    Entry(
+        "model-placeholder",
+        "error",
+        "any",
+        "the model id is a placeholder copied from a guide (YOUR_MODEL_ID, <model>, …)",
+        'model = "YOUR_MODEL_ID"',
+        "set the model id exactly as your gateway's console shows it (case and hyphens too)",
+    ),
+    Entry(
+        "model-unknown",
+        "error",
+        "any",
+        "the model id is not served; `fix` suggests the closest served ids "
+        "(case/hyphen-insensitive). Static (warning) for presets that list their models, "
+        "live otherwise",
+        'model = "PD-Mock-1" while the engine serves "pd-mock-1"',
+        "use {suggested}",
+    ),
+    Entry(
+        "gateway-not-accelerator",
+        "info",
+        "any",
+        "shown with a remote gateway endpoint: a gateway supplies a key and a base URL; it "
+        "does not make inference faster",
+        "expecting TaoToken to speed up decoding",
+        "the gateway supplies a key and a base URL; speed comes from the serving engine "
+        "(see `pdnotes engine simulate`)",
+    ),
+    # -- credentials ---------------------------------------------------------------------------
+    Entry(
+        "env-key-unset",
+        "error",
+        "codex",
+        "the variable named by env_key is unset or empty in this environment",
+        'env_key = "TAOTOKEN_API_KEY" but `echo $TAOTOKEN_API_KEY` prints nothing',
+        "export {variable}=<your key> (in the shell that runs codex; check with echo ${variable})",
+    ),
+    Entry(
+        "env-key-looks-like-secret",
+        "error",
+        "codex",
+        "env_key holds what looks like a key instead of a variable name",
+        'env_key = "sk-…"',
+        "export the key as a variable and set env_key to its NAME, e.g. env_key = "
+        '"TAOTOKEN_API_KEY"; then rotate the key, it sits in a file',
+    ),
+    Entry(
+        "key-in-file",
+        "warning",
+        "any",
+        "a literal secret sits in a client config file (error when git tracks the file)",
+        '"ANTHROPIC_AUTH_TOKEN": "sk-…" in .claude/settings.json',
+        "remove it and export it instead, or use an apiKeyHelper: "
+        "pdnotes config claude --token-env NAME",
+    ),
+    Entry(
+        "claude-credential-missing",
+        "error",
+        "claude",
+        "no ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or apiKeyHelper: Claude Code says "
+        '"Not logged in"',
+        "settings.json sets ANTHROPIC_BASE_URL only",
+        "export ANTHROPIC_AUTH_TOKEN=<your key>, or pdnotes config claude --token-env NAME",
+    ),
+    Entry(
+        "anthropic-auth-conflict",
+        "warning",
+        "claude",
+        "both ANTHROPIC_AUTH_TOKEN and ANTHROPIC_API_KEY are set (both headers are sent)",
+        "ANTHROPIC_AUTH_TOKEN in settings and ANTHROPIC_API_KEY in the shell",
+        "keep one: unset ANTHROPIC_API_KEY (or remove it from {file})",
+    ),
+    Entry(
+        "api-key-helper-in-env",
+        "error",
+        "claude",
+        "apiKeyHelper placed inside `env`, where it is an unused variable",
+        '"env": {"apiKeyHelper": "printenv KEY"}',
+        "move apiKeyHelper to the top level of {file}",
+    ),
+    # -- Claude settings -----------------------------------------------------------------------
+    Entry(
+        "claude-settings-ignored",
+        "error",
+        "claude",
+        "a settings file Claude Code silently ignores: a non-object `env` or a wrong type on "
+        "a known key",
+        '"model": 5, or "env": ["ANTHROPIC_BASE_URL=…"]',
+        "{detail}",
+    ),
+    Entry(
+        "env-outside-block",
+        "error",
+        "claude",
+        "ANTHROPIC_*, API_TIMEOUT_MS or CLAUDE_CODE_* at the top level of settings.json "
+        "instead of inside `env` (ignored)",
+        '{"ANTHROPIC_BASE_URL": "https://…"}',
+        'move "{key}" into the "env" object of {file}',
+    ),
+    Entry(
+        "codex-in-claude",
+        "warning",
+        "claude",
+        "Codex keys (model_providers, wire_api, base_url, env_key…) in Claude settings, where "
+        "they do nothing",
+        '"wire_api": "responses" in settings.json',
+        "remove `{key}` from {file}; Claude Code reads env.ANTHROPIC_BASE_URL "
+        "(pdnotes config claude)",
+    ),
+    Entry(
+        "disable-flag-false-value",
+        "warning",
+        "claude",
+        'a DISABLE_* variable set to "0" or "false", which still disables',
+        '"DISABLE_TELEMETRY": "0"',
+        "remove {key} to keep the feature on; any non-empty value disables it",
+    ),
+    # -- environment ---------------------------------------------------------------------------
+    Entry(
+        "openai-base-url-ignored",
+        "warning",
+        "env",
+        "OPENAI_BASE_URL is set, but Codex does not read it",
+        "export OPENAI_BASE_URL=https://taotoken.net/api",
+        "configure the provider in config.toml instead: pdnotes config codex --base-url URL",
+    ),
+    Entry(
+        "proxy-case-mismatch",
+        "warning",
+        "env",
+        "HTTP(S)_PROXY and http(s)_proxy are both set and disagree; tools pick different ones",
+        "HTTPS_PROXY=http://a:3128 and https_proxy=http://b:3128",
+        "set both {upper} and {lower} to the same value (or unset one)",
+    ),
+    # -- live (emitted by notes_cli.doctor.live) -----------------------------------------------
+    Entry(
+        "unreachable",
+        "error",
+        "any",
+        "DNS, TCP or TLS failure reaching the base URL (live)",
+        "connect to taotoken.net:443 failed: Name or service not known",
+        "check the host in the base URL, your network and proxy variables",
+        live=True,
+    ),
+    Entry(
+        "auth-rejected",
+        "error",
+        "any",
+        "the gateway answered 401/403 (live)",
+        "401 invalid api key",
+        "check the key in the variable the client reads, and that it is for this gateway",
+        live=True,
+    ),
+    Entry(
+        "path-not-found",
+        "error",
+        "any",
+        "404 on the endpoint the client will call (live)",
+        "POST https://taotoken.net/api/v1/responses -> 404",
+        "check the base URL's path prefix (e.g. /api, with or without /v1)",
+        live=True,
+    ),
+    Entry(
+        "responses-unsupported",
+        "error",
+        "codex",
+        "the gateway serves /chat/completions but not /responses, which Codex needs (live)",
+        "POST /responses -> 404 while /chat/completions -> 200",
+        "use a gateway (or route) that serves the Responses API",
+        live=True,
+    ),
+)
+
+REGISTRY: dict[str, Entry] = {entry.id: entry for entry in _ENTRIES}
+
+
+class _Fields(dict[str, object]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def make(
+    finding_id: str,
+    client: FindingClient,
+    message: str,
+    *,
+    severity: Severity | None = None,
+    file: str | None = None,
+    line: int | None = None,
+    **fields: object,
+) -> Finding:
+    """A finding of a registered id, its fix filled from the registry's template."""
+    entry = REGISTRY[finding_id]
+    fix = entry.fix.format_map(_Fields(file=file or "the file", line=line, **fields))
+    return Finding(
+        id=finding_id,
+        severity=severity or entry.severity,
+        client=client,
+        message=message,
+        fix=fix,
+        file=file,
+        line=line,
+    )
+
+
+def markdown() -> str:
+    """docs/findings.md: every id with its severity, client, when, example and fix."""
+    lines = [
+        "# Doctor findings",
+        "",
+        "Generated from `notes_cli/doctor/registry.py` "
+        "(`python -m notes_cli.doctor.registry > docs/findings.md`). Ids are stable; "
+        "`pdnotes doctor --json` reports them as `findings[].id`.",
+        "",
+        "| id | severity | client | when | example | fix |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in _ENTRIES:
+        kind = f"{e.severity} (live)" if e.live else e.severity
+        cells = [f"`{e.id}`", kind, e.client, e.when, f"`{e.example}`", e.fix]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(markdown())

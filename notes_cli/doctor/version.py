@@ -1,0 +1,53 @@
+"""The installed Codex version, for version-dependent findings.
+
+`codex --version` runs only when a `codex` is on PATH (or `$PDNOTES_CODEX_BIN` names one),
+bounded to 5 s in its own process group. Nothing is cached between runs. None means "unknown";
+the checks then assume the newest behaviour.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+
+TIMEOUT_S = 5.0
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+def codex_version() -> tuple[int, int, int] | None:
+    """(major, minor, patch) of the installed Codex, or None when absent or unclear."""
+    binary = os.environ.get("PDNOTES_CODEX_BIN") or shutil.which("codex")
+    if not binary or not os.access(binary, os.X_OK):
+        return None
+    try:
+        proc = subprocess.Popen(
+            [binary, "--version"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+    try:
+        out, _ = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return None
+    return parse_version(out.decode("utf-8", "replace"))
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """`codex-cli 0.171.0` -> (0, 171, 0)."""
+    match = _VERSION.search(text)
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=TIMEOUT_S)

@@ -1,0 +1,153 @@
+"""Drawing for `pdnotes config …`: diffs, what was written, the effective setup, undo."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.markup import escape  # noqa: TID251 - render/ is where rich lives
+
+from notes_cli.render import emit_json, out, warn
+
+if TYPE_CHECKING:
+    from notes_cli.backups import UndoResult
+    from notes_cli.clients.plan import WriteResult
+    from notes_cli.clients.presets import Preset
+    from notes_cli.clients.resolve import ClientSetup
+
+_CLIENT_TITLE = {"codex": "Codex", "claude": "Claude Code"}
+_METHOD = "POST"
+
+
+def write_json(result: WriteResult, *, dry_run: bool) -> None:
+    plan = result.plan
+    emit_json(
+        {
+            "schema": "pdnotes.config-write/1",
+            "client": plan.client,
+            "file": str(plan.path),
+            "dry_run": dry_run,
+            "changed": plan.changed,
+            "written": result.written is not None,
+            "backup": str(result.backup) if result.backup else None,
+            "diff": plan.diff(),
+            "request_url": plan.request_url,
+            "export_line": plan.export_line,
+            "notes": list(plan.notes),
+            "warnings": list(result.warnings),
+        }
+    )
+
+
+def write_human(result: WriteResult, *, dry_run: bool) -> None:
+    plan = result.plan
+    console = out()
+    for note in plan.notes:
+        console.print(f"[cyan]cleaned:[/] {escape(note)}")
+    for warning in result.warnings:
+        warn(warning)
+    if dry_run:
+        diff = plan.diff()
+        console.print(escape(diff.rstrip("\n")) if diff else f"no change to {plan.path}")
+        console.print(f"[dim]dry run: {escape(str(plan.path))} was not written[/]")
+    elif result.written is None:
+        console.print(f"{escape(str(plan.path))} already has this setup; nothing written")
+    else:
+        console.print(f"[green]wrote[/] {escape(str(plan.path))}")
+        if result.backup:
+            console.print(
+                f"  backup: {escape(str(result.backup))}  (undo: pdnotes config undo --client "
+                f"{plan.client})"
+            )
+    title = _CLIENT_TITLE.get(plan.client, plan.client)
+    console.print(f"{title} will call: {_METHOD} {escape(plan.request_url)}")
+    if plan.export_line:
+        console.print(f"still needed: {escape(plan.export_line)}")
+
+
+def show_json(setups: list[ClientSetup]) -> None:
+    emit_json({"schema": "pdnotes.config/1", "clients": [_setup_json(s) for s in setups]})
+
+
+def _setup_json(setup: ClientSetup) -> dict[str, object]:
+    endpoint = setup.endpoint
+    return {
+        "client": setup.client,
+        "configured": endpoint is not None,
+        "files": [str(p) for p in setup.files],
+        "values": [{"name": v.name, "value": v.value, "source": v.source} for v in setup.values],
+        "request_url": endpoint.request_url() if endpoint else None,
+        "model": endpoint.model if endpoint else None,
+        "auth_style": endpoint.auth_style if endpoint else None,
+        "key": endpoint.masked_key if endpoint else None,
+        "key_env": endpoint.key_env if endpoint else None,
+        "problem": setup.problem,
+    }
+
+
+def show_human(setups: list[ClientSetup]) -> None:
+    from rich.table import Table  # noqa: TID251
+
+    console = out()
+    for setup in setups:
+        title = _CLIENT_TITLE.get(setup.client, setup.client)
+        console.print(f"[bold]{title}[/]")
+        if setup.endpoint is None and not setup.values:
+            console.print(f"  not configured: {escape(setup.problem or '')}")
+            console.print(f"  set it up: pdnotes config {setup.client} --preset …")
+            continue
+        table = Table(box=None, show_header=False, padding=(0, 2, 0, 2))
+        table.add_column("setting", style="bold")
+        table.add_column("value")
+        table.add_column("from", style="dim")
+        for value in setup.values:
+            table.add_row(escape(value.name), escape(value.value), escape(value.source))
+        console.print(table)
+        if setup.endpoint is not None:
+            url = setup.endpoint.request_url()
+            console.print(f"  request URL: {_METHOD} {escape(url)}")
+        elif setup.problem:
+            console.print(f"  [red]{escape(setup.problem)}[/]")
+
+
+def undo(result: UndoResult, *, as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                "schema": "pdnotes.config-undo/1",
+                "client": result.client,
+                "file": str(result.path),
+                "action": result.action,
+                "restored_from": str(result.backup.meta_path.with_suffix(".bak")),
+                "previous_state_saved_to": str(result.saved_current.meta_path),
+            }
+        )
+        return
+    verb = "restored" if result.action == "restored" else "removed (it did not exist before)"
+    out().print(f"{escape(str(result.path))} {verb}")
+    kept = escape(str(result.saved_current.meta_path.parent))
+    out().print(f"[dim]the state it replaced is kept in {kept}[/]")
+
+
+def presets(items: list[Preset], *, as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                "schema": "pdnotes.presets/1",
+                "presets": [
+                    {
+                        "name": p.key,
+                        "title": p.name,
+                        "description": p.description,
+                        "codex_base_url": p.codex.base_url if p.codex else None,
+                        "codex_provider_id": p.codex.provider_id if p.codex else None,
+                        "env_key": p.codex.env_key if p.codex else None,
+                        "claude_base_url": p.claude.base_url if p.claude else None,
+                        "model": p.model,
+                    }
+                    for p in items
+                ],
+            }
+        )
+        return
+    for p in items:
+        out().print(f"[bold]{escape(p.key)}[/]  {escape(p.description)}")

@@ -1,0 +1,73 @@
+"""Drawing for `pdnotes doctor`: a header per client (its file and the URL it will call), one
+line per finding with its fix underneath, the live probes, and a closing verdict."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.markup import escape  # noqa: TID251 - render/ is where rich lives
+
+from notes_cli.render import out
+
+if TYPE_CHECKING:
+    from notes_cli.doctor.findings import Finding
+    from notes_cli.doctor.run import DoctorReport
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_TITLE = {"codex": "Codex", "claude": "Claude Code", "env": "Environment"}
+_METHOD = {"codex": "POST", "claude": "POST"}
+
+
+def report(doctor_report: DoctorReport, *, offline: bool) -> None:
+    console = out()
+    summaries = {s.client: s for s in doctor_report.clients}
+    order = [
+        c
+        for c in ("codex", "claude", "env")
+        if c in summaries or any(f.client == c for f in doctor_report.findings)
+    ]
+    for client in order:
+        console.print(f"[bold]{_TITLE[client]}[/]" + _header(summaries.get(client)))
+        summary = summaries.get(client)
+        if summary and summary.request_url:
+            console.print(f"  calls {_METHOD.get(client, 'POST')} {escape(summary.request_url)}")
+        findings = [f for f in doctor_report.findings if f.client == client]
+        for finding in findings:
+            _finding(finding)
+        if not findings:
+            console.print("  [green]no problems found[/]")
+        for probe in (p for p in doctor_report.probes if p.client == client):
+            status = probe.status if probe.status is not None else "—"
+            took = f"{probe.ms:.0f} ms" if probe.ms is not None else ""
+            mark = "[green]ok[/]" if probe.ok else "[red]fail[/]"
+            console.print(
+                f"  probe {mark} {escape(probe.method)} {escape(probe.url)} → {status} {took}"
+                + (f"  {escape(probe.detail)}" if probe.detail else "")
+            )
+    console.print(_verdict(doctor_report, offline=offline))
+
+
+def _header(summary: object) -> str:
+    files = getattr(summary, "files", ()) if summary else ()
+    return f"  [dim]{escape(', '.join(files))}[/]" if files else ""
+
+
+def _finding(finding: Finding) -> None:
+    where = ""
+    if finding.file:
+        where = f"  ({escape(finding.file)}" + (f":{finding.line}" if finding.line else "") + ")"
+    style = _STYLE[finding.severity]
+    out().print(
+        f"  [{style}]{finding.severity:<7}[/] [bold]{finding.id}[/]  {escape(finding.message)}"
+        f"[dim]{where}[/]"
+    )
+    out().print(f"          fix: {escape(finding.fix)}")
+
+
+def _verdict(doctor_report: DoctorReport, *, offline: bool) -> str:
+    counts = {s: sum(f.severity == s for f in doctor_report.findings) for s in _STYLE}
+    tally = f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)"
+    scope = " (offline: files and environment only)" if offline else ""
+    if doctor_report.ok:
+        return f"[green]ok[/]: {tally}{scope}"
+    return f"[bold red]problems found[/]: {tally}{scope}; fix the errors above and run again"
