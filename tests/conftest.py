@@ -107,7 +107,7 @@ def start_engine_server() -> Iterator[Callable[..., object]]:
         if "service" not in options and not _engine_core_available():
             from fake_engine import FakeEngine  # until the engine core lands
 
-            options["service"] = FakeEngine(reply="pong", served_models=("pd-mock-1",))
+            options["service"] = FakeEngine(reply="pong", max_context_tokens=32768)
         engine = start_engine(EngineConfig(**kwargs), **options)  # type: ignore[arg-type]
         started.append(engine)
         return engine

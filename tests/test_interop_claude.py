@@ -1,0 +1,71 @@
+"""The real Claude Code (`claude -p`, settings written by `pdnotes config claude --preset mock`)
+against the engine's Anthropic routes: a turn completes with the engine's answer, and the
+article's errors (doubled /v1, wrong key) fail the way the reference says."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from interop_support import CLAUDE_ENV, ClientRun, client_binary, run_client, write_claude_settings
+
+pytestmark = pytest.mark.interop
+
+
+def claude_print(home: Path, *extra: str) -> ClientRun:
+    claude = client_binary("claude")
+    project = home / "project"
+    project.mkdir(exist_ok=True)
+    args = [str(claude), "-p", "say pong", "--no-session-persistence", *extra]
+    env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), **CLAUDE_ENV}
+    return run_client(args, env=env, cwd=project)
+
+
+def test_claude_print_completes_a_turn_with_the_engines_answer(
+    cli: Callable[..., Any], isolated_home: Path, engine_server: Any
+) -> None:
+    client_binary("claude")
+    write_claude_settings(cli, isolated_home / ".claude", engine_server.anthropic_base_url, None)
+
+    run = claude_print(isolated_home, "--output-format", "json")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads(run.stdout)
+    assert result["is_error"] is False
+    assert result["result"].strip().lower().rstrip(".!") == "pong"
+    assert result["stop_reason"] == "end_turn"
+
+
+def test_claude_reports_the_doubled_v1_as_a_model_issue(
+    cli: Callable[..., Any], isolated_home: Path, engine_server: Any
+) -> None:
+    client_binary("claude")
+    doubled = engine_server.anthropic_base_url + "/v1"
+    write_claude_settings(cli, isolated_home / ".claude", doubled, None)
+
+    run = claude_print(isolated_home)
+
+    assert run.returncode == 1
+    assert "There's an issue with the selected model" in run.stdout  # API errors go to stdout
+
+
+def test_claude_reports_a_rejected_key(
+    cli: Callable[..., Any],
+    isolated_home: Path,
+    start_engine_server: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client_binary("claude")
+    monkeypatch.setenv("ENGINE_KEY", "sk-the-right-key-0000")
+    engine = start_engine_server(api_key_env="ENGINE_KEY")
+    write_claude_settings(cli, isolated_home / ".claude", engine.anthropic_base_url, None)
+
+    run = claude_print(isolated_home, "--output-format", "json")
+
+    assert run.returncode == 1
+    result = json.loads(run.stdout)
+    assert result["is_error"] is True
+    assert result["api_error_status"] == 401
