@@ -1,10 +1,136 @@
-"""pdnotes smoke"""
+"""pdnotes smoke: n consecutive streamed turns the way the chosen client sends them, judged on
+the source article's criteria (returned, completed, stable latency)."""
 
 from __future__ import annotations
 
-from notes_cli.errors import PdnotesError
+import os
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from notes_cli.clients.endpoint import AuthStyle, Endpoint
+
+_PROTOCOL = {"codex": "responses", "claude": "anthropic", "openai": "chat"}
+_DEFAULT_KEY_ENV = {"codex": None, "claude": "ANTHROPIC_AUTH_TOKEN", "openai": "OPENAI_API_KEY"}
 
 
-def smoke() -> None:
-    """(being built)"""
-    raise PdnotesError("pdnotes smoke is not built yet")
+def smoke(
+    client: str = typer.Option(
+        "codex",
+        "--client",
+        help="Whose protocol to speak: codex (Responses API), claude "
+        "(Anthropic Messages) or openai (chat completions).",
+    ),
+    n: int = typer.Option(3, "-n", "--runs", min=1, max=50, help="Consecutive runs."),
+    prompt: str | None = typer.Option(None, "--prompt", help="The prompt of every run."),
+    timeout: float = typer.Option(
+        30.0, "--timeout", min=0.1, help="Seconds each run may take (connect, headers, stream)."
+    ),
+    retries: int = typer.Option(
+        0,
+        "--retries",
+        min=0,
+        max=10,
+        help="Retry a run this many times on 429 / 5xx / network errors (Retry-After honoured).",
+    ),
+    max_tokens: int = typer.Option(512, "--max-tokens", min=1, help="Output budget per run."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="Call this base URL instead of the client's configured one."
+    ),
+    model: str | None = typer.Option(None, "--model", help="Model id (overrides the config)."),
+    key_env: str | None = typer.Option(
+        None, "--key-env", help="Name of the variable holding the key (with --base-url)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+) -> None:
+    """Send N streamed requests in a row the way Codex, Claude Code or the OpenAI SDK does, and
+    say whether every one returned, completed, and took a stable time. Shows where the time
+    went: network + gateway (connect, time to headers) vs the model (first token, decode rate).
+
+    Exit 0 when the verdict passes, 1 when it fails, 2 on bad flags.
+    """
+    from notes_cli import render
+    from notes_cli.render import smoke as draw
+    from notes_cli.smoke import DEFAULT_PROMPT, run_smoke
+
+    endpoint = _endpoint(client, base_url, model, key_env)
+    if not as_json:
+        draw.header(endpoint, n)
+    report = run_smoke(
+        endpoint,
+        n=n,
+        prompt=prompt or DEFAULT_PROMPT,
+        timeout=timeout,
+        retries=retries,
+        max_tokens=max_tokens,
+        on_run=draw.progress,
+    )
+    if as_json:
+        render.emit_json(report.to_json())
+    else:
+        draw.report(report)
+    if not report.verdict.ok:
+        raise SystemExit(1)  # typer.Exit's code is dropped under standalone_mode=False
+
+
+def _endpoint(
+    client: str, base_url: str | None, model: str | None, key_env: str | None
+) -> Endpoint:
+    """The endpoint to call: explicit flags, else the client's own configuration."""
+    import dataclasses
+
+    from notes_cli.clients.endpoint import Endpoint
+    from notes_cli.errors import UsageError
+
+    if client not in _PROTOCOL:
+        raise UsageError(f"unknown client {client!r}", fix="use --client codex, claude or openai")
+    if client == "openai" and base_url is None:
+        base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    if base_url is not None:
+        name = key_env or _DEFAULT_KEY_ENV[client]
+        key = os.environ.get(name) if name else None
+        if key_env and not key:
+            raise UsageError(
+                f"${key_env} is unset or empty", fix=f"export {key_env}=<your key>, then re-run"
+            )
+        endpoint = Endpoint(
+            client,  # type: ignore[arg-type]
+            base_url,
+            _PROTOCOL[client],  # type: ignore[arg-type]
+            model=model,
+            auth_style=_auth_style(client, name) if key else "none",
+            key_env=name if key else None,
+            key=key,
+            source="--base-url" if client != "openai" else "OPENAI_BASE_URL",
+        )
+    else:
+        endpoint = _configured(client)
+        if model:
+            endpoint = dataclasses.replace(endpoint, model=model)
+    if not endpoint.model:
+        raise UsageError(
+            f"no model id for {client}",
+            fix="pass --model ID (or set it in the client's config: pdnotes config "
+            f"{client if client != 'openai' else 'codex'} --model ID)",
+        )
+    return endpoint
+
+
+def _configured(client: str) -> Endpoint:
+    from notes_cli.clients.resolve import resolve_endpoints
+    from notes_cli.errors import UsageError
+
+    found = resolve_endpoints(client)
+    if not found:
+        raise UsageError(
+            f"{client} is not configured",
+            fix=f"run `pdnotes config {client} --preset NAME`, or pass --base-url URL --model ID",
+        )
+    return found[0]
+
+
+def _auth_style(client: str, key_env: str | None) -> AuthStyle:
+    if client == "claude" and key_env == "ANTHROPIC_API_KEY":
+        return "x-api-key"
+    return "bearer"

@@ -1,0 +1,111 @@
+"""Drawing for `pdnotes smoke`: a progress line per run (stderr), then the runs table, where the
+time went, and the verdict (stdout)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.markup import escape  # noqa: TID251 - render/ is where rich lives
+from rich.table import Table  # noqa: TID251
+
+from notes_cli.render import err, out
+
+if TYPE_CHECKING:
+    from notes_cli.clients.endpoint import Endpoint
+    from notes_cli.smoke import Breakdown, SmokeReport, SmokeRun
+
+
+def header(endpoint: Endpoint, n: int) -> None:
+    """What is about to be called (stderr), key masked."""
+    from notes_cli.gateway import safe_url
+    from notes_cli.gateway._protocols import request_url
+
+    err().print(
+        f"[dim]smoke: {n} x POST {escape(safe_url(request_url(endpoint)))} "
+        f"({endpoint.protocol}, model {escape(endpoint.model or '?')}, "
+        f"key {escape(endpoint.masked_key)})[/]"
+    )
+
+
+def progress(run: SmokeRun) -> None:
+    """One line per finished run (stderr)."""
+    mark = "[green]ok[/]" if run.ok else "[red]FAIL[/]"
+    took = f"{run.total_ms:.0f} ms" if run.total_ms is not None else "-"
+    detail = "" if run.ok else f" {escape(run.problem or '')}"
+    err().print(f"[dim]run {run.index}:[/] {mark} {took}{detail}")
+
+
+def report(result: SmokeReport) -> None:
+    console = out()
+    console.print(_runs_table(result.runs))
+    for run in result.runs:
+        for line in run.retried:
+            console.print(f"[yellow]run {run.index} retried:[/] {escape(line)}")
+        if run.error and run.error.get("fix"):
+            console.print(f"[bold]run {run.index} fix:[/] {escape(str(run.error['fix']))}")
+    console.print(_breakdown_line(result.breakdown))
+    if result.proxy:
+        console.print(f"[dim]via proxy {escape(result.proxy)}[/]")
+    verdict = result.verdict
+    style, word = ("bold green", "PASS") if verdict.ok else ("bold red", "FAIL")
+    checks = ", ".join(
+        f"{name} {'yes' if value else 'NO'}"
+        for name, value in (
+            ("returned", verdict.returned),
+            ("completed", verdict.completed),
+            ("stable", verdict.stable),
+        )
+    )
+    console.print(f"[{style}]{word}[/] {checks}  [dim]({escape(verdict.rule)})[/]")
+    for reason in verdict.reasons:
+        console.print(f"  [red]•[/] {escape(reason)}")
+
+
+def _runs_table(runs: list[SmokeRun]) -> Table:
+    table = Table(title="smoke runs", title_justify="left")
+    for name in ("run", "status", "connect", "headers", "TTFT", "total", "tokens", "tok/s"):
+        table.add_column(name, justify="right")
+    table.add_column("finish")
+    table.add_column("preview", overflow="fold")
+    for run in runs:
+        tokens = "-" if run.output_tokens is None else str(run.output_tokens)
+        if run.tokens_source == "counted":
+            tokens += "*"
+        table.add_row(
+            str(run.index),
+            str(run.status) if run.status is not None else "-",
+            "reused"
+            if run.connect_ms is None and run.headers_ms is not None
+            else _ms(run.connect_ms),
+            _ms(run.headers_ms),
+            _ms(run.ttft_ms),
+            _ms(run.total_ms),
+            tokens,
+            f"{run.tokens_per_s:.1f}" if run.tokens_per_s is not None else "-",
+            escape(run.finish_reason or "-"),
+            escape(run.preview or (run.problem or "")),
+        )
+    return table
+
+
+def _breakdown_line(b: Breakdown) -> str:
+    """Network + gateway time vs model time, medians over the runs that returned."""
+    network = f"connect {_ms(b.connect_ms)}, headers at {_ms(b.gateway_ms)}"
+    rate = f"{b.decode_tokens_per_s:.1f} tok/s" if b.decode_tokens_per_s is not None else "-"
+    model = f"first token {_ms(b.model_ttft_ms)} after headers, decode {rate}"
+    line = f"[bold]where the time goes[/] (median): network + gateway: {network}; model: {model}"
+    if b.engine:
+        parts = ", ".join(f"{k.removesuffix('_ms')} {v:g} ms" for k, v in b.engine.items())
+        line += f"\n  engine-reported pd_timing: {escape(parts)}"
+    return line
+
+
+def _connect(run: SmokeRun) -> str:
+    """A pooled connection has no connect time: say so rather than show a dash."""
+    if run.connect_ms is None and run.headers_ms is not None:
+        return "reused"
+    return _ms(run.connect_ms)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} ms"

@@ -1,0 +1,325 @@
+"""`pdnotes smoke`: n consecutive streamed turns, the way the chosen client sends them, and a
+verdict on the source article's criteria:
+
+1. every run returned: no connection error, HTTP error or timeout (no 401 / 404);
+2. every run completed: the protocol's completion event with a natural stop (`stop`,
+   `response.completed`, `end_turn`), non-empty text, not cut by the token limit;
+3. latency is stable: no run took more than `STABLE_FACTOR` x the median total time (ignoring
+   differences under `STABLE_FLOOR_MS`, which are noise on fast links), and none timed out.
+
+It also splits where the time went: network + gateway (connect, time to response headers) vs
+the model (time to first token after the headers, decode rate), so a slow engine is not blamed
+on the gateway. Retries are opt-in (`retries`), honour `Retry-After` and are reported.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+
+from notes_cli.clients.endpoint import Endpoint
+from notes_cli.gateway import GatewayClient, proxy_for, safe_url
+from notes_cli.gateway import errors as gw
+from notes_cli.gateway.results import StreamResult
+
+DEFAULT_PROMPT = "In one short sentence: what does prefill/decode disaggregation separate?"
+DEFAULT_MAX_TOKENS = 512  # room for a reasoning model to think and still answer
+STABLE_FACTOR = 3.0
+STABLE_FLOOR_MS = 500.0
+PREVIEW_CHARS = 60
+STABILITY_RULE = (
+    f"stable = no run over {STABLE_FACTOR:g}x the median total time (differences under "
+    f"{STABLE_FLOOR_MS:.0f} ms ignored) and no timeout"
+)
+
+
+@dataclass
+class SmokeRun:
+    """One turn. `ok` = returned and completed with text; `problem` says why not."""
+
+    index: int
+    ok: bool
+    status: int | None
+    connect_ms: float | None
+    headers_ms: float | None
+    ttft_ms: float | None
+    total_ms: float | None
+    output_tokens: int | None
+    tokens_source: str | None
+    tokens_per_s: float | None
+    finish_reason: str | None
+    completed: bool
+    preview: str
+    attempts: int = 1
+    problem: str | None = None
+    error: dict[str, Any] | None = None
+    retried: list[str] = field(default_factory=list)
+    pd_timing: dict[str, Any] | None = None
+
+    @property
+    def timed_out(self) -> bool:
+        return self.error is not None and "timeout" in str(self.error.get("kind", ""))
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    returned: bool
+    completed: bool
+    stable: bool
+    reasons: list[str]
+    rule: str = STABILITY_RULE
+
+
+@dataclass
+class Breakdown:
+    """Medians over the runs that returned. `gateway_ms` = time to response headers (network
+    + gateway + any queueing before the server answers); `model_ttft_ms` = first token after
+    the headers; `decode_tokens_per_s` = output rate after the first token. `engine` carries
+    the median of the server's own `usage.pd_timing` when it reports one."""
+
+    connect_ms: float | None
+    gateway_ms: float | None
+    model_ttft_ms: float | None
+    decode_tokens_per_s: float | None
+    engine: dict[str, float] | None = None
+
+
+@dataclass
+class SmokeReport:
+    client: str
+    protocol: str
+    url: str
+    model: str | None
+    key: str
+    proxy: str | None
+    runs: list[SmokeRun]
+    verdict: Verdict
+    breakdown: Breakdown
+
+    def to_json(self) -> dict[str, Any]:
+        """The `pdnotes.smoke/1` document."""
+        data = asdict(self)
+        return {"schema": "pdnotes.smoke/1", "ok": self.verdict.ok, **data}
+
+
+def run_smoke(
+    endpoint: Endpoint,
+    *,
+    n: int = 3,
+    prompt: str = DEFAULT_PROMPT,
+    timeout: float = 30.0,
+    retries: int = 0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    transport: httpx.BaseTransport | None = None,
+    on_run: Callable[[SmokeRun], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> SmokeReport:
+    """Send `n` consecutive streamed turns (one connection pool, as the client would) and
+    judge them. Each run is bounded by `timeout` seconds (connect, headers, idle gap, total)."""
+    from notes_cli.gateway._protocols import request_url
+
+    runs: list[SmokeRun] = []
+    client = GatewayClient(
+        endpoint,
+        timeout=timeout,
+        connect_timeout=min(timeout, 10.0),
+        total_timeout=timeout,
+        transport=transport,
+    )
+    with client:
+        for index in range(1, n + 1):
+            run = _one_run(client, index, prompt, max_tokens, retries, timeout, sleep)
+            runs.append(run)
+            if on_run is not None:
+                on_run(run)
+    url = request_url(endpoint)
+    return SmokeReport(
+        client=endpoint.client,
+        protocol=endpoint.protocol,
+        url=safe_url(url),
+        model=endpoint.model,
+        key=endpoint.masked_key,
+        proxy=proxy_for(url),
+        runs=runs,
+        verdict=judge(runs),
+        breakdown=breakdown(runs),
+    )
+
+
+def _one_run(
+    client: GatewayClient,
+    index: int,
+    prompt: str,
+    max_tokens: int,
+    retries: int,
+    timeout: float,
+    sleep: Callable[[float], None],
+) -> SmokeRun:
+    retried: list[str] = []
+    for attempt in range(1, retries + 2):
+        try:
+            result = client.stream(prompt, max_tokens=max_tokens)
+        except gw.GatewayError as exc:
+            wait = _retry_wait(exc, attempt, timeout)
+            if attempt <= retries and wait is not None:
+                retried.append(f"{_short(exc)}; waited {wait:.1f} s")
+                sleep(wait)
+                continue
+            return _failed_run(index, exc, attempt, retried)
+        return _run_from(index, result, attempt, retried)
+    raise AssertionError("unreachable: the loop always returns")
+
+
+def _retry_wait(exc: gw.GatewayError, attempt: int, timeout: float) -> float | None:
+    """Seconds to wait before retrying a transient failure, None when it is not transient.
+    `Retry-After` wins (capped at the run timeout); otherwise 1 s, 2 s, 4 s…"""
+    if isinstance(exc, gw.HttpStatusError):
+        if exc.status != 429 and exc.status < 500:
+            return None
+        if exc.retry_after is not None:
+            return min(exc.retry_after, timeout)
+    elif not isinstance(exc, gw.Unreachable | gw.GatewayTimeout | gw.TruncatedStream):
+        return None
+    return float(min(2 ** (attempt - 1), timeout))
+
+
+def _run_from(index: int, result: StreamResult, attempts: int, retried: list[str]) -> SmokeRun:
+    t = result.timings
+    problem = None
+    if not result.completed:
+        reason = result.finish_reason or "no finish reason"
+        problem = f"did not complete: finish reason {reason}"
+        if reason in ("length", "max_tokens", "max_output_tokens"):
+            problem = f"cut by the token limit ({reason})"
+    elif not result.text.strip():
+        problem = "empty answer"
+        if result.reasoning_chars:
+            problem += " (the model only reasoned: raise --max-tokens)"
+    return SmokeRun(
+        index=index,
+        ok=problem is None,
+        status=result.status,
+        connect_ms=_r(t.connect_ms),
+        headers_ms=_r(t.headers_ms),
+        ttft_ms=_r(t.ttft_ms),
+        total_ms=_r(t.total_ms),
+        output_tokens=result.output_tokens,
+        tokens_source=result.tokens_source,
+        tokens_per_s=_r(result.tokens_per_s),
+        finish_reason=result.finish_reason,
+        completed=result.completed,
+        preview=_preview(result.text),
+        attempts=attempts,
+        problem=problem,
+        retried=retried,
+        pd_timing=result.pd_timing,
+    )
+
+
+def _failed_run(index: int, exc: gw.GatewayError, attempts: int, retried: list[str]) -> SmokeRun:
+    partial: StreamResult | None = getattr(exc, "partial", None)
+    t = partial.timings if partial is not None else None
+    error = exc.to_json() if hasattr(exc, "to_json") else {"message": exc.message, "fix": exc.fix}
+    return SmokeRun(
+        index=index,
+        ok=False,
+        status=getattr(exc, "status", None) or (partial.status if partial else None),
+        connect_ms=_r(t.connect_ms) if t else None,
+        headers_ms=_r(t.headers_ms) if t else None,
+        ttft_ms=_r(t.ttft_ms) if t else None,
+        total_ms=_r(t.total_ms) if t else None,
+        output_tokens=partial.output_tokens if partial else None,
+        tokens_source=partial.tokens_source if partial else None,
+        tokens_per_s=None,
+        finish_reason=partial.finish_reason if partial else None,
+        completed=False,
+        preview=_preview(partial.text) if partial else "",
+        attempts=attempts,
+        problem=_short(exc),
+        error=error,
+        retried=retried,
+    )
+
+
+def judge(runs: list[SmokeRun]) -> Verdict:
+    """The article's criteria, with the reason for every failed one."""
+    reasons: list[str] = []
+    failed = [r for r in runs if r.error]
+    returned = not failed
+    for run in failed:
+        reasons.append(f"run {run.index} did not return: {run.problem}")
+    incomplete = [r for r in runs if not r.error and r.problem]
+    completed = returned and not incomplete
+    for run in incomplete:
+        reasons.append(f"run {run.index} {run.problem}")
+    stable, why = _stability(runs)
+    reasons.extend(why)
+    return Verdict(returned and completed and stable, returned, completed, stable, reasons)
+
+
+def _stability(runs: list[SmokeRun]) -> tuple[bool, list[str]]:
+    reasons = [f"run {r.index} timed out" for r in runs if r.timed_out]
+    totals = [(r.index, r.total_ms) for r in runs if not r.error and r.total_ms is not None]
+    if len(totals) >= 2:
+        median = statistics.median(t for _, t in totals)
+        for index, total in totals:
+            if total > STABLE_FACTOR * median and total - median > STABLE_FLOOR_MS:
+                reasons.append(
+                    f"run {index} took {total:.0f} ms, over {STABLE_FACTOR:g}x the median "
+                    f"{median:.0f} ms"
+                )
+    return not reasons, reasons
+
+
+def breakdown(runs: list[SmokeRun]) -> Breakdown:
+    good = [r for r in runs if not r.error]
+    connects = [r.connect_ms for r in good if r.connect_ms is not None]
+    headers = [r.headers_ms for r in good if r.headers_ms is not None]
+    model = [
+        r.ttft_ms - r.headers_ms for r in good if r.ttft_ms is not None and r.headers_ms is not None
+    ]
+    rates = [r.tokens_per_s for r in good if r.tokens_per_s is not None]
+    return Breakdown(
+        connect_ms=_median(connects),
+        gateway_ms=_median(headers),
+        model_ttft_ms=_median(model),
+        decode_tokens_per_s=_median(rates),
+        engine=_engine_median([r.pd_timing for r in good if r.pd_timing]),
+    )
+
+
+def _engine_median(timings: list[dict[str, Any]]) -> dict[str, float] | None:
+    if not timings:
+        return None
+    keys = ("queue_ms", "prefill_ms", "transfer_ms", "decode_ms", "ttft_ms", "tpot_ms")
+    result: dict[str, float] = {}
+    for key in keys:
+        values = [float(t[key]) for t in timings if isinstance(t.get(key), int | float)]
+        if values:
+            result[key] = round(statistics.median(values), 1)
+    return result or None
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
+
+
+def _short(exc: gw.GatewayError) -> str:
+    status = getattr(exc, "status", None)
+    kind = getattr(exc, "kind", "error")
+    return f"{kind} {status}: {exc.message}" if status else f"{kind}: {exc.message}"
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+def _r(value: float | None) -> float | None:
+    return round(value, 1) if value is not None else None

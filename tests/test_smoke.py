@@ -1,0 +1,247 @@
+"""`pdnotes smoke`: the verdict on the article's criteria, its JSON, retries, and no key shown."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+import pytest
+import respx
+from conftest import CliResult
+from loopback import LoopbackServer, Reply, anthropic_stream, chat_stream, responses_stream
+
+from notes_cli.clients.endpoint import Endpoint
+from notes_cli.smoke import SmokeRun, judge, run_smoke
+
+GW = "https://gw.example/api"
+Cli = Callable[..., CliResult]
+
+
+def sse(events: list[bytes]) -> httpx.Response:
+    return httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, content=b"".join(events)
+    )
+
+
+def spaced(events: list[bytes], gap: float = 0.01) -> list[bytes | float]:
+    out: list[bytes | float] = []
+    for event in events:
+        out += [gap, event]
+    return out
+
+
+def endpoint(protocol: str = "chat") -> Endpoint:
+    return Endpoint("openai", GW, protocol, model="m")  # type: ignore[arg-type]
+
+
+def test_three_good_runs_pass_with_timings_in_json(cli: Cli) -> None:
+    reply = Reply.sse(spaced(responses_stream(["PD ", "splits ", "prefill ", "from decode"])))
+    with LoopbackServer(reply) as server:
+        result = cli("smoke", "--base-url", f"{server.url}/api", "--model", "m", "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = result.json()
+    assert doc["schema"] == "pdnotes.smoke/1" and doc["ok"] is True
+    assert len(doc["runs"]) == 3 and len(server.requests) == 3
+    assert all(r["path"] == "/api/responses" for r in map(vars, server.requests))
+    run = doc["runs"][0]
+    assert run["finish_reason"] == "completed" and run["preview"] == "PD splits prefill from decode"
+    assert run["headers_ms"] <= run["ttft_ms"] <= run["total_ms"]
+    assert run["output_tokens"] == 4 and run["tokens_source"] == "usage"
+    assert doc["breakdown"]["gateway_ms"] is not None
+    assert doc["breakdown"]["model_ttft_ms"] is not None
+    assert "3x the median" in doc["verdict"]["rule"]
+
+
+def test_human_output_shows_the_split_and_the_verdict(cli: Cli) -> None:
+    with LoopbackServer(Reply.sse(spaced(anthropic_stream(["po", "ng"])))) as server:
+        result = cli(
+            "smoke", "--client", "claude", "--base-url", server.url, "--model", "m", "-n", "2"
+        )
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "where the time goes (median): network + gateway: connect" in result.stdout
+    assert "PASS returned yes, completed yes, stable yes" in result.stdout
+    assert "run 2: ok" in result.stderr
+
+
+@respx.mock
+def test_a_500_fails_the_verdict_with_exit_1(cli: Cli) -> None:
+    respx.post(f"{GW}/chat/completions").mock(
+        side_effect=[
+            sse(chat_stream(["ok"])),
+            httpx.Response(500, json={"error": {"message": "upstream exploded"}}),
+            sse(chat_stream(["ok"])),
+        ]
+    )
+    result = cli("smoke", "--client", "openai", "--base-url", GW, "--model", "m", "--json")
+    assert result.exit_code == 1
+    verdict = result.json()["verdict"]
+    assert (verdict["returned"], verdict["ok"]) == (False, False)
+    assert verdict["reasons"] == [
+        "run 2 did not return: http-status 500: 500 Internal Server Error from "
+        f"{GW}/chat/completions: upstream exploded"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("events", "problem"),
+    [
+        (chat_stream(["cut"], finish="length"), "cut by the token limit (length)"),
+        (chat_stream([]), "empty answer"),
+    ],
+)
+@respx.mock
+def test_incomplete_answers_fail(events: list[bytes], problem: str) -> None:
+    respx.post(f"{GW}/chat/completions").mock(return_value=sse(events))
+    report = run_smoke(endpoint(), n=1)
+    assert not report.verdict.ok and not report.verdict.completed
+    assert report.runs[0].problem == problem
+
+
+@respx.mock
+def test_stream_without_completion_event_does_not_return() -> None:
+    respx.post(f"{GW}/responses").mock(
+        return_value=sse(responses_stream(["half"], completed=False))
+    )
+    report = run_smoke(endpoint("responses"), n=1)
+    run = report.runs[0]
+    assert run.error is not None and run.error["kind"] == "truncated-stream"
+    assert run.preview == "half" and not report.verdict.returned
+
+
+@respx.mock
+def test_429_is_not_retried_unless_asked() -> None:
+    route = respx.post(f"{GW}/chat/completions").mock(
+        return_value=httpx.Response(429, headers={"retry-after": "2"})
+    )
+    report = run_smoke(endpoint(), n=1, sleep=lambda s: pytest.fail("slept"))
+    assert route.call_count == 1 and report.runs[0].status == 429
+
+
+@respx.mock
+def test_retries_honour_retry_after() -> None:
+    respx.post(f"{GW}/chat/completions").mock(
+        side_effect=[
+            httpx.Response(429, headers={"retry-after": "2"}),
+            sse(chat_stream(["ok"])),
+        ]
+    )
+    waited: list[float] = []
+    report = run_smoke(endpoint(), n=1, retries=2, sleep=waited.append)
+    assert waited == [2.0]
+    run = report.runs[0]
+    assert run.ok and run.attempts == 2 and "waited 2.0 s" in run.retried[0]
+
+
+@respx.mock
+def test_401_is_never_retried() -> None:
+    route = respx.post(f"{GW}/chat/completions").mock(return_value=httpx.Response(401))
+    report = run_smoke(endpoint(), n=1, retries=3, sleep=lambda s: None)
+    assert route.call_count == 1 and report.runs[0].attempts == 1
+
+
+def _run(index: int, total: float, error: dict | None = None) -> SmokeRun:  # type: ignore[type-arg]
+    return SmokeRun(
+        index,
+        error is None,
+        200,
+        1.0,
+        5.0,
+        50.0,
+        total,
+        10,
+        "usage",
+        20.0,
+        "stop",
+        error is None,
+        "x",
+        error=error,
+        problem="timeout" if error else None,
+    )
+
+
+def test_stability_rule() -> None:
+    assert judge([_run(1, 900), _run(2, 1000), _run(3, 1100)]).stable
+    slow = judge([_run(1, 900), _run(2, 1000), _run(3, 3500)])
+    assert not slow.stable and slow.reasons == ["run 3 took 3500 ms, over 3x the median 1000 ms"]
+    # 3x of a tiny median is noise, not instability
+    assert judge([_run(1, 10), _run(2, 12), _run(3, 90)]).stable
+    timeout = judge([_run(1, 900), _run(2, 0, {"kind": "idle-stream-timeout"})])
+    assert not timeout.stable and "run 2 timed out" in timeout.reasons
+
+
+def test_latency_spike_over_a_real_socket_is_unstable() -> None:
+    replies = iter([0.0, 0.0, 0.8])
+
+    def handler(_request: object) -> Reply:
+        return Reply.sse([next(replies), *chat_stream(["a", "b"])])
+
+    with LoopbackServer(handler) as server:
+        ep = Endpoint("openai", server.url, "chat", model="m")
+        report = run_smoke(ep, n=3)
+    assert report.verdict.returned and report.verdict.completed
+    assert not report.verdict.stable and "run 3 took" in report.verdict.reasons[0]
+
+
+def test_key_never_appears_in_any_output(
+    cli: Cli, sentinel_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GW_KEY", sentinel_key)
+    replies = iter([Reply.sse(chat_stream(["ok"])), Reply.json({"error": {"message": "no"}}, 401)])
+    with LoopbackServer(lambda _r: next(replies)) as server:
+        args = [
+            "smoke",
+            "--client",
+            "openai",
+            "--base-url",
+            server.url,
+            "--model",
+            "m",
+            "--key-env",
+            "GW_KEY",
+            "-n",
+            "2",
+        ]
+        human = cli(*args)
+        assert server.requests[0].headers["authorization"] == f"Bearer {sentinel_key}"
+    replies = iter([Reply.json({"error": {"message": "no"}}, 401)])
+    with LoopbackServer(lambda _r: next(replies)) as server:
+        as_json = cli(*args[:4], server.url, *args[5:-2], "-n", "1", "--json")
+    for result in (human, as_json):
+        assert result.exit_code == 1
+        assert sentinel_key not in result.stdout + result.stderr
+        assert "…XYZW" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--client", "gemini", "--base-url", GW, "--model", "m"], "unknown client"),
+        (["--base-url", GW, "--model", "m", "--key-env", "NOPE_KEY"], "$NOPE_KEY is unset"),
+        (["--base-url", GW], "no model id"),
+        (["--client", "codex"], "codex is not configured"),
+    ],
+)
+def test_usage_errors_exit_2(cli: Cli, args: list[str], message: str) -> None:
+    result = cli("smoke", *args)
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_uses_the_codex_config(
+    cli: Cli, isolated_home: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pathlib import Path
+
+    monkeypatch.setenv("MOCK_API_KEY", "sk-test-0123456789")
+    with LoopbackServer(Reply.sse(responses_stream(["pong"]))) as server:
+        codex_home = Path(str(isolated_home)) / ".codex"
+        codex_home.mkdir()
+        (codex_home / "config.toml").write_text(
+            'model = "pd-mock-1"\nmodel_provider = "mock"\n[model_providers.mock]\n'
+            f'name = "Mock"\nbase_url = "{server.url}/api"\nenv_key = "MOCK_API_KEY"\n'
+            'wire_api = "responses"\n'
+        )
+        result = cli("smoke", "-n", "1", "--json")
+        assert result.exit_code == 0, result.stderr
+        sent = server.requests[0]
+    assert sent.path == "/api/responses" and sent.json()["model"] == "pd-mock-1"
+    assert sent.headers["authorization"] == "Bearer sk-test-0123456789"
