@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -30,6 +31,114 @@ def kits(as_json: bool = _JSON) -> None:
     from notes_cli.render import notes as draw
 
     draw.kits(found)
+
+
+@app.command("generate")
+def generate(
+    kit: str = _KIT,
+    lang: str | None = typer.Option(
+        None, "--lang", help="Prompt language: zh or en (default: the kit's)."
+    ),
+    source: list[Path] = typer.Option(
+        [], "--source", help="Your reading (.md, .txt, .html) to add to the prompt; repeatable."
+    ),
+    fmt: str | None = typer.Option(
+        None, "--format", help="md, csv, json or html (default: from -o's suffix, else md)."
+    ),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Where to write the note."),
+    client: str | None = typer.Option(
+        None, "--client", help="Use this client's configured endpoint: codex, claude or openai."
+    ),
+    base_url: str | None = typer.Option(None, "--base-url", help="Call this base URL instead."),
+    model: str | None = typer.Option(None, "--model", help="Model id (overrides the config)."),
+    key_env: str | None = typer.Option(
+        None, "--key-env", help="Environment variable holding the key for --base-url."
+    ),
+    protocol: str = typer.Option(
+        "chat", "--protocol", help="Wire protocol for --base-url: chat, responses or anthropic."
+    ),
+    no_repair: bool = typer.Option(
+        False, "--no-repair", help="Do not ask the model to fix its table."
+    ),
+    max_repairs: int = typer.Option(
+        2, "--max-repairs", min=1, max=2, help="Repair requests (1 or 2)."
+    ),
+    max_source_tokens: int = typer.Option(
+        6000, "--max-source-tokens", min=0, help="Token budget for all --source text together."
+    ),
+    max_tokens: int = typer.Option(
+        4096, "--max-tokens", min=64, help="Output token limit per answer."
+    ),
+    timeout: float = typer.Option(
+        120.0, "--timeout", min=1.0, help="Seconds to wait for the model."
+    ),
+    as_json: bool = _JSON,
+) -> None:
+    """Ask the model for the kit's table, check it against the rubric, repair it if needed, and
+    write the note. Exit 0 when the note passes, 1 when it fails or the model could not be used.
+    """
+    from notes_cli import render
+    from notes_cli.errors import UsageError
+    from notes_cli.notes import generate as gen
+    from notes_cli.notes.export import FORMATS
+    from notes_cli.notes.kits import load_kit
+    from notes_cli.notes.sources import fit_sources
+    from notes_cli.render import notes as draw
+
+    chosen = load_kit(kit)
+    language = lang or chosen.default_language
+    if language not in chosen.languages:
+        raise UsageError(f"--lang {language}: kit {kit!r} has {', '.join(chosen.languages)}")
+    if protocol not in ("chat", "responses", "anthropic"):
+        raise UsageError(f"--protocol {protocol}: use chat, responses or anthropic")
+    export_format = _export_format(fmt, output, FORMATS)
+    path = output or Path(f"{chosen.name}-{language}-{_stamp()}.{export_format}")
+    endpoint = gen.choose_endpoint(
+        client, base_url=base_url, model=model, key_env=key_env, protocol=protocol
+    )
+    sources = fit_sources(source, max_source_tokens)
+    draw.sources_fitted(sources, max_source_tokens)
+    prompt = gen.build_prompt(chosen, language, sources, max_source_tokens)
+    result = gen.generate_note(
+        chosen,
+        language,
+        endpoint,
+        prompt,
+        observer=draw.GenerateProgress(endpoint.model, endpoint.request_url()),
+        repairs=0 if no_repair else max_repairs,
+        max_tokens=max_tokens,
+        timeout=timeout,
+    )
+    gen.finish_note(
+        result, lang=language, endpoint=endpoint, prompt=prompt, fmt=export_format, path=path
+    )
+    if as_json:
+        render.emit_json(gen.report_json(result, prompt, export_format))
+    else:
+        draw.generate_summary(result)
+    if not result.passed:
+        _exit_failed()
+
+
+def _export_format(fmt: str | None, output: Path | None, formats: tuple[str, ...]) -> Any:
+    from notes_cli.errors import UsageError
+
+    if fmt is None:
+        suffix = output.suffix.lower().lstrip(".") if output else ""
+        fmt = (
+            {"markdown": "md", "htm": "html"}.get(suffix, suffix)
+            if suffix in (*formats, "markdown", "htm")
+            else "md"
+        )
+    if fmt not in formats:
+        raise UsageError(f"--format {fmt}: choose one of {', '.join(formats)}")
+    return fmt
+
+
+def _stamp() -> str:
+    from datetime import datetime
+
+    return datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
 @app.command("check")

@@ -85,11 +85,19 @@ def _table(header: tuple[str, ...], rows: list[dict[str, list[str]]], style: _St
     separator = [":---" if style.aligned_separator else "---"] * len(header)
     lines = [_line(list(header), style), _line(separator, style)]
     for row in rows:
-        cells = [style.joiner.join(row[key]) for key in keys]
+        cells = [_join(row[key], style.joiner) for key in keys]
         if style.bold_stage:
             cells[0] = f"**{cells[0]}**"
         lines.append(_line(cells, style))
     return "\n".join(lines)
+
+
+def _join(items: list[str], joiner: str) -> str:
+    """Cell items joined; a bulleted joiner also bullets the first item when there are several."""
+    bullet = joiner.removeprefix("<br>")
+    if bullet and len(items) > 1 and joiner.startswith("<br>"):
+        return bullet + joiner.join(items)
+    return joiner.join(items)
 
 
 def _line(cells: list[str], style: _Style) -> str:

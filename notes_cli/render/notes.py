@@ -12,8 +12,10 @@ from notes_cli.render import err, out
 
 if TYPE_CHECKING:
     from notes_cli.notes.check import NoteCheck
+    from notes_cli.notes.generate import Attempt, GenerateResult
     from notes_cli.notes.kits import Kit
     from notes_cli.notes.rubric import RowResult
+    from notes_cli.notes.sources import Source
 
 _VERDICT_STYLE = {"pass": "bold green", "fail": "bold red"}
 
@@ -98,3 +100,61 @@ class StreamProgress:
     def _status(self) -> str:
         elapsed = time.monotonic() - self.started
         return f"{self.label}: {self.tokens} chunks, {elapsed:.1f}s"
+
+
+class GenerateProgress:
+    """The `notes generate` observer: one line per request, a live token counter while the
+    answer streams, and the verdict of every answer (all on stderr)."""
+
+    def __init__(self, model: str | None, url: str) -> None:
+        self.model = model or "(default model)"
+        self.url = url
+        self.stream: StreamProgress | None = None
+
+    def attempt_started(self, number: int, kind: str, request: str) -> None:
+        console = err()
+        if kind == "initial":
+            console.print(f"asking [bold]{escape(self.model)}[/] at {escape(self.url)}")
+        else:
+            console.print(f"[yellow]repair {number - 1}:[/] asking the model to fix its table:")
+            for line in request.splitlines():
+                if line.startswith("- "):
+                    console.print(f"  {escape(line)}")
+        self.stream = StreamProgress(f"  answer {number}")
+
+    def chunk(self, text: str, elapsed_ms: float) -> None:
+        if self.stream is not None:
+            self.stream.on_chunk(text, elapsed_ms)
+
+    def attempt_finished(self, attempt: Attempt) -> None:
+        if self.stream is not None:
+            self.stream.done(f"{attempt.output_tokens} tokens, verdict {attempt.verdict}")
+
+
+def sources_fitted(sources: list[Source], budget: int) -> None:
+    """Say how much of each source went into the prompt, and warn about every cut."""
+    from notes_cli.render import note, warn
+
+    for source in sources:
+        if source.cut:
+            warn(
+                f"source {source.path}: cut from ~{source.original_tokens} to ~{source.tokens} "
+                f"tokens to fit --max-source-tokens {budget}"
+            )
+        else:
+            note(f"source {source.path}: ~{source.tokens} tokens")
+
+
+def generate_summary(result: GenerateResult) -> None:
+    console = out()
+    check = result.check
+    style = _VERDICT_STYLE.get(check.verdict, "bold yellow")
+    repairs = len(result.attempts) - 1
+    after = f" after {repairs} repair{'s' if repairs != 1 else ''}" if repairs else ""
+    console.print(
+        f"[{style}]{check.verdict.upper()}[/] rubric score {check.rubric.score:.2f}{after}"
+    )
+    if result.path is not None:
+        console.print(f"wrote {escape(str(result.path))}")
+    for problem in check.problems():
+        console.print(f"  [red]•[/] {escape(problem)}")

@@ -1,0 +1,306 @@
+"""`notes generate`: ask the model for the kit's table, check it, repair it, export it.
+
+The flow: assemble the kit prompt (plus the user's sources within a token budget) → stream the
+answer → extract and score the table → if it is missing, has the wrong columns or misses rubric
+concepts, send up to `repairs` follow-up requests quoting exactly what is wrong → export. The
+note is written (atomically) only when the model produced a complete table: a refusal, a cut
+stream or an answer without a table never leaves a file behind that looks finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+from typing import Any, Literal, Protocol
+
+from notes_cli.clients.endpoint import Endpoint
+from notes_cli.errors import PdnotesError
+from notes_cli.notes.check import NoteCheck, check_text
+from notes_cli.notes.export import ExportFormat, NoteDocument, render, write_note
+from notes_cli.notes.kits import Kit
+from notes_cli.notes.sources import Source, estimate_tokens
+
+AttemptKind = Literal["initial", "repair"]
+DEFAULT_MAX_SOURCE_TOKENS = 6000
+DEFAULT_MAX_TOKENS = 4096
+
+
+class NoteRefused(PdnotesError):
+    """The model declined to write the note (exit 1)."""
+
+
+class NoteIncomplete(PdnotesError):
+    """The model never produced a complete table (exit 1); nothing was written."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    sources: tuple[Source, ...]
+    max_source_tokens: int
+
+    @property
+    def cut_sources(self) -> tuple[Source, ...]:
+        return tuple(s for s in self.sources if s.cut)
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    number: int
+    kind: AttemptKind
+    request: str  # the user message of this turn (the repair text for repairs)
+    answer: str
+    finish_reason: str | None
+    output_tokens: int
+    elapsed_ms: float | None
+    verdict: str
+    problems: tuple[str, ...]
+    model: str | None = None
+
+
+@dataclass
+class GenerateResult:
+    check: NoteCheck
+    attempts: list[Attempt] = field(default_factory=list)
+    document: NoteDocument | None = None
+    path: Path | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.check.passed
+
+
+class Observer(Protocol):
+    """What the CLI hears while a note is generated (progress goes to stderr)."""
+
+    def attempt_started(self, number: int, kind: AttemptKind, request: str) -> None: ...
+
+    def chunk(self, text: str, elapsed_ms: float) -> None: ...
+
+    def attempt_finished(self, attempt: Attempt) -> None: ...
+
+
+def build_prompt(kit: Kit, lang: str, sources: list[Source], max_source_tokens: int) -> Prompt:
+    """The kit's prompt in `lang`, followed by the (already fitted) sources."""
+    text = kit.prompt(lang)
+    if sources:
+        excerpts = "\n\n".join(f"### {Path(s.path).name}\n\n{s.text}" for s in sources)
+        text += _template(f"sources.{_lang(lang)}.md").substitute(sources=excerpts).rstrip()
+    return Prompt(text, tuple(sources), max_source_tokens)
+
+
+def repair_request(check: NoteCheck, lang: str) -> str:
+    """The follow-up that quotes exactly what is wrong with the last answer."""
+    kit = check.kit
+    problems = "\n".join(f"- {p}" for p in check.problems(lang))
+    columns = " | ".join(c.label(lang) for c in kit.columns)
+    rows = ("、" if lang == "zh" else ", ").join(r.label for r in kit.rubric.rows if r.required)
+    return (
+        _template(f"repair.{_lang(lang)}.md")
+        .substitute(problems=problems, columns=columns, rows=rows)
+        .strip()
+    )
+
+
+def generate_note(
+    kit: Kit,
+    lang: str,
+    endpoint: Endpoint,
+    prompt: Prompt,
+    *,
+    observer: Observer,
+    repairs: int = 2,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    timeout: float = 60.0,
+    transport: Any = None,
+) -> GenerateResult:
+    """Run the conversation (first answer plus up to `repairs` repairs) and return the last
+    check. Gateway failures propagate as GatewayError; a refusal raises NoteRefused."""
+    from notes_cli.gateway.client import GatewayClient
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt.text}]
+    result: GenerateResult | None = None
+    with GatewayClient(
+        endpoint, timeout=timeout, idle_timeout=timeout, transport=transport
+    ) as client:
+        for number in range(1, repairs + 2):
+            kind: AttemptKind = "initial" if number == 1 else "repair"
+            observer.attempt_started(number, kind, messages[-1]["content"])
+            streamed = client.stream(messages, max_tokens=max_tokens, on_chunk=observer.chunk)
+            check = check_text(streamed.text, kit, finish_reason=streamed.finish_reason)
+            attempt = Attempt(
+                number,
+                kind,
+                messages[-1]["content"],
+                streamed.text,
+                streamed.finish_reason,
+                streamed.output_tokens,
+                streamed.timings.total_ms,
+                check.verdict,
+                tuple(check.problems(lang)),
+                streamed.model,
+            )
+            observer.attempt_finished(attempt)
+            result = GenerateResult(check, [*(result.attempts if result else []), attempt])
+            if check.verdict == "refusal":
+                raise NoteRefused(
+                    f"the model declined to write the note: {_first_line(streamed.text)!r}",
+                    fix="rephrase the sources or try another model (--model)",
+                )
+            if check.passed or number == repairs + 1:
+                break
+            messages += [
+                {"role": "assistant", "content": streamed.text},
+                {"role": "user", "content": repair_request(check, lang)},
+            ]
+    assert result is not None
+    return result
+
+
+def finish_note(
+    result: GenerateResult,
+    *,
+    lang: str,
+    endpoint: Endpoint,
+    prompt: Prompt,
+    fmt: ExportFormat,
+    path: Path,
+) -> GenerateResult:
+    """Export and write the note when the last answer held a complete table; otherwise raise
+    NoteIncomplete and write nothing. A complete table that still fails the rubric is written
+    (its rubric section says FAIL) and the caller exits 1."""
+    check = result.check
+    if check.verdict not in ("pass", "fail"):
+        raise NoteIncomplete(
+            f"no note written: {check.extraction.detail}",
+            fix="run again, raise --max-tokens if the answer was cut, or allow repairs",
+        )
+    model = _model_of(result, endpoint)
+    result.document = NoteDocument(
+        check,
+        lang,
+        model=model,
+        endpoint=endpoint.base_url,
+        sources=tuple(s.path for s in prompt.sources),
+        repairs=len(result.attempts) - 1,
+    )
+    result.path = write_note(path, render(result.document, fmt))
+    return result
+
+
+def _model_of(result: GenerateResult, endpoint: Endpoint) -> str | None:
+    """The model the gateway says answered, else the one we asked for."""
+    return next((a.model for a in reversed(result.attempts) if a.model), endpoint.model)
+
+
+def choose_endpoint(
+    client: str | None,
+    *,
+    base_url: str | None = None,
+    model: str | None = None,
+    key_env: str | None = None,
+    protocol: str = "chat",
+) -> Endpoint:
+    """The endpoint to ask: explicit `--base-url` (with `--key-env`), else the configured
+    client's endpoint (Codex first, then Claude Code), with `--model` overriding its model."""
+    import dataclasses
+    import os
+
+    from notes_cli.errors import UsageError
+
+    if base_url:
+        key = os.environ.get(key_env) if key_env else None
+        if key_env and not key:
+            raise UsageError(
+                f"--key-env {key_env}: that variable is unset or empty",
+                fix=f"export {key_env}=<your key>, or drop --key-env for an endpoint without auth",
+            )
+        return Endpoint(
+            client="openai",
+            base_url=base_url,
+            protocol=protocol,  # type: ignore[arg-type]
+            model=model,
+            auth_style="bearer" if key else "none",
+            key_env=key_env,
+            key=key,
+            source="--base-url",
+        )
+    if client == "openai":
+        raise UsageError("--client openai needs --base-url (and usually --model, --key-env)")
+    from notes_cli.clients.resolve import resolve_endpoints
+
+    found = resolve_endpoints(client or "all")
+    if not found:
+        raise UsageError(
+            f"no configured {client or 'Codex or Claude Code'} endpoint to ask",
+            fix="run `pdnotes config codex --preset mock` (the bundled engine) or pass "
+            "--base-url URL --model ID [--key-env NAME]",
+        )
+    endpoint = found[0]
+    if model:
+        endpoint = dataclasses.replace(endpoint, model=model)
+    if not endpoint.model:
+        raise UsageError(
+            f"{endpoint.source or endpoint.client} names no model", fix="pass --model ID"
+        )
+    return endpoint
+
+
+def _template(name: str) -> Template:
+    from notes_cli.resources import template_path
+
+    return Template(template_path("notes", name).read_text(encoding="utf-8"))
+
+
+def _lang(lang: str) -> str:
+    return "zh" if lang == "zh" else "en"
+
+
+def _first_line(text: str) -> str:
+    stripped = text.strip()
+    return stripped.splitlines()[0][:160] if stripped else ""
+
+
+def report_json(result: GenerateResult, prompt: Prompt, fmt: str) -> dict[str, Any]:
+    """`pdnotes.notes.generate/1`: the written note (`pdnotes.notes/1`), where it went, and every
+    request and verdict of the conversation, repair requests quoted in full."""
+    from notes_cli.notes.export import note_json
+
+    return {
+        "schema": "pdnotes.notes.generate/1",
+        "ok": result.passed,
+        "path": str(result.path) if result.path else None,
+        "format": fmt,
+        "prompt": {
+            "tokens": prompt.tokens,
+            "max_source_tokens": prompt.max_source_tokens,
+            "sources": [
+                {
+                    "path": s.path,
+                    "tokens": s.tokens,
+                    "original_tokens": s.original_tokens,
+                    "cut": s.cut,
+                }
+                for s in prompt.sources
+            ],
+        },
+        "attempts": [
+            {
+                "number": a.number,
+                "kind": a.kind,
+                "verdict": a.verdict,
+                "problems": list(a.problems),
+                "output_tokens": a.output_tokens,
+                "elapsed_ms": a.elapsed_ms,
+                "finish_reason": a.finish_reason,
+                "request": a.request if a.kind == "repair" else None,
+            }
+            for a in result.attempts
+        ],
+        "note": note_json(result.document) if result.document else None,
+    }
