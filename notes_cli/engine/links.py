@@ -56,9 +56,10 @@ class LinkChannel:
         work = nbytes + self.profile.half_bytes
         self._schedule(now_ms + self.profile.alpha_ms, self._enter, (item, work))
 
-    def estimate_ms(self, nbytes: int) -> float:
-        """Expected time for a new transfer given the transfers already in flight."""
-        share = len(self._active) + 1
+    def estimate_ms(self, nbytes: int, in_flight: int | None = None) -> float:
+        """Expected time for a new transfer sharing the link with `in_flight` others
+        (default: those moving bytes right now)."""
+        share = (len(self._active) if in_flight is None else in_flight) + 1
         return self.profile.alpha_ms + (nbytes + self.profile.half_bytes) * share / self._rate
 
     def _enter(self, arg: tuple[Any, float], now_ms: float) -> None:

@@ -25,15 +25,21 @@ from notes_cli.resources import template_path
 
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _QUOTED = re.compile(r"\"([^\"\n]+)\"|“([^”\n]+)”|「([^」\n]+)」|'([^'\n]+)'|`([^`\n]+)`")
-_VERB_EN = (
-    r"(?:please\s+)?(?:repeat(?:\s+(?:this|the|after\s+me|back))?(?:\s+(?:sentence|text|phrase|"
-    r"words?))?|echo(?:\s+back)?|say|reply\s+with(?:\s+exactly)?|respond\s+with(?:\s+exactly)?|"
-    r"answer\s+with(?:\s+exactly)?|output(?:\s+exactly)?)"
+_REPEAT_EN = (
+    r"repeat(?:\s+(?:this|the|after\s+me|back))?(?:\s+(?:sentence|text|phrase|words?))?"
+    r"|echo(?:\s+back)?"
 )
-_ECHO_EN = re.compile(rf"^\s*{_VERB_EN}\s*[:：,]?\s*(?P<text>.+?)\s*$", re.IGNORECASE)
+_SAY_EN = r"say|(?:reply|respond|answer)\s+with(?:\s+exactly)?|output(?:\s+exactly)?"
+_ECHO_EN = re.compile(
+    rf"^\s*(?:please\s+)?(?:(?P<repeat>{_REPEAT_EN})|(?P<say>{_SAY_EN}))\s*[:：,]?\s*"
+    r"(?P<text>.+?)\s*$",
+    re.IGNORECASE,
+)
 _ECHO_ZH = re.compile(
-    r"^\s*(?:请)?(?:重复|复述|跟我说|说)(?:一遍)?(?:这句话|下面这句话|以下内容)?\s*[:：,，]?\s*(?P<text>.+?)\s*$"
+    r"^\s*(?:请)?(?:(?P<repeat>重复|复述|跟我说)|(?P<say>说|回复|回答))(?:一遍)?"
+    r"(?:这句话|下面这句话|以下内容)?\s*[:：,，]?\s*(?P<text>.+?)\s*$"
 )
+_SHORT_REPLY_WORDS = 3  # "say pong." answers "pong": a short reply loses its final full stop
 _HAS_CJK = re.compile(r"[\u3400-\u9fff]")
 
 
@@ -57,10 +63,12 @@ def echo_request(text: str) -> str | None:
         if not match:
             continue
         body = match.group("text")
-        quoted = _QUOTED.search(body)
+        quoted = _QUOTED.fullmatch(body.rstrip(".。!！"))
         if quoted:
             return next(g for g in quoted.groups() if g is not None)
-        return body.rstrip(".。!！") if len(body.split()) <= 12 else body
+        if match.group("say") and len(body.split()) <= _SHORT_REPLY_WORDS:
+            return body.rstrip(".。!！")
+        return body
     return None
 
 
@@ -69,6 +77,11 @@ class Responder:
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
+
+    def warm_up(self) -> None:
+        """Load the data files now, so the first request is not slower than the rest."""
+        _answers()
+        _knowledge_answer("", self.seed)
 
     def respond(
         self, messages: Sequence[ChatMessage], max_tokens: int

@@ -177,8 +177,8 @@ class Scheduler:
 
     def _decode_expected_ms(self, w: Worker, request: SchedRequest) -> float:
         assert w.link is not None
-        transfer = w.link.estimate_ms(request.input_tokens * self.kv_bytes_per_token)
-        batch = len(w.running) + len(w.ready) + len(w.pending) + 1
+        transfer = w.link.estimate_ms(request.input_tokens * self.kv_bytes_per_token, w.incoming)
+        batch = len(w.running) + len(w.ready) + len(w.pending) + w.incoming + 1
         step = w.cost.decode_step_ms(min(batch, w.max_batch), w.context + request.input_tokens)
         if not w.kv_fits(w.pending_kv + request.kv_need) or batch > w.max_batch:
             step *= 1 + len(w.pending) + max(0, batch - w.max_batch)
@@ -193,8 +193,15 @@ class Scheduler:
         worker.queue.append(request)
         worker.queued_tokens += request.input_tokens
         worker.queued_sq += float(request.input_tokens) ** 2
-        if not worker.busy:
-            self._start_iteration(worker, now)
+        self._wake(worker, now)
+
+    def _wake(self, w: Worker, now: float) -> None:
+        """Start an idle node's next step once every event due now has been seen, so that
+        requests arriving at the same instant share a batch."""
+        if not w.busy:
+            w.busy = True
+            w.busy_until = now
+            self._push(now, self._start_iteration, w)
 
     def _take_prefill_batch(self, w: Worker, reserve_kv: bool) -> list[SchedRequest]:
         """FCFS prompts up to the token budget (at least one); colocated nodes reserve KV."""
@@ -291,19 +298,20 @@ class Scheduler:
             d.kv_used += head.kv_need
             head.transfer_start_ms = now
             head.transfer_bytes = head.input_tokens * self.kv_bytes_per_token
+            d.incoming += 1
             d.link.start(head, head.transfer_bytes, now)
 
     def _transfer_done(self, request: SchedRequest, now: float) -> None:
         d = request.decode_worker
         assert d is not None
+        d.incoming -= 1
         request.transfer_end_ms = now
         if request.cancelled:
             d.kv_used -= request.kv_need
             self._start_transfers(d, now)
             return
         d.ready.append(request)
-        if not d.busy:
-            self._start_decode(d, now)
+        self._wake(d, now)
 
     # ---- decode ---------------------------------------------------------------------------
     def _join_ready(self, w: Worker) -> None:

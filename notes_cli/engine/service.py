@@ -80,6 +80,7 @@ class LiveEngineService:
     async def start(self) -> None:
         """Start the driver task on the running loop."""
         if self._task is None:
+            self.responder.warm_up()
             self.clock = WallClock(self.config.speed)
             self.scheduler.now = 0.0
             self._task = asyncio.get_running_loop().create_task(self._drive())
@@ -133,18 +134,18 @@ class LiveEngineService:
             raise EngineStopped("the engine is not running")
         if self.scheduler.waiting >= self.config.max_queue:
             raise QueueFull(self._retry_after_s())
-        return self._generate(request)
+        return self._generate(request, self.clock.now_ms())
 
-    async def _generate(self, request: GenerationRequest) -> AsyncIterator[TokenChunk | Completion]:
+    async def _generate(
+        self, request: GenerationRequest, arrival_ms: float
+    ) -> AsyncIterator[TokenChunk | Completion]:
         budget = (
             self.config.default_max_tokens if request.max_tokens is None else request.max_tokens
         )
         tokens, finish = self.responder.respond(request.messages, budget)
         prompt_tokens = self.prompt_tokens(request)
         request_id = request.request_id or f"req-{next(self._ids)}"
-        sched_request = SchedRequest(
-            request_id, self.clock.now_ms(), prompt_tokens, max(1, len(tokens))
-        )
+        sched_request = SchedRequest(request_id, arrival_ms, prompt_tokens, max(1, len(tokens)))
         stream = _Stream()
         self._streams[sched_request] = stream
         self.scheduler.submit(sched_request, sched_request.arrival_ms)

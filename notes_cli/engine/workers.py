@@ -65,7 +65,7 @@ class Worker:
         "prefill_budget", "chunk_tokens", "queue", "queued_tokens", "queued_sq", "pending",
         "pending_kv", "ready", "prefilling", "running", "context", "busy", "busy_until",
         "step_start", "current", "chunks", "joiners", "emit", "last_emit_ms", "gaps",
-        "gaps_base", "finish_at", "link", "steps", "to_remove",
+        "gaps_base", "finish_at", "link", "incoming", "steps", "to_remove",
     )  # fmt: skip
 
     def __init__(
@@ -112,6 +112,7 @@ class Worker:
         self.gaps_base = 1
         self.finish_at: dict[int, list[SchedRequest]] = {}
         self.link: LinkChannel | None = None  # ingress link of a decode node
+        self.incoming = 0  # KV transfers under way to this node
         self.steps = 0
         self.to_remove: list[SchedRequest] = []  # cancelled while decoding
 
@@ -134,5 +135,5 @@ class Worker:
             "kv_usage": round(self.kv_used / self.kv_capacity, 4) if self.kv_capacity else 0.0,
             "busy": self.busy,
             "steps": self.steps,
-            "transfers_in_flight": self.link.in_flight if self.link else 0,
+            "transfers_in_flight": self.incoming,
         }

@@ -1,0 +1,108 @@
+"""The roofline cost model against the sanity ranges of pd-serving.md."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from notes_cli.engine.costmodel import (
+    NodeCost,
+    effective_bandwidth_gbps,
+    kv_bytes,
+    transfer_ms,
+)
+from notes_cli.engine.profiles import Catalog, load_catalog
+
+KIB = 1024
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+def node(catalog: Catalog, model: str, chip: str, **kw: object) -> NodeCost:
+    return NodeCost(catalog.models[model], catalog.chips[chip], **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("model", "kib_per_token"),
+    [("llama-3-8b", 128), ("llama-3-70b", 320), ("qwen3-8b", 144), ("llama-2-7b", 512)],
+)
+def test_kv_bytes_per_token_match_published_shapes(
+    catalog: Catalog, model: str, kib_per_token: int
+) -> None:
+    assert catalog.models[model].kv_bytes_per_token == kib_per_token * KIB
+
+
+def test_kv_bytes_count_kv_heads_not_query_heads(catalog: Catalog) -> None:
+    gqa = catalog.models["llama-3-8b"]
+    full_heads = replace(gqa, kv_heads=gqa.heads)
+    assert kv_bytes(full_heads, 512) == kv_bytes(gqa, 512) * (gqa.heads // gqa.kv_heads)
+
+
+def test_7b_fp16_decode_on_h100_sits_at_the_roofline_floor(catalog: Catalog) -> None:
+    cost = node(catalog, "llama-2-7b", "h100-sxm")
+    assert 4.0 <= cost.roofline_decode_floor_ms() <= 5.5  # "≈5 ms decode floor by roofline"
+    step = cost.decode_step_ms(1, 512)
+    assert cost.roofline_decode_floor_ms() < step <= 15.0  # real engines: 10-15 ms at batch 1-8
+
+
+def test_prefill_is_flat_then_linear_then_superlinear(catalog: Catalog) -> None:
+    cost = node(catalog, "llama-3-8b", "h100-sxm")
+    assert cost.prefill_time_ms(128) == pytest.approx(cost.prefill_time_ms(32), rel=0.05)
+    assert 1.8 <= cost.prefill_time_ms(4096) / cost.prefill_time_ms(2048) <= 2.2
+    assert cost.prefill_time_ms(32768) / cost.prefill_time_ms(16384) > 2.2
+
+
+def test_decode_step_grows_with_batch_and_with_context(catalog: Catalog) -> None:
+    cost = node(catalog, "llama-3-8b", "h100-sxm")
+    by_batch = [cost.decode_step_ms(b, b * 1024) for b in (1, 16, 64, 256)]
+    assert by_batch == sorted(by_batch) and by_batch[-1] > 2 * by_batch[0]
+    assert cost.decode_step_ms(8, 8 * 32768) > 1.3 * cost.decode_step_ms(8, 8 * 512)
+
+
+def test_prompt_length_moves_prefill_far_more_than_a_decode_step(catalog: Catalog) -> None:
+    cost = node(catalog, "llama-3-8b", "h100-sxm")
+    prefill_growth = cost.prefill_time_ms(4096) / cost.prefill_time_ms(256)
+    decode_growth = cost.decode_step_ms(1, 4096) / cost.decode_step_ms(1, 256)
+    assert prefill_growth > 5 and decode_growth < 1.1
+
+
+def test_eager_decode_pays_launch_overhead_that_graphs_remove(catalog: Catalog) -> None:
+    eager = node(catalog, "llama-3-8b", "h100-sxm", decode_exec="eager")
+    graph = node(catalog, "llama-3-8b", "h100-sxm", decode_exec="graph")
+    gap = eager.decode_step_ms(4, 4096) - graph.decode_step_ms(4, 4096)
+    assert gap == pytest.approx(eager.eager_overhead_ms - graph.chip.graph_step_ms)
+    assert gap > 1.0
+
+
+def test_h20_decodes_faster_while_h800_prefills_faster(catalog: Catalog) -> None:
+    h800 = node(catalog, "qwen3-8b", "h800")
+    h20 = node(catalog, "qwen3-8b", "h20")
+    assert h20.decode_step_ms(1, 1024) < h800.decode_step_ms(1, 1024)
+    assert h800.prefill_time_ms(4096) * 4 < h20.prefill_time_ms(4096)
+
+
+def test_tensor_parallel_splits_weights_and_compute(catalog: Catalog) -> None:
+    tp1 = node(catalog, "llama-3-70b", "h100-sxm", tp=1)
+    tp4 = node(catalog, "llama-3-70b", "h100-sxm", tp=4)
+    assert tp4.decode_step_ms(1, 1024) < tp1.decode_step_ms(1, 1024) / 3
+    assert tp4.kv_capacity_tokens() > 0 == tp1.kv_capacity_tokens()  # 141 GB never fit in 80
+
+
+def test_transfer_time_grows_with_prompt_and_tcp_is_many_times_slower(catalog: Catalog) -> None:
+    model = catalog.models["llama-3-8b"]
+    rdma, tcp = catalog.links["roce-200g"], catalog.links["tcp-25g"]
+    times = [transfer_ms(rdma, kv_bytes(model, n)) for n in (128, 512, 2048, 8192)]
+    assert times == sorted(times) and times[-1] > 10 * times[0]
+    assert transfer_ms(tcp, kv_bytes(model, 512)) > 8 * transfer_ms(rdma, kv_bytes(model, 512))
+
+
+def test_small_messages_run_far_below_line_rate(catalog: Catalog) -> None:
+    rdma = catalog.links["roce-200g"]
+    assert effective_bandwidth_gbps(rdma, 64 * KIB) < 0.3 * rdma.line_gbps
+    assert effective_bandwidth_gbps(rdma, 128 * KIB * KIB) > 0.85 * rdma.line_gbps
+    # DLSlime on ConnectX-7 200G moves 1 MiB in about 0.06 ms: the same order of magnitude
+    assert 0.03 < transfer_ms(rdma, KIB * KIB) - rdma.alpha_ms < 0.1
