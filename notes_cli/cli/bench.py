@@ -97,10 +97,12 @@ def bench(
         from notes_cli.render.bench import bench_report
 
         bench_report(report, target)
+    # SystemExit, not typer.Exit: cli.main runs Typer with standalone_mode=False, where
+    # typer.Exit becomes a return value that main drops (see cli/doctor.py).
     if report.interrupted:
-        raise typer.Exit(INTERRUPTED_EXIT)
+        raise SystemExit(INTERRUPTED_EXIT)
     if report.failed or report.cancelled or not report.completed:
-        raise typer.Exit(1)
+        raise SystemExit(1)
 
 
 def _workload(

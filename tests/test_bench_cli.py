@@ -1,0 +1,158 @@
+"""`pdnotes bench` end to end: a real HTTP server (the engine app over a scripted fake core) on
+port 0, the real gateway client, the real CLI entry point."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from notes_cli.engine.api import Completion, GenerationRequest, PdTiming, TokenChunk
+
+TTFT_MS, ITL_MS = 20.0, 2.0
+
+
+class ScriptedEngine:
+    """An EngineService answering every request with a fixed timeline and a pd_timing."""
+
+    served_models = ("pd-mock-1",)
+    max_context_tokens = 32768
+
+    def __init__(self) -> None:
+        self.requests: list[GenerationRequest] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[TokenChunk | Completion]:
+        self.requests.append(request)
+        n = request.max_tokens or 16
+        await asyncio.sleep(TTFT_MS / 1000)
+        for i in range(n):
+            if i:
+                await asyncio.sleep(ITL_MS / 1000)
+            yield TokenChunk(text=f" t{i}", index=i)
+        prompt = sum(self.count_tokens(m.text) for m in request.messages)
+        timing = PdTiming(1.0, 15.0, 2.0, ITL_MS * (n - 1), 18.0, ITL_MS, "p0", "d0", "disagg")
+        yield Completion("length", prompt, n, timing)
+
+    def state(self) -> dict[str, Any]:
+        return {"mode": "disagg"}
+
+
+@pytest.fixture
+def scripted() -> Iterator[tuple[str, ScriptedEngine]]:
+    from notes_cli.engine.config import EngineConfig
+    from notes_cli.engine.server import start_engine
+
+    engine = ScriptedEngine()
+    with start_engine(EngineConfig(), port=0, service=engine) as running:
+        yield running.base_url, engine
+
+
+def test_bench_json_reports_vllm_metrics_and_the_server_view(cli, scripted) -> None:
+    base_url, engine = scripted
+    result = cli(
+        "bench",
+        "--base-url",
+        base_url,
+        "-n",
+        "6",
+        "-c",
+        "3",
+        "--input-len",
+        "40",
+        "--output-len",
+        "8",
+        "--slo-ttft-ms",
+        "5000",
+        "--json",
+    )
+    assert result.exit_code == 0, result.stderr
+    doc = result.json()
+    assert doc["schema"] == "pdnotes.bench/1"
+    assert doc["completed"] == 6 and doc["failed"] == 0
+    assert doc["target"]["model"] == "pd-mock-1"  # first served model, asked from /models
+    assert doc["tokens_source"] == {"usage": 6, "counted": 0}
+    assert doc["output_tokens"] == 48
+    metrics = doc["metrics"]
+    assert metrics["ttft_ms"]["median"] >= TTFT_MS
+    assert metrics["itl_ms"]["count"] == 6 * 7
+    assert metrics["tpot_ms"]["median"] >= ITL_MS
+    assert doc["server"]["ttft_ms"]["median"] == pytest.approx(18.0, rel=0.02)
+    assert doc["server"]["modes"] == {"disagg": 6}
+    assert doc["attainment"]["all"] == 1.0 and doc["goodput"] > 0
+    assert all(r.max_tokens == 8 for r in engine.requests)
+    assert 30 <= engine.count_tokens(engine.requests[0].messages[-1].text) <= 50
+
+
+def test_bench_human_output_shows_tables(cli, scripted) -> None:
+    base_url, _ = scripted
+    result = cli(
+        "bench", "--base-url", base_url, "--model", "pd-mock-1", "-n", "3", "--output-len", "4"
+    )
+    assert result.exit_code == 0, result.stderr
+    for text in (
+        "TTFT",
+        "TPOT",
+        "ITL",
+        "E2E",
+        "median",
+        "p99",
+        "server view",
+        "client overhead",
+        "output tok/s",
+    ):
+        assert text in result.stdout
+
+
+def test_unset_key_env_is_a_usage_error(cli) -> None:
+    result = cli("bench", "--base-url", "http://127.0.0.1:9/api", "--key-env", "NOPE_KEY")
+    assert result.exit_code == 2
+    assert "NOPE_KEY" in result.stderr
+
+
+def test_key_is_never_printed(cli, scripted, sentinel_key, monkeypatch) -> None:
+    base_url, _ = scripted
+    monkeypatch.setenv("BENCH_KEY", sentinel_key)
+    result = cli(
+        "bench",
+        "--base-url",
+        base_url,
+        "--key-env",
+        "BENCH_KEY",
+        "-n",
+        "2",
+        "--output-len",
+        "2",
+        "--json",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert sentinel_key not in result.stdout + result.stderr
+    assert result.json()["target"]["key"] == "sk-…XYZW"
+
+
+def test_unreachable_endpoint_fails_every_request_with_exit_1(cli) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = cli(
+        "bench",
+        "--base-url",
+        f"http://127.0.0.1:{port}/api",
+        "--model",
+        "m",
+        "-n",
+        "2",
+        "--timeout",
+        "5",
+        "--json",
+    )
+    assert result.exit_code == 1
+    doc = result.json()
+    assert doc["failed"] == 2 and doc["completed"] == 0
+    assert doc["errors"]
