@@ -1,0 +1,212 @@
+"""`pdnotes config claude`: merges the gateway into a settings file's env block, keeps every
+other key, their order and the indentation, and writes a token only when explicitly asked."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures" / "config"
+
+
+def user_settings(home: Path) -> Path:
+    return home / ".claude" / "settings.json"
+
+
+def write_settings(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_rich_settings_keep_other_keys_order_and_indentation(cli, isolated_home: Path) -> None:
+    original = (FIXTURES / "rich_settings.json").read_text()
+    path = write_settings(user_settings(isolated_home), original)
+
+    result = cli("config", "claude", "--preset", "deepseek")
+
+    assert result.exit_code == 0, result.stderr
+    new_text = path.read_text()
+    new, old = json.loads(new_text), json.loads(original)
+    assert list(new) == list(old)  # same keys, same order, nothing added at the top level
+    assert {k: v for k, v in new.items() if k != "env"} == {
+        k: v for k, v in old.items() if k != "env"
+    }
+    assert new["env"] == {
+        **old["env"],
+        "ANTHROPIC_BASE_URL": "https://api.deepseek.com/anthropic",
+        "ANTHROPIC_MODEL": "deepseek-chat",
+        "ANTHROPIC_DEFAULT_OPUS_MODEL": "deepseek-chat",
+        "ANTHROPIC_DEFAULT_SONNET_MODEL": "deepseek-chat",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL": "deepseek-chat",
+    }
+    assert '\n    "permissions": {\n        "allow": [' in new_text  # 4-space indent kept
+    assert "ANTHROPIC_AUTH_TOKEN" not in new_text  # no token written by default
+    assert "export ANTHROPIC_AUTH_TOKEN=<your API key>" in result.stdout
+    assert "POST https://api.deepseek.com/anthropic/v1/messages" in result.stdout
+
+
+def test_undo_restores_settings_byte_for_byte(cli, isolated_home: Path) -> None:
+    original = (FIXTURES / "rich_settings.json").read_bytes()
+    path = user_settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(original)
+
+    assert cli("config", "claude", "--preset", "mock").exit_code == 0
+    assert cli("config", "undo", "--client", "claude").exit_code == 0
+    assert path.read_bytes() == original
+
+
+def test_mock_preset_writes_a_placeholder_token_not_a_secret(cli, isolated_home: Path) -> None:
+    result = cli("config", "claude", "--preset", "mock")
+
+    env = json.loads(user_settings(isolated_home).read_text())["env"]
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:8000/api/anthropic"
+    assert env["ANTHROPIC_AUTH_TOKEN"] == "pdnotes-mock-no-key"
+    assert env["ANTHROPIC_MODEL"] == "pd-mock-1"
+    assert "still needed" not in result.stdout
+    doctor = cli("doctor", "--offline", "--client", "claude", "--json").json()
+    assert "key-in-file" not in {f["id"] for f in doctor["findings"]}
+    assert doctor["ok"] is True
+
+
+def test_token_env_writes_a_top_level_api_key_helper(cli, isolated_home: Path) -> None:
+    result = cli(
+        "config",
+        "claude",
+        "--preset",
+        "taotoken",
+        "--model",
+        "glm-4.6",
+        "--token-env",
+        "TAOTOKEN_API_KEY",
+    )
+
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(user_settings(isolated_home).read_text())
+    assert data["apiKeyHelper"] == "printenv TAOTOKEN_API_KEY"
+    assert "apiKeyHelper" not in data["env"]
+    assert "export TAOTOKEN_API_KEY=<your API key>" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("scope", "relative"),
+    [("project", ".claude/settings.json"), ("local", ".claude/settings.local.json")],
+)
+def test_scopes_write_the_project_files(cli, tmp_path: Path, scope: str, relative: str) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    result = cli(
+        "config", "claude", "--preset", "mock", "--scope", scope, "--project-dir", str(project)
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert (project / relative).is_file()
+
+
+def test_literal_token_needs_the_flag_and_reads_the_environment(
+    cli, isolated_home: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("GW_TOKEN", "sk-gw-0123456789abcdef")
+    result = cli(
+        "config",
+        "claude",
+        "--base-url",
+        "https://gw.example/api",
+        "--model",
+        "m",
+        "--write-token-from-env",
+        "GW_TOKEN",
+    )
+
+    assert result.exit_code == 0, result.stderr
+    path = user_settings(isolated_home)
+    assert json.loads(path.read_text())["env"]["ANTHROPIC_AUTH_TOKEN"] == "sk-gw-0123456789abcdef"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert "sk-gw-0123456789abcdef" not in result.stdout + result.stderr
+    assert "sk-…cdef" in result.stdout
+
+
+def test_literal_token_in_a_git_tracked_file_warns(cli, tmp_path: Path, monkeypatch) -> None:
+    project = tmp_path / "repo"
+    (project / ".claude").mkdir(parents=True)
+    settings = write_settings(project / ".claude" / "settings.json", "{}\n")
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
+    subprocess.run([*git, "-C", str(project), "add", "."], check=True, timeout=30)
+    monkeypatch.setenv("GW_TOKEN", "sk-gw-0123456789abcdef")
+
+    result = cli(
+        "config",
+        "claude",
+        "--base-url",
+        "https://gw.example/api",
+        "--scope",
+        "project",
+        "--project-dir",
+        str(project),
+        "--write-token-from-env",
+        "GW_TOKEN",
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert "git tracks" in result.stderr
+    assert "ANTHROPIC_AUTH_TOKEN" in settings.read_text()
+
+
+def test_literal_token_from_an_unset_variable_is_refused(cli, isolated_home: Path) -> None:
+    result = cli("config", "claude", "--preset", "mock", "--write-token-from-env", "NOPE_TOKEN")
+    assert result.exit_code == 2
+    assert "NOPE_TOKEN is not set" in result.stderr
+    assert not user_settings(isolated_home).exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "written"),
+    [
+        ("https://gw.example/api/v1", "https://gw.example/api"),
+        ("https://gw.example/api/v1/messages", "https://gw.example/api"),
+        ("https://gw.example/anthropic/?utm_source=x", "https://gw.example/anthropic"),
+    ],
+)
+def test_base_url_is_cleaned_for_claude(cli, isolated_home: Path, url: str, written: str) -> None:
+    result = cli("config", "claude", "--base-url", url)
+    assert result.exit_code == 0, result.stderr
+    env = json.loads(user_settings(isolated_home).read_text())["env"]
+    assert env["ANTHROPIC_BASE_URL"] == written
+
+
+@pytest.mark.parametrize(
+    "broken",
+    ['{\n  "env": {\n    "A": "1",\n  }\n}\n', '// comment\n{"env": {}}\n', "[1, 2]\n"],
+)
+def test_unparseable_settings_are_never_overwritten(cli, isolated_home: Path, broken) -> None:
+    path = write_settings(user_settings(isolated_home), broken)
+
+    result = cli("config", "claude", "--preset", "mock")
+
+    assert result.exit_code == 2
+    assert f"{path}:" in result.stderr and "Traceback" not in result.stderr
+    assert path.read_text() == broken
+    assert not (isolated_home / ".pdnotes" / "backups").exists()
+
+
+def test_non_object_env_is_refused(cli, isolated_home: Path) -> None:
+    path = write_settings(user_settings(isolated_home), '{"env": ["A=1"]}\n')
+    result = cli("config", "claude", "--preset", "mock")
+    assert result.exit_code == 2 and '"env"' in result.stderr
+    assert path.read_text() == '{"env": ["A=1"]}\n'
+
+
+def test_dry_run_json_reports_the_diff(cli, isolated_home: Path) -> None:
+    result = cli("config", "claude", "--preset", "mock", "--dry-run", "--json")
+    doc = result.json()
+    assert doc["schema"] == "pdnotes.config-write/1"
+    assert doc["written"] is False and doc["dry_run"] is True
+    assert '+    "ANTHROPIC_BASE_URL": "http://127.0.0.1:8000/api/anthropic",' in doc["diff"]
+    assert doc["request_url"] == "http://127.0.0.1:8000/api/anthropic/v1/messages"
+    assert not user_settings(isolated_home).exists()

@@ -1,0 +1,502 @@
+"""`pdnotes config codex`: merges a provider into config.toml changing only what it owns,
+writes safely (backup, atomic, mode, symlink), and refuses what would break Codex."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import stat
+from pathlib import Path
+
+import pytest
+import tomlkit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+FIXTURES = Path(__file__).parent / "fixtures" / "config"
+OWNED_PROVIDER_KEYS = ("name", "base_url", "env_key", "wire_api", "query_params")
+
+
+def config_path(home: Path) -> Path:
+    return home / ".codex" / "config.toml"
+
+
+def write_config(home: Path, text: str) -> Path:
+    path = config_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def backups(home: Path, client: str = "codex") -> list[Path]:
+    folder = home / ".pdnotes" / "backups" / client
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+def assert_only_owned_changed(old: str, new: str, provider: str) -> None:
+    """Every line the write removed or added is one pdnotes owns; the rest is byte-identical."""
+    owned_top = re.compile(r"^(model|model_provider)\s*=")
+    owned_in_provider = re.compile(r"^(" + "|".join(OWNED_PROVIDER_KEYS) + r")\s*=")
+    header = f"[model_providers.{provider}]"
+    for line in difflib.ndiff(old.splitlines(), new.splitlines()):
+        tag, body = line[:2], line[2:].strip()
+        if tag == "- ":
+            assert owned_top.match(body) or owned_in_provider.match(body), f"removed: {body!r}"
+        elif tag == "+ ":
+            assert (
+                not body or body == header or owned_top.match(body) or owned_in_provider.match(body)
+            ), f"added: {body!r}"
+
+
+# -- the rich hand-written document ---------------------------------------------------------------
+
+
+def test_rich_config_keeps_every_byte_it_does_not_own(cli, isolated_home: Path) -> None:
+    original = (FIXTURES / "rich.toml").read_text(encoding="utf-8")
+    path = write_config(isolated_home, original)
+
+    result = cli("config", "codex", "--preset", "taotoken", "--model", "glm-4.6")
+
+    assert result.exit_code == 0, result.stderr
+    new = path.read_text(encoding="utf-8")
+    assert_only_owned_changed(original, new, "taotoken")
+    doc = tomlkit.parse(new)
+    assert doc["model"] == "glm-4.6" and doc["model_provider"] == "taotoken"
+    assert dict(doc["model_providers"]["taotoken"]) == {
+        "name": "TaoToken",
+        "base_url": "https://taotoken.net/api",
+        "env_key": "TAOTOKEN_API_KEY",
+        "wire_api": "responses",
+    }
+    assert '"/home/me/src/日本語-プロジェクト"' in new
+    assert 'model = "glm-4.6"   # the model I use most' in new  # the comment stays
+
+
+def test_undo_restores_the_original_byte_for_byte(cli, isolated_home: Path) -> None:
+    original = (FIXTURES / "rich.toml").read_bytes()
+    path = config_path(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(original)
+    os.chmod(path, 0o640)
+
+    assert cli("config", "codex", "--preset", "mock").exit_code == 0
+    assert path.read_bytes() != original
+    undone = cli("config", "undo", "--client", "codex")
+
+    assert undone.exit_code == 0, undone.stderr
+    assert path.read_bytes() == original
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_updating_an_existing_provider_changes_only_differing_keys(cli, isolated_home) -> None:
+    text = (
+        'model = "a"\nmodel_provider = "gw"\n\n[model_providers.gw]\nname = "GW"  # mine\n'
+        'base_url = "https://old.example/api"\nenv_key = "GW_KEY"\nrequest_max_retries = 0\n'
+    )
+    path = write_config(isolated_home, text)
+
+    result = cli("config", "codex", "--provider", "gw", "--base-url", "https://new.example/api")
+
+    assert result.exit_code == 0, result.stderr
+    assert path.read_text() == text.replace("old.example", "new.example").replace(
+        "request_max_retries = 0\n", 'request_max_retries = 0\nwire_api = "responses"\n'
+    )
+
+
+def test_new_file_is_created_with_the_provider(cli, isolated_home: Path) -> None:
+    result = cli("config", "codex", "--preset", "mock")
+
+    assert result.exit_code == 0, result.stderr
+    assert config_path(isolated_home).read_text() == (
+        'model = "pd-mock-1"\nmodel_provider = "pdnotes-mock"\n\n'
+        "[model_providers.pdnotes-mock]\n"
+        'name = "pdnotes mock engine"\nbase_url = "http://127.0.0.1:8000/api"\n'
+        'wire_api = "responses"\n'
+    )
+    assert "Codex will call: POST http://127.0.0.1:8000/api/responses" in result.stdout
+
+
+def test_second_identical_run_writes_nothing(cli, isolated_home: Path) -> None:
+    cli("config", "codex", "--preset", "mock")
+    result = cli("config", "codex", "--preset", "mock")
+
+    assert result.exit_code == 0
+    assert "nothing written" in result.stdout
+    assert len(backups(isolated_home)) == 1
+
+
+# -- URL cleaning and refusals --------------------------------------------------------------------
+
+
+def test_pasted_url_is_cleaned_and_the_user_is_told(cli, isolated_home: Path) -> None:
+    url = "https://taotoken.net/api/v1/chat/completions?utm_source=blog&utm_medium=x&region=cn"
+    result = cli("config", "codex", "--preset", "taotoken", "--model", "m", "--base-url", url)
+
+    assert result.exit_code == 0, result.stderr
+    provider = tomlkit.parse(config_path(isolated_home).read_text())["model_providers"]["taotoken"]
+    assert provider["base_url"] == "https://taotoken.net/api"
+    assert dict(provider["query_params"]) == {"region": "cn"}
+    for said in ("utm_medium, utm_source", "/chat/completions", "removed /v1", "region"):
+        assert said in result.stdout
+    assert "POST https://taotoken.net/api/responses?region=cn" in result.stdout
+
+
+def test_responses_suffix_is_stripped(cli, isolated_home: Path) -> None:
+    result = cli(
+        "config",
+        "codex",
+        "--provider",
+        "gw",
+        "--model",
+        "m",
+        "--base-url",
+        "https://gw.example/api/responses/",
+    )
+    assert result.exit_code == 0
+    assert 'base_url = "https://gw.example/api"' in config_path(isolated_home).read_text()
+
+
+@pytest.mark.parametrize("reserved", ["openai", "ollama", "lmstudio"])
+def test_reserved_provider_ids_are_refused_with_the_fix(cli, isolated_home, reserved) -> None:
+    result = cli(
+        "config",
+        "codex",
+        "--provider",
+        reserved,
+        "--base-url",
+        "https://x.example/v1",
+        "--model",
+        "m",
+    )
+
+    assert result.exit_code == 2
+    assert f"--provider {reserved}-custom" in result.stderr
+    assert not config_path(isolated_home).exists()
+
+
+def test_openai_preset_uses_a_custom_id(cli, isolated_home: Path) -> None:
+    assert cli("config", "codex", "--preset", "openai", "--model", "gpt-5.1").exit_code == 0
+    doc = tomlkit.parse(config_path(isolated_home).read_text())
+    assert doc["model_provider"] == "openai-custom"
+    assert doc["model_providers"]["openai-custom"]["base_url"] == "https://api.openai.com/v1"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--wire-api", "chat"], "no longer supported"),
+        (["--env-key", "sk-abcdefghijklmnopqrstuvwxyz123456"], "NAME of an environment variable"),
+        (["--base-url", "taotoken.net/api"], "no http:// or https:// scheme"),
+        (["--preset", "nope"], "no preset named 'nope'"),
+    ],
+)
+def test_bad_flags_exit_2_and_write_nothing(cli, isolated_home, args, message) -> None:
+    base = ["config", "codex", "--provider", "gw", "--model", "m", "--base-url", "https://gw/api"]
+    result = cli(*base, *args)
+
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert "sk-abcdefghijklmnopqrstuvwxyz123456" not in result.stderr
+    assert not config_path(isolated_home).exists()
+
+
+def test_model_is_required_when_nothing_provides_one(cli) -> None:
+    result = cli("config", "codex", "--preset", "taotoken")
+    assert result.exit_code == 2
+    assert "--model" in result.stderr
+
+
+def test_export_line_masks_a_key_already_set(cli, monkeypatch) -> None:
+    monkeypatch.setenv("TAOTOKEN_API_KEY", "sk-live0123456789abcd")
+    result = cli("config", "codex", "--preset", "taotoken", "--model", "m")
+    assert "export TAOTOKEN_API_KEY=sk-…abcd" in result.stdout
+    assert "sk-live0123456789abcd" not in result.stdout
+
+
+# -- dry run and JSON -----------------------------------------------------------------------------
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(cli, isolated_home: Path) -> None:
+    original = (FIXTURES / "rich.toml").read_text()
+    path = write_config(isolated_home, original)
+
+    result = cli("config", "codex", "--preset", "mock", "--dry-run")
+
+    assert result.exit_code == 0
+    assert path.read_text() == original
+    assert backups(isolated_home) == []
+    assert '-model = "gpt-5.1"   # the model I use most' in result.stdout
+    assert '+model = "pd-mock-1"   # the model I use most' in result.stdout
+    assert "+[model_providers.pdnotes-mock]" in result.stdout
+
+
+def test_json_output_follows_the_contract(cli, isolated_home: Path) -> None:
+    result = cli(
+        "config",
+        "codex",
+        "--preset",
+        "taotoken",
+        "--model",
+        "m",
+        "--json",
+        "--base-url",
+        "https://taotoken.net/api?utm_source=x",
+    )
+
+    doc = result.json()
+    assert doc["schema"] == "pdnotes.config-write/1"
+    assert doc["written"] is True and doc["file"] == str(config_path(isolated_home))
+    assert doc["request_url"] == "https://taotoken.net/api/responses"
+    assert doc["export_line"] == "export TAOTOKEN_API_KEY=<your API key>"
+    assert doc["backup"] and Path(doc["backup"]).exists()
+    assert doc["diff"].startswith("--- /dev/null")
+    assert any("utm_source" in n for n in doc["notes"])
+
+
+# -- safety: unparseable, odd files, atomicity, symlinks, backups ---------------------------------
+
+
+def test_unparseable_file_is_never_overwritten(cli, isolated_home: Path) -> None:
+    broken = 'model = "m"\n[model_providers.gw\nname = "x"\n'
+    path = write_config(isolated_home, broken)
+
+    result = cli("config", "codex", "--preset", "mock")
+
+    assert result.exit_code == 2
+    assert f"{path}:2:" in result.stderr  # file, line and column
+    assert "Traceback" not in result.stderr
+    assert path.read_text() == broken
+    assert backups(isolated_home) == []
+
+
+def test_binary_file_gets_a_clear_message(cli, isolated_home: Path) -> None:
+    path = config_path(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\x7fELF\x00\x01\x02binary")
+
+    result = cli("config", "codex", "--preset", "mock")
+
+    assert result.exit_code == 2
+    assert "binary file" in result.stderr and "Traceback" not in result.stderr
+    assert path.read_bytes() == b"\x7fELF\x00\x01\x02binary"
+
+
+def test_huge_file_is_refused_without_reading_it_all(cli, isolated_home: Path) -> None:
+    path = config_path(isolated_home)
+    path.parent.mkdir(parents=True)
+    with path.open("wb") as handle:
+        handle.truncate(11 * 1024 * 1024)  # sparse: 11 MB without writing them
+
+    result = cli("config", "codex", "--preset", "mock")
+
+    assert result.exit_code == 2
+    assert "11.5 MB" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unreadable_file_gets_a_clear_message(cli, isolated_home: Path) -> None:
+    # Tests run as root, which reads any mode; a folder in place of the file is the
+    # unreadable case root still hits, and PermissionError is simulated in test_fileio below.
+    config_path(isolated_home).mkdir(parents=True)
+
+    result = cli("config", "codex", "--preset", "mock")
+
+    assert result.exit_code == 2
+    assert "is a folder, not a file" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_permission_denied_on_read_is_an_input_error(cli, isolated_home, monkeypatch) -> None:
+    path = write_config(isolated_home, 'model = "m"\n')
+    real_open = Path.open
+
+    def deny(self: Path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if self == path:
+            raise PermissionError(13, "Permission denied")
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", deny)
+    result = cli("config", "codex", "--preset", "mock")
+
+    assert result.exit_code == 2
+    assert "permission denied" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_symlinked_config_is_written_through_to_its_target(cli, isolated_home, tmp_path) -> None:
+    target = tmp_path / "dotfiles" / "codex.toml"
+    target.parent.mkdir()
+    target.write_text('# from my dotfiles repo\nmodel = "x"\n')
+    link = config_path(isolated_home)
+    link.parent.mkdir(parents=True)
+    link.symlink_to(target)
+
+    assert cli("config", "codex", "--preset", "mock").exit_code == 0
+
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert 'model_provider = "pdnotes-mock"' in target.read_text()
+    assert target.read_text().startswith("# from my dotfiles repo\n")
+
+
+def test_write_keeps_the_mode_and_leaves_no_temp_files(cli, isolated_home: Path) -> None:
+    path = write_config(isolated_home, 'model = "x"\n')
+    os.chmod(path, 0o600)
+
+    assert cli("config", "codex", "--preset", "mock").exit_code == 0
+
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in path.parent.iterdir()) == ["config.toml"]
+
+
+def test_unwritable_folder_is_a_clear_error_and_nothing_changes(
+    cli, isolated_home, monkeypatch
+) -> None:
+    path = write_config(isolated_home, 'model = "x"\n')
+
+    def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise PermissionError(13, "Permission denied")
+
+    # Root ignores folder modes, so the refusal is simulated where the temp file is created.
+    monkeypatch.setattr("notes_cli.fileio.tempfile.mkstemp", refuse)
+    result = cli("config", "codex", "--preset", "mock")
+
+    assert result.exit_code != 0
+    assert "Permission denied" in result.stderr and "nothing was changed" in result.stderr
+    assert path.read_text() == 'model = "x"\n'
+
+
+def test_only_the_last_ten_backups_are_kept(cli, isolated_home: Path) -> None:
+    for n in range(13):
+        result = cli("config", "codex", "--preset", "mock", "--model", f"m{n}")
+        assert result.exit_code == 0
+    kept = backups(isolated_home)
+    assert len(kept) == 10
+    newest = kept[-1].with_suffix(".bak").read_text()
+    assert 'model = "m11"' in newest
+
+
+def test_repeated_undo_walks_back_through_history(cli, isolated_home: Path) -> None:
+    path = config_path(isolated_home)
+    for model in ("a", "b", "c"):
+        cli("config", "codex", "--preset", "mock", "--model", model)
+
+    cli("config", "undo", "--client", "codex")
+    assert 'model = "b"' in path.read_text()
+    cli("config", "undo", "--client", "codex")
+    assert 'model = "a"' in path.read_text()
+    cli("config", "undo", "--client", "codex")
+    assert not path.exists()
+    last = cli("config", "undo", "--client", "codex")
+    assert last.exit_code == 1 and "no codex backup" in last.stderr
+
+
+# -- property: generated documents ----------------------------------------------------------------
+
+_bare_key = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(
+    lambda k: k not in ("model", "model_provider", "model_providers", "profile")
+)
+_text = st.text(
+    st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters='"\\'), max_size=12
+)
+_value = st.one_of(
+    _text.map(lambda s: f'"{s}"'),
+    st.integers(-1000, 10**6).map(str),
+    st.booleans().map(lambda b: str(b).lower()),
+    st.lists(st.integers(0, 99).map(str), max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
+)
+_comment = _text.map(lambda s: f"# {s}")
+_spacing = st.sampled_from([" = ", "=", "  =  "])
+
+
+@st.composite
+def _pairs(draw: st.DrawFn) -> list[str]:
+    keys = draw(st.lists(_bare_key, max_size=4, unique=True))
+    lines = []
+    for key in keys:
+        line = f"{key}{draw(_spacing)}{draw(_value)}"
+        if draw(st.booleans()):
+            line += f"   {draw(_comment)}"
+        lines.append(line)
+        if draw(st.integers(0, 3)) == 0:
+            lines.append(draw(_comment))
+    return lines
+
+
+@st.composite
+def codex_documents(draw: st.DrawFn) -> str:
+    """config.toml files as people write them: comments, blank lines, unicode, other providers,
+    MCP servers, trust entries, profiles, unknown keys; sometimes already naming our model."""
+    out: list[str] = []
+    if draw(st.booleans()):
+        out.append(draw(_comment))
+    if draw(st.booleans()):
+        out.append(
+            f'model = "{draw(_text)}"' + (f"  {draw(_comment)}" if draw(st.booleans()) else "")
+        )
+    if draw(st.booleans()):
+        out.append(f'model_provider = "{draw(_bare_key)}"')
+    out += draw(_pairs())
+    if draw(st.booleans()):  # our provider already exists, partly hand-edited
+        out.append("[model_providers.gw]")
+        out.append(f'name = "{draw(_text)}"   {draw(_comment)}')
+        if draw(st.booleans()):
+            out.append('base_url = "https://old.example/v1"')
+        out += draw(_pairs())
+    headers = draw(
+        st.lists(
+            st.one_of(
+                _bare_key.map(lambda k: f"[model_providers.{k}]"),
+                _bare_key.map(lambda k: f"[mcp_servers.{k}]"),
+                _text.map(lambda s: f'[projects."/home/{s}"]'),
+                _bare_key.map(lambda k: f"[profiles.{k}]"),
+                _bare_key.map(lambda k: f"[{k}]"),
+            ),
+            max_size=5,
+            unique=True,
+        )
+    )
+    for header in headers:
+        out.append(draw(st.sampled_from(["", "\n"])) + header)
+        if header.startswith("[model_providers."):
+            out.append(f'name = "{draw(_text)}"')
+        out += draw(_pairs())
+    ending = draw(st.sampled_from(["\n", "", "\n\n"]))
+    return "\n".join(out) + ending
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(document=codex_documents())
+def test_generated_documents_keep_unowned_bytes_and_undo_restores_them(
+    cli, isolated_home: Path, document: str
+) -> None:
+    try:
+        tomlkit.parse(document)
+    except Exception:
+        return  # generated text TOML itself rejects (e.g. a duplicated table): not our case
+    path = write_config(isolated_home, document)
+
+    result = cli(
+        "config",
+        "codex",
+        "--provider",
+        "gw",
+        "--model",
+        "m-1",
+        "--base-url",
+        "https://gw.example/api",
+        "--env-key",
+        "GW_KEY",
+    )
+    assert result.exit_code == 0, result.stderr
+
+    new = path.read_text(encoding="utf-8")
+    assert_only_owned_changed(document, new, "gw")
+    parsed = tomlkit.parse(new)
+    assert parsed["model"] == "m-1" and parsed["model_provider"] == "gw"
+    assert parsed["model_providers"]["gw"]["wire_api"] == "responses"
+    assert cli("config", "undo", "--client", "codex").exit_code == 0
+    assert path.read_bytes() == document.encode("utf-8")
+    path.unlink()  # hypothesis reuses the fixture's home across examples
+    for leftover in (isolated_home / ".pdnotes").rglob("*"):
+        if leftover.is_file():
+            leftover.unlink()
