@@ -195,3 +195,33 @@ def test_usage_errors_exit_2(cli, args: tuple[str, ...], message: str) -> None:
     assert result.exit_code == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_closed_loop_keeps_at_most_c_requests_in_flight(simulator: EngineSimulator) -> None:
+    from notes_cli.bench.closed_loop import ClosedLoop
+    from notes_cli.bench.workload import ArrivalSpec, synthetic
+
+    loop = ClosedLoop(synthetic(200, LengthSpec(512, 32), ArrivalSpec()), concurrency=4)
+    spans = []
+    for record in simulator.run(DISAGG, loop.requests(), 0):
+        loop.finished(record)
+        spans.append((record.arrival_ms, record.arrival_ms + record.e2e_ms))
+    assert len(spans) == 200
+    events = sorted(
+        [(a, 1) for a, _ in spans] + [(f, -1) for _, f in spans], key=lambda e: (e[0], e[1])
+    )
+    in_flight = peak = 0
+    for _, delta in events:
+        in_flight += delta
+        peak = max(peak, in_flight)
+    assert peak == 4
+
+
+def test_cli_concurrency(cli) -> None:
+    result = cli(
+        "engine", "simulate", "--preset", "h100-disagg", "--concurrency", "8", "-n", "100", "--json"
+    )
+    assert result.exit_code == 0, result.stderr
+    doc = result.json()
+    assert doc["workload"]["concurrency"] == 8
+    assert doc["configurations"][0]["points"][0]["completed"] == 100

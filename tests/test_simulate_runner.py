@@ -144,3 +144,35 @@ def test_plot_refuses_png(tmp_path: Path) -> None:
     )
     with pytest.raises(UsageError, match=".html or .svg"):
         write_plot(report, tmp_path / "att.png")
+
+
+def test_closed_loop_concurrency_one_serialises_requests() -> None:
+    seen: list[tuple[float, float]] = []
+
+    @dataclass
+    class TimedRecord(Record):
+        arrival_ms: float = 0.0
+
+    class Timed(FifoStandIn):
+        def run(self, config, items, seed):  # type: ignore[no-untyped-def]
+            # The stand-in pulls one request at a time and finishes it before pulling the next,
+            # which is what a closed loop of one client must see.
+            for item in items:
+                arrival = item.arrival_ms
+                assert arrival != float("inf")
+                record = TimedRecord(
+                    100.0,
+                    20.0,
+                    100.0 + 20.0 * (item.output_tokens - 1),
+                    item.output_tokens,
+                    arrival,
+                )
+                seen.append((arrival, arrival + record.e2e_ms))
+                yield record
+
+    workload = WorkloadSpec(requests=5, lengths=LengthSpec(100, 3), concurrency=1)
+    report = simulate_configs([SimConfig("toy")], workload, simulator=Timed())
+    assert report.results[0].points[0].completed == 5
+    arrivals = [a for a, _ in seen]
+    finishes = [f for _, f in seen]
+    assert arrivals == [0.0, *finishes[:-1]]  # each request starts when the previous ends

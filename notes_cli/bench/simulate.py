@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from notes_cli.bench.closed_loop import ClosedLoop
 from notes_cli.bench.goodput import GoodputResult, search_goodput
 from notes_cli.bench.stats import Attainment, LatencyStats, Slo, Summary
 from notes_cli.bench.workload import ArrivalSpec, LengthSpec, WorkItem, read_trace, synthetic
@@ -70,6 +71,7 @@ class WorkloadSpec:
     lengths: LengthSpec = field(default_factory=LengthSpec)
     burstiness: float = 1.0
     trace: Path | None = None
+    concurrency: int | None = None  # a closed loop of this many clients instead of arrivals
 
     def items(self, rate: float | None, seed: int) -> Iterator[WorkItem]:
         arrivals = ArrivalSpec(rate=rate, burstiness=self.burstiness)
@@ -84,7 +86,11 @@ class WorkloadSpec:
         return synthetic(self.requests, self.lengths, arrivals, seed=seed)
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"requests": self.requests, "burstiness": self.burstiness}
+        data: dict[str, Any] = {
+            "requests": self.requests,
+            "burstiness": self.burstiness,
+            "concurrency": self.concurrency,
+        }
         if self.trace is not None:
             data["trace"] = str(self.trace)
         else:
@@ -187,8 +193,14 @@ class _Runner:
 
     def point(self, config: SimConfig, chips: int, rate: float | None) -> RatePoint:
         stats = LatencyStats(self.slo)
-        items = self.workload.items(rate, self.seed)
+        items: Iterable[Any] = self.workload.items(rate, self.seed)
+        loop = None
+        if self.workload.concurrency is not None:
+            loop = ClosedLoop(items, self.workload.concurrency)
+            items = loop.requests()
         for record in self.simulator.run(config, items, self.seed):
+            if loop is not None:
+                loop.finished(record)
             fold_record(stats, record)
         self.simulated += stats.completed
         return RatePoint(

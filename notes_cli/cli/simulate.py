@@ -34,6 +34,9 @@ def simulate(
     burstiness: float = typer.Option(
         1.0, "--burstiness", help="Gamma shape of arrival gaps: 1 = Poisson, <1 burstier."
     ),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", "-c", help="Closed loop: C clients, each sending on completion."
+    ),
     requests: int = typer.Option(1000, "-n", "--requests", help="Requests per simulated run."),
     slo_ttft_ms: float | None = typer.Option(None, "--slo-ttft-ms", help="TTFT objective (ms)."),
     slo_tpot_ms: float | None = typer.Option(None, "--slo-tpot-ms", help="TPOT objective (ms)."),
@@ -61,6 +64,13 @@ def simulate(
     if requests < 1:
         raise UsageError("-n must be at least 1")
     sweep = _rates(rate, rates)
+    if concurrency is not None:
+        if concurrency < 1:
+            raise UsageError("--concurrency must be at least 1")
+        if sweep != [None] or goodput or trace is not None:
+            raise UsageError(
+                "--concurrency is a closed loop: it takes no --rate / --rates / --goodput / --trace"
+            )
     if plot is not None and (not slo.any or len(sweep) < 2):
         raise UsageError(
             "--plot draws SLO attainment against rate",
@@ -71,6 +81,7 @@ def simulate(
         lengths=LengthSpec(input_len, output_len, dist),  # type: ignore[arg-type]
         burstiness=burstiness,
         trace=trace,
+        concurrency=concurrency,
     )
     report = simulate_configs(
         _configs(preset, mode, pd_ratio),
