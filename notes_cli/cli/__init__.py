@@ -55,30 +55,18 @@ _register()
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; expected errors become a message and an exit code, never a
-    traceback. Under --json the error is also the one JSON document on stdout."""
-    import click
-
+    traceback. Under --json the error is also the one JSON document on stdout. Typer's own
+    standalone mode handles usage errors (exit 2), Exit and Ctrl-C."""
     from notes_cli.errors import PdnotesError
 
     args = sys.argv[1:] if argv is None else argv
     try:
-        app(args=args, prog_name="pdnotes", standalone_mode=False)
+        app(args=args, prog_name="pdnotes")
     except PdnotesError as exc:
         _report_error(exc.message, exc.fix, exc.exit_code, "--json" in args)
         sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        from notes_cli import render
-
-        render.error("interrupted")
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
-    sys.exit(0)
 
 
 def _report_error(message: str, fix: str | None, code: int, as_json: bool) -> None:
