@@ -156,3 +156,50 @@ def test_unreachable_endpoint_fails_every_request_with_exit_1(cli) -> None:
     doc = result.json()
     assert doc["failed"] == 2 and doc["completed"] == 0
     assert doc["errors"]
+
+
+def test_ctrl_c_stops_cleanly_with_the_results_so_far(start_engine_server) -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    engine = start_engine_server(preset="h100-disagg", speed=1.0)
+    # Each request decodes 120 tokens at ~7 ms: about 1 s, so the run lasts ~10 s unless stopped.
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "notes_cli",
+            "bench",
+            "--base-url",
+            engine.base_url,
+            "-n",
+            "20",
+            "-c",
+            "2",
+            "--output-len",
+            "120",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        time.sleep(3.5)  # imports, then at least one round of requests
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    doc = json.loads(stdout)
+    assert doc["interrupted"] is True
+    assert 1 <= doc["completed"] < 20
+    assert doc["metrics"]["ttft_ms"]["count"] == doc["completed"]
