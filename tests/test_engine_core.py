@@ -189,14 +189,14 @@ def test_observers_get_request_records_and_step_stats() -> None:
     assert max(s.batch_size for s in steps if s.phase == "decode") == 3
 
 
-def test_queue_full_is_raised_before_streaming() -> None:
+def test_queue_full_is_raised_before_the_first_token() -> None:
     async def body(service: LiveEngineService) -> None:
         # a 6000-token prompt: it waits in prefill for ~250 ms of wall time
         stream = service.generate(request("a long prompt " * 2000)).__aiter__()
         task = asyncio.ensure_future(stream.__anext__())
         await asyncio.sleep(0.01)
         with pytest.raises(QueueFull) as info:
-            service.generate(request("another"))
+            await anext(service.generate(request("another")))
         assert info.value.retry_after_s >= 1.0
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -216,7 +216,7 @@ def test_stop_fails_requests_in_flight() -> None:
             while True:
                 await stream.__anext__()
         with pytest.raises(EngineStopped):
-            service.generate(request("late"))
+            await anext(service.generate(request("late")))
 
     asyncio.run(main())
 

@@ -127,21 +127,20 @@ class LiveEngineService:
         """Prompt size: the sum of the tokens of every message's text (at least 1)."""
         return max(1, sum(count_tokens(m.text) for m in request.messages))
 
-    def generate(self, request: GenerationRequest) -> AsyncIterator[TokenChunk | Completion]:
-        """Admission control happens here (QueueFull is raised by this call, before any
-        streaming); the returned iterator submits the request when first advanced."""
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[TokenChunk | Completion]:
+        """Yield each TokenChunk when the scheduler produces it, then one Completion.
+
+        Admission control runs when the stream is first advanced: `QueueFull` (the waiting
+        queue is at max_queue) or `EngineStopped` comes from the first `anext()`, before any
+        token, so the HTTP layer can still answer 429 / 503."""
         if not self.running:
             raise EngineStopped("the engine is not running")
         if self.scheduler.waiting >= self.config.max_queue:
             raise QueueFull(self._retry_after_s())
-        return self._generate(request, self.clock.now_ms())
-
-    async def _generate(
-        self, request: GenerationRequest, arrival_ms: float
-    ) -> AsyncIterator[TokenChunk | Completion]:
-        budget = (
-            self.config.default_max_tokens if request.max_tokens is None else request.max_tokens
-        )
+        arrival_ms = self.clock.now_ms()
+        budget = request.max_tokens
+        if budget is None:
+            budget = self.config.default_max_tokens
         tokens, finish = self.responder.respond(request.messages, budget)
         prompt_tokens = self.prompt_tokens(request)
         request_id = request.request_id or f"req-{next(self._ids)}"
