@@ -68,7 +68,7 @@ def _replace(path: Path, old: str, new: str) -> None:
         ("kit.toml", 'key = "bottleneck"', "key = 3", "field 'columns[1].key'"),
         ("kit.toml", 'synonyms = ["瓶颈"', 'synonyms = "瓶颈" #', "field 'columns[1].synonyms'"),
         ("kit.toml", 'title = "', 'titel = "', "field 'title' is missing"),
-        ("kit.toml", "[[columns]]", "[[columns]\n", "TOML syntax error at line"),
+        ("kit.toml", "[[columns]]", "[[columns]\n", "TOML syntax error: "),
         ("rubric.toml", "pass_score = 1.0", 'pass_score = "all"', "field 'pass_score'"),
         ("rubric.toml", 'label = "TTFT"', 'labl = "TTFT"', "field 'rows[0].concepts[1].label'"),
         ("kit.toml", 'languages = ["zh", "en"]', 'languages = ["zh", "en", "fr"]', "prompt.fr.md"),

@@ -121,15 +121,14 @@ def generate(
 
 
 def _export_format(fmt: str | None, output: Path | None, formats: tuple[str, ...]) -> Any:
+    """--format, else the suffix of -o when it names a format, else Markdown."""
     from notes_cli.errors import UsageError
 
     if fmt is None:
         suffix = output.suffix.lower().lstrip(".") if output else ""
-        fmt = (
-            {"markdown": "md", "htm": "html"}.get(suffix, suffix)
-            if suffix in (*formats, "markdown", "htm")
-            else "md"
-        )
+        fmt = {"markdown": "md", "htm": "html"}.get(suffix, suffix)
+        if fmt not in formats:
+            fmt = "md"
     if fmt not in formats:
         raise UsageError(f"--format {fmt}: choose one of {', '.join(formats)}")
     return fmt
@@ -163,11 +162,12 @@ def check(
 
     chosen = load_kit(kit)
     if str(file) == "-":
-        text, source_format, source = sys.stdin.read(), "text", "(stdin)"
+        source = "(stdin)"
+        result = check_text(sys.stdin.read(), chosen)
     else:
-        text, source_format = read_answer(file)
         source = str(file)
-    result = check_text(text, chosen, source_format=source_format)  # type: ignore[arg-type]
+        text, source_format = read_answer(file)
+        result = check_text(text, chosen, source_format=source_format)
     if as_json:
         render.emit_json(check_json(result, source))
     else:

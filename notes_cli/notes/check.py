@@ -7,6 +7,7 @@ Used by `pdnotes notes check` on a saved answer and by `notes generate` after ev
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -41,64 +42,58 @@ class NoteCheck:
         return not self.passed and self.verdict != "refusal"
 
     def problems(self, lang: str = "en") -> list[str]:
-        """One sentence per problem, naming exactly the missing columns, rows and concepts."""
-        zh = lang == "zh"
+        """One sentence per problem, naming exactly the missing columns, rows and concepts.
+        The wording comes from templates/notes/problems.toml."""
+        words = _problem_words(lang)
         columns = " | ".join(c.label(lang) for c in self.kit.columns)
         status = self.extraction.status
         found: list[str] = []
         if status in ("no-table", "refusal"):
-            found.append(
-                f"回答里没有表格；需要一个列为 {columns} 的表格。"
-                if zh
-                else f"The answer contains no table; a table with the columns {columns} is needed."
-            )
+            found.append(words["no_table"].format(columns=columns))
         elif status == "truncated":
-            found.append(
-                "回答在表格中途被截断了；请输出完整的表格。"
-                if zh
-                else "The answer was cut off in the middle of the table; output the whole table."
-            )
+            found.append(words["truncated"])
         elif status == "wrong-columns":
-            wanted = [
-                c.label(lang) for c in self.kit.columns if c.key in self.extraction.missing_columns
-            ]
-            have = " | ".join(self.extraction.table.header) if self.extraction.table else ""
+            missing = self.extraction.missing_columns
+            labels = [c.label(lang) for c in self.kit.columns if c.key in missing]
+            header = " | ".join(self.extraction.table.header) if self.extraction.table else ""
             found.append(
-                f"表格缺少列：{'、'.join(wanted)}（现有表头：{have}；应为：{columns}）。"
-                if zh
-                else f"The table is missing the column(s): {', '.join(wanted)} "
-                f"(header was: {have}; it must be: {columns})."
+                words["wrong_columns"].format(
+                    missing=words["separator"].join(labels), header=header, columns=columns
+                )
             )
         if status in ("ok", "wrong-columns"):
-            found.extend(self._rubric_problems(zh))
+            found.extend(self._rubric_problems(lang, words))
         return found
 
-    def _rubric_problems(self, zh: bool) -> list[str]:
+    def _rubric_problems(self, lang: str, words: dict[str, str]) -> list[str]:
         found = []
         for spec, row in zip(self.kit.rubric.rows, self.rubric.rows, strict=True):
-            if not row.required:
+            if not row.required or (row.present and not row.missing_concepts):
                 continue
-            wanted = {c.key: _concept_name(c, zh) for c in spec.concepts}
+            names = {c.key: _concept_name(c, lang) for c in spec.concepts}
             if not row.present:
-                names = "; ".join(wanted.values())
-                found.append(
-                    f"缺少“{row.label}”这一行（需写明：{names}）。"
-                    if zh
-                    else f"The row “{row.label}” is missing (it must mention: {names})."
-                )
-            elif row.missing_concepts:
-                names = "; ".join(wanted[c.key] for c in row.missing_concepts)
-                found.append(
-                    f"“{row.label}”这一行没有提到：{names}。"
-                    if zh
-                    else f"The row “{row.label}” does not mention: {names}."
-                )
+                concepts = words["separator"].join(names.values())
+                found.append(words["row_missing"].format(row=row.label, concepts=concepts))
+            else:
+                concepts = words["separator"].join(names[c.key] for c in row.missing_concepts)
+                found.append(words["concepts_missing"].format(row=row.label, concepts=concepts))
         return found
 
 
-def _concept_name(concept: Concept, zh: bool) -> str:
+@lru_cache(maxsize=4)
+def _problem_words(lang: str) -> dict[str, str]:
+    import tomllib
+
+    from notes_cli.resources import template_path
+
+    with template_path("notes", "problems.toml").open("rb") as handle:
+        table = tomllib.load(handle)
+    return dict(table.get(lang, table["en"]))
+
+
+def _concept_name(concept: Concept, lang: str) -> str:
     """The concept's label, plus its first Chinese synonym when writing in Chinese."""
-    chinese = next((s for s in concept.synonyms if has_cjk(s)), None) if zh else None
+    chinese = next((s for s in concept.synonyms if has_cjk(s)), None) if lang == "zh" else None
     return f"{concept.label}（{chinese}）" if chinese else concept.label
 
 

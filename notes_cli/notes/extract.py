@@ -21,7 +21,7 @@ from notes_cli.notes.tables import (
     json_tables,
     markdown_tables,
 )
-from notes_cli.notes.terms import contains_term, same_label
+from notes_cli.notes.terms import contains_term, has_cjk, same_label
 
 ExtractStatus = Literal["ok", "wrong-columns", "no-table", "refusal", "truncated"]
 SourceFormat = Literal["text", "csv"]
@@ -123,8 +123,6 @@ def _score(table: RawTable, columns: tuple[Column, ...]) -> int:
 
 
 def _header_lang(header: tuple[str, ...]) -> str:
-    from notes_cli.notes.terms import has_cjk
-
     return "zh" if any(has_cjk(h) for h in header) else "en"
 
 

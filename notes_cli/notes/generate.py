@@ -124,42 +124,38 @@ def generate_note(
     from notes_cli.gateway.client import GatewayClient
 
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt.text}]
-    result: GenerateResult | None = None
+    attempts: list[Attempt] = []
     with GatewayClient(
         endpoint, timeout=timeout, idle_timeout=timeout, transport=transport
     ) as client:
-        for number in range(1, repairs + 2):
+
+        def ask() -> NoteCheck:
+            number = len(attempts) + 1
             kind: AttemptKind = "initial" if number == 1 else "repair"
-            observer.attempt_started(number, kind, messages[-1]["content"])
+            request = messages[-1]["content"]
+            observer.attempt_started(number, kind, request)
             streamed = client.stream(messages, max_tokens=max_tokens, on_chunk=observer.chunk)
             check = check_text(streamed.text, kit, finish_reason=streamed.finish_reason)
             attempt = Attempt(
-                number,
-                kind,
-                messages[-1]["content"],
-                streamed.text,
-                streamed.finish_reason,
-                streamed.output_tokens,
-                streamed.timings.total_ms,
-                check.verdict,
-                tuple(check.problems(lang)),
-                streamed.model,
-            )
+                number, kind, request, streamed.text, streamed.finish_reason,
+                streamed.output_tokens, streamed.timings.total_ms, check.verdict,
+                tuple(check.problems(lang)), streamed.model,
+            )  # fmt: skip
+            attempts.append(attempt)
             observer.attempt_finished(attempt)
-            result = GenerateResult(check, [*(result.attempts if result else []), attempt])
-            if check.verdict == "refusal":
-                raise NoteRefused(
-                    f"the model declined to write the note: {_first_line(streamed.text)!r}",
-                    fix="rephrase the sources or try another model (--model)",
-                )
-            if check.passed or number == repairs + 1:
-                break
-            messages += [
-                {"role": "assistant", "content": streamed.text},
-                {"role": "user", "content": repair_request(check, lang)},
-            ]
-    assert result is not None
-    return result
+            return check
+
+        check = ask()
+        while check.repairable and len(attempts) <= repairs:
+            messages.append({"role": "assistant", "content": attempts[-1].answer})
+            messages.append({"role": "user", "content": repair_request(check, lang)})
+            check = ask()
+    if check.verdict == "refusal":
+        raise NoteRefused(
+            f"the model declined to write the note: {_first_line(attempts[-1].answer)!r}",
+            fix="rephrase the sources or try another model (--model)",
+        )
+    return GenerateResult(check, attempts)
 
 
 def finish_note(

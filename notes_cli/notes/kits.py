@@ -189,17 +189,16 @@ def _check_consistency(kit: Kit, kit_file: Path, rubric_file: Path) -> None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    import tomlkit
-    from tomlkit.exceptions import ParseError
+    import tomllib
 
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise KitError(f"cannot read kit file {path}: {exc.strerror or exc}") from exc
     try:
-        return dict(tomlkit.parse(text).unwrap())
-    except ParseError as exc:
-        raise KitError(f"{path}: TOML syntax error at line {exc.line}, column {exc.col}") from exc
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise KitError(f"{path}: TOML syntax error: {exc}") from exc
 
 
 def _read_prompt(kit_dir: Path, lang: str) -> str:

@@ -24,6 +24,7 @@ from notes_cli.notes.terms import contains_term
 class _Knowledge:
     recognise: tuple[tuple[str, ...], ...]
     zh_markers: tuple[str, ...]
+    columns: tuple[str, ...]
     headers: dict[str, tuple[str, ...]]
     intro: dict[str, tuple[str, ...]]
     outro: dict[str, tuple[str, ...]]
@@ -69,7 +70,7 @@ def _render(knowledge: _Knowledge, lang: str, rng: random.Random) -> str:
     )
     rows = [r for r in knowledge.rows if r["required"]]
     rows += [r for r in knowledge.rows if not r["required"]][: style.optional_rows]
-    table = _table(knowledge.headers[lang], [r[lang] for r in rows], style)
+    table = _table(knowledge.headers[lang], knowledge.columns, [r[lang] for r in rows], style)
     if style.fenced:
         table = f"```markdown\n{table}\n```"
     parts = [table]
@@ -80,8 +81,9 @@ def _render(knowledge: _Knowledge, lang: str, rng: random.Random) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _table(header: tuple[str, ...], rows: list[dict[str, list[str]]], style: _Style) -> str:
-    keys = ("stage", "bottleneck", "optimisation", "component")
+def _table(
+    header: tuple[str, ...], keys: tuple[str, ...], rows: list[dict[str, list[str]]], style: _Style
+) -> str:
     separator = [":---" if style.aligned_separator else "---"] * len(header)
     lines = [_line(list(header), style), _line(separator, style)]
     for row in rows:
@@ -115,12 +117,14 @@ def _all_knowledge() -> tuple[_Knowledge, ...]:
 
 
 def _load(path: Path) -> _Knowledge:
-    import tomlkit
+    import tomllib
 
-    data = tomlkit.parse(path.read_text(encoding="utf-8")).unwrap()
+    with path.open("rb") as handle:
+        data = tomllib.load(handle)
     return _Knowledge(
         recognise=tuple(tuple(group) for group in data["recognise"]),
         zh_markers=tuple(data["zh_markers"]),
+        columns=tuple(data["columns"]),
         headers={lang: tuple(cells) for lang, cells in data["headers"].items()},
         intro={lang: tuple(p["intro"]) for lang, p in data["prose"].items()},
         outro={lang: tuple(p["outro"]) for lang, p in data["prose"].items()},
