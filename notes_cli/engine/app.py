@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import os
 import time
@@ -44,6 +45,15 @@ from notes_cli.engine.protocol_common import ApiError, ParsedCall, StreamEncoder
 from notes_cli.secrets import mask
 
 DEFAULT_FINGERPRINT = "fp_pdnotes_mock_engine"
+
+
+class _Json(JSONResponse):
+    """Compact JSON that survives any text a client sent us: a lone surrogate (legal in JSON
+    escapes, not in UTF-8) is replaced instead of failing the response."""
+
+    def render(self, content: Any) -> bytes:
+        text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+        return text.encode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)
@@ -197,7 +207,7 @@ class _EngineHttp:
 
     def _error(self, dialect: _Dialect, error: ApiError) -> JSONResponse:
         self.metrics.count(dialect.route, error.status)
-        return JSONResponse(dialect.error(error), error.status, headers=error.headers)
+        return _Json(dialect.error(error), error.status, headers=error.headers)
 
     async def _http_exception(self, request: Request, exc: HTTPException) -> Response:
         path = request.url.path
@@ -229,7 +239,7 @@ class _EngineHttp:
         return Response(status_code=200)
 
     async def health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "models": list(self.service.served_models)})
+        return _Json({"status": "ok", "models": list(self.service.served_models)})
 
     async def prometheus(self, request: Request) -> Response:
         return Response(self.metrics.render(), media_type=CONTENT_TYPE)
@@ -237,18 +247,18 @@ class _EngineHttp:
     async def engine_state(self, request: Request) -> Response:
         state = dict(self.service.state())
         state["faults"] = self.injector.describe()
-        return JSONResponse(state)
+        return _Json(state)
 
     async def openai_models(self, request: Request) -> Response:
         if (failure := self._auth_failure(request, _CHAT)) is not None:
             return failure
         models = self.service.served_models
-        return JSONResponse(protocol_openai.models_body(models, self.fingerprint))
+        return _Json(protocol_openai.models_body(models, self.fingerprint))
 
     async def anthropic_models(self, request: Request) -> Response:
         if (failure := self._auth_failure(request, _MESSAGES)) is not None:
             return failure
-        return JSONResponse(protocol_anthropic.models_body(self.service.served_models))
+        return _Json(protocol_anthropic.models_body(self.service.served_models))
 
     async def faults(self, request: Request) -> Response:
         """Admin: GET lists faults; POST {"faults": [SPEC…], "replace": true} sets them;
@@ -268,7 +278,7 @@ class _EngineHttp:
         elif request.method == "DELETE":
             self.injector.set(())
         self._set_link_fallback(self.injector.link_fallback)
-        return JSONResponse({"faults": self.injector.describe()})
+        return _Json({"faults": self.injector.describe()})
 
     def _set_link_fallback(self, on: bool) -> None:
         setter = getattr(self.service, "set_link_fallback", None)
@@ -390,7 +400,7 @@ class _EngineHttp:
         self.metrics.observe(item.pd_timing, item.completion_tokens, ())
         self.metrics.count(dialect.route, 200)
         body = dialect.body(call, "".join(texts), item, self.fingerprint)
-        return JSONResponse(body, headers={"x-request-id": call.request.request_id})
+        return _Json(body, headers={"x-request-id": call.request.request_id})
 
     async def _stream_events(
         self,
