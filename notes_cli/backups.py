@@ -62,7 +62,7 @@ def save(client: str, original: Path, *, undone: bool = False) -> Backup:
         "mode": fileio.file_mode(original),
     }
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # may hold copies of tokens
         if data is not None:
             fileio.atomic_write(data_path, data, mode=0o600)
         fileio.atomic_write(meta_path, json.dumps(meta, indent=2) + "\n", mode=0o600)

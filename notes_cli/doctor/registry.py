@@ -6,6 +6,7 @@ from here (`python -m notes_cli.doctor.registry > docs/findings.md`; a test keep
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,9 +33,10 @@ _ENTRIES: tuple[Entry, ...] = (
         "config-missing",
         "warning",
         "any",
-        "the client's config file does not exist",
+        "the client's config file does not exist (an error when that client was asked for, or "
+        "when neither client is configured)",
         "~/.codex/config.toml: no such file",
-        "{command}",
+        "create it: pdnotes config {tool} --preset <name> (see pdnotes config presets)",
     ),
     Entry(
         "toml-syntax",
@@ -438,14 +440,18 @@ def markdown() -> str:
         "",
         "Generated from `notes_cli/doctor/registry.py` "
         "(`python -m notes_cli.doctor.registry > docs/findings.md`). Ids are stable; "
-        "`pdnotes doctor --json` reports them as `findings[].id`.",
+        "`pdnotes doctor --json` reports them as `findings[].id`. In fixes, `<name>` stands "
+        "for a value taken from your configuration. Severity is the default; a check may "
+        "raise or lower it (noted under *when*).",
         "",
         "| id | severity | client | when | example | fix |",
         "|---|---|---|---|---|---|",
     ]
     for e in _ENTRIES:
         kind = f"{e.severity} (live)" if e.live else e.severity
-        cells = [f"`{e.id}`", kind, e.client, e.when, f"`{e.example}`", e.fix]
+        example = f"`` {e.example} ``" if "`" in e.example else f"`{e.example}`"
+        fix = re.sub(r"{(\w+)}", r"<\1>", e.fix)
+        cells = [f"`{e.id}`", kind, e.client, e.when, example, fix]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -166,10 +166,9 @@ def _config_missing(
         if name in configured:
             continue
         if name == "codex":
-            path, command = paths.codex_config_path(codex_home), "pdnotes config codex --preset …"
+            path = paths.codex_config_path(codex_home)
         else:
             path = paths.claude_settings_path("user", claude_home_dir=claude_home)
-            command = "pdnotes config claude --preset …"
         report.findings.insert(
             0,
             make(
@@ -178,7 +177,7 @@ def _config_missing(
                 f"{path} does not exist",
                 severity=severity,
                 file=str(path),
-                command=f"create it: {command}",
+                tool=name,
             ),
         )
 
