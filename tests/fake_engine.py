@@ -48,7 +48,7 @@ class FakeEngine:
     def state(self) -> dict[str, Any]:
         return {
             "mode": "disagg",
-            "nodes": [{"name": "prefill-0", "role": "prefill", "queue_depth": 0, "batch_size": 0}],
+            "nodes": [{"name": "prefill-0", "role": "prefill", "queue": 0, "batch_size": 0}],
             "link_fallback_tcp": self.link_fallback,
         }
 

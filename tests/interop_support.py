@@ -143,6 +143,15 @@ def write_claude_settings(
     (claude_home / "settings.json").write_text(json.dumps({"env": env}))
 
 
+def set_claude_base_url(claude_home: Path, base_url: str) -> None:
+    """Edit ANTHROPIC_BASE_URL by hand, the way the article's reader adds a stray /v1 (pdnotes
+    config itself refuses to write one for the mock preset)."""
+    path = claude_home / "settings.json"
+    settings = json.loads(path.read_text())
+    settings["env"]["ANTHROPIC_BASE_URL"] = base_url
+    path.write_text(json.dumps(settings))
+
+
 CLAUDE_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "CLAUDE_CODE_MAX_RETRIES": "0",

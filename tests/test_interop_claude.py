@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_support import CLAUDE_ENV, ClientRun, client_binary, run_client, write_claude_settings
+from interop_support import (
+    CLAUDE_ENV,
+    ClientRun,
+    client_binary,
+    run_client,
+    set_claude_base_url,
+    write_claude_settings,
+)
 
 pytestmark = pytest.mark.interop
 
@@ -43,8 +50,8 @@ def test_claude_reports_the_doubled_v1_as_a_model_issue(
     cli: Callable[..., Any], isolated_home: Path, engine_server: Any
 ) -> None:
     client_binary("claude")
-    doubled = engine_server.anthropic_base_url + "/v1"
-    write_claude_settings(cli, isolated_home / ".claude", doubled, None)
+    write_claude_settings(cli, isolated_home / ".claude", engine_server.anthropic_base_url, None)
+    set_claude_base_url(isolated_home / ".claude", engine_server.anthropic_base_url + "/v1")
 
     run = claude_print(isolated_home)
 

@@ -35,8 +35,10 @@ from notes_cli.engine import protocol_anthropic, protocol_openai
 from notes_cli.engine.api import (
     Completion,
     EngineService,
+    EngineStopped,
     GenerationRequest,
     QueueFull,
+    StepStats,
     TokenChunk,
 )
 from notes_cli.engine.faults import FaultInjector, FaultPlan, FaultSpec, FaultSpecError, parse_fault
@@ -197,8 +199,9 @@ class _EngineHttp:
             if stop is not None:
                 await stop()
 
-    def _on_record(self, record: Any) -> None:
-        self.metrics.add_transferred_bytes(float(getattr(record, "transfer_bytes", 0) or 0))
+    def _on_record(self, item: Any) -> None:
+        if isinstance(item, StepStats):
+            self.metrics.observe_step(item.phase, item.batch_size)
 
     # --- errors ------------------------------------------------------------------------
 
@@ -367,6 +370,8 @@ class _EngineHttp:
                 f"The engine queue is full; retry after {exc.retry_after_s:.1f}s.",
                 headers={"retry-after": str(max(1, math.ceil(exc.retry_after_s)))},
             ) from exc
+        except EngineStopped as exc:
+            raise ApiError(503, "overloaded", f"The engine is not serving: {exc}") from exc
         if not call.stream:
             return await self._respond_whole(dialect, call, first, stream, plan)
         self.metrics.count(dialect.route, 200)
