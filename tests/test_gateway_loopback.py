@@ -82,3 +82,22 @@ def test_nothing_listening_is_unreachable() -> None:
     client = GatewayClient(endpoint(f"http://127.0.0.1:{port}"), timeout=2)
     with client, pytest.raises(errors.Unreachable, match="cannot connect"):
         client.stream("hi")
+
+
+def test_async_client_times_concurrent_streams_over_a_real_socket() -> None:
+    import asyncio
+
+    from notes_cli.gateway import AsyncGatewayClient
+
+    events = chat_stream(["a", "b", "c"])
+    with LoopbackServer(Reply.sse([0.1, *spaced(events, 0.01)])) as server:
+
+        async def go() -> list[StreamResult]:
+            async with AsyncGatewayClient(endpoint(server.url), timeout=5) as client:
+                return list(await asyncio.gather(*(client.stream("hi") for _ in range(8))))
+
+        results = asyncio.run(go())
+    assert len(results) == 8 and all(r.text == "abc" and r.completed for r in results)
+    for result in results:
+        t = result.timings
+        assert t.connect_ms is not None and t.ttft_ms is not None and t.ttft_ms >= 100

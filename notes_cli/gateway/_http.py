@@ -75,6 +75,15 @@ class ConnectTrace:
             self.connect_ms = (time.perf_counter() - self.start) * 1000
 
 
+class AsyncConnectTrace(ConnectTrace):
+    """The same, for async transports (httpcore requires a coroutine there)."""
+
+    __slots__ = ()
+
+    async def __call__(self, name: str, info: dict[str, Any]) -> None:  # type: ignore[override]
+        ConnectTrace.__call__(self, name, info)
+
+
 # --------------------------------------------------------------------------- error answers
 
 

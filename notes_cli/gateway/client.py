@@ -19,7 +19,13 @@ import httpx
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.gateway import _protocols as proto
 from notes_cli.gateway import errors
-from notes_cli.gateway._http import ConnectTrace, safe_url, status_error, translate
+from notes_cli.gateway._http import (
+    AsyncConnectTrace,
+    ConnectTrace,
+    safe_url,
+    status_error,
+    translate,
+)
 from notes_cli.gateway.results import ModelsResult, StreamResult, Timings
 from notes_cli.gateway.sse import SSEParser
 
@@ -56,12 +62,13 @@ class _Call:
         *,
         stream: bool,
         on_chunk: OnChunk | None = None,
+        is_async: bool = False,
     ) -> None:
         self.endpoint = client.endpoint
         self.url = url
         self.shown_url = safe_url(url)
         self.start = time.perf_counter()
-        self.trace = ConnectTrace(self.start)
+        self.trace = (AsyncConnectTrace if is_async else ConnectTrace)(self.start)
         self.timings = Timings()
         self.state = proto.STATES[client.endpoint.protocol]()
         self.parser = SSEParser()
@@ -380,7 +387,7 @@ class AsyncGatewayClient(_BaseClient):
     async def list_models(self) -> ModelsResult:
         """`GET {base}/models` (`/v1/models` for Anthropic) with the client's auth headers."""
         url = self.endpoint.models_url()
-        call = _Call(self, url, stream=False)
+        call = _Call(self, url, stream=False, is_async=True)
         headers = proto.base_headers(self.endpoint, stream=False)
         body, response = await self._fetch(call, "GET", url, headers, None)
         return call.models(response, body)
@@ -390,7 +397,7 @@ class AsyncGatewayClient(_BaseClient):
     ) -> StreamResult:
         """One non-streamed turn in the endpoint's protocol."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, False)
-        call = _Call(self, url, stream=False)
+        call = _Call(self, url, stream=False, is_async=True)
         body, _ = await self._fetch(call, "POST", url, headers, content)
         return call.body_result(body)
 
@@ -404,7 +411,7 @@ class AsyncGatewayClient(_BaseClient):
     ) -> StreamResult:
         """One streamed turn (see GatewayClient.stream)."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, True)
-        call = _Call(self, url, stream=True, on_chunk=on_chunk)
+        call = _Call(self, url, stream=True, on_chunk=on_chunk, is_async=True)
         request = self._http.build_request(
             "POST", url, headers=headers, content=content, extensions=call.extensions()
         )
