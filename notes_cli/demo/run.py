@@ -1,0 +1,291 @@
+"""`pdnotes demo`: the whole story against the bundled engine, in a sandbox, step by step.
+
+Each step calls the same core functions as the matching `pdnotes` command and returns a `Step`
+(what was run, whether it did what it should, the data to show). The caller renders each step as
+it arrives (`on_step`) and, under --json, the whole `DemoReport`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from notes_cli.demo.sandbox import Sandbox, sandbox
+
+if TYPE_CHECKING:
+    from notes_cli.notes.export import ExportFormat
+
+ENGINE_PRESET = "h800-h20-rdma"
+FORMATS: tuple[ExportFormat, ...] = ("md", "csv", "json", "html")
+
+
+@dataclass
+class Step:
+    key: str
+    title: str
+    ok: bool
+    commands: list[str]
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "title": self.title,
+            "ok": self.ok,
+            "commands": self.commands,
+            **self.data,
+        }
+
+
+@dataclass
+class DemoReport:
+    lang: str
+    speed: float
+    kept: str | None
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(step.ok for step in self.steps)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "pdnotes.demo/1",
+            "ok": self.ok,
+            "lang": self.lang,
+            "speed": self.speed,
+            "kept": self.kept,
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+
+def run_demo(
+    *,
+    lang: str = "en",
+    speed: float = 5.0,
+    keep: Path | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> DemoReport:
+    """Run every step; a failing step is recorded and the demo goes on to the next one."""
+    from notes_cli.engine.config import EngineConfig
+    from notes_cli.engine.server import start_engine
+
+    report = DemoReport(lang, speed, str(keep.expanduser().resolve()) if keep else None)
+
+    def record(step: Step) -> None:
+        report.steps.append(step)
+        if on_step is not None:
+            on_step(step)
+
+    with sandbox(keep) as box, start_engine(EngineConfig(preset=ENGINE_PRESET, speed=speed)) as eng:
+        record(_engine_step(eng.base_url, eng.anthropic_base_url, speed))
+        record(_config_step(box, eng.base_url, eng.anthropic_base_url))
+        record(_doctor_step(box))
+        record(_mistakes_step(box, eng.anthropic_base_url))
+        record(_smoke_step(box))
+        record(_notes_step(box, lang))
+    record(_experiment_step())
+    record(_next_step(box, keep))
+    return report
+
+
+def _engine_step(base_url: str, anthropic_base_url: str, speed: float) -> Step:
+    return Step(
+        "engine",
+        "Start the bundled mock PD engine",
+        True,
+        [f"pdnotes engine serve --preset {ENGINE_PRESET} --speed {speed:g}"],
+        {
+            "preset": ENGINE_PRESET,
+            "base_url": base_url,
+            "anthropic_base_url": anthropic_base_url,
+        },
+    )
+
+
+def _config_step(box: Sandbox, base_url: str, anthropic_base_url: str) -> Step:
+    from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
+    from notes_cli.clients.codex_config import CodexOptions, plan_codex
+    from notes_cli.clients.plan import apply
+
+    codex = apply(plan_codex(CodexOptions("mock", base_url), codex_home=box.codex_home))
+    claude = apply(
+        plan_claude(
+            ClaudeOptions("mock", anthropic_base_url),
+            claude_home=box.claude_home,
+            project_dir=box.project,
+        )
+    )
+    files = [
+        {"client": r.plan.client, "file": str(r.plan.path), "request_url": r.plan.request_url}
+        for r in (codex, claude)
+    ]
+    return Step(
+        "config",
+        "Write the Codex and Claude Code configuration",
+        all(r.written for r in (codex, claude)),
+        [
+            f"pdnotes config codex --preset mock --base-url {base_url}",
+            f"pdnotes config claude --preset mock --base-url {anthropic_base_url}",
+        ],
+        {"files": files},
+    )
+
+
+def _doctor_step(box: Sandbox) -> Step:
+    from notes_cli.doctor.run import run_doctor
+
+    report = run_doctor(
+        "all",
+        offline=False,
+        codex_home=box.codex_home,
+        claude_home=box.claude_home,
+        project_dir=box.project,
+    )
+    return Step(
+        "doctor",
+        "Check both clients: files, environment and live probes",
+        report.ok,
+        ["pdnotes doctor"],
+        {"doctor": report.to_json()},
+    )
+
+
+def _mistakes_step(box: Sandbox, anthropic_base_url: str) -> Step:
+    from notes_cli.demo.mistakes import load_mistakes
+    from notes_cli.doctor.run import run_doctor
+
+    config_text = (box.codex_home / "config.toml").read_text(encoding="utf-8")
+    cases = []
+    for number, mistake in enumerate(load_mistakes(), start=1):
+        scratch = box.scratch(f"{number}")
+        scratch.mkdir(parents=True, exist_ok=True)
+        broken = mistake.apply(config_text, anthropic_base_url=anthropic_base_url)
+        (scratch / "config.toml").write_text(broken, encoding="utf-8")
+        report = run_doctor("codex", offline=False, codex_home=scratch, timeout=5.0)
+        caught = next((f for f in report.findings if f.id == mistake.expect), None)
+        cases.append(
+            {
+                "mistake": mistake.name,
+                "article": mistake.article,
+                "expect": mistake.expect,
+                "caught": caught is not None,
+                "finding": caught.to_json() if caught else None,
+                "codex_home": str(scratch),
+            }
+        )
+    return Step(
+        "mistakes",
+        "Reproduce the article's common errors and catch each one",
+        all(case["caught"] for case in cases),
+        ["pdnotes doctor --client codex --codex-home <scratch copy>"],
+        {"cases": cases},
+    )
+
+
+def _smoke_step(box: Sandbox) -> Step:
+    from notes_cli.clients.resolve import resolve_endpoints
+    from notes_cli.smoke import run_smoke
+
+    (endpoint,) = resolve_endpoints("codex", codex_home=box.codex_home)
+    report = run_smoke(endpoint, n=3, timeout=30.0)
+    return Step(
+        "smoke",
+        "Smoke-test the endpoint the way Codex calls it",
+        report.verdict.ok,
+        ["pdnotes smoke --client codex -n 3"],
+        {"smoke": report.to_json()},
+    )
+
+
+class _QuietProgress:
+    """generate_note's observer: the demo shows the outcome, not the stream."""
+
+    def attempt_started(self, number: int, kind: str, request: str) -> None:
+        pass
+
+    def chunk(self, text: str, elapsed_ms: float) -> None:
+        pass
+
+    def attempt_finished(self, attempt: Any) -> None:
+        pass
+
+
+def _notes_step(box: Sandbox, lang: str) -> Step:
+    from notes_cli.clients.resolve import resolve_endpoints
+    from notes_cli.notes import generate as gen
+    from notes_cli.notes.kits import load_kit
+
+    kit = load_kit("pd-disagg")
+    (endpoint,) = resolve_endpoints("codex", codex_home=box.codex_home)
+    prompt = gen.build_prompt(kit, lang, [], 0)
+    result = gen.generate_note(kit, lang, endpoint, prompt, observer=_QuietProgress())
+    written = []
+    for fmt in FORMATS:
+        path = box.notes / f"pd-disagg-{lang}.{fmt}"
+        gen.finish_note(result, lang=lang, endpoint=endpoint, prompt=prompt, fmt=fmt, path=path)
+        written.append(str(path))
+    check = result.check
+    table = _table(check, lang)
+    return Step(
+        "notes",
+        "Have the model write the PD comparison note, check it, export it",
+        result.passed and all(Path(p).is_file() for p in written),
+        [f"pdnotes notes generate --client codex --lang {lang} -o notes/pd-disagg-{lang}.md"],
+        {
+            "verdict": check.verdict,
+            "attempts": len(result.attempts),
+            "files": written,
+            "table": table,
+        },
+    )
+
+
+def _table(check: Any, lang: str) -> dict[str, Any]:
+    """The note's table as the kit's column labels and the cells under them."""
+    table = check.extraction.table
+    columns = check.kit.columns
+    if table is None:
+        return {"columns": [], "rows": []}
+    return {
+        "columns": [c.label(lang) for c in columns],
+        "rows": [[table.cell(row, c.key) for c in columns] for row in table.rows],
+    }
+
+
+def _experiment_step() -> Step:
+    from notes_cli.demo.pd_experiment import PRESETS, run_experiment
+
+    result = run_experiment()
+    colocated, disagg = result.presets
+    shows_it = result.gap_ratio >= 3 and disagg.long_transfer_ms > 0
+    return Step(
+        "experiment",
+        "The PD experiment: a long prompt arrives while short requests decode",
+        shows_it,
+        [f"pdnotes engine serve --preset {preset} --speed {result.speed:g}" for preset in PRESETS],
+        {"experiment": result.to_json()},
+    )
+
+
+def _next_step(box: Sandbox, keep: Path | None) -> Step:
+    files = {
+        "codex_config": str(box.codex_home / "config.toml"),
+        "claude_settings": str(box.claude_home / "settings.json"),
+        "notes": str(box.notes),
+    }
+    return Step(
+        "next",
+        "Where the files are, and what to run for a real gateway",
+        True,
+        [
+            "pdnotes config codex --preset taotoken --model YOUR_MODEL_ID",
+            "export TAOTOKEN_API_KEY=…  # in your shell, never in a file",
+            "pdnotes doctor",
+            "pdnotes smoke --client codex",
+            "pdnotes notes generate --client codex --lang zh -o pd-notes.md",
+        ],
+        {"files": files if keep else {}, "kept": keep is not None},
+    )

@@ -1,0 +1,99 @@
+"""`pdnotes demo` end to end: every step's outcome, not just the exit code."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from pathlib import Path
+
+STEPS = ["engine", "config", "doctor", "mistakes", "smoke", "notes", "experiment", "next"]
+ARTICLE_FINDINGS = {
+    "base-url-v1-suffix",
+    "base-url-query",
+    "env-key-unset",
+    "model-unknown",
+    "wire-api-chat-removed",
+    "anthropic-in-codex",
+}
+
+
+def _engine_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("pdnotes-engine")]
+
+
+def test_demo_json_reports_every_step(cli, tmp_path: Path, isolated_home: Path) -> None:
+    keep = tmp_path / "kept"
+    result = cli("demo", "--json", "--lang", "zh", "--keep", str(keep))
+
+    assert result.exit_code == 0, result.stderr
+    doc = result.json()
+    assert doc["schema"] == "pdnotes.demo/1" and doc["ok"] is True
+    steps = {s["key"]: s for s in doc["steps"]}
+    assert [s["key"] for s in doc["steps"]] == STEPS
+    assert all(s["ok"] for s in doc["steps"]), [s["key"] for s in doc["steps"] if not s["ok"]]
+
+    files = {f["client"]: f for f in steps["config"]["files"]}
+    assert files["codex"]["request_url"].endswith("/api/responses")
+    assert files["claude"]["request_url"].endswith("/api/anthropic/v1/messages")
+
+    doctor = steps["doctor"]["doctor"]
+    assert doctor["ok"] and not [f for f in doctor["findings"] if f["severity"] == "error"]
+    assert {p["client"] for p in doctor["probes"]} == {"codex", "claude"}
+    assert all(p["ok"] for p in doctor["probes"])
+
+    cases = steps["mistakes"]["cases"]
+    assert {c["expect"] for c in cases} == ARTICLE_FINDINGS
+    for case in cases:
+        assert case["caught"] and case["finding"]["fix"], case
+
+    smoke = steps["smoke"]["smoke"]
+    assert smoke["verdict"]["ok"] and len(smoke["runs"]) == 3
+
+    notes = steps["notes"]
+    assert notes["verdict"] == "pass"
+    assert sorted(Path(p).suffix for p in notes["files"]) == [".csv", ".html", ".json", ".md"]
+    assert all(Path(p).is_file() and Path(p).is_relative_to(keep) for p in notes["files"])
+    assert notes["table"]["columns"] == ["阶段", "瓶颈", "优化手段", "对应组件"]
+    checked = cli("notes", "check", str(keep / "notes" / "pd-disagg-zh.md"))
+    assert checked.exit_code == 0, checked.stdout
+
+    experiment = steps["experiment"]["experiment"]
+    colocated, disagg = experiment["presets"]
+    assert (colocated["mode"], disagg["mode"]) == ("colocated", "disagg")
+    assert colocated["max_gap_ms"] >= 3 * disagg["max_gap_ms"]
+    assert colocated["long_transfer_ms"] == 0 and disagg["long_transfer_ms"] > 0
+    assert disagg["long_ttft_ms"] > disagg["long_transfer_ms"]
+
+    # The user's own client folders were never touched, and no engine is left running.
+    assert not (isolated_home / ".codex").exists()
+    assert not (isolated_home / ".claude").exists()
+    assert _engine_threads() == []
+
+
+def _demo_folders() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("pdnotes-demo-*"))
+
+
+def test_demo_human_output_is_plain_text_without_a_terminal(cli) -> None:
+    before = _demo_folders()
+    result = cli("demo")
+
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "\x1b[" not in result.stdout  # NO_COLOR and not a terminal: no escape codes
+    for heading in (
+        "1. Start the bundled mock PD engine",
+        "4. Reproduce the article's common errors",
+        "7. The PD experiment",
+    ):
+        assert heading in result.stdout
+    assert "✓ doubled /v1 → base-url-v1-suffix" in result.stdout
+    assert "demo finished: all 8 steps did what they should." in result.stdout
+    assert "(the demo's files were removed" in result.stdout
+    assert _demo_folders() == before  # its temporary folder is gone
+    assert _engine_threads() == []
+
+
+def test_demo_rejects_an_unknown_language(cli) -> None:
+    result = cli("demo", "--lang", "fr")
+    assert result.exit_code == 2
+    assert "--lang fr" in result.stderr
