@@ -138,3 +138,26 @@ def test_sources_are_cut_to_the_budget_and_say_so(
     assert sources["short.md"]["tokens"] + sources["long.html"]["tokens"] <= 300
     assert "long.html: cut from" in " ".join(result.stderr.split())
     assert "to fit --max-source-tokens 300" in " ".join(result.stderr.split())
+
+
+@pytest.mark.parametrize("protocol", ["responses", "anthropic"])
+def test_other_wire_protocols_reach_the_same_knowledge(
+    protocol: str, engine_server: Any, cli: Callable[..., CliResult]
+) -> None:
+    base = engine_server.anthropic_base_url if protocol == "anthropic" else engine_server.base_url
+    result = cli(
+        "notes",
+        "generate",
+        "--base-url",
+        base,
+        "--model",
+        "pd-mock-1",
+        "--protocol",
+        protocol,
+        "--lang",
+        "en",
+        "-o",
+        "note.html",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("PASS")
