@@ -32,6 +32,8 @@ DEFAULT_MAX_TOKENS = 512  # room for a reasoning model to think and still answer
 STABLE_FACTOR = 3.0
 STABLE_FLOOR_MS = 500.0
 PREVIEW_CHARS = 60
+# First token this close after the headers: the server sent both together.
+HEADERS_WITH_TOKEN_MS = 2.0
 STABILITY_RULE = (
     f"stable = no run over {STABLE_FACTOR:g}x the median total time (differences under "
     f"{STABLE_FLOOR_MS:.0f} ms ignored) and no timeout"
@@ -81,13 +83,16 @@ class Breakdown:
     """Medians over the runs that returned. `gateway_ms` = time to response headers (network
     + gateway + any queueing before the server answers); `model_ttft_ms` = first token after
     the headers; `decode_tokens_per_s` = output rate after the first token. `engine` carries
-    the median of the server's own `usage.pd_timing` when it reports one."""
+    the median of the server's own `usage.pd_timing` when it reports one.
+    `headers_with_first_token` is set when the server holds its headers until the first token
+    (then the time to headers includes queueing and prefill, and the split cannot separate)."""
 
     connect_ms: float | None
     gateway_ms: float | None
     model_ttft_ms: float | None
     decode_tokens_per_s: float | None
     engine: dict[str, float] | None = None
+    headers_with_first_token: bool = False
 
 
 @dataclass
@@ -285,12 +290,14 @@ def breakdown(runs: list[SmokeRun]) -> Breakdown:
         r.ttft_ms - r.headers_ms for r in good if r.ttft_ms is not None and r.headers_ms is not None
     ]
     rates = [r.tokens_per_s for r in good if r.tokens_per_s is not None]
+    model_ms = _median(model)
     return Breakdown(
         connect_ms=_median(connects),
         gateway_ms=_median(headers),
-        model_ttft_ms=_median(model),
+        model_ttft_ms=model_ms,
         decode_tokens_per_s=_median(rates),
         engine=_engine_median([r.pd_timing for r in good if r.pd_timing]),
+        headers_with_first_token=model_ms is not None and model_ms < HEADERS_WITH_TOKEN_MS,
     )
 
 

@@ -49,6 +49,7 @@ def test_three_good_runs_pass_with_timings_in_json(cli: Cli) -> None:
     assert run["output_tokens"] == 4 and run["tokens_source"] == "usage"
     assert doc["breakdown"]["gateway_ms"] is not None
     assert doc["breakdown"]["model_ttft_ms"] is not None
+    assert doc["breakdown"]["headers_with_first_token"] is False
     assert "3x the median" in doc["verdict"]["rule"]
 
 
@@ -167,6 +168,17 @@ def test_stability_rule() -> None:
     assert judge([_run(1, 10), _run(2, 12), _run(3, 90)]).stable
     timeout = judge([_run(1, 900), _run(2, 0, {"kind": "idle-stream-timeout"})])
     assert not timeout.stable and "run 2 timed out" in timeout.reasons
+
+
+def test_breakdown_notices_headers_held_until_the_first_token() -> None:
+    from notes_cli.smoke import breakdown
+
+    held = _run(1, 900)
+    held.headers_ms = held.ttft_ms = 300.0
+    split = breakdown([held])
+    assert split.headers_with_first_token and split.gateway_ms == 300.0
+    assert split.model_ttft_ms == 0.0
+    assert not breakdown([_run(1, 900)]).headers_with_first_token
 
 
 def test_latency_spike_over_a_real_socket_is_unstable() -> None:

@@ -131,7 +131,7 @@ def retry_after_seconds(value: str | None) -> float | None:
 
 
 def status_error(
-    response: httpx.Response, body: bytes, url: str, key_env: str | None
+    response: httpx.Response, body: bytes, url: str, key_env: str | None, *, has_key: bool = True
 ) -> errors.HttpStatusError:
     """The typed error for an error answer, with a fix that fits the status."""
     status = response.status_code
@@ -151,17 +151,19 @@ def status_error(
         retry_after=retry_after,
         location=safe_url(location) if location else None,
     )
-    error.fix = _status_fix(error, key_env)
+    error.fix = _status_fix(error, key_env, has_key)
     return error
 
 
-def _status_fix(error: errors.HttpStatusError, key_env: str | None) -> str:
+def _status_fix(error: errors.HttpStatusError, key_env: str | None, has_key: bool) -> str:
     status = error.status
     if 300 <= status < 400:
         return (
             f"the server redirects to {error.location or '(no Location)'}; put that URL in the "
             "config (pdnotes follows no redirects, so your key never goes to another host)"
         )
+    if status in (401, 403) and not has_key:
+        return "no key was sent: configure one (or pass --key-env NAME to pdnotes smoke)"
     if status in (401, 403):
         where = f"${key_env}" if key_env else "the configured key"
         return f"check that {where} holds a key this gateway accepts (and is not expired)"

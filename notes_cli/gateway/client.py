@@ -114,7 +114,10 @@ class _Call:
         )
 
     def status_error(self, response: httpx.Response, body: bytes) -> errors.HttpStatusError:
-        return status_error(response, body, self.shown_url, self.endpoint.key_env)
+        key = self.endpoint.key
+        return status_error(
+            response, body, self.shown_url, self.endpoint.key_env, has_key=bool(key)
+        )
 
     def not_a_stream(self, response: httpx.Response, body: bytes) -> StreamResult:
         """A 2xx that is not an event stream. Claude Code falls back to a plain Message JSON,

@@ -43,7 +43,8 @@ def report(result: SmokeReport) -> None:
             console.print(f"[yellow]run {run.index} retried:[/] {escape(line)}")
         if run.error and run.error.get("fix"):
             console.print(f"[bold]run {run.index} fix:[/] {escape(str(run.error['fix']))}")
-    console.print(_breakdown_line(result.breakdown))
+    if any(not run.error for run in result.runs):
+        console.print(_breakdown_line(result.breakdown))
     if result.proxy:
         console.print(f"[dim]via proxy {escape(result.proxy)}[/]")
     verdict = result.verdict
@@ -62,11 +63,11 @@ def report(result: SmokeReport) -> None:
 
 
 def _runs_table(runs: list[SmokeRun]) -> Table:
-    table = Table(title="smoke runs", title_justify="left")
+    table = Table(title="smoke runs (ms from request start)", title_justify="left")
     for name in ("run", "status", "connect", "headers", "TTFT", "total", "tokens", "tok/s"):
-        table.add_column(name, justify="right")
-    table.add_column("finish")
-    table.add_column("preview", overflow="fold")
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("finish", no_wrap=True)
+    table.add_column("preview", no_wrap=True, overflow="ellipsis", max_width=20)
     for run in runs:
         tokens = "-" if run.output_tokens is None else str(run.output_tokens)
         if run.tokens_source == "counted":
@@ -74,16 +75,14 @@ def _runs_table(runs: list[SmokeRun]) -> Table:
         table.add_row(
             str(run.index),
             str(run.status) if run.status is not None else "-",
-            "reused"
-            if run.connect_ms is None and run.headers_ms is not None
-            else _ms(run.connect_ms),
-            _ms(run.headers_ms),
-            _ms(run.ttft_ms),
-            _ms(run.total_ms),
+            _connect(run),
+            _num(run.headers_ms),
+            _num(run.ttft_ms),
+            _num(run.total_ms),
             tokens,
             f"{run.tokens_per_s:.1f}" if run.tokens_per_s is not None else "-",
-            escape(run.finish_reason or "-"),
-            escape(run.preview or (run.problem or "")),
+            escape(_finish(run)),
+            escape(run.preview),
         )
     return table
 
@@ -94,18 +93,34 @@ def _breakdown_line(b: Breakdown) -> str:
     rate = f"{b.decode_tokens_per_s:.1f} tok/s" if b.decode_tokens_per_s is not None else "-"
     model = f"first token {_ms(b.model_ttft_ms)} after headers, decode {rate}"
     line = f"[bold]where the time goes[/] (median): network + gateway: {network}; model: {model}"
+    if b.headers_with_first_token:
+        line += (
+            "\n  [dim]the server sends its headers together with the first token, so the time "
+            "to headers also holds queueing and prefill[/]"
+        )
     if b.engine:
         parts = ", ".join(f"{k.removesuffix('_ms')} {v:g} ms" for k, v in b.engine.items())
         line += f"\n  engine-reported pd_timing: {escape(parts)}"
     return line
 
 
+def _finish(run: SmokeRun) -> str:
+    if run.error:
+        kind = str(run.error.get("kind", "error"))
+        return "error" if kind == "http-status" else kind
+    return run.finish_reason or "-"
+
+
 def _connect(run: SmokeRun) -> str:
     """A pooled connection has no connect time: say so rather than show a dash."""
     if run.connect_ms is None and run.headers_ms is not None:
         return "reused"
-    return _ms(run.connect_ms)
+    return _num(run.connect_ms)
 
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f} ms"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
