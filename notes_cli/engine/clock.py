@@ -25,9 +25,15 @@ class WallClock:
             raise ValueError("speed must be positive")
         self.speed = speed
         self._start = time.monotonic()
+        self.held_ms = 0.0  # simulated time given up by hold_at (the process was starved)
 
     def now_ms(self) -> float:
-        return (time.monotonic() - self._start) * 1000.0 * self.speed
+        return (time.monotonic() - self._start) * 1000.0 * self.speed - self.held_ms
+
+    def hold_at(self, at_ms: float) -> None:
+        """Set simulated time back to `at_ms` (<= now): the hardware did not run while the
+        process could not drive it, so the time it lost is not replayed as a burst."""
+        self.held_ms += max(0.0, self.now_ms() - at_ms)
 
     def wall_delay_s(self, at_ms: float) -> float:
         return max(0.0, (at_ms - self.now_ms()) / 1000.0 / self.speed)

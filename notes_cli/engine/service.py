@@ -3,6 +3,11 @@
 A background driver task sleeps until the scheduler's next event is due (in wall time, scaled
 by --speed), processes every due event, and hands each request its newly produced tokens. A
 request's tokens therefore reach its stream at the wall time the cost model says they exist.
+
+A request arrives (in simulated time) when the driver next runs after it was submitted. If the
+process was starved (the driver ran more than a few milliseconds late), simulated time is held
+at the missed event instead of replaying the lost time as a burst of tokens: the client then
+sees the stall the server really had, and pd_timing stays the hardware model's.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from notes_cli.engine.workers import SchedRequest
 
 Observer = Callable[[RequestRecord | StepStats], None]
 log = logging.getLogger(__name__)
+_MAX_LAG_WALL_MS = 5.0  # a driver later than this was starved: hold simulated time, no burst
 
 
 class _Stream:
@@ -73,6 +79,7 @@ class LiveEngineService:
         self._observers: list[Observer] = []
         self._streams: dict[SchedRequest, _Stream] = {}
         self._ids = itertools.count(1)
+        self._arrivals: list[SchedRequest] = []  # submitted at the driver's next turn
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Future[None] | None = None
 
@@ -103,8 +110,18 @@ class LiveEngineService:
     async def _drive(self) -> None:
         loop = asyncio.get_running_loop()
         scheduler, clock = self.scheduler, self.clock
+        max_lag_ms = _MAX_LAG_WALL_MS * clock.speed
         while True:
-            scheduler.run_until(clock.now_ms())
+            now = clock.now_ms()
+            due = scheduler.next_event_time()
+            if due is not None and now - due > max_lag_ms:
+                clock.hold_at(due)  # the loop was blocked: resume from the missed event
+                now = due
+            arrivals, self._arrivals = self._arrivals, []
+            for request in arrivals:
+                request.arrival_ms = now
+                scheduler.submit(request, now)
+            scheduler.run_until(now)
             wake: asyncio.Future[None] = loop.create_future()
             self._wake = wake
             due = scheduler.next_event_time()
@@ -135,46 +152,48 @@ class LiveEngineService:
         token, so the HTTP layer can still answer 429 / 503."""
         if not self.running:
             raise EngineStopped("the engine is not running")
-        if self.scheduler.waiting >= self.config.max_queue:
+        if self.scheduler.waiting + len(self._arrivals) >= self.config.max_queue:
             raise QueueFull(self._retry_after_s())
-        arrival_ms = self.clock.now_ms()
         budget = request.max_tokens
         if budget is None:
             budget = self.config.default_max_tokens
         tokens, finish = self.responder.respond(request.messages, budget)
         prompt_tokens = self.prompt_tokens(request)
         request_id = request.request_id or f"req-{next(self._ids)}"
-        sched_request = SchedRequest(request_id, arrival_ms, prompt_tokens, max(1, len(tokens)))
+        sched_request = SchedRequest(request_id, 0.0, prompt_tokens, max(1, len(tokens)))
         stream = _Stream()
         self._streams[sched_request] = stream
-        self.scheduler.submit(sched_request, sched_request.arrival_ms)
+        self._arrivals.append(sched_request)  # arrival time = when the driver sees it
         self._kick()
         try:
-            async for chunk in self._stream_tokens(stream, tokens):
-                yield chunk
-            assert stream.record is not None
-            yield _completion(finish, prompt_tokens, len(tokens), stream.record)
-        finally:
-            self._streams.pop(sched_request, None)
-            if stream.record is None:
-                self.scheduler.cancel(sched_request)
-
-    async def _stream_tokens(self, stream: _Stream, tokens: list[str]) -> AsyncIterator[TokenChunk]:
-        loop = asyncio.get_running_loop()
-        sent = 0
-        while stream.record is None or sent < len(tokens):
-            if stream.error is not None:
-                raise stream.error
-            available = min(stream.ready, len(tokens))
-            if available > sent:
+            sent = 0
+            while sent < len(tokens) or stream.record is None:
+                available = min(stream.ready, len(tokens))
+                if available == sent:
+                    await self._wait(stream)
+                    continue
                 for index in range(sent, available):
                     yield TokenChunk(tokens[index], index)
                 sent = available
-                continue
-            if stream.record is not None:
-                break
-            stream.waiter = loop.create_future()
-            await stream.waiter
+            yield _completion(finish, prompt_tokens, len(tokens), stream.record)
+        finally:
+            self._streams.pop(sched_request, None)
+            if sched_request in self._arrivals:
+                self._arrivals.remove(sched_request)
+            elif stream.record is None:
+                self.scheduler.cancel(sched_request)
+
+    @staticmethod
+    async def _wait(stream: _Stream) -> None:
+        """Until the driver has news for this stream: tokens, its record or an error."""
+        if stream.error is not None:
+            raise stream.error
+        if stream.record is not None:
+            return
+        stream.waiter = asyncio.get_running_loop().create_future()
+        await stream.waiter
+        if stream.error is not None:
+            raise stream.error
 
     def _retry_after_s(self) -> float:
         """A guess at how long the queue takes to drain, in wall seconds."""
