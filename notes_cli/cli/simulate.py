@@ -64,6 +64,8 @@ def simulate(
     if requests < 1:
         raise UsageError("-n must be at least 1")
     sweep = _rates(rate, rates)
+    if goodput and sweep == [None] and trace is None:
+        sweep = []  # only the search: a burst of every request at t=0 would say nothing
     if concurrency is not None:
         if concurrency < 1:
             raise UsageError("--concurrency must be at least 1")

@@ -14,7 +14,7 @@ from notes_cli.render import err, out
 
 if TYPE_CHECKING:
     from notes_cli.bench.client import BenchReport, ServerView
-    from notes_cli.bench.simulate import ConfigResult, RatePoint, SimulateReport
+    from notes_cli.bench.simulate import ConfigResult, RatePoint, SimulateReport, WorkloadSpec
     from notes_cli.bench.stats import Attainment, Summary
 
 _METRIC_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
@@ -61,7 +61,8 @@ def simulate_report(report: SimulateReport) -> None:
         chips = result.resolved.chips
         console.print(f"[bold]{result.label}[/]  [dim]{chips} chip{'s' if chips != 1 else ''}[/]")
         for point in result.points:
-            console.print(metrics_table(point.summaries, title=_point_title(point)))
+            title = _point_title(point, report.workload)
+            console.print(metrics_table(point.summaries, title=title))
             if report.slo.any:
                 console.print(f"  {_attainment_line(point.attainment)}")
         if result.goodput is not None:
@@ -76,9 +77,15 @@ def simulate_report(report: SimulateReport) -> None:
     )
 
 
-def _point_title(point: RatePoint) -> str:
+def _point_title(point: RatePoint, workload: WorkloadSpec) -> str:
     if point.rate is None:
-        return f"  {point.completed:,} requests, arrivals from the workload"
+        if workload.concurrency is not None:
+            when = f"{workload.concurrency} clients in a closed loop"
+        elif workload.trace is not None:
+            when = "at the trace's arrival times"
+        else:
+            when = "all sent at t=0 (no --rate)"
+        return f"  {point.completed:,} requests, {when}"
     return f"  {point.rate:g} req/s ({point.rate_per_chip:.3g}/chip), {point.completed:,} requests"
 
 
@@ -87,10 +94,14 @@ def _goodput_line(result: ConfigResult) -> str:
     assert g is not None
     if g.rate == 0:
         return "[red]goodput: no rate meets the P90 SLOs[/]"
-    capped = " (search cap reached)" if g.capped else ""
+    if g.capped:
+        return (
+            "[yellow]goodput: every rate up to the search cap met the SLOs; the workload is too "
+            "short to load the deployment (use more requests, or add a TTFT SLO)[/]"
+        )
     return (
         f"[bold]goodput[/] {g.rate:.3g} req/s = [bold]{g.per_chip:.3g} req/s per chip[/] "
-        f"at P90 SLOs{capped}"
+        "at P90 SLOs"
     )
 
 
