@@ -117,7 +117,7 @@ def generate(
     else:
         draw.generate_summary(result)
     if not result.passed:
-        _exit_failed()
+        raise typer.Exit(1)
 
 
 def _export_format(fmt: str | None, output: Path | None, formats: tuple[str, ...]) -> Any:
@@ -175,10 +175,4 @@ def check(
 
         draw.check_report(result, source)
     if not result.passed:
-        _exit_failed()
-
-
-def _exit_failed() -> None:
-    """Exit 1: the command ran and found a problem. (SystemExit rather than typer.Exit, whose
-    code click drops when the root app runs with standalone_mode=False.)"""
-    raise SystemExit(1)
+        raise typer.Exit(1)
