@@ -251,3 +251,36 @@ def test_no_key_in_findings_or_probes() -> None:
     findings, probes = probe_endpoint(codex(), transport=httpx.MockTransport(refuse))
     dumped = repr([f.to_json() for f in findings]) + repr([p.to_json() for p in probes])
     assert KEY not in dumped
+
+
+@respx.mock
+def test_doubled_v1_and_a_miscased_model_are_both_reported() -> None:
+    respx.get(f"{GW}/api/v1/models").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/api/v1/responses").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/api/responses").mock(
+        return_value=httpx.Response(
+            404,
+            json={
+                "error": {
+                    "message": "The model `PD-Mock-1` does not exist",
+                    "code": "model_not_found",
+                }
+            },
+        )
+    )
+    respx.get(f"{GW}/api/models").mock(return_value=MODELS)
+    findings, probes = probe_endpoint(codex(f"{GW}/api/v1", model="PD-Mock-1"))
+    assert ids(findings) == ["base-url-v1-suffix", "model-unknown"]
+    assert "exists (it answered 404)" in findings[0].message
+    assert '"pd-mock-1"' in findings[1].fix
+    assert probes[-1].name == "models (without /v1)" and probes[-1].ok
+
+
+@respx.mock
+def test_doubled_v1_and_a_rejected_key_are_both_reported() -> None:
+    respx.get(f"{GW}/api/v1/models").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/api/v1/responses").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/api/responses").mock(return_value=httpx.Response(401))
+    respx.get(f"{GW}/api/models").mock(return_value=httpx.Response(401))
+    findings, _ = probe_endpoint(codex(f"{GW}/api/v1"))
+    assert ids(findings) == ["base-url-v1-suffix", "auth-rejected"]

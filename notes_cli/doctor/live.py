@@ -21,6 +21,7 @@ from notes_cli.clients.endpoint import Endpoint
 from notes_cli.doctor.findings import Finding, FindingClient, Probe
 from notes_cli.gateway import GatewayClient, proxy_for, safe_url
 from notes_cli.gateway import errors as gw
+from notes_cli.gateway._protocols import request_url
 from notes_cli.gateway.results import StreamResult
 
 PROBE_PROMPT = "Reply with the single word: pong"
@@ -29,6 +30,8 @@ PROBE_MAX_TOKENS = 256
 # A whole endpoint's probes share this many probe timeouts.
 BUDGET_PROBES = 3
 
+# Answers that prove the route exists even though the turn failed.
+_ROUTE_EXISTS = frozenset({400, 401, 403, 422, 429})
 _UNREACHABLE = (gw.Unreachable, gw.TLSError, gw.ConnectTimeout, gw.HeadersTimeout)
 
 
@@ -110,8 +113,6 @@ class _Prober:
         return True
 
     def _stream(self, endpoint: Endpoint, name: str) -> StreamResult:
-        from notes_cli.gateway._protocols import request_url
-
         url = request_url(endpoint)
         start = time.perf_counter()
         try:
@@ -146,12 +147,20 @@ class _Prober:
 
     def _not_found(self, exc: gw.HttpStatusError) -> None:
         for base, finding_id in self._v1_variants():
-            if self._works(dataclasses.replace(self.endpoint, base_url=base), f"stream {base}"):
-                self._v1_finding(finding_id, base, exc)
-                return
+            variant = dataclasses.replace(self.endpoint, base_url=base)
+            label = "without /v1" if finding_id == "base-url-v1-suffix" else "with /v1"
+            found, problem = self._try(variant, f"stream ({label})")
+            if not found:
+                continue
+            self._v1_finding(finding_id, base, exc, problem)
+            if problem is not None:  # the right path, and a second problem behind it
+                if self.served is None:
+                    self._models_at(variant, f"models ({label})")
+                self._diagnose(problem)
+            return
         if self.endpoint.protocol == "responses":
             chat = dataclasses.replace(self.endpoint, protocol="chat")
-            if self._works(chat, "chat-completions"):
+            if self._try(chat, "chat-completions")[0]:
                 self._add(
                     "responses-unsupported",
                     f"POST {exc.url} -> 404, but {safe_url(chat.request_url())} answers: this "
@@ -170,6 +179,43 @@ class _Prober:
             f"without /v1); it is set in {self._where()}",
         )
 
+    def _try(self, endpoint: Endpoint, name: str) -> tuple[bool, gw.GatewayError | None]:
+        """Probe a variant URL: (found, problem). The path is found when the turn works or the
+        server answers with a client error other than 404 (a wrong key or model proves the
+        route exists); `problem` is that error, to diagnose next."""
+        if self._remaining() <= 0:
+            return False, None
+        try:
+            self._stream(endpoint, name)
+        except gw.HttpStatusError as exc:
+            if exc.is_model_error or exc.status in _ROUTE_EXISTS:
+                return True, exc
+            return False, None
+        except gw.GatewayError:
+            return False, None
+        return True, None
+
+    def _models_at(self, endpoint: Endpoint, name: str) -> None:
+        """The served ids at a corrected base URL, to suggest the closest model."""
+        url = endpoint.models_url()
+        start = time.perf_counter()
+        try:
+            with self._client(endpoint) as client:
+                result = client.list_models()
+        except gw.GatewayError as exc:
+            self._record_failure(name, "GET", url, exc, start)
+            return
+        self.served = result.ids
+        self._record(
+            name,
+            "GET",
+            url,
+            result.status,
+            result.timings.total_ms,
+            True,
+            f"{len(result.ids)} models",
+        )
+
     def _v1_variants(self) -> list[tuple[str, str]]:
         base = self.endpoint.base_url.rstrip("/")
         if base.endswith("/v1"):
@@ -178,7 +224,13 @@ class _Prober:
             return []  # Claude Code adds /v1 itself
         return [(base + "/v1", "base-url-v1-missing")]
 
-    def _v1_finding(self, finding_id: str, base: str, exc: gw.HttpStatusError) -> None:
+    def _v1_finding(
+        self,
+        finding_id: str,
+        base: str,
+        exc: gw.HttpStatusError,
+        problem: gw.GatewayError | None,
+    ) -> None:
         fixed = self._request_url(base)
         if finding_id == "base-url-v1-suffix":
             why = "has a /v1 the gateway does not want"
@@ -189,20 +241,12 @@ class _Prober:
         line, file_line = self._static_location(finding_id)
         self._add(
             finding_id,
-            f"the base URL {why}: POST {exc.url} -> 404, while POST {safe_url(fixed)} works",
+            f"the base URL {why}: POST {exc.url} -> 404, while POST {safe_url(fixed)} "
+            + (f"exists (it answered {getattr(problem, 'status', '')})" if problem else "works"),
             f"in {self._where()} set: {self._config_line(base)}",
             file=file_line,
             line=line,
         )
-
-    def _works(self, endpoint: Endpoint, name: str) -> bool:
-        if self._remaining() <= 0:
-            return False
-        try:
-            self._stream(endpoint, name)
-        except gw.GatewayError:
-            return False
-        return True
 
     # ------------------------------------------------------------------ findings
 
@@ -299,8 +343,6 @@ class _Prober:
     # ------------------------------------------------------------------ where to fix
 
     def _request_url(self, base: str) -> str:
-        from notes_cli.gateway._protocols import request_url
-
         return request_url(dataclasses.replace(self.endpoint, base_url=base))
 
     def _where(self) -> str:
