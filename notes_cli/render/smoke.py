@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.markup import escape  # noqa: TID251 - render/ is where rich lives
+from rich.box import SIMPLE  # noqa: TID251 - render/ is where rich lives
+from rich.markup import escape  # noqa: TID251
 from rich.table import Table  # noqa: TID251
 
 from notes_cli.render import err, out
@@ -38,11 +39,15 @@ def progress(run: SmokeRun) -> None:
 def report(result: SmokeReport) -> None:
     console = out()
     console.print(_runs_table(result.runs))
+    fixes: list[str] = []
     for run in result.runs:
         for line in run.retried:
             console.print(f"[yellow]run {run.index} retried:[/] {escape(line)}")
-        if run.error and run.error.get("fix"):
-            console.print(f"[bold]run {run.index} fix:[/] {escape(str(run.error['fix']))}")
+        fix = str(run.error.get("fix") or "") if run.error else ""
+        if fix and fix not in fixes:
+            fixes.append(fix)
+    for fix in fixes:
+        console.print(f"[bold]fix:[/] {escape(fix)}")
     if any(not run.error for run in result.runs):
         console.print(_breakdown_line(result.breakdown))
     if result.proxy:
@@ -63,7 +68,9 @@ def report(result: SmokeReport) -> None:
 
 
 def _runs_table(runs: list[SmokeRun]) -> Table:
-    table = Table(title="smoke runs (ms from request start)", title_justify="left")
+    table = Table(
+        title="smoke runs (ms from request start)", title_justify="left", box=SIMPLE, pad_edge=False
+    )
     for name in ("run", "status", "connect", "headers", "TTFT", "total", "tokens", "tok/s"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("finish", no_wrap=True)
