@@ -111,10 +111,23 @@ def _breakdown_line(b: Breakdown) -> str:
     return line
 
 
+# Short names for the finish column (the full message follows the table).
+_SHORT_KIND = {
+    "unreachable": "unreachable",
+    "tls": "tls error",
+    "connect-timeout": "no connect",
+    "headers-timeout": "no headers",
+    "idle-stream-timeout": "stalled",
+    "total-timeout": "too slow",
+    "truncated-stream": "truncated",
+    "upstream-error": "upstream",
+    "protocol-error": "protocol",
+}
+
+
 def _finish(run: SmokeRun) -> str:
     if run.error:
-        kind = str(run.error.get("kind", "error"))
-        return "error" if kind == "http-status" else kind
+        return _SHORT_KIND.get(str(run.error.get("kind")), "error")
     return run.finish_reason or "-"
 
 
