@@ -203,3 +203,23 @@ def test_ctrl_c_stops_cleanly_with_the_results_so_far(start_engine_server) -> No
     assert doc["interrupted"] is True
     assert 1 <= doc["completed"] < 20
     assert doc["metrics"]["ttft_ms"]["count"] == doc["completed"]
+
+
+def test_responses_api_stopped_at_the_token_limit_counts_as_complete(cli, scripted) -> None:
+    base_url, engine = scripted
+    result = cli(
+        "bench",
+        "--base-url",
+        base_url,
+        "--api",
+        "responses",
+        "-n",
+        "3",
+        "--output-len",
+        "5",
+        "--json",
+    )
+    assert result.exit_code == 0, result.stdout
+    doc = result.json()
+    assert doc["completed"] == 3 and doc["target"]["api"] == "responses"
+    assert doc["output_tokens"] == 15

@@ -394,11 +394,15 @@ def gateway_sender(
     return send, client.aclose
 
 
+# How each protocol says "stopped at max tokens": chat completions, Responses, Anthropic.
+_LIMIT_REACHED = ("length", "max_output_tokens", "max_tokens")
+
+
 def _outcome(result: Any, chunk_ms: list[float]) -> Outcome:
     timings = result.timings
     chunks = tuple(timings.chunk_ms or chunk_ms)
-    # The bench asks for exactly max_tokens, so a "length" stop is a complete answer too.
-    finished = bool(result.completed) or result.finish_reason in ("stop", "length")
+    # The bench asks for exactly max_tokens, so stopping at the limit is a complete answer too.
+    finished = bool(result.completed) or result.finish_reason in _LIMIT_REACHED
     ok = finished and 200 <= int(result.status) < 300
     return Outcome(
         ok=ok,
