@@ -223,3 +223,23 @@ def test_responses_api_stopped_at_the_token_limit_counts_as_complete(cli, script
     doc = result.json()
     assert doc["completed"] == 3 and doc["target"]["api"] == "responses"
     assert doc["output_tokens"] == 15
+
+
+def test_dataset_lengths_are_sent(cli, scripted, tmp_path) -> None:
+    base_url, engine = scripted
+    dataset = tmp_path / "lengths.jsonl"
+    dataset.write_text(
+        '{"input_tokens": 30, "output_tokens": 3}\n{"prompt_tokens": 60, "completion_tokens": 6}\n'
+    )
+    result = cli("bench", "--base-url", base_url, "--dataset", str(dataset), "--json")
+    assert result.exit_code == 0, result.stdout
+    assert result.json()["completed"] == 2
+    assert sorted(r.max_tokens for r in engine.requests) == [3, 6]
+
+
+def test_malformed_dataset_is_exit_2_naming_the_line(cli, tmp_path) -> None:
+    dataset = tmp_path / "bad.jsonl"
+    dataset.write_text('{"input_tokens": 30, "output_tokens": 3}\n{"input_tokens": 30}\n')
+    result = cli("bench", "--base-url", "http://127.0.0.1:9/api", "--dataset", str(dataset))
+    assert result.exit_code == 2
+    assert "bad.jsonl:2: missing output_tokens" in result.stderr
