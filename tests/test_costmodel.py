@@ -106,3 +106,9 @@ def test_small_messages_run_far_below_line_rate(catalog: Catalog) -> None:
     assert effective_bandwidth_gbps(rdma, 128 * KIB * KIB) > 0.85 * rdma.line_gbps
     # DLSlime on ConnectX-7 200G moves 1 MiB in about 0.06 ms: the same order of magnitude
     assert 0.03 < transfer_ms(rdma, KIB * KIB) - rdma.alpha_ms < 0.1
+
+
+def test_ascend_direct_curve_matches_its_published_points(catalog: Catalog) -> None:
+    hccs = catalog.links["hccs"]
+    assert effective_bandwidth_gbps(hccs, 64 * KIB) == pytest.approx(6.0, rel=0.15)
+    assert effective_bandwidth_gbps(hccs, 16 * KIB * KIB) == pytest.approx(21.0, rel=0.1)

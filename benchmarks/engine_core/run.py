@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import platform
 import random
 import resource
@@ -82,14 +83,16 @@ def bench_simulate(preset: str, n: int) -> dict[str, float]:
     }
 
 
-async def live_run(preset: str, concurrency: int, output_tokens: int) -> dict[str, float]:
+async def live_run(
+    preset: str, concurrency: int, output_tokens: int, prompt_repeat: int
+) -> dict[str, float]:
     service = create_service(EngineConfig(preset=preset, speed=1.0))
     await service.start()
     modelled_gaps: list[float] = []
     service.add_observer(
         lambda item: modelled_gaps.extend(item.itl_ms) if isinstance(item, RequestRecord) else None
     )
-    prompt = "Explain the KV cache transfer between prefill and decode nodes. " * 40
+    prompt = "Explain the KV cache transfer between prefill and decode nodes. " * prompt_repeat
 
     async def one(i: int) -> tuple[list[float], Completion]:
         req = GenerationRequest("pd-mock-1", (ChatMessage("user", f"{i} {prompt}"),), output_tokens)
@@ -129,9 +132,11 @@ async def live_run(preset: str, concurrency: int, output_tokens: int) -> dict[st
     }
 
 
-def bench_live(preset: str, concurrency: int, output_tokens: int) -> dict[str, float]:
+def bench_live(
+    preset: str, concurrency: int, output_tokens: int, prompt_repeat: int
+) -> dict[str, float]:
     """The modelled gaps come from the scheduler's own records, through an observer."""
-    return asyncio.run(live_run(preset, concurrency, output_tokens))
+    return asyncio.run(live_run(preset, concurrency, output_tokens, prompt_repeat))
 
 
 def main() -> None:
@@ -143,13 +148,17 @@ def main() -> None:
         "# Engine core benchmarks",
         "",
         f"Machine: {platform.processor() or platform.machine()}, Python "
-        f"{platform.python_version()}, one core (the simulator is single-threaded). "
-        "Reproduce with `python benchmarks/engine_core/run.py`.",
+        f"{platform.python_version()}, {os.cpu_count()} cores, load average "
+        f"{os.getloadavg()[0]:.1f} at the start (other work was running). The simulator is "
+        "single-threaded; throughput is per CPU second. Reproduce with "
+        "`python benchmarks/engine_core/run.py --write`.",
         "",
         "## Simulator speed (`notes_cli.engine.simcore.simulate`)",
         "",
         "512-token prompts, 64-token outputs, Poisson arrivals at 70% of the prefill node's "
-        "capacity (35% for colocated / chunked nodes, which also decode). Target: at least 10,000 simulated requests per CPU second for a 1P1D preset.",
+        "capacity (35% for colocated / chunked nodes, which also decode). Target: at least "
+        "10,000 simulated requests per CPU second for a 1P1D preset. Peak RSS is the whole "
+        "process so far: equal values for 25k and 100k requests mean memory stays flat.",
         "",
         "| preset | requests | arrival rate (req/s) | CPU s | simulated req / CPU s | "
         "TTFT p50 (ms) | peak RSS (MB) |",
@@ -172,20 +181,25 @@ def main() -> None:
         "",
         "## Live service pacing, no HTTP (`create_service`, speed 1)",
         "",
-        "256 concurrent streams of 64 output tokens on `h800-h20-rdma`, consumed in-process. "
+        "256 concurrent streams on `h800-h20-rdma`, consumed in-process: short prompts (~12 "
+        "tokens, all 256 decode together) and ~400-token prompts (prefill-bound, streams "
+        "overlap partly). "
         "`TPOT measured / modelled` is each request's client-side (last - first token) / (n - 1) "
         "over its `pd_timing.tpot_ms`. The HTTP path (C2's benchmark) adds SSE encoding on top.",
         "",
-        "| streams | modelled TPOT p50 (ms) | measured/modelled TPOT p50 | ITL p50 (ms) | "
-        "ITL p99 measured / modelled (ms) | CPU s per wall s | streamed tokens/s | wall s |",
+        "| prompt tokens / max_tokens | modelled TPOT p50 (ms) | measured/modelled TPOT p50 | "
+        "ITL p50 (ms) | ITL p99 measured / modelled (ms) | CPU s per wall s | "
+        "streamed tokens/s | wall s |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    r = bench_live("h800-h20-rdma", 256, 64)
-    lines.append(
-        f"| 256 | {r['tpot_model_p50']:.2f} | {r['tpot_ratio_p50']:.3f} | {r['itl_p50']:.2f} | "
-        f"{r['itl_p99']:.2f} / {r['itl_model_p99']:.2f} | {r['cpu_per_wall']:.2f} | "
-        f"{r['tokens_per_s']:,.0f} | {r['wall_s']:.1f} |"
-    )
+    for repeat, output in ((1, 128), (40, 64)):
+        r = bench_live("h800-h20-rdma", 256, output, repeat)
+        lines.append(
+            f"| {12 if repeat == 1 else 400} / {output} | {r['tpot_model_p50']:.2f} | "
+            f"{r['tpot_ratio_p50']:.3f} | {r['itl_p50']:.2f} | "
+            f"{r['itl_p99']:.2f} / {r['itl_model_p99']:.2f} | {r['cpu_per_wall']:.2f} | "
+            f"{r['tokens_per_s']:,.0f} | {r['wall_s']:.1f} |"
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:
