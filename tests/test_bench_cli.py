@@ -158,7 +158,7 @@ def test_unreachable_endpoint_fails_every_request_with_exit_1(cli) -> None:
     assert doc["errors"]
 
 
-def test_ctrl_c_stops_cleanly_with_the_results_so_far(start_engine_server) -> None:
+def test_ctrl_c_stops_cleanly_with_the_results_so_far(scripted) -> None:
     import json
     import os
     import signal
@@ -166,8 +166,9 @@ def test_ctrl_c_stops_cleanly_with_the_results_so_far(start_engine_server) -> No
     import sys
     import time
 
-    engine = start_engine_server(preset="h100-disagg", speed=1.0)
-    # Each request decodes 120 tokens at ~7 ms: about 1 s, so the run lasts ~10 s unless stopped.
+    base_url, engine = scripted
+    # Each request streams 300 tokens 2 ms apart: about 0.6 s, so 20 requests two at a time
+    # take ~6 s unless stopped.
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -175,13 +176,15 @@ def test_ctrl_c_stops_cleanly_with_the_results_so_far(start_engine_server) -> No
             "notes_cli",
             "bench",
             "--base-url",
-            engine.base_url,
+            base_url,
+            "--model",
+            "pd-mock-1",
             "-n",
             "20",
             "-c",
             "2",
             "--output-len",
-            "120",
+            "300",
             "--json",
         ],
         stdout=subprocess.PIPE,
@@ -190,7 +193,9 @@ def test_ctrl_c_stops_cleanly_with_the_results_so_far(start_engine_server) -> No
         start_new_session=True,
     )
     try:
-        time.sleep(3.5)  # imports, then at least one round of requests
+        deadline = time.monotonic() + 30
+        while len(engine.requests) < 3 and time.monotonic() < deadline:  # one has finished
+            time.sleep(0.02)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=20)
     finally:
@@ -202,6 +207,7 @@ def test_ctrl_c_stops_cleanly_with_the_results_so_far(start_engine_server) -> No
     doc = json.loads(stdout)
     assert doc["interrupted"] is True
     assert 1 <= doc["completed"] < 20
+    assert doc["cancelled"] >= 1
     assert doc["metrics"]["ttft_ms"]["count"] == doc["completed"]
 
 
