@@ -296,7 +296,7 @@ def test_huge_file_is_refused_without_reading_it_all(cli, isolated_home: Path) -
 
 def test_unreadable_file_gets_a_clear_message(cli, isolated_home: Path) -> None:
     # Tests run as root, which reads any mode; a folder in place of the file is the
-    # unreadable case root still hits, and PermissionError is simulated in test_fileio below.
+    # unreadable case root still hits; PermissionError is simulated in the next test.
     config_path(isolated_home).mkdir(parents=True)
 
     result = cli("config", "codex", "--preset", "mock")

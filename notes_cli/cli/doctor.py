@@ -23,7 +23,6 @@ def doctor(
     """Find what would break the clients' connection, each finding with its fix.
     Exit 0 when there is no error, 1 when there is."""
     from notes_cli.doctor.run import run_doctor
-    from notes_cli.render import doctor as render
 
     report = run_doctor(
         client,
@@ -38,6 +37,8 @@ def doctor(
 
         emit_json(report.to_json())
     else:
+        from notes_cli.render import doctor as render  # rich loads only for human output
+
         render.report(report, offline=offline)
     if not report.ok:
         # SystemExit rather than typer.Exit: cli.main runs the app with standalone_mode=False,

@@ -16,7 +16,8 @@ from typing import Any, Literal
 from notes_cli import paths
 from notes_cli.clients import files, presets, urls
 from notes_cli.clients.endpoint import join_url
-from notes_cli.clients.plan import WritePlan, secret_values, tracked_by_git
+from notes_cli.clients.git import tracked_by_git
+from notes_cli.clients.plan import WritePlan, secret_values
 from notes_cli.errors import UsageError
 from notes_cli.secrets import looks_like_env_name, mask
 

@@ -22,10 +22,9 @@ from notes_cli import paths
 from notes_cli.clients import files, presets, urls
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.plan import WritePlan, secret_values
+from notes_cli.clients.resolve import RESERVED_PROVIDER_IDS
 from notes_cli.errors import UsageError
 from notes_cli.secrets import looks_like_env_name, mask
-
-RESERVED_PROVIDER_IDS = ("openai", "ollama", "lmstudio")
 
 
 @dataclass(frozen=True)

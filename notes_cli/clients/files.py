@@ -1,23 +1,32 @@
-"""Read and parse the clients' files: Codex's config.toml (tomlkit, so edits round-trip) and
-Claude Code's settings.json (strict JSON, key order kept). Parse errors carry line and column."""
+"""Read and parse the clients' files: Codex's config.toml and Claude Code's settings.json
+(strict JSON, key order kept). Parse errors carry line and column.
+
+config.toml is parsed twice over: with tomlkit when pdnotes will edit it (so comments and order
+round-trip), and with the standard library's tomllib for read-only use (doctor, show), which is
+faster to import and is the same TOML 1.0 that Codex's parser accepts."""
 
 from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
-from typing import Any
-
-import tomlkit
-from tomlkit.exceptions import ParseError
-from tomlkit.toml_document import TOMLDocument
+from typing import TYPE_CHECKING, Any
 
 from notes_cli import fileio
 from notes_cli.errors import ConfigParseError
 
+if TYPE_CHECKING:
+    from tomlkit.toml_document import TOMLDocument
+
+_TOMLLIB_WHERE = re.compile(r"\(at line (\d+), column (\d+)\)")
+
 
 def parse_toml(text: str, path: Path) -> TOMLDocument:
-    """Parse Codex's config.toml; `ConfigParseError` with line and column when it does not."""
+    """Parse Codex's config.toml for editing; `ConfigParseError` with line and column."""
+    import tomlkit
+    from tomlkit.exceptions import ParseError
+
     try:
         return tomlkit.parse(text)
     except ParseError as exc:
@@ -55,6 +64,29 @@ def parse_json_object(text: str, path: Path) -> dict[str, Any]:
             fix=f'make {path} a JSON object: {{"env": {{…}}}}',
         )
     return data
+
+
+def parse_toml_data(text: str, path: Path) -> dict[str, Any]:
+    """Parse config.toml read-only into plain dicts; same errors as `parse_toml`."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        where = _TOMLLIB_WHERE.search(str(exc))
+        line, column = (int(where[1]), int(where[2])) if where else (None, None)
+        reason = _TOMLLIB_WHERE.sub("", str(exc)).strip()
+        raise ConfigParseError(
+            f"{path}:{line}:{column}: {reason}; the file was not changed",
+            path=str(path),
+            line=line,
+            column=column,
+            fix=f"fix the TOML syntax at line {line}, column {column} of {path}",
+        ) from exc
+
+
+def read_toml_data(path: Path) -> tuple[str | None, dict[str, Any] | None]:
+    """(text, data) of a Codex config for read-only use; (None, None) when absent."""
+    text = fileio.read_text(path)
+    return (text, parse_toml_data(text, path)) if text is not None else (None, None)
 
 
 def load_toml(path: Path) -> tuple[str | None, TOMLDocument | None]:

@@ -7,8 +7,6 @@ did not change meanwhile, save a backup, write atomically.
 
 from __future__ import annotations
 
-import difflib
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +36,8 @@ class WritePlan:
 
     def diff(self) -> str:
         """Unified diff of the change (`/dev/null` as the old side for a new file)."""
+        import difflib
+
         old = (self.old_text or "").splitlines(keepends=True)
         new = self.new_text.splitlines(keepends=True)
         lines = difflib.unified_diff(
@@ -96,19 +96,3 @@ def secret_values(*documents: object) -> tuple[str, ...]:
     for document in documents:
         walk(document)
     return tuple(sorted(found, key=len, reverse=True))
-
-
-def tracked_by_git(path: Path) -> bool:
-    """True when git tracks `path` (bounded, quiet; False when git is absent)."""
-    try:
-        result = subprocess.run(
-            ["git", "ls-files", "--error-unmatch", path.name],
-            cwd=path.parent,
-            capture_output=True,
-            timeout=5,
-            start_new_session=True,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.returncode == 0

@@ -27,6 +27,8 @@ BUILTIN_CODEX_PROVIDERS = {
     "ollama": "http://localhost:11434/v1",
     "lmstudio": "http://localhost:1234/v1",
 }
+RESERVED_PROVIDER_IDS = ("openai", "ollama", "lmstudio")
+"""Custom providers may not use these ids (Codex refuses to load the config)."""
 CLAUDE_SCOPES = ("user", "project", "local")
 
 
@@ -86,7 +88,7 @@ def resolve_setups(
 
 def codex_setup(codex_home: Path | None, env: Mapping[str, str]) -> ClientSetup:
     path = paths.codex_config_path(codex_home)
-    _, doc = files.load_toml(path)
+    _, doc = files.read_toml_data(path)
     if doc is None:
         return ClientSetup("codex", (), (), None, problem=f"{path} does not exist")
     source = str(path)

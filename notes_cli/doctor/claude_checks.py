@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from notes_cli.clients import files
-from notes_cli.clients.plan import tracked_by_git
+from notes_cli.clients.git import tracked_by_git
 from notes_cli.clients.presets import placeholder_tokens
 from notes_cli.clients.resolve import (
     ANTHROPIC_DEFAULT_BASE_URL,

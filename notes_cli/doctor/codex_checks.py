@@ -6,11 +6,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tomlkit.toml_document import TOMLDocument
-
-from notes_cli.clients.codex_config import RESERVED_PROVIDER_IDS
 from notes_cli.clients.files import toml_header_line, toml_key_line
-from notes_cli.clients.resolve import BUILTIN_CODEX_PROVIDERS, OPENAI_DEFAULT_BASE_URL
+from notes_cli.clients.resolve import (
+    BUILTIN_CODEX_PROVIDERS,
+    OPENAI_DEFAULT_BASE_URL,
+    RESERVED_PROVIDER_IDS,
+)
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.doctor.url_checks import check_base_url, check_gateway_note, check_model
@@ -70,7 +71,7 @@ class _Ctx:
 def check_codex(
     path: Path,
     text: str,
-    doc: TOMLDocument,
+    doc: Mapping[str, Any],
     env: Mapping[str, str],
     version: tuple[int, int, int] | None,
 ) -> list[Finding]:
@@ -87,7 +88,7 @@ def check_codex(
     return found
 
 
-def _check_top_level(ctx: _Ctx, doc: TOMLDocument) -> list[Finding]:
+def _check_top_level(ctx: _Ctx, doc: Mapping[str, Any]) -> list[Finding]:
     found: list[Finding] = []
     if "profile" in doc:
         profile = str(doc["profile"])
@@ -310,7 +311,7 @@ def _check_credentials(
 
 
 def _check_selected(
-    ctx: _Ctx, doc: TOMLDocument, providers: dict[str, Any], env: Mapping[str, str]
+    ctx: _Ctx, doc: Mapping[str, Any], providers: dict[str, Any], env: Mapping[str, str]
 ) -> list[Finding]:
     """Checks of what Codex will actually call: the selected provider, its key and model."""
     provider_id = str(doc.get("model_provider") or "openai")
@@ -363,10 +364,10 @@ def _check_selected(
     return found
 
 
-def _check_anthropic_keys(ctx: _Ctx, doc: TOMLDocument) -> list[Finding]:
+def _check_anthropic_keys(ctx: _Ctx, doc: Mapping[str, Any]) -> list[Finding]:
     found: list[Finding] = []
 
-    def walk(table: dict[str, Any], prefix: str | None) -> None:
+    def walk(table: Mapping[str, Any], prefix: str | None) -> None:
         for key, value in table.items():
             dotted = f"{prefix}.{key}" if prefix else str(key)
             if str(key).upper().startswith("ANTHROPIC_"):

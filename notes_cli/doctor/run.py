@@ -81,7 +81,7 @@ def _codex(report: DoctorReport, env: dict[str, str], codex_home: Path | None) -
 
     path = paths.codex_config_path(codex_home)
     try:
-        text, doc = files.load_toml(path)
+        text, doc = files.read_toml_data(path)
     except ConfigParseError as exc:
         report.findings.append(
             make(
