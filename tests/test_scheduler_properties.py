@@ -1,0 +1,88 @@
+"""Invariants of the scheduler over random traces, in every mode (hypothesis)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from notes_cli.engine.api import RequestRecord, StepStats
+from notes_cli.engine.profiles import Catalog, load_catalog
+from notes_cli.engine.scheduler import Scheduler
+from notes_cli.engine.workers import SchedRequest
+
+CATALOG: Catalog = load_catalog()
+PRESETS = ["h800-h20-rdma", "h100-2p2d-ib", "h100-colocated", "h100-chunked", "a100-13b-colocated"]
+
+traces = st.lists(
+    st.tuples(
+        st.floats(min_value=0, max_value=200, allow_nan=False),  # gap to the previous arrival
+        st.integers(min_value=1, max_value=6000),  # prompt tokens
+        st.integers(min_value=1, max_value=120),  # output tokens
+        st.booleans(),  # the client goes away after a while
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    preset=st.sampled_from(PRESETS),
+    trace=traces,
+    capacity=st.sampled_from([None, 7000, 20000]),
+    max_batch=st.sampled_from([2, 8, 256]),
+)
+def test_every_request_finishes_consistently_and_memory_is_respected(
+    preset: str,
+    trace: list[tuple[float, int, int, bool]],
+    capacity: int | None,
+    max_batch: int,
+) -> None:
+    deployment = replace(
+        CATALOG.deployment(preset), kv_capacity_tokens=capacity, max_batch=max_batch
+    )
+    scheduler = Scheduler(deployment, CATALOG)
+    records: list[RequestRecord] = []
+    steps: list[StepStats] = []
+    scheduler.on_finish = lambda _r, record: records.append(record)
+    scheduler.on_step = steps.append
+    requests: list[tuple[SchedRequest, bool]] = []
+    t = 0.0
+    for i, (gap, prompt, output, leaves) in enumerate(trace):
+        t += gap
+        request = SchedRequest(str(i), t, prompt, output)
+        requests.append((request, leaves))
+        scheduler.submit(request, t)
+    cancel_at = t + 50.0
+    cancelled = False
+    guard = 0
+    while scheduler.next_event_time() is not None:
+        if not cancelled and scheduler.next_event_time() > cancel_at:  # type: ignore[operator]
+            for request, leaves in requests:
+                if leaves:
+                    scheduler.cancel(request)
+            cancelled = True
+        scheduler.step()
+        guard += 1
+        assert guard < 200_000, "the scheduler does not terminate"
+
+    finished = {r.request_id for r in records}
+    left = {req.request_id for req, leaves in requests if leaves}
+    assert {req.request_id for req, _ in requests} - left <= finished  # nobody else is lost
+    for record in records:
+        assert record.e2e_ms == pytest.approx(record.ttft_ms + record.decode_ms)
+        assert record.queue_ms >= 0 and record.prefill_ms > 0 and record.transfer_ms >= 0
+        assert record.queue_ms + record.prefill_ms + record.transfer_ms < record.ttft_ms + 1e-6
+        if record.output_tokens > 1:
+            assert record.tpot_ms == pytest.approx(record.decode_ms / (record.output_tokens - 1))
+            assert record.max_itl_ms >= record.tpot_ms - 1e-9
+    for step in steps:
+        assert step.batch_size <= max(max_batch, 1) or step.phase == "prefill"
+        biggest = max(p + o for _, p, o, _ in trace)
+        assert step.kv_used_tokens <= max(step.kv_capacity_tokens, biggest)
+    assert scheduler.waiting == 0
+    for worker in scheduler.workers:
+        assert (worker.kv_used, worker.context, len(worker.running)) == (0, 0, 0)
