@@ -88,6 +88,15 @@ def test_failures_and_timeouts_are_counted_not_raised() -> None:
     assert report.errors == {"HTTP 500": 2, "timeout": 1}
 
 
+def test_a_send_that_raises_is_a_failed_request() -> None:
+    async def send(item: WorkItem) -> Outcome:
+        raise ConnectionResetError("peer went away")
+
+    report = run([WorkItem(0, 1, 2)], send, BenchPlan(requests=1))
+    assert report.failed == 1 and not report.to_json()["ok"]
+    assert report.errors == {"ConnectionResetError: peer went away": 1}
+
+
 def test_concurrency_cap_is_never_exceeded() -> None:
     active = peak = 0
 

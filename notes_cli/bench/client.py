@@ -112,6 +112,11 @@ class BenchReport:
     server: ServerView | None
 
     @property
+    def ok(self) -> bool:
+        """Every request that was meant to run completed."""
+        return bool(self.completed) and not (self.failed or self.cancelled or self.interrupted)
+
+    @property
     def request_throughput(self) -> float:
         return self.completed / self.duration_s if self.duration_s > 0 else 0.0
 
@@ -129,7 +134,7 @@ class BenchReport:
         plan = self.plan
         return {
             "schema": "pdnotes.bench/1",
-            "ok": self.completed > 0 and self.failed == 0 and not self.interrupted,
+            "ok": self.ok,
             "plan": {
                 "requests": plan.requests,
                 "concurrency": plan.concurrency,
@@ -249,6 +254,8 @@ async def run_bench(
             outcome = await asyncio.wait_for(send(item), plan.timeout_s)
         except TimeoutError:
             outcome = Outcome(ok=False, e2e_ms=plan.timeout_s * 1000, error="timeout")
+        except Exception as exc:  # a failed request is data for the report, not a crash
+            outcome = Outcome(ok=False, e2e_ms=0.0, error=_short_error(exc))
         collector.add(outcome)
         finished += 1
         if on_progress:
@@ -381,14 +388,11 @@ def gateway_sender(
     async def send(item: WorkItem) -> Outcome:
         chunk_ms: list[float] = []
         messages = [{"role": "user", "content": synthetic_prompt(item.input_tokens)}]
-        try:
-            result = await client.stream(
-                messages,
-                max_tokens=item.output_tokens,
-                on_chunk=lambda _text, elapsed_ms: chunk_ms.append(elapsed_ms),
-            )
-        except Exception as exc:  # noqa: BLE001 - a failed request is data, not a crash
-            return Outcome(ok=False, e2e_ms=0.0, error=_short_error(exc))
+        result = await client.stream(
+            messages,
+            max_tokens=item.output_tokens,
+            on_chunk=lambda _text, elapsed_ms: chunk_ms.append(elapsed_ms),
+        )
         return _outcome(result, chunk_ms)
 
     return send, client.aclose

@@ -101,7 +101,7 @@ def bench(
     # typer.Exit becomes a return value that main drops (see cli/doctor.py).
     if report.interrupted:
         raise SystemExit(INTERRUPTED_EXIT)
-    if report.failed or report.cancelled or not report.completed:
+    if not report.ok:
         raise SystemExit(1)
 
 
