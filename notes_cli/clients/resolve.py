@@ -267,7 +267,10 @@ def claude_auth(
         var = helper_variable(helper)
         key = env.get(var) if var else None
         values.append(Value("apiKeyHelper", helper, helper_src))
-        values.append(Value("key", mask(key) if var else "(from the helper's output)", helper_src))
+        if var:
+            values.append(Value("key", mask(key), f"${var} (read by apiKeyHelper)"))
+        else:
+            values.append(Value("key", "(the helper's output)", helper_src))
         return "both", key or None, var, values
     if token:
         shown = f"{token} (placeholder)" if token in placeholder_tokens() else mask(token)

@@ -61,7 +61,8 @@ def write_human(result: WriteResult, *, dry_run: bool) -> None:
     title = _CLIENT_TITLE.get(plan.client, plan.client)
     console.print(f"{title} will call: {_METHOD} {escape(plan.request_url)}")
     if plan.export_line:
-        console.print(f"still needed: {escape(plan.export_line)}")
+        label = "still needed" if "<your API key>" in plan.export_line else "key"
+        console.print(f"{label}: {escape(plan.export_line)}")
 
 
 def show_json(setups: list[ClientSetup]) -> None:
@@ -85,8 +86,6 @@ def _setup_json(setup: ClientSetup) -> dict[str, object]:
 
 
 def show_human(setups: list[ClientSetup]) -> None:
-    from rich.table import Table  # noqa: TID251
-
     console = out()
     for setup in setups:
         title = _CLIENT_TITLE.get(setup.client, setup.client)
@@ -95,13 +94,13 @@ def show_human(setups: list[ClientSetup]) -> None:
             console.print(f"  not configured: {escape(setup.problem or '')}")
             console.print(f"  set it up: pdnotes config {setup.client} --preset …")
             continue
-        table = Table(box=None, show_header=False, padding=(0, 2, 0, 2))
-        table.add_column("setting", style="bold")
-        table.add_column("value")
-        table.add_column("from", style="dim")
+        name_width = max(len(v.name) for v in setup.values)
+        value_width = max(len(v.value) for v in setup.values)
         for value in setup.values:
-            table.add_row(escape(value.name), escape(value.value), escape(value.source))
-        console.print(table)
+            console.print(
+                f"  [bold]{escape(value.name.ljust(name_width))}[/]  "
+                f"{escape(value.value.ljust(value_width))}  [dim]{escape(value.source)}[/]"
+            )
         if setup.endpoint is not None:
             url = setup.endpoint.request_url()
             console.print(f"  request URL: {_METHOD} {escape(url)}")

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from notes_cli.doctor.run import DoctorReport
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_RANK = {"error": 0, "warning": 1, "info": 2}
 _TITLE = {"codex": "Codex", "claude": "Claude Code", "env": "Environment"}
 _METHOD = {"codex": "POST", "claude": "POST"}
 
@@ -31,7 +32,10 @@ def report(doctor_report: DoctorReport, *, offline: bool) -> None:
         summary = summaries.get(client)
         if summary and summary.request_url:
             console.print(f"  calls {_METHOD.get(client, 'POST')} {escape(summary.request_url)}")
-        findings = [f for f in doctor_report.findings if f.client == client]
+        findings = sorted(
+            (f for f in doctor_report.findings if f.client == client),
+            key=lambda f: _RANK[f.severity],
+        )
         for finding in findings:
             _finding(finding)
         if not findings:
