@@ -56,6 +56,16 @@ class LinkChannel:
         work = nbytes + self.profile.half_bytes
         self._schedule(now_ms + self.profile.alpha_ms, self._enter, (item, work))
 
+    def state(self) -> dict[str, Any]:
+        """This link for GET /engine/state."""
+        return {
+            "name": self.name,
+            "profile": self.profile.name,
+            "in_flight": self.in_flight,
+            "bytes_moved": self.bytes_moved,
+            "transfers": self.transfers_done,
+        }
+
     def estimate_ms(self, nbytes: int, in_flight: int | None = None) -> float:
         """Expected time for a new transfer sharing the link with `in_flight` others
         (default: those moving bytes right now)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from notes_cli.engine.config import MODES
 from notes_cli.errors import InputError, UsageError
 from notes_cli.paths import pdnotes_home
 from notes_cli.resources import template_path
@@ -99,8 +100,6 @@ class Deployment:
         """This deployment run in another mode (same nodes), or itself when mode is None."""
         if mode is None or mode == self.mode:
             return self
-        from notes_cli.engine.config import MODES
-
         if mode not in MODES:
             raise UsageError(f"unknown engine mode {mode!r}; choose one of {', '.join(MODES)}")
         if mode == "disagg" and (self.prefill is None or self.decode is None):
@@ -200,8 +199,6 @@ def _build_deployment(name: str, row: dict[str, Any]) -> Deployment:
 
 
 def _check_references(catalog: Catalog) -> None:
-    from notes_cli.engine.config import MODES
-
     for dep in catalog.deployments.values():
         problems = []
         if dep.mode not in MODES:

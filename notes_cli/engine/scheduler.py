@@ -24,6 +24,8 @@ from notes_cli.engine.api import RequestRecord, StepStats
 from notes_cli.engine.costmodel import NodeCost
 from notes_cli.engine.links import LinkChannel
 from notes_cli.engine.profiles import Catalog, Deployment
+from notes_cli.engine.records import build_record
+from notes_cli.engine.routing import pick_decode_node, pick_prefill_node
 from notes_cli.engine.workers import SchedRequest, Worker
 
 Event = tuple[float, int, Callable[[Any, float], None], Any]
@@ -113,14 +115,16 @@ class Scheduler:
         heapq.heappush(self._heap, (at_ms, next(self._seq), fn, arg))
 
     def submit(self, request: SchedRequest, at_ms: float) -> None:
-        """Queue an arrival at `at_ms` (processed in time order by run_until)."""
+        """Queue an arrival at `at_ms` (processed in time order by run_until); an arrival in
+        the past arrives now."""
         self.waiting += 1
-        self._push(max(at_ms, self.now), self._arrive, request)
+        request.arrival_ms = max(at_ms, self.now)
+        self._push(request.arrival_ms, self._arrive, request)
 
     def arrive_now(self, request: SchedRequest, at_ms: float) -> None:
         """Process an arrival immediately; the caller guarantees no earlier event is pending."""
         self.waiting += 1
-        self.now = max(self.now, at_ms)
+        self.now = request.arrival_ms = max(self.now, at_ms)
         self._arrive(request, self.now)
 
     def next_event_time(self) -> float | None:
@@ -152,43 +156,11 @@ class Scheduler:
         if worker is not None and request in worker.running:
             worker.to_remove.append(request)
 
-    # ---- routing (least expected latency) ----------------------------------------------
-    def _pick_prefill(self, request: SchedRequest) -> Worker:
-        pool = self.prefill_workers
-        if len(pool) == 1:
-            return pool[0]
-        n = request.input_tokens
-        return min(pool, key=lambda w: self._prefill_backlog_ms(w, n))
-
-    def _prefill_backlog_ms(self, w: Worker, n: int) -> float:
-        busy = max(0.0, w.busy_until - self.now) if w.busy else 0.0
-        wait = w.cost.prefill_ms(w.queued_tokens + n, w.queued_sq + n * n)
-        if w.role != "prefill":  # colocated: the decode batch shares the node
-            wait += w.cost.decode_step_ms(len(w.running) + 1, w.context + n)
-            if not w.kv_fits(w.queued_tokens + n):
-                wait *= 2.0
-        return busy + wait
-
-    def _pick_decode(self, request: SchedRequest) -> Worker:
-        pool = self.decode_workers
-        if len(pool) == 1:
-            return pool[0]
-        return min(pool, key=lambda w: self._decode_expected_ms(w, request))
-
-    def _decode_expected_ms(self, w: Worker, request: SchedRequest) -> float:
-        assert w.link is not None
-        transfer = w.link.estimate_ms(request.input_tokens * self.kv_bytes_per_token, w.incoming)
-        batch = len(w.running) + len(w.ready) + len(w.pending) + w.incoming + 1
-        step = w.cost.decode_step_ms(min(batch, w.max_batch), w.context + request.input_tokens)
-        if not w.kv_fits(w.pending_kv + request.kv_need) or batch > w.max_batch:
-            step *= 1 + len(w.pending) + max(0, batch - w.max_batch)
-        return transfer + step
-
     # ---- arrival and prefill ------------------------------------------------------------
     def _arrive(self, request: SchedRequest, now: float) -> None:
         if request.cancelled:
             return
-        worker = self._pick_prefill(request)
+        worker = pick_prefill_node(self.prefill_workers, request, now)
         request.prefill_worker = worker
         worker.queue.append(request)
         worker.queued_tokens += request.input_tokens
@@ -271,7 +243,8 @@ class Scheduler:
                 continue
             if request.cancelled:
                 continue
-            decode = self._pick_decode(request)
+            kv_bytes = request.input_tokens * self.kv_bytes_per_token
+            decode = pick_decode_node(self.decode_workers, request, kv_bytes)
             request.decode_worker = decode
             decode.pending.append(request)
             decode.pending_kv += request.kv_need
@@ -378,7 +351,9 @@ class Scheduler:
                 w.kv_used -= request.kv_need
                 self.completed += 1
                 if self.on_finish is not None:
-                    self.on_finish(request, self._record(request, w, now))
+                    self.on_finish(
+                        request, build_record(request, w, now, self.mode, keep_gaps=self.keep_gaps)
+                    )
         if w.to_remove:
             self._remove_cancelled(w)
         if len(w.gaps) > _GAP_TRIM:
@@ -459,56 +434,10 @@ class Scheduler:
             w.kv_used -= request.kv_need
         self._start_chunked(w, now)
 
-    # ---- records ----------------------------------------------------------------------------
-    def _record(self, r: SchedRequest, w: Worker, now: float) -> RequestRecord:
-        n = r.output_tokens
-        ttft = r.first_token_ms - r.arrival_ms
-        prefill = r.prefill_end_ms - r.prefill_start_ms
-        transfer = r.transfer_end_ms - r.transfer_start_ms
-        decode = now - r.first_token_ms
-        gaps: list[float] = []
-        max_itl = 0.0
-        if n > 1:
-            lo = r.join_emit + 1 - w.gaps_base
-            gaps = w.gaps[lo : r.finish_emit + 1 - w.gaps_base]
-            max_itl = max(gaps)
-        prefill_node = r.prefill_worker.name if r.prefill_worker else w.name
-        return RequestRecord(
-            request_id=r.request_id,
-            arrival_ms=r.arrival_ms,
-            input_tokens=r.input_tokens,
-            output_tokens=n,
-            queue_ms=max(0.0, ttft - prefill - transfer - r.first_step_ms),
-            prefill_ms=prefill,
-            transfer_ms=transfer,
-            decode_ms=decode,
-            ttft_ms=ttft,
-            tpot_ms=decode / (n - 1) if n > 1 else 0.0,
-            e2e_ms=now - r.arrival_ms,
-            max_itl_ms=max_itl,
-            itl_sum_ms=decode,
-            itl_count=n - 1,
-            transfer_bytes=r.transfer_bytes,
-            prefill_node=prefill_node,
-            decode_node=w.name,
-            mode=self.mode,
-            itl_ms=tuple(gaps) if self.keep_gaps else (),
-        )
-
     # ---- inspection -------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         """Nodes, links and request counts for GET /engine/state."""
-        links = [
-            {
-                "name": w.link.name,
-                "profile": w.link.profile.name,
-                "in_flight": w.link.in_flight,
-                "bytes_moved": w.link.bytes_moved,
-                "transfers": w.link.transfers_done,
-            }
-            for w in self.decode_workers
-            if w.link is not None
-        ]
+        links = [w.link.state() for w in self.decode_workers if w.link is not None]
         running = sum(len(w.running) for w in self.workers)
         return {
             "mode": self.mode,

@@ -55,19 +55,19 @@ def simulate(
     scheduler = Scheduler(deployment, catalog, link_fallback=fallback)
     finished: deque[RequestRecord] = deque()
     scheduler.on_finish = lambda _request, record: finished.append(record)
-    heap = scheduler._heap
     arrivals = iter(requests)
     upcoming = next(arrivals, None)
     index = 0
     while True:
-        if upcoming is not None and (not heap or upcoming.arrival_ms <= heap[0][0]):
+        due = scheduler.next_event_time()
+        if upcoming is not None and (due is None or upcoming.arrival_ms <= due):
             request = SchedRequest(
                 str(index), upcoming.arrival_ms, upcoming.input_tokens, upcoming.output_tokens
             )
             scheduler.arrive_now(request, upcoming.arrival_ms)
             index += 1
             upcoming = next(arrivals, None)
-        elif heap:
+        elif due is not None:
             scheduler.step()
         else:
             break

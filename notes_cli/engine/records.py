@@ -1,0 +1,43 @@
+"""Turn a finished request's timestamps into the RequestRecord users and metrics see."""
+
+from __future__ import annotations
+
+from notes_cli.engine.api import RequestRecord
+from notes_cli.engine.workers import SchedRequest, Worker
+
+
+def build_record(
+    r: SchedRequest, w: Worker, now: float, mode: str, *, keep_gaps: bool
+) -> RequestRecord:
+    """`r` produced its last token on decode node `w` at `now`. The queue time is what is left
+    of TTFT after prefill, transfer and the first decode step, so the parts always add up.
+    Inter-token gaps come from the node's per-step gap history (a slice, no per-token work)."""
+    n = r.output_tokens
+    ttft = r.first_token_ms - r.arrival_ms
+    prefill = r.prefill_end_ms - r.prefill_start_ms
+    transfer = r.transfer_end_ms - r.transfer_start_ms
+    decode = now - r.first_token_ms
+    gaps: list[float] = []
+    if n > 1:
+        gaps = w.gaps[r.join_emit + 1 - w.gaps_base : r.finish_emit + 1 - w.gaps_base]
+    return RequestRecord(
+        request_id=r.request_id,
+        arrival_ms=r.arrival_ms,
+        input_tokens=r.input_tokens,
+        output_tokens=n,
+        queue_ms=max(0.0, ttft - prefill - transfer - r.first_step_ms),
+        prefill_ms=prefill,
+        transfer_ms=transfer,
+        decode_ms=decode,
+        ttft_ms=ttft,
+        tpot_ms=decode / (n - 1) if n > 1 else 0.0,
+        e2e_ms=now - r.arrival_ms,
+        max_itl_ms=max(gaps) if gaps else 0.0,
+        itl_sum_ms=decode,
+        itl_count=n - 1,
+        transfer_bytes=r.transfer_bytes,
+        prefill_node=r.prefill_worker.name if r.prefill_worker else w.name,
+        decode_node=w.name,
+        mode=mode,
+        itl_ms=tuple(gaps) if keep_gaps else (),
+    )
