@@ -210,3 +210,19 @@ def test_dry_run_json_reports_the_diff(cli, isolated_home: Path) -> None:
     assert '+    "ANTHROPIC_BASE_URL": "http://127.0.0.1:8000/api/anthropic",' in doc["diff"]
     assert doc["request_url"] == "http://127.0.0.1:8000/api/anthropic/v1/messages"
     assert not user_settings(isolated_home).exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b'{"env": {}}\x00\x00', "binary file"), (b"\xff\xfe{}", "not UTF-8")],
+)
+def test_odd_settings_files_get_a_clear_message(cli, isolated_home, content, message) -> None:
+    path = user_settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+
+    result = cli("config", "claude", "--preset", "mock")
+
+    assert result.exit_code == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert path.read_bytes() == content
