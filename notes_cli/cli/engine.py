@@ -63,7 +63,7 @@ def serve(
         raise UsageError("--speed must be greater than 0")
     if max_queue < 1:
         raise UsageError("--max-queue must be at least 1")
-    load_catalog().deployment(preset).with_mode(mode)  # UsageError for an unknown preset/mode
+    deployment = load_catalog().deployment(preset).with_mode(mode)  # UsageError if unknown
     try:
         faults = [parse_fault(spec) for spec in fault]
     except FaultSpecError as exc:
@@ -81,7 +81,9 @@ def serve(
         served_models=tuple(model) or ("pd-mock-1",),
         max_queue=max_queue,
     )
-    banner = render_engine.ServeBanner(config, api_key_env, tuple(f.describe() for f in faults))
+    banner = render_engine.ServeBanner(
+        config, deployment.mode, api_key_env, tuple(f.describe() for f in faults)
+    )
     try:
         serve_forever(
             config,

@@ -22,16 +22,16 @@ class ServeBanner:
     pdnotes commands that point the clients at it."""
 
     config: EngineConfig
+    mode: str
     api_key_env: str | None
     faults: tuple[str, ...]
 
     def show(self, address: EngineAddress) -> None:
         console = out()
         config = self.config
-        mode = config.mode or "preset default"
         console.print(
             f"[bold]pdnotes mock PD engine[/] on {escape(address.root_url)}  "
-            f"preset [cyan]{escape(config.preset)}[/], mode {escape(mode)}, "
+            f"preset [cyan]{escape(config.preset)}[/], mode {escape(self.mode)}, "
             f"speed x{config.speed:g}, models {escape(', '.join(config.served_models))}"
         )
         console.print(f"  OpenAI SDK / Codex base_url   {escape(address.base_url)}")
@@ -51,6 +51,7 @@ class ServeBanner:
         if self.faults:
             console.print(f"  [yellow]faults:[/] {escape(', '.join(self.faults))}")
         console.print("  Ctrl-C to stop")
+        console.file.flush()  # a pipe (tee, a test harness) should see the URLs at once
 
 
 def preset_rows(catalog: Catalog) -> list[dict[str, Any]]:
