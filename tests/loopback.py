@@ -64,7 +64,9 @@ class LoopbackServer:
         self.requests: list[Received] = []
         self.stopping = threading.Event()
         self._server = _Server(("127.0.0.1", 0), _make_handler(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -86,6 +88,12 @@ class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
     block_on_close = False
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # a client hanging up is normal
 
 
 def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:

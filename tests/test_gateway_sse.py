@@ -60,7 +60,7 @@ def test_utf8_split_inside_a_character() -> None:
 
 STREAM = (
     b": hello\r\n"
-    b"event: message_start\r\ndata: {\"type\":\"message_start\"}\r\n\r\n"
+    b'event: message_start\r\ndata: {"type":"message_start"}\r\n\r\n'
     b"data: line1\ndata: line2\n\n"
     b"data: [DONE]\n\n"
 )
