@@ -265,3 +265,17 @@ def test_colocated_service_reports_no_transfer() -> None:
         lambda s: collect(s, request("say hello")),
     )
     assert done.pd_timing.mode == "colocated" and done.pd_timing.transfer_ms == 0.0
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"speed": 0}, "speed must be positive"),
+        ({"mode": "turbo"}, "mode must be one of disagg, colocated, chunked"),
+        ({"max_queue": 0}, "max_queue must be at least 1"),
+        ({"served_models": ()}, "at least one served model"),
+    ],
+)
+def test_invalid_engine_config_is_a_usage_error(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        EngineConfig(**changes)
