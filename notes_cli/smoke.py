@@ -206,6 +206,8 @@ def _run_from(index: int, result: StreamResult, attempts: int, retried: list[str
         problem = "empty answer"
         if result.reasoning_chars:
             problem += " (the model only reasoned: raise --max-tokens)"
+    elif result.client_issues:
+        problem = result.client_issues[0]
     return SmokeRun(
         index=index,
         ok=problem is None,

@@ -284,3 +284,21 @@ def test_doubled_v1_and_a_rejected_key_are_both_reported() -> None:
     respx.get(f"{GW}/api/models").mock(return_value=httpx.Response(401))
     findings, _ = probe_endpoint(codex(f"{GW}/api/v1"))
     assert ids(findings) == ["base-url-v1-suffix", "auth-rejected"]
+
+
+@respx.mock
+def test_responses_stream_codex_cannot_show_is_reported() -> None:
+    from loopback import sse_event
+
+    respx.get(f"{GW}/api/models").mock(return_value=MODELS)
+    respx.post(f"{GW}/api/responses").mock(
+        return_value=sse(
+            [
+                sse_event({"type": "response.output_text.delta", "delta": "pong"}),
+                sse_event({"type": "response.completed", "response": {"status": "completed"}}),
+            ]
+        )
+    )
+    findings, probes = probe_endpoint(codex())
+    assert ids(findings) == ["probe-failed"] and probes[-1].ok
+    assert "response.output_item.done" in findings[0].fix

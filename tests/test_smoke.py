@@ -257,3 +257,17 @@ def test_uses_the_codex_config(
         sent = server.requests[0]
     assert sent.path == "/api/responses" and sent.json()["model"] == "pd-mock-1"
     assert sent.headers["authorization"] == "Bearer sk-test-0123456789"
+
+
+@respx.mock
+def test_responses_deltas_without_output_item_done_fail_as_codex_would() -> None:
+    from loopback import sse_event
+
+    events = [
+        sse_event({"type": "response.output_text.delta", "delta": "pong"}),
+        sse_event({"type": "response.completed", "response": {"status": "completed"}}),
+    ]
+    respx.post(f"{GW}/responses").mock(return_value=sse(events))
+    report = run_smoke(endpoint("responses"), n=1)
+    assert not report.verdict.completed
+    assert "Codex prints an empty answer" in (report.runs[0].problem or "")

@@ -86,9 +86,17 @@ class _Prober:
         if not self._models():
             return self.findings, self.probes
         try:
-            self._stream(self.endpoint, "stream")
+            result = self._stream(self.endpoint, "stream")
         except gw.GatewayError as exc:
             self._diagnose(exc)
+            return self.findings, self.probes
+        for issue in result.client_issues:
+            self._add(
+                "probe-failed",
+                f"the test turn to {safe_url(request_url(self.endpoint))} returned, but {issue}",
+                "make the gateway send the full Responses event sequence (a "
+                "response.output_item.done for every output item, then response.completed)",
+            )
         return self.findings, self.probes
 
     def _models(self) -> bool:

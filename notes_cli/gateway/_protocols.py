@@ -135,6 +135,7 @@ class StreamState:
         "chunk_ms",
         "content_chunks",
         "closed",
+        "item_text_seen",
     )
 
     def __init__(self) -> None:
@@ -150,6 +151,7 @@ class StreamState:
         self.chunk_ms: list[float] = []
         self.content_chunks = 0
         self.closed = False  # the last event of the stream arrived: stop reading
+        self.item_text_seen = False  # Responses: a finished message item carried text
 
     def handle(self, event: ServerSentEvent, now_ms: float) -> str | None:
         """Read one event. Returns the text it carried ("" for reasoning-only output), or None
@@ -214,7 +216,11 @@ class StreamState:
             pd_timing=self.pd_timing,
             raw_events_count=self.events,
             reasoning_chars=self.reasoning_chars,
+            client_issues=self.client_issues(),
         )
+
+    def client_issues(self) -> list[str]:
+        return []
 
 
 class ChatState(StreamState):
@@ -252,7 +258,9 @@ class ResponsesState(StreamState):
             return self.add_reasoning(obj.get("delta"))
         if kind == "response.output_item.done":
             # Minimal servers (and Codex's own test doubles) send whole items, no deltas.
-            return None if self.text_parts else self.add_text(_item_text(obj.get("item") or {}))
+            item_text = _item_text(obj.get("item") or {})
+            self.item_text_seen = self.item_text_seen or bool(item_text)
+            return None if self.text_parts else self.add_text(item_text)
         if kind in ("response.completed", "response.incomplete"):
             self.finish(obj.get("response") or {}, kind)
             self.closed = True
@@ -263,6 +271,14 @@ class ResponsesState(StreamState):
             raise StreamFailed(_error_text(error))
         return None
 
+    def client_issues(self) -> list[str]:
+        if self.text_parts and not self.item_text_seen and self.events > 1:
+            return [
+                "text arrived only as deltas, with no response.output_item.done message item: "
+                "Codex prints an empty answer for this stream"
+            ]
+        return []
+
     def finish(self, response: dict[str, Any], kind: str) -> None:
         self.done = True
         self.model = response.get("model") or self.model
@@ -272,9 +288,11 @@ class ResponsesState(StreamState):
             details = response.get("incomplete_details") or {}
             self.finish_reason = details.get("reason") or "incomplete"
         self.read_usage(response.get("usage"), "output_tokens", "input_tokens")
-        if not self.text_parts:
-            for item in response.get("output") or ():
-                self.add_text(_item_text(item))
+        for item in response.get("output") or ():
+            text = _item_text(item)
+            self.item_text_seen = self.item_text_seen or bool(text)
+            if not self.text_parts:
+                self.add_text(text)
 
 
 class AnthropicState(StreamState):

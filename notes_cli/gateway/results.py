@@ -48,6 +48,9 @@ class StreamResult:
     pd_timing: dict[str, Any] | None = None
     raw_events_count: int = 0
     reasoning_chars: int = 0
+    client_issues: list[str] = field(default_factory=list)
+    """Ways the real client would still fail on this answer (e.g. Codex shows nothing when a
+    Responses stream has text deltas but no `response.output_item.done`)."""
 
     @property
     def tokens_per_s(self) -> float | None:
