@@ -60,7 +60,6 @@ class _Call:
         client: _BaseClient,
         url: str,
         *,
-        stream: bool,
         on_chunk: OnChunk | None = None,
         is_async: bool = False,
     ) -> None:
@@ -114,9 +113,9 @@ class _Call:
         )
 
     def status_error(self, response: httpx.Response, body: bytes) -> errors.HttpStatusError:
-        key = self.endpoint.key
+        endpoint = self.endpoint
         return status_error(
-            response, body, self.shown_url, self.endpoint.key_env, has_key=bool(key)
+            response, body, self.shown_url, endpoint.key_env, has_key=bool(endpoint.key)
         )
 
     def not_a_stream(self, response: httpx.Response, body: bytes) -> StreamResult:
@@ -286,7 +285,7 @@ class GatewayClient(_BaseClient):
     def list_models(self) -> ModelsResult:
         """`GET {base}/models` (`/v1/models` for Anthropic) with the client's auth headers."""
         url = self.endpoint.models_url()
-        call = _Call(self, url, stream=False)
+        call = _Call(self, url)
         headers = proto.base_headers(self.endpoint, stream=False)
         body, response = self._fetch(call, "GET", url, headers, None)
         return call.models(response, body)
@@ -296,7 +295,7 @@ class GatewayClient(_BaseClient):
     ) -> StreamResult:
         """One non-streamed turn in the endpoint's protocol."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, False)
-        call = _Call(self, url, stream=False)
+        call = _Call(self, url)
         body, _ = self._fetch(call, "POST", url, headers, content)
         return call.body_result(body)
 
@@ -312,7 +311,7 @@ class GatewayClient(_BaseClient):
         Raises a `notes_cli.gateway.errors` error on any failure (TruncatedStream and the idle
         timeouts carry the partial result)."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, True)
-        call = _Call(self, url, stream=True, on_chunk=on_chunk)
+        call = _Call(self, url, on_chunk=on_chunk)
         request = self._http.build_request(
             "POST", url, headers=headers, content=content, extensions=call.extensions()
         )
@@ -390,7 +389,7 @@ class AsyncGatewayClient(_BaseClient):
     async def list_models(self) -> ModelsResult:
         """`GET {base}/models` (`/v1/models` for Anthropic) with the client's auth headers."""
         url = self.endpoint.models_url()
-        call = _Call(self, url, stream=False, is_async=True)
+        call = _Call(self, url, is_async=True)
         headers = proto.base_headers(self.endpoint, stream=False)
         body, response = await self._fetch(call, "GET", url, headers, None)
         return call.models(response, body)
@@ -400,7 +399,7 @@ class AsyncGatewayClient(_BaseClient):
     ) -> StreamResult:
         """One non-streamed turn in the endpoint's protocol."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, False)
-        call = _Call(self, url, stream=False, is_async=True)
+        call = _Call(self, url, is_async=True)
         body, _ = await self._fetch(call, "POST", url, headers, content)
         return call.body_result(body)
 
@@ -414,7 +413,7 @@ class AsyncGatewayClient(_BaseClient):
     ) -> StreamResult:
         """One streamed turn (see GatewayClient.stream)."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, True)
-        call = _Call(self, url, stream=True, on_chunk=on_chunk, is_async=True)
+        call = _Call(self, url, on_chunk=on_chunk, is_async=True)
         request = self._http.build_request(
             "POST", url, headers=headers, content=content, extensions=call.extensions()
         )
