@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 from notes_cli.clients.endpoint import Endpoint
-from notes_cli.gateway import GatewayClient, proxy_for, safe_url
+from notes_cli.gateway import GatewayClient, proxy_for, request_url, safe_url
 from notes_cli.gateway import errors as gw
 from notes_cli.gateway.results import StreamResult
 
@@ -127,8 +127,6 @@ def run_smoke(
 ) -> SmokeReport:
     """Send `n` consecutive streamed turns (one connection pool, as the client would) and
     judge them. Each run is bounded by `timeout` seconds (connect, headers, idle gap, total)."""
-    from notes_cli.gateway._protocols import request_url
-
     runs: list[SmokeRun] = []
     client = GatewayClient(
         endpoint,

@@ -19,9 +19,8 @@ import httpx
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.doctor.findings import Finding, FindingClient, Probe
-from notes_cli.gateway import GatewayClient, proxy_for, safe_url
+from notes_cli.gateway import GatewayClient, proxy_for, request_url, safe_url
 from notes_cli.gateway import errors as gw
-from notes_cli.gateway._protocols import request_url
 from notes_cli.gateway.results import StreamResult
 
 PROBE_PROMPT = "Reply with the single word: pong"

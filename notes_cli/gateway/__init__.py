@@ -5,12 +5,14 @@ Code (Anthropic Messages) or the OpenAI SDK (chat completions) does, and time ev
     with GatewayClient(endpoint, timeout=10) as client:
         result = client.stream("say pong")     # StreamResult with Timings
 
-Errors are the typed classes of `notes_cli.gateway.errors`.
+Errors are the typed classes of `notes_cli.gateway.errors`. `request_url(endpoint)` is the exact
+URL a turn goes to (Claude Code's `?beta=true` included); `proxy_for(url)` the proxy that applies.
 """
 
 from __future__ import annotations
 
 from notes_cli.gateway._http import proxy_for, safe_url
+from notes_cli.gateway._protocols import request_url
 from notes_cli.gateway.client import AsyncGatewayClient, GatewayClient
 from notes_cli.gateway.results import ModelsResult, StreamResult, Timings
 from notes_cli.gateway.sse import ServerSentEvent, SSEParser
@@ -24,5 +26,6 @@ __all__ = [
     "StreamResult",
     "Timings",
     "proxy_for",
+    "request_url",
     "safe_url",
 ]

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 
 def header(endpoint: Endpoint, n: int) -> None:
     """What is about to be called (stderr), key masked."""
-    from notes_cli.gateway import safe_url
-    from notes_cli.gateway._protocols import request_url
+    from notes_cli.gateway import request_url, safe_url
 
     err().print(
         f"[dim]smoke: {n} x POST {escape(safe_url(request_url(endpoint)))} "
