@@ -302,3 +302,17 @@ def test_responses_stream_codex_cannot_show_is_reported() -> None:
     findings, probes = probe_endpoint(codex())
     assert ids(findings) == ["probe-failed"] and probes[-1].ok
     assert "response.output_item.done" in findings[0].fix
+
+
+def test_unreachable_names_the_proxy_that_applies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+
+    def refused(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno 111] Connection refused")
+
+    findings, _ = probe_endpoint(codex(), transport=httpx.MockTransport(refused))
+    assert ids(findings) == ["unreachable"]
+    assert "through the proxy http://proxy.corp:3128" in findings[0].fix
+    monkeypatch.setenv("NO_PROXY", "gw.example")
+    findings, _ = probe_endpoint(codex(), transport=httpx.MockTransport(refused))
+    assert "through the proxy" not in findings[0].fix
