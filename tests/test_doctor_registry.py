@@ -78,3 +78,12 @@ def test_docs_page_is_generated_from_the_registry() -> None:
 def test_gateway_note_says_where_speed_comes_from() -> None:
     assert "speed comes from the serving engine" in REGISTRY["gateway-not-accelerator"].fix
     assert REGISTRY["gateway-not-accelerator"].severity == "info"
+
+
+def test_every_id_the_live_doctor_emits_is_registered() -> None:
+    # A text scan, because live findings need a gateway to be produced; kebab-case strings in
+    # live.py are finding ids except the probe and header names listed here.
+    source = Path(__file__).resolve().parent.parent / "notes_cli" / "doctor" / "live.py"
+    emitted = set(re.findall(r'"([a-z0-9]+(?:-[a-z0-9]+)+)"', source.read_text()))
+    emitted -= {"chat-completions", "x-api-key"}  # probe names and header names, not ids
+    assert emitted <= set(REGISTRY), emitted - set(REGISTRY)

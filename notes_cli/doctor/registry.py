@@ -391,6 +391,26 @@ _ENTRIES: tuple[Entry, ...] = (
         live=True,
     ),
     Entry(
+        "base-url-v1-missing",
+        "error",
+        "codex",
+        "the endpoint 404s, and a live probe shows the same URL with /v1 appended works (the "
+        "gateway's API root includes /v1) (live)",
+        "https://api.example.com -> POST /responses 404; /v1/responses 200",
+        "append /v1 to the base URL",
+        live=True,
+    ),
+    Entry(
+        "probe-failed",
+        "error",
+        "any",
+        "the test turn returned but not in a form the client accepts (e.g. Responses events "
+        "without response.output_item.done / response.completed) (live)",
+        "stream ended without response.completed",
+        "make the gateway send the full event sequence the client expects",
+        live=True,
+    ),
+    Entry(
         "responses-unsupported",
         "error",
         "codex",
