@@ -413,3 +413,28 @@ def test_proxy_for_honours_no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_safe_url_masks_secret_query_values() -> None:
     shown = safe_url(f"https://gw.example/v1?key={KEY}&utm_source=x")
     assert KEY not in shown and "utm_source=x" in shown
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "is_model"),
+    [
+        (
+            404,
+            {"type": "error", "error": {"type": "not_found_error", "message": "model: cl-x"}},
+            True,
+        ),
+        (
+            400,
+            {"error": {"message": "Model 'x' is not supported", "type": "invalid_request"}},
+            True,
+        ),
+        (404, {"error": {"message": "Not Found"}}, False),
+        (500, {"error": {"message": "model backend is not ready"}}, False),
+    ],
+)
+@respx.mock
+def test_model_errors_are_recognised(status: int, body: dict, is_model: bool) -> None:  # type: ignore[type-arg]
+    respx.post(f"{BASE}/anthropic/v1/messages").mock(return_value=httpx.Response(status, json=body))
+    with pytest.raises(errors.HttpStatusError) as info:
+        stream(endpoint("anthropic"))
+    assert info.value.is_model_error is is_model

@@ -127,13 +127,16 @@ class HttpStatusError(_UrlError):
 
     @property
     def is_model_error(self) -> bool:
-        """The gateway says the model id is unknown (OpenAI `model_not_found`, or a message
-        about the model on a 404 / 400)."""
+        """The gateway says the model id is unknown (OpenAI `model_not_found`, Anthropic's
+        `model: <id>` not_found_error, or a message about the model on a 404 / 400)."""
         code = (self.error_code or "").lower()
         if code in ("model_not_found", "invalid_model"):
             return True
         text = (self.error_message or "").lower()
-        return self.status in (400, 404) and "model" in text and "not" in text
+        if self.status not in (400, 404):
+            return False
+        # Anthropic: {"type": "not_found_error", "message": "model: claude-x"}
+        return text.startswith("model:") or ("model" in text and "not" in text)
 
     def to_json(self) -> dict[str, Any]:
         data = super().to_json()
