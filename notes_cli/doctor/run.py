@@ -214,5 +214,11 @@ def _live(
             findings, probes = probe_endpoint(
                 setup.endpoint, timeout=timeout, static_findings=static
             )
+            # A live finding supersedes the static guess with the same id (e.g. the /v1
+            # warning becomes an error once a probe has shown the 404).
+            confirmed = {(f.id, f.client) for f in findings}
+            report.findings = [
+                f for f in report.findings if f not in static or (f.id, f.client) not in confirmed
+            ]
             report.findings += findings
             report.probes += probes
