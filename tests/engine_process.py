@@ -54,8 +54,9 @@ class EngineProcess:
         assert self._process is not None and self._process.stdout is not None
         for line in self._process.stdout:
             self.output.append(line)
-            if (match := _BASE_URL.search(line)) and not ready.is_set():
+            if match := _BASE_URL.search(line):
                 self.base_url, self.port = match.group(1), int(match.group(2))
+            if "Ctrl-C to stop" in line:  # the banner's last line
                 ready.set()
         ready.set()  # EOF: the server died; __enter__ sees no base_url
 

@@ -4,6 +4,7 @@ formats each client needs, errors in each API's own format, auth and limits."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -496,3 +497,28 @@ def test_custom_prefix(start_engine_server: Callable[..., Any], http: httpx.Clie
     assert engine.base_url.endswith("/gw")
     assert http.post(f"{engine.base_url}/chat/completions", json=CHAT).status_code == 200
     assert http.post(engine.url("/api/chat/completions"), json=CHAT).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/chat/completions", {**CHAT, "stream": True}),
+        ("/responses", {**RESPONSES, "stream": True}),
+        ("/anthropic/v1/messages", {**MESSAGES, "stream": True}),
+    ],
+)
+def test_each_token_is_sent_when_the_engine_makes_it(
+    start_engine_server: Callable[..., Any], path: str, body: dict[str, Any]
+) -> None:
+    engine = start_engine_server(service=FakeEngine(reply="a b c d e", ttft_s=0.1, tpot_s=0.1))
+    arrivals = []
+    with httpx.Client(timeout=10) as client:
+        began = time.monotonic()
+        with client.stream("POST", engine.base_url + path, json=body) as response:
+            for line in response.iter_lines():
+                if '"a"' in line or '" e"' in line:  # the first and the last token
+                    arrivals.append(time.monotonic() - began)
+
+    first, last = arrivals
+    assert first < 0.3  # not held back until the answer is complete (~0.5 s)
+    assert last - first >= 0.35

@@ -147,10 +147,12 @@ def serve_forever(
     faults: Iterable[FaultSpec | str] = (),
     limits: Limits | None = None,
     on_ready: Callable[[EngineAddress], None] | None = None,
+    service: EngineService | None = None,
 ) -> None:
-    """Serve in the foreground until SIGINT or SIGTERM, then shut down cleanly (a second
-    Ctrl-C forces it). `on_ready` gets the address once the socket is listening."""
-    app = _build_app(config, prefix, api_key_env, faults, limits, None)
+    """Serve in the foreground until SIGINT or SIGTERM, then shut down cleanly: requests in
+    flight get a few seconds to finish (a second Ctrl-C forces it). `on_ready` gets the
+    address once the socket is listening; `service` replaces the core built from `config`."""
+    app = _build_app(config, prefix, api_key_env, faults, limits, service)
     sock = _bind(host, port)
     address = EngineAddress(host, sock.getsockname()[1], _prefix(prefix))
     server = _Server(
