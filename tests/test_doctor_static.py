@@ -190,6 +190,24 @@ CODEX_CASES = [
 ]
 
 
+def test_builtin_openai_ignores_openai_api_key(codex_doctor) -> None:
+    doc = codex_doctor('model = "gpt-5.1"\n', OPENAI_API_KEY="sk-x0123456789abc")
+    assert "openai-api-key-ignored" in ids(doc)
+
+
+def test_bedrock_accepts_only_its_overridable_fields(codex_doctor) -> None:
+    doc = codex_doctor(
+        'model = "m"\n[model_providers.amazon-bedrock]\nbase_url = "https://b.example"\n'
+        'aws = { region = "us-east-1" }\nwire_api = "responses"\n'
+    )
+    unknown = [f for f in doc["findings"] if f["id"] == "unknown-key"]
+    assert [f["message"] for f in unknown] == [
+        "model_providers.amazon-bedrock.wire_api cannot be changed on the built-in "
+        "amazon-bedrock provider"
+    ]
+    assert "provider-name-empty" not in ids(doc)
+
+
 @pytest.mark.parametrize(("text", "finding_id"), CODEX_CASES)
 def test_codex_findings(codex_doctor, text: str, finding_id: str) -> None:
     doc = codex_doctor(text)
@@ -280,6 +298,19 @@ CLAUDE_CASES = [
 def test_claude_findings(claude_doctor, settings: object, finding_id: str) -> None:
     doc = claude_doctor(settings)
     assert finding_id in ids(doc), doc["findings"]
+
+
+def test_shell_model_overriding_the_settings_model(claude_doctor) -> None:
+    doc = claude_doctor({"model": "glm-4.6", "env": CLAUDE_OK}, ANTHROPIC_MODEL="claude-x")
+    override = finding(doc, "model-env-override")
+    assert "claude-x" in override["message"] and override["line"] == 2
+
+
+def test_env_in_the_claude_state_file(claude_doctor, isolated_home: Path) -> None:
+    state = isolated_home / ".claude.json"
+    state.write_text(json.dumps({"env": {"ANTHROPIC_BASE_URL": "https://old.example"}}))
+    doc = claude_doctor({"env": CLAUDE_OK})
+    assert finding(doc, "claude-json-env")["file"] == str(state)
 
 
 def test_json_syntax_names_line_and_column(claude_doctor) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from notes_cli import paths
 from notes_cli.clients import files
 from notes_cli.clients.git import tracked_by_git
 from notes_cli.clients.presets import placeholder_tokens
@@ -81,10 +82,35 @@ def check_claude(
         found += file_findings
         if not any(f.id == "claude-settings-ignored" for f in file_findings):
             valid.append((path, data))
+    found += _check_state_file(claude_home)
     if not present and not any(k.startswith("ANTHROPIC_") for k in env):
         return found, present
     found += _check_merged(valid, env)
     return found, present
+
+
+def _check_state_file(claude_home: Path | None) -> list[Finding]:
+    """An `env` block in Claude Code's state file (~/.claude.json, or .claude.json in
+    $CLAUDE_CONFIG_DIR): an undocumented layer that outlives edits to settings.json."""
+    found: list[Finding] = []
+    candidates = {paths.claude_home(claude_home) / ".claude.json", Path.home() / ".claude.json"}
+    for path in sorted(candidates):
+        try:
+            _, data = files.load_json(path)
+        except InputError:
+            continue  # the state file is Claude Code's own; only its env block concerns us
+        env = data.get("env") if data else None
+        if isinstance(env, dict) and any(str(k).startswith(ENV_PREFIXES) for k in env):
+            found.append(
+                make(
+                    "claude-json-env",
+                    "claude",
+                    f"{path} has an env block ({', '.join(sorted(env))}) that Claude Code "
+                    "still applies",
+                    file=str(path),
+                )
+            )
+    return found
 
 
 def check_settings_file(path: Path, text: str, data: dict[str, Any], scope: str) -> list[Finding]:
@@ -215,6 +241,18 @@ def _check_merged(
     found = check_base_url("claude", base_url or ANTHROPIC_DEFAULT_BASE_URL, file=file, line=line)
     found += check_gateway_note("claude", base_url or ANTHROPIC_DEFAULT_BASE_URL)
     model, model_source = claude_model(layers)
+    settings_model, settings_model_file = layers.top.get("model", (None, ""))
+    if model_source == "environment" and isinstance(settings_model, str):
+        found.append(
+            make(
+                "model-env-override",
+                "claude",
+                f"ANTHROPIC_MODEL={model} from the shell overrides "
+                f'"model": "{settings_model}" in {settings_model_file}',
+                file=settings_model_file,
+                line=_line_in(settings_model_file, "model"),
+            )
+        )
     model_file = model_source if model_source not in ("", "environment") else None
     found += check_model(
         "claude",

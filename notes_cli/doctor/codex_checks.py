@@ -45,6 +45,8 @@ PROVIDER_FIELDS = frozenset(
         "supports_standalone_web_search",
     }
 )
+BEDROCK_FIELDS = frozenset({"base_url", "auth", "http_headers", "aws"})
+"""On the built-in amazon-bedrock provider only these may be changed."""
 ENUMS: dict[str, tuple[str, ...]] = {
     "sandbox_mode": ("read-only", "workspace-write", "danger-full-access"),
     "approval_policy": ("untrusted", "on-failure", "on-request", "granular", "never"),
@@ -174,7 +176,7 @@ def _check_provider(
                 **header,
             )
         )
-    if not str(table.get("name") or "").strip():
+    if provider_id != "amazon-bedrock" and not str(table.get("name") or "").strip():
         found.append(
             make(
                 "provider-name-empty",
@@ -184,13 +186,16 @@ def _check_provider(
                 **header,
             )
         )
+    allowed = BEDROCK_FIELDS if provider_id == "amazon-bedrock" else PROVIDER_FIELDS
     for key in table:
-        if key not in PROVIDER_FIELDS:
+        if key not in allowed:
             found.append(
                 make(
                     "unknown-key",
                     "codex",
-                    f"{section}.{key} is not a Codex provider field; Codex ignores it",
+                    f"{section}.{key} cannot be changed on the built-in amazon-bedrock provider"
+                    if allowed is BEDROCK_FIELDS
+                    else f"{section}.{key} is not a Codex provider field; Codex ignores it",
                     key=f"{section}.{key}",
                     **ctx.at(section, str(key)),
                 )
@@ -331,7 +336,18 @@ def _check_selected(
                     **ctx.at(None, "model_provider"),
                 )
             ]
-        return check_model("codex", _opt(model), OPENAI_DEFAULT_BASE_URL, **model_line)
+        found = check_model("codex", _opt(model), OPENAI_DEFAULT_BASE_URL, **model_line)
+        if provider_id == "openai" and env.get("OPENAI_API_KEY"):
+            found.append(
+                make(
+                    "openai-api-key-ignored",
+                    "codex",
+                    "Codex selects its built-in openai provider, which ignores the exported "
+                    "OPENAI_API_KEY",
+                    file=ctx.file,
+                )
+            )
+        return found
     section = f"model_providers.{provider_id}"
     base_url = table.get("base_url")
     if isinstance(base_url, str):

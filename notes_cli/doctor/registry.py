@@ -345,7 +345,35 @@ _ENTRIES: tuple[Entry, ...] = (
         '"DISABLE_TELEMETRY": "0"',
         "remove {key} to keep the feature on; any non-empty value disables it",
     ),
+    Entry(
+        "model-env-override",
+        "warning",
+        "claude",
+        "ANTHROPIC_MODEL in the shell overrides the `model` key of the settings files",
+        'export ANTHROPIC_MODEL=claude-x while settings.json says "model": "glm-4.6"',
+        "unset ANTHROPIC_MODEL, or set env.ANTHROPIC_MODEL in {file} (pdnotes config claude "
+        "--model ID)",
+    ),
+    Entry(
+        "claude-json-env",
+        "warning",
+        "claude",
+        'an "env" block in the state file ~/.claude.json, an undocumented layer that can keep '
+        "stale gateway settings alive",
+        '~/.claude.json: "env": {"ANTHROPIC_BASE_URL": "https://old.example"}',
+        'remove "env" from {file}; keep gateway settings in settings.json (pdnotes config claude)',
+    ),
     # -- environment ---------------------------------------------------------------------------
+    Entry(
+        "openai-api-key-ignored",
+        "warning",
+        "codex",
+        "Codex uses its built-in openai provider and OPENAI_API_KEY is set, but that provider "
+        "does not read it",
+        "no model_provider in config.toml, export OPENAI_API_KEY=sk-…",
+        "use a custom provider that reads it: pdnotes config codex --preset openai --model ID "
+        "(or codex login --with-api-key, which reads the key from stdin)",
+    ),
     Entry(
         "openai-base-url-ignored",
         "warning",
