@@ -17,7 +17,7 @@ class SchedRequest:
     """A request as the scheduler sees it: sizes, where it runs and when each phase happened."""
 
     __slots__ = (
-        "request_id", "arrival_ms", "input_tokens", "output_tokens", "handle", "cancelled",
+        "request_id", "arrival_ms", "input_tokens", "output_tokens", "cancelled",
         "prefill_worker", "decode_worker", "prefill_start_ms", "prefill_end_ms",
         "transfer_start_ms", "transfer_end_ms", "transfer_bytes", "first_token_ms",
         "first_step_ms", "join_emit", "finish_emit", "prefilled", "started",
@@ -29,13 +29,11 @@ class SchedRequest:
         arrival_ms: float,
         input_tokens: int,
         output_tokens: int,
-        handle: Any = None,
     ) -> None:
         self.request_id = request_id
         self.arrival_ms = arrival_ms
         self.input_tokens = max(1, input_tokens)
         self.output_tokens = max(1, output_tokens)
-        self.handle = handle  # the live service's per-request state; None in simulation
         self.cancelled = False
         self.prefill_worker: Worker | None = None
         self.decode_worker: Worker | None = None
