@@ -215,7 +215,7 @@ class _EngineHttp:
     async def _http_exception(self, request: Request, exc: HTTPException) -> Response:
         path = request.url.path
         if exc.status_code == 404:
-            error = ApiError(404, "not_found", self._not_found_message(path))
+            error = ApiError(404, "not_found", self._not_found_message(request.method, path))
         elif exc.status_code == 405:
             error = ApiError(
                 405, "method_not_allowed", f"{request.method} is not allowed on {path}"
@@ -226,11 +226,11 @@ class _EngineHttp:
             return Response(status_code=error.status)
         return self._error(self._dialect_for(path), error)
 
-    def _not_found_message(self, path: str) -> str:
+    def _not_found_message(self, method: str, path: str) -> str:
         hint = ""
         if "/v1/" in path and not path.startswith(f"{self.prefix}/anthropic/v1/"):
             hint = f" The base URL is {self.prefix or '/'} with no /v1 (drop the extra /v1)."
-        return f"Invalid URL (POST {path}): no such route on this engine.{hint}"
+        return f"Invalid URL ({method} {path}): no such route on this engine.{hint}"
 
     async def _unexpected(self, request: Request, exc: Exception) -> Response:
         error = ApiError(500, "server_error", f"internal engine error: {type(exc).__name__}")
