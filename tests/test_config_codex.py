@@ -500,3 +500,56 @@ def test_generated_documents_keep_unowned_bytes_and_undo_restores_them(
     for leftover in (isolated_home / ".pdnotes").rglob("*"):
         if leftover.is_file():
             leftover.unlink()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            'model_providers = { other = { name = "O" } }\n',
+            'model_providers = { other = { name = "O" }, gw = {name = "gw", '
+            'base_url = "https://gw.example/api", wire_api = "responses"}}\n'
+            'model = "m"\nmodel_provider = "gw"\n',
+        ),
+        (
+            'model_providers.gw.name = "G"\n',
+            'model_providers.gw.name = "G"\n'
+            'model_providers.gw.base_url = "https://gw.example/api"\n'
+            'model_providers.gw.wire_api = "responses"\nmodel = "m"\nmodel_provider = "gw"\n',
+        ),
+    ],
+)
+def test_inline_and_dotted_provider_styles_are_kept(cli, isolated_home, text, expected) -> None:
+    path = write_config(isolated_home, text)
+    result = cli(
+        "config",
+        "codex",
+        "--provider",
+        "gw",
+        "--model",
+        "m",
+        "--base-url",
+        "https://gw.example/api",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert path.read_text() == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["model_providers = { gw = 5 }\n", '[[model_providers]]\nname = "x"\n']
+)
+def test_provider_shapes_it_cannot_merge_are_refused(cli, isolated_home, text) -> None:
+    path = write_config(isolated_home, text)
+    result = cli(
+        "config",
+        "codex",
+        "--provider",
+        "gw",
+        "--model",
+        "m",
+        "--base-url",
+        "https://gw.example/api",
+    )
+    assert result.exit_code == 2
+    assert "is not a table" in result.stderr and "Traceback" not in result.stderr
+    assert path.read_text() == text

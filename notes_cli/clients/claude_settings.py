@@ -123,8 +123,8 @@ def _env_block(data: dict[str, Any], path: Path) -> dict[str, Any]:
     env = data.get("env", {})
     if not isinstance(env, dict):
         raise UsageError(
-            f'"env" in {path} is a JSON {type(env).__name__}, not an object; Claude Code drops '
-            "the whole file because of it",
+            f'"env" in {path} is a JSON {files.json_type_name(env)}, not an object; Claude '
+            "Code drops the whole file because of it",
             fix=f'make "env" an object in {path}: "env": {{"ANTHROPIC_BASE_URL": "…"}}',
         )
     return dict(env)

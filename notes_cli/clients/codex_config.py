@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
+from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
 
@@ -23,7 +24,7 @@ from notes_cli.clients import files, presets, urls
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.plan import WritePlan, secret_values
 from notes_cli.clients.resolve import RESERVED_PROVIDER_IDS
-from notes_cli.errors import UsageError
+from notes_cli.errors import ConfigWriteError, UsageError
 from notes_cli.secrets import looks_like_env_name, mask
 
 
@@ -72,15 +73,24 @@ def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> Writ
     merged_query = {**_query_params(current), **cleaned.query_params}
     if cleaned.query_params:
         owned["query_params"] = merged_query
-    _set_top_level(doc, "model", model)
-    _set_top_level(doc, "model_provider", provider_id)
-    _merge_provider(doc, provider_id, owned)
+    try:
+        _set_top_level(doc, "model", model)
+        _set_top_level(doc, "model_provider", provider_id)
+        _merge_provider(doc, provider_id, owned)
+        new_text = tomlkit.dumps(doc)
+    except (ValueError, TypeError, KeyError, TOMLKitError) as exc:
+        # tomlkit refuses some shapes (e.g. a table inside an inline table); never guess.
+        raise ConfigWriteError(
+            f"cannot merge the provider into {path} as it is laid out ({exc}); nothing was written",
+            fix=f"edit [model_providers.{provider_id}] by hand, or move the file aside and run "
+            "the command again",
+        ) from exc
     return WritePlan(
         redact=secret_values(doc.unwrap()),
         client="codex",
         path=path,
         old_text=old_text,
-        new_text=tomlkit.dumps(doc),
+        new_text=new_text,
         request_url=join_url(cleaned.base_url, "/responses", merged_query),
         export_line=export_line(env_key),
         notes=cleaned.notes,
@@ -201,11 +211,18 @@ def _merge_provider(doc: TOMLDocument, provider_id: str, owned: dict[str, Any]) 
         )
     table = providers.get(provider_id)
     if table is None:
-        table = tomlkit.table()
+        # Match the file's style: an inline `model_providers = {…}` gets an inline entry.
+        inline = isinstance(providers, tomlkit.items.InlineTable)
+        table = tomlkit.inline_table() if inline else tomlkit.table()
         for key, value in owned.items():
             table[key] = _toml_value(value)
         providers[provider_id] = table
         return
+    if not isinstance(table, dict):
+        raise UsageError(
+            f"model_providers.{provider_id} in config.toml is not a table",
+            fix=f"make it a [model_providers.{provider_id}] table, or choose another --provider",
+        )
     for key, value in owned.items():
         if table.get(key) != value:
             table[key] = _toml_value(value)

@@ -57,7 +57,7 @@ def parse_json_object(text: str, path: Path) -> dict[str, Any]:
         ) from exc
     if not isinstance(data, dict):
         raise ConfigParseError(
-            f"{path}: the top level is a JSON {type(data).__name__}, not an object",
+            f"{path}: the top level is a JSON {json_type_name(data)}, not an object",
             path=str(path),
             line=1,
             column=1,
@@ -115,6 +115,13 @@ def dump_json(data: dict[str, Any], like: str | None) -> str:
     body = json.dumps(data, indent=json_indent(like), ensure_ascii=False)
     newline = "\n" if like is None or like.endswith("\n") else ""
     return body + newline
+
+
+def json_type_name(value: object) -> str:
+    """The JSON name of a parsed value's type (for messages: "array", not "list")."""
+    names = {list: "array", dict: "object", str: "string", bool: "boolean", int: "number",
+             float: "number", type(None): "null"}  # fmt: skip
+    return names.get(type(value), type(value).__name__)
 
 
 def line_of(text: str, needle: str, *, after: int = 0) -> int | None:

@@ -152,10 +152,14 @@ def _ignored(file: str, text: str, data: dict[str, Any]) -> list[Finding]:
     """Wrong types on known keys: Claude Code then drops the whole file."""
     problems: list[tuple[str, str]] = []
     if "env" in data and not isinstance(data["env"], dict):
-        problems.append(("env", f'"env" is a JSON {_json_type(data["env"])}, not an object'))
+        problems.append(
+            ("env", f'"env" is a JSON {files.json_type_name(data["env"])}, not an object')
+        )
     for key in ("model", "apiKeyHelper"):
         if key in data and not isinstance(data[key], str):
-            problems.append((key, f'"{key}" must be a string, not {_json_type(data[key])}'))
+            problems.append(
+                (key, f'"{key}" must be a string, not {files.json_type_name(data[key])}')
+            )
     permissions = data.get("permissions")
     if "permissions" in data and not isinstance(permissions, dict):
         problems.append(("permissions", '"permissions" must be an object'))
@@ -295,16 +299,3 @@ def _line_in(file: str | None, needle: str) -> int | None:
     except InputError:
         return None
     return files.line_of(text, f'"{needle}"') if text else None
-
-
-def _json_type(value: object) -> str:
-    names = {
-        list: "array",
-        dict: "object",
-        str: "string",
-        bool: "boolean",
-        int: "number",
-        float: "number",
-        type(None): "null",
-    }
-    return names.get(type(value), type(value).__name__)
