@@ -82,3 +82,15 @@ def test_smoke_command_against_the_engine(engine_server: Any, cli: Any) -> None:
     doc = result.json()
     assert doc["ok"] and [r["finish_reason"] for r in doc["runs"]] == ["end_turn"] * 3
     assert doc["breakdown"]["engine"]["prefill_ms"] > 0
+
+
+def test_the_documented_python_example_runs(engine_server: Any, capsys: Any) -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).parent.parent / "docs" / "smoke.md").read_text()
+    code = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    code = code.replace("http://127.0.0.1:8000/api", engine_server.base_url)
+    exec(compile(code, "docs/smoke.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert " completed True " in printed[0]
+    assert "prefill_ms" in printed[2]
