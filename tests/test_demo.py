@@ -6,6 +6,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+import pytest
+
 STEPS = ["engine", "config", "doctor", "mistakes", "smoke", "notes", "experiment", "next"]
 ARTICLE_FINDINGS = {
     "base-url-v1-suffix",
@@ -70,12 +72,12 @@ def test_demo_json_reports_every_step(cli, tmp_path: Path, isolated_home: Path) 
     assert _engine_threads() == []
 
 
-def _demo_folders() -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob("pdnotes-demo-*"))
-
-
-def test_demo_human_output_is_plain_text_without_a_terminal(cli) -> None:
-    before = _demo_folders()
+def test_demo_human_output_is_plain_text_without_a_terminal(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the demo's sandbox goes
     result = cli("demo")
 
     assert result.exit_code == 0, result.stdout + result.stderr
@@ -89,7 +91,7 @@ def test_demo_human_output_is_plain_text_without_a_terminal(cli) -> None:
     assert "✓ doubled /v1 → base-url-v1-suffix" in result.stdout
     assert "demo finished: all 8 steps did what they should." in result.stdout
     assert "(the demo's files were removed" in result.stdout
-    assert _demo_folders() == before  # its temporary folder is gone
+    assert list(scratch.iterdir()) == []  # its temporary folder is gone
     assert _engine_threads() == []
 
 
