@@ -271,3 +271,30 @@ def test_responses_deltas_without_output_item_done_fail_as_codex_would() -> None
     report = run_smoke(endpoint("responses"), n=1)
     assert not report.verdict.completed
     assert "Codex prints an empty answer" in (report.runs[0].problem or "")
+
+
+def test_codex_config_with_an_unset_key_stops_like_codex(cli: Cli, isolated_home: object) -> None:
+    from pathlib import Path
+
+    codex_home = Path(str(isolated_home)) / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(
+        'model = "m"\nmodel_provider = "gw"\n[model_providers.gw]\nname = "GW"\n'
+        'base_url = "http://127.0.0.1:9/api"\nenv_key = "GW_KEY"\n'
+    )
+    result = cli("smoke", "--json")
+    assert result.exit_code == 2
+    assert result.json()["error"].startswith("$GW_KEY is unset or empty: Codex would stop")
+
+
+def test_claude_without_a_credential_stops_like_claude(cli: Cli, isolated_home: object) -> None:
+    from pathlib import Path
+
+    claude_home = Path(str(isolated_home)) / ".claude"
+    claude_home.mkdir()
+    (claude_home / "settings.json").write_text(
+        '{"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/api/anthropic", '
+        '"ANTHROPIC_MODEL": "m"}}'
+    )
+    result = cli("smoke", "--client", "claude")
+    assert result.exit_code == 2 and "Not logged in" in result.stderr

@@ -127,7 +127,21 @@ def _configured(client: str) -> Endpoint:
             f"{client} is not configured",
             fix=f"run `pdnotes config {client} --preset NAME`, or pass --base-url URL --model ID",
         )
-    return found[0]
+    endpoint = found[0]
+    # The clients stop before sending anything without a credential; so does smoke.
+    if client == "codex" and endpoint.key_env and not endpoint.key:
+        raise UsageError(
+            f"${endpoint.key_env} is unset or empty: Codex would stop with "
+            f"'Missing environment variable: `{endpoint.key_env}`' and send nothing",
+            fix=f"export {endpoint.key_env}=<your key>, then re-run",
+        )
+    if client == "claude" and not endpoint.key and endpoint.auth_style == "none":
+        raise UsageError(
+            "no ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or apiKeyHelper: Claude Code would say "
+            "'Not logged in' and send nothing",
+            fix="export ANTHROPIC_AUTH_TOKEN=<key>, or: pdnotes config claude --token-env NAME",
+        )
+    return endpoint
 
 
 def _auth_style(client: str, key_env: str | None) -> AuthStyle:
