@@ -3,7 +3,7 @@ request was started (so `ttft_ms` includes connect and time to headers)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 TokensSource = Literal["usage", "counted"]
@@ -23,12 +23,6 @@ class Timings:
     ttft_ms: float | None = None
     total_ms: float | None = None
     chunk_ms: list[float] = field(default_factory=list)
-
-    def to_json(self, *, with_chunks: bool = False) -> dict[str, Any]:
-        data = {k: _round(v) for k, v in asdict(self).items() if k != "chunk_ms"}
-        if with_chunks:
-            data["chunk_ms"] = [_round(v) for v in self.chunk_ms]
-        return data
 
 
 @dataclass
@@ -69,7 +63,3 @@ class ModelsResult:
     status: int
     ids: list[str]
     timings: Timings
-
-
-def _round(value: Any) -> Any:
-    return round(value, 1) if isinstance(value, float) else value
