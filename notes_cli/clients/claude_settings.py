@@ -67,17 +67,7 @@ def plan_claude(
             fix="pass --base-url for Claude Code, or choose another preset",
         )
     env = _env_block(data, path)
-    raw_url = options.base_url or (claude_preset.base_url if claude_preset else None)
-    raw_url = raw_url or _str(env.get("ANTHROPIC_BASE_URL"))
-    if not raw_url:
-        raise UsageError("no base URL to write", fix="pass --base-url https://… or a --preset")
-    cleaned = urls.clean_base_url(raw_url, suffixes=urls.CLAUDE_ENDPOINT_SUFFIXES, strip_v1=True)
-    if cleaned.query_params:
-        raise UsageError(
-            f"Claude Code cannot send query parameters ({', '.join(cleaned.query_params)}) "
-            "after its /v1/messages path",
-            fix="use a base URL without a query string",
-        )
+    cleaned = _base_url(options, claude_preset, env)
     model = options.model or (preset.model if preset else None)
     updates: dict[str, str] = {"ANTHROPIC_BASE_URL": cleaned.base_url}
     if model:
@@ -104,6 +94,25 @@ def plan_claude(
         mode=mode,
         redact=_secrets_in(data, new_data),
     )
+
+
+def _base_url(
+    options: ClaudeOptions, claude_preset: presets.ClaudePreset | None, env: dict[str, Any]
+) -> urls.CleanUrl:
+    """Flag over preset over the file's current value, cleaned for Claude Code (which appends
+    /v1/messages itself and cannot carry query parameters)."""
+    raw_url = options.base_url or (claude_preset.base_url if claude_preset else None)
+    raw_url = raw_url or _str(env.get("ANTHROPIC_BASE_URL"))
+    if not raw_url:
+        raise UsageError("no base URL to write", fix="pass --base-url https://… or a --preset")
+    cleaned = urls.clean_base_url(raw_url, suffixes=urls.CLAUDE_ENDPOINT_SUFFIXES, strip_v1=True)
+    if cleaned.query_params:
+        raise UsageError(
+            f"Claude Code cannot send query parameters ({', '.join(cleaned.query_params)}) "
+            "after its /v1/messages path",
+            fix="use a base URL without a query string",
+        )
+    return cleaned
 
 
 def _secrets_in(*documents: dict[str, Any]) -> tuple[str, ...]:

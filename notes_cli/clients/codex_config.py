@@ -45,55 +45,77 @@ def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> Writ
     path = paths.codex_config_path(codex_home)
     old_text, doc = files.load_toml(path)
     doc = doc if doc is not None else tomlkit.document()
+    target = _resolve(options, doc)
+    try:
+        _set_top_level(doc, "model", target.model)
+        _set_top_level(doc, "model_provider", target.provider_id)
+        _merge_provider(doc, target.provider_id, target.owned)
+        new_text = tomlkit.dumps(doc)
+    except (ValueError, TypeError, KeyError, TOMLKitError) as exc:
+        # tomlkit refuses some shapes (e.g. a table inside an inline table); never guess.
+        raise ConfigWriteError(
+            f"cannot merge the provider into {path} as it is laid out ({exc}); nothing was written",
+            fix=f"edit [model_providers.{target.provider_id}] by hand, or move the file aside "
+            "and run the command again",
+        ) from exc
+    return WritePlan(
+        client="codex",
+        path=path,
+        old_text=old_text,
+        new_text=new_text,
+        request_url=join_url(target.base_url, "/responses", target.query_params),
+        export_line=export_line(target.env_key),
+        notes=target.notes,
+        redact=secret_values(doc.unwrap()),
+    )
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What the write will set: flags over preset over the file's current values."""
+
+    provider_id: str
+    model: str
+    base_url: str
+    env_key: str | None
+    query_params: dict[str, str]
+    owned: dict[str, Any]
+    notes: tuple[str, ...]
+
+
+def _resolve(options: CodexOptions, doc: TOMLDocument) -> _Target:
     preset = presets.load_preset(options.preset) if options.preset else None
+    codex_preset = preset.codex if preset else None
     _check_wire_api(options.wire_api)
     provider_id = _provider_id(options, preset, doc)
     current = _existing_provider(doc, provider_id)
-    raw_url = options.base_url or (preset.codex.base_url if preset and preset.codex else None)
+    raw_url = options.base_url or (codex_preset.base_url if codex_preset else None)
     raw_url = raw_url or _str(current.get("base_url"))
     if not raw_url:
         raise UsageError(
             f"no base URL for provider {provider_id!r}",
             fix="pass --base-url https://…/api or a --preset",
         )
-    strip_v1 = _v1_forbidden(raw_url, preset)
-    cleaned = urls.clean_base_url(raw_url, suffixes=urls.CODEX_ENDPOINT_SUFFIXES, strip_v1=strip_v1)
-    env_key = _env_key(options, preset, current)
+    cleaned = urls.clean_base_url(
+        raw_url, suffixes=urls.CODEX_ENDPOINT_SUFFIXES, strip_v1=_v1_forbidden(raw_url, preset)
+    )
     model = options.model or (preset.model if preset else None) or _str(doc.get("model"))
     if not model:
         raise UsageError(
             "no model id to write",
             fix="pass --model with the id exactly as your gateway's console shows it",
         )
+    env_key = _env_key(options, preset, current)
     name = _str(current.get("name")) or (preset.name if preset else None) or provider_id
     owned: dict[str, Any] = {"name": name, "base_url": cleaned.base_url}
     if env_key:
         owned["env_key"] = env_key
     owned["wire_api"] = "responses"
-    merged_query = {**_query_params(current), **cleaned.query_params}
+    query_params = {**_query_params(current), **cleaned.query_params}
     if cleaned.query_params:
-        owned["query_params"] = merged_query
-    try:
-        _set_top_level(doc, "model", model)
-        _set_top_level(doc, "model_provider", provider_id)
-        _merge_provider(doc, provider_id, owned)
-        new_text = tomlkit.dumps(doc)
-    except (ValueError, TypeError, KeyError, TOMLKitError) as exc:
-        # tomlkit refuses some shapes (e.g. a table inside an inline table); never guess.
-        raise ConfigWriteError(
-            f"cannot merge the provider into {path} as it is laid out ({exc}); nothing was written",
-            fix=f"edit [model_providers.{provider_id}] by hand, or move the file aside and run "
-            "the command again",
-        ) from exc
-    return WritePlan(
-        redact=secret_values(doc.unwrap()),
-        client="codex",
-        path=path,
-        old_text=old_text,
-        new_text=new_text,
-        request_url=join_url(cleaned.base_url, "/responses", merged_query),
-        export_line=export_line(env_key),
-        notes=cleaned.notes,
+        owned["query_params"] = query_params
+    return _Target(
+        provider_id, model, cleaned.base_url, env_key, query_params, owned, cleaned.notes
     )
 
 
