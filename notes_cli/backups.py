@@ -53,6 +53,7 @@ def backups_dir(client: str, *, undone: bool = False) -> Path:
 def save(client: str, original: Path, *, undone: bool = False) -> Backup:
     """Save the current bytes of `original` (or its absence) and prune to the newest KEEP."""
     folder = backups_dir(client, undone=undone)
+    original = original.absolute()  # undo may run from another folder
     data = fileio.read_bytes(original)
     stamp = _unique_stamp(folder)
     data_path, meta_path = folder / f"{stamp}.bak", folder / f"{stamp}.json"

@@ -96,3 +96,16 @@ def test_undo_with_nothing_to_undo_exits_1(cli) -> None:
 def test_presets_lists_the_shipped_presets(cli) -> None:
     names = {p["name"] for p in cli("config", "presets", "--json").json()["presets"]}
     assert {"taotoken", "mock", "openai", "deepseek"} <= names
+
+
+def test_undo_from_another_folder_restores_a_relative_project_path(cli, tmp_path, monkeypatch):
+    (tmp_path / "proj").mkdir()
+    cli("config", "claude", "--preset", "mock", "--scope", "local", "--project-dir", "proj")
+    written = tmp_path / "proj" / ".claude" / "settings.local.json"
+    assert written.exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+    assert cli("config", "undo", "--client", "claude").exit_code == 0
+    assert not written.exists()
