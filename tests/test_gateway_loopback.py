@@ -41,9 +41,9 @@ def test_ttft_and_total_are_measured_over_a_real_socket() -> None:
     result = run(Reply.sse(chunks))
     t = result.timings
     assert t.connect_ms is not None and t.headers_ms is not None
-    assert t.connect_ms <= t.headers_ms < 140  # headers came before the model started
+    assert t.connect_ms <= t.headers_ms < t.ttft_ms  # headers came before the model started
     assert t.ttft_ms is not None and t.ttft_ms >= 150
-    assert t.total_ms is not None and t.total_ms - t.ttft_ms >= 200
+    assert t.total_ms is not None and t.total_ms - t.ttft_ms >= 180  # 4 gaps of 50 ms, less jitter
     assert len(t.chunk_ms) == 5 and t.chunk_ms == sorted(t.chunk_ms)
     assert result.tokens_per_s is not None and 5 < result.tokens_per_s < 25
 

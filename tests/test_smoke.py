@@ -182,7 +182,7 @@ def test_breakdown_notices_headers_held_until_the_first_token() -> None:
 
 
 def test_latency_spike_over_a_real_socket_is_unstable() -> None:
-    replies = iter([0.0, 0.0, 0.8])
+    replies = iter([0.0, 0.0, 1.0])
 
     def handler(_request: object) -> Reply:
         return Reply.sse([next(replies), *chat_stream(["a", "b"])])
