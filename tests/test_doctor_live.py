@@ -220,21 +220,22 @@ def test_stalled_stream_is_reported() -> None:
     assert ids(findings) == ["probe-failed"] and "went silent" in findings[0].message
 
 
-def test_dead_endpoint_costs_about_three_timeouts_at_most() -> None:
-    calls = 0
+def test_hanging_variants_cost_at_most_three_timeouts() -> None:
+    from loopback import LoopbackServer, Reply
 
-    def never_answers(request: httpx.Request) -> httpx.Response:
-        nonlocal calls
-        calls += 1
-        if request.method == "GET":
-            return httpx.Response(404)
-        time.sleep(0.01)
-        raise httpx.ReadTimeout("timed out")
+    def handler(request: object) -> Reply:
+        path = getattr(request, "path", "")
+        if path.endswith("/v1/responses") or path.endswith("/chat/completions"):
+            return Reply(hold_headers=30)  # every variant hangs
+        return Reply(404)
 
-    start = time.monotonic()
-    findings, _ = probe_endpoint(codex(), timeout=0.2, transport=httpx.MockTransport(never_answers))
-    assert ids(findings) == ["unreachable"]
-    assert time.monotonic() - start < 0.2 * 3 + 1 and calls == 2
+    with LoopbackServer(handler) as server:
+        start = time.monotonic()
+        findings, probes = probe_endpoint(codex(f"{server.url}/api"), timeout=0.4)
+        elapsed = time.monotonic() - start
+    assert ids(findings) == ["path-not-found"]
+    assert [p.name for p in probes][:2] == ["models", "stream"]
+    assert elapsed < 3 * 0.4 + 0.5  # the budget, plus the minimum probe time and overhead
 
 
 def test_closest_ids_ignore_case_and_hyphens() -> None:

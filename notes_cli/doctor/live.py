@@ -334,7 +334,7 @@ class _Prober:
         self._record(name, method, url, status, ms, False, f"{kind}: {exc.message}")
 
     def _client(self, endpoint: Endpoint) -> GatewayClient:
-        timeout = max(0.5, min(self.timeout, self._remaining()))
+        timeout = min(self.timeout, max(self._remaining(), 0.1))
         return GatewayClient(
             endpoint, timeout=timeout, transport=self.transport, total_timeout=timeout
         )
