@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import os
 import time
 from collections.abc import AsyncIterator, Callable
@@ -31,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from notes_cli.engine import protocol_anthropic, protocol_openai
+from notes_cli.engine import http_errors, protocol_anthropic, protocol_openai
 from notes_cli.engine.api import (
     Completion,
     EngineService,
@@ -42,9 +41,9 @@ from notes_cli.engine.api import (
     TokenChunk,
 )
 from notes_cli.engine.faults import FaultInjector, FaultPlan, FaultSpec, FaultSpecError, parse_fault
+from notes_cli.engine.http_errors import ApiError, invalid
 from notes_cli.engine.metrics import CONTENT_TYPE, EngineMetrics
-from notes_cli.engine.protocol_common import ApiError, ParsedCall, StreamEncoder, invalid
-from notes_cli.secrets import mask
+from notes_cli.engine.protocol_common import ParsedCall, StreamEncoder
 
 DEFAULT_FINGERPRINT = "fp_pdnotes_mock_engine"
 
@@ -298,19 +297,20 @@ class _EngineHttp:
         x_api_key = request.headers.get("x-api-key", "")
         if self.api_key in (bearer, x_api_key):
             return None
-        return self._error(dialect, _auth_error(dialect, bearer or x_api_key))
+        error = http_errors.bad_key(bearer or x_api_key, anthropic=dialect is _MESSAGES)
+        return self._error(dialect, error)
 
     async def _read_body(self, request: Request) -> bytes:
         limit = self.limits.max_body_bytes
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
-            raise _too_large(limit)
+            raise http_errors.too_large(limit)
         chunks: list[bytes] = []
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
-                raise _too_large(limit)
+                raise http_errors.too_large(limit)
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -319,18 +319,11 @@ class _EngineHttp:
         model = call.request.model
         served = self.service.served_models
         if model not in served:
-            raise _model_not_found(model, served)
+            raise http_errors.model_not_found(model, served)
         prompt_tokens = sum(self.service.count_tokens(m.text) for m in call.request.messages)
         limit = self.service.max_context_tokens
         if prompt_tokens > limit:
-            raise ApiError(
-                400,
-                "context_length",
-                f"This model's maximum context length is {limit} tokens. However, your "
-                f"messages resulted in {prompt_tokens} tokens. Please reduce the length of "
-                "the messages.",
-                param="messages",
-            )
+            raise http_errors.context_too_long(limit, prompt_tokens)
         return prompt_tokens
 
     # --- generation --------------------------------------------------------------------
@@ -357,19 +350,14 @@ class _EngineHttp:
         except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
             raise invalid(f"The request body could not be understood: {exc}") from exc
         if plan.http_status is not None:
-            raise _injected_error(plan.http_status, call.request.model)
+            raise http_errors.injected(plan.http_status, call.request.model)
         prompt_tokens = self._check_request(call)
         stream = self.service.generate(call.request)
         try:
             first = await anext(stream)
         except QueueFull as exc:
             await _close(stream)
-            raise ApiError(
-                429,
-                "rate_limit",
-                f"The engine queue is full; retry after {exc.retry_after_s:.1f}s.",
-                headers={"retry-after": str(max(1, math.ceil(exc.retry_after_s)))},
-            ) from exc
+            raise http_errors.queue_full(exc.retry_after_s) from exc
         except EngineStopped as exc:
             raise ApiError(503, "overloaded", f"The engine is not serving: {exc}") from exc
         if not call.stream:
@@ -438,6 +426,8 @@ class _EngineHttp:
                 return
             self.metrics.observe(item.pd_timing, item.completion_tokens, gaps)
             yield encoder.closing(item)
+        except EngineStopped:
+            return  # shutting down: end the stream; the client sees no completion event
         finally:
             await _close(stream)
 
@@ -464,49 +454,6 @@ def _fault_specs(document: Any) -> list[FaultSpec]:
     if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw):
         raise ValueError('expected {"faults": ["500@first:2", …]}')
     return [parse_fault(s) for s in raw]
-
-
-def _too_large(limit: int) -> ApiError:
-    return ApiError(413, "request_too_large", f"Request body exceeds the {limit}-byte limit.")
-
-
-def _auth_error(dialect: _Dialect, presented: str | None) -> ApiError:
-    if dialect is _MESSAGES:
-        return ApiError(401, "authentication", "invalid x-api-key")
-    if not presented:
-        message = "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'."
-    else:
-        message = f"Incorrect API key provided: {mask(presented)}."
-    return ApiError(401, "authentication", message)
-
-
-def _model_not_found(model: str, served: tuple[str, ...]) -> ApiError:
-    return ApiError(
-        404,
-        "model_not_found",
-        f"The model `{model}` does not exist or you do not have access to it. "
-        f"Served models: {', '.join(served)}.",
-        param="model",
-    )
-
-
-def _injected_error(status: int, model: str) -> ApiError:
-    if status == 401:
-        return ApiError(401, "authentication", "invalid x-api-key (injected fault)")
-    if status == 404:
-        return ApiError(
-            404,
-            "model_not_found",
-            f"The model `{model}` does not exist or you do not have access to it (injected fault).",
-            param="model",
-        )
-    if status == 429:
-        return ApiError(
-            429, "rate_limit", "Rate limit reached (injected fault).", headers={"retry-after": "1"}
-        )
-    if status == 503:
-        return ApiError(503, "overloaded", "The engine is overloaded (injected fault).")
-    return ApiError(500, "server_error", "The engine had an internal error (injected fault).")
 
 
 __all__ = ["DEFAULT_FINGERPRINT", "GenerationRequest", "Limits", "create_app"]

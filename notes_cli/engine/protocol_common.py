@@ -1,9 +1,7 @@
-"""What the OpenAI and Anthropic protocol modules share: the neutral HTTP error, the parsed call,
-the stream-encoder interface and strict-but-forgiving body readers.
+"""What the OpenAI and Anthropic protocol modules share: the parsed call, the stream-encoder
+interface and strict-but-forgiving body readers.
 
-Parsers raise `ApiError` with a neutral `kind`; each protocol module turns it into its own error
-object (OpenAI `{"error": {...}}`, Anthropic `{"type": "error", "error": {...}}`), so one failure
-looks native on every route. Readers reject wrong types (400) but ignore keys they do not know,
+Readers raise `http_errors.ApiError` (400) on wrong types but ignore keys they do not know,
 because real clients send many (Codex: `tools` of unknown types; Claude Code: `thinking`, …).
 """
 
@@ -11,47 +9,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from notes_cli.engine.api import Completion, GenerationRequest
-
-ErrorKind = Literal[
-    "invalid_request",
-    "context_length",
-    "authentication",
-    "not_found",
-    "model_not_found",
-    "method_not_allowed",
-    "request_too_large",
-    "rate_limit",
-    "server_error",
-    "overloaded",
-]
-
-
-class ApiError(Exception):
-    """An HTTP error response: status, neutral kind, message, extra headers (Retry-After)."""
-
-    def __init__(
-        self,
-        status: int,
-        kind: ErrorKind,
-        message: str,
-        *,
-        param: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
-        self.message = message
-        self.param = param
-        self.headers = headers or {}
-
-
-def invalid(message: str, *, param: str | None = None) -> ApiError:
-    """400 for a body that is not what the route accepts."""
-    return ApiError(400, "invalid_request", message, param=param)
+from notes_cli.engine.http_errors import invalid
 
 
 @dataclass(frozen=True)

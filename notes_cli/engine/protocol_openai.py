@@ -13,12 +13,11 @@ import uuid
 from typing import Any
 
 from notes_cli.engine.api import ChatMessage, Completion, GenerationRequest
+from notes_cli.engine.http_errors import ApiError, invalid
 from notes_cli.engine.protocol_common import (
-    ApiError,
     ParsedCall,
     content_text,
     decode_json_object,
-    invalid,
     optional_bool,
     optional_list,
     optional_object,
