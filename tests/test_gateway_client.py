@@ -438,3 +438,39 @@ def test_model_errors_are_recognised(status: int, body: dict, is_model: bool) ->
     with pytest.raises(errors.HttpStatusError) as info:
         stream(endpoint("anthropic"))
     assert info.value.is_model_error is is_model
+
+
+@respx.mock
+def test_non_streamed_responses_and_messages_bodies() -> None:
+    respx.post(f"{BASE}/responses").mock(
+        return_value=httpx.Response(
+            200,
+            json={
+                "id": "r1",
+                "status": "incomplete",
+                "model": "m",
+                "incomplete_details": {"reason": "max_output_tokens"},
+                "output": [{"type": "message", "content": [{"type": "output_text", "text": "po"}]}],
+                "usage": {"input_tokens": 3, "output_tokens": 1},
+            },
+        )
+    )
+    respx.post(f"{BASE}/anthropic/v1/messages").mock(
+        return_value=httpx.Response(
+            200,
+            json={
+                "type": "message",
+                "model": "m",
+                "content": [{"type": "text", "text": "pong"}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 3, "output_tokens": 2},
+            },
+        )
+    )
+    with GatewayClient(endpoint("responses")) as client:
+        cut = client.complete("x")
+    assert (cut.text, cut.finish_reason, cut.completed) == ("po", "max_output_tokens", False)
+    with GatewayClient(endpoint("anthropic")) as client:
+        done = client.complete("x")
+    assert (done.text, done.completed, done.output_tokens) == ("pong", True, 2)
+    assert done.timings.headers_ms is not None and done.timings.total_ms is not None
