@@ -104,10 +104,6 @@ def start_engine_server() -> Iterator[Callable[..., object]]:
     def start(**kwargs: object) -> object:
         options = {k: kwargs.pop(k) for k in _START_ENGINE_OPTIONS if k in kwargs}
         kwargs.setdefault("speed", ENGINE_TEST_SPEED)
-        if "service" not in options and not _engine_core_available():
-            from fake_engine import FakeEngine  # until the engine core lands
-
-            options["service"] = FakeEngine(reply="pong", max_context_tokens=32768)
         engine = start_engine(EngineConfig(**kwargs), **options)  # type: ignore[arg-type]
         started.append(engine)
         return engine
@@ -121,9 +117,3 @@ def start_engine_server() -> Iterator[Callable[..., object]]:
 def engine_server(start_engine_server: Callable[..., object]) -> object:
     """The default engine, running for the duration of the test."""
     return start_engine_server()
-
-
-def _engine_core_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("notes_cli.engine.service") is not None

@@ -14,8 +14,10 @@ import os
 import signal
 import subprocess
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,14 +77,6 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def pdnotes_config_available(client: str) -> bool:
-    """Whether `pdnotes config <client>` exists yet (another helper builds it)."""
-    from notes_cli.cli import config
-
-    names = {c.name for c in config.app.registered_commands}
-    return client in names
-
-
 # --- Codex ------------------------------------------------------------------------------------
 
 
@@ -99,48 +93,25 @@ def codex_overrides(provider: str) -> list[str]:
     ]  # fmt: skip
 
 
-def write_codex_config(cli, codex_home: Path, base_url: str, env_key: str | None) -> str:  # type: ignore[no-untyped-def]
-    """Write config.toml with `pdnotes config codex --preset mock` (by hand, exactly like the
-    reference, until that command exists); return the provider id it uses."""
-    if pdnotes_config_available("codex"):
-        args = ["config", "codex", "--preset", "mock", "--base-url", base_url]
-        if env_key:
-            args += ["--env-key", env_key]
-        result = cli(*args)
-        assert result.exit_code == 0, result.stderr
-    else:
-        codex_home.mkdir(parents=True, exist_ok=True)
-        key_line = f'env_key = "{env_key}"\n' if env_key else ""
-        (codex_home / "config.toml").write_text(
-            'model = "pd-mock-1"\nmodel_provider = "mock"\n'
-            f'[model_providers.mock]\nname = "Mock"\nbase_url = "{base_url}"\n{key_line}'
-            'wire_api = "responses"\n'
-        )
-    config = tomllib.loads((codex_home / "config.toml").read_text())
+def write_codex_config(cli: Callable[..., Any], base_url: str, env_key: str | None) -> str:
+    """Write $CODEX_HOME/config.toml with `pdnotes config codex --preset mock`; return the
+    provider id it uses."""
+    args = ["config", "codex", "--preset", "mock", "--base-url", base_url]
+    if env_key:
+        args += ["--env-key", env_key]
+    result = cli(*args)
+    assert result.exit_code == 0, result.stderr
+    config = tomllib.loads((Path(os.environ["CODEX_HOME"]) / "config.toml").read_text())
     return str(config["model_provider"])
 
 
 # --- Claude Code ------------------------------------------------------------------------------
 
 
-def write_claude_settings(
-    cli,
-    claude_home: Path,
-    base_url: str,
-    token_env: str | None,  # type: ignore[no-untyped-def]
-) -> None:
-    """User settings.json via `pdnotes config claude --preset mock` (by hand until it exists)."""
-    if pdnotes_config_available("claude"):
-        args = ["config", "claude", "--preset", "mock", "--base-url", base_url]
-        if token_env:
-            args += ["--token-env", token_env]
-        result = cli(*args)
-        assert result.exit_code == 0, result.stderr
-        return
-    claude_home.mkdir(parents=True, exist_ok=True)
-    env = {"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_MODEL": "pd-mock-1"}
-    env["ANTHROPIC_AUTH_TOKEN"] = "pdnotes-mock-no-key"
-    (claude_home / "settings.json").write_text(json.dumps({"env": env}))
+def write_claude_settings(cli: Callable[..., Any], base_url: str) -> None:
+    """User settings.json with `pdnotes config claude --preset mock`."""
+    result = cli("config", "claude", "--preset", "mock", "--base-url", base_url)
+    assert result.exit_code == 0, result.stderr
 
 
 def set_claude_base_url(claude_home: Path, base_url: str) -> None:

@@ -35,7 +35,7 @@ def test_claude_print_completes_a_turn_with_the_engines_answer(
     cli: Callable[..., Any], isolated_home: Path, engine_server: Any
 ) -> None:
     client_binary("claude")
-    write_claude_settings(cli, isolated_home / ".claude", engine_server.anthropic_base_url, None)
+    write_claude_settings(cli, engine_server.anthropic_base_url)
 
     run = claude_print(isolated_home, "--output-format", "json")
 
@@ -50,7 +50,7 @@ def test_claude_reports_the_doubled_v1_as_a_model_issue(
     cli: Callable[..., Any], isolated_home: Path, engine_server: Any
 ) -> None:
     client_binary("claude")
-    write_claude_settings(cli, isolated_home / ".claude", engine_server.anthropic_base_url, None)
+    write_claude_settings(cli, engine_server.anthropic_base_url)
     set_claude_base_url(isolated_home / ".claude", engine_server.anthropic_base_url + "/v1")
 
     run = claude_print(isolated_home)
@@ -68,7 +68,7 @@ def test_claude_reports_a_rejected_key(
     client_binary("claude")
     monkeypatch.setenv("ENGINE_KEY", "sk-the-right-key-0000")
     engine = start_engine_server(api_key_env="ENGINE_KEY")
-    write_claude_settings(cli, isolated_home / ".claude", engine.anthropic_base_url, None)
+    write_claude_settings(cli, engine.anthropic_base_url)
 
     run = claude_print(isolated_home, "--output-format", "json")
 

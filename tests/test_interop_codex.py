@@ -36,7 +36,7 @@ def test_codex_exec_completes_a_turn_with_the_engines_answer(
     cli: Callable[..., Any], isolated_home: Path, engine_server: Any
 ) -> None:
     client_binary("codex")
-    provider = write_codex_config(cli, isolated_home / ".codex", engine_server.base_url, None)
+    provider = write_codex_config(cli, engine_server.base_url, None)
 
     run = codex_exec(isolated_home, provider)
 
@@ -48,7 +48,7 @@ def test_codex_reports_the_doubled_v1_as_404(
     cli: Callable[..., Any], isolated_home: Path, engine_server: Any
 ) -> None:
     client_binary("codex")
-    provider = write_codex_config(cli, isolated_home / ".codex", engine_server.base_url, None)
+    provider = write_codex_config(cli, engine_server.base_url, None)
     doubled = f'model_providers.{provider}.base_url="{engine_server.base_url}/v1"'
 
     run = codex_exec(isolated_home, provider, "-c", doubled)
@@ -69,7 +69,7 @@ def test_codex_reports_a_wrong_key_as_401_without_showing_it(
     client_binary("codex")
     monkeypatch.setenv("ENGINE_KEY", "sk-the-right-key-0000")
     engine = start_engine_server(api_key_env="ENGINE_KEY")
-    provider = write_codex_config(cli, isolated_home / ".codex", engine.base_url, "MOCK_API_KEY")
+    provider = write_codex_config(cli, engine.base_url, "MOCK_API_KEY")
 
     run = codex_exec(isolated_home, provider, env={"MOCK_API_KEY": sentinel_key})
 
@@ -82,7 +82,7 @@ def test_codex_reports_a_wrong_model_id(
     cli: Callable[..., Any], isolated_home: Path, engine_server: Any
 ) -> None:
     client_binary("codex")
-    provider = write_codex_config(cli, isolated_home / ".codex", engine_server.base_url, None)
+    provider = write_codex_config(cli, engine_server.base_url, None)
 
     run = codex_exec(isolated_home, provider, "-c", 'model="PD-Mock-1"')
 
