@@ -226,3 +226,13 @@ def test_odd_settings_files_get_a_clear_message(cli, isolated_home, content, mes
     assert result.exit_code == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert path.read_bytes() == content
+
+
+def test_leaving_the_mock_removes_its_placeholder_token(cli, isolated_home: Path) -> None:
+    cli("config", "claude", "--preset", "mock")
+    result = cli("config", "claude", "--preset", "deepseek")
+
+    env = json.loads(user_settings(isolated_home).read_text())["env"]
+    assert "ANTHROPIC_AUTH_TOKEN" not in env
+    assert "removed the mock engine's placeholder token" in result.stdout
+    assert "still needed: export ANTHROPIC_AUTH_TOKEN=<your API key>" in result.stdout

@@ -79,8 +79,13 @@ def plan_claude(
     if options.write_token_from_env:
         mode = 0o600
         warnings.extend(_token_warnings(path, options.scope))
+    new_env = {**env, **updates}
+    notes = cleaned.notes
+    if "ANTHROPIC_AUTH_TOKEN" not in updates and _is_placeholder(env.get("ANTHROPIC_AUTH_TOKEN")):
+        del new_env["ANTHROPIC_AUTH_TOKEN"]  # ours, and wrong for any gateway but the mock
+        notes += ("removed the mock engine's placeholder token: this gateway needs a real key",)
     new_data = {**data, **top_level}
-    new_data["env"] = {**env, **updates}
+    new_data["env"] = new_env
     unchanged = new_data == data and old_text is not None
     return WritePlan(
         client="claude",
@@ -89,7 +94,7 @@ def plan_claude(
         new_text=old_text if unchanged and old_text else files.dump_json(new_data, old_text),
         request_url=join_url(cleaned.base_url, "/v1/messages"),
         export_line=credential_note,
-        notes=cleaned.notes,
+        notes=notes,
         warnings=tuple(warnings),
         mode=mode,
         redact=_secrets_in(data, new_data),
@@ -170,6 +175,10 @@ def _credential(
     if data.get("apiKeyHelper"):
         return None
     return _export_line("ANTHROPIC_AUTH_TOKEN")
+
+
+def _is_placeholder(value: object) -> bool:
+    return isinstance(value, str) and value in presets.placeholder_tokens()
 
 
 def _export_line(name: str) -> str:
