@@ -3,6 +3,7 @@ formats each client needs, errors in each API's own format, auth and limits."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -522,3 +523,26 @@ def test_each_token_is_sent_when_the_engine_makes_it(
     first, last = arrivals
     assert first < 0.3  # not held back until the answer is complete (~0.5 s)
     assert last - first >= 0.35
+
+
+def test_real_engine_queue_limit_answers_429_and_keeps_serving(
+    start_engine_server: Callable[..., Any],
+) -> None:
+    engine = start_engine_server(max_queue=2, speed=4.0)
+    long_prompt = {**CHAT, "max_tokens": 1, "messages": [{"role": "user", "content": "x " * 8000}]}
+
+    async def flood() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=30) as client:
+            url = f"{engine.base_url}/chat/completions"
+            return list(
+                await asyncio.gather(*(client.post(url, json=long_prompt) for _ in range(8)))
+            )
+
+    statuses = sorted(r.status_code for r in asyncio.run(flood()))
+
+    assert 200 in statuses and 429 in statuses
+    assert set(statuses) == {200, 429}
+    with httpx.Client(timeout=30) as client:
+        rejected = next(r for r in asyncio.run(flood()) if r.status_code == 429)
+        assert int(rejected.headers["retry-after"]) >= 1
+        assert client.post(f"{engine.base_url}/chat/completions", json=CHAT).status_code == 200
