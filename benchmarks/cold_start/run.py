@@ -165,6 +165,10 @@ def write_doc(rows: list[Row], runs: int) -> None:
         "machine with a CPU quota, wall time arrives in scheduler-sized steps (tens of ms) and "
         "swings with other load; it is shown for reference.",
         "",
+        "Human `doctor --offline` output is drawn with rich, whose import alone costs about "
+        "25 ms of CPU; the bare app never loads it (its `--help` does, through Typer), and "
+        "`doctor --offline --json` does not either.",
+        "",
         "Runs use cached bytecode (the warm-up run writes it; `PYTHONDONTWRITEBYTECODE` is "
         "removed from the environment), as in a normal install.",
         "",

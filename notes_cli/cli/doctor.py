@@ -41,6 +41,4 @@ def doctor(
 
         render.report(report, offline=offline)
     if not report.ok:
-        # SystemExit rather than typer.Exit: cli.main runs the app with standalone_mode=False,
-        # where typer.Exit(1) becomes a return value that main currently drops.
-        raise SystemExit(1)
+        raise typer.Exit(1)
