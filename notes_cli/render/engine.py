@@ -89,19 +89,25 @@ def _nodes(group: dict[str, Any] | None) -> str:
 
 
 def presets_table(rows: list[dict[str, Any]]) -> None:
-    """The presets as a table."""
+    """The presets as a table; descriptions only when the terminal is wide enough for them."""
+    console = out()
+    wide = console.width >= 140
     table = Table(title="engine presets", title_justify="left")
-    for column in ("preset", "mode", "prefill", "decode", "link", "model", "description"):
-        table.add_column(column)
+    for column in ("preset", "mode", "prefill", "decode", "link", "model"):
+        table.add_column(column, no_wrap=True)
+    if wide:
+        table.add_column("description", ratio=1)
     for row in rows:
         prefill = row["prefill"] or row["colocated"]
-        table.add_row(
+        cells = [
             row["name"],
             row["mode"],
             _nodes(prefill),
             _nodes(row["decode"]) if row["decode"] else "(same nodes)",
             row["link"],
             row["model"],
-            row["description"],
-        )
-    out().print(table)
+        ]
+        table.add_row(*cells, *([row["description"]] if wide else []))
+    console.print(table)
+    if not wide:
+        console.print("[dim]descriptions and sources: pdnotes engine presets --json[/]")
