@@ -9,6 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from notes_cli.clients.claude_settings import MODEL_VARIABLES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "config"
 
@@ -236,3 +240,63 @@ def test_leaving_the_mock_removes_its_placeholder_token(cli, isolated_home: Path
     assert "ANTHROPIC_AUTH_TOKEN" not in env
     assert "removed the mock engine's placeholder token" in result.stdout
     assert "still needed: export ANTHROPIC_AUTH_TOKEN=<your API key>" in result.stdout
+
+
+# -- property: generated settings files ----------------------------------------------------------
+
+_json_scalar = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=10)
+)
+_json_value = st.recursive(
+    _json_scalar,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_other_keys = st.text(min_size=1, max_size=10).filter(
+    lambda k: k not in ("env", "apiKeyHelper", "model", "permissions")
+)
+
+
+@st.composite
+def settings_documents(draw: st.DrawFn) -> str:
+    data = draw(st.dictionaries(_other_keys, _json_value, max_size=5))
+    if draw(st.booleans()):
+        env = draw(
+            st.dictionaries(
+                st.from_regex(r"[A-Z][A-Z_]{0,10}", fullmatch=True), st.text(max_size=8), max_size=3
+            )
+        )
+        data["env"] = env
+    indent = draw(st.sampled_from([2, 4, "\t"]))
+    return json.dumps(data, indent=indent, ensure_ascii=draw(st.booleans())) + "\n"
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(document=settings_documents())
+def test_generated_settings_keep_other_keys_and_undo_restores_them(
+    cli, isolated_home: Path, document: str
+) -> None:
+    path = write_settings(user_settings(isolated_home), document)
+    old = json.loads(document)
+
+    assert cli("config", "claude", "--preset", "deepseek").exit_code == 0
+
+    new = json.loads(path.read_text(encoding="utf-8"))
+    assert [k for k in new if k != "env"] == [k for k in old if k != "env"]
+    assert {k: v for k, v in new.items() if k != "env"} == {
+        k: v for k, v in old.items() if k != "env"
+    }
+    owned = {"ANTHROPIC_BASE_URL", *MODEL_VARIABLES}
+    old_env = old.get("env", {})
+    assert list(new["env"])[: len(old_env)] == list(old_env)  # env keeps its order too
+    assert {k: new["env"][k] for k in old_env if k not in owned} == {
+        k: v for k, v in old_env.items() if k not in owned
+    }
+    assert new["env"]["ANTHROPIC_BASE_URL"] == "https://api.deepseek.com/anthropic"
+    assert cli("config", "undo", "--client", "claude").exit_code == 0
+    assert path.read_bytes() == document.encode("utf-8")
+    path.unlink()

@@ -1,0 +1,74 @@
+"""Cleaning a pasted base URL: whatever tracking parameters, endpoint suffix or fragment were
+pasted after the API root, the cleaned URL is that root and the other parameters survive."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from notes_cli.clients.endpoint import join_url
+from notes_cli.clients.urls import CODEX_ENDPOINT_SUFFIXES, clean_base_url
+from notes_cli.errors import UsageError
+
+_segment = st.from_regex(r"[a-z][a-z0-9-]{0,8}", fullmatch=True).filter(
+    lambda s: s not in ("v1", "responses", "completions", "messages", "chat")
+)
+_roots = st.builds(
+    lambda scheme, host, parts: f"{scheme}://{host}" + "".join(f"/{p}" for p in parts),
+    st.sampled_from(["http", "https"]),
+    st.sampled_from(["gw.example", "127.0.0.1:8000", "api.example.com"]),
+    st.lists(_segment, max_size=3),
+)
+_param = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(
+    lambda k: not k.startswith("utm_")
+)
+
+
+@given(
+    root=_roots,
+    suffix=st.sampled_from(["", "/", *CODEX_ENDPOINT_SUFFIXES]),
+    utm=st.dictionaries(
+        st.sampled_from(["utm_source", "utm_medium", "utm_campaign"]),
+        st.text("abc", min_size=1, max_size=4),
+        max_size=3,
+    ),
+    kept=st.dictionaries(_param, st.text("xyz0", min_size=1, max_size=4), max_size=2),
+    fragment=st.sampled_from(["", "#docs"]),
+)
+def test_cleaning_recovers_the_root_and_keeps_other_parameters(
+    root: str, suffix: str, utm: dict[str, str], kept: dict[str, str], fragment: str
+) -> None:
+    query = urlencode({**kept, **utm})
+    pasted = root + suffix + (f"?{query}" if query else "") + fragment
+
+    cleaned = clean_base_url(pasted, suffixes=CODEX_ENDPOINT_SUFFIXES)
+
+    assert cleaned.base_url == root
+    assert cleaned.query_params == kept
+    assert join_url(cleaned.base_url, "/responses", cleaned.query_params).startswith(
+        root + "/responses"
+    )
+    changed = bool(utm or kept or fragment or suffix.strip("/"))
+    assert bool(cleaned.notes) == changed
+
+
+@pytest.mark.parametrize(
+    ("pasted", "strip_v1", "root"),
+    [
+        ("https://taotoken.net/api/v1", True, "https://taotoken.net/api"),
+        ("https://taotoken.net/api/v1", False, "https://taotoken.net/api/v1"),
+        ("https://api.openai.com/v1/chat/completions", False, "https://api.openai.com/v1"),
+    ],
+)
+def test_v1_is_stripped_only_when_the_gateway_forbids_it(pasted, strip_v1, root) -> None:
+    cleaned = clean_base_url(pasted, suffixes=CODEX_ENDPOINT_SUFFIXES, strip_v1=strip_v1)
+    assert cleaned.base_url == root
+
+
+@pytest.mark.parametrize("pasted", ["taotoken.net/api", "ftp://x/api", "", "https://"])
+def test_urls_without_http_scheme_are_refused(pasted: str) -> None:
+    with pytest.raises(UsageError):
+        clean_base_url(pasted, suffixes=CODEX_ENDPOINT_SUFFIXES)
