@@ -474,3 +474,15 @@ def test_non_streamed_responses_and_messages_bodies() -> None:
         done = client.complete("x")
     assert (done.text, done.completed, done.output_tokens) == ("pong", True, 2)
     assert done.timings.headers_ms is not None and done.timings.total_ms is not None
+
+
+def test_retry_after_as_seconds_or_http_date() -> None:
+    import email.utils
+    import time
+
+    from notes_cli.gateway._http import retry_after_seconds
+
+    assert retry_after_seconds("7") == 7.0
+    assert retry_after_seconds(None) is None and retry_after_seconds("soon") is None
+    later = email.utils.formatdate(time.time() + 60, usegmt=True)
+    assert 55 <= (retry_after_seconds(later) or 0) <= 60
