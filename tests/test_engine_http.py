@@ -546,3 +546,31 @@ def test_real_engine_queue_limit_answers_429_and_keeps_serving(
         rejected = next(r for r in asyncio.run(flood()) if r.status_code == 429)
         assert int(rejected.headers["retry-after"]) >= 1
         assert client.post(f"{engine.base_url}/chat/completions", json=CHAT).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/chat/completions", CHAT),
+        ("/responses", {**RESPONSES, "stream": True}),
+        ("/anthropic/v1/messages", {**MESSAGES, "stream": True}),
+        ("/anthropic/v1/messages", MESSAGES),
+    ],
+)
+def test_every_answer_is_labelled_as_the_mock_engines(
+    engine: Any, http: httpx.Client, path: str, body: dict[str, Any]
+) -> None:
+    response = http.post(engine.base_url + path, json=body)
+
+    assert response.headers["x-pdnotes-engine"]
+    assert response.headers["x-request-id"]
+
+
+def test_responses_objects_carry_the_fingerprint(engine: Any, http: httpx.Client) -> None:
+    text = http.post(f"{engine.base_url}/responses", json={**RESPONSES, "stream": True}).text
+    events = sse_data(text)
+
+    fingerprints = {
+        e["response"]["metadata"]["system_fingerprint"] for e in events if "response" in e
+    }
+    assert len(fingerprints) == 1 and fingerprints != {""}

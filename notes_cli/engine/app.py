@@ -365,7 +365,7 @@ class _EngineHttp:
         self.metrics.count(dialect.route, 200)
         encoder = dialect.encoder(call, self.fingerprint, prompt_tokens)
         events = self._stream_events(encoder, first, stream, plan)
-        headers = {"cache-control": "no-cache", "x-request-id": call.request.request_id}
+        headers = {"cache-control": "no-cache", **self._labels(call)}
         return StreamingResponse(events, media_type="text/event-stream", headers=headers)
 
     async def _misbehave_before_headers(self, request: Request, plan: FaultPlan) -> None:
@@ -393,7 +393,12 @@ class _EngineHttp:
         self.metrics.observe(item.pd_timing, item.completion_tokens, ())
         self.metrics.count(dialect.route, 200)
         body = dialect.body(call, "".join(texts), item, self.fingerprint)
-        return _Json(body, headers={"x-request-id": call.request.request_id})
+        return _Json(body, headers=self._labels(call))
+
+    def _labels(self, call: ParsedCall) -> dict[str, str]:
+        """Headers on every answer: its id, and that it comes from the mock engine (the
+        Anthropic format has no fingerprint field, so this is its only label)."""
+        return {"x-request-id": call.request.request_id, "x-pdnotes-engine": self.fingerprint}
 
     async def _stream_events(
         self,

@@ -229,6 +229,7 @@ def _response_object(
     status: str,
     output: list[dict[str, Any]],
     completion: Completion | None,
+    fingerprint: str,
 ) -> dict[str, Any]:
     response: dict[str, Any] = {
         "id": call.request.request_id,
@@ -238,6 +239,7 @@ def _response_object(
         "model": call.request.model,
         "output": output,
         "incomplete_details": None,
+        "metadata": {"system_fingerprint": fingerprint},  # labels the answer as the mock's
         "usage": None,
     }
     if completion is not None:
@@ -258,9 +260,7 @@ def _response_object(
 def responses_body(call: ParsedCall, text: str, completion: Completion, fingerprint: str) -> dict:
     """The non-streamed Responses object (`output_text` included, as the SDK's helper reads)."""
     item = _message_item(_new_id("msg_"), text, "completed")
-    response = _response_object(call, int(time.time()), "completed", [item], completion)
-    response["metadata"] = {"system_fingerprint": fingerprint}
-    return response
+    return _response_object(call, int(time.time()), "completed", [item], completion, fingerprint)
 
 
 class ResponsesStreamEncoder:
@@ -283,7 +283,9 @@ class ResponsesStreamEncoder:
         return sse({"type": kind, "sequence_number": self._seq, **fields}, event=kind)
 
     def opening(self) -> bytes:
-        response = _response_object(self._call, self._created_at, "in_progress", [], None)
+        response = _response_object(
+            self._call, self._created_at, "in_progress", [], None, self._fingerprint
+        )
         where = {"item_id": self._item_id, "output_index": 0, "content_index": 0}
         return b"".join(
             [
@@ -312,7 +314,9 @@ class ResponsesStreamEncoder:
         text = "".join(self._texts)
         where = {"item_id": self._item_id, "output_index": 0, "content_index": 0}
         item = _message_item(self._item_id, text, "completed")
-        response = _response_object(self._call, self._created_at, "completed", [item], completion)
+        response = _response_object(
+            self._call, self._created_at, "completed", [item], completion, self._fingerprint
+        )
         final = (
             "response.incomplete" if response["status"] == "incomplete" else "response.completed"
         )
