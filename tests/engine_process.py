@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from types import TracebackType
 
@@ -28,6 +29,7 @@ class EngineProcess:
         self.returncode: int | None = None
         self._process: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
+        self._state = tempfile.TemporaryDirectory(prefix="pdnotes-engine-")
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}"
@@ -40,7 +42,7 @@ class EngineProcess:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
-            env={**os.environ, "NO_COLOR": "1"},
+            env=self._env(),
         )
         ready = threading.Event()
         self._reader = threading.Thread(target=self._read, args=(ready,), daemon=True)
@@ -49,6 +51,12 @@ class EngineProcess:
             self.stop()
             raise RuntimeError("engine serve did not start:\n" + "".join(self.output))
         return self
+
+    def _env(self) -> dict[str, str]:
+        """Module-scoped servers start before the per-test isolated home exists, so give the
+        server its own empty state folder (no user engine profiles) and no proxy settings."""
+        env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+        return {**env, "PDNOTES_HOME": self._state.name, "HOME": self._state.name, "NO_COLOR": "1"}
 
     def _read(self, ready: threading.Event) -> None:
         assert self._process is not None and self._process.stdout is not None
@@ -77,6 +85,7 @@ class EngineProcess:
             self._reader.join(timeout)  # EOF after exit: it has the last lines
         if process.stdout is not None:
             process.stdout.close()
+        self._state.cleanup()
         return self.returncode
 
     def __exit__(
