@@ -35,7 +35,6 @@ from notes_cli.engine.api import (
     Completion,
     EngineService,
     EngineStopped,
-    GenerationRequest,
     QueueFull,
     StepStats,
     TokenChunk,
@@ -461,4 +460,4 @@ def _fault_specs(document: Any) -> list[FaultSpec]:
     return [parse_fault(s) for s in raw]
 
 
-__all__ = ["DEFAULT_FINGERPRINT", "GenerationRequest", "Limits", "create_app"]
+__all__ = ["DEFAULT_FINGERPRINT", "Limits", "create_app"]
