@@ -15,9 +15,17 @@ import pytest
 
 _SCRUBBED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "CODEX_", "CLAUDE_", "TAOTOKEN_", "DEEPSEEK_")
 _SCRUBBED = {
-    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
-    "http_proxy", "https_proxy", "all_proxy", "no_proxy",
-    "API_TIMEOUT_MS", "MOCK_API_KEY", "PDNOTES_HOME",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "API_TIMEOUT_MS",
+    "MOCK_API_KEY",
+    "PDNOTES_HOME",
 }
 
 

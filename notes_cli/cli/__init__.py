@@ -74,7 +74,12 @@ def _report_error(message: str, fix: str | None, code: int, as_json: bool) -> No
 
     if as_json:
         render.emit_json(
-            {"schema": "pdnotes.error/1", "ok": False, "error": message, "fix": fix,
-             "exit_code": code}
+            {
+                "schema": "pdnotes.error/1",
+                "ok": False,
+                "error": message,
+                "fix": fix,
+                "exit_code": code,
+            }
         )
     render.error(message, fix)
