@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.markup import escape  # noqa: TID251 - render/ is where rich lives
+from rich.markup import escape
 
 from notes_cli.render import out
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from rich.markup import escape  # noqa: TID251 - render/ is where rich lives
-from rich.table import Table  # noqa: TID251
+from rich.markup import escape
+from rich.table import Table
 
 from notes_cli.render import err, out
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.box import SIMPLE  # noqa: TID251 - render/ is where rich lives
-from rich.markup import escape  # noqa: TID251
-from rich.table import Table  # noqa: TID251
+from rich.box import SIMPLE
+from rich.markup import escape
+from rich.table import Table
 
 from notes_cli.render import err, out
 
