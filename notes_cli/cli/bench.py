@@ -8,7 +8,6 @@ first, JSON included).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -132,26 +131,9 @@ def _workload(
 
 
 def _endpoint(base_url: str, model: str | None, key_env: str | None, api: str) -> Endpoint:
-    from notes_cli.clients.endpoint import Endpoint
+    from notes_cli.clients.endpoint import endpoint_from_flags
 
-    key = None
-    if key_env is not None:
-        key = os.environ.get(key_env)
-        if not key:
-            raise UsageError(
-                f"--key-env {key_env}: that variable is unset or empty",
-                fix=f"export {key_env}=<your key>, or drop --key-env for an endpoint without auth",
-            )
-    return Endpoint(
-        client="openai",
-        base_url=base_url,
-        protocol=api,  # type: ignore[arg-type]
-        model=model,
-        auth_style="bearer" if key else "none",
-        key_env=key_env,
-        key=key,
-        source="--base-url",
-    )
+    return endpoint_from_flags(base_url, protocol=api, model=model, key_env=key_env)  # type: ignore[arg-type]
 
 
 def _run(

@@ -80,7 +80,7 @@ def _endpoint(
     """The endpoint to call: explicit flags, else the client's own configuration."""
     import dataclasses
 
-    from notes_cli.clients.endpoint import Endpoint
+    from notes_cli.clients.endpoint import endpoint_from_flags
     from notes_cli.errors import UsageError
 
     if client not in _PROTOCOL:
@@ -88,20 +88,14 @@ def _endpoint(
     if client == "openai" and base_url is None:
         base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     if base_url is not None:
-        name = key_env or _DEFAULT_KEY_ENV[client]
-        key = os.environ.get(name) if name else None
-        if key_env and not key:
-            raise UsageError(
-                f"${key_env} is unset or empty", fix=f"export {key_env}=<your key>, then re-run"
-            )
-        endpoint = Endpoint(
-            client,  # type: ignore[arg-type]
+        endpoint = endpoint_from_flags(
             base_url,
-            _PROTOCOL[client],  # type: ignore[arg-type]
+            protocol=_PROTOCOL[client],  # type: ignore[arg-type]
             model=model,
-            auth_style=_auth_style(client, name) if key else "none",
-            key_env=name if key else None,
-            key=key,
+            key_env=key_env,
+            default_key_env=_DEFAULT_KEY_ENV[client],
+            client=client,  # type: ignore[arg-type]
+            auth_style=_auth_style(client, key_env or _DEFAULT_KEY_ENV[client]),
             source="--base-url" if client != "openai" else "OPENAI_BASE_URL",
         )
     else:

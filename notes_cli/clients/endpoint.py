@@ -60,3 +60,40 @@ def join_url(base_url: str, suffix: str, query_params: dict[str, str] | None = N
     if query_params:
         url += ("&" if "?" in url else "?") + urlencode(query_params)
     return url
+
+
+def endpoint_from_flags(
+    base_url: str,
+    *,
+    protocol: Protocol,
+    model: str | None = None,
+    key_env: str | None = None,
+    default_key_env: str | None = None,
+    client: ClientName = "openai",
+    auth_style: AuthStyle = "bearer",
+    source: str = "--base-url",
+) -> Endpoint:
+    """An endpoint named on the command line (`--base-url`, `--model`, `--key-env`) instead of
+    read from a client's config. An explicit `key_env` that is unset or empty is a usage error;
+    `default_key_env` is used quietly when set (no key otherwise)."""
+    import os
+
+    from notes_cli.errors import UsageError
+
+    name = key_env or default_key_env
+    key = os.environ.get(name) if name else None
+    if key_env and not key:
+        raise UsageError(
+            f"--key-env {key_env}: ${key_env} is unset or empty",
+            fix=f"export {key_env}=<your key>, or drop --key-env for an endpoint without auth",
+        )
+    return Endpoint(
+        client=client,
+        base_url=base_url,
+        protocol=protocol,
+        model=model,
+        auth_style=auth_style if key else "none",
+        key_env=name if key else None,
+        key=key,
+        source=source,
+    )

@@ -205,26 +205,16 @@ def choose_endpoint(
     """The endpoint to ask: explicit `--base-url` (with `--key-env`), else the configured
     client's endpoint (Codex first, then Claude Code), with `--model` overriding its model."""
     import dataclasses
-    import os
 
+    from notes_cli.clients.endpoint import endpoint_from_flags
     from notes_cli.errors import UsageError
 
     if base_url:
-        key = os.environ.get(key_env) if key_env else None
-        if key_env and not key:
-            raise UsageError(
-                f"--key-env {key_env}: that variable is unset or empty",
-                fix=f"export {key_env}=<your key>, or drop --key-env for an endpoint without auth",
-            )
-        return Endpoint(
-            client="openai",
-            base_url=base_url,
+        return endpoint_from_flags(
+            base_url,
             protocol=protocol,  # type: ignore[arg-type]
             model=model,
-            auth_style="bearer" if key else "none",
             key_env=key_env,
-            key=key,
-            source="--base-url",
         )
     if client == "openai":
         raise UsageError("--client openai needs --base-url (and usually --model, --key-env)")
