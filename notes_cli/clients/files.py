@@ -27,6 +27,7 @@ def parse_toml(text: str, path: Path) -> TOMLDocument:
     import tomlkit
     from tomlkit.exceptions import ParseError
 
+    parse_toml_data(text, path)  # the strict parser first, so config and doctor report alike
     try:
         return tomlkit.parse(text)
     except ParseError as exc:
