@@ -88,29 +88,29 @@ class Sandbox:
             "COLUMNS": "100",
             "NO_PROXY": "127.0.0.1,localhost",
             "PYTHONPATH": str(ROOT),
+            "PYTHONUNBUFFERED": "1",  # stdout and stderr interleave as on a terminal
         }
 
     def close(self) -> None:
         self._dir.cleanup()
 
     def run(self, command: str, stop_after_s: float | None = None) -> str:
-        """Run `pdnotes …` and return what a terminal would show (stdout then stderr)."""
+        """Run `pdnotes …` and return what a terminal would show (stdout and stderr)."""
         args = command.replace("{engine}", self.engine_url).split()
         assert args[0] == "pdnotes", command
         process = subprocess.Popen(
             [sys.executable, "-m", "notes_cli", *args[1:]],
-            cwd=self.work, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=self.work, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, text=True, start_new_session=True,
         )  # fmt: skip
         try:
-            out, err = process.communicate(timeout=stop_after_s or 120)
+            shown, _ = process.communicate(timeout=stop_after_s or 120)
         except subprocess.TimeoutExpired:
             if stop_after_s is None:
                 os.killpg(process.pid, signal.SIGKILL)
                 raise
             os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does
-            out, err = process.communicate(timeout=30)
-        shown = out + err
+            shown, _ = process.communicate(timeout=30)
         if process.returncode and stop_after_s is None:
             shown += f"$ echo $?\n{process.returncode}\n"
         return shown
