@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,6 @@ KEY_VARIABLES = (
 
 def all_help_invocations() -> list[list[str]]:
     """`--help` for the root and every command and sub-command registered on the app."""
-    import click
     import typer
 
     from notes_cli.cli import app
@@ -29,8 +29,9 @@ def all_help_invocations() -> list[list[str]]:
     root = typer.main.get_command(app)
     found: list[list[str]] = [["--help"]]
 
-    def walk(command: click.Command, prefix: list[str]) -> None:
-        if isinstance(command, click.Group):
+    def walk(command: Any, prefix: list[str]) -> None:
+        # Typer vendors its own click, so look for sub-commands rather than a Group class.
+        if hasattr(command, "commands"):
             for name, sub in command.commands.items():
                 found.append([*prefix, name, "--help"])
                 walk(sub, [*prefix, name])
@@ -158,3 +159,45 @@ def test_diff_masks_a_token_already_in_the_file(
 
     assert sentinel_everywhere not in result.stdout
     assert "sk-…XYZW" in result.json()["diff"]
+
+
+def test_help_covers_every_command() -> None:
+    helps = {" ".join(args) for args in all_help_invocations()}
+    assert {
+        "doctor --help",
+        "config codex --help",
+        "engine simulate --help",
+        "demo --help",
+    } <= helps
+
+
+def test_sentinel_key_never_leaks_from_live_commands(
+    cli, isolated_home: Path, start_engine_server, sentinel_everywhere: str
+) -> None:
+    """The key really travels (the engine demands it), yet no output and no file shows it."""
+    sentinel = sentinel_everywhere
+    engine = start_engine_server(api_key_env="GW_TOKEN")
+    base = engine.base_url
+    runs = [
+        ["config", "codex", "--provider", "gw", "--base-url", base, "--model", "pd-mock-1",
+         "--env-key", "GW_TOKEN"],
+        ["config", "claude", "--base-url", engine.anthropic_base_url, "--model", "pd-mock-1",
+         "--token-env", "GW_TOKEN"],
+        ["doctor"],
+        ["doctor", "--json"],
+        ["smoke", "--client", "codex", "-n", "1"],
+        ["smoke", "--client", "codex", "-n", "1", "--json"],
+        ["smoke", "--client", "openai", "--base-url", base, "--model", "pd-mock-1",
+         "--key-env", "GW_TOKEN", "-n", "1", "--json"],
+        ["notes", "generate", "--client", "codex", "-o", "note.json", "--json"],
+        ["bench", "--base-url", base, "--model", "pd-mock-1", "--key-env", "GW_TOKEN",
+         "-n", "4", "--concurrency", "2", "--output-len", "8", "--json"],
+        ["bench", "--base-url", base, "--model", "pd-mock-1", "--key-env", "GW_TOKEN",
+         "-n", "2", "--output-len", "8"],
+    ]  # fmt: skip
+    for args in runs:
+        result = cli(*args)
+        assert result.exit_code == 0, (args, result.stdout, result.stderr)
+        assert sentinel not in result.stdout + result.stderr, args
+    files = [p for p in isolated_home.rglob("*") if p.is_file()] + [Path("note.json")]
+    assert [p for p in files if sentinel in p.read_text(errors="replace")] == []
