@@ -145,6 +145,28 @@ class Scheduler:
         if t_ms > self.now:
             self.now = t_ms
 
+    def next_release_time(self) -> float | None:
+        """When the earliest step in flight that gives running requests a token ends."""
+        ends = [w.busy_until for w in self.workers if w.busy and w.running and not w.current]
+        return min(ends, default=None)
+
+    def catch_up(self, t_ms: float, max_lag_ms: float) -> float:
+        """As run_until(t_ms), but stop at a token step that ended more than `max_lag_ms`
+        before `t_ms`: its tokens are released then, and the time returned is that step's end
+        (the live driver holds its clock there). Returns `t_ms` when nothing was that late.
+        Other late events (an arrival, a transfer, a prefill) are simply processed at their own
+        time: they release nothing, so being late changes nothing a client sees."""
+        heap = self._heap
+        while heap and heap[0][0] <= t_ms:
+            release = self.next_release_time()
+            if release is not None and t_ms - release > max_lag_ms:
+                self.run_until(release)
+                return release
+            self.step()
+        if t_ms > self.now:
+            self.now = t_ms
+        return t_ms
+
     def cancel(self, request: SchedRequest) -> None:
         """Drop a request (its client went away); its memory is released at the next step."""
         if request.cancelled:

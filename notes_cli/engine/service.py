@@ -113,10 +113,10 @@ class LiveEngineService:
         max_lag_ms = _MAX_LAG_WALL_MS * clock.speed
         while True:
             now = clock.now_ms()
-            due = scheduler.next_event_time()
-            if due is not None and now - due > max_lag_ms:
-                clock.hold_at(due)  # the loop was blocked: resume from the missed event
-                now = due
+            reached = scheduler.catch_up(now, max_lag_ms)
+            if reached < now:
+                clock.hold_at(reached)  # the loop was blocked: resume from the missed step
+                now = reached
             arrivals, self._arrivals = self._arrivals, []
             for request in arrivals:
                 request.arrival_ms = now
@@ -175,6 +175,9 @@ class LiveEngineService:
                 for index in range(sent, available):
                     yield TokenChunk(tokens[index], index)
                 sent = available
+            # Let the other streams of this step take their tokens before this one's
+            # completion work (closing the response, metrics) runs: it would delay them.
+            await asyncio.sleep(0)
             yield _completion(finish, prompt_tokens, len(tokens), stream.record)
         finally:
             self._streams.pop(sched_request, None)
@@ -215,7 +218,12 @@ class LiveEngineService:
         if stream is not None:
             stream.record = record
             stream.wake()
-        self._notify(record)
+        # Observers run after the streams woken by this step have taken their tokens (and
+        # before this stream's Completion, which waits one more loop turn).
+        try:
+            asyncio.get_running_loop().call_soon(self._notify, record)
+        except RuntimeError:  # driven outside the event loop (no streams to protect)
+            self._notify(record)
 
     def _on_step(self, stats: StepStats) -> None:
         self._notify(stats)
