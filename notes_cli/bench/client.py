@@ -251,7 +251,11 @@ async def run_bench(
     async def one(item: WorkItem) -> None:
         nonlocal finished
         try:
-            outcome = await asyncio.wait_for(send(item), plan.timeout_s)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for runs `send` in a new task, and
+            # a new task starts only after everything already runnable (under load, after the
+            # other streams' pending chunks), which delays the request before it is sent.
+            async with asyncio.timeout(plan.timeout_s):
+                outcome = await send(item)
         except TimeoutError:
             outcome = Outcome(ok=False, e2e_ms=plan.timeout_s * 1000, error="timeout")
         except Exception as exc:  # a failed request is data for the report, not a crash

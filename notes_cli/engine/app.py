@@ -24,11 +24,13 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from notes_cli.engine import http_errors, protocol_anthropic, protocol_openai
 from notes_cli.engine.api import (
@@ -54,6 +56,39 @@ class _Json(JSONResponse):
     def render(self, content: Any) -> bytes:
         text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
         return text.encode("utf-8", errors="replace")
+
+
+class _EventStream(StreamingResponse):
+    """A StreamingResponse that writes from the request's own task.
+
+    For servers older than ASGI 2.4 (uvicorn's h11 says 2.3) Starlette moves the body into a
+    new task and waits for the disconnect in this one. A new task runs only after everything
+    already runnable, and a new request's first token is produced at the end of a decode step
+    together with a token for every other stream: it would be written after all of them. Here
+    the disconnect watcher is the new task, and it cancels the stream if the client goes."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        finished = False
+
+        async def cancel_on_disconnect(stream: anyio.CancelScope) -> None:
+            # Once the response is complete, receive() says http.disconnect too (ASGI spec).
+            # Not cancelling then also spares anyio formatting a reason (a task repr) per call.
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            if not finished:
+                stream.cancel()
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(cancel_on_disconnect, group.cancel_scope)
+                await self.stream_response(send)
+                finished = True
+        except BaseExceptionGroup as errors:
+            if len(errors.exceptions) != 1:
+                raise
+            error = errors.exceptions[0]
+            context = None if error.__suppress_context__ else error.__context__
+            raise error from error.__cause__ or context
 
 
 @dataclass(frozen=True)
@@ -365,7 +400,7 @@ class _EngineHttp:
         encoder = dialect.encoder(call, self.fingerprint, prompt_tokens)
         events = self._stream_events(encoder, first, stream, plan)
         headers = {"cache-control": "no-cache", **self._labels(call)}
-        return StreamingResponse(events, media_type="text/event-stream", headers=headers)
+        return _EventStream(events, media_type="text/event-stream", headers=headers)
 
     async def _misbehave_before_headers(self, request: Request, plan: FaultPlan) -> None:
         if plan.hang_s is not None:

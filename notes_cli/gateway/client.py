@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import anyio
 import httpx
 
 from notes_cli.clients.endpoint import Endpoint
@@ -33,6 +34,7 @@ OnChunk = Callable[[str, float], None]
 Messages = list[dict[str, Any]] | str
 
 _MAX_ERROR_BODY = 64 * 1024
+_DRAIN_S = 0.25  # how long a finished stream may take to end its body before we hang up
 
 
 class _Call:
@@ -427,8 +429,10 @@ class AsyncGatewayClient(_BaseClient):
                 raise call.status_error(response, await _aread_capped(response))
             if "text/event-stream" not in response.headers.get("content-type", "event-stream"):
                 return call.not_a_stream(response, await response.aread())
-            async for chunk in response.aiter_bytes():
+            chunks = response.aiter_bytes()
+            async for chunk in chunks:
                 if call.feed(chunk):
+                    await _read_to_end(chunks)
                     break
             return call.finish()
         except httpx.HTTPError as exc:
@@ -453,6 +457,22 @@ class AsyncGatewayClient(_BaseClient):
                 await response.aclose()
         except httpx.HTTPError as exc:
             raise call.translate(exc) from exc
+
+
+async def _read_to_end(chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows a stream's last event (a `[DONE]`, the chunked-encoding terminator)
+    so httpcore puts the connection back in the pool: closing a response with body left
+    unread closes its connection, and the next request would pay a new TCP connect. Bounded
+    in time and size, and best effort: a server that keeps the body open only loses reuse."""
+    size = 0
+    with anyio.move_on_after(_DRAIN_S):
+        try:
+            async for chunk in chunks:
+                size += len(chunk)
+                if size > _MAX_ERROR_BODY:
+                    return
+        except httpx.HTTPError:
+            return
 
 
 def _read_capped(response: httpx.Response) -> bytes:
