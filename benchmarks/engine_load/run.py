@@ -8,6 +8,8 @@ What it reports (simulated milliseconds: client wall time x --speed):
   - client median TPOT vs the modelled median TPOT (RequestRecord.tpot_ms), target within 10%;
   - client p99 inter-token gap vs the modelled p99 gap (RequestRecord.itl_ms, pooled), 25%;
   - the server's CPU use (process time / wall time over the load window), target under 1 core;
+  - how often the engine's driver ran more than 5 ms late and held simulated time (and by how
+    much in total, simulated ms): each hold adds that delay to one gap of every running stream;
   - streamed tokens per second sustained.
 The server runs in its own process (server.py); the client uses asyncio streams and parses the
 chunked SSE itself, because a full HTTP client would need more CPU than the server does.
@@ -132,9 +134,10 @@ def start_server(args: argparse.Namespace, records: Path) -> tuple[subprocess.Po
     return process, int(line.split(":")[2].split("/")[0])
 
 
-def summarise(args: argparse.Namespace, streams: list[Stream], records: list[dict[str, Any]],
+def summarise(args: argparse.Namespace, streams: list[Stream], engine: dict[str, Any],
               window: float, cpu: float) -> dict[str, Any]:  # fmt: skip
     speed = args.speed
+    records = engine["records"]
     by_id = {r["request_id"]: r for r in records}
     paired = [(s, by_id[s.request_id]) for s in streams if s.request_id in by_id]
     client_tpot = statistics.median(s.tpot * 1000 * speed for s, _ in paired)
@@ -156,6 +159,8 @@ def summarise(args: argparse.Namespace, streams: list[Stream], records: list[dic
         "client_p99_itl_ms": round(client_p99, 3),
         "model_p99_itl_ms": round(model_p99, 3),
         "p99_itl_error": round(client_p99 / model_p99 - 1, 4),
+        "driver_holds": engine["driver"]["holds"],
+        "driver_held_ms": engine["driver"]["held_ms"],
         "server_cpu_cores": round(cpu / window, 3),
         "wall_s": round(window, 2),
         "streamed_tokens": tokens,
@@ -184,8 +189,8 @@ def main() -> None:
         finally:
             os.killpg(process.pid, signal.SIGTERM)
             process.wait(60)
-        records = json.loads(records_path.read_text())
-    summary = summarise(args, streams, records, ended - began, cpu)
+        engine = json.loads(records_path.read_text())
+    summary = summarise(args, streams, engine, ended - began, cpu)
     print(json.dumps(summary, indent=2))
     if args.output:
         args.output.write_text(json.dumps(summary, indent=2) + "\n")

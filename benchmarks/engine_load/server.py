@@ -1,6 +1,7 @@
 """The engine as `pdnotes engine serve` runs it, plus an observer that keeps every finished
 request's modelled timing (RequestRecord, with each inter-token gap) and writes them as JSON
-when SIGTERM / SIGINT stops the server. Run by run.py in its own process."""
+when SIGTERM / SIGINT stops the server, with how often the driver had to hold simulated time.
+Run by run.py in its own process."""
 
 from __future__ import annotations
 
@@ -35,8 +36,10 @@ def main() -> None:
     service = create_service(config)
     service.add_observer(keep)
     serve_forever(config, port=0, on_ready=ready, service=service)
+    clock = service.clock  # how often the driver ran so late that it held simulated time
+    driver = {"holds": clock.holds, "held_ms": round(clock.held_ms, 3)}
     with open(args.records, "w", encoding="utf-8") as fh:
-        json.dump(records, fh)
+        json.dump({"records": records, "driver": driver}, fh)
     print(f"wrote {len(records)} records", file=sys.stderr)
 
 

@@ -26,6 +26,7 @@ class WallClock:
         self.speed = speed
         self._start = time.monotonic()
         self.held_ms = 0.0  # simulated time given up by hold_at (the process was starved)
+        self.holds = 0  # how many times that happened
 
     def now_ms(self) -> float:
         return (time.monotonic() - self._start) * 1000.0 * self.speed - self.held_ms
@@ -33,7 +34,10 @@ class WallClock:
     def hold_at(self, at_ms: float) -> None:
         """Set simulated time back to `at_ms` (<= now): the hardware did not run while the
         process could not drive it, so the time it lost is not replayed as a burst."""
-        self.held_ms += max(0.0, self.now_ms() - at_ms)
+        behind = self.now_ms() - at_ms
+        if behind > 0:
+            self.held_ms += behind
+            self.holds += 1
 
     def wall_delay_s(self, at_ms: float) -> float:
         return max(0.0, (at_ms - self.now_ms()) / 1000.0 / self.speed)

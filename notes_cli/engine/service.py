@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
 from typing import Any
@@ -60,6 +61,47 @@ class _Stream:
             waiter.set_result(None)
 
 
+class _Turnstile:
+    """Lets one caller through per event-loop turn, first come first served.
+
+    A request's admission work (its answer, its prompt's token count) is synchronous: a burst
+    of arrivals doing it back to back in one loop turn would hold up the driver's next token
+    release. Through the turnstile, the loop checks its timers between any two of them."""
+
+    def __init__(self) -> None:
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._taken = False  # someone passed (or was let through) during this loop turn
+
+    def __len__(self) -> int:
+        return len(self._waiters)
+
+    async def enter(self) -> None:
+        """Return when it is this caller's turn."""
+        loop = asyncio.get_running_loop()
+        if self._taken or self._waiters:
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.cancelled():
+                    self._waiters.remove(waiter)
+                else:  # let through, but gone: pass the turn on
+                    self._next()
+                raise
+        self._taken = True
+        loop.call_soon(self._next)
+
+    def _next(self) -> None:
+        self._taken = False
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                self._taken = True  # reserved for that waiter
+                return
+
+
 class LiveEngineService:
     """`notes_cli.engine.api.EngineService` backed by the real scheduler and a wall clock."""
 
@@ -80,6 +122,7 @@ class LiveEngineService:
         self._streams: dict[SchedRequest, _Stream] = {}
         self._ids = itertools.count(1)
         self._arrivals: list[SchedRequest] = []  # submitted at the driver's next turn
+        self._admission = _Turnstile()
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Future[None] | None = None
 
@@ -152,8 +195,12 @@ class LiveEngineService:
         token, so the HTTP layer can still answer 429 / 503."""
         if not self.running:
             raise EngineStopped("the engine is not running")
-        if self.scheduler.waiting + len(self._arrivals) >= self.config.max_queue:
+        waiting = self.scheduler.waiting + len(self._arrivals) + len(self._admission)
+        if waiting >= self.config.max_queue:
             raise QueueFull(self._retry_after_s())
+        await self._admission.enter()
+        if not self.running:
+            raise EngineStopped("the engine is not running")
         budget = request.max_tokens
         if budget is None:
             budget = self.config.default_max_tokens
