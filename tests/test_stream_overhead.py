@@ -94,3 +94,20 @@ def test_a_finished_stream_is_complete_on_the_wire(
             text = http.post(engine.base_url + "/chat/completions", json=body).text
             assert text.endswith("data: [DONE]\n\n")
             assert '"content":" mock"' in text
+
+
+def test_many_concurrent_streams_complete_and_the_next_round_reuses_every_connection() -> None:
+    # 12 overlapping streams need two small pools (see gateway._pools).
+    reply = Reply.sse([0.2, *chat_stream(["po", "ng"])])
+    with LoopbackServer(reply) as server:
+
+        async def go() -> tuple[list[StreamResult], list[StreamResult]]:
+            async with AsyncGatewayClient(endpoint(server.url), timeout=10) as client:
+                first = await asyncio.gather(*(client.stream("hi") for _ in range(12)))
+                second = await asyncio.gather(*(client.stream("hi") for _ in range(12)))
+                return list(first), list(second)
+
+        first, second = asyncio.run(go())
+    assert all(r.text == "pong" and r.completed for r in first + second)
+    assert all(r.timings.connect_ms is not None for r in first)
+    assert all(r.timings.connect_ms is None for r in second)

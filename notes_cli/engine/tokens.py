@@ -13,6 +13,7 @@ under-counted, which docs/engine-model.md states.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _CJK = (
@@ -32,6 +33,10 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+@functools.lru_cache(maxsize=64)
 def count_tokens(text: str) -> int:
-    """Number of tokens in `text` (see the module docstring for the rule)."""
+    """Number of tokens in `text` (see the module docstring for the rule).
+
+    Cached: the HTTP layer and the engine both count every message of a request, and agents
+    resend the same long system prompt (tens of KB, milliseconds to scan) with every turn."""
     return len(_COUNT.findall(text))

@@ -27,6 +27,7 @@ from notes_cli.gateway._http import (
     status_error,
     translate,
 )
+from notes_cli.gateway._pools import Pools
 from notes_cli.gateway.results import ModelsResult, StreamResult, Timings
 from notes_cli.gateway.sse import SSEParser
 
@@ -376,8 +377,18 @@ class AsyncGatewayClient(_BaseClient):
             idle_timeout=idle_timeout,
             total_timeout=total_timeout,
         )
-        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=64)
-        self._http = httpx.AsyncClient(transport=transport, limits=limits, **_client_kwargs())
+        kwargs = _client_kwargs()
+        if transport is None:
+            # One TLS context for every pool: building one reads the CA bundle (~20 ms).
+            kwargs["verify"] = httpx.create_ssl_context(trust_env=True)
+
+        def make(connections: int) -> httpx.AsyncClient:
+            limits = httpx.Limits(
+                max_connections=connections, max_keepalive_connections=connections
+            )
+            return httpx.AsyncClient(transport=transport, limits=limits, **kwargs)
+
+        self._pools = Pools(make, max_connections, shared=transport is not None)
 
     async def __aenter__(self) -> AsyncGatewayClient:
         return self
@@ -386,7 +397,7 @@ class AsyncGatewayClient(_BaseClient):
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._pools.aclose()
 
     async def list_models(self) -> ModelsResult:
         """`GET {base}/models` (`/v1/models` for Anthropic) with the client's auth headers."""
@@ -416,11 +427,17 @@ class AsyncGatewayClient(_BaseClient):
         """One streamed turn (see GatewayClient.stream)."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, True)
         call = _Call(self, url, on_chunk=on_chunk, is_async=True)
-        request = self._http.build_request(
-            "POST", url, headers=headers, content=content, extensions=call.extensions()
+        with self._pools.client() as http:
+            return await self._stream(http, call, url, headers, content)
+
+    async def _stream(
+        self, http: httpx.AsyncClient, call: _Call, url: str, headers: dict[str, str], body: bytes
+    ) -> StreamResult:
+        request = http.build_request(
+            "POST", url, headers=headers, content=body, extensions=call.extensions()
         )
         try:
-            response = await self._http.send(request, stream=True)
+            response = await http.send(request, stream=True)
         except httpx.HTTPError as exc:
             raise call.translate(exc) from exc
         try:
@@ -443,20 +460,21 @@ class AsyncGatewayClient(_BaseClient):
     async def _fetch(
         self, call: _Call, method: str, url: str, headers: dict[str, str], content: bytes | None
     ) -> tuple[bytes, httpx.Response]:
-        request = self._http.build_request(
-            method, url, headers=headers, content=content, extensions=call.extensions()
-        )
-        try:
-            response = await self._http.send(request, stream=True)
+        with self._pools.client() as http:
+            request = http.build_request(
+                method, url, headers=headers, content=content, extensions=call.extensions()
+            )
             try:
-                call.headers_arrived(response)
-                if response.status_code >= 300:
-                    raise call.status_error(response, await _aread_capped(response))
-                return await response.aread(), response
-            finally:
-                await response.aclose()
-        except httpx.HTTPError as exc:
-            raise call.translate(exc) from exc
+                response = await http.send(request, stream=True)
+                try:
+                    call.headers_arrived(response)
+                    if response.status_code >= 300:
+                        raise call.status_error(response, await _aread_capped(response))
+                    return await response.aread(), response
+                finally:
+                    await response.aclose()
+            except httpx.HTTPError as exc:
+                raise call.translate(exc) from exc
 
 
 async def _read_to_end(chunks: AsyncIterator[bytes]) -> None:
