@@ -20,7 +20,7 @@ from notes_cli.engine.clock import WallClock
 from notes_cli.engine.config import EngineConfig
 from notes_cli.engine.profiles import Catalog, load_catalog
 from notes_cli.engine.scheduler import Scheduler
-from notes_cli.engine.service import LiveEngineService, _Turnstile, create_service
+from notes_cli.engine.service import LiveEngineService, _Admissions, create_service
 from notes_cli.engine.workers import SchedRequest
 
 
@@ -96,37 +96,56 @@ def test_observers_see_a_record_before_its_stream_completes() -> None:
     assert observed_at_completion == [True] * 8
 
 
-def test_the_admission_turnstile_lets_one_caller_through_per_loop_turn_in_order() -> None:
-    async def main() -> tuple[list[tuple[int, int]], int]:
-        turnstile = _Turnstile()
-        turn = itertools.count()
-        passed: list[tuple[int, int]] = []
+def admit_in_turns(budget_s: float, works: int, cancel: int | None = None) -> list[tuple[int, int]]:
+    """(work index, loop turn it ran in) for `works` callers arriving in the same loop turn."""
+
+    async def main() -> list[tuple[int, int]]:
+        admissions = _Admissions(budget_s)
+        turn = 0
+        ran: list[tuple[int, int]] = []
         ticking = True
 
-        async def ticker() -> None:  # counts loop turns: one step per turn
+        async def ticker() -> None:
+            nonlocal turn
             while ticking:
-                next(turn)
+                turn += 1
                 await asyncio.sleep(0)
 
-        async def caller(index: int) -> None:
-            await turnstile.enter()
-            passed.append((index, next(turn)))
+        def work(index: int) -> int:
+            ran.append((index, turn))
+            if index == 3:
+                raise ValueError("no answer for this one")
+            return index
 
         tick = asyncio.ensure_future(ticker())
-        callers = [asyncio.ensure_future(caller(0))]
-        doomed = asyncio.ensure_future(caller(99))
-        callers += [asyncio.ensure_future(caller(i)) for i in range(1, 5)]
-        await asyncio.sleep(0)
-        doomed.cancel()  # a client that goes away while waiting loses its place, nothing more
-        await asyncio.wait_for(asyncio.gather(*callers), 5)
+        callers = [asyncio.ensure_future(admissions.run(lambda i=i: work(i))) for i in range(works)]
+        if cancel is not None:
+            callers[cancel].cancel()
+        results = await asyncio.wait_for(asyncio.gather(*callers, return_exceptions=True), 5)
         ticking = False
         await tick
-        return passed, len(turnstile)
+        expected = [i if i != 3 else "error" for i in range(works) if i != cancel]
+        got = [
+            "error" if isinstance(r, ValueError) else r
+            for r in results
+            if not isinstance(r, asyncio.CancelledError)
+        ]
+        assert got == expected and len(admissions) == 0
+        return ran
 
-    passed, left = asyncio.run(main())
-    assert [index for index, _ in passed] == [0, 1, 2, 3, 4] and left == 0
-    turns = [t for _, t in passed]
-    assert all(b > a + 1 for a, b in itertools.pairwise(turns))  # loop turns in between
+    return asyncio.run(main())
+
+
+def test_admission_work_runs_in_order_one_loop_turn_at_a_time_when_over_budget() -> None:
+    ran = admit_in_turns(budget_s=0.0, works=6, cancel=2)  # no budget: one caller per turn
+    assert [index for index, _ in ran] == [0, 1, 3, 4, 5]  # the cancelled caller never ran
+    turns = [t for _, t in ran]
+    assert all(b > a for a, b in itertools.pairwise(turns))  # the loop turned in between
+
+
+def test_admission_work_within_budget_shares_one_loop_turn() -> None:
+    ran = admit_in_turns(budget_s=60.0, works=6)
+    assert [index for index, _ in ran] == list(range(6)) and len({t for _, t in ran}) == 1
 
 
 def test_a_burst_of_arrivals_past_max_queue_is_refused_before_admission() -> None:
@@ -148,27 +167,6 @@ def test_a_burst_of_arrivals_past_max_queue_is_refused_before_admission() -> Non
     outcomes = asyncio.run(main())
     assert sum(isinstance(o, QueueFull) for o in outcomes) == 2
     assert sum(isinstance(o, TokenChunk) for o in outcomes) == 4
-
-
-def test_a_caller_cancelled_just_after_its_turn_came_passes_the_turn_on() -> None:
-    async def main() -> list[str]:
-        turnstile = _Turnstile()
-        passed: list[str] = []
-        tasks: dict[str, asyncio.Task[None]] = {}
-
-        async def caller(name: str) -> None:
-            await turnstile.enter()
-            passed.append(name)
-            if name == "a":  # runs right after the turnstile lets "b" through
-                asyncio.get_running_loop().call_soon(tasks["b"].cancel)
-
-        for name in "abc":
-            tasks[name] = asyncio.ensure_future(caller(name))
-        await asyncio.wait_for(asyncio.gather(*tasks.values(), return_exceptions=True), 5)
-        assert tasks["b"].cancelled()
-        return passed
-
-    assert asyncio.run(main()) == ["a", "c"]
 
 
 def test_the_wall_clock_counts_the_time_it_was_held() -> None:

@@ -4,10 +4,13 @@ A background driver task sleeps until the scheduler's next event is due (in wall
 by --speed), processes every due event, and hands each request its newly produced tokens. A
 request's tokens therefore reach its stream at the wall time the cost model says they exist.
 
-A request arrives (in simulated time) when the driver next runs after it was submitted. If the
-process was starved (the driver ran more than a few milliseconds late), simulated time is held
-at the missed event instead of replaying the lost time as a burst of tokens: the client then
-sees the stall the server really had, and pd_timing stays the hardware model's.
+A request arrives (in simulated time) when the driver next runs after it was admitted; admission
+work (the answer, the prompt's token count) runs in arrival order, at most ~1 ms of it per loop
+turn, so a burst of arrivals cannot hold up a token release for long. If the process was starved
+(a step's tokens would be released more than a few milliseconds late), simulated time is held at
+that step's end instead of replaying the lost time as a burst of tokens: the client then sees
+the stall the server really had, and pd_timing stays the hardware model's. A late event that
+releases nothing (an arrival, a prefill, a KV transfer) is simply processed at its own time.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypeVar
 
 from notes_cli.engine.api import (
     Completion,
@@ -42,6 +46,8 @@ from notes_cli.engine.workers import SchedRequest
 Observer = Callable[[RequestRecord | StepStats], None]
 log = logging.getLogger(__name__)
 _MAX_LAG_WALL_MS = 5.0  # a driver later than this was starved: hold simulated time, no burst
+_ADMISSION_BUDGET_S = 0.001  # admission work per loop turn before the loop checks its timers
+_T = TypeVar("_T")
 
 
 class _Stream:
@@ -61,45 +67,48 @@ class _Stream:
             waiter.set_result(None)
 
 
-class _Turnstile:
-    """Lets one caller through per event-loop turn, first come first served.
+class _Admissions:
+    """Runs requests' synchronous admission work (their answer, their prompt's token count) in
+    arrival order, at most `budget_s` of wall time per event-loop turn (at least one request).
 
-    A request's admission work (its answer, its prompt's token count) is synchronous: a burst
-    of arrivals doing it back to back in one loop turn would hold up the driver's next token
-    release. Through the turnstile, the loop checks its timers between any two of them."""
+    A burst of arrivals doing that work back to back would hold up the driver's next token
+    release; in batches, the loop checks its timers in between, and a busy loop still admits
+    many requests per turn."""
 
-    def __init__(self) -> None:
-        self._waiters: deque[asyncio.Future[None]] = deque()
-        self._taken = False  # someone passed (or was let through) during this loop turn
+    def __init__(self, budget_s: float) -> None:
+        self._budget_s = budget_s
+        self._queue: deque[tuple[Callable[[], Any], asyncio.Future[Any]]] = deque()
+        self._scheduled = False
 
     def __len__(self) -> int:
-        return len(self._waiters)
+        return len(self._queue)
 
-    async def enter(self) -> None:
-        """Return when it is this caller's turn."""
+    async def run(self, work: Callable[[], _T]) -> _T:
+        """`work()`, run in its turn; a caller cancelled while waiting never runs it."""
         loop = asyncio.get_running_loop()
-        if self._taken or self._waiters:
-            waiter: asyncio.Future[None] = loop.create_future()
-            self._waiters.append(waiter)
-            try:
-                await waiter
-            except asyncio.CancelledError:
-                if waiter.cancelled():
-                    self._waiters.remove(waiter)
-                else:  # let through, but gone: pass the turn on
-                    self._next()
-                raise
-        self._taken = True
-        loop.call_soon(self._next)
+        future: asyncio.Future[_T] = loop.create_future()
+        self._queue.append((work, future))
+        if not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._run_some)
+        return await future
 
-    def _next(self) -> None:
-        self._taken = False
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                self._taken = True  # reserved for that waiter
-                return
+    def _run_some(self) -> None:
+        deadline = time.perf_counter() + self._budget_s
+        queue = self._queue
+        while queue:
+            work, future = queue.popleft()
+            if future.done():  # its caller went away
+                continue
+            try:
+                future.set_result(work())
+            except Exception as error:  # the caller's error, raised where it awaits
+                future.set_exception(error)
+            if time.perf_counter() >= deadline:
+                break
+        self._scheduled = bool(queue)
+        if queue:
+            asyncio.get_running_loop().call_soon(self._run_some)
 
 
 class LiveEngineService:
@@ -122,7 +131,7 @@ class LiveEngineService:
         self._streams: dict[SchedRequest, _Stream] = {}
         self._ids = itertools.count(1)
         self._arrivals: list[SchedRequest] = []  # submitted at the driver's next turn
-        self._admission = _Turnstile()
+        self._admission = _Admissions(_ADMISSION_BUDGET_S)
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Future[None] | None = None
 
@@ -198,14 +207,9 @@ class LiveEngineService:
         waiting = self.scheduler.waiting + len(self._arrivals) + len(self._admission)
         if waiting >= self.config.max_queue:
             raise QueueFull(self._retry_after_s())
-        await self._admission.enter()
+        tokens, finish, prompt_tokens = await self._admission.run(lambda: self._prepare(request))
         if not self.running:
             raise EngineStopped("the engine is not running")
-        budget = request.max_tokens
-        if budget is None:
-            budget = self.config.default_max_tokens
-        tokens, finish = self.responder.respond(request.messages, budget)
-        prompt_tokens = self.prompt_tokens(request)
         request_id = request.request_id or f"req-{next(self._ids)}"
         sched_request = SchedRequest(request_id, 0.0, prompt_tokens, max(1, len(tokens)))
         stream = _Stream()
@@ -232,6 +236,14 @@ class LiveEngineService:
                 self._arrivals.remove(sched_request)
             elif stream.record is None:
                 self.scheduler.cancel(sched_request)
+
+    def _prepare(self, request: GenerationRequest) -> tuple[list[str], FinishReason, int]:
+        """The answer's tokens, why it ends, and the prompt's size in tokens."""
+        budget = request.max_tokens
+        if budget is None:
+            budget = self.config.default_max_tokens
+        tokens, finish = self.responder.respond(request.messages, budget)
+        return tokens, finish, self.prompt_tokens(request)
 
     @staticmethod
     async def _wait(stream: _Stream) -> None:
