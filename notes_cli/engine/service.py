@@ -264,13 +264,23 @@ class LiveEngineService:
 
     # ---- scheduler hooks ----------------------------------------------------------------------
     def _on_tokens(self, requests: Any, now_ms: float) -> None:
+        # All of a step's tokens are due at the same simulated instant; a stream's first token
+        # is woken first so a new request's TTFT does not queue behind every running stream.
         streams = self._streams
+        later: list[_Stream] = []
         for request in requests:
             stream = streams.get(request)
-            if stream is not None:
-                stream.ready += 1
-                if stream.waiter is not None:
-                    stream.wake()
+            if stream is None:
+                continue
+            stream.ready += 1
+            if stream.waiter is None:
+                continue
+            if stream.ready == 1:
+                stream.wake()
+            else:
+                later.append(stream)
+        for stream in later:
+            stream.wake()
 
     def _on_finish(self, request: SchedRequest, record: RequestRecord) -> None:
         stream = self._streams.get(request)
