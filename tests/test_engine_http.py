@@ -60,6 +60,7 @@ PD_TIMING_KEYS = {
     "prefill_node",
     "decode_node",
     "mode",
+    "speed",  # the engine's --speed, added to DESIGN.md's fields
 }
 
 

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.interop
 PD_TIMING_KEYS = {
     "queue_ms", "prefill_ms", "transfer_ms", "decode_ms", "ttft_ms", "tpot_ms",
     "prefill_node", "decode_node", "mode",
+    "speed",  # the engine's --speed, added to DESIGN.md's fields
 }  # fmt: skip
 
 

@@ -63,7 +63,9 @@ class BenchPlan:
     duration_s: float | None = None
     timeout_s: float = 60.0
     slo: Slo = field(default_factory=Slo)
-    server_speed: float = 1.0  # `engine serve --speed X`: server times are X times the wall
+    # `engine serve --speed X`: server times are X times the wall. None: use the speed the
+    # server reports in pd_timing (the bundled engine does), else 1.
+    server_speed: float | None = None
 
     def __post_init__(self) -> None:
         if self.requests < 1:
@@ -198,7 +200,7 @@ class _Collector:
             self._add_server(outcome.pd_timing, ttft)
 
     def _add_server(self, timing: dict[str, Any], client_ttft: float) -> None:
-        scale = 1.0 / self.plan.server_speed
+        scale = 1.0 / (self.plan.server_speed or float(timing.get("speed") or 1.0))
         server_ttft = float(timing.get("ttft_ms", 0.0)) * scale
         self.server["ttft"].add(server_ttft)
         self.server["tpot"].add(float(timing.get("tpot_ms", 0.0)) * scale)

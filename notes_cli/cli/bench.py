@@ -51,8 +51,11 @@ def bench(
     duration: float | None = typer.Option(
         None, "--duration", help="Stop sending, and cancel what is in flight, after S seconds."
     ),
-    server_speed: float = typer.Option(
-        1.0, "--server-speed", help="The engine's --speed, to convert usage.pd_timing to wall ms."
+    server_speed: float | None = typer.Option(
+        None,
+        "--server-speed",
+        help="The engine's --speed, to convert usage.pd_timing to wall ms (default: the speed "
+        "the server reports in pd_timing, else 1).",
     ),
     seed: int = typer.Option(0, "--seed", help="Seed for arrivals and lengths."),
     as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.bench/1 document."),
@@ -65,7 +68,7 @@ def bench(
     if api not in ("chat", "responses"):
         raise UsageError(f"--api must be chat or responses, not {api!r}")
     for flag, value in (("--timeout", timeout), ("--server-speed", server_speed)):
-        if not value > 0:
+        if value is not None and not value > 0:
             raise UsageError(f"{flag} must be positive")
     if duration is not None and not duration > 0:
         raise UsageError("--duration must be positive")

@@ -33,7 +33,8 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class PdTiming:
-    """`usage.pd_timing` of DESIGN.md."""
+    """`usage.pd_timing` of DESIGN.md. Times are simulated hardware ms; `speed` is the engine's
+    --speed (wall time = simulated time / speed), so clients can convert without being told."""
 
     queue_ms: float
     prefill_ms: float
@@ -44,6 +45,7 @@ class PdTiming:
     prefill_node: str
     decode_node: str
     mode: str
+    speed: float = 1.0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -116,7 +118,7 @@ class RequestRecord:
     mode: str
     itl_ms: tuple[float, ...] = ()
 
-    def pd_timing(self) -> PdTiming:
+    def pd_timing(self, speed: float = 1.0) -> PdTiming:
         return PdTiming(
             queue_ms=self.queue_ms,
             prefill_ms=self.prefill_ms,
@@ -127,6 +129,7 @@ class RequestRecord:
             prefill_node=self.prefill_node,
             decode_node=self.decode_node,
             mode=self.mode,
+            speed=speed,
         )
 
 

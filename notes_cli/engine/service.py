@@ -229,7 +229,7 @@ class LiveEngineService:
             # Let the other streams of this step take their tokens before this one's
             # completion work (closing the response, metrics) runs: it would delay them.
             await asyncio.sleep(0)
-            yield _completion(finish, prompt_tokens, len(tokens), stream.record)
+            yield _completion(finish, prompt_tokens, len(tokens), stream.record, self.config.speed)
         finally:
             self._streams.pop(sched_request, None)
             if sched_request in self._arrivals:
@@ -335,13 +335,17 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 
 def _completion(
-    finish: FinishReason, prompt_tokens: int, completion_tokens: int, record: RequestRecord
+    finish: FinishReason,
+    prompt_tokens: int,
+    completion_tokens: int,
+    record: RequestRecord,
+    speed: float,
 ) -> Completion:
     return Completion(
         finish_reason=finish,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
-        pd_timing=record.pd_timing(),
+        pd_timing=record.pd_timing(speed),
     )
 
 
