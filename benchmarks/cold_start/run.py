@@ -165,9 +165,10 @@ def write_doc(rows: list[Row], runs: int) -> None:
         "machine with a CPU quota, wall time arrives in scheduler-sized steps (tens of ms) and "
         "swings with other load; it is shown for reference.",
         "",
-        "Human `doctor --offline` output is drawn with rich, whose import alone costs about "
-        "25 ms of CPU; the bare app never loads it (its `--help` does, through Typer), and "
-        "`doctor --offline --json` does not either.",
+        "Human `doctor --offline` output is drawn with rich on a terminal only: rich's import "
+        "alone costs about 25 ms of CPU, so when stdout is not a terminal (as here, and in "
+        "scripts) doctor writes the same lines as plain text without importing it "
+        "(`notes_cli.render.line`).",
         "",
         "Runs use cached bytecode (the warm-up run writes it; `PYTHONDONTWRITEBYTECODE` is "
         "removed from the environment), as in a normal install.",

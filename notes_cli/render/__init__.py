@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,29 @@ def out() -> Console:
 def err() -> Console:
     """Console for progress, warnings and errors (stderr)."""
     return _consoles(id(sys.stdout), id(sys.stderr))[1]
+
+
+# rich's markup tag and escape rules (rich.markup), so plain output can skip importing rich.
+_TAG = re.compile(r"(?<!\\)\[[a-z#/@][^\[]*?\]")
+_ESCAPABLE = re.compile(r"(\\*)(\[[a-z#/@][^\[]*?])")
+
+
+def escape(text: str) -> str:
+    """Escape `text` for rich markup (same result as rich.markup.escape, without the import)."""
+    escaped = _ESCAPABLE.sub(lambda m: f"{m[1]}{m[1]}\\{m[2]}", text)
+    if escaped.endswith("\\") and not escaped.endswith("\\\\"):
+        escaped += "\\"
+    return escaped
+
+
+def line(markup: str) -> None:
+    """Print one line of rich markup on stdout. When stdout is not a terminal rich would draw
+    no styles at all, so the tags are stripped here and rich is not even imported: commands
+    that scripts call often (doctor) start faster."""
+    if sys.stdout.isatty():
+        out().print(markup)
+        return
+    sys.stdout.write(_TAG.sub("", markup).replace("\\[", "[") + "\n")
 
 
 def emit_json(document: dict[str, Any]) -> None:

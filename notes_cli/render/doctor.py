@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
-
-from notes_cli.render import out
+from notes_cli.render import escape, line
 
 if TYPE_CHECKING:
     from notes_cli.doctor.findings import Finding
@@ -20,7 +18,6 @@ _METHOD = {"codex": "POST", "claude": "POST"}
 
 
 def report(doctor_report: DoctorReport, *, offline: bool) -> None:
-    console = out()
     summaries = {s.client: s for s in doctor_report.clients}
     order = [
         c
@@ -28,10 +25,10 @@ def report(doctor_report: DoctorReport, *, offline: bool) -> None:
         if c in summaries or any(f.client == c for f in doctor_report.findings)
     ]
     for client in order:
-        console.print(f"[bold]{_TITLE[client]}[/]" + _header(summaries.get(client)))
+        line(f"[bold]{_TITLE[client]}[/]" + _header(summaries.get(client)))
         summary = summaries.get(client)
         if summary and summary.request_url:
-            console.print(f"  calls {_METHOD.get(client, 'POST')} {escape(summary.request_url)}")
+            line(f"  calls {_METHOD.get(client, 'POST')} {escape(summary.request_url)}")
         findings = sorted(
             (f for f in doctor_report.findings if f.client == client),
             key=lambda f: _RANK[f.severity],
@@ -39,16 +36,16 @@ def report(doctor_report: DoctorReport, *, offline: bool) -> None:
         for finding in findings:
             _finding(finding)
         if not findings:
-            console.print("  [green]no problems found[/]")
+            line("  [green]no problems found[/]")
         for probe in (p for p in doctor_report.probes if p.client == client):
             status = probe.status if probe.status is not None else "—"
             took = f"{probe.ms:.0f} ms" if probe.ms is not None else ""
             mark = "[green]ok[/]" if probe.ok else "[red]fail[/]"
-            console.print(
+            line(
                 f"  probe {mark} {escape(probe.method)} {escape(probe.url)} → {status} {took}"
                 + (f"  {escape(probe.detail)}" if probe.detail else "")
             )
-    console.print(_verdict(doctor_report, offline=offline))
+    line(_verdict(doctor_report, offline=offline))
 
 
 def _header(summary: object) -> str:
@@ -61,11 +58,11 @@ def _finding(finding: Finding) -> None:
     if finding.file:
         where = f"  ({escape(finding.file)}" + (f":{finding.line}" if finding.line else "") + ")"
     style = _STYLE[finding.severity]
-    out().print(
+    line(
         f"  [{style}]{finding.severity:<7}[/] [bold]{finding.id}[/]  {escape(finding.message)}"
         f"[dim]{where}[/]"
     )
-    out().print(f"          fix: {escape(finding.fix)}")
+    line(f"          fix: {escape(finding.fix)}")
 
 
 def _verdict(doctor_report: DoctorReport, *, offline: bool) -> str:

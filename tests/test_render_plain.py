@@ -1,0 +1,56 @@
+"""`render.line` writes exactly what rich would when stdout is not a terminal, without rich."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+from rich.console import Console
+from rich.markup import escape as rich_escape
+
+from notes_cli import render
+
+SAMPLES = [
+    "[bold]Codex[/]  [dim]/home/u/.codex/config.toml[/]",
+    "  [yellow]warning[/] [bold]unknown-key[/]  " + render.escape("[model_providers.gw] bogus"),
+    "  probe [green]ok[/] GET " + render.escape("http://h/api?a=[x]") + " → 200 3 ms",
+    render.escape("ends with a backslash \\"),
+]
+
+
+@pytest.mark.parametrize("text", ["[model_providers.x]", "a\\", "\\[a]", "[/]", "plain", "c:\\d\\"])
+def test_escape_matches_rich(text: str) -> None:
+    assert render.escape(text) == rich_escape(text)
+
+
+@pytest.mark.parametrize("markup", SAMPLES)
+def test_plain_line_is_what_rich_prints_without_a_terminal(
+    markup: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    expected = io.StringIO()
+    Console(file=expected, no_color=True, width=100, soft_wrap=True, highlight=False).print(markup)
+    render.line(markup)
+    assert capsys.readouterr().out == expected.getvalue()
+
+
+def test_doctor_offline_does_not_import_rich_when_piped(tmp_path) -> None:
+    code = (
+        "import sys\n"
+        "from notes_cli.cli import main\n"
+        "try:\n    main(['doctor', '--offline'])\nexcept SystemExit:\n    pass\n"
+        "print('rich' in sys.modules, file=sys.stderr)\n"
+    )
+    env = {
+        "HOME": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+        "CODEX_HOME": str(tmp_path / "c"),
+        "PDNOTES_HOME": str(tmp_path / "p"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "cl"),
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert "config-missing" in run.stdout
+    assert run.stderr.strip().splitlines()[-1] == "False"
