@@ -71,7 +71,7 @@ def test_json_export_fields() -> None:
 
 def test_markdown_export_has_metadata_table_and_rubric() -> None:
     text = render(_document("zh_br_cells.md"), "md")
-    assert text.startswith("# PD disaggregation")
+    assert text.startswith("# PD 分离对照笔记")  # a zh note gets the kit's zh title
     for expected in ("| Model | pd-mock-1 |", "| Source | reading.md |", "| Date | 2026-11-29"):
         assert expected in text
     assert "| 阶段 | 瓶颈 | 优化手段 | 对应组件 |" in text

@@ -73,6 +73,7 @@ def _replace(path: Path, old: str, new: str) -> None:
         ("rubric.toml", 'label = "TTFT"', 'labl = "TTFT"', "field 'rows[0].concepts[1].label'"),
         ("kit.toml", 'languages = ["zh", "en"]', 'languages = ["zh", "en", "fr"]', "prompt.fr.md"),
         ("kit.toml", 'name = "my-kit"', 'name = "other"', "field 'name' is 'other'"),
+        ("kit.toml", '[titles]\nzh = "', '[titles]\nzh = 5 #"', "field 'titles'"),
     ],
 )
 def test_malformed_kit_error_names_file_and_field(
@@ -94,3 +95,12 @@ def test_unknown_kit_lists_the_known_ones(cli: Callable[..., CliResult]) -> None
     assert result.exit_code == 2
     assert "no note kit called 'nope'" in result.stderr
     assert "pd-disagg" in result.stderr
+
+
+def test_kit_titles_by_language_fall_back_to_the_default_title() -> None:
+    from notes_cli.notes.kits import load_kit
+
+    kit = load_kit("pd-disagg")
+    assert kit.title_for("zh").startswith("PD 分离对照笔记")
+    assert kit.title_for("en") == kit.title
+    assert kit.title_for("fr") == kit.title

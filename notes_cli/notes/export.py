@@ -41,7 +41,7 @@ class NoteDocument:
 
     @property
     def title(self) -> str:
-        return self.check.kit.title
+        return self.check.kit.title_for(self.lang)
 
     def columns(self) -> list[tuple[str, str]]:
         """(key, label) per column: the kit's columns in its order, then any extra columns

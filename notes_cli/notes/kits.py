@@ -8,7 +8,7 @@ language it lists. Bundled kits live in the shipped `prompts/` folder; users add
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -68,6 +68,11 @@ class Kit:
     prompts: dict[str, str]
     path: Path
     origin: Origin
+    titles: dict[str, str] = field(default_factory=dict)
+
+    def title_for(self, lang: str) -> str:
+        """The title in `lang` (kit.toml's `[titles]`), else the default `title`."""
+        return self.titles.get(lang, self.title)
 
     def prompt(self, lang: str | None = None) -> str:
         """The kit's prompt text in `lang` (default: the kit's default language)."""
@@ -141,6 +146,7 @@ def load_kit_dir(kit_dir: Path, origin: Origin = "user") -> Kit:
     kit = Kit(
         name=meta.text("name"),
         title=meta.text("title"),
+        titles=meta.str_table("titles"),
         description=meta.text("description", default=""),
         languages=languages,
         default_language=meta.text("default_language", default=languages[0] if languages else ""),
@@ -243,6 +249,15 @@ class _Fields:
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise self._fail(name, "must be a list of non-empty strings")
         return value
+
+    def str_table(self, name: str) -> dict[str, str]:
+        """An optional table of non-empty strings (e.g. a title per language)."""
+        value = self._get(name, {})
+        if not isinstance(value, dict) or not all(
+            isinstance(v, str) and v.strip() for v in value.values()
+        ):
+            raise self._fail(name, "must be a table of non-empty strings ([titles] zh = …)")
+        return dict(value)
 
     def flag(self, name: str, default: bool) -> bool:
         value = self._get(name, default)
