@@ -20,7 +20,7 @@ from notes_cli.clients.endpoint import Endpoint
 
 PRESETS = ("h100-colocated", "h100-disagg")
 DECODERS = 3  # short requests decoding when the long prompt arrives
-LONG_PROMPT_TOKENS = 6000
+LONG_PROMPT_TOKENS = 8000
 LONG_ARRIVES_AFTER_TOKENS = 40
 # Slow enough that the client's own scheduling jitter (a few wall ms, shared with the in-process
 # engine) stays small next to the simulated gaps it measures; the whole run takes about a second.
