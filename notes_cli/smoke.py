@@ -271,6 +271,8 @@ def judge(runs: list[SmokeRun]) -> Verdict:
 def _stability(runs: list[SmokeRun]) -> tuple[bool, list[str]]:
     reasons = [f"run {r.index} timed out" for r in runs if r.timed_out]
     totals = [(r.index, r.total_ms) for r in runs if not r.error and r.total_ms is not None]
+    if not reasons and len(totals) < min(2, len(runs)):  # too few to compare: not shown
+        reasons.append(f"latency not judged: {len(totals)} of {len(runs)} runs returned")
     if len(totals) >= 2:
         median = statistics.median(t for _, t in totals)
         for index, total in totals:

@@ -168,6 +168,9 @@ def test_stability_rule() -> None:
     assert judge([_run(1, 10), _run(2, 12), _run(3, 90)]).stable
     timeout = judge([_run(1, 900), _run(2, 0, {"kind": "idle-stream-timeout"})])
     assert not timeout.stable and "run 2 timed out" in timeout.reasons
+    # Runs that never returned show nothing about stability.
+    refused = judge([_run(1, 0, {"kind": "unreachable"}), _run(2, 0, {"kind": "unreachable"})])
+    assert not refused.stable and "latency not judged: 0 of 2 runs returned" in refused.reasons
 
 
 def test_breakdown_notices_headers_held_until_the_first_token() -> None:
