@@ -90,8 +90,9 @@ def test_failing_report_lists_one_fix_per_cause(capsys: pytest.CaptureFixture[st
     out = _plain(capsys.readouterr().out)
     assert out.count("fix: check /v1") == 1
     assert "where the time goes" not in out
-    assert "FAIL returned NO, completed NO, stable yes" in out
+    assert "FAIL returned NO, completed NO, stable NO" in out
     assert "  • run 2 did not return: http-status 404: 404 Not Found from u" in out
+    assert "  • latency not judged: 0 of 2 runs returned" in out
 
 
 def _plain(text: str) -> str:
