@@ -72,18 +72,27 @@ def test_json_export_fields() -> None:
 def test_markdown_export_has_metadata_table_and_rubric() -> None:
     text = render(_document("zh_br_cells.md"), "md")
     assert text.startswith("# PD 分离对照笔记")  # a zh note gets the kit's zh title
-    for expected in ("| Model | pd-mock-1 |", "| Source | reading.md |", "| Date | 2026-11-29"):
+    for expected in ("| 模型 | pd-mock-1 |", "| 资料来源 | reading.md |", "| 日期 | 2026-11-29"):
         assert expected in text
     assert "| 阶段 | 瓶颈 | 优化手段 | 对应组件 |" in text
     assert "Compute-bound<br>长 Prompt 密集矩阵乘" in text  # line breaks survive as <br>
-    assert "**PASS** — score 1.00" in text
+    assert "**PASS** — 得分 1.00（通过线 1.00）" in text
+
+
+def test_an_english_note_speaks_english() -> None:
+    text = render(_document("en_missing_paged_attention.md", lang="en"), "md")
+    assert text.startswith("# PD disaggregation")
+    for expected in ("| Model | pd-mock-1 |", "| Source | reading.md |", "## Rubric"):
+        assert expected in text
+    assert "**FAIL** — score 0.91 (pass at 1.00)" in text
+    assert "— missing: PagedAttention" in text
 
 
 def test_html_export_is_a_standalone_page() -> None:
     page = render(_document("zh_br_cells.md"), "html")
     assert page.startswith("<!DOCTYPE html>") and '<html lang="zh">' in page
     assert "<style>" in page
-    assert "<link" not in page and "<script" not in page and "http" not in page.split("Endpoint")[0]
+    assert "<link" not in page and "<script" not in page and "http" not in page.split("接口地址")[0]
     assert '<span class="verdict pass">PASS</span>' in page
     assert "<td>Compute-bound<br>长 Prompt 密集矩阵乘<br>优化目标：TTFT</td>" in page
 

@@ -13,8 +13,10 @@ import io
 import json
 import os
 import tempfile
+import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from string import Template
 from typing import Any, Literal
@@ -163,15 +165,32 @@ def _template(name: str) -> Template:
     return Template(template_path("notes", name).read_text(encoding="utf-8"))
 
 
+@lru_cache(maxsize=1)
+def _all_labels() -> dict[str, dict[str, str]]:
+    from notes_cli.resources import template_path
+
+    with template_path("notes", "labels.toml").open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def _labels(lang: str) -> dict[str, str]:
+    """The note's words in `lang` (templates/notes/labels.toml), English when not there."""
+    table = _all_labels()
+    return table.get(lang, table["en"])
+
+
 def _meta(document: NoteDocument, escape: Any) -> dict[str, str]:
-    return {
+    words = _labels(document.lang)
+    values = {
         "title": escape(document.title),
         "kit": escape(document.check.kit.name),
-        "sources": escape(", ".join(document.sources) or "(the kit's prompt only)"),
-        "model": escape(document.model or "(unknown)"),
-        "endpoint": escape(document.endpoint or "(unknown)"),
+        "sources": escape(", ".join(document.sources) or words["no_sources"]),
+        "model": escape(document.model or words["unknown"]),
+        "endpoint": escape(document.endpoint or words["unknown"]),
         "date": escape(document.created.strftime("%Y-%m-%d %H:%M %Z").strip()),
     }
+    values.update({f"label_{k}": escape(v) for k, v in words.items()})
+    return values
 
 
 def _md_cell(text: str) -> str:
@@ -185,33 +204,39 @@ def _html_cell(text: str) -> str:
 def _verdict_line(document: NoteDocument) -> tuple[str, str]:
     rubric = document.check.rubric
     verdict = "PASS" if document.check.passed else "FAIL"
-    return verdict, f"score {rubric.score:.2f} (pass at {rubric.pass_score:.2f})"
+    summary = _labels(document.lang)["score"].format(
+        score=f"{rubric.score:.2f}", pass_score=f"{rubric.pass_score:.2f}"
+    )
+    return verdict, summary
 
 
 def _markdown_rubric(document: NoteDocument) -> str:
     verdict, summary = _verdict_line(document)
+    words = _labels(document.lang)
     lines = [f"**{verdict}** — {summary}", ""]
     for row in document.check.rubric.rows:
         if not row.required and not row.present:
             continue
         if not row.present:
-            lines.append(f"- ✗ {row.label}: row missing")
+            lines.append(f"- ✗ {row.label}: {words['row_missing']}")
             continue
         found = ", ".join(c.label for c in row.concepts if c.found)
         missing = ", ".join(c.label for c in row.missing_concepts)
         line = f"- {'✓' if not missing else '✗'} {row.label}: {found or '—'}"
-        lines.append(line + (f" — missing: {missing}" if missing else ""))
+        lines.append(line + (" — " + words["missing"].format(missing=missing) if missing else ""))
     return "\n".join(lines)
 
 
 def _html_rubric(document: NoteDocument) -> str:
     verdict, summary = _verdict_line(document)
+    words = _labels(document.lang)
     items = []
     for row in document.check.rubric.rows:
         if not row.required and not row.present:
             continue
         if not row.present:
-            items.append(f'<li class="missing">✗ {html.escape(row.label)}: row missing</li>')
+            label, why = html.escape(row.label), html.escape(words["row_missing"])
+            items.append(f'<li class="missing">✗ {label}: {why}</li>')
             continue
         parts = [
             f'<span class="{"found" if c.found else "missing"}">{"✓" if c.found else "✗"} '
