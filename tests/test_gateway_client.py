@@ -378,7 +378,9 @@ def test_bad_scheme_is_a_protocol_error_with_a_fix() -> None:
 
 
 @respx.mock
-def test_async_client_reads_the_same_stream() -> None:
+def test_async_client_over_httpx_reads_the_same_stream() -> None:
+    """The async client's httpx path (taken behind a proxy, or with an injected transport);
+    its lean HTTP/1.1 path is tested over real sockets in test_gateway_loopback.py."""
     import asyncio
 
     respx.post(f"{BASE}/anthropic/v1/messages").mock(
@@ -386,7 +388,10 @@ def test_async_client_reads_the_same_stream() -> None:
     )
 
     async def go() -> StreamResult:
-        async with AsyncGatewayClient(endpoint("anthropic"), timeout=2) as client:
+        transport = httpx.AsyncHTTPTransport()  # respx answers for it
+        async with AsyncGatewayClient(
+            endpoint("anthropic"), timeout=2, transport=transport
+        ) as client:
             models_route = respx.get(f"{BASE}/anthropic/v1/models").mock(
                 return_value=httpx.Response(200, json={"data": [{"id": "m"}]})
             )

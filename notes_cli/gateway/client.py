@@ -1,6 +1,8 @@
 """GatewayClient / AsyncGatewayClient: call an endpoint the way its client does, and time it.
 
-Both drivers share everything but the IO loop (`_Call` holds the per-request state). Timeouts
+Both drivers share everything but the IO loop (`_Call` holds the per-request state). The async
+client streams over `_h1` (a lean HTTP/1.1 transport, for bench's millisecond timings) unless a
+proxy applies to the URL or a test injected an httpx transport; everything else is httpx. Timeouts
 are split: `connect_timeout` (DNS + TCP + TLS), `timeout` (time to response headers), and
 `idle_timeout` (the longest silent gap once the stream is flowing); `total_timeout` bounds a
 stream that keeps trickling. Redirects are never followed, so `Authorization` / `x-api-key`
@@ -18,11 +20,12 @@ import anyio
 import httpx
 
 from notes_cli.clients.endpoint import Endpoint
+from notes_cli.gateway import _h1, errors
 from notes_cli.gateway import _protocols as proto
-from notes_cli.gateway import errors
 from notes_cli.gateway._http import (
     AsyncConnectTrace,
     ConnectTrace,
+    proxy_for,
     safe_url,
     status_error,
     translate,
@@ -35,7 +38,7 @@ OnChunk = Callable[[str, float], None]
 Messages = list[dict[str, Any]] | str
 
 _MAX_ERROR_BODY = 64 * 1024
-_DRAIN_S = 0.25  # how long a finished stream may take to end its body before we hang up
+_MAX_WHOLE_BODY = 8 * 1024 * 1024  # a JSON answer to a streamed request (Claude Code's fallback)
 
 
 class _Call:
@@ -94,9 +97,13 @@ class _Call:
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.start) * 1000
 
-    def headers_arrived(self, response: httpx.Response) -> None:
+    def connected(self) -> None:
+        """A new connection is up (the lean transport's equivalent of the connect trace)."""
+        self.trace.connect_ms = self.elapsed_ms()
+
+    def headers_arrived(self, status: int) -> None:
         self.headers_seen = True
-        self.status = response.status_code
+        self.status = status
         self.timings.headers_ms = self.elapsed_ms()
         self.timings.connect_ms = self.trace.connect_ms
         self.timeouts["read"] = self.idle_timeout
@@ -214,6 +221,51 @@ class _Call:
         return ModelsResult(response.status_code, proto.parse_model_ids(payload), self.timings)
 
 
+class _StreamSink:
+    """A lean-transport answer into a `_Call`: the event stream as it arrives, or the body of an
+    error answer (up to 64 KiB) or of a 2xx that is not a stream, handled as the httpx path does."""
+
+    __slots__ = ("call", "status", "reason", "headers", "body", "kind")
+
+    def __init__(self, call: _Call) -> None:
+        self.call = call
+        self.status = 0
+        self.reason = ""
+        self.headers: list[tuple[str, str]] = []
+        self.body = bytearray()
+        self.kind = "events"  # events | error | whole
+
+    def on_headers(self, status: int, reason: str, headers: list[tuple[str, str]]) -> None:
+        self.call.headers_arrived(status)
+        self.status, self.reason, self.headers = status, reason, headers
+        ctype = next((v for k, v in headers if k == "content-type"), "event-stream")
+        if status >= 300:
+            self.kind = "error"
+        elif "text/event-stream" not in ctype:
+            self.kind = "whole"
+
+    def on_body(self, data: bytes) -> bool:
+        if self.kind == "events":
+            return self.call.feed(data)
+        self.body += data
+        return len(self.body) >= (_MAX_ERROR_BODY if self.kind == "error" else _MAX_WHOLE_BODY)
+
+    def result(self) -> StreamResult:
+        call = self.call
+        if not self.status:  # the body ended before any answer (cannot happen over HTTP/1.1)
+            raise errors.ProtocolError(f"{call.shown_url} sent no answer", url=call.shown_url)
+        if self.kind == "error":
+            raise call.status_error(self._response(), bytes(self.body[:_MAX_ERROR_BODY]))
+        if self.kind == "whole":
+            return call.not_a_stream(self._response(), bytes(self.body))
+        return call.finish()
+
+    def _response(self) -> httpx.Response:
+        """The answer as httpx would show it, for the error and fallback paths they share."""
+        reason = {"reason_phrase": self.reason.encode("latin-1", "replace")}
+        return httpx.Response(self.status, headers=self.headers, extensions=reason)
+
+
 _COMPLETION = {
     "chat": "a choice with finish_reason",
     "responses": "response.completed",
@@ -323,7 +375,7 @@ class GatewayClient(_BaseClient):
         except httpx.HTTPError as exc:
             raise call.translate(exc) from exc
         try:
-            call.headers_arrived(response)
+            call.headers_arrived(response.status_code)
             if response.status_code >= 300:
                 raise call.status_error(response, _read_capped(response))
             if "text/event-stream" not in response.headers.get("content-type", "event-stream"):
@@ -346,7 +398,7 @@ class GatewayClient(_BaseClient):
         try:
             response = self._http.send(request, stream=True)
             try:
-                call.headers_arrived(response)
+                call.headers_arrived(response.status_code)
                 if response.status_code >= 300:
                     raise call.status_error(response, _read_capped(response))
                 return response.read(), response
@@ -389,6 +441,17 @@ class AsyncGatewayClient(_BaseClient):
             return httpx.AsyncClient(transport=transport, limits=limits, **kwargs)
 
         self._pools = Pools(make, max_connections, shared=transport is not None)
+        self._h1 = _h1.Http1Pool(kwargs["verify"], max_connections) if transport is None else None
+        self._direct: dict[str, bool] = {}
+
+    def _lean(self, url: str) -> _h1.Http1Pool | None:
+        """The lean transport for `url`, unless a proxy applies to it (httpx handles those)."""
+        if self._h1 is None:
+            return None
+        direct = self._direct.get(url)
+        if direct is None:
+            direct = self._direct[url] = _h1.supports(url) and proxy_for(url) is None
+        return self._h1 if direct else None
 
     async def __aenter__(self) -> AsyncGatewayClient:
         return self
@@ -397,6 +460,8 @@ class AsyncGatewayClient(_BaseClient):
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._h1 is not None:
+            await self._h1.aclose()
         await self._pools.aclose()
 
     async def list_models(self) -> ModelsResult:
@@ -427,8 +492,31 @@ class AsyncGatewayClient(_BaseClient):
         """One streamed turn (see GatewayClient.stream)."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, True)
         call = _Call(self, url, on_chunk=on_chunk, is_async=True)
+        lean = self._lean(url)
+        if lean is not None:
+            return await self._stream_lean(lean, call, url, headers, content)
         with self._pools.client() as http:
             return await self._stream(http, call, url, headers, content)
+
+    async def _stream_lean(
+        self, lean: _h1.Http1Pool, call: _Call, url: str, headers: dict[str, str], body: bytes
+    ) -> StreamResult:
+        sink = _StreamSink(call)
+        try:
+            await lean.request(
+                "POST",
+                url,
+                headers,
+                body,
+                sink,
+                connect_timeout=self.connect_timeout,
+                headers_timeout=self.timeout,
+                idle_timeout=self.idle_timeout,
+                on_connect=call.connected,
+            )
+        except httpx.HTTPError as exc:
+            raise call.translate(exc) from exc
+        return sink.result()
 
     async def _stream(
         self, http: httpx.AsyncClient, call: _Call, url: str, headers: dict[str, str], body: bytes
@@ -441,7 +529,7 @@ class AsyncGatewayClient(_BaseClient):
         except httpx.HTTPError as exc:
             raise call.translate(exc) from exc
         try:
-            call.headers_arrived(response)
+            call.headers_arrived(response.status_code)
             if response.status_code >= 300:
                 raise call.status_error(response, await _aread_capped(response))
             if "text/event-stream" not in response.headers.get("content-type", "event-stream"):
@@ -467,7 +555,7 @@ class AsyncGatewayClient(_BaseClient):
             try:
                 response = await http.send(request, stream=True)
                 try:
-                    call.headers_arrived(response)
+                    call.headers_arrived(response.status_code)
                     if response.status_code >= 300:
                         raise call.status_error(response, await _aread_capped(response))
                     return await response.aread(), response
@@ -483,7 +571,7 @@ async def _read_to_end(chunks: AsyncIterator[bytes]) -> None:
     unread closes its connection, and the next request would pay a new TCP connect. Bounded
     in time and size, and best effort: a server that keeps the body open only loses reuse."""
     size = 0
-    with anyio.move_on_after(_DRAIN_S):
+    with anyio.move_on_after(_h1.DRAIN_S):
         try:
             async for chunk in chunks:
                 size += len(chunk)

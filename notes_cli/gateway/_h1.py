@@ -1,0 +1,483 @@
+"""A small HTTP/1.1 client on asyncio protocols: the async gateway client's streaming path.
+
+Why it exists: `pdnotes bench` times first tokens to the millisecond while dozens of streams
+run. Through httpx (httpcore, h11, anyio) a streamed request spends ~1.2 ms of Python between
+"send" and its first byte on the wire, ~0.6 ms between a chunk's arrival and its delivery, and
+~60 µs per chunk. Here a response is parsed inside `data_received`, the moment its bytes are
+read, with no task switch: ~0.3 ms for a whole round trip over loopback
+(docs/benchmarks-simulate-bench.md).
+
+Kept small on purpose: one request at a time per connection, a keep-alive pool per origin,
+Content-Length, chunked and close-delimited bodies, gzip / deflate, TLS with the client's SSL
+context. Not here (the caller uses httpx for these): proxies, HTTP/2. Redirects are not
+followed (nor are they by the httpx path). Failures raise httpx's exception types, so
+`_http.translate` stays the one place that words them for the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import zlib
+from collections.abc import Callable
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import httpx
+
+_MAX_HEAD = 64 * 1024  # status line + headers
+_MAX_CHUNK_LINE = 4 * 1024
+# An idle connection older than this is not reused: uvicorn (and so vLLM and SGLang) closes
+# idle connections after 5 s, and a request written just as the server closes would be lost.
+KEEPALIVE_S = 4.0
+# After the sink has its last event, the rest of the body (`[DONE]`, the chunked terminator) is
+# read so the connection can be reused: within this long and this much, else we hang up.
+DRAIN_S = 0.25
+DRAIN_BYTES = 64 * 1024
+
+Headers = list[tuple[str, str]]
+
+
+class Sink(Protocol):
+    """Where a response goes. Called from `data_received`; an exception raised here fails the
+    request with it (and closes the connection)."""
+
+    def on_headers(self, status: int, reason: str, headers: Headers) -> None: ...
+
+    def on_body(self, data: bytes) -> bool:
+        """A piece of the decoded body; True once the sink needs no more (the rest of the body
+        is then read, briefly, so that the connection can be reused)."""
+        ...
+
+
+class _Stale(httpx.RemoteProtocolError):
+    """A reused connection closed before any byte of the answer: the server had timed it out,
+    so it never saw the request, which is safe to send again on a new connection."""
+
+
+def supports(url: str) -> bool:
+    """Whether this transport can send to `url` as httpx would: http(s), no credentials in it."""
+    try:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.username
+    except ValueError:
+        return False
+
+
+class Origin:
+    """Where a URL's requests go, and their request-line target."""
+
+    __slots__ = ("key", "host", "port", "tls", "host_header", "target")
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise httpx.UnsupportedProtocol(f"unsupported URL {url!r}")
+        self.tls = parts.scheme == "https"
+        self.host = parts.hostname
+        default = 443 if self.tls else 80
+        self.port = parts.port or default
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        self.host_header = shown if self.port == default else f"{shown}:{self.port}"
+        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.key = (self.tls, self.host, self.port)
+
+
+def encode_request(
+    method: str, origin: Origin, headers: dict[str, str], body: bytes | None
+) -> bytes:
+    """The request's bytes. A CR, LF or NUL in a header would let a value smuggle in headers."""
+    lines = [f"{method} {origin.target} HTTP/1.1", f"host: {origin.host_header}"]
+    for name, value in headers.items():
+        if any(c in name or c in value for c in "\r\n\0"):
+            raise httpx.LocalProtocolError(f"illegal character in header {name!r}")
+        lines.append(f"{name}: {value}")
+    lines.append("accept-encoding: identity")  # a compressed event stream arrives in lumps
+    if body is not None:
+        lines.append(f"content-length: {len(body)}")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
+    return head + body if body else head
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection, parsing the answer to the request it serves."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.reused = False
+        self.idle_since = 0.0
+        self.release: Callable[[_Connection], None] | None = None
+        self.on_lost: Callable[[_Connection], None] | None = None
+        self._buf = bytearray()
+        self._timer: asyncio.TimerHandle | None = None
+        self._begin(None, None, 0.0)
+
+    def _begin(self, sink: Sink | None, done: asyncio.Future[None] | None, idle: float) -> None:
+        self.sink = sink
+        self.done = done
+        self.state = "idle"  # idle | head | body | drain | finished
+        self.idle_timeout = idle
+        self.framing = ""  # length | chunked | close | none
+        self.left = 0  # bytes left of the body (length) or of the current chunk (chunked)
+        self.chunk_state = "size"  # size | data | crlf | trailers
+        self.reusable = False
+        self.received = 0
+        self.drain_limit = 0
+        self.decoder: Any = None  # a zlib decompressor for gzip / deflate bodies
+        self.timeout = 0.0
+        self.last = 0.0
+
+    # --- asyncio.Protocol ----------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self.state in ("idle", "finished"):
+            self.close()  # bytes nobody asked for: the connection cannot be trusted
+            return
+        self.received += len(data)
+        if self.state == "drain":  # a hard deadline: trickling bytes do not extend it
+            if self.received > self.drain_limit:
+                self.reusable = False
+                self._settle()
+                return
+        else:
+            self.last = self.loop.time()
+        self._buf += data
+        try:
+            self._parse()
+        except Exception as error:  # the sink's own errors too (an upstream error event…)
+            self._fail(error)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.on_lost is not None:
+            self.on_lost(self)
+        reason = f" ({exc})" if exc else ""
+        if self.state == "body" and self.framing == "close":
+            self._finish_body()
+        elif self.state == "head":
+            kind = _Stale if self.reused and not self.received else httpx.RemoteProtocolError
+            self._fail(kind(f"the server closed the connection without an answer{reason}"))
+        elif self.state == "body":
+            self._fail(httpx.RemoteProtocolError(f"the server closed the body early{reason}"))
+        elif self.state == "drain":
+            self._settle()
+
+    # --- serving one request -----------------------------------------------------------
+    def send(
+        self, request: bytes, sink: Sink, headers_s: float, idle_s: float
+    ) -> asyncio.Future[None]:
+        """Write `request`; the future resolves once the answer has ended (or its drain was
+        given up), and fails with a transport error or whatever the sink raised."""
+        done = self.loop.create_future()
+        self._begin(sink, done, idle_s)
+        self._buf.clear()
+        self.state = "head"
+        self._watch(headers_s)
+        assert self.transport is not None
+        self.transport.write(request)
+        return done
+
+    def close(self) -> None:
+        self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.transport is not None:
+            self.transport.close()
+
+    def _watch(self, timeout: float) -> None:
+        """Fail (or, draining, give up) after `timeout` s without data. One timer per request,
+        moved only when it fires or must fire sooner: a chunk just notes the time."""
+        self.timeout = timeout
+        self.last = now = self.loop.time()
+        timer = self._timer
+        if timer is not None and timer.when() <= now + timeout:
+            return
+        if timer is not None:
+            timer.cancel()
+        self._timer = self.loop.call_at(now + timeout, self._check)
+
+    def _check(self) -> None:
+        self._timer = None
+        if self.state not in ("head", "body", "drain"):
+            return
+        due = self.last + self.timeout
+        if self.loop.time() < due:
+            self._timer = self.loop.call_at(due, self._check)
+        elif self.state == "drain":
+            self.reusable = False  # the body never ended: do not reuse the connection
+            self._settle()
+        else:
+            self._fail(httpx.ReadTimeout(f"no data for {self.timeout:g} s"))
+
+    def _fail(self, error: BaseException) -> None:
+        if self.done is not None and not self.done.done():
+            self.done.set_exception(error)
+        self.state = "finished"
+        self.close()
+
+    def _settle(self) -> None:
+        """The answer is over, or given up on: back to the pool if it can be reused."""
+        if self.done is not None and not self.done.done():
+            self.done.set_result(None)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.reusable and not self.closed and self.release is not None:
+            self.state = "idle"
+            self.idle_since = self.loop.time()
+            self.release(self)
+        else:
+            self.state = "finished"
+            self.close()
+
+    # --- parsing -------------------------------------------------------------------------
+    def _parse(self) -> None:
+        while self.state == "head":
+            end = self._buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self._buf) > _MAX_HEAD:
+                    raise httpx.RemoteProtocolError("response headers larger than 64 KiB")
+                return
+            head = bytes(self._buf[:end])
+            del self._buf[: end + 4]
+            self._head(head)  # stays in "head" after an interim 1xx answer
+        if self.state in ("body", "drain"):
+            self._body()
+
+    def _head(self, head: bytes) -> None:
+        status_line, *lines = head.decode("latin-1").split("\r\n")
+        version, _, rest = status_line.partition(" ")
+        code, _, reason = rest.partition(" ")
+        if not version.startswith("HTTP/1.") or not code.isdigit():
+            raise httpx.RemoteProtocolError(f"not an HTTP/1.x answer: {status_line[:80]!r}")
+        status = int(code)
+        if 100 <= status < 200:
+            return
+        headers: Headers = []
+        fields: dict[str, str] = {}
+        for line in lines:
+            name, sep, value = line.partition(":")
+            if not sep:
+                raise httpx.RemoteProtocolError(f"malformed header line {line[:80]!r}")
+            name, value = name.strip().lower(), value.strip()
+            headers.append((name, value))
+            fields[name] = f"{fields[name]}, {value}" if name in fields else value
+        self._framing(version, status, fields)
+        self.state = "body"
+        self._watch(self.idle_timeout)
+        assert self.sink is not None
+        self.sink.on_headers(status, reason, headers)
+        if self.framing == "none":
+            self._finish_body()
+
+    def _framing(self, version: str, status: int, fields: dict[str, str]) -> None:
+        connection = fields.get("connection", "").lower()
+        if version == "HTTP/1.0":
+            self.reusable = "keep-alive" in connection
+        else:
+            self.reusable = "close" not in connection
+        if status in (204, 304):
+            self.framing = "none"
+        elif "chunked" in fields.get("transfer-encoding", "").lower():
+            self.framing = "chunked"
+        elif "content-length" in fields:
+            length = fields["content-length"].split(",")[0].strip()
+            if not length.isdigit():
+                raise httpx.RemoteProtocolError(f"bad content-length {length!r}")
+            self.left = int(length)
+            self.framing = "length" if self.left else "none"
+        else:
+            self.framing, self.reusable = "close", False
+        coding = fields.get("content-encoding", "identity").lower()
+        if coding in ("gzip", "x-gzip"):
+            self.decoder = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        elif coding == "deflate":
+            self.decoder = zlib.decompressobj()
+        elif coding not in ("identity", ""):
+            raise httpx.DecodingError(f"unsupported content-encoding {coding!r}")
+
+    def _body(self) -> None:
+        buf = self._buf
+        if self.framing == "close":
+            data = bytes(buf)
+            buf.clear()
+            self._deliver(data)
+        elif self.framing == "length":
+            data = bytes(buf[: self.left])
+            del buf[: len(data)]
+            self.left -= len(data)
+            self._deliver(data)
+            if self.left == 0:
+                self._finish_body()
+        else:
+            self._chunks()
+
+    def _chunks(self) -> None:
+        buf = self._buf
+        while buf and self.state in ("body", "drain"):
+            if self.chunk_state == "data":
+                data = bytes(buf[: self.left])
+                del buf[: len(data)]
+                self.left -= len(data)
+                self._deliver(data)
+                if self.left:
+                    return
+                self.chunk_state = "crlf"
+                continue
+            end = buf.find(b"\r\n")
+            if end < 0:
+                if len(buf) > _MAX_CHUNK_LINE:
+                    raise httpx.RemoteProtocolError("malformed chunked body (line too long)")
+                return
+            line = bytes(buf[:end])
+            del buf[: end + 2]
+            if self.chunk_state == "crlf":
+                if line:
+                    raise httpx.RemoteProtocolError("malformed chunked body (no CRLF after data)")
+                self.chunk_state = "size"
+            elif self.chunk_state == "size":
+                size = line.split(b";", 1)[0].strip()
+                try:
+                    self.left = int(size, 16)
+                except ValueError:
+                    raise httpx.RemoteProtocolError(f"bad chunk size {size[:20]!r}") from None
+                self.chunk_state = "data" if self.left else "trailers"
+            elif not line:  # the blank line that ends the (usually empty) trailers
+                self._finish_body()
+
+    def _deliver(self, data: bytes) -> None:
+        if self.state != "body" or self.sink is None:
+            return  # draining: the sink already has what it needs
+        if self.decoder is not None:
+            data = self.decoder.decompress(data)
+        if not data:
+            return
+        if self.sink.on_body(data):
+            self.state = "drain"
+            self.drain_limit = self.received + DRAIN_BYTES
+            self._watch(DRAIN_S)
+
+    def _finish_body(self) -> None:
+        if self.decoder is not None:
+            rest, self.decoder = self.decoder.flush(), None
+            self._deliver(rest)
+        if self._buf:
+            self.reusable = False  # bytes beyond the body: the next answer would be misread
+        self._settle()
+
+
+class Http1Pool:
+    """Keep-alive HTTP/1.1 connections per origin, at most `max_connections` busy at once."""
+
+    def __init__(self, ssl_context: ssl.SSLContext, max_connections: int = 256) -> None:
+        self._ssl = ssl_context
+        self._idle: dict[tuple[bool, str, int], list[_Connection]] = {}
+        self._origins: dict[str, Origin] = {}
+        self._slots = asyncio.Semaphore(max_connections)
+        self._open: set[_Connection] = set()  # idle, busy and draining
+        self._closed = False
+
+    def origin(self, url: str) -> Origin:
+        """`url` parsed (cached: a client posts to one or two URLs)."""
+        origin = self._origins.get(url)
+        if origin is None:
+            if len(self._origins) > 64:
+                self._origins.clear()
+            origin = self._origins[url] = Origin(url)
+        return origin
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes | None,
+        sink: Sink,
+        *,
+        connect_timeout: float,
+        headers_timeout: float,
+        idle_timeout: float,
+        on_connect: Callable[[], None] | None = None,
+    ) -> None:
+        """Send one request and feed its answer to `sink`; return once the body has ended (at
+        most DRAIN_S after the sink was satisfied). Raises httpx's exception types for
+        transport failures, and whatever the sink raised."""
+        origin = self.origin(url)
+        request = encode_request(method, origin, headers, body)
+        async with self._slots:
+            connection = self._take_idle(origin)
+            if connection is not None:
+                try:
+                    return await self._exchange(
+                        connection, request, sink, headers_timeout, idle_timeout
+                    )
+                except _Stale:
+                    pass  # the server had closed it; it never saw the request: send it anew
+            connection = await self._connect(origin, connect_timeout)
+            if on_connect is not None:
+                on_connect()
+            await self._exchange(connection, request, sink, headers_timeout, idle_timeout)
+
+    async def _exchange(
+        self, connection: _Connection, request: bytes, sink: Sink, headers_s: float, idle_s: float
+    ) -> None:
+        done = connection.send(request, sink, headers_s, idle_s)
+        try:
+            await done
+        except BaseException:
+            connection.close()
+            raise
+
+    def _take_idle(self, origin: Origin) -> _Connection | None:
+        idle = self._idle.get(origin.key)
+        now = asyncio.get_running_loop().time()
+        while idle:
+            connection = idle.pop()
+            transport = connection.transport
+            fresh = now - connection.idle_since < KEEPALIVE_S
+            if fresh and not connection.closed and transport and not transport.is_closing():
+                connection.reused = True
+                return connection
+            connection.close()
+        return None
+
+    def _release(self, connection: _Connection, key: tuple[bool, str, int]) -> None:
+        if self._closed:
+            connection.close()
+        else:
+            self._idle.setdefault(key, []).append(connection)
+
+    async def _connect(self, origin: Origin, timeout: float) -> _Connection:
+        loop = asyncio.get_running_loop()
+        tls = self._ssl if origin.tls else None
+        try:
+            async with asyncio.timeout(timeout):
+                _, connection = await loop.create_connection(
+                    lambda: _Connection(loop),
+                    origin.host,
+                    origin.port,
+                    ssl=tls,
+                    server_hostname=origin.host if tls else None,
+                )
+        except TimeoutError as exc:
+            raise httpx.ConnectTimeout(f"no connection within {timeout:g} s") from exc
+        except (OSError, ssl.SSLError) as exc:  # refused, unresolvable, TLS handshake…
+            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+        key = origin.key
+        connection.release = lambda c: self._release(c, key)
+        connection.on_lost = self._open.discard
+        self._open.add(connection)
+        return connection
+
+    async def aclose(self) -> None:
+        """Close every connection, idle or still draining a finished answer."""
+        self._closed = True
+        for connection in list(self._open):
+            connection.close()
+        self._open.clear()
+        self._idle.clear()
