@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from notes_cli.engine.api import (
+    ADMITTED,
+    Admitted,
     Completion,
     GenerationRequest,
     PdTiming,
@@ -52,10 +54,13 @@ class FakeEngine:
             "link_fallback_tcp": self.link_fallback,
         }
 
-    async def generate(self, request: GenerationRequest) -> AsyncIterator[TokenChunk | Completion]:
+    async def generate(
+        self, request: GenerationRequest
+    ) -> AsyncIterator[Admitted | TokenChunk | Completion]:
         if self.queue_full:
             raise QueueFull(2.5)
         self.requests.append(request)
+        yield ADMITTED
         words = self.reply.split(" ")
         budget = request.max_tokens or self.default_max_tokens
         tokens = [w if i == 0 else " " + w for i, w in enumerate(words)][:budget]

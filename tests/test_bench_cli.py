@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from notes_cli.engine.api import Completion, GenerationRequest, PdTiming, TokenChunk
+from notes_cli.engine.api import (
+    ADMITTED,
+    Admitted,
+    Completion,
+    GenerationRequest,
+    PdTiming,
+    TokenChunk,
+)
 
 TTFT_MS, ITL_MS = 20.0, 2.0
 
@@ -26,8 +33,11 @@ class ScriptedEngine:
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
-    async def generate(self, request: GenerationRequest) -> AsyncIterator[TokenChunk | Completion]:
+    async def generate(
+        self, request: GenerationRequest
+    ) -> AsyncIterator[Admitted | TokenChunk | Completion]:
         self.requests.append(request)
+        yield ADMITTED
         n = request.max_tokens or 16
         await asyncio.sleep(TTFT_MS / 1000)
         for i in range(n):

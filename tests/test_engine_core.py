@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from notes_cli.engine.api import (
+    Admitted,
     ChatMessage,
     Completion,
     EngineStopped,
@@ -138,10 +139,13 @@ async def collect(
     start = time.monotonic()
     chunks: list[tuple[float, TokenChunk]] = []
     completion = None
-    async for item in service.generate(req):
+    stream = service.generate(req)
+    assert isinstance(await anext(stream), Admitted)
+    async for item in stream:
         if isinstance(item, TokenChunk):
             chunks.append(((time.monotonic() - start) * 1000, item))
         else:
+            assert isinstance(item, Completion)
             completion = item
     assert completion is not None
     return chunks, completion
@@ -210,6 +214,7 @@ def test_stop_fails_requests_in_flight() -> None:
         service = create_service(EngineConfig(speed=1))
         await service.start()
         stream = service.generate(request("Explain. " * 10, max_tokens=200)).__aiter__()
+        await stream.__anext__()  # admitted
         await stream.__anext__()  # the first token: the request is decoding
         await service.stop()
         with pytest.raises(EngineStopped):
@@ -224,7 +229,8 @@ def test_stop_fails_requests_in_flight() -> None:
 def test_a_client_that_goes_away_frees_its_slot() -> None:
     async def body(service: LiveEngineService) -> dict[str, Any]:
         stream = service.generate(request("Explain. " * 10, max_tokens=500)).__aiter__()
-        await stream.__anext__()
+        await stream.__anext__()  # admitted
+        assert isinstance(await stream.__anext__(), TokenChunk)  # decoding, holding KV
         await stream.aclose()  # type: ignore[attr-defined]
         await asyncio.sleep(0.05)
         return service.state()

@@ -9,12 +9,12 @@ import itertools
 import pytest
 
 from notes_cli.engine.api import (
+    Admitted,
     ChatMessage,
     Completion,
     GenerationRequest,
     QueueFull,
     RequestRecord,
-    TokenChunk,
 )
 from notes_cli.engine.clock import WallClock
 from notes_cli.engine.config import EngineConfig
@@ -166,7 +166,7 @@ def test_a_burst_of_arrivals_past_max_queue_is_refused_before_admission() -> Non
 
     outcomes = asyncio.run(main())
     assert sum(isinstance(o, QueueFull) for o in outcomes) == 2
-    assert sum(isinstance(o, TokenChunk) for o in outcomes) == 4
+    assert sum(isinstance(o, Admitted) for o in outcomes) == 4
 
 
 def test_the_wall_clock_counts_the_time_it_was_held() -> None:

@@ -14,7 +14,7 @@ from fake_engine import FakeEngine
 from loopback import LoopbackServer, Reply, chat_stream
 
 from notes_cli.clients.endpoint import Endpoint
-from notes_cli.engine.api import Completion, GenerationRequest, TokenChunk
+from notes_cli.engine.api import Admitted, Completion, GenerationRequest, TokenChunk
 from notes_cli.gateway import AsyncGatewayClient, StreamResult
 
 
@@ -58,7 +58,9 @@ class _RecordingEngine(FakeEngine):
         self.closed = asyncio.Event()
         self.closed_at: float | None = None
 
-    async def generate(self, request: GenerationRequest) -> AsyncIterator[TokenChunk | Completion]:
+    async def generate(
+        self, request: GenerationRequest
+    ) -> AsyncIterator[Admitted | TokenChunk | Completion]:
         try:
             async for item in super().generate(request):
                 yield item

@@ -22,13 +22,17 @@ class ChatMessage:
 @dataclass(frozen=True)
 class GenerationRequest:
     """A protocol-neutral request: the HTTP layer flattens chat / Responses / Messages bodies
-    into this. `max_tokens` None means the engine's default output budget."""
+    into this. `max_tokens` None means the engine's default output budget. `received_s` is the
+    `time.monotonic()` at which the server received the request, where the engine's clock for
+    it starts (so reading and parsing the body is queueing it reports); None: when `generate()`
+    is first advanced."""
 
     model: str
     messages: tuple[ChatMessage, ...]
     max_tokens: int | None = None
     request_id: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    received_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,17 @@ class PdTiming:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in data.items()}
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """The first item of every generation stream: admission control accepted the request and
+    it is queued, so no 429 or 503 can follow. The HTTP layer sends its response headers and the
+    stream's opening event now, before the first token exists, as vLLM, SGLang and the OpenAI
+    API do; a client can then tell the server's answer apart from the model's first token."""
+
+
+ADMITTED = Admitted()
 
 
 @dataclass(frozen=True)
@@ -78,9 +93,12 @@ class EngineService(Protocol):
 
     def count_tokens(self, text: str) -> int: ...
 
-    def generate(self, request: GenerationRequest) -> AsyncIterator[TokenChunk | Completion]:
-        """Yield each TokenChunk at the (scaled) wall time the scheduler emits it, then one
-        Completion. Raises `QueueFull` when admission control rejects the request."""
+    def generate(
+        self, request: GenerationRequest
+    ) -> AsyncIterator[Admitted | TokenChunk | Completion]:
+        """Yield `ADMITTED` once the request is accepted, then each TokenChunk at the (scaled)
+        wall time the scheduler emits it, then one Completion. `QueueFull` (admission control
+        rejects the request) and `EngineStopped` come before `ADMITTED`."""
         ...
 
     def state(self) -> dict[str, Any]:

@@ -21,19 +21,21 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from notes_cli.engine import http_errors, protocol_anthropic, protocol_openai
 from notes_cli.engine.api import (
+    Admitted,
     Completion,
     EngineService,
     EngineStopped,
@@ -89,6 +91,21 @@ class _EventStream(StreamingResponse):
             error = errors.exceptions[0]
             context = None if error.__suppress_context__ else error.__context__
             raise error from error.__cause__ or context
+
+
+class _StampReceived:
+    """Notes in the scope when the app received each request: the engine's clock for a
+    generation starts there, so reading and parsing its body count as the server's time."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope[_RECEIVED] = time.monotonic()
+        await self.app(scope, receive, send)
+
+
+_RECEIVED = "pdnotes.received_s"
 
 
 @dataclass(frozen=True)
@@ -210,7 +227,9 @@ class _EngineHttp:
         # Claude Code HEADs its base path and /api/hello; Codex doctor HEADs /responses.
         for path in {p or "/", anthropic, "/api/hello", f"{p}/responses"}:
             routes.append(Route(path, self.head_ok, methods=["HEAD"]))
-        app = Starlette(routes=routes, lifespan=self._lifespan)
+        app = Starlette(
+            routes=routes, lifespan=self._lifespan, middleware=[Middleware(_StampReceived)]
+        )
         app.add_exception_handler(HTTPException, self._http_exception)  # type: ignore[arg-type]
         app.add_exception_handler(Exception, self._unexpected)
         if self.injector.link_fallback:
@@ -386,19 +405,26 @@ class _EngineHttp:
         if plan.http_status is not None:
             raise http_errors.injected(plan.http_status, call.request.model)
         prompt_tokens = self._check_request(call)
-        stream = self.service.generate(call.request)
+        # An injected delay before the headers is the fault's time, not the engine's queue.
+        delayed = plan.hang_s is not None or bool(plan.slow_headers_s)
+        received = time.monotonic() if delayed else request.scope.get(_RECEIVED)
+        stream = self.service.generate(replace(call.request, received_s=received))
         try:
-            first = await anext(stream)
+            admitted = await anext(stream)
         except QueueFull as exc:
             await _close(stream)
             raise http_errors.queue_full(exc.retry_after_s) from exc
         except EngineStopped as exc:
             raise ApiError(503, "overloaded", f"The engine is not serving: {exc}") from exc
+        if not isinstance(admitted, Admitted):
+            await _close(stream)
+            raise TypeError(f"the engine's stream began with {admitted!r}, not ADMITTED")
         if not call.stream:
-            return await self._respond_whole(dialect, call, first, stream, plan)
+            return await self._respond_whole(dialect, call, stream, plan)
         self.metrics.count(dialect.route, 200)
         encoder = dialect.encoder(call, self.fingerprint, prompt_tokens)
-        events = self._stream_events(encoder, first, stream, plan)
+        # The headers (and the protocol's head) go out now; the first token when it exists.
+        events = self._stream_events(encoder, stream, plan)
         headers = {"cache-control": "no-cache", **self._labels(call)}
         return _EventStream(events, media_type="text/event-stream", headers=headers)
 
@@ -413,17 +439,23 @@ class _EngineHttp:
         self,
         dialect: _Dialect,
         call: ParsedCall,
-        first: TokenChunk | Completion,
-        stream: AsyncIterator[TokenChunk | Completion],
+        stream: AsyncIterator[Admitted | TokenChunk | Completion],
         plan: FaultPlan,
     ) -> Response:
         texts: list[str] = []
-        item: TokenChunk | Completion = first
-        while isinstance(item, TokenChunk):
-            texts.append(item.text)
-            if plan.stall_s and len(texts) == 1:
-                await asyncio.sleep(plan.stall_s)
-            item = await anext(stream)
+        try:
+            item = await anext(stream, None)
+            while isinstance(item, TokenChunk):
+                texts.append(item.text)
+                if plan.stall_s and len(texts) == 1:
+                    await asyncio.sleep(plan.stall_s)
+                item = await anext(stream, None)
+        except EngineStopped as exc:
+            raise ApiError(503, "overloaded", f"The engine stopped serving: {exc}") from exc
+        finally:
+            await _close(stream)
+        if not isinstance(item, Completion):
+            raise TypeError(f"the engine's stream ended with {item!r}, not a Completion")
         self.metrics.observe(item.pd_timing, item.completion_tokens, ())
         self.metrics.count(dialect.route, 200)
         body = dialect.body(call, "".join(texts), item, self.fingerprint)
@@ -437,30 +469,33 @@ class _EngineHttp:
     async def _stream_events(
         self,
         encoder: StreamEncoder,
-        first: TokenChunk | Completion,
-        stream: AsyncIterator[TokenChunk | Completion],
+        stream: AsyncIterator[Admitted | TokenChunk | Completion],
         plan: FaultPlan,
     ) -> AsyncIterator[bytes]:
-        """SSE bytes, each token written the moment the engine yields it."""
+        """SSE bytes: the protocol's head at once (the headers go out with it), the opening with
+        the first token, each later token the moment the engine yields it, then the closing
+        events with the usage."""
         gaps: list[float] = []
         clock = time.perf_counter
         try:
-            item: TokenChunk | Completion = first
-            opening = encoder.opening()
-            if isinstance(item, TokenChunk):
-                yield opening + encoder.token(item.text)
+            head = encoder.head()
+            if head:
+                yield head
+            item = await anext(stream, None)
+            if not isinstance(item, TokenChunk):
+                yield encoder.opening()  # an answer without a token still opens and closes
+            else:
+                yield encoder.opening() + encoder.token(item.text)
                 if plan.stall_s:
                     await asyncio.sleep(plan.stall_s)
                 last = clock()
                 async for item in stream:
-                    if isinstance(item, Completion):
+                    if not isinstance(item, TokenChunk):
                         break
                     now = clock()
                     gaps.append((now - last) * self.speed)
                     last = now
                     yield encoder.token(item.text)
-            else:
-                yield opening
             if not isinstance(item, Completion) or plan.cut_before_completion:
                 return
             self.metrics.observe(item.pd_timing, item.completion_tokens, gaps)

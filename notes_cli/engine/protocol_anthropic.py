@@ -115,7 +115,7 @@ class MessagesStreamEncoder:
             b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":'
         )
 
-    def opening(self) -> bytes:
+    def head(self) -> bytes:
         message: dict[str, Any] = {
             "id": self._call.request.request_id,
             "type": "message",
@@ -131,20 +131,15 @@ class MessagesStreamEncoder:
                 "cache_read_input_tokens": 0,
             },
         }
-        return b"".join(
-            [
-                sse({"type": "message_start", "message": message}, event="message_start"),
-                sse(
-                    {
-                        "type": "content_block_start",
-                        "index": 0,
-                        "content_block": {"type": "text", "text": ""},
-                    },
-                    event="content_block_start",
-                ),
-                sse({"type": "ping"}, event="ping"),
-            ]
-        )
+        return sse({"type": "message_start", "message": message}, event="message_start")
+
+    def opening(self) -> bytes:
+        block = {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "text", "text": ""},
+        }
+        return sse(block, event="content_block_start") + sse({"type": "ping"}, event="ping")
 
     def token(self, text: str) -> bytes:
         return self._prefix + json.dumps(text).encode() + b"}}\n\n"

@@ -25,8 +25,15 @@ class ParsedCall:
 
 
 class StreamEncoder(Protocol):
-    """Turns engine output into one protocol's SSE bytes. `opening` goes out with the first
-    token (so the first byte a client sees is real output, as vLLM's TTFT rule expects)."""
+    """Turns engine output into one protocol's SSE bytes.
+
+    `head` goes out as soon as the request is admitted, with the response headers: only what
+    the real API sends before the model has produced anything (Responses' `response.created`,
+    Anthropic's `message_start`). `opening` goes out with the first token: the chat role chunk
+    travels with it, as vLLM sends it, because vLLM's benchmark times TTFT at the first chunk
+    that carries a choice."""
+
+    def head(self) -> bytes: ...
 
     def opening(self) -> bytes: ...
 

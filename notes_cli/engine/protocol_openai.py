@@ -134,6 +134,9 @@ class ChatStreamEncoder:
         tail = ',"usage":null' if self._include_usage else ""
         self._suffix = f'}},"logprobs":null,"finish_reason":null}}]{tail}}}\n\n'.encode()
 
+    def head(self) -> bytes:
+        return b""
+
     def opening(self) -> bytes:
         return self._chunk({"role": "assistant", "content": ""}, None)
 
@@ -282,15 +285,18 @@ class ResponsesStreamEncoder:
         self._seq += 1
         return sse({"type": kind, "sequence_number": self._seq, **fields}, event=kind)
 
-    def opening(self) -> bytes:
+    def head(self) -> bytes:
         response = _response_object(
             self._call, self._created_at, "in_progress", [], None, self._fingerprint
         )
+        return self._event("response.created", response=response) + self._event(
+            "response.in_progress", response=response
+        )
+
+    def opening(self) -> bytes:
         where = {"item_id": self._item_id, "output_index": 0, "content_index": 0}
         return b"".join(
             [
-                self._event("response.created", response=response),
-                self._event("response.in_progress", response=response),
                 self._event(
                     "response.output_item.added",
                     output_index=0,

@@ -4,9 +4,12 @@ A background driver task sleeps until the scheduler's next event is due (in wall
 by --speed), processes every due event, and hands each request its newly produced tokens. A
 request's tokens therefore reach its stream at the wall time the cost model says they exist.
 
-A request arrives (in simulated time) when the driver next runs after it was admitted; admission
-work (the answer, the prompt's token count) runs in arrival order, at most ~1 ms of it per loop
-turn, so a burst of arrivals cannot hold up a token release for long. If the process was starved
+A request's clock starts when the server received it (`GenerationRequest.received_s`, else when
+`generate()` is called), and the hardware can start on it when the driver next runs: what
+happens in between (reading and parsing the body, the answer, the prompt's token count, the
+driver's turn) is queueing the engine reports in `queue_ms`, not time it hides.
+That work runs in arrival order, at most ~1 ms of it per loop turn, so a burst of arrivals cannot
+hold up a token release for long. If the process was starved
 (a step's tokens would be released more than a few milliseconds late), simulated time is held at
 that step's end instead of replaying the lost time as a burst of tokens: the client then sees
 the stall the server really had, and pd_timing stays the hardware model's. A late event that
@@ -26,6 +29,8 @@ from dataclasses import asdict
 from typing import Any, TypeVar
 
 from notes_cli.engine.api import (
+    ADMITTED,
+    Admitted,
     Completion,
     EngineStopped,
     FinishReason,
@@ -171,7 +176,6 @@ class LiveEngineService:
                 now = reached
             arrivals, self._arrivals = self._arrivals, []
             for request in arrivals:
-                request.arrival_ms = now
                 scheduler.submit(request, now)
             scheduler.run_until(now)
             wake: asyncio.Future[None] = loop.create_future()
@@ -196,14 +200,18 @@ class LiveEngineService:
         """Prompt size: the sum of the tokens of every message's text (at least 1)."""
         return max(1, sum(count_tokens(m.text) for m in request.messages))
 
-    async def generate(self, request: GenerationRequest) -> AsyncIterator[TokenChunk | Completion]:
-        """Yield each TokenChunk when the scheduler produces it, then one Completion.
+    async def generate(
+        self, request: GenerationRequest
+    ) -> AsyncIterator[Admitted | TokenChunk | Completion]:
+        """Yield ADMITTED, each TokenChunk when the scheduler produces it, then one Completion.
 
         Admission control runs when the stream is first advanced: `QueueFull` (the waiting
-        queue is at max_queue) or `EngineStopped` comes from the first `anext()`, before any
-        token, so the HTTP layer can still answer 429 / 503."""
+        queue is at max_queue) or `EngineStopped` comes from the first `anext()`, before
+        ADMITTED, so the HTTP layer can still answer 429 / 503."""
         if not self.running:
             raise EngineStopped("the engine is not running")
+        received = request.received_s
+        received_ms = self.clock.now_ms() if received is None else self.clock.ms_at(received)
         waiting = self.scheduler.waiting + len(self._arrivals) + len(self._admission)
         if waiting >= self.config.max_queue:
             raise QueueFull(self._retry_after_s())
@@ -212,11 +220,13 @@ class LiveEngineService:
             raise EngineStopped("the engine is not running")
         request_id = request.request_id or f"req-{next(self._ids)}"
         sched_request = SchedRequest(request_id, 0.0, prompt_tokens, max(1, len(tokens)))
+        sched_request.received_ms = received_ms
         stream = _Stream()
         self._streams[sched_request] = stream
-        self._arrivals.append(sched_request)  # arrival time = when the driver sees it
+        self._arrivals.append(sched_request)  # submitted at the driver's next turn
         self._kick()
         try:
+            yield ADMITTED
             sent = 0
             while sent < len(tokens) or stream.record is None:
                 available = min(stream.ready, len(tokens))
