@@ -192,7 +192,18 @@ def test_server_view_and_client_overhead() -> None:
     assert view is not None and view.requests == 5
     assert view.ttft_ms.median == pytest.approx(38.0, rel=0.01)
     assert view.overhead_ms.median == pytest.approx(2.0, rel=0.01)
-    assert view.modes == {"disagg": 5}
+    assert view.modes == {"disagg": 5} and view.overhead_negative == 0
+
+
+def test_a_server_slower_than_the_client_saw_is_counted_and_reported() -> None:
+    pd = {"ttft_ms": 50.0, "tpot_ms": 1.0, "queue_ms": 0.0, "transfer_ms": 0.0, "mode": "disagg"}
+    plan = BenchPlan(requests=3, server_speed=1.0)  # the engine ran at --speed 10, say
+    report = run(
+        synthetic(3, LengthSpec(10, 3), ArrivalSpec()), fixed_stream(40.0, pd_timing=pd), plan
+    )
+    assert report.server is not None and report.server.overhead_negative == 3
+    assert report.to_json()["server"]["client_overhead_negative"] == 3
+    assert report.server.overhead_ms.p99 == 0.0
 
 
 def test_rate_paces_the_sends() -> None:

@@ -77,7 +77,9 @@ class BenchPlan:
 @dataclass(frozen=True)
 class ServerView:
     """The server's own `usage.pd_timing`, converted to wall ms, and the client's overhead
-    (client TTFT − server TTFT) per request."""
+    (client TTFT − server TTFT) per request. `overhead_negative` counts requests whose server
+    TTFT exceeded the client's (their overhead counts as 0): the server's speed is not what
+    the conversion assumed, or its clock is not the client's."""
 
     requests: int
     ttft_ms: Summary
@@ -86,6 +88,7 @@ class ServerView:
     transfer_ms: Summary
     overhead_ms: Summary
     modes: dict[str, int]
+    overhead_negative: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,6 +98,7 @@ class ServerView:
             "queue_ms": self.queue_ms.to_json(),
             "transfer_ms": self.transfer_ms.to_json(),
             "client_overhead_ms": self.overhead_ms.to_json(),
+            "client_overhead_negative": self.overhead_negative,
             "modes": self.modes,
         }
 
@@ -225,6 +229,7 @@ class _Collector:
             transfer_ms=s["transfer"].summary(),
             overhead_ms=self.overhead.summary(),
             modes=dict(self.modes),
+            overhead_negative=self.overhead_negative,
         )
 
 

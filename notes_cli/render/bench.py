@@ -164,6 +164,12 @@ def bench_report(report: BenchReport, target: str) -> None:
         console.print(f"  [red]{count} x {message}[/]")
     if report.server is not None:
         console.print(server_table(report))
+        if report.server.overhead_negative:
+            console.print(
+                f"[yellow]{report.server.overhead_negative} request(s) took longer by the "
+                "server's account than by the client's (counted as 0 overhead): is "
+                "--server-speed the engine's --speed?[/]"
+            )
 
 
 def server_table(report: BenchReport) -> Table:
