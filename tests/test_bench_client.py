@@ -195,6 +195,22 @@ def test_server_view_and_client_overhead() -> None:
     assert view.modes == {"disagg": 5} and view.overhead_negative == 0
 
 
+def test_the_servers_admission_time_is_part_of_its_ttft() -> None:
+    pd = {"ttft_ms": 380.0, "tpot_ms": 95.0, "queue_ms": 0.0, "transfer_ms": 5.0, "mode": "disagg"}
+    pd |= {"admission_wall_ms": 1.5, "speed": 10.0}  # 38 ms simulated-at-10x, plus 1.5 ms wall
+    report = run(
+        synthetic(4, LengthSpec(10, 3), ArrivalSpec()),
+        fixed_stream(40.0, pd_timing=pd),
+        BenchPlan(requests=4),
+    )
+    view = report.server
+    assert view is not None
+    assert view.ttft_ms.median == pytest.approx(39.5, rel=0.01)
+    assert view.admission_ms.median == pytest.approx(1.5, rel=0.01)
+    assert view.overhead_ms.median == pytest.approx(0.5, rel=0.02)
+    assert report.to_json()["server"]["admission_ms"]["median"] == pytest.approx(1.5, rel=0.01)
+
+
 def test_a_server_slower_than_the_client_saw_is_counted_and_reported() -> None:
     pd = {"ttft_ms": 50.0, "tpot_ms": 1.0, "queue_ms": 0.0, "transfer_ms": 0.0, "mode": "disagg"}
     plan = BenchPlan(requests=3, server_speed=1.0)  # the engine ran at --speed 10, say

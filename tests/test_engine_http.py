@@ -61,6 +61,7 @@ PD_TIMING_KEYS = {
     "decode_node",
     "mode",
     "speed",  # the engine's --speed, added to DESIGN.md's fields
+    "admission_wall_ms",  # the engine's own handling, in wall ms, added to DESIGN.md's fields
 }
 
 

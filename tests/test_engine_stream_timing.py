@@ -5,8 +5,10 @@
 - Body bytes go out before the first token only where the real API sends them that early:
   Responses' `response.created`, Anthropic's `message_start`. A chat stream's first bytes carry
   the first token, because vLLM's benchmark times TTFT at the first chunk with a choice.
-- The engine's clock for a request starts when its HTTP app received it, so its reported TTFT
-  always fits inside what the client measured, and an injected delay is not reported as queueing.
+- `pd_timing` stays the simulated hardware's; the engine's own handling of a request, from its
+  HTTP app receiving it to the simulated hardware having it, is the wall-clock
+  `admission_wall_ms`. With it, the server's TTFT always fits inside what the client measured;
+  an injected delay is the fault's, not admission.
 """
 
 from __future__ import annotations
@@ -80,7 +82,19 @@ def test_headers_go_out_on_admission_and_only_the_real_apis_early_events_with_th
         assert first_token_s - first_bytes_s > 0.1
 
 
-def test_an_injected_slow_headers_delay_is_not_reported_as_queueing(
+def test_an_idle_engine_reports_no_queueing_and_its_own_handling_as_wall_time(
+    start_engine_server: Callable[..., Any],
+) -> None:
+    engine = start_engine_server(speed=20.0)  # 1 ms of wall time = 20 simulated ms
+    body = {"model": "pd-mock-1", "messages": [{"role": "user", "content": "hi"}]}
+    pd = httpx.post(engine.base_url + "/chat/completions", json=body, timeout=10).json()["usage"][
+        "pd_timing"
+    ]
+    assert pd["queue_ms"] == 0.0  # the simulated hardware was idle: no wall time leaks in
+    assert 0.0 < pd["admission_wall_ms"] < 50.0
+
+
+def test_an_injected_slow_headers_delay_is_not_reported_as_admission(
     start_engine_server: Callable[..., Any],
 ) -> None:
     engine = start_engine_server(speed=1.0, faults=["slow-headers:0.4"])
@@ -88,11 +102,12 @@ def test_an_injected_slow_headers_delay_is_not_reported_as_queueing(
     started = time.perf_counter()
     answer = httpx.post(engine.base_url + "/chat/completions", json=body, timeout=10).json()
     assert time.perf_counter() - started >= 0.4  # the fault did delay the answer
-    assert answer["usage"]["pd_timing"]["queue_ms"] < 100  # but not as engine queueing
+    pd = answer["usage"]["pd_timing"]
+    assert pd["admission_wall_ms"] < 100 and pd["queue_ms"] < 100  # but not as the engine's
 
 
 def test_the_engines_ttft_always_fits_inside_the_clients(engine_server: Any) -> None:
-    # The engine's clock starts when its app received the request and its first token is never
+    # Admission counts from when the app received the request and the first token is never
     # early, so a client that started timing before sending always measures at least as much.
     url = engine_server.base_url + "/chat/completions"
     with httpx.Client(timeout=10) as http:
@@ -115,4 +130,4 @@ def test_the_engines_ttft_always_fits_inside_the_clients(engine_server: Any) -> 
             assert client_ttft_ms is not None and usage is not None
             timing = httpx.Response(200, content=usage.removeprefix("data: ")).json()["usage"]
             pd = timing["pd_timing"]
-            assert pd["ttft_ms"] / pd["speed"] <= client_ttft_ms
+            assert pd["ttft_ms"] / pd["speed"] + pd["admission_wall_ms"] <= client_ttft_ms

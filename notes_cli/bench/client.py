@@ -77,15 +77,17 @@ class BenchPlan:
 @dataclass(frozen=True)
 class ServerView:
     """The server's own `usage.pd_timing`, converted to wall ms, and the client's overhead
-    (client TTFT − server TTFT) per request. `overhead_negative` counts requests whose server
-    TTFT exceeded the client's (their overhead counts as 0): the server's speed is not what
-    the conversion assumed, or its clock is not the client's."""
+    (client TTFT − server TTFT) per request. The server's TTFT includes its admission time
+    (`admission_wall_ms`, the bundled engine's own handling before its simulated hardware has
+    the request). `overhead_negative` counts requests whose server TTFT exceeded the client's
+    (their overhead counts as 0): the server's speed is not what the conversion assumed."""
 
     requests: int
     ttft_ms: Summary
     tpot_ms: Summary
     queue_ms: Summary
     transfer_ms: Summary
+    admission_ms: Summary
     overhead_ms: Summary
     modes: dict[str, int]
     overhead_negative: int = 0
@@ -97,6 +99,7 @@ class ServerView:
             "tpot_ms": self.tpot_ms.to_json(),
             "queue_ms": self.queue_ms.to_json(),
             "transfer_ms": self.transfer_ms.to_json(),
+            "admission_ms": self.admission_ms.to_json(),
             "client_overhead_ms": self.overhead_ms.to_json(),
             "client_overhead_negative": self.overhead_negative,
             "modes": self.modes,
@@ -180,7 +183,8 @@ class _Collector:
         self.failed = 0
         self.counted = 0
         self.errors: Counter[str] = Counter()
-        self.server = {k: LogHistogram() for k in ("ttft", "tpot", "queue", "transfer")}
+        keys = ("ttft", "tpot", "queue", "transfer", "admission")
+        self.server = {k: LogHistogram() for k in keys}
         self.overhead = LogHistogram()
         self.overhead_negative = 0
         self.modes: Counter[str] = Counter()
@@ -205,8 +209,10 @@ class _Collector:
 
     def _add_server(self, timing: dict[str, Any], client_ttft: float) -> None:
         scale = 1.0 / (self.plan.server_speed or float(timing.get("speed") or 1.0))
-        server_ttft = float(timing.get("ttft_ms", 0.0)) * scale
+        admission = float(timing.get("admission_wall_ms") or 0.0)  # wall ms already
+        server_ttft = float(timing.get("ttft_ms", 0.0)) * scale + admission
         self.server["ttft"].add(server_ttft)
+        self.server["admission"].add(admission)
         self.server["tpot"].add(float(timing.get("tpot_ms", 0.0)) * scale)
         self.server["queue"].add(float(timing.get("queue_ms", 0.0)) * scale)
         self.server["transfer"].add(float(timing.get("transfer_ms", 0.0)) * scale)
@@ -227,6 +233,7 @@ class _Collector:
             tpot_ms=s["tpot"].summary(),
             queue_ms=s["queue"].summary(),
             transfer_ms=s["transfer"].summary(),
+            admission_ms=s["admission"].summary(),
             overhead_ms=self.overhead.summary(),
             modes=dict(self.modes),
             overhead_negative=self.overhead_negative,

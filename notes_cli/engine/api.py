@@ -23,9 +23,9 @@ class ChatMessage:
 class GenerationRequest:
     """A protocol-neutral request: the HTTP layer flattens chat / Responses / Messages bodies
     into this. `max_tokens` None means the engine's default output budget. `received_s` is the
-    `time.monotonic()` at which the server received the request, where the engine's clock for
-    it starts (so reading and parsing the body is queueing it reports); None: when `generate()`
-    is first advanced."""
+    `time.monotonic()` at which the server received the request (None: when `generate()` is
+    first advanced); the wall time from there until the simulated hardware has the request is
+    reported as `PdTiming.admission_wall_ms`."""
 
     model: str
     messages: tuple[ChatMessage, ...]
@@ -38,7 +38,10 @@ class GenerationRequest:
 @dataclass(frozen=True)
 class PdTiming:
     """`usage.pd_timing` of DESIGN.md. Times are simulated hardware ms; `speed` is the engine's
-    --speed (wall time = simulated time / speed), so clients can convert without being told."""
+    --speed (wall time = simulated time / speed), so clients can convert without being told.
+    `admission_wall_ms` is the one wall-clock field: the engine's own handling of the request
+    (reading and parsing it, admission, the driver's turn) before its simulated hardware had
+    it, so a server's TTFT in wall time is `ttft_ms / speed + admission_wall_ms`."""
 
     queue_ms: float
     prefill_ms: float
@@ -50,6 +53,7 @@ class PdTiming:
     decode_node: str
     mode: str
     speed: float = 1.0
+    admission_wall_ms: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -136,7 +140,7 @@ class RequestRecord:
     mode: str
     itl_ms: tuple[float, ...] = ()
 
-    def pd_timing(self, speed: float = 1.0) -> PdTiming:
+    def pd_timing(self, speed: float = 1.0, admission_wall_ms: float = 0.0) -> PdTiming:
         return PdTiming(
             queue_ms=self.queue_ms,
             prefill_ms=self.prefill_ms,
@@ -148,6 +152,7 @@ class RequestRecord:
             decode_node=self.decode_node,
             mode=self.mode,
             speed=speed,
+            admission_wall_ms=admission_wall_ms,
         )
 
 

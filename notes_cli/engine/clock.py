@@ -31,11 +31,6 @@ class WallClock:
     def now_ms(self) -> float:
         return (time.monotonic() - self._start) * 1000.0 * self.speed - self.held_ms
 
-    def ms_at(self, monotonic_s: float) -> float:
-        """Simulated time at the `time.monotonic()` instant `monotonic_s` (never later than now)."""
-        at = (monotonic_s - self._start) * 1000.0 * self.speed - self.held_ms
-        return min(at, self.now_ms())
-
     def hold_at(self, at_ms: float) -> None:
         """Set simulated time back to `at_ms` (<= now): the hardware did not run while the
         process could not drive it, so the time it lost is not replayed as a burst."""

@@ -9,13 +9,11 @@ from notes_cli.engine.workers import SchedRequest, Worker
 def build_record(
     r: SchedRequest, w: Worker, now: float, mode: str, *, keep_gaps: bool
 ) -> RequestRecord:
-    """`r` produced its last token on decode node `w` at `now`. Its clock starts when the
-    server received it (`received_ms`, else its arrival). The queue time is what is left of
-    TTFT after prefill, transfer and the first decode step, so the parts always add up.
+    """`r` produced its last token on decode node `w` at `now`. The queue time is what is left
+    of TTFT after prefill, transfer and the first decode step, so the parts always add up.
     Inter-token gaps come from the node's per-step gap history (a slice, no per-token work)."""
     n = r.output_tokens
-    start = r.arrival_ms if r.received_ms is None else min(r.received_ms, r.arrival_ms)
-    ttft = r.first_token_ms - start
+    ttft = r.first_token_ms - r.arrival_ms
     prefill = r.prefill_end_ms - r.prefill_start_ms
     transfer = r.transfer_end_ms - r.transfer_start_ms
     decode = now - r.first_token_ms
@@ -24,7 +22,7 @@ def build_record(
         gaps = w.gaps[r.join_emit + 1 - w.gaps_base : r.finish_emit + 1 - w.gaps_base]
     return RequestRecord(
         request_id=r.request_id,
-        arrival_ms=start,
+        arrival_ms=r.arrival_ms,
         input_tokens=r.input_tokens,
         output_tokens=n,
         queue_ms=max(0.0, ttft - prefill - transfer - r.first_step_ms),
@@ -33,7 +31,7 @@ def build_record(
         decode_ms=decode,
         ttft_ms=ttft,
         tpot_ms=decode / (n - 1) if n > 1 else 0.0,
-        e2e_ms=now - start,
+        e2e_ms=now - r.arrival_ms,
         max_itl_ms=max(gaps) if gaps else 0.0,
         itl_sum_ms=decode,
         itl_count=n - 1,

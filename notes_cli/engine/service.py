@@ -4,12 +4,13 @@ A background driver task sleeps until the scheduler's next event is due (in wall
 by --speed), processes every due event, and hands each request its newly produced tokens. A
 request's tokens therefore reach its stream at the wall time the cost model says they exist.
 
-A request's clock starts when the server received it (`GenerationRequest.received_s`, else when
-`generate()` is called), and the hardware can start on it when the driver next runs: what
-happens in between (reading and parsing the body, the answer, the prompt's token count, the
-driver's turn) is queueing the engine reports in `queue_ms`, not time it hides.
-That work runs in arrival order, at most ~1 ms of it per loop turn, so a burst of arrivals cannot
-hold up a token release for long. If the process was starved
+A request arrives (in simulated time) when the driver next runs after it was admitted. What the
+engine did before that (reading and parsing the body, the answer, the prompt's token count, the
+driver's turn) is wall time the hardware model knows nothing of; it is reported as
+`pd_timing.admission_wall_ms`, counted from the moment the server received the request
+(`GenerationRequest.received_s`), so that it is neither hidden nor passed off as queueing.
+Admission work runs in arrival order, at most ~1 ms of it per loop turn, so a burst of arrivals
+cannot hold up a token release for long. If the process was starved
 (a step's tokens would be released more than a few milliseconds late), simulated time is held at
 that step's end instead of replaying the lost time as a burst of tokens: the client then sees
 the stall the server really had, and pd_timing stays the hardware model's. A late event that
@@ -62,13 +63,19 @@ _T = TypeVar("_T")
 class _Stream:
     """Per-request state shared by the driver (producer) and the generator (consumer)."""
 
-    __slots__ = ("ready", "waiter", "record", "error")
+    __slots__ = ("ready", "waiter", "record", "error", "received_s", "submitted_s")
 
-    def __init__(self) -> None:
+    def __init__(self, received_s: float) -> None:
         self.ready = 0  # tokens produced so far
         self.waiter: asyncio.Future[None] | None = None
         self.record: RequestRecord | None = None
         self.error: BaseException | None = None
+        self.received_s = received_s  # time.monotonic(): the server received the request
+        self.submitted_s = received_s  # ... and the driver handed it to the scheduler
+
+    @property
+    def admission_wall_ms(self) -> float:
+        return max(0.0, (self.submitted_s - self.received_s) * 1000.0)
 
     def wake(self) -> None:
         waiter, self.waiter = self.waiter, None
@@ -179,8 +186,13 @@ class LiveEngineService:
                 clock.hold_at(reached)  # the loop was blocked: resume from the missed step
                 now = reached
             arrivals, self._arrivals = self._arrivals, []
-            for request in arrivals:
-                scheduler.submit(request, now)
+            if arrivals:
+                submitted_s = time.monotonic()
+                for request in arrivals:
+                    scheduler.submit(request, now)
+                    stream = self._streams.get(request)
+                    if stream is not None:
+                        stream.submitted_s = submitted_s
             scheduler.run_until(now)
             wake: asyncio.Future[None] = loop.create_future()
             self._wake = wake
@@ -215,8 +227,7 @@ class LiveEngineService:
         ADMITTED, so the HTTP layer can still answer 429 / 503."""
         if not self.running:
             raise EngineStopped("the engine is not running")
-        received = request.received_s
-        received_ms = self.clock.now_ms() if received is None else self.clock.ms_at(received)
+        received_s = time.monotonic() if request.received_s is None else request.received_s
         waiting = self.scheduler.waiting + len(self._arrivals) + len(self._admission)
         if waiting >= self.config.max_queue:
             raise QueueFull(self._retry_after_s())
@@ -225,8 +236,7 @@ class LiveEngineService:
             raise EngineStopped("the engine is not running")
         request_id = request.request_id or f"req-{next(self._ids)}"
         sched_request = SchedRequest(request_id, 0.0, prompt_tokens, max(1, len(tokens)))
-        sched_request.received_ms = received_ms
-        stream = _Stream()
+        stream = _Stream(received_s)
         self._streams[sched_request] = stream
         self._arrivals.append(sched_request)  # submitted at the driver's next turn
         self._kick()
@@ -244,7 +254,7 @@ class LiveEngineService:
             # Let the other streams of this step take their tokens before this one's
             # completion work (closing the response, metrics) runs: it would delay them.
             await asyncio.sleep(0)
-            yield _completion(finish, prompt_tokens, len(tokens), stream.record, self.config.speed)
+            yield _completion(finish, prompt_tokens, len(tokens), stream, self.config.speed)
         finally:
             self._streams.pop(sched_request, None)
             if sched_request in self._arrivals:
@@ -374,17 +384,14 @@ def _resolve_at(future: asyncio.Future[None], when: float) -> None:
 
 
 def _completion(
-    finish: FinishReason,
-    prompt_tokens: int,
-    completion_tokens: int,
-    record: RequestRecord,
-    speed: float,
+    finish: FinishReason, prompt_tokens: int, completion_tokens: int, stream: _Stream, speed: float
 ) -> Completion:
+    assert stream.record is not None
     return Completion(
         finish_reason=finish,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
-        pd_timing=record.pd_timing(speed),
+        pd_timing=stream.record.pd_timing(speed, round(stream.admission_wall_ms, 3)),
     )
 
 

@@ -20,7 +20,7 @@ class SchedRequest:
         "request_id", "arrival_ms", "input_tokens", "output_tokens", "cancelled",
         "prefill_worker", "decode_worker", "prefill_start_ms", "prefill_end_ms",
         "transfer_start_ms", "transfer_end_ms", "transfer_bytes", "first_token_ms",
-        "first_step_ms", "join_emit", "finish_emit", "prefilled", "started", "received_ms",
+        "first_step_ms", "join_emit", "finish_emit", "prefilled", "started",
     )  # fmt: skip
 
     def __init__(
@@ -48,9 +48,6 @@ class SchedRequest:
         self.finish_emit = 0  # ... and its last
         self.prefilled = 0  # prompt tokens prefilled so far (chunked mode)
         self.started = False  # has produced its first token
-        # When the server received it (live engine), if before its arrival in the scheduler:
-        # its TTFT and queue time count from here; the hardware can start only at arrival.
-        self.received_ms: float | None = None
 
     @property
     def kv_need(self) -> int:

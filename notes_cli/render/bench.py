@@ -194,6 +194,7 @@ def server_table(report: BenchReport) -> Table:
         ("TPOT server", view.tpot_ms),
         ("queue (server)", view.queue_ms),
         ("KV transfer (server)", view.transfer_ms),
+        ("admission (server)", view.admission_ms),
     )
     for label, s in rows:
         table.add_row(label, _ms(s.mean), _ms(s.median), _ms(s.p90), _ms(s.p99))
