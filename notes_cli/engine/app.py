@@ -238,6 +238,10 @@ class _EngineHttp:
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        # A stream's first task group loads anyio's socket and stream modules (~8 ms): do it now,
+        # or the first request after start-up would wait for it, and report it as queueing.
+        async with anyio.create_task_group():
+            pass
         start = getattr(self.service, "start", None)
         if start is not None:
             await start()
