@@ -101,8 +101,8 @@ def _breakdown_line(b: Breakdown) -> str:
     line = f"[bold]where the time goes[/] (median): network + gateway: {network}; model: {model}"
     if b.headers_with_first_token:
         line += (
-            "\n  [dim]the server sends its headers together with the first token, so the time "
-            "to headers also holds queueing and prefill[/]"
+            "\n  [dim]the first token came with the headers (within 2 ms): if the server holds "
+            "its headers until then, the time to headers also holds queueing and prefill[/]"
         )
     if b.engine:
         parts = ", ".join(f"{k.removesuffix('_ms')} {v:g} ms" for k, v in b.engine.items())
