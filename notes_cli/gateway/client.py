@@ -252,8 +252,6 @@ class _StreamSink:
 
     def result(self) -> StreamResult:
         call = self.call
-        if not self.status:  # the body ended before any answer (cannot happen over HTTP/1.1)
-            raise errors.ProtocolError(f"{call.shown_url} sent no answer", url=call.shown_url)
         if self.kind == "error":
             raise call.status_error(self._response(), bytes(self.body[:_MAX_ERROR_BODY]))
         if self.kind == "whole":
