@@ -94,8 +94,8 @@ class _EventStream(StreamingResponse):
 
 
 class _StampReceived:
-    """Notes in the scope when the app received each request: the engine's clock for a
-    generation starts there, so reading and parsing its body count as the server's time."""
+    """Notes in the scope when the app received each request: a generation's
+    `admission_wall_ms` counts from there, so reading and parsing its body are reported."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

@@ -307,13 +307,10 @@ class LiveEngineService:
                 first = True
             else:
                 later.append(stream)
-        if first and later:
-            try:
-                asyncio.get_running_loop().call_soon(_wake_all, later)
-                return
-            except RuntimeError:  # driven outside the event loop
-                pass
-        _wake_all(later)
+        if first and later:  # a woken stream means the driver runs inside the event loop
+            asyncio.get_running_loop().call_soon(_wake_all, later)
+        else:
+            _wake_all(later)
 
     def _on_finish(self, request: SchedRequest, record: RequestRecord) -> None:
         stream = self._streams.get(request)
@@ -391,7 +388,7 @@ def _completion(
         finish_reason=finish,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
-        pd_timing=stream.record.pd_timing(speed, round(stream.admission_wall_ms, 3)),
+        pd_timing=stream.record.pd_timing(speed, stream.admission_wall_ms),
     )
 
 
