@@ -84,7 +84,8 @@ _CAMEL = re.compile(r"[a-z0-9]+|[A-Z][a-z0-9]*")
 
 # Free text: what a key looks like when nothing says where it sits.
 _URL_IN_TEXT = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>`]+")
-_AUTH_IN_TEXT = re.compile(r"\b(Bearer|Basic|Token)(\s+)([^\s\"',;)]+)", re.IGNORECASE)
+# Case-sensitive, the value 8+ characters: "a token in settings.json" is prose, not a header.
+_AUTH_IN_TEXT = re.compile(r"\b(Bearer|bearer|Basic|Token)(\s+)([^\s\"',;)…]{8,})")
 _ASSIGNMENT_IN_TEXT = re.compile(
     r"([\"']?)([A-Za-z][A-Za-z0-9_.-]*)\1(\s*[:=]\s*)([\"']?)([^\s\"',;&)}\]]+)"
 )
