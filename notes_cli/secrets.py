@@ -202,32 +202,40 @@ def _mask_query_pair(pair: str) -> str:
 def mask_command(command: str) -> str:
     """An `apiKeyHelper` command fit to print: programs, flags, paths, operators and `$VAR`
     references stay; every other argument is masked (`echo sk-…` -> `echo …`)."""
-    words = command.split(" ")
-    shown: list[str] = []
+    return " ".join(shown for shown, _ in _command_words(command))
+
+
+def command_secrets(command: str) -> tuple[str, ...]:
+    """The parts of a helper command that `mask_command` hides (what a diff must mask)."""
+    return tuple(secret for _, secret in _command_words(command) if secret)
+
+
+def _command_words(command: str) -> list[tuple[str, str]]:
+    """(word as shown, the secret it hides or "") for each space-separated word."""
+    result: list[tuple[str, str]] = []
     program_next = True
-    previous_program = ""
-    for word in words:
+    program = ""
+    for word in command.split(" "):
         core = word.strip("\"'")
-        if not core:
-            shown.append(word)
-        elif core in _SHELL_OPERATORS:
-            shown.append(word)
-            program_next = True
-            continue
+        name, eq, value = core.partition("=")
+        secret = ""
+        if not core or core in _SHELL_OPERATORS:
+            program_next = program_next or bool(core)
+        elif eq and _ENV_NAME.match(name):
+            secret = value  # `KEY=value helper` or `--flag=value`-less assignment: the value
         elif program_next:
-            shown.append(word if not looks_like_token(core) else mask(core))
-            previous_program = core.rsplit("/", 1)[-1]
-        elif _command_word_is_public(core, previous_program):
-            shown.append(word)
-        elif "=" in core and _ENV_NAME.match(core.split("=", 1)[0]):
-            name, _, value = core.partition("=")
-            shown.append(f"{name}={mask(value) if value else value}")
+            secret = core if looks_like_token(core) else ""
+            program, program_next = core.rsplit("/", 1)[-1], False
         elif "://" in core:
-            shown.append(mask_url(core))
-        else:
-            shown.append(word.replace(core, mask(core)))
-        program_next = False
-    return " ".join(shown)
+            shown = mask_url(core)
+            result.append(
+                (word.replace(core, shown), url_secrets(core)[0] if shown != core else "")
+            )
+            continue
+        elif not _command_word_is_public(core, program):
+            secret = core
+        result.append((word.replace(secret, mask(secret)) if secret else word, secret))
+    return result
 
 
 def _command_word_is_public(word: str, program: str) -> bool:
@@ -247,16 +255,6 @@ def mask_env_value(name: str, value: str) -> str:
     if "://" in value:
         return mask_url(value)
     return mask(value) if looks_like_secret(value) else value
-
-
-def command_secrets(command: str) -> tuple[str, ...]:
-    """The words of a helper command that `mask_command` hides (what a diff must mask)."""
-    shown = mask_command(command).split(" ")
-    return tuple(
-        word.strip("\"'")
-        for word, masked in zip(command.split(" "), shown, strict=True)
-        if word != masked and word.strip("\"'")
-    )
 
 
 def url_secrets(url: str) -> tuple[str, ...]:
