@@ -128,7 +128,9 @@ def run_doctor(
         codex_config(home, hostile.base(mode))
     else:
         claude_config(home, hostile.base(mode), mp)
-    return timed(cli, "doctor", "--client", client, "--timeout", str(T), "--json")
+    # Codex's endpoint with --json, Claude Code's in the human form: both outputs are covered.
+    json_flag = ["--json"] if client == "codex" else []
+    return timed(cli, "doctor", "--client", client, "--timeout", str(T), *json_flag)
 
 
 @pytest.mark.parametrize("client", ["codex", "claude"])
@@ -145,8 +147,22 @@ def test_doctor_names_what_the_gateway_did_within_its_bound(
     assert took < BUDGET_PROBES * T + SLACK_S
     assert result.exit_code == 1, result.stdout + result.stderr  # type: ignore[attr-defined]
     assert_clean(result, key_shown_ok=mode in ECHO)  # the echo modes: see below
-    live = [f for f in result.json()["findings"] if f["client"] == client]  # type: ignore[attr-defined]
-    assert DOCTOR_FINDING[mode] in [f["id"] for f in live]
+    if client == "codex":
+        found = [f["id"] for f in result.json()["findings"]]  # type: ignore[attr-defined]
+        assert DOCTOR_FINDING[mode] in found
+    else:
+        assert f"error   {DOCTOR_FINDING[mode]}  " in result.stdout  # type: ignore[attr-defined]
+
+
+def test_a_whole_doctor_ends_within_the_sum_of_its_probe_deadlines(
+    cli: Run, hostile: HostileGateway, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    codex_config(isolated_home, hostile.base("drip"))
+    claude_config(isolated_home, hostile.base("endless-sse"), monkeypatch)
+    result, took = timed(cli, "doctor", "--timeout", str(T), "--json")
+    assert took < 2 * BUDGET_PROBES * T + SLACK_S  # two endpoints
+    found = {(f["client"], f["id"]) for f in result.json()["findings"]}  # type: ignore[attr-defined]
+    assert {("codex", "stream-never-finished"), ("claude", "stream-never-finished")} <= found
 
 
 # --------------------------------------------------------------------------- smoke
@@ -172,13 +188,18 @@ def test_smoke_reports_the_typed_error_within_its_timeout(
         "1",
         "--timeout",
         str(T),
-        "--json",
+        *(["--json"] if client == "codex" else []),  # the human form for Claude Code's
     )
     assert took < T + SLACK_S
     assert result.exit_code == 1  # type: ignore[attr-defined]
     assert_clean(result, key_shown_ok=mode in ECHO)
-    run = result.json()["runs"][0]  # type: ignore[attr-defined]
-    assert run["error"]["kind"] == ERROR_KIND[mode]
+    if client == "claude":
+        assert f" {ERROR_KIND[mode]}" in result.stdout  # type: ignore[attr-defined]
+        return
+    error = result.json()["runs"][0]["error"]  # type: ignore[attr-defined]
+    assert error["kind"] == ERROR_KIND[mode]
+    if mode == "redirect-loop":
+        assert "same URL" in error["fix"]
 
 
 def test_smoke_runs_after_a_cut_one_on_a_fresh_connection(

@@ -20,13 +20,18 @@ import difflib
 import re
 import time
 from collections.abc import Sequence
-from urllib.parse import urljoin, urlsplit
 
 import httpx
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.doctor.findings import Finding, FindingClient, Probe
-from notes_cli.gateway import GatewayClient, proxy_for, request_url, safe_url
+from notes_cli.gateway import (
+    GatewayClient,
+    proxy_for,
+    redirects_to_itself,
+    request_url,
+    safe_url,
+)
 from notes_cli.gateway import errors as gw
 from notes_cli.gateway.results import StreamResult
 
@@ -440,17 +445,10 @@ class _Prober:
 
 
 def _redirect_loop(exc: gw.GatewayError) -> bool:
-    """A 3xx whose Location is the URL that was asked for (ignoring the query string)."""
+    """A 3xx whose Location is the URL that was asked for."""
     if not isinstance(exc, gw.HttpStatusError) or not 300 <= exc.status < 400:
         return False
-    if not exc.location:
-        return False
-    asked, target = urlsplit(exc.url), urlsplit(urljoin(exc.url, exc.location))
-    return (asked.scheme, asked.netloc, asked.path.rstrip("/")) == (
-        target.scheme,
-        target.netloc,
-        target.path.rstrip("/"),
-    )
+    return redirects_to_itself(exc.url, exc.location)
 
 
 def exc_url(exc: gw.GatewayError) -> str:

@@ -15,7 +15,7 @@ import urllib.request
 import weakref
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 import httpx
 
@@ -218,8 +218,23 @@ def status_error(
     return error
 
 
+def redirects_to_itself(url: str, location: str | None) -> bool:
+    """A Location that is the URL asked for (relative or absolute, query and a trailing slash
+    ignored): a redirect loop, which no client gets out of."""
+    if not location:
+        return False
+    asked, target = urlsplit(url), urlsplit(urljoin(url, location))
+    same = (asked.scheme, asked.netloc, asked.path.rstrip("/"))
+    return same == (target.scheme, target.netloc, target.path.rstrip("/"))
+
+
 def _status_fix(error: errors.HttpStatusError, key_env: str | None, has_key: bool) -> str:
     status = error.status
+    if 300 <= status < 400 and redirects_to_itself(error.url, error.location):
+        return (
+            "the server redirects the request to the same URL, a loop no client gets out of: "
+            "fix the gateway's or proxy's redirect rule (often http→https or a trailing slash)"
+        )
     if 300 <= status < 400:
         return (
             f"the server redirects to {error.location or '(no Location)'}; put that URL in the "
