@@ -28,6 +28,7 @@ _TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _MAX_ERROR_BODY = MAX_ERROR_BODY
 # How h11 (httpx) and `_h1` say the response head went over their bound.
 HEADERS_TOO_LARGE = ("Receive buffer too long", "response headers larger than")
+H11_MAX_HEAD_BYTES = 100 * 1024  # httpcore's h11 limit (MAX_INCOMPLETE_EVENT_SIZE)
 
 
 def safe_url(url: str) -> str:
@@ -310,8 +311,9 @@ def translate(
             fix="write the base URL with its scheme, e.g. https://host/v1",
         )
     if not headers_seen and any(marker in str(exc) for marker in HEADERS_TOO_LARGE):
+        limit = MAX_HEAD_BYTES if HEADERS_TOO_LARGE[1] in str(exc) else H11_MAX_HEAD_BYTES
         return errors.HeadersTooLarge(
-            f"the response headers from {url} are over {human(MAX_HEAD_BYTES)}",
+            f"the response headers from {url} are over {human(limit)}",
             url=url,
             fix="no gateway sends headers that large: check that the base URL points at the "
             "gateway, not at something in front of it",
