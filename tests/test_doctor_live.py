@@ -197,10 +197,10 @@ def test_connection_refused_is_unreachable_and_stops_probing() -> None:
 
 
 @respx.mock
-def test_server_that_never_sends_headers_is_unreachable() -> None:
+def test_server_that_never_sends_headers_is_no_response() -> None:
     respx.get(f"{GW}/api/models").mock(side_effect=httpx.ReadTimeout("timed out"))
     findings, _ = probe_endpoint(codex())
-    assert ids(findings) == ["unreachable"] and "no response headers" in findings[0].message
+    assert ids(findings) == ["no-response"] and "no response headers" in findings[0].message
 
 
 @respx.mock
@@ -217,7 +217,7 @@ def test_stalled_stream_is_reported() -> None:
         )
     )
     findings, _ = probe_endpoint(codex())
-    assert ids(findings) == ["probe-failed"] and "went silent" in findings[0].message
+    assert ids(findings) == ["stream-never-finished"] and "went silent" in findings[0].message
 
 
 def test_hanging_variants_cost_at_most_three_timeouts() -> None:

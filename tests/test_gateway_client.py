@@ -492,3 +492,53 @@ def test_retry_after_as_seconds_or_http_date() -> None:
     assert retry_after_seconds(None) is None and retry_after_seconds("soon") is None
     later = email.utils.formatdate(time.time() + 60, usegmt=True)
     assert 55 <= (retry_after_seconds(later) or 0) <= 60
+
+
+def _encoded(coding: str, data: bytes) -> bytes:
+    import gzip
+    import zlib
+
+    if coding == "gzip":
+        return gzip.compress(data)
+    if coding == "deflate":
+        return zlib.compress(data)
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)  # "deflate" as many servers send it
+    return raw.compress(data) + raw.flush()
+
+
+class _Wire(httpx.SyncByteStream):
+    """A body as it comes off the wire: httpx does not read (so does not decode) it first."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __iter__(self) -> Iterator[bytes]:
+        for start in range(0, len(self.data), 1000):
+            yield self.data[start : start + 1000]
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "raw-deflate"])
+def test_compressed_bodies_are_decoded_on_the_httpx_path(coding: str) -> None:
+    models = json.dumps({"data": [{"id": f"m{i}"} for i in range(5000)]}).encode()
+    stream = b"".join(chat_stream(["po", "ng"]))
+    header = {"content-encoding": "deflate" if coding == "raw-deflate" else coding}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        assert request.headers["accept-encoding"] == "gzip, deflate"  # no br / zstd asked for
+        if request.method == "GET":
+            return httpx.Response(200, headers=header, stream=_Wire(_encoded(coding, models)))
+        headers = {**header, "content-type": "text/event-stream"}
+        return httpx.Response(200, headers=headers, stream=_Wire(_encoded(coding, stream)))
+
+    with GatewayClient(endpoint(), transport=httpx.MockTransport(answer)) as client:
+        assert len(client.list_models().ids) == 5000
+        assert client.stream("hi").text == "pong"
+
+
+def test_an_encoding_that_was_not_asked_for_is_a_protocol_error() -> None:
+    def answer(_request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-encoding": "br"}, stream=_Wire(b"\x1b\x00"))
+
+    client = GatewayClient(endpoint(), transport=httpx.MockTransport(answer))
+    with client, pytest.raises(errors.ProtocolError, match="content-encoding"):
+        client.list_models()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -72,3 +73,21 @@ def test_any_split_gives_the_same_events(cuts: list[int]) -> None:
     pieces = [STREAM[a:b] for a, b in zip([0, *points], [*points, len(STREAM)], strict=True)]
     assert parse(*pieces) == parse(STREAM)
     assert [e.data for e in parse(STREAM)] == ['{"type":"message_start"}', "line1\nline2", "[DONE]"]
+
+
+def test_a_line_that_never_ends_is_refused_at_the_bound() -> None:
+    from notes_cli.gateway.sse import EventTooLarge
+
+    parser = SSEParser(max_line=1000)
+    parser.feed(b"data: " + b"[" * 900)
+    with pytest.raises(EventTooLarge):
+        parser.feed(b"[" * 200)
+
+
+def test_an_event_of_many_short_lines_is_refused_at_the_bound() -> None:
+    from notes_cli.gateway.sse import EventTooLarge
+
+    parser = SSEParser(max_line=1000)
+    with pytest.raises(EventTooLarge):
+        parser.feed(b"data: xxxxxxxx\n" * 200)
+    assert SSEParser(max_line=1000).feed(b"data: xxxxxxxx\n\n" * 200)  # separate events: fine

@@ -158,7 +158,9 @@ def _run(
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().add_signal_handler(signal.SIGINT, stop.set)
         chosen = (
-            endpoint if endpoint.model else replace(endpoint, model=await _first_model(endpoint))
+            endpoint
+            if endpoint.model
+            else replace(endpoint, model=await _first_model(endpoint, plan.timeout_s))
         )
         send, close = gateway_sender(chosen, timeout_s=plan.timeout_s)
         try:
@@ -172,10 +174,11 @@ def _run(
     return asyncio.run(main())
 
 
-async def _first_model(endpoint: Endpoint) -> str:
+async def _first_model(endpoint: Endpoint, timeout_s: float) -> str:
     from notes_cli.gateway.client import AsyncGatewayClient
 
-    async with AsyncGatewayClient(endpoint, timeout=10.0) as client:
+    seconds = min(10.0, timeout_s)  # a wall clock: an endless or trickling list cannot hang
+    async with AsyncGatewayClient(endpoint, timeout=seconds, total_timeout=seconds) as client:
         models = await client.list_models()
     if not models.ids:
         raise UsageError(f"{endpoint.models_url()} lists no models", fix="pass --model ID")

@@ -3,8 +3,14 @@
 For one endpoint: `GET {base}/models` (`/v1/models` for Claude Code), then one small streamed
 turn in the client's protocol with a budget a reasoning model can finish in. Failures become
 findings with exact fixes; a 404 is diagnosed by trying the URL without (or with) `/v1`, and for
-Codex by trying `/chat/completions` (a gateway without the Responses API). The whole run for an
-endpoint is bounded by about three probe timeouts, so a dead endpoint costs at most ~30 s.
+Codex by trying `/chat/completions` (a gateway without the Responses API).
+
+Bounds: every probe is a wall clock (`--timeout`, default 10 s) and a byte cap whatever the
+server does (an endless stream, pings only, a byte a second, a gzip bomb, endless headers), and
+the probes of one endpoint share `BUDGET_PROBES` timeouts: an endpoint costs at most
+`BUDGET_PROBES x --timeout` (30 s by default), a whole doctor that times the endpoints it probes.
+A server that breaks a bound gets a finding named after it (`no-response`,
+`stream-never-finished`, `response-too-large`, `headers-too-large`, `redirect-loop`).
 """
 
 from __future__ import annotations
@@ -19,7 +25,13 @@ import httpx
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.doctor.findings import Finding, FindingClient, Probe
-from notes_cli.gateway import GatewayClient, proxy_for, request_url, safe_url
+from notes_cli.gateway import (
+    GatewayClient,
+    proxy_for,
+    redirects_to_itself,
+    request_url,
+    safe_url,
+)
 from notes_cli.gateway import errors as gw
 from notes_cli.gateway.results import StreamResult
 
@@ -32,6 +44,13 @@ BUDGET_PROBES = 3
 # Answers that prove the route exists even though the turn failed.
 _ROUTE_EXISTS = frozenset({400, 401, 403, 422, 429})
 _UNREACHABLE = (gw.Unreachable, gw.TLSError, gw.ConnectTimeout, gw.HeadersTimeout)
+# A server that breaks one of the probe's bounds: the finding named after the bound.
+_BOUND_FINDINGS: tuple[tuple[type[gw.GatewayError], str], ...] = (
+    (gw.HeadersTimeout, "no-response"),
+    (gw.IdleStreamTimeout, "stream-never-finished"),  # TotalTimeout too (a subclass)
+    (gw.ResponseTooLarge, "response-too-large"),
+    (gw.HeadersTooLarge, "headers-too-large"),
+)
 
 
 def probe_endpoint(
@@ -107,6 +126,10 @@ class _Prober:
                 result = client.list_models()
         except gw.GatewayError as exc:
             self._record_failure("models", "GET", url, exc, start)
+            if self._bound_broken(exc):
+                # A server that never answers is not asked again; after an endless or huge
+                # model list the turn may still work (or show more).
+                return not isinstance(exc, gw.HeadersTimeout)
             if isinstance(exc, _UNREACHABLE):
                 self._unreachable(exc)
                 return False
@@ -135,8 +158,18 @@ class _Prober:
         return result
 
     def _diagnose(self, exc: gw.GatewayError) -> None:
+        if self._bound_broken(exc):
+            return
         if isinstance(exc, _UNREACHABLE):
             self._unreachable(exc)
+        elif isinstance(exc, gw.HttpStatusError) and _redirect_loop(exc):
+            self._add(
+                "redirect-loop",
+                f"{exc.url} redirects ({exc.status}) to itself: no client ever gets an answer",
+                "a rule of the gateway or of a proxy in front of it sends the request back to "
+                "the same URL (often an http→https or trailing-slash rule): fix the rule, or "
+                "use the URL the gateway really serves",
+            )
         elif isinstance(exc, gw.HttpStatusError) and exc.status in (401, 403):
             self._auth_rejected(exc)
         elif isinstance(exc, gw.HttpStatusError) and exc.is_model_error:
@@ -257,12 +290,28 @@ class _Prober:
 
     # ------------------------------------------------------------------ findings
 
-    def _unreachable(self, exc: gw.GatewayError) -> None:
-        fix = exc.fix or ""
+    def _bound_broken(self, exc: gw.GatewayError) -> bool:
+        """Add the finding for a server that broke a probe bound; False for other errors. A
+        finding already made for this endpoint (the model list and the turn often break the
+        same bound) is not repeated."""
+        finding_id = next((fid for kind, fid in _BOUND_FINDINGS if isinstance(exc, kind)), None)
+        if finding_id is None:
+            return False
+        if finding_id not in {f.id for f in self.findings}:
+            fix = exc.fix or ""
+            if finding_id == "no-response":
+                fix = self._with_proxy(fix)
+            self._add(finding_id, exc.message, fix)
+        return True
+
+    def _with_proxy(self, fix: str) -> str:
         proxy = proxy_for(self.endpoint.base_url)
         if proxy:
             fix += f" (requests to this URL go through the proxy {proxy}; NO_PROXY bypasses it)"
-        self._add("unreachable", exc.message, fix)
+        return fix
+
+    def _unreachable(self, exc: gw.GatewayError) -> None:
+        self._add("unreachable", exc.message, self._with_proxy(exc.fix or ""))
 
     def _auth_rejected(self, exc: gw.HttpStatusError) -> None:
         var = f"${self.endpoint.key_env}" if self.endpoint.key_env else "the configured key"
@@ -393,6 +442,13 @@ class _Prober:
             if finding.id == finding_id and finding.client == self.client:
                 return finding.line, finding.file
         return None, self._file_of_source() if self.endpoint.client == "codex" else None
+
+
+def _redirect_loop(exc: gw.GatewayError) -> bool:
+    """A 3xx whose Location is the URL that was asked for."""
+    if not isinstance(exc, gw.HttpStatusError) or not 300 <= exc.status < 400:
+        return False
+    return redirects_to_itself(exc.url, exc.location)
 
 
 def exc_url(exc: gw.GatewayError) -> str:

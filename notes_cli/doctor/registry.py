@@ -449,6 +449,61 @@ _ENTRIES: tuple[Entry, ...] = (
         "use a gateway (or route) that serves the Responses API",
         live=True,
     ),
+    # -- live: a server that breaks a probe's bounds (every probe has a wall clock and a byte
+    # cap, so a whole doctor ends within BUDGET_PROBES x --timeout per endpoint) -------------
+    Entry(
+        "no-response",
+        "error",
+        "any",
+        "the server accepted the connection but sent no complete response headers within the "
+        "probe's deadline (it never answers, or answers a byte at a time) (live)",
+        "connected to https://gw/api/models but no complete response headers within 10 s",
+        "check that the base URL points at the gateway and that it is up (a proxy holding "
+        "the request does this too); raise --timeout only if the gateway is just slow",
+        live=True,
+    ),
+    Entry(
+        "stream-never-finished",
+        "error",
+        "any",
+        "the answer started but did not finish within the probe's deadline: an endless stream, "
+        "keep-alive pings only, a trickle, or a stream that went silent (live)",
+        "the answer from https://gw/api/responses was still arriving after 10 s",
+        "the gateway must end the stream with the protocol's completion event; check the "
+        "gateway, or raise --timeout if the model is just slow",
+        live=True,
+    ),
+    Entry(
+        "response-too-large",
+        "error",
+        "any",
+        "the answer went over pdnotes' byte bound after decoding (8 MiB for a JSON body, 4 MiB "
+        "for one event, 64 MiB for a stream): an endless body or a compression bomb (live)",
+        "the answer from https://gw/api/models was cut off: the body over 8 MiB (decoded)",
+        "no answer to a probe is that large: check that the base URL points at the gateway's "
+        "API and not at something else",
+        live=True,
+    ),
+    Entry(
+        "headers-too-large",
+        "error",
+        "any",
+        "the response headers are over 64 KiB, which no gateway sends (live)",
+        "the response headers from https://gw/api/models are over 64 KiB",
+        "check that the base URL points at the gateway, not at something in front of it",
+        live=True,
+    ),
+    Entry(
+        "redirect-loop",
+        "error",
+        "any",
+        "the endpoint redirects to its own URL, so no client ever gets an answer (pdnotes, like "
+        "the clients' key handling, follows no redirect) (live)",
+        "https://gw/api/responses redirects (307) to itself",
+        "fix the gateway's or proxy's redirect rule (often http→https or a trailing slash), or "
+        "use the URL the gateway really serves",
+        live=True,
+    ),
 )
 
 REGISTRY: dict[str, Entry] = {entry.id: entry for entry in _ENTRIES}

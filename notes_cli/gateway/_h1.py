@@ -8,24 +8,25 @@ read, with no task switch: ~0.3 ms for a whole round trip over loopback
 (docs/benchmarks-simulate-bench.md).
 
 Kept small on purpose: one request at a time per connection, a keep-alive pool per origin,
-Content-Length, chunked and close-delimited bodies, gzip / deflate, TLS with the client's SSL
-context. Not here (the caller uses httpx for these): proxies, HTTP/2. Redirects are not
-followed (nor are they by the httpx path). Failures raise httpx's exception types, so
-`_http.translate` stays the one place that words them for the user.
+Content-Length, chunked and close-delimited bodies, gzip / deflate (decoded in bounded pieces,
+`_limits`), TLS with the client's SSL context. Not here (the caller uses httpx for these):
+proxies, HTTP/2. Redirects are not followed (nor are they by the httpx path). Failures raise
+httpx's exception types, so `_http.translate` stays the one place that words them for the user.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
-import zlib
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import httpx
 
-_MAX_HEAD = 64 * 1024  # status line + headers
+from notes_cli.gateway._limits import MAX_HEAD_BYTES, Decoder, UnsupportedEncoding, human
+
+_MAX_HEAD = MAX_HEAD_BYTES  # status line + headers
 _MAX_CHUNK_LINE = 4 * 1024
 # An idle connection older than this is not reused: uvicorn (and so vLLM and SGLang) closes
 # idle connections after 5 s, and a request written just as the server closes would be lost.
@@ -125,7 +126,7 @@ class _Connection(asyncio.Protocol):
         self.reusable = False
         self.received = 0
         self.drain_limit = 0
-        self.decoder: Any = None  # a zlib decompressor for gzip / deflate bodies
+        self.decoder: Decoder | None = None  # for gzip / deflate bodies
         self.timeout = 0.0
         self.last = 0.0
 
@@ -241,7 +242,9 @@ class _Connection(asyncio.Protocol):
             end = self._buf.find(b"\r\n\r\n")
             if end < 0:
                 if len(self._buf) > _MAX_HEAD:
-                    raise httpx.RemoteProtocolError("response headers larger than 64 KiB")
+                    raise httpx.RemoteProtocolError(
+                        f"response headers larger than {human(_MAX_HEAD)}"
+                    )
                 return
             head = bytes(self._buf[:end])
             del self._buf[: end + 4]
@@ -294,12 +297,11 @@ class _Connection(asyncio.Protocol):
         else:
             self.framing, self.reusable = "close", False
         coding = fields.get("content-encoding", "identity").lower()
-        if coding in ("gzip", "x-gzip"):
-            self.decoder = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        elif coding == "deflate":
-            self.decoder = zlib.decompressobj()
-        elif coding not in ("identity", ""):
-            raise httpx.DecodingError(f"unsupported content-encoding {coding!r}")
+        if coding not in ("identity", ""):
+            try:
+                self.decoder = Decoder(coding)
+            except UnsupportedEncoding as exc:
+                raise httpx.DecodingError(str(exc)) from None
 
     def _body(self) -> None:
         buf = self._buf
@@ -353,19 +355,32 @@ class _Connection(asyncio.Protocol):
     def _deliver(self, data: bytes) -> None:
         if self.state != "body" or self.sink is None:
             return  # draining: the sink already has what it needs
-        if self.decoder is not None:
-            data = self.decoder.decompress(data)
-        if not data:
+        if self.decoder is None:
+            if data:
+                self._give(data)
             return
-        if self.sink.on_body(data):
-            self.state = "drain"
-            self.drain_limit = self.received + DRAIN_BYTES
-            self._watch(DRAIN_S)
+        try:
+            # Piece by piece, so a sink over its byte bound stops a bomb after one piece.
+            for piece in self.decoder.decode(data):
+                if self._give(piece):
+                    return
+        except UnsupportedEncoding as exc:
+            raise httpx.DecodingError(str(exc)) from None
+
+    def _give(self, data: bytes) -> bool:
+        assert self.sink is not None
+        if not self.sink.on_body(data):
+            return False
+        self.state = "drain"
+        self.drain_limit = self.received + DRAIN_BYTES
+        self._watch(DRAIN_S)
+        return True
 
     def _finish_body(self) -> None:
         if self.decoder is not None:
             rest, self.decoder = self.decoder.flush(), None
-            self._deliver(rest)
+            if rest and self.state == "body" and self.sink is not None:
+                self._give(rest)
         if self._buf:
             self.reusable = False  # bytes beyond the body: the next answer would be misread
         self._settle()

@@ -3,23 +3,32 @@ plus the small helpers around it: secret-free URLs, connect timing, proxies from
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import re
+import socket
 import ssl
+import threading
 import time
 import urllib.request
+import weakref
+from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 
 from notes_cli.gateway import errors
+from notes_cli.gateway._limits import MAX_ERROR_BODY, MAX_HEAD_BYTES, human
 from notes_cli.gateway.results import StreamResult
 from notes_cli.secrets import mask_url
 
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
-_MAX_ERROR_BODY = 64 * 1024
+_MAX_ERROR_BODY = MAX_ERROR_BODY
+# How h11 (httpx) and `_h1` say the response head went over their bound.
+HEADERS_TOO_LARGE = ("Receive buffer too long", "response headers larger than")
+H11_MAX_HEAD_BYTES = 100 * 1024  # httpcore's h11 limit (MAX_INCOMPLETE_EVENT_SIZE)
 
 
 def safe_url(url: str) -> str:
@@ -51,17 +60,72 @@ def _bypassed(host: str, no_proxy: str) -> bool:
 
 
 class ConnectTrace:
-    """httpx `trace` extension: notes when a new connection finished (DNS+TCP, then TLS)."""
+    """httpx `trace` extension: notes when a new connection finished (DNS+TCP, then TLS), and
+    hands its socket to the client's `Watchdog`."""
 
-    __slots__ = ("start", "connect_ms")
+    __slots__ = ("start", "connect_ms", "watchdog")
 
-    def __init__(self, start: float) -> None:
+    def __init__(self, start: float, watchdog: Watchdog | None = None) -> None:
         self.start = start
         self.connect_ms: float | None = None
+        self.watchdog = watchdog
 
     def __call__(self, name: str, info: dict[str, Any]) -> None:
         if name in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
             self.connect_ms = (time.perf_counter() - self.start) * 1000
+            if self.watchdog is not None:
+                self.watchdog.track(info.get("return_value"))
+
+
+class Watchdog:
+    """A wall-clock deadline for the blocking httpx calls of one sync client.
+
+    httpx's timeouts are per read: a server that sends one byte a second, or a `: ping` every
+    few seconds, or headers that never end, never trips them. While `armed(seconds)` is open, a
+    timer shuts down the sockets this client opened once the seconds are up, so the read that
+    is blocked in `recv` returns at once and the call fails; `expired` then says why. (The async
+    client needs none of this: `asyncio.timeout` cancels its reads.) One call at a time, as a
+    sync client makes them."""
+
+    def __init__(self) -> None:
+        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._armed = False
+        self.expired = False
+
+    def track(self, stream: Any) -> None:
+        get = getattr(stream, "get_extra_info", None)
+        sock = get("socket") if get is not None else None
+        if isinstance(sock, socket.socket):
+            with self._lock:
+                self._sockets.add(sock)
+
+    @contextlib.contextmanager
+    def armed(self, seconds: float | None) -> Iterator[None]:
+        self.expired = False
+        if seconds is None:
+            yield
+            return
+        timer = threading.Timer(max(seconds, 0.0), self._expire)
+        timer.daemon = True
+        with self._lock:
+            self._armed = True
+        timer.start()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._armed = False
+            timer.cancel()
+
+    def _expire(self) -> None:
+        with self._lock:
+            if not self._armed:
+                return  # the call ended just before the timer fired
+            self.expired = True
+            for sock in list(self._sockets):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
 
 class AsyncConnectTrace(ConnectTrace):
@@ -82,7 +146,7 @@ def parse_error_body(body: bytes) -> tuple[str | None, str | None, str | None]:
     text = body[:_MAX_ERROR_BODY]
     try:
         payload = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
         payload = None
     if isinstance(payload, dict):
         error = payload.get("error", payload)
@@ -144,8 +208,23 @@ def status_error(
     return error
 
 
+def redirects_to_itself(url: str, location: str | None) -> bool:
+    """A Location that is the URL asked for (relative or absolute, query and a trailing slash
+    ignored): a redirect loop, which no client gets out of."""
+    if not location:
+        return False
+    asked, target = urlsplit(url), urlsplit(urljoin(url, location))
+    same = (asked.scheme, asked.netloc, asked.path.rstrip("/"))
+    return same == (target.scheme, target.netloc, target.path.rstrip("/"))
+
+
 def _status_fix(error: errors.HttpStatusError, key_env: str | None, has_key: bool) -> str:
     status = error.status
+    if 300 <= status < 400 and redirects_to_itself(error.url, error.location):
+        return (
+            "the server redirects the request to the same URL, a loop no client gets out of: "
+            "fix the gateway's or proxy's redirect rule (often http→https or a trailing slash)"
+        )
     if 300 <= status < 400:
         return (
             f"the server redirects to {error.location or '(no Location)'}; put that URL in the "
@@ -219,6 +298,21 @@ def translate(
             f"{url} is not an http:// or https:// URL",
             url=url,
             fix="write the base URL with its scheme, e.g. https://host/v1",
+        )
+    if not headers_seen and any(marker in str(exc) for marker in HEADERS_TOO_LARGE):
+        limit = MAX_HEAD_BYTES if HEADERS_TOO_LARGE[1] in str(exc) else H11_MAX_HEAD_BYTES
+        return errors.HeadersTooLarge(
+            f"the response headers from {url} are over {human(limit)}",
+            url=url,
+            fix="no gateway sends headers that large: check that the base URL points at the "
+            "gateway, not at something in front of it",
+        )
+    if isinstance(exc, httpx.DecodingError):
+        return errors.ProtocolError(
+            f"the answer from {url} cannot be decoded: {exc}",
+            url=url,
+            fix="the gateway sent a Content-Encoding pdnotes did not ask for (it accepts "
+            "gzip and deflate); check the gateway or the proxy in front of it",
         )
     if headers_seen and partial is not None and isinstance(exc, httpx.TransportError):
         return errors.TruncatedStream(

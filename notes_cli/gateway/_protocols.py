@@ -163,7 +163,7 @@ class StreamState:
             return None
         try:
             obj = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: `[[[[…` thousands deep
             return None  # tolerate junk lines; a missing completion event is caught later
         if not isinstance(obj, dict):
             return None

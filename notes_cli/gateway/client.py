@@ -4,42 +4,50 @@ Both drivers share everything but the IO loop (`_Call` holds the per-request sta
 client streams over `_h1` (a lean HTTP/1.1 transport, for bench's millisecond timings) unless a
 proxy applies to the URL or a test injected an httpx transport; everything else is httpx. Timeouts
 are split: `connect_timeout` (DNS + TCP + TLS), `timeout` (time to response headers), and
-`idle_timeout` (the longest silent gap once the stream is flowing); `total_timeout` bounds a
-stream that keeps trickling. Redirects are never followed, so `Authorization` / `x-api-key`
+`idle_timeout` (the longest silent gap once the stream is flowing); `total_timeout` is a wall
+clock on the whole call, whatever the server sends (a byte a second, pings, endless headers):
+`asyncio.timeout` on the async client, a `_http.Watchdog` that shuts the socket on the sync one.
+Every answer is also bounded in decoded bytes (`_limits`), so an endless body or a gzip bomb
+ends in `ResponseTooLarge`. Redirects are never followed, so `Authorization` / `x-api-key`
 never reach another origin; a 3xx becomes an HttpStatusError naming the new location.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, TypeVar
 
 import anyio
 import httpx
 
 from notes_cli.clients.endpoint import Endpoint
-from notes_cli.gateway import _h1, errors
+from notes_cli.gateway import _h1, _limits, errors
 from notes_cli.gateway import _protocols as proto
 from notes_cli.gateway._http import (
     AsyncConnectTrace,
     ConnectTrace,
+    Watchdog,
     proxy_for,
     safe_url,
     status_error,
     translate,
 )
+from notes_cli.gateway._limits import MAX_BODY_BYTES, MAX_ERROR_BODY, MAX_STREAM_BYTES
 from notes_cli.gateway._pools import Pools
 from notes_cli.gateway.results import ModelsResult, StreamResult, Timings
-from notes_cli.gateway.sse import SSEParser
+from notes_cli.gateway.sse import EventTooLarge, SSEParser
 from notes_cli.secrets import position_secrets
 
 OnChunk = Callable[[str, float], None]
 Messages = list[dict[str, Any]] | str
+T = TypeVar("T")
 
-_MAX_ERROR_BODY = 64 * 1024
-_MAX_WHOLE_BODY = 8 * 1024 * 1024  # a JSON answer to a streamed request (Claude Code's fallback)
+_MAX_ERROR_BODY = MAX_ERROR_BODY
+_MAX_WHOLE_BODY = MAX_BODY_BYTES  # a JSON answer (a model list, Claude Code's fallback Message)
 
 
 class _Call:
@@ -60,6 +68,7 @@ class _Call:
         "total_timeout",
         "idle_timeout",
         "status",
+        "stream_bytes",
     )
 
     def __init__(
@@ -69,15 +78,19 @@ class _Call:
         *,
         on_chunk: OnChunk | None = None,
         is_async: bool = False,
+        watchdog: Watchdog | None = None,
     ) -> None:
         self.endpoint = client.endpoint
         self.url = url
         self.shown_url = safe_url(url)
         self.start = time.perf_counter()
-        self.trace = (AsyncConnectTrace if is_async else ConnectTrace)(self.start)
+        self.trace = (
+            AsyncConnectTrace(self.start) if is_async else ConnectTrace(self.start, watchdog)
+        )
         self.timings = Timings()
         self.state = proto.STATES[client.endpoint.protocol]()
-        self.parser = SSEParser()
+        self.parser = SSEParser(_limits.MAX_EVENT_LINE_BYTES)
+        self.stream_bytes = 0
         self.headers_seen = False
         self.on_chunk = on_chunk
         self.total_timeout = client.total_timeout
@@ -129,6 +142,40 @@ class _Call:
         endpoint = self.endpoint
         return position_secrets(endpoint.key, endpoint.headers, endpoint.query_params)
 
+    def deadline_error(self) -> errors.GatewayTimeout:
+        """The wall clock (`total_timeout`) ran out: before the headers were complete (a
+        server that never answers, or sends its head a byte at a time) or during the body."""
+        seconds = self.total_timeout or 0.0
+        if not self.headers_seen:
+            return errors.HeadersTimeout(
+                f"connected to {self.shown_url} but no complete response headers within "
+                f"{seconds:g} s",
+                url=self.shown_url,
+                seconds=seconds,
+                fix="the gateway accepted the connection but never answered (or answers a "
+                "byte at a time): check the gateway, a proxy in front of it, or raise --timeout",
+            )
+        return errors.TotalTimeout(
+            f"the answer from {self.shown_url} was still arriving after {seconds:g} s "
+            "(the stream never finished)",
+            url=self.shown_url,
+            seconds=seconds,
+            partial=self.partial(),
+            fix="the gateway kept the answer open without finishing it (an endless stream, "
+            "keep-alive pings only, or a trickle): check the gateway, or raise --timeout if "
+            "the model is just slow",
+        )
+
+    def too_large(self, exc: _limits.TooLarge) -> errors.ResponseTooLarge:
+        return errors.ResponseTooLarge(
+            f"the answer from {self.shown_url} was cut off: {exc} (decoded)",
+            url=self.shown_url,
+            limit=exc.limit,
+            fix="no reply to this request is that large: the gateway sent an endless body, "
+            "a compression bomb or something else than the API; check the base URL and the "
+            "gateway",
+        )
+
     def status_error(self, response: httpx.Response, body: bytes) -> errors.HttpStatusError:
         endpoint = self.endpoint
         error = status_error(
@@ -152,7 +199,7 @@ class _Call:
     def body_result(self, body: bytes) -> StreamResult:
         try:
             payload = json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
             raise self.bad_json() from exc
         if not isinstance(payload, dict):
             raise self.bad_json()
@@ -170,14 +217,10 @@ class _Call:
         """Parse a chunk; True once the stream's last event arrived."""
         now = self.elapsed_ms()
         if self.total_timeout is not None and now > self.total_timeout * 1000:
-            raise errors.TotalTimeout(
-                f"the stream from {self.shown_url} was still running after "
-                f"{self.total_timeout:g} s",
-                url=self.shown_url,
-                seconds=self.total_timeout,
-                partial=self.partial(),
-                fix="the answer is too long or too slow: lower max tokens or raise --timeout",
-            )
+            raise self.deadline_error()  # also bounds a transport without a wall clock (mocks)
+        self.stream_bytes += len(chunk)
+        if self.stream_bytes > MAX_STREAM_BYTES:
+            raise self.too_large(_limits.TooLarge("the event stream", MAX_STREAM_BYTES))
         state = self.state
         on_chunk = self.on_chunk
         try:
@@ -187,6 +230,8 @@ class _Call:
                     on_chunk(text, now)
         except proto.StreamFailed as exc:
             raise self.upstream(exc) from exc
+        except EventTooLarge as exc:
+            raise self.too_large(_limits.TooLarge("one event", exc.limit)) from exc
         return state.closed
 
     def finish(self) -> StreamResult:
@@ -196,6 +241,8 @@ class _Call:
                 self.state.handle(event, now)
         except proto.StreamFailed as exc:
             raise self.upstream(exc) from exc
+        except EventTooLarge as exc:
+            raise self.too_large(_limits.TooLarge("one event", exc.limit)) from exc
         self.timings.total_ms = self.state.chunk_ms[-1] if self.state.chunk_ms else now
         result = self.state.result(self.status, self.timings)
         if not self.state.done:
@@ -224,7 +271,7 @@ class _Call:
     def models(self, response: httpx.Response, body: bytes) -> ModelsResult:
         try:
             payload = json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise self.bad_json() from exc
         self.timings.total_ms = self.elapsed_ms()
         return ModelsResult(response.status_code, proto.parse_model_ids(payload), self.timings)
@@ -234,7 +281,7 @@ class _StreamSink:
     """A lean-transport answer into a `_Call`: the event stream as it arrives, or the body of an
     error answer (up to 64 KiB) or of a 2xx that is not a stream, handled as the httpx path does."""
 
-    __slots__ = ("call", "status", "reason", "headers", "body", "kind")
+    __slots__ = ("call", "status", "reason", "headers", "body", "kind", "counter")
 
     def __init__(self, call: _Call) -> None:
         self.call = call
@@ -243,6 +290,7 @@ class _StreamSink:
         self.headers: list[tuple[str, str]] = []
         self.body = bytearray()
         self.kind = "events"  # events | error | whole
+        self.counter = _limits.Counter("the body", _MAX_WHOLE_BODY)
 
     def on_headers(self, status: int, reason: str, headers: list[tuple[str, str]]) -> None:
         self.call.headers_arrived(status)
@@ -256,8 +304,15 @@ class _StreamSink:
     def on_body(self, data: bytes) -> bool:
         if self.kind == "events":
             return self.call.feed(data)
+        if self.kind == "error":
+            self.body += data
+            return len(self.body) >= _MAX_ERROR_BODY  # enough to word the error
+        try:
+            self.counter.add(len(data))
+        except _limits.TooLarge as exc:
+            raise self.call.too_large(exc) from None
         self.body += data
-        return len(self.body) >= (_MAX_ERROR_BODY if self.kind == "error" else _MAX_WHOLE_BODY)
+        return False
 
     def result(self) -> StreamResult:
         call = self.call
@@ -310,7 +365,13 @@ class _BaseClient:
 
 def _client_kwargs() -> dict[str, Any]:
     # follow_redirects=False: credentials must never be forwarded to another origin.
-    return {"follow_redirects": False, "trust_env": True, "timeout": None}
+    # Accept-Encoding: only what `_limits.Decoder` can decode in bounded pieces.
+    return {
+        "follow_redirects": False,
+        "trust_env": True,
+        "timeout": None,
+        "headers": {"accept-encoding": _limits.ENCODINGS},
+    }
 
 
 class GatewayClient(_BaseClient):
@@ -334,6 +395,7 @@ class GatewayClient(_BaseClient):
             total_timeout=total_timeout,
         )
         self._http = httpx.Client(transport=transport, **_client_kwargs())
+        self._watchdog = Watchdog()
 
     def __enter__(self) -> GatewayClient:
         return self
@@ -347,9 +409,9 @@ class GatewayClient(_BaseClient):
     def list_models(self) -> ModelsResult:
         """`GET {base}/models` (`/v1/models` for Anthropic) with the client's auth headers."""
         url = self.endpoint.models_url()
-        call = _Call(self, url)
+        call = self._call(url)
         headers = proto.base_headers(self.endpoint, stream=False)
-        body, response = self._fetch(call, "GET", url, headers, None)
+        body, response = self._guarded(call, lambda: self._fetch(call, "GET", url, headers, None))
         return call.models(response, body)
 
     def complete(
@@ -357,8 +419,8 @@ class GatewayClient(_BaseClient):
     ) -> StreamResult:
         """One non-streamed turn in the endpoint's protocol."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, False)
-        call = _Call(self, url)
-        body, _ = self._fetch(call, "POST", url, headers, content)
+        call = self._call(url)
+        body, _ = self._guarded(call, lambda: self._fetch(call, "POST", url, headers, content))
         return call.body_result(body)
 
     def stream(
@@ -373,26 +435,48 @@ class GatewayClient(_BaseClient):
         Raises a `notes_cli.gateway.errors` error on any failure (TruncatedStream and the idle
         timeouts carry the partial result)."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, True)
-        call = _Call(self, url, on_chunk=on_chunk)
+        call = self._call(url, on_chunk=on_chunk)
+        return self._guarded(call, lambda: self._stream(call, url, headers, content))
+
+    def _call(self, url: str, on_chunk: OnChunk | None = None) -> _Call:
+        return _Call(self, url, on_chunk=on_chunk, watchdog=self._watchdog)
+
+    def _guarded(self, call: _Call, work: Callable[[], T]) -> T:
+        """Run `work` under the wall clock. Once the watchdog has cut the connection, whatever
+        the cut looks like (a reset, an early EOF, a truncated body) is the deadline error."""
+        watchdog = self._watchdog
+        with watchdog.armed(self.total_timeout):
+            try:
+                result = work()
+            except httpx.HTTPError as exc:
+                if watchdog.expired:
+                    raise call.deadline_error() from exc
+                raise call.translate(exc) from exc
+            except errors.GatewayError as exc:
+                if watchdog.expired and not isinstance(exc, errors.GatewayTimeout):
+                    raise call.deadline_error() from exc
+                raise
+            if watchdog.expired:  # a close-delimited body "ended" when the socket was cut
+                raise call.deadline_error()
+            return result
+
+    def _stream(
+        self, call: _Call, url: str, headers: dict[str, str], content: bytes
+    ) -> StreamResult:
         request = self._http.build_request(
             "POST", url, headers=headers, content=content, extensions=call.extensions()
         )
-        try:
-            response = self._http.send(request, stream=True)
-        except httpx.HTTPError as exc:
-            raise call.translate(exc) from exc
+        response = self._http.send(request, stream=True)
         try:
             call.headers_arrived(response.status_code)
             if response.status_code >= 300:
                 raise call.status_error(response, _read_capped(response))
             if "text/event-stream" not in response.headers.get("content-type", "event-stream"):
-                return call.not_a_stream(response, response.read())
-            for chunk in response.iter_bytes():
+                return call.not_a_stream(response, _read_body(call, response))
+            for chunk in _decoded(call, response):
                 if call.feed(chunk):
                     break
             return call.finish()
-        except httpx.HTTPError as exc:
-            raise call.translate(exc) from exc
         finally:
             response.close()
 
@@ -402,17 +486,14 @@ class GatewayClient(_BaseClient):
         request = self._http.build_request(
             method, url, headers=headers, content=content, extensions=call.extensions()
         )
+        response = self._http.send(request, stream=True)
         try:
-            response = self._http.send(request, stream=True)
-            try:
-                call.headers_arrived(response.status_code)
-                if response.status_code >= 300:
-                    raise call.status_error(response, _read_capped(response))
-                return response.read(), response
-            finally:
-                response.close()
-        except httpx.HTTPError as exc:
-            raise call.translate(exc) from exc
+            call.headers_arrived(response.status_code)
+            if response.status_code >= 300:
+                raise call.status_error(response, _read_capped(response))
+            return _read_body(call, response), response
+        finally:
+            response.close()
 
 
 class AsyncGatewayClient(_BaseClient):
@@ -471,12 +552,25 @@ class AsyncGatewayClient(_BaseClient):
             await self._h1.aclose()
         await self._pools.aclose()
 
+    @contextlib.asynccontextmanager
+    async def _wall_clock(self, call: _Call) -> AsyncIterator[None]:
+        """`total_timeout` over the whole call: the reads are cancelled when it runs out."""
+        if self.total_timeout is None:
+            yield
+            return
+        try:
+            async with asyncio.timeout(self.total_timeout):
+                yield
+        except TimeoutError as exc:
+            raise call.deadline_error() from exc
+
     async def list_models(self) -> ModelsResult:
         """`GET {base}/models` (`/v1/models` for Anthropic) with the client's auth headers."""
         url = self.endpoint.models_url()
         call = _Call(self, url, is_async=True)
         headers = proto.base_headers(self.endpoint, stream=False)
-        body, response = await self._fetch(call, "GET", url, headers, None)
+        async with self._wall_clock(call):
+            body, response = await self._fetch(call, "GET", url, headers, None)
         return call.models(response, body)
 
     async def complete(
@@ -485,7 +579,8 @@ class AsyncGatewayClient(_BaseClient):
         """One non-streamed turn in the endpoint's protocol."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, False)
         call = _Call(self, url, is_async=True)
-        body, _ = await self._fetch(call, "POST", url, headers, content)
+        async with self._wall_clock(call):
+            body, _ = await self._fetch(call, "POST", url, headers, content)
         return call.body_result(body)
 
     async def stream(
@@ -500,10 +595,11 @@ class AsyncGatewayClient(_BaseClient):
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, True)
         call = _Call(self, url, on_chunk=on_chunk, is_async=True)
         lean = self._lean(url)
-        if lean is not None:
-            return await self._stream_lean(lean, call, url, headers, content)
-        with self._pools.client() as http:
-            return await self._stream(http, call, url, headers, content)
+        async with self._wall_clock(call):
+            if lean is not None:
+                return await self._stream_lean(lean, call, url, headers, content)
+            with self._pools.client() as http:
+                return await self._stream(http, call, url, headers, content)
 
     async def _stream_lean(
         self, lean: _h1.Http1Pool, call: _Call, url: str, headers: dict[str, str], body: bytes
@@ -540,8 +636,8 @@ class AsyncGatewayClient(_BaseClient):
             if response.status_code >= 300:
                 raise call.status_error(response, await _aread_capped(response))
             if "text/event-stream" not in response.headers.get("content-type", "event-stream"):
-                return call.not_a_stream(response, await response.aread())
-            chunks = response.aiter_bytes()
+                return call.not_a_stream(response, await _aread_body(call, response))
+            chunks = _adecoded(call, response)
             async for chunk in chunks:
                 if call.feed(chunk):
                     await _read_to_end(chunks)
@@ -565,7 +661,7 @@ class AsyncGatewayClient(_BaseClient):
                     call.headers_arrived(response.status_code)
                     if response.status_code >= 300:
                         raise call.status_error(response, await _aread_capped(response))
-                    return await response.aread(), response
+                    return await _aread_body(call, response), response
                 finally:
                     await response.aclose()
             except httpx.HTTPError as exc:
@@ -584,24 +680,124 @@ async def _read_to_end(chunks: AsyncIterator[bytes]) -> None:
                 size += len(chunk)
                 if size > _MAX_ERROR_BODY:
                     return
-        except httpx.HTTPError:
+        except (httpx.HTTPError, errors.GatewayError):
             return
 
 
+# --------------------------------------------------------------------------- bounded reads
+# httpx decodes gzip / deflate in one step per network read (~64 KiB in, up to ~64 MiB out);
+# these read the raw bytes and decode them with `_limits.Decoder`, in 64 KiB pieces, counted.
+
+
+def _decoder(call: _Call, response: httpx.Response) -> _limits.Decoder:
+    try:
+        return _limits.Decoder(response.headers.get("content-encoding"))
+    except _limits.UnsupportedEncoding as exc:
+        raise httpx.DecodingError(str(exc)) from None
+
+
+def _decode(decoder: _limits.Decoder, raw: bytes) -> Iterator[bytes]:
+    try:
+        yield from decoder.decode(raw)
+    except _limits.UnsupportedEncoding as exc:
+        raise httpx.DecodingError(str(exc)) from None
+
+
+def _already_read(response: httpx.Response) -> bytes | None:
+    """The decoded body of a response that was read before it reached us (a mocked response
+    object served twice); None for a live stream."""
+    if not response.is_stream_consumed:
+        return None
+    try:
+        return response.content
+    except httpx.ResponseNotRead:
+        return None
+
+
+def _decoded(call: _Call, response: httpx.Response) -> Iterator[bytes]:
+    """The decoded body in pieces (the event stream counts its own bytes in `_Call.feed`)."""
+    done = _already_read(response)
+    if done is not None:
+        yield done
+        return
+    decoder = _decoder(call, response)
+    for raw in response.iter_raw():
+        yield from _decode(decoder, raw)
+    rest = decoder.flush()
+    if rest:
+        yield rest
+
+
+async def _adecoded(call: _Call, response: httpx.Response) -> AsyncIterator[bytes]:
+    done = _already_read(response)
+    if done is not None:
+        yield done
+        return
+    decoder = _decoder(call, response)
+    async for raw in response.aiter_raw():
+        for piece in _decode(decoder, raw):
+            yield piece
+    rest = decoder.flush()
+    if rest:
+        yield rest
+
+
+def _read_body(call: _Call, response: httpx.Response) -> bytes:
+    """A whole (JSON) body, at most `_MAX_WHOLE_BODY` decoded bytes, else ResponseTooLarge."""
+    counter = _limits.Counter("the body", _MAX_WHOLE_BODY)
+    parts: list[bytes] = []
+    try:
+        for piece in _decoded(call, response):
+            counter.add(len(piece))
+            parts.append(piece)
+    except _limits.TooLarge as exc:
+        raise call.too_large(exc) from None
+    return b"".join(parts)
+
+
+async def _aread_body(call: _Call, response: httpx.Response) -> bytes:
+    counter = _limits.Counter("the body", _MAX_WHOLE_BODY)
+    parts: list[bytes] = []
+    try:
+        async for piece in _adecoded(call, response):
+            counter.add(len(piece))
+            parts.append(piece)
+    except _limits.TooLarge as exc:
+        raise call.too_large(exc) from None
+    return b"".join(parts)
+
+
 def _read_capped(response: httpx.Response) -> bytes:
-    """An error body, read up to 64 KiB (an HTML page from a proxy can be large)."""
-    data = b""
-    for chunk in response.iter_bytes():
-        data += chunk
-        if len(data) >= _MAX_ERROR_BODY:
-            break
-    return data
+    """An error body, read up to 64 KiB (an HTML page from a proxy can be large); a body that
+    cannot be decoded is shown as empty rather than hiding the status behind a decoding error."""
+    done = _already_read(response)
+    if done is not None:
+        return done[:_MAX_ERROR_BODY]
+    data = bytearray()
+    try:
+        decoder = _limits.Decoder(response.headers.get("content-encoding"))
+        for raw in response.iter_raw():
+            for piece in decoder.decode(raw):
+                data += piece
+                if len(data) >= _MAX_ERROR_BODY:
+                    return bytes(data[:_MAX_ERROR_BODY])
+    except _limits.UnsupportedEncoding:
+        return b""
+    return bytes(data)
 
 
 async def _aread_capped(response: httpx.Response) -> bytes:
-    data = b""
-    async for chunk in response.aiter_bytes():
-        data += chunk
-        if len(data) >= _MAX_ERROR_BODY:
-            break
-    return data
+    done = _already_read(response)
+    if done is not None:
+        return done[:_MAX_ERROR_BODY]
+    data = bytearray()
+    try:
+        decoder = _limits.Decoder(response.headers.get("content-encoding"))
+        async for raw in response.aiter_raw():
+            for piece in decoder.decode(raw):
+                data += piece
+                if len(data) >= _MAX_ERROR_BODY:
+                    return bytes(data[:_MAX_ERROR_BODY])
+    except _limits.UnsupportedEncoding:
+        return b""
+    return bytes(data)

@@ -12,6 +12,8 @@
     ├── TruncatedStream      the stream ended before its completion event
     ├── UpstreamError        the stream itself reported a failure (`response.failed`, `error`)
     └── ProtocolError        the answer is not what the protocol says (bad JSON, not SSE, bad URL)
+        ├── ResponseTooLarge the answer (decoded) went over a byte bound (`gateway._limits`)
+        └── HeadersTooLarge  the response headers went over their byte bound
 
 Every message names the URL (secrets in it masked) and every error carries a `fix`. Text that
 came from the gateway (an error body, a stream's error event, a garbled status line) goes through
@@ -34,9 +36,11 @@ __all__ = [
     "GatewayError",
     "GatewayTimeout",
     "HeadersTimeout",
+    "HeadersTooLarge",
     "HttpStatusError",
     "IdleStreamTimeout",
     "ProtocolError",
+    "ResponseTooLarge",
     "TLSError",
     "TotalTimeout",
     "TruncatedStream",
@@ -188,3 +192,18 @@ class UpstreamError(_UrlError):
 
 class ProtocolError(_UrlError):
     kind = "protocol-error"
+
+
+class ResponseTooLarge(ProtocolError):
+    """An endless body, a huge event line or a decompression bomb: reading stopped at `limit`
+    decoded bytes."""
+
+    kind = "response-too-large"
+
+    def __init__(self, message: str, *, url: str, limit: int, fix: str | None = None) -> None:
+        super().__init__(message, url=url, fix=fix)
+        self.limit = limit
+
+
+class HeadersTooLarge(ProtocolError):
+    kind = "headers-too-large"

@@ -4,6 +4,9 @@ It follows the WHATWG event-stream rules where real servers stay inside them and
 they do outside them: comment and keep-alive lines (`: ping`), CRLF / CR / LF line endings (even
 a CRLF split across two reads), multi-line `data:`, a missing `[DONE]`, and a last event with no
 blank line after it (dispatched by `close()`). The sync and async drivers share it.
+
+A line longer than `max_line` bytes raises `EventTooLarge`: a server that never sends a newline
+would otherwise grow the buffer without end.
 """
 
 from __future__ import annotations
@@ -21,12 +24,22 @@ class ServerSentEvent:
     retry: int | None = None
 
 
+class EventTooLarge(ValueError):
+    """One line or event of the stream is over the parser's `max_line` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"an event-stream line or event over {limit} bytes")
+        self.limit = limit
+
+
 class SSEParser:
     """Incremental parser. `feed(chunk)` returns the events completed by that chunk."""
 
-    __slots__ = ("_buffer", "_data", "_event", "_id", "_retry")
+    __slots__ = ("_buffer", "_data", "_event", "_id", "_retry", "max_line", "_event_size")
 
-    def __init__(self) -> None:
+    def __init__(self, max_line: int = 4 * 1024 * 1024) -> None:
+        self.max_line = max_line
+        self._event_size = 0
         self._buffer = b""
         self._data: list[str] = []
         self._event = ""
@@ -45,6 +58,8 @@ class SSEParser:
             if held:
                 buffer += b"\r"
         *lines, rest = buffer.split(b"\n")
+        if len(rest) > self.max_line:
+            raise EventTooLarge(self.max_line)
         self._buffer = rest
         events: list[ServerSentEvent] = []
         for line in lines:
@@ -76,6 +91,10 @@ class SSEParser:
         if sep and value[:1] == " ":
             value = value[1:]
         if name == "data":
+            # Many short data lines make one event too: bound the event, not only the line.
+            self._event_size += len(raw)
+            if self._event_size > self.max_line:
+                raise EventTooLarge(self.max_line)
             self._data.append(value)
         elif name == "event":
             self._event = value
@@ -87,6 +106,7 @@ class SSEParser:
         return None
 
     def _dispatch(self) -> ServerSentEvent | None:
+        self._event_size = 0
         if not self._data:
             self._event = ""
             return None

@@ -125,8 +125,10 @@ def generate_note(
 
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt.text}]
     attempts: list[Attempt] = []
+    # `timeout` is a wall clock on each model call (first answer or repair), not only a gap
+    # between reads: a gateway that trickles or never ends its stream cannot hold it longer.
     with GatewayClient(
-        endpoint, timeout=timeout, idle_timeout=timeout, transport=transport
+        endpoint, timeout=timeout, idle_timeout=timeout, total_timeout=timeout, transport=transport
     ) as client:
 
         def ask() -> NoteCheck:
