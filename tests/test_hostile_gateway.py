@@ -298,10 +298,7 @@ def test_bench_without_a_model_bounds_the_model_list(cli: Run, hostile: HostileG
 # --------------------------------------------------------------------------- the key
 
 
-# Scrubbing the key from gateway bodies is `gateway/errors.py`'s job (issue 11.3, branch
-# h-secrets). Until that lands these fail because the gateway's own words repeat the key;
-# strict, so that they turn red (and this mark must go) the day the scrub is merged.
-@pytest.mark.xfail(strict=True, reason="key scrubbing of gateway bodies lands with h-secrets")
+# The gateway's own words repeat the key; `gateway/errors.py` scrubs what was sent.
 @pytest.mark.parametrize("mode", ECHO)
 @pytest.mark.parametrize("command", ["doctor", "smoke", "generate"])
 def test_a_gateway_that_echoes_the_key_never_gets_it_shown(
