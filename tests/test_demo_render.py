@@ -33,3 +33,19 @@ def test_the_sentence_quotes_the_tables_numbers(
     assert f"paid instead a {transfer_cell} KV-cache transfer" in sentence
     assert f"the disaggregated one's {gap_cell};" in sentence
     assert re.search(rf"h100-disagg .* max {re.escape(gap_cell)}$", shown, re.MULTILINE)
+
+
+def test_a_chinese_note_is_wrapped_in_the_terminal_not_cut(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from notes_cli.render import demo as draw
+
+    long_cell = "计算密集：长提示词的稠密矩阵乘法需要大量算力，目标指标为首字延迟（TTFT），" * 3
+    table = {"columns": ["阶段", "瓶颈", "优化手段", "对应组件"]}
+    table["rows"] = [["预填充（Prefill）", long_cell, "图模式整图下沉与子图融合", "DLInfer"]]
+    draw._notes({"table": table, "verdict": "pass", "attempts": 1, "files": []})
+    shown = capsys.readouterr().out
+
+    assert "…" not in shown
+    cells = "".join(line.split("│")[2].strip() for line in shown.splitlines() if "│" in line)
+    assert cells == long_cell

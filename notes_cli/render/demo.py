@@ -110,7 +110,8 @@ def _smoke(data: dict[str, Any]) -> None:
 def _notes(data: dict[str, Any]) -> None:
     table = Table(show_lines=True)
     for column in data["table"]["columns"]:
-        table.add_column(escape(column))
+        # fold: a Chinese cell has no spaces to wrap at, and the default cut it off with "…"
+        table.add_column(escape(column), overflow="fold")
     for row in data["table"]["rows"]:
         table.add_row(*(escape(cell) for cell in row))
     out().print(table)
