@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from notes_cli import fileio, paths
-from notes_cli.errors import ConfigWriteError, NothingToUndo
+from notes_cli.errors import ConfigWriteError
 
 KEEP = 10
 
@@ -89,15 +89,12 @@ def latest(client: str) -> Backup | None:
     return items[-1] if items else None
 
 
-def undo(client: str) -> UndoResult:
+def undo(client: str) -> UndoResult | None:
     """Restore the newest backup of `client` byte for byte (or remove a file the write
-    created). Raises `NothingToUndo` when there is none."""
+    created). None when there is nothing to undo: not a problem, so not an error (exit 0)."""
     backup = latest(client)
     if backup is None:
-        raise NothingToUndo(
-            f"no {client} backup to restore in {backups_dir(client)}",
-            fix=f"backups are made by `pdnotes config {client}`; nothing has been written yet",
-        )
+        return None
     saved_current = save(client, backup.original, undone=True)
     if backup.existed:
         data = fileio.read_bytes(backup.data_path) or b""

@@ -6,11 +6,13 @@
     │   ├── ConfigParseError             a client config (TOML / JSON) does not parse
     │   └── KitError                     a note kit is malformed
     ├── ConfigWriteError         exit 1  a client file could not be written (nothing changed)
-    ├── NothingToUndo            exit 1  no backup to restore
     └── GatewayError             exit 1  an HTTP call to a gateway failed (see gateway.errors)
 
 Lower-level exceptions (OSError, tomlkit / json errors, httpx errors) are re-raised as one of
 these, `from exc`, at exactly one boundary: the module that owns the outside thing.
+
+Nothing to do is not a problem: `config undo` without a backup says so and exits 0, so it has
+no exception here.
 """
 
 from __future__ import annotations
@@ -61,10 +63,6 @@ class KitError(InputError):
 
 
 class ConfigWriteError(PdnotesError):
-    pass
-
-
-class NothingToUndo(PdnotesError):
     pass
 
 

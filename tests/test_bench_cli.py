@@ -259,3 +259,38 @@ def test_malformed_dataset_is_exit_2_naming_the_line(cli, tmp_path) -> None:
     result = cli("bench", "--base-url", "http://127.0.0.1:9/api", "--dataset", str(dataset))
     assert result.exit_code == 2
     assert "bad.jsonl:2: missing output_tokens" in result.stderr
+
+
+def test_output_tokens_come_from_usage_when_a_chunk_carries_several(cli) -> None:
+    """A server may pack several tokens into one chunk: TPOT divides by usage's token count."""
+    from tests.loopback import LoopbackServer, Reply, sse_event
+
+    base = {"id": "c1", "object": "chat.completion.chunk", "model": "m"}
+    chunks: list[bytes | float] = []
+    for i in range(4):  # 4 chunks x 4 tokens each, 20 ms apart
+        delta = {"content": f" a{i} b{i} c{i} d{i}"}
+        chunks += [0.02] if i else []
+        chunks.append(sse_event({**base, "choices": [{"index": 0, "delta": delta}]}))
+    usage = {"prompt_tokens": 5, "completion_tokens": 16, "total_tokens": 21}
+    done = {"index": 0, "delta": {}, "finish_reason": "length"}
+    chunks += [
+        sse_event({**base, "choices": [done]}),
+        sse_event({**base, "choices": [], "usage": usage}),
+    ]
+    chunks.append(b"data: [DONE]\n\n")
+
+    with LoopbackServer(Reply.sse(chunks)) as server:
+        result = cli(
+            "bench", "--base-url", server.url, "--model", "m", "-n", "2", "-c", "1",
+            "--output-len", "16", "--json",
+        )  # fmt: skip
+
+    assert result.exit_code == 0, result.stderr
+    doc = result.json()
+    assert doc["tokens_source"] == {"usage": 2, "counted": 0}
+    assert doc["output_tokens"] == 32
+    metrics = doc["metrics"]
+    assert metrics["itl_ms"]["count"] == 2 * 3  # gaps between chunks, not tokens
+    # TPOT = (E2E - TTFT) / (16 - 1): three 20 ms gaps over 15 tokens, about 4 ms, where
+    # counting chunks would give (E2E - TTFT) / 3, the whole 20 ms gap.
+    assert metrics["tpot_ms"]["median"] < metrics["itl_ms"]["median"] / 3

@@ -10,10 +10,13 @@ import statistics
 from itertools import islice
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from notes_cli.bench.goodput import search_goodput
-from notes_cli.bench.stats import LatencyStats, LogHistogram, Slo
+from notes_cli.bench.stats import ExactSample, LatencyStats, LogHistogram, Slo
 from notes_cli.bench.workload import ArrivalSpec, LengthSpec, WorkItem, read_trace, synthetic
 from notes_cli.errors import InputError, UsageError
 
@@ -105,16 +108,55 @@ def test_missing_trace_is_an_input_error(tmp_path: Path) -> None:
         list(read_trace(tmp_path / "nope.jsonl"))
 
 
-def test_histogram_percentiles_within_one_percent_of_exact() -> None:
+# Fixtures where a "lower"-rank or nearest-rank percentile differs from numpy's interpolation.
+PERCENTILE_FIXTURES = [
+    [1.0, 2.0],
+    [3.0, 1.0, 2.0, 10.0],
+    [12.5, 7.25, 30.0, 8.0, 9.5, 11.0, 41.0, 6.0, 7.0, 15.0],
+    [float(x) for x in range(1, 101)],
+    [5.0] * 7 + [500.0],
+]
+
+
+@pytest.mark.parametrize("values", PERCENTILE_FIXTURES)
+def test_exact_percentiles_are_numpys(values: list[float]) -> None:
+    sample = ExactSample()
+    for v in values:
+        sample.add(v)
+    for q in (0.0, 0.25, 0.5, 0.9, 0.99, 1.0):
+        assert sample.quantile(q) == pytest.approx(float(np.percentile(values, q * 100)), abs=1e-9)
+    assert sample.mean == pytest.approx(float(np.mean(values)))
+
+
+@given(st.lists(st.floats(0, 1e6, allow_nan=False), min_size=1, max_size=60), st.floats(0, 1))
+def test_exact_percentiles_are_numpys_for_any_sample(values: list[float], q: float) -> None:
+    sample = ExactSample()
+    for v in values:
+        sample.add(v)
+    expected = float(np.percentile(values, q * 100))
+    assert sample.quantile(q) == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+def test_bench_statistics_report_numpys_percentiles() -> None:
+    stats = LatencyStats(exact=True)
+    ttfts = [40.0, 41.0, 60.0, 42.0, 300.0, 43.0, 44.0, 45.0, 46.0, 47.0]
+    for ttft in ttfts:
+        stats.add(ttft, 5.0, ttft + 100, 10)
+    ttft = stats.summaries()["ttft_ms"]
+    assert ttft.median == pytest.approx(float(np.percentile(ttfts, 50)))  # 44.5, not 44
+    assert ttft.p90 == pytest.approx(float(np.percentile(ttfts, 90)))
+    assert ttft.p99 == pytest.approx(float(np.percentile(ttfts, 99)))
+
+
+@pytest.mark.parametrize("n", [10, 100, 50_000])
+def test_histogram_percentiles_within_one_percent_of_numpys(n: int) -> None:
     rng = random.Random(4)
-    values = [rng.lognormvariate(3, 1.2) for _ in range(50_000)]
+    values = [rng.lognormvariate(3, 1.2) for _ in range(n)]
     hist = LogHistogram()
     for v in values:
         hist.add(v)
-    ordered = sorted(values)
     for q in (0.5, 0.9, 0.99):
-        exact = ordered[math.floor(q * (len(ordered) - 1))]
-        assert hist.quantile(q) == pytest.approx(exact, rel=0.01)
+        assert hist.quantile(q) == pytest.approx(float(np.percentile(values, q * 100)), rel=0.01)
     assert hist.mean == pytest.approx(statistics.fmean(values), rel=1e-9)
     assert hist.max == max(values) and hist.min == min(values)
 
@@ -134,6 +176,7 @@ def test_small_samples_and_zeros() -> None:
     for v in (0.0, 0.0, 10.0):
         hist.add(v)
     assert hist.quantile(0.5) == 0.0
+    assert hist.quantile(0.75) == pytest.approx(5.0, rel=0.01)  # halfway between 0 and 10
     assert hist.quantile(1.0) == pytest.approx(10.0, rel=0.01)
 
 

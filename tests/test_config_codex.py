@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import shutil
 import stat
 from pathlib import Path
 
@@ -385,7 +386,7 @@ def test_repeated_undo_walks_back_through_history(cli, isolated_home: Path) -> N
     cli("config", "undo", "--client", "codex")
     assert not path.exists()
     last = cli("config", "undo", "--client", "codex")
-    assert last.exit_code == 1 and "no codex backup" in last.stderr
+    assert last.exit_code == 0 and "nothing to undo: no codex backup" in last.stdout
 
 
 # -- property: generated documents ----------------------------------------------------------------
@@ -394,10 +395,19 @@ _bare_key = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(
     lambda k: k not in ("model", "model_provider", "model_providers", "profile")
 )
 _text = st.text(
-    st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters='"\\'), max_size=12
+    st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\"\\'"), max_size=12
 )
+# TOML's four string forms: a rewrite of an unchanged value would turn 'x' into "x".
+_QUOTES = ('"{}"', "'{}'", "'''{}'''", '"""{}"""')
+
+
+def _quoted(strings: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.tuples(strings, st.sampled_from(_QUOTES)).map(lambda pair: pair[1].format(pair[0]))
+
+
+_string = _quoted(_text)
 _value = st.one_of(
-    _text.map(lambda s: f'"{s}"'),
+    _string,
     st.integers(-1000, 10**6).map(str),
     st.booleans().map(lambda b: str(b).lower()),
     st.lists(st.integers(0, 99).map(str), max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
@@ -429,14 +439,14 @@ def codex_documents(draw: st.DrawFn) -> str:
         out.append(draw(_comment))
     if draw(st.booleans()):
         out.append(
-            f'model = "{draw(_text)}"' + (f"  {draw(_comment)}" if draw(st.booleans()) else "")
+            f"model = {draw(_string)}" + (f"  {draw(_comment)}" if draw(st.booleans()) else "")
         )
     if draw(st.booleans()):
-        out.append(f'model_provider = "{draw(_bare_key)}"')
+        out.append(f"model_provider = {draw(_quoted(_bare_key))}")
     out += draw(_pairs())
     if draw(st.booleans()):  # our provider already exists, partly hand-edited
         out.append("[model_providers.gw]")
-        out.append(f'name = "{draw(_text)}"   {draw(_comment)}')
+        out.append(f"name = {draw(_string)}   {draw(_comment)}")
         if draw(st.booleans()):
             out.append('base_url = "https://old.example/v1"')
         out += draw(_pairs())
@@ -456,7 +466,7 @@ def codex_documents(draw: st.DrawFn) -> str:
     for header in headers:
         out.append(draw(st.sampled_from(["", "\n"])) + header)
         if header.startswith("[model_providers."):
-            out.append(f'name = "{draw(_text)}"')
+            out.append(f"name = {draw(_string)}")
         out += draw(_pairs())
     ending = draw(st.sampled_from(["\n", "", "\n\n"]))
     return "\n".join(out) + ending
@@ -500,6 +510,43 @@ def test_generated_documents_keep_unowned_bytes_and_undo_restores_them(
     for leftover in (isolated_home / ".pdnotes").rglob("*"):
         if leftover.is_file():
             leftover.unlink()
+
+
+@st.composite
+def already_configured_documents(draw: st.DrawFn) -> str:
+    """config.toml already holding exactly what the command would set, in any string form."""
+    top = [
+        f"model = {draw(_quoted(st.just('m-1')))}",
+        f"model_provider = {draw(_quoted(st.just('gw')))}",
+    ]
+    provider = [
+        f"name = {draw(_quoted(_text.filter(bool)))}",  # an empty name is replaced: a change
+        f"base_url = {draw(_quoted(st.just('https://gw.example/api')))}",
+        f"env_key = {draw(_quoted(st.just('GW_KEY')))}",
+        f"wire_api = {draw(_quoted(st.just('responses')))}",
+    ]
+    lines = [*draw(st.permutations(top)), *draw(_pairs()), "", "[model_providers.gw]"]
+    lines += [*draw(st.permutations(provider)), *draw(_pairs())]
+    return "\n".join(lines) + "\n"
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(document=already_configured_documents())
+def test_a_run_that_changes_nothing_keeps_every_byte(cli, isolated_home, document) -> None:
+    shutil.rmtree(isolated_home / ".pdnotes", ignore_errors=True)  # hypothesis reuses the home
+    path = write_config(isolated_home, document)
+    args = ("config", "codex", "--provider", "gw", "--model", "m-1")
+    args += ("--base-url", "https://gw.example/api", "--env-key", "GW_KEY")
+
+    dry = cli(*args, "--dry-run")
+    real = cli(*args)
+
+    assert dry.exit_code == 0 and real.exit_code == 0, dry.stderr + real.stderr
+    assert "no change" in dry.stdout and "nothing written" in real.stdout, dry.stdout
+    assert path.read_bytes() == document.encode("utf-8")
+    assert backups(isolated_home) == []
 
 
 @pytest.mark.parametrize(

@@ -87,10 +87,15 @@ def test_undo_keeps_the_state_it_replaced(cli, isolated_home: Path) -> None:
     assert len(undone) == 1 and 'model = "b"' in undone[0].read_text()
 
 
-def test_undo_with_nothing_to_undo_exits_1(cli) -> None:
+def test_undo_with_nothing_to_undo_says_so_and_exits_0(cli, isolated_home: Path) -> None:
     result = cli("config", "undo", "--client", "claude")
-    assert result.exit_code == 1
-    assert "no claude backup" in result.stderr
+    assert result.exit_code == 0, result.stderr
+    assert "nothing to undo: no claude backup in" in result.stdout
+
+    as_json = cli("config", "undo", "--json").json()
+    assert as_json["schema"] == "pdnotes.config-undo/1"
+    assert (as_json["client"], as_json["action"], as_json["file"]) == ("codex", "nothing", None)
+    assert not (isolated_home / ".codex" / "config.toml").exists()
 
 
 def test_presets_lists_the_shipped_presets(cli) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -60,3 +61,60 @@ def test_shell_completion_script_is_offered() -> None:
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "complete" in run.stdout and "pdnotes" in run.stdout.lower()
+
+
+# -- the help as a user reads it in an 80-column terminal ------------------------------------------
+
+
+def _help_paths() -> list[tuple[str, ...]]:
+    return [path for path, _ in _commands(typer.main.get_command(app))]
+
+
+def _help(cli: Any, monkeypatch: Any, *path: str) -> str:
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("TERM", "dumb")
+    result = cli(*path, "--help")
+    assert result.exit_code == 0, result.stderr
+    return str(result.stdout)
+
+
+def test_no_help_shows_a_type_after_a_flag_or_runs_past_80_columns(cli, monkeypatch) -> None:
+    problems = []
+    for path in _help_paths():
+        shown = _help(cli, monkeypatch, *path)
+        name = " ".join(("pdnotes", *path))
+        for line in shown.splitlines():
+            if len(line) > 80:
+                problems.append(f"{name}: {len(line)} columns: {line!r}")
+            if re.search(r"(^|\s)(-\w|--[\w-]+)[ ,=]+<", line):  # --json <bool>, --source <list…>
+                problems.append(f"{name}: a type after a flag: {line.strip()!r}")
+    assert problems == []
+
+
+def test_root_help_wraps_whole_sentences_at_80_columns(cli, monkeypatch) -> None:
+    lines = _help(cli, monkeypatch).splitlines()
+    commands = lines[lines.index("Commands:") + 1 :]
+    # Every command's first sentence, in full: no "..." cut, no line broken early.
+    listed: dict[str, str] = {}
+    for line in commands:
+        if not line.strip():
+            continue
+        name, text = line[:10].strip(), line[10:].strip()
+        if name:
+            listed[name] = text
+        else:
+            last = next(reversed(listed))
+            listed[last] += " " + text
+    assert set(listed) >= {"config", "doctor", "smoke", "notes", "engine", "bench", "demo"}
+    assert all(not text.endswith("...") and text.endswith(".") for text in listed.values())
+    for line, following in zip(lines, lines[1:], strict=False):
+        indent = len(line) - len(line.lstrip())
+        next_indent = len(following) - len(following.lstrip())
+        same_block = line.strip() and following.strip() and next_indent == indent
+        if same_block and not line.endswith(":") and not following.strip().startswith("-"):
+            next_word = following.split()[0]
+            assert len(line) + 1 + len(next_word) > 80, f"broken early: {line!r} / {following!r}"
+
+
+def test_help_prints_brackets_as_written(cli, monkeypatch) -> None:
+    assert "the [model_providers.<id>] table" in _help(cli, monkeypatch, "config", "codex")

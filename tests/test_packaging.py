@@ -1,8 +1,11 @@
 """The wheel must carry every subpackage and the shipped data (prompts/, templates/), so a
-non-editable `pip install .` works from any directory."""
+non-editable `pip install .` works from any directory, and `python -m build` must be quiet."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -10,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+DATA = {"notes_cli.prompts": ROOT / "prompts", "notes_cli.templates": ROOT / "templates"}
 
 
 def _declared_packages() -> set[str]:
@@ -22,34 +26,41 @@ def test_every_package_folder_is_declared() -> None:
         ".".join(init.parent.relative_to(ROOT).parts)
         for init in (ROOT / "notes_cli").rglob("__init__.py")
     }
-    declared = _declared_packages() - {"notes_cli.prompts", "notes_cli.templates"}
-    assert found == declared, "add new subpackages to [tool.setuptools] packages in pyproject.toml"
-
-
-def test_wheel_ships_prompts_and_templates(tmp_path: Path) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path),
-            str(ROOT),
-        ],
-        check=True,
-        timeout=180,
-        capture_output=True,
-    )
-    (wheel,) = tmp_path.glob("pdnotes-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
-    for folder in ("prompts", "templates"):
-        shipped = {
-            p.relative_to(ROOT).as_posix() for p in (ROOT / folder).rglob("*") if p.is_file()
+    for package, folder in DATA.items():  # data folders setuptools would take for packages
+        found.add(package)
+        found |= {
+            ".".join((package, *sub.relative_to(folder).parts))
+            for sub in folder.rglob("*")
+            if sub.is_dir() and all(part.isidentifier() for part in sub.relative_to(folder).parts)
         }
-        assert shipped, f"{folder}/ is empty"
+    assert found == _declared_packages(), (
+        "add new subpackages to [tool.setuptools] packages in pyproject.toml"
+    )
+
+
+def test_build_is_quiet_and_the_wheel_ships_prompts_and_templates(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    shutil.copytree(
+        ROOT, source, ignore=shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", ".*")
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    # --no-isolation: the build requirements are the test extra's, so no network is needed.
+    run = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "-o", str(tmp_path / "dist"), source],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    shown = run.stdout + run.stderr
+    warnings = [
+        line for line in shown.splitlines() if re.search(r"warn|deprecat|ignored", line, re.I)
+    ]
+    assert warnings == []
+
+    (wheel,) = (tmp_path / "dist").glob("pdnotes-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for folder in DATA.values():
+        shipped = {p.relative_to(ROOT).as_posix() for p in folder.rglob("*") if p.is_file()}
+        assert shipped, f"{folder.name}/ is empty"
         missing = {s for s in shipped if f"notes_cli/{s}" not in names}
         assert not missing, f"not in the wheel: {sorted(missing)[:5]}"
+    assert "pdnotes-0.1.0.dist-info/licenses/LICENSE" in names

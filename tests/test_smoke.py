@@ -166,6 +166,11 @@ def test_stability_rule() -> None:
     assert not slow.stable and slow.reasons == ["run 3 took 3500 ms, over 3x the median 1000 ms"]
     # 3x of a tiny median is noise, not instability
     assert judge([_run(1, 10), _run(2, 12), _run(3, 90)]).stable
+    # The 500 ms floor applies to the difference from the median, not to the run's total:
+    # 600 ms is 4x the 150 ms median but only 450 ms more, so these runs are stable.
+    assert judge([_run(1, 140), _run(2, 150), _run(3, 600)]).stable
+    spike = judge([_run(1, 140), _run(2, 150), _run(3, 700)])
+    assert not spike.stable and spike.reasons == ["run 3 took 700 ms, over 3x the median 150 ms"]
     timeout = judge([_run(1, 900), _run(2, 0, {"kind": "idle-stream-timeout"})])
     assert not timeout.stable and "run 2 timed out" in timeout.reasons
     # Runs that never returned show nothing about stability.

@@ -63,6 +63,15 @@ def test_passing_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert _plain(capsys.readouterr().out) == EXPECTED_PASS
 
 
+def test_table_rows_have_no_trailing_spaces(capsys: pytest.CaptureFixture[str]) -> None:
+    from notes_cli.render import smoke as draw
+
+    draw.report(report([run(1, 560.0), run(2, 540.0, preview="ok")]))
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line != line.rstrip()] == []
+    assert any(line.endswith("stop     ok") for line in lines)
+
+
 def test_failing_report_lists_one_fix_per_cause(capsys: pytest.CaptureFixture[str]) -> None:
     from notes_cli.render import smoke as draw
 

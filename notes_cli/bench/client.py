@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from notes_cli.bench.stats import LatencyStats, LogHistogram, Slo, Summary
+from notes_cli.bench.stats import ExactSample, LatencyStats, Slo, Summary
 from notes_cli.bench.workload import WorkItem
 
 if TYPE_CHECKING:
@@ -179,13 +179,13 @@ class _Collector:
 
     def __init__(self, plan: BenchPlan) -> None:
         self.plan = plan
-        self.stats = LatencyStats(plan.slo)
+        self.stats = LatencyStats(plan.slo, exact=True)
         self.failed = 0
         self.counted = 0
         self.errors: Counter[str] = Counter()
         keys = ("ttft", "tpot", "queue", "transfer", "admission")
-        self.server = {k: LogHistogram() for k in keys}
-        self.overhead = LogHistogram()
+        self.server = {k: ExactSample() for k in keys}
+        self.overhead = ExactSample()
         self.overhead_negative = 0
         self.modes: Counter[str] = Counter()
 

@@ -1,22 +1,30 @@
-"""Streaming latency statistics in flat memory: mean, median, p90, p99, SLO attainment.
+"""Latency statistics: mean, median, p90, p99, SLO attainment, as `vllm bench serve` reports them.
 
-Both the simulator (millions of requests) and the bench client feed one `LatencyStats` per run.
-Percentiles come from `LogHistogram`, a log-bucketed histogram in the style of DDSketch: a value
-x lands in bucket ceil(log_γ x) with γ = (1+α)/(1−α), and every bucket is reported by a value
-within a relative error α of anything in it. With the default α = 0.01 a reported percentile is
-within 1% of the true sample at that rank, and memory is bounded by the number of distinct
-buckets (about 1,200 between 1 µs and 3 hours), never by the number of samples. Mean, min,
-max, counts and SLO attainment are exact.
+Percentiles follow vLLM, which calls `numpy.percentile` with its default linear interpolation:
+for quantile q of n sorted samples x, h = q·(n−1) and the value is
+x[floor h] + (h − floor h)·(x[floor h + 1] − x[floor h]). So the median of [1, 2] is 1.5.
 
-Percentile rule: the sample of 0-based rank floor(q·(n−1)) (numpy's "lower" method), so the
-median of [1, 2] is 1 and p99 of 100 samples is the 99th smallest.
+Two keepers, one interface:
+- `ExactSample` (the bench client) keeps every value (8 bytes each, in an `array`), so its
+  percentiles are numpy's exactly. A bench run is bounded in requests, and its largest sample,
+  the pooled inter-token gaps, is one value per streamed chunk: 1 M chunks cost 8 MB.
+- `LogHistogram` (the simulator, millions of requests) is a log-bucketed histogram in the style
+  of DDSketch: a value x lands in bucket ceil(log_γ x) with γ = (1+α)/(1−α), and each bucket
+  stands for a value within relative error α of anything in it. The same interpolation between
+  the estimates of the two neighbouring ranks is then within α (1% by default) of
+  `numpy.percentile`, since a weighted mean of values each within α is within α of the weighted
+  mean. Memory is bounded by the number of distinct buckets (about 1,200 between 1 µs and
+  3 hours), never by the number of samples.
+Mean, min, max, counts and SLO attainment are exact in both.
 """
 
 from __future__ import annotations
 
 import math
+from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 DEFAULT_RELATIVE_ERROR = 0.01
 _ZERO = 1e-9  # values at or below this (in ms) count as exactly zero
@@ -74,7 +82,10 @@ class LogHistogram:
         """The value at quantile `q` in [0, 1]; NaN when empty."""
         if not self.count:
             return math.nan
-        rank = math.floor(q * (self.count - 1))  # 0-based
+        return _interpolate(q, self.count, self._at_rank)
+
+    def _at_rank(self, rank: int) -> float:
+        """The estimate of the sample of 0-based `rank` (within α of it)."""
         if rank < self._zeros:
             return 0.0
         seen = self._zeros
@@ -86,13 +97,78 @@ class LogHistogram:
         return self.max  # unreachable with consistent counts
 
     def summary(self) -> Summary:
-        return Summary(
-            count=self.count,
-            mean=self.mean,
-            median=self.quantile(0.5),
-            p90=self.quantile(0.9),
-            p99=self.quantile(0.99),
-        )
+        return _summary(self)
+
+
+class ExactSample:
+    """Every value kept: `quantile()` is `numpy.percentile`'s linear interpolation, exactly."""
+
+    __slots__ = ("_sorted", "_values", "max", "min", "total")
+
+    def __init__(self) -> None:
+        self._values = array("d")
+        self._sorted = True
+        self.total = 0.0
+        self.min = math.inf
+        self.max = -math.inf
+
+    @property
+    def count(self) -> int:
+        return len(self._values)
+
+    def add(self, value: float, times: int = 1) -> None:
+        """Record `value` `times` times."""
+        if self._values and value < self._values[-1]:
+            self._sorted = False
+        self._values.extend([value] * times)
+        self.total += value * times
+        self.min = min(self.min, value)
+        self.max = max(self.max, value)
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count if self.count else math.nan
+
+    def quantile(self, q: float) -> float:
+        """The value at quantile `q` in [0, 1]; NaN when empty."""
+        if not self._values:
+            return math.nan
+        if not self._sorted:
+            self._values = array("d", sorted(self._values))
+            self._sorted = True
+        values = self._values
+        return _interpolate(q, len(values), values.__getitem__)
+
+    def summary(self) -> Summary:
+        return _summary(self)
+
+
+class _Sample(Protocol):
+    @property
+    def count(self) -> int: ...
+    @property
+    def mean(self) -> float: ...
+    def quantile(self, q: float) -> float: ...
+
+
+def _interpolate(q: float, n: int, at_rank: Callable[[int], float]) -> float:
+    """numpy.percentile's default ("linear"): between the samples of rank floor and ceil."""
+    h = q * (n - 1)
+    low = math.floor(h)
+    lower = at_rank(low)
+    if h == low:
+        return float(lower)
+    return float(lower + (h - low) * (at_rank(low + 1) - lower))
+
+
+def _summary(sample: _Sample) -> Summary:
+    return Summary(
+        count=sample.count,
+        mean=sample.mean,
+        median=sample.quantile(0.5),
+        p90=sample.quantile(0.9),
+        p99=sample.quantile(0.99),
+    )
 
 
 @dataclass(frozen=True)
@@ -150,7 +226,8 @@ def _round(x: float | None) -> float | None:
 
 
 class LatencyStats:
-    """Accumulates per-request latencies (ms) for one run in flat memory.
+    """Accumulates per-request latencies (ms) for one run: every value with `exact=True` (the
+    bench client), else in flat memory (the simulator).
 
     TPOT is only defined for requests with more than one output token (vLLM); a request without
     one meets any TPOT objective, as in vLLM's goodput."""
@@ -167,12 +244,13 @@ class LatencyStats:
         "ttft",
     )
 
-    def __init__(self, slo: Slo | None = None) -> None:
+    def __init__(self, slo: Slo | None = None, *, exact: bool = False) -> None:
         self.slo = slo or Slo()
-        self.ttft = LogHistogram()
-        self.tpot = LogHistogram()
-        self.itl = LogHistogram()
-        self.e2e = LogHistogram()
+        keeper: type[ExactSample] | type[LogHistogram] = ExactSample if exact else LogHistogram
+        self.ttft = keeper()
+        self.tpot = keeper()
+        self.itl = keeper()
+        self.e2e = keeper()
         self.output_tokens = 0
         self._ok_ttft = self._ok_tpot = self._ok_both = 0
 

@@ -4,7 +4,9 @@ command function, so `pdnotes --help` loads nothing heavy."""
 
 from __future__ import annotations
 
+import inspect
 import sys
+from typing import Any
 
 import typer
 
@@ -53,6 +55,52 @@ def _register() -> None:
 _register()
 
 
+def _plain_help(group: typer.Typer) -> None:
+    """Help as plain Click text, for every group (including ones registered later above).
+
+    Typer's rich help (typer 0.29, with its vendored Click 8.4) printed a type after every
+    flag (`--json <bool>`), kept each docstring's line breaks so sentences broke mid-line at 80
+    columns, and read `[model_providers.<id>]` in a help string as markup and dropped it. The
+    plain formatter rewraps paragraphs to the terminal, shows a metavar only for options that
+    take a value, and prints text as written; tests/test_help.py pins what it must look like."""
+    group.rich_markup_mode = None
+    for info in group.registered_groups:
+        if info.typer_instance is not None:
+            _plain_help(info.typer_instance)
+
+
+_plain_help(app)
+
+
+def command() -> Any:
+    """The Click command `main` runs: Typer's, made to read well as plain text (see below)."""
+    root = typer.main.get_command(app)
+    _readable_help(root)
+    return root
+
+
+def _readable_help(node: Any) -> None:
+    """A metavar named after the value (`--source SOURCE`, not Typer's `<list[Path]>`) for every
+    option that takes one and every argument, and each sub-command listed by its whole first
+    sentence, wrapped, instead of Click's cut at about 45 characters with "..."."""
+    for param in node.params:
+        takes_value = param.param_type_name == "argument" or not (param.is_flag or param.count)
+        if takes_value and param.metavar is None and param.name:
+            param.metavar = param.name.upper()
+        if param.param_type_name == "argument":  # Typer adds `<path>` after the name
+            param.display_type_rich = lambda ctx: None
+    for sub in getattr(node, "commands", {}).values():
+        if not sub.short_help and sub.help:
+            sub.short_help = _first_sentence(sub.help)
+        _readable_help(sub)
+
+
+def _first_sentence(text: str) -> str:
+    paragraph = " ".join(inspect.cleandoc(text).split("\n\n", 1)[0].split())
+    head, dot, _ = paragraph.partition(". ")
+    return head + dot.strip()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; expected errors become a message and an exit code, never a
     traceback. Under --json the error is also the one JSON document on stdout. Typer's own
@@ -61,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
 
     args = sys.argv[1:] if argv is None else argv
     try:
-        app(args=args, prog_name="pdnotes")
+        command()(args=args, prog_name="pdnotes")
     except PdnotesError as exc:
         _report_error(exc.message, exc.fix, exc.exit_code, "--json" in args)
         sys.exit(exc.exit_code)

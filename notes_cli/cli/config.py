@@ -140,7 +140,12 @@ def undo(
 
     if client is not None and client not in ("codex", "claude"):
         raise UsageError(f"unknown --client {client!r}", fix="use codex or claude")
-    render.undo(backups.undo(client or _most_recent_client()), as_json=as_json)
+    chosen = client or _most_recent_client()
+    result = backups.undo(chosen)
+    if result is None:
+        render.nothing_to_undo(chosen, backups.backups_dir(chosen), as_json=as_json)
+    else:
+        render.undo(result, as_json=as_json)
 
 
 def _most_recent_client() -> str:

@@ -33,6 +33,13 @@ _SENTENCE = (
 SHORT_PROMPT = "Repeat this sentence: " + " ".join([_SENTENCE] * 4)
 
 
+def ms_text(value: float | None) -> str:
+    """How the demo shows a duration, table and sentence alike: one decimal under 10 ms."""
+    if value is None:
+        return "—"
+    return f"{value:.1f} ms" if round(value, 1) < 10 else f"{value:.0f} ms"  # 9.96: "10 ms"
+
+
 @dataclass
 class PresetResult:
     """What one preset did under the load (simulated ms)."""
@@ -64,13 +71,15 @@ class ExperimentResult:
         return colocated.max_gap_ms / max(disagg.max_gap_ms, 1e-9)
 
     def conclusion(self) -> str:
-        colocated, disagg = self.presets[0], self.presets[1]
+        """The sentence under the table, quoting the numbers exactly as the table shows them."""
+        colocated, disagg = (p.to_json() for p in self.presets[:2])
         return (
             f"While a {LONG_PROMPT_TOKENS}-token prompt was prefilled, the colocated node froze "
-            f"its decoding streams for {colocated.max_gap_ms:.0f} ms (largest inter-token gap), "
-            f"{self.gap_ratio:.0f}x the disaggregated one's {disagg.max_gap_ms:.0f} ms; "
-            f"disaggregation paid instead a {disagg.long_transfer_ms:.1f} ms KV-cache transfer "
-            f"inside the long request's TTFT."
+            f"its decoding streams for {ms_text(colocated['max_gap_ms'])} (largest inter-token "
+            f"gap), {self.gap_ratio:.0f}x the disaggregated one's "
+            f"{ms_text(disagg['max_gap_ms'])}; disaggregation paid instead a "
+            f"{ms_text(disagg['long_transfer_ms'])} KV-cache transfer inside the long request's "
+            "TTFT."
         )
 
     def to_json(self) -> dict[str, Any]:

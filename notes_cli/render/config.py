@@ -10,6 +10,8 @@ from notes_cli.render import emit_json, out, warn
 from notes_cli.secrets import mask_url
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from notes_cli.backups import UndoResult
     from notes_cli.clients.plan import WriteResult
     from notes_cli.clients.presets import Preset
@@ -126,6 +128,22 @@ def undo(result: UndoResult, *, as_json: bool) -> None:
     out().print(f"{escape(str(result.path))} {verb}")
     kept = escape(str(result.saved_current.meta_path.parent))
     out().print(f"[dim]the state it replaced is kept in {kept}[/]")
+
+
+def nothing_to_undo(client: str, folder: Path, *, as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                "schema": "pdnotes.config-undo/1",
+                "client": client,
+                "file": None,
+                "action": "nothing",
+                "backups": str(folder),
+            }
+        )
+        return
+    out().print(f"nothing to undo: no {client} backup in {escape(str(folder))}")
+    out().print(f"[dim]backups are made by `pdnotes config {client}` before each write[/]")
 
 
 def presets(items: list[Preset], *, as_json: bool) -> None:

@@ -110,7 +110,8 @@ def _smoke(data: dict[str, Any]) -> None:
 def _notes(data: dict[str, Any]) -> None:
     table = Table(show_lines=True)
     for column in data["table"]["columns"]:
-        table.add_column(escape(column))
+        # fold: a Chinese cell has no spaces to wrap at, and the default cut it off with "…"
+        table.add_column(escape(column), overflow="fold")
     for row in data["table"]["rows"]:
         table.add_row(*(escape(cell) for cell in row))
     out().print(table)
@@ -137,7 +138,7 @@ def _experiment(data: dict[str, Any]) -> None:
     out().print(f"  inter-token gaps of one decoding stream (shared scale, top = {top:.0f} ms):")
     for p in exp["presets"]:
         out().print(
-            f"  {p['preset']:<15} {sparkline(p['gaps_ms'], top)}  max {p['max_gap_ms']:.0f} ms"
+            f"  {p['preset']:<15} {sparkline(p['gaps_ms'], top)}  max {_ms(p['max_gap_ms'])}"
         )
     out().print(f"  {escape(exp['conclusion'])}")
 
@@ -162,7 +163,9 @@ def sparkline(values: list[float], top: float, width: int = _CHART_WIDTH) -> str
 
 
 def _ms(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f} ms" if value < 10 else f"{value:.0f} ms"
+    from notes_cli.demo.pd_experiment import ms_text  # the sentence under the table uses it too
+
+    return ms_text(value)
 
 
 _BODIES = {

@@ -7,11 +7,16 @@ from typing import TYPE_CHECKING
 
 from rich.box import SIMPLE
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table
 
 from notes_cli.render import err, out
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from rich.console import Console, ConsoleOptions, RenderableType
+
     from notes_cli.clients.endpoint import Endpoint
     from notes_cli.smoke import Breakdown, SmokeReport, SmokeRun
 
@@ -37,7 +42,7 @@ def progress(run: SmokeRun) -> None:
 
 def report(result: SmokeReport) -> None:
     console = out()
-    console.print(_runs_table(result.runs))
+    console.print(_Trimmed(_runs_table(result.runs)))
     fixes: list[str] = []
     for run in result.runs:
         for line in run.retried:
@@ -64,6 +69,23 @@ def report(result: SmokeReport) -> None:
     console.print(f"[{style}]{word}[/] {checks}  [dim]({escape(verdict.rule)})[/]")
     for reason in verdict.reasons:
         console.print(f"  [red]•[/] {escape(reason)}")
+
+
+class _Trimmed:
+    """`renderable` without the trailing spaces rich pads every table row with."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        for line in console.render_lines(self.renderable, options, pad=False):
+            while line and not line[-1].text.rstrip():
+                line.pop()
+            if line:
+                last = line.pop()
+                line.append(Segment(last.text.rstrip(), last.style, last.control))
+            yield from line
+            yield Segment.line()
 
 
 def _runs_table(runs: list[SmokeRun]) -> Table:
