@@ -163,7 +163,10 @@ def check(
     chosen = load_kit(kit)
     if str(file) == "-":
         source = "(stdin)"
-        result = check_text(sys.stdin.read(), chosen)
+        from notes_cli.notes.tables import MAX_ANSWER_CHARS
+
+        # One character past the bound is enough for check_text to refuse it.
+        result = check_text(sys.stdin.read(MAX_ANSWER_CHARS + 1), chosen)
     else:
         source = str(file)
         text, source_format = read_answer(file)
