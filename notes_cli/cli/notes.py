@@ -39,8 +39,11 @@ def generate(
     lang: str | None = typer.Option(
         None, "--lang", help="Prompt language: zh or en (default: the kit's)."
     ),
-    source: list[Path] = typer.Option(
-        [], "--source", help="Your reading (.md, .txt, .html) to add to the prompt; repeatable."
+    source: list[str] = typer.Option(
+        [],
+        "--source",
+        help="Your reading to add to the prompt: a PDF, HTML, Markdown or text file, or an "
+        "http(s) URL; repeatable.",
     ),
     fmt: str | None = typer.Option(
         None, "--format", help="md, csv, json or html (default: from -o's suffix, else md)."
@@ -118,6 +121,26 @@ def generate(
         draw.generate_summary(result)
     if not result.passed:
         raise typer.Exit(1)
+
+
+@app.command("sources")
+def sources(
+    spec: list[str] = typer.Argument(..., help="Files (PDF, HTML, Markdown, text) or URLs."),
+    as_json: bool = _JSON,
+) -> None:
+    """Show what `--source` would read from each file or URL: title, pages, tokens, and what was
+    left out as boilerplate. Exit 2 when a source cannot be read."""
+    from notes_cli import render
+    from notes_cli.notes.documents import load_document
+    from notes_cli.notes.report import documents_json
+
+    found = [load_document(s) for s in spec]
+    if as_json:
+        render.emit_json(documents_json(found))
+        return
+    from notes_cli.render import notes as draw
+
+    draw.documents(found)
 
 
 def _export_format(fmt: str | None, output: Path | None, formats: tuple[str, ...]) -> Any:

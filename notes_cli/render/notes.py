@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
@@ -12,6 +13,7 @@ from notes_cli.render import err, out
 
 if TYPE_CHECKING:
     from notes_cli.notes.check import NoteCheck
+    from notes_cli.notes.documents import Document
     from notes_cli.notes.generate import Attempt, GenerateResult
     from notes_cli.notes.kits import Kit
     from notes_cli.notes.rubric import RowResult
@@ -158,3 +160,25 @@ def generate_summary(result: GenerateResult) -> None:
         console.print(f"wrote {escape(str(result.path))}")
     for problem in check.problems():
         console.print(f"  [red]•[/] {escape(problem)}")
+
+
+def documents(found: list[Document]) -> None:
+    """`notes sources`: what would be read from each source."""
+    table = Table(title="sources", title_justify="left")
+    for name in ("source", "kind", "title", "pages", "tokens", "left out"):
+        table.add_column(name, justify="right" if name in ("pages", "tokens") else "left")
+    for doc in found:
+        table.add_row(
+            escape(doc.name if "://" in doc.name else Path(doc.name).name),
+            doc.kind,
+            escape(doc.title or "–"),
+            str(doc.page_count) if doc.page_count is not None else "–",
+            f"~{doc.tokens:,}",
+            escape(doc.dropped or "nothing"),
+        )
+    out().print(table)
+    for doc in found:
+        if doc.fetched:
+            err().print(f"[dim]{escape(doc.name)}: fetched {escape(doc.fetched)}[/]")
+        for line in doc.notes:
+            err().print(f"[dim]{escape(doc.name)}: {escape(line)}[/]")
