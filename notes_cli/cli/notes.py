@@ -69,6 +69,19 @@ def generate(
     max_source_tokens: int = typer.Option(
         6000, "--max-source-tokens", min=0, help="Token budget for all --source text together."
     ),
+    cut: bool = typer.Option(
+        False,
+        "--cut",
+        help="When the sources exceed --max-source-tokens, keep only what fits (and say what "
+        "was left out) instead of reading them in map steps.",
+    ),
+    max_calls: int = typer.Option(
+        12,
+        "--max-calls",
+        min=1,
+        help="Most requests reading the sources may take (map steps + the note; repairs are "
+        "bounded by --max-repairs).",
+    ),
     max_tokens: int = typer.Option(
         4096, "--max-tokens", min=64, help="Output token limit per answer."
     ),
@@ -83,9 +96,11 @@ def generate(
     from notes_cli import render
     from notes_cli.errors import UsageError
     from notes_cli.notes import generate as gen
+    from notes_cli.notes.documents import load_document
     from notes_cli.notes.export import FORMATS
     from notes_cli.notes.kits import load_kit
-    from notes_cli.notes.sources import fit_sources
+    from notes_cli.notes.reading import plan_reading
+    from notes_cli.notes.sources import estimate_tokens
     from notes_cli.render import notes as draw
 
     chosen = load_kit(kit)
@@ -99,15 +114,34 @@ def generate(
     endpoint = gen.choose_endpoint(
         client, base_url=base_url, model=model, key_env=key_env, protocol=protocol
     )
-    sources = fit_sources(source, max_source_tokens)
-    draw.sources_fitted(sources, max_source_tokens)
-    prompt = gen.build_prompt(chosen, language, sources, max_source_tokens)
+    documents = [load_document(s) for s in source]
+    plan = plan_reading(
+        documents,
+        max_source_tokens,
+        cut=cut,
+        max_calls=max_calls,
+        max_output_tokens=max_tokens,
+    )
+    draw.reading_plan(plan, estimate_tokens(chosen.prompt(language)))
+    progress = draw.GenerateProgress(endpoint.model, endpoint.request_url())
+    mapped = gen.read_sources(
+        plan,
+        chosen,
+        language,
+        endpoint,
+        observer=progress,
+        max_tokens=max_tokens,
+        timeout=timeout,
+    )
+    prompt = gen.build_prompt(chosen, language, plan, mapped)
+    if prompt.dropped_facts:
+        draw.facts_dropped(prompt)
     result = gen.generate_note(
         chosen,
         language,
         endpoint,
         prompt,
-        observer=draw.GenerateProgress(endpoint.model, endpoint.request_url()),
+        observer=progress,
         repairs=0 if no_repair else max_repairs,
         max_tokens=max_tokens,
         timeout=timeout,
@@ -169,12 +203,22 @@ def check(
         ..., help="A saved answer: .md, .txt, .html, .json or .csv (- reads stdin)."
     ),
     kit: str = _KIT,
+    source: list[str] = typer.Option(
+        [],
+        "--source",
+        help="The reading the note was made from (files or URLs, in the order given to "
+        "generate: the first is S1): report whether each concept is cited and supported.",
+    ),
+    grounded: bool = typer.Option(
+        False, "--grounded", help="Fail unless every concept is cited from a --source."
+    ),
     as_json: bool = _JSON,
 ) -> None:
     """Extract the table from a saved answer and score it against the kit's rubric.
 
     Exit 0 when it passes, 1 when it fails (missing table, columns, rows or concepts; a refusal
-    or a truncated answer), 2 when the file cannot be read.
+    or a truncated answer; with --grounded, a concept not cited from the sources), 2 when the
+    file or a source cannot be read.
     """
     import sys
 
@@ -184,21 +228,35 @@ def check(
     from notes_cli.notes.report import check_json
 
     chosen = load_kit(kit)
+    if grounded and not source:
+        from notes_cli.errors import UsageError
+
+        raise UsageError("--grounded needs the reading: pass --source FILE (or URL)")
     if str(file) == "-":
-        source = "(stdin)"
+        name = "(stdin)"
         from notes_cli.notes.tables import MAX_ANSWER_CHARS
 
         # One character past the bound is enough for check_text to refuse it.
         result = check_text(sys.stdin.read(MAX_ANSWER_CHARS + 1), chosen)
     else:
-        source = str(file)
+        name = str(file)
         text, source_format = read_answer(file)
         result = check_text(text, chosen, source_format=source_format)
+    if source:
+        import dataclasses
+
+        from notes_cli.notes.documents import load_document
+        from notes_cli.notes.grounding import ground
+        from notes_cli.notes.passages import split_passages
+
+        documents = [load_document(s) for s in source]
+        grounding = ground(result, split_passages(documents), tuple(d.name for d in documents))
+        result = dataclasses.replace(result, grounding=grounding, grounded=grounded)
     if as_json:
-        render.emit_json(check_json(result, source))
+        render.emit_json(check_json(result, name))
     else:
         from notes_cli.render import notes as draw
 
-        draw.check_report(result, source)
+        draw.check_report(result, name)
     if not result.passed:
         raise typer.Exit(1)

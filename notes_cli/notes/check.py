@@ -13,6 +13,7 @@ from typing import Literal
 
 from notes_cli.errors import InputError
 from notes_cli.notes.extract import Extraction, SourceFormat, extract
+from notes_cli.notes.grounding import Grounding
 from notes_cli.notes.kits import Concept, Kit
 from notes_cli.notes.rubric import RubricResult, score
 from notes_cli.notes.tables import check_answer_size
@@ -26,11 +27,15 @@ class NoteCheck:
     kit: Kit
     extraction: Extraction
     rubric: RubricResult
+    grounding: Grounding | None = None  # with `--source`: is each concept from the reading?
+    grounded: bool = False  # `--grounded`: every concept must be cited to pass
 
     @property
     def verdict(self) -> Verdict:
         if self.extraction.status != "ok":
             return self.extraction.status
+        if self.grounded and self.grounding is not None and not self.grounding.ok:
+            return "fail"
         return "pass" if self.rubric.passed else "fail"
 
     @property
@@ -64,6 +69,14 @@ class NoteCheck:
             )
         if status in ("ok", "wrong-columns"):
             found.extend(self._rubric_problems(lang, words))
+        if self.grounded and self.grounding is not None:
+            for concept in self.grounding.concepts:
+                if concept.status != "cited":
+                    found.append(
+                        words["not_grounded"].format(
+                            row=concept.row, concept=concept.concept, detail=concept.detail
+                        )
+                    )
         return found
 
     def _rubric_problems(self, lang: str, words: dict[str, str]) -> list[str]:

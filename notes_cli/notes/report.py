@@ -57,6 +57,8 @@ def check_json(check: NoteCheck, source: str) -> dict[str, Any]:
         },
         "missing_columns": list(check.extraction.missing_columns),
         "rubric": rubric_json(check.rubric),
+        "grounded": check.grounded,
+        "grounding": check.grounding.to_json() if check.grounding is not None else None,
     }
 
 

@@ -14,10 +14,12 @@ from notes_cli.render import err, out
 if TYPE_CHECKING:
     from notes_cli.notes.check import NoteCheck
     from notes_cli.notes.documents import Document
-    from notes_cli.notes.generate import Attempt, GenerateResult
+    from notes_cli.notes.generate import Attempt, GenerateResult, Prompt
+    from notes_cli.notes.grounding import Grounding
     from notes_cli.notes.kits import Kit
+    from notes_cli.notes.passages import Passage
+    from notes_cli.notes.reading import ReadingPlan
     from notes_cli.notes.rubric import RowResult
-    from notes_cli.notes.sources import Source
 
 _VERDICT_STYLE = {"pass": "bold green", "fail": "bold red"}
 
@@ -55,8 +57,32 @@ def check_report(check: NoteCheck, source: str) -> None:
         )
         for row in check.rubric.rows:
             _row_lines(row)
+    if check.grounding is not None:
+        _grounding_lines(check.grounding)
     for problem in check.problems():
         console.print(f"  [red]•[/] {escape(problem)}")
+
+
+_GROUND_MARK = {"cited": "[green]✓[/]", "uncited": "[yellow]~[/]", "unsupported": "[red]✗[/]"}
+
+
+def _grounding_lines(grounding: Grounding) -> None:
+    console = out()
+    console.print(
+        f"  grounding in {len(grounding.sources)} source(s): "
+        f"{grounding.count('cited')} cited and supported, "
+        f"{grounding.count('uncited')} supported but uncited, "
+        f"{grounding.count('unsupported')} from the model"
+    )
+    for number, name in enumerate(grounding.sources, start=1):
+        console.print(f"    [dim]S{number} = {escape(name)}[/]")
+    row = None
+    for concept in grounding.concepts:
+        if concept.row != row:
+            row = concept.row
+            console.print(f"    {escape(row)}")
+        mark = _GROUND_MARK[concept.status]
+        console.print(f"      {mark} {escape(concept.concept)} — {escape(concept.detail)}")
 
 
 def _row_lines(row: RowResult) -> None:
@@ -132,19 +158,62 @@ class GenerateProgress:
         if self.stream is not None:
             self.stream.done(f"{attempt.output_tokens} tokens, verdict {attempt.verdict}")
 
+    def map_started(self, step: int, total: int, labels: list[str], tokens: int) -> None:
+        if step == 1:
+            err().print(f"reading with [bold]{escape(self.model)}[/] at {escape(self.url)}")
+        span = labels[0] if len(labels) == 1 else f"{labels[0]} … {labels[-1]}"
+        self.stream = StreamProgress(f"  map {step}/{total} ({span}, ~{tokens:,} tokens)")
 
-def sources_fitted(sources: list[Source], budget: int) -> None:
-    """Say how much of each source went into the prompt, and warn about every cut."""
+    def map_finished(self, step: int, facts: int, output_tokens: int) -> None:
+        if self.stream is not None:
+            self.stream.done(f"{facts} facts")
+
+
+def reading_plan(plan: ReadingPlan, kit_prompt_tokens: int) -> None:
+    """Before any request: how the sources will be read, the calls and the input tokens."""
     from notes_cli.render import note, warn
 
-    for source in sources:
-        if source.cut:
-            warn(
-                f"source {source.path}: cut from ~{source.original_tokens} to ~{source.tokens} "
-                f"tokens to fit --max-source-tokens {budget}"
-            )
-        else:
-            note(f"source {source.path}: ~{source.tokens} tokens")
+    if plan.mode == "none":
+        return
+    for number, doc in enumerate(plan.documents, start=1):
+        pages = f", {doc.page_count} pages" if doc.page_count is not None else ""
+        note(f"S{number} = {doc.name}: {doc.kind}{pages}, ~{doc.tokens:,} tokens")
+    estimate = plan.estimated_input_tokens(kit_prompt_tokens)
+    if plan.mode == "whole":
+        note(
+            f"sources fit --max-source-tokens {plan.budget:,}: 1 request, "
+            f"~{estimate:,} input tokens"
+        )
+    elif plan.mode == "cut":
+        dropped = plan.dropped
+        kept_tokens = sum(p.tokens for p in plan.kept)
+        warn(
+            f"--cut: keeping ~{kept_tokens:,} of ~{plan.total_tokens:,} source tokens "
+            f"({len(plan.kept)} of {len(plan.passages)} passages) to fit --max-source-tokens "
+            f"{plan.budget:,}; left out: {_labels(dropped)}"
+        )
+    else:
+        note(
+            f"sources are ~{plan.total_tokens:,} tokens, over --max-source-tokens "
+            f"{plan.budget:,}: reading {len(plan.passages)} passages in {len(plan.batches)} map "
+            f"request(s), then the note: {plan.calls} requests (+ repairs), "
+            f"~{estimate:,} input tokens"
+        )
+
+
+def _labels(passages: tuple[Passage, ...]) -> str:
+    labels = [p.label for p in passages]
+    unique = list(dict.fromkeys(labels))
+    return ", ".join(unique[:12]) + (f" and {len(unique) - 12} more" if len(unique) > 12 else "")
+
+
+def facts_dropped(prompt: Prompt) -> None:
+    from notes_cli.render import warn
+
+    warn(
+        f"{prompt.dropped_facts} of {prompt.dropped_facts + len(prompt.facts)} facts from the map "
+        f"steps did not fit --max-source-tokens {prompt.max_source_tokens:,} and were left out"
+    )
 
 
 def generate_summary(result: GenerateResult) -> None:
