@@ -166,7 +166,7 @@ class GenerateProgress:
 
     def map_finished(self, step: int, facts: int, output_tokens: int) -> None:
         if self.stream is not None:
-            self.stream.done(f"{facts} facts")
+            self.stream.done(f"{facts} fact{'' if facts == 1 else 's'}")
 
 
 def reading_plan(plan: ReadingPlan, kit_prompt_tokens: int) -> None:
