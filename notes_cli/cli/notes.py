@@ -177,6 +177,89 @@ def sources(
     draw.documents(found)
 
 
+def _read_note(path: Path, kit: Any) -> Any:
+    from notes_cli.notes.check import check_text, read_answer
+
+    text, source_format = read_answer(path)
+    return check_text(text, kit, source_format=source_format)
+
+
+@app.command("cards")
+def cards(
+    note: Path = typer.Argument(..., help="A note or saved answer (.md, .json, .csv, .html)."),
+    output: Path = typer.Option(
+        ..., "-o", "--output", help="Where to write the cards: a .apkg Anki deck or a .csv file."
+    ),
+    kit: str = _KIT,
+) -> None:
+    """Flashcards from a note: one card per concept the rubric finds in a cell, in both
+    directions (where → what, what → where), labelled in Chinese and English. Exit 1 when the
+    note has no table to make cards from."""
+    from notes_cli import render
+    from notes_cli.errors import PdnotesError, UsageError
+    from notes_cli.fileio import atomic_write
+    from notes_cli.notes import cards as flash
+    from notes_cli.notes.kits import load_kit
+
+    suffix = output.suffix.lower()
+    if suffix not in (".apkg", ".csv"):
+        raise UsageError(f"-o {output}: name a .apkg (Anki deck) or .csv file")
+    chosen = load_kit(kit)
+    checked = _read_note(note, chosen)
+    found = flash.cards_from(checked)
+    if not found:
+        raise PdnotesError(
+            f"no cards: {note} has no table with the kit's concepts ({checked.extraction.detail})",
+            fix="run `pdnotes notes check` on it to see what is missing",
+        )
+    if suffix == ".csv":
+        data: bytes | str = flash.to_csv(found)
+    else:
+        try:
+            import genanki  # noqa: F401
+        except ImportError as exc:
+            raise UsageError(
+                "writing an Anki deck needs genanki",
+                fix="pip install 'pdnotes[anki]', or write -o cards.csv (Anki imports CSV too)",
+            ) from exc
+        data = flash.to_apkg(
+            found, kit=chosen.name, title=chosen.title_for(chosen.default_language)
+        )
+    written = atomic_write(output, data)
+    render.note(f"wrote {len(found)} cards × 2 directions to {written}")
+
+
+@app.command("compare")
+def compare(
+    a: Path = typer.Argument(..., help="The first note or saved answer."),
+    b: Path = typer.Argument(..., help="The second note or saved answer."),
+    kit: str = _KIT,
+    lang: str | None = typer.Option(None, "--lang", help="Column labels in zh or en."),
+    as_json: bool = _JSON,
+) -> None:
+    """Where two notes (two models, two runs) agree and differ, cell by cell: the rubric
+    concepts each cell mentions. Exit 0 when they agree, 1 when any cell differs."""
+    from notes_cli import render
+    from notes_cli.notes.compare import compare as compare_notes
+    from notes_cli.notes.kits import load_kit
+
+    chosen = load_kit(kit)
+    result = compare_notes(
+        _read_note(a, chosen),
+        _read_note(b, chosen),
+        lang or chosen.default_language,
+        (str(a), str(b)),
+    )
+    if as_json:
+        render.emit_json(result.to_json())
+    else:
+        from notes_cli.render import notes as draw
+
+        draw.comparison(result)
+    if result.differing_cells:
+        raise typer.Exit(1)
+
+
 def _export_format(fmt: str | None, output: Path | None, formats: tuple[str, ...]) -> Any:
     """--format, else the suffix of -o when it names a format, else Markdown."""
     from notes_cli.errors import UsageError

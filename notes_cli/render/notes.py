@@ -13,6 +13,7 @@ from notes_cli.render import err, out
 
 if TYPE_CHECKING:
     from notes_cli.notes.check import NoteCheck
+    from notes_cli.notes.compare import Comparison
     from notes_cli.notes.documents import Document
     from notes_cli.notes.generate import Attempt, GenerateResult, Prompt
     from notes_cli.notes.grounding import Grounding
@@ -251,3 +252,39 @@ def documents(found: list[Document]) -> None:
             err().print(f"[dim]{escape(doc.name)}: fetched {escape(doc.fetched)}[/]")
         for line in doc.notes:
             err().print(f"[dim]{escape(doc.name)}: {escape(line)}[/]")
+
+
+_CELL_MARK = {"agree": "[green]=[/]", "differ": "[red]≠[/]", "only-a": "[yellow]A[/]",
+              "only-b": "[yellow]B[/]", "empty": "[dim]·[/]"}  # fmt: skip
+
+
+def comparison(result: Comparison) -> None:
+    """`notes compare`: a verdict line per row, and for each differing cell both texts."""
+    console = out()
+    console.print(f"A = {escape(result.a_name)}")
+    console.print(f"B = {escape(result.b_name)}")
+    console.print(
+        f"{result.agreeing_cells} cells agree, {result.differing_cells} differ "
+        "(by the rubric concepts each cell mentions)"
+    )
+    for row in result.rows:
+        mark = "[green]✓[/]" if row.agrees else "[red]✗[/]"
+        marks = " ".join(f"{_CELL_MARK[c.verdict]} {escape(c.label)}" for c in row.cells)
+        console.print(f"{mark} {escape(row.label)}: {marks}")
+        for cell in row.cells:
+            if cell.verdict in ("agree", "empty"):
+                continue
+            if cell.verdict in ("only-a", "only-b"):
+                side = "A" if cell.verdict == "only-a" else "B"
+                console.print(f"    {escape(cell.label)}: only {side} has this row")
+                continue
+            parts = []
+            if cell.only_a:
+                parts.append("only A: " + ", ".join(cell.only_a))
+            if cell.only_b:
+                parts.append("only B: " + ", ".join(cell.only_b))
+            console.print(
+                f"    {escape(cell.label)}: {escape('; '.join(parts) or 'worded differently')}"
+            )
+            console.print(f"      A: {escape(' / '.join(cell.a.splitlines()))}")
+            console.print(f"      B: {escape(' / '.join(cell.b.splitlines()))}")
