@@ -69,6 +69,34 @@ def read_bytes(path: Path, *, max_bytes: int = MAX_CONFIG_BYTES) -> bytes | None
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
+def read_document(path: Path, *, max_bytes: int, what: str = "file") -> bytes:
+    """The bytes of a file the user asked pdnotes to read (a saved answer, a source document).
+    Raises `InputError` when it is missing, not a regular file (a FIFO would block the read
+    forever, a device may never end), unreadable, or over `max_bytes` — read no further."""
+    import stat
+
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise InputError(f"{what} {path} is {kind}", fix="pass a regular file")
+        if info.st_size > max_bytes:
+            raise InputError(
+                f"{what} {path} is {info.st_size / 1e6:.1f} MB; pdnotes reads up to "
+                f"{max_bytes / 1e6:.0f} MB",
+                fix="pass a smaller file (split the document, or keep the part you need)",
+            )
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except FileNotFoundError as exc:
+        raise InputError(f"no such {what}: {path}") from exc
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:  # grew while we read it
+        raise InputError(f"{what} {path} is over {max_bytes / 1e6:.0f} MB")
+    return data
+
+
 def write_target(path: Path) -> Path:
     """The file a write to `path` really changes: a symlink's final target."""
     return Path(os.path.realpath(path)) if path.is_symlink() else path

@@ -72,7 +72,7 @@ def test_json_export_fields() -> None:
 def test_markdown_export_has_metadata_table_and_rubric() -> None:
     text = render(_document("zh_br_cells.md"), "md")
     assert text.startswith("# PD 分离对照笔记")  # a zh note gets the kit's zh title
-    for expected in ("| 模型 | pd-mock-1 |", "| 资料来源 | reading.md |", "| 日期 | 2026-11-29"):
+    for expected in ("| 模型 | pd-mock-1 |", "| 资料来源 | S1 reading.md |", "| 日期 | 2026-11-29"):
         assert expected in text
     assert "| 阶段 | 瓶颈 | 优化手段 | 对应组件 |" in text
     assert "Compute-bound<br>长 Prompt 密集矩阵乘" in text  # line breaks survive as <br>
@@ -82,7 +82,7 @@ def test_markdown_export_has_metadata_table_and_rubric() -> None:
 def test_an_english_note_speaks_english() -> None:
     text = render(_document("en_missing_paged_attention.md", lang="en"), "md")
     assert text.startswith("# PD disaggregation")
-    for expected in ("| Model | pd-mock-1 |", "| Source | reading.md |", "## Rubric"):
+    for expected in ("| Model | pd-mock-1 |", "| Source | S1 reading.md |", "## Rubric"):
         assert expected in text
     assert "**FAIL** — score 0.91 (pass at 1.00)" in text
     assert "— missing: PagedAttention" in text

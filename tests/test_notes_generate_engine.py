@@ -129,6 +129,7 @@ def test_sources_are_cut_to_the_budget_and_say_so(
         str(page),
         "--max-source-tokens",
         "300",
+        "--cut",
         "--json",
     )
     assert result.exit_code == 0, result.stderr
@@ -136,8 +137,9 @@ def test_sources_are_cut_to_the_budget_and_say_so(
     assert sources["short.md"]["cut"] is False
     assert sources["long.html"]["cut"] is True
     assert sources["short.md"]["tokens"] + sources["long.html"]["tokens"] <= 300
-    assert "long.html: cut from" in " ".join(result.stderr.split())
-    assert "to fit --max-source-tokens 300" in " ".join(result.stderr.split())
+    said = " ".join(result.stderr.split())
+    assert "--cut: keeping" in said and "to fit --max-source-tokens 300" in said
+    assert "left out: S2" in said
 
 
 @pytest.mark.parametrize("protocol", ["responses", "anthropic"])

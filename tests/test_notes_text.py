@@ -77,5 +77,5 @@ def test_budget_is_shared_fairly_and_small_sources_stay_whole(tmp_path: Path) ->
 
 
 def test_unreadable_source_is_an_input_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="source file not found"):
+    with pytest.raises(InputError, match="no such source"):
         fit_sources([tmp_path / "missing.md"], max_tokens=100)

@@ -39,8 +39,11 @@ def generate(
     lang: str | None = typer.Option(
         None, "--lang", help="Prompt language: zh or en (default: the kit's)."
     ),
-    source: list[Path] = typer.Option(
-        [], "--source", help="Your reading (.md, .txt, .html) to add to the prompt; repeatable."
+    source: list[str] = typer.Option(
+        [],
+        "--source",
+        help="Your reading to add to the prompt: a PDF, HTML, Markdown or text file, or an "
+        "http(s) URL; repeatable.",
     ),
     fmt: str | None = typer.Option(
         None, "--format", help="md, csv, json or html (default: from -o's suffix, else md)."
@@ -66,6 +69,19 @@ def generate(
     max_source_tokens: int = typer.Option(
         6000, "--max-source-tokens", min=0, help="Token budget for all --source text together."
     ),
+    cut: bool = typer.Option(
+        False,
+        "--cut",
+        help="When the sources exceed --max-source-tokens, keep only what fits (and say what "
+        "was left out) instead of reading them in map steps.",
+    ),
+    max_calls: int = typer.Option(
+        12,
+        "--max-calls",
+        min=1,
+        help="Most requests reading the sources may take (map steps + the note; repairs are "
+        "bounded by --max-repairs).",
+    ),
     max_tokens: int = typer.Option(
         4096, "--max-tokens", min=64, help="Output token limit per answer."
     ),
@@ -80,9 +96,11 @@ def generate(
     from notes_cli import render
     from notes_cli.errors import UsageError
     from notes_cli.notes import generate as gen
+    from notes_cli.notes.documents import load_document
     from notes_cli.notes.export import FORMATS
     from notes_cli.notes.kits import load_kit
-    from notes_cli.notes.sources import fit_sources
+    from notes_cli.notes.reading import plan_reading
+    from notes_cli.notes.sources import estimate_tokens
     from notes_cli.render import notes as draw
 
     chosen = load_kit(kit)
@@ -96,15 +114,34 @@ def generate(
     endpoint = gen.choose_endpoint(
         client, base_url=base_url, model=model, key_env=key_env, protocol=protocol
     )
-    sources = fit_sources(source, max_source_tokens)
-    draw.sources_fitted(sources, max_source_tokens)
-    prompt = gen.build_prompt(chosen, language, sources, max_source_tokens)
+    documents = [load_document(s) for s in source]
+    plan = plan_reading(
+        documents,
+        max_source_tokens,
+        cut=cut,
+        max_calls=max_calls,
+        max_output_tokens=max_tokens,
+    )
+    draw.reading_plan(plan, estimate_tokens(chosen.prompt(language)))
+    progress = draw.GenerateProgress(endpoint.model, endpoint.request_url())
+    mapped = gen.read_sources(
+        plan,
+        chosen,
+        language,
+        endpoint,
+        observer=progress,
+        max_tokens=max_tokens,
+        timeout=timeout,
+    )
+    prompt = gen.build_prompt(chosen, language, plan, mapped)
+    if prompt.dropped_facts:
+        draw.facts_dropped(prompt)
     result = gen.generate_note(
         chosen,
         language,
         endpoint,
         prompt,
-        observer=draw.GenerateProgress(endpoint.model, endpoint.request_url()),
+        observer=progress,
         repairs=0 if no_repair else max_repairs,
         max_tokens=max_tokens,
         timeout=timeout,
@@ -117,6 +154,109 @@ def generate(
     else:
         draw.generate_summary(result)
     if not result.passed:
+        raise typer.Exit(1)
+
+
+@app.command("sources")
+def sources(
+    spec: list[str] = typer.Argument(..., help="Files (PDF, HTML, Markdown, text) or URLs."),
+    as_json: bool = _JSON,
+) -> None:
+    """Show what `--source` would read from each file or URL: title, pages, tokens, and what was
+    left out as boilerplate. Exit 2 when a source cannot be read."""
+    from notes_cli import render
+    from notes_cli.notes.documents import load_document
+    from notes_cli.notes.report import documents_json
+
+    found = [load_document(s) for s in spec]
+    if as_json:
+        render.emit_json(documents_json(found))
+        return
+    from notes_cli.render import notes as draw
+
+    draw.documents(found)
+
+
+def _read_note(path: Path, kit: Any) -> Any:
+    from notes_cli.notes.check import check_text, read_answer
+
+    text, source_format = read_answer(path)
+    return check_text(text, kit, source_format=source_format)
+
+
+@app.command("cards")
+def cards(
+    note: Path = typer.Argument(..., help="A note or saved answer (.md, .json, .csv, .html)."),
+    output: Path = typer.Option(
+        ..., "-o", "--output", help="Where to write the cards: a .apkg Anki deck or a .csv file."
+    ),
+    kit: str = _KIT,
+) -> None:
+    """Flashcards from a note: one card per concept the rubric finds in a cell, in both
+    directions (where → what, what → where), labelled in Chinese and English. Exit 1 when the
+    note has no table to make cards from."""
+    from notes_cli import render
+    from notes_cli.errors import PdnotesError, UsageError
+    from notes_cli.fileio import atomic_write
+    from notes_cli.notes import cards as flash
+    from notes_cli.notes.kits import load_kit
+
+    suffix = output.suffix.lower()
+    if suffix not in (".apkg", ".csv"):
+        raise UsageError(f"-o {output}: name a .apkg (Anki deck) or .csv file")
+    chosen = load_kit(kit)
+    checked = _read_note(note, chosen)
+    found = flash.cards_from(checked)
+    if not found:
+        raise PdnotesError(
+            f"no cards: {note} has no table with the kit's concepts ({checked.extraction.detail})",
+            fix="run `pdnotes notes check` on it to see what is missing",
+        )
+    if suffix == ".csv":
+        data: bytes | str = flash.to_csv(found)
+    else:
+        try:
+            import genanki  # noqa: F401
+        except ImportError as exc:
+            raise UsageError(
+                "writing an Anki deck needs genanki",
+                fix="pip install 'pdnotes[anki]', or write -o cards.csv (Anki imports CSV too)",
+            ) from exc
+        data = flash.to_apkg(
+            found, kit=chosen.name, title=chosen.title_for(chosen.default_language)
+        )
+    written = atomic_write(output, data)
+    render.note(f"wrote {len(found)} cards × 2 directions to {written}")
+
+
+@app.command("compare")
+def compare(
+    a: Path = typer.Argument(..., help="The first note or saved answer."),
+    b: Path = typer.Argument(..., help="The second note or saved answer."),
+    kit: str = _KIT,
+    lang: str | None = typer.Option(None, "--lang", help="Column labels in zh or en."),
+    as_json: bool = _JSON,
+) -> None:
+    """Where two notes (two models, two runs) agree and differ, cell by cell: the rubric
+    concepts each cell mentions. Exit 0 when they agree, 1 when any cell differs."""
+    from notes_cli import render
+    from notes_cli.notes.compare import compare as compare_notes
+    from notes_cli.notes.kits import load_kit
+
+    chosen = load_kit(kit)
+    result = compare_notes(
+        _read_note(a, chosen),
+        _read_note(b, chosen),
+        lang or chosen.default_language,
+        (str(a), str(b)),
+    )
+    if as_json:
+        render.emit_json(result.to_json())
+    else:
+        from notes_cli.render import notes as draw
+
+        draw.comparison(result)
+    if result.differing_cells:
         raise typer.Exit(1)
 
 
@@ -146,12 +286,22 @@ def check(
         ..., help="A saved answer: .md, .txt, .html, .json or .csv (- reads stdin)."
     ),
     kit: str = _KIT,
+    source: list[str] = typer.Option(
+        [],
+        "--source",
+        help="The reading the note was made from (files or URLs, in the order given to "
+        "generate: the first is S1): report whether each concept is cited and supported.",
+    ),
+    grounded: bool = typer.Option(
+        False, "--grounded", help="Fail unless every concept is cited from a --source."
+    ),
     as_json: bool = _JSON,
 ) -> None:
     """Extract the table from a saved answer and score it against the kit's rubric.
 
     Exit 0 when it passes, 1 when it fails (missing table, columns, rows or concepts; a refusal
-    or a truncated answer), 2 when the file cannot be read.
+    or a truncated answer; with --grounded, a concept not cited from the sources), 2 when the
+    file or a source cannot be read.
     """
     import sys
 
@@ -161,18 +311,35 @@ def check(
     from notes_cli.notes.report import check_json
 
     chosen = load_kit(kit)
+    if grounded and not source:
+        from notes_cli.errors import UsageError
+
+        raise UsageError("--grounded needs the reading: pass --source FILE (or URL)")
     if str(file) == "-":
-        source = "(stdin)"
-        result = check_text(sys.stdin.read(), chosen)
+        name = "(stdin)"
+        from notes_cli.notes.tables import MAX_ANSWER_CHARS
+
+        # One character past the bound is enough for check_text to refuse it.
+        result = check_text(sys.stdin.read(MAX_ANSWER_CHARS + 1), chosen)
     else:
-        source = str(file)
+        name = str(file)
         text, source_format = read_answer(file)
         result = check_text(text, chosen, source_format=source_format)
+    if source:
+        import dataclasses
+
+        from notes_cli.notes.documents import load_document
+        from notes_cli.notes.grounding import ground
+        from notes_cli.notes.passages import split_passages
+
+        documents = [load_document(s) for s in source]
+        grounding = ground(result, split_passages(documents), tuple(d.name for d in documents))
+        result = dataclasses.replace(result, grounding=grounding, grounded=grounded)
     if as_json:
-        render.emit_json(check_json(result, source))
+        render.emit_json(check_json(result, name))
     else:
         from notes_cli.render import notes as draw
 
-        draw.check_report(result, source)
+        draw.check_report(result, name)
     if not result.passed:
         raise typer.Exit(1)

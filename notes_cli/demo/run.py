@@ -220,7 +220,7 @@ def _notes_step(box: Sandbox, lang: str) -> Step:
 
     kit = load_kit("pd-disagg")
     (endpoint,) = resolve_endpoints("codex", codex_home=box.codex_home)
-    prompt = gen.build_prompt(kit, lang, [], 0)
+    prompt = gen.build_prompt(kit, lang)
     result = gen.generate_note(kit, lang, endpoint, prompt, observer=_QuietProgress())
     written = []
     for fmt in FORMATS:

@@ -13,8 +13,10 @@ from typing import Literal
 
 from notes_cli.errors import InputError
 from notes_cli.notes.extract import Extraction, SourceFormat, extract
+from notes_cli.notes.grounding import Grounding
 from notes_cli.notes.kits import Concept, Kit
 from notes_cli.notes.rubric import RubricResult, score
+from notes_cli.notes.tables import check_answer_size
 from notes_cli.notes.terms import has_cjk
 
 Verdict = Literal["pass", "fail", "wrong-columns", "no-table", "refusal", "truncated"]
@@ -25,11 +27,15 @@ class NoteCheck:
     kit: Kit
     extraction: Extraction
     rubric: RubricResult
+    grounding: Grounding | None = None  # with `--source`: is each concept from the reading?
+    grounded: bool = False  # `--grounded`: every concept must be cited to pass
 
     @property
     def verdict(self) -> Verdict:
         if self.extraction.status != "ok":
             return self.extraction.status
+        if self.grounded and self.grounding is not None and not self.grounding.ok:
+            return "fail"
         return "pass" if self.rubric.passed else "fail"
 
     @property
@@ -63,6 +69,14 @@ class NoteCheck:
             )
         if status in ("ok", "wrong-columns"):
             found.extend(self._rubric_problems(lang, words))
+        if self.grounded and self.grounding is not None:
+            for concept in self.grounding.concepts:
+                if concept.status != "cited":
+                    found.append(
+                        words["not_grounded"].format(
+                            row=concept.row, concept=concept.concept, detail=concept.detail
+                        )
+                    )
         return found
 
     def _rubric_problems(self, lang: str, words: dict[str, str]) -> list[str]:
@@ -100,7 +114,9 @@ def _concept_name(concept: Concept, lang: str) -> str:
 def check_text(
     text: str, kit: Kit, *, source_format: SourceFormat = "text", finish_reason: str | None = None
 ) -> NoteCheck:
-    """Extract the kit's table from `text` and score it."""
+    """Extract the kit's table from `text` and score it. Raises AnswerTooLarge (exit 2) for
+    an answer or a cell beyond the parser's bounds."""
+    check_answer_size(text)
     extraction = extract(text, kit, source_format=source_format, finish_reason=finish_reason)
     return NoteCheck(kit, extraction, score(extraction.table, kit))
 
@@ -110,17 +126,27 @@ def read_answer(path: Path) -> tuple[str, SourceFormat]:
     Raises InputError (exit 2) when the file cannot be read or a .json file does not parse."""
     import json
 
+    from notes_cli.fileio import read_document
+    from notes_cli.notes.tables import MAX_ANSWER_CHARS
+
+    # UTF-8 takes at most 4 bytes a character: anything bigger is over the answer bound.
+    data = read_document(path, max_bytes=4 * MAX_ANSWER_CHARS, what="answer")
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError as exc:
-        raise InputError(f"no such file: {path}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise InputError(f"cannot read {path}: {reason}", fix="pass a UTF-8 text file") from exc
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"cannot read {path}: not UTF-8 (byte {exc.start} cannot be decoded)",
+            fix="pass a UTF-8 text file",
+        ) from exc
     suffix = path.suffix.lower()
     if suffix == ".json":
         try:
             json.loads(text)
+        except RecursionError as exc:
+            raise InputError(
+                f"{path} nests JSON deeper than Python's parser goes",
+                fix="a note's JSON is a list of rows, a few levels deep",
+            ) from exc
         except ValueError as exc:
             raise InputError(
                 f"{path} is not valid JSON: {exc}",

@@ -99,7 +99,26 @@ def note_json(document: NoteDocument) -> dict[str, Any]:
         "missing_concepts": rubric.missing_concepts,
         "repairs": document.repairs,
         "rubric": rubric_json(rubric),
+        "cells": _cells_json(document),
     }
+
+
+def _cells_json(document: NoteDocument) -> list[dict[str, dict[str, Any]]]:
+    """Per row, per column: the cell's text and the sources it cites (`S1 p.3`; S1 is the
+    first entry of `sources`)."""
+    from notes_cli.notes.passages import citations
+
+    keys = [key for key, _ in document.columns()]
+    return [
+        {
+            key: {
+                "text": row.get(key, ""),
+                "sources": [r.label for r in citations(row.get(key, ""))],
+            }
+            for key in keys
+        }
+        for row in document.rows()
+    ]
 
 
 def to_csv(document: NoteDocument) -> str:
@@ -129,7 +148,11 @@ def to_html(document: NoteDocument) -> str:
     columns = document.columns()
     head = "".join(f"<th>{html.escape(label)}</th>" for _, label in columns)
     body = "\n".join(
-        "<tr>" + "".join(f"<td>{_html_cell(row.get(key, ''))}</td>" for key, _ in columns) + "</tr>"
+        "<tr>"
+        + "".join(
+            f"<td>{_html_cell(row.get(key, ''), document.sources)}</td>" for key, _ in columns
+        )
+        + "</tr>"
         for row in document.rows()
     )
     table = (
@@ -184,7 +207,11 @@ def _meta(document: NoteDocument, escape: Any) -> dict[str, str]:
     values = {
         "title": escape(document.title),
         "kit": escape(document.check.kit.name),
-        "sources": escape(", ".join(document.sources) or words["no_sources"]),
+        # Numbered as the cells cite them: [S1 p.3] is page 3 of S1.
+        "sources": escape(
+            ", ".join(f"S{n} {name}" for n, name in enumerate(document.sources, start=1))
+            or words["no_sources"]
+        ),
         "model": escape(document.model or words["unknown"]),
         "endpoint": escape(document.endpoint or words["unknown"]),
         "date": escape(document.created.strftime("%Y-%m-%d %H:%M %Z").strip()),
@@ -197,8 +224,33 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", "<br>")
 
 
-def _html_cell(text: str) -> str:
-    return "<br>".join(html.escape(line) for line in text.split("\n"))
+def _html_cell(text: str, sources: tuple[str, ...] = ()) -> str:
+    """Cell text as HTML; citation markers become links to the source (its page, for a PDF)."""
+    return "<br>".join(_linked(html.escape(line), sources) for line in text.split("\n"))
+
+
+def _linked(escaped: str, sources: tuple[str, ...]) -> str:
+    from notes_cli.notes.passages import citation_marker
+
+    def link(match: Any) -> str:
+        from notes_cli.notes.passages import citations
+
+        refs = citations(match.group(0))
+        parts = []
+        for ref in refs:
+            if not 0 < ref.source <= len(sources):
+                parts.append(html.escape(ref.label))
+                continue
+            target = sources[ref.source - 1]
+            href = target + (f"#page={ref.page}" if ref.page is not None else "")
+            title = f"{target} p.{ref.page}" if ref.page is not None else target
+            parts.append(
+                f'<a class="cite" href="{html.escape(href, quote=True)}" '
+                f'title="{html.escape(title, quote=True)}">{html.escape(ref.label)}</a>'
+            )
+        return "[" + "; ".join(parts) + "]"
+
+    return citation_marker().sub(link, escaped)
 
 
 def _verdict_line(document: NoteDocument) -> tuple[str, str]:

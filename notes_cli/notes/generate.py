@@ -19,7 +19,8 @@ from notes_cli.errors import PdnotesError
 from notes_cli.notes.check import NoteCheck, check_text
 from notes_cli.notes.export import ExportFormat, NoteDocument, render, write_note
 from notes_cli.notes.kits import Kit
-from notes_cli.notes.sources import Source, estimate_tokens
+from notes_cli.notes.reading import MapObserver, MapResult, ReadingPlan
+from notes_cli.notes.sources import estimate_tokens
 
 AttemptKind = Literal["initial", "repair"]
 DEFAULT_MAX_SOURCE_TOKENS = 6000
@@ -37,12 +38,18 @@ class NoteIncomplete(PdnotesError):
 @dataclass(frozen=True)
 class Prompt:
     text: str
-    sources: tuple[Source, ...]
-    max_source_tokens: int
+    plan: ReadingPlan
+    facts: tuple[str, ...] = ()  # map-reduce: the facts the map steps found
+    map_answers: tuple[dict[str, Any], ...] = ()
+    dropped_facts: int = 0
 
     @property
-    def cut_sources(self) -> tuple[Source, ...]:
-        return tuple(s for s in self.sources if s.cut)
+    def max_source_tokens(self) -> int:
+        return self.plan.budget
+
+    @property
+    def source_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.plan.documents)
 
     @property
     def tokens(self) -> int:
@@ -85,13 +92,47 @@ class Observer(Protocol):
     def attempt_finished(self, attempt: Attempt) -> None: ...
 
 
-def build_prompt(kit: Kit, lang: str, sources: list[Source], max_source_tokens: int) -> Prompt:
-    """The kit's prompt in `lang`, followed by the (already fitted) sources."""
+def build_prompt(
+    kit: Kit, lang: str, plan: ReadingPlan | None = None, map_result: MapResult | None = None
+) -> Prompt:
+    """The kit's prompt in `lang`, followed by the sources' passages (whole or cut) or, after
+    map steps, the facts they found. Without a plan, the kit's prompt alone."""
+    from notes_cli.notes.reading import plan_reading, reduce_text, sources_text
+
+    if plan is None:
+        plan = plan_reading([], 0)
+
     text = kit.prompt(lang)
-    if sources:
-        excerpts = "\n\n".join(f"### {Path(s.path).name}\n\n{s.text}" for s in sources)
-        text += _template(f"sources.{_lang(lang)}.md").substitute(sources=excerpts).rstrip()
-    return Prompt(text, tuple(sources), max_source_tokens)
+    if plan.mode == "map-reduce":
+        facts = map_result.facts if map_result else []
+        text += reduce_text(plan, facts, lang)
+        answers = tuple(map_result.answers) if map_result else ()
+        dropped = map_result.dropped_facts if map_result else 0
+        return Prompt(text, plan, tuple(facts), answers, dropped)
+    return Prompt(text + sources_text(plan, lang).rstrip(), plan)
+
+
+def read_sources(
+    plan: ReadingPlan,
+    kit: Kit,
+    lang: str,
+    endpoint: Endpoint,
+    *,
+    observer: MapObserver,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    timeout: float = 60.0,
+    transport: Any = None,
+) -> MapResult | None:
+    """The map steps of a map-reduce plan (None for any other plan)."""
+    if plan.mode != "map-reduce":
+        return None
+    from notes_cli.gateway.client import GatewayClient
+    from notes_cli.notes.reading import run_map
+
+    with GatewayClient(
+        endpoint, timeout=timeout, idle_timeout=timeout, transport=transport
+    ) as client:
+        return run_map(plan, kit, lang, client, observer=observer, max_tokens=max_tokens)
 
 
 def repair_request(check: NoteCheck, lang: str) -> str:
@@ -184,7 +225,7 @@ def finish_note(
         lang,
         model=model,
         endpoint=endpoint.base_url,
-        sources=tuple(s.path for s in prompt.sources),
+        sources=prompt.source_names,
         repairs=len(result.attempts) - 1,
     )
     result.path = write_note(path, render(result.document, fmt))
@@ -267,15 +308,12 @@ def report_json(result: GenerateResult, prompt: Prompt, fmt: str) -> dict[str, A
         "prompt": {
             "tokens": prompt.tokens,
             "max_source_tokens": prompt.max_source_tokens,
-            "sources": [
-                {
-                    "path": s.path,
-                    "tokens": s.tokens,
-                    "original_tokens": s.original_tokens,
-                    "cut": s.cut,
-                }
-                for s in prompt.sources
-            ],
+            "reading": prompt.plan.mode,
+            "calls": prompt.plan.calls,
+            "sources": [_source_json(prompt, n, d) for n, d in enumerate(prompt.plan.documents, 1)],
+            "map": list(prompt.map_answers),
+            "facts": len(prompt.facts),
+            "dropped_facts": prompt.dropped_facts,
         },
         "attempts": [
             {
@@ -291,4 +329,23 @@ def report_json(result: GenerateResult, prompt: Prompt, fmt: str) -> dict[str, A
             for a in result.attempts
         ],
         "note": note_json(result.document) if result.document else None,
+    }
+
+
+def _source_json(prompt: Prompt, number: int, document: Any) -> dict[str, Any]:
+    plan = prompt.plan
+    passages = [p for p in plan.passages if p.source == number]
+    kept = [p for p in plan.kept if p.source == number]
+    original = sum(p.tokens for p in passages)
+    tokens = original if plan.mode == "map-reduce" else sum(p.tokens for p in kept)
+    return {
+        "id": f"S{number}",
+        "path": document.name,
+        "kind": document.kind,
+        "title": document.title,
+        "pages": document.page_count,
+        "passages": len(passages),
+        "tokens": tokens,
+        "original_tokens": original,
+        "cut": plan.mode == "cut" and len(kept) < len(passages),
     }

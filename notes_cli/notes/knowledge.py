@@ -12,6 +12,7 @@ kit's rubric. Any other prompt gets None (the responder then answers generically
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -22,6 +23,7 @@ from notes_cli.notes.terms import contains_term
 
 @dataclass(frozen=True)
 class _Knowledge:
+    kit: str
     recognise: tuple[tuple[str, ...], ...]
     zh_markers: tuple[str, ...]
     columns: tuple[str, ...]
@@ -49,15 +51,89 @@ class _Style:
     optional_rows: int
 
 
+_MAP_STEP = re.compile(r"pdnotes map step \d+ of \d+\s*[(（][^)）:：]*[:：]\s*([\w.-]+)")
+_SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s*")
+_MAX_FACTS = 60
+
+
 def answer_for(prompt_text: str, seed: int = 0) -> str | None:
-    """The engine's answer to a known note-kit prompt, or None for any other prompt."""
+    """The engine's answer to a known note-kit prompt, or None for any other prompt. A map
+    step (notes/reading.py) gets the passages' relevant sentences as cited facts; a note prompt
+    with passages or facts gets the table with those citations in its cells."""
+    from notes_cli.notes.passages import labelled_texts
+
+    step = _MAP_STEP.search(prompt_text)
+    if step:
+        return _map_answer(step.group(1), labelled_texts(prompt_text))
     for knowledge in _all_knowledge():
         if knowledge.recognises(prompt_text):
-            return _render(knowledge, knowledge.language(prompt_text), random.Random(seed))
+            evidence = labelled_texts(prompt_text)
+            lang = knowledge.language(prompt_text)
+            return _render(knowledge, lang, random.Random(seed), evidence)
     return None
 
 
-def _render(knowledge: _Knowledge, lang: str, rng: random.Random) -> str:
+def _map_answer(kit_name: str, passages: list[tuple[Any, str]]) -> str:
+    """Every sentence of the passages that names one of the kit's terms, cited by label."""
+    terms = _kit_terms(kit_name)
+    facts: list[str] = []
+    for ref, text in passages:
+        for sentence in _SENTENCE.split(" ".join(text.split())):
+            if len(facts) >= _MAX_FACTS:
+                break
+            if sentence and any(contains_term(sentence, t) for t in terms):
+                fact = f"- {sentence} [{ref.label}]"
+                if fact not in facts:
+                    facts.append(fact)
+    return "\n".join(facts or ["- (none)"]) + "\n"
+
+
+@lru_cache(maxsize=8)
+def _kit_concepts(kit_name: str) -> tuple[tuple[str, ...], ...]:
+    """The synonyms of every concept of the kit's rubric, one tuple per concept."""
+    from notes_cli.errors import PdnotesError
+    from notes_cli.notes.kits import load_kit
+
+    try:
+        kit = load_kit(kit_name)
+    except PdnotesError:
+        return ()
+    return tuple(c.synonyms + (c.label,) for row in kit.rubric.rows for c in row.concepts)
+
+
+@lru_cache(maxsize=8)
+def _kit_terms(kit_name: str) -> tuple[str, ...]:
+    """Every term a map step looks for: the concepts and the row names (`decode`, …)."""
+    from notes_cli.errors import PdnotesError
+    from notes_cli.notes.kits import load_kit
+
+    try:
+        rows = [t for row in load_kit(kit_name).rubric.rows for t in row.match]
+    except PdnotesError:  # a map prompt naming a kit this engine does not know
+        return ()
+    concepts = [t for concept in _kit_concepts(kit_name) for t in concept]
+    return tuple(dict.fromkeys(concepts + rows))
+
+
+def _cite(item: str, kit_name: str, evidence: list[tuple[Any, str]]) -> str:
+    """`item` with the label of the first passage or fact that states a concept it names."""
+    if not evidence:
+        return item
+    for concept in _kit_concepts(kit_name):
+        if not any(contains_term(item, term) for term in concept):
+            continue
+        for ref, text in evidence:
+            if any(contains_term(text, term) for term in concept):
+                return f"{item} [{ref.label}]"
+    return item
+
+
+def _render(
+    knowledge: _Knowledge,
+    lang: str,
+    rng: random.Random,
+    evidence: list[tuple[Any, str]] | None = None,
+) -> str:
     style = _Style(
         fenced=rng.random() < 0.4,
         intro=rng.random() < 0.7,
@@ -70,7 +146,12 @@ def _render(knowledge: _Knowledge, lang: str, rng: random.Random) -> str:
     )
     rows = [r for r in knowledge.rows if r["required"]]
     rows += [r for r in knowledge.rows if not r["required"]][: style.optional_rows]
-    table = _table(knowledge.headers[lang], knowledge.columns, [r[lang] for r in rows], style)
+    cited = [
+        {key: [_cite(item, knowledge.kit, evidence or []) for item in items]
+         for key, items in row[lang].items()}
+        for row in rows
+    ]  # fmt: skip
+    table = _table(knowledge.headers[lang], knowledge.columns, cited, style)
     if style.fenced:
         table = f"```markdown\n{table}\n```"
     parts = [table]
@@ -122,6 +203,7 @@ def _load(path: Path) -> _Knowledge:
     with path.open("rb") as handle:
         data = tomllib.load(handle)
     return _Knowledge(
+        kit=data["kit"],
         recognise=tuple(tuple(group) for group in data["recognise"]),
         zh_markers=tuple(data["zh_markers"]),
         columns=tuple(data["columns"]),

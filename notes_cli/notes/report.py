@@ -3,11 +3,14 @@ the JSON export, so a script sees the same fields everywhere."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from notes_cli.notes.check import NoteCheck
 from notes_cli.notes.kits import Kit
 from notes_cli.notes.rubric import RubricResult
+
+if TYPE_CHECKING:
+    from notes_cli.notes.documents import Document
 
 
 def rubric_json(rubric: RubricResult) -> dict[str, Any]:
@@ -54,6 +57,8 @@ def check_json(check: NoteCheck, source: str) -> dict[str, Any]:
         },
         "missing_columns": list(check.extraction.missing_columns),
         "rubric": rubric_json(check.rubric),
+        "grounded": check.grounded,
+        "grounding": check.grounding.to_json() if check.grounding is not None else None,
     }
 
 
@@ -73,5 +78,25 @@ def kits_json(kits: list[Kit]) -> dict[str, Any]:
                 "required_rows": [r.label for r in kit.rubric.rows if r.required],
             }
             for kit in kits
+        ],
+    }
+
+
+def documents_json(found: list[Document]) -> dict[str, Any]:
+    """`pdnotes.notes.sources/1`: what each source yields, before any budget applies."""
+    return {
+        "schema": "pdnotes.notes.sources/1",
+        "sources": [
+            {
+                "source": doc.name,
+                "kind": doc.kind,
+                "title": doc.title,
+                "pages": doc.page_count,
+                "tokens": doc.tokens,
+                "dropped": doc.dropped,
+                "fetched": doc.fetched,
+                "notes": list(doc.notes),
+            }
+            for doc in found
         ],
     }

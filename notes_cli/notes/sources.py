@@ -1,5 +1,5 @@
-"""The user's reading (`--source FILE`): Markdown, text or HTML turned into plain text and fitted
-into a token budget, cutting the longest sources first and saying what was cut."""
+"""The user's reading (`--source FILE|URL`) fitted into a token budget, cutting the longest
+sources first and saying what was cut. Reading the documents is notes/documents.py's job."""
 
 from __future__ import annotations
 
@@ -7,8 +7,12 @@ import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from notes_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from notes_cli.notes.documents import Document
 
 _CJK_CHAR = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 
@@ -19,6 +23,7 @@ class Source:
     text: str  # what goes into the prompt (possibly cut)
     tokens: int  # estimated tokens of `text`
     original_tokens: int
+    document: Document | None = None
 
     @property
     def cut(self) -> bool:
@@ -33,30 +38,29 @@ def estimate_tokens(text: str) -> int:
 
 
 def read_source(path: Path) -> str:
-    """A source file as plain text. HTML loses its tags, scripts and styles."""
-    try:
-        raw = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError as exc:
-        raise InputError(f"source file not found: {path}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise InputError(f"cannot read source {path}: {reason}", fix="pass UTF-8 text") from exc
-    if path.suffix.lower() in (".html", ".htm") or raw.lstrip().lower().startswith(
-        ("<!doctype html", "<html")
-    ):
-        return html_to_text(raw)
-    return raw.strip()
+    """A source file as plain text (see notes/documents.py for what is read and how)."""
+    from notes_cli.notes.documents import load_document
+
+    return load_document(str(path)).text
 
 
-def fit_sources(paths: list[Path], max_tokens: int) -> list[Source]:
-    """Read every source and cut the largest ones until the total fits `max_tokens`: each
-    source gets an equal share, and shares a small source leaves unused go to the others."""
-    texts = [(str(p), read_source(p)) for p in paths]
+def fit_sources(specs: list[Path] | list[str], max_tokens: int) -> list[Source]:
+    """Read every source (file or URL) and cut the largest ones until the total fits
+    `max_tokens`: each source gets an equal share, and shares a small source leaves unused go
+    to the others."""
+    from notes_cli.notes.documents import load_document
+
+    documents = [load_document(str(spec)) for spec in specs]
+    return fit_documents(documents, max_tokens)
+
+
+def fit_documents(documents: list[Document], max_tokens: int) -> list[Source]:
+    texts = [(d.name, d.text) for d in documents]
     sizes = [estimate_tokens(t) for _, t in texts]
     limits = _fair_shares(sizes, max_tokens)
     return [
-        Source(name, text if limit >= size else _cut(text, limit), min(size, limit), size)
-        for (name, text), size, limit in zip(texts, sizes, limits, strict=True)
+        Source(name, text if limit >= size else _cut(text, limit), min(size, limit), size, doc)
+        for (name, text), size, limit, doc in zip(texts, sizes, limits, documents, strict=True)
     ]
 
 
@@ -112,9 +116,23 @@ class _TextOnly(HTMLParser):
             self.parts.append(data)
 
 
-def html_to_text(markup: str) -> str:
+def html_to_text(markup: str, *, name: str = "page") -> str:
+    """Visible text of `markup` with the stdlib parser: the fallback when lxml is not
+    installed. HTMLParser trips over some malformed markup (AssertionError on `<![CDATh`)."""
     parser = _TextOnly()
-    parser.feed(markup)
-    parser.close()
+    try:
+        parser.feed(markup)
+        parser.close()
+    except AssertionError as exc:
+        raise InputError(
+            f"source {name}: malformed HTML the parser cannot read ({exc})",
+            fix=f"save the page as text, or {_reading_hint()}",
+        ) from exc
     lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
     return "\n".join(line for line in lines if line)
+
+
+def _reading_hint() -> str:
+    from notes_cli.notes.webpage import INSTALL_HINT
+
+    return INSTALL_HINT

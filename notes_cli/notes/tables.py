@@ -14,10 +14,30 @@ import io
 import json
 import re
 from dataclasses import dataclass, replace
-from html.parser import HTMLParser
 from typing import Any, Literal
 
+from notes_cli.errors import InputError
+
 TableKind = Literal["markdown", "html", "json", "csv"]
+
+# A note's answer is a few KB and a cell a few hundred characters; these bounds are far above
+# that and keep the worst input judged within a second (benchmarks/notes_parse/run.py).
+MAX_ANSWER_CHARS = 1_000_000
+MAX_CELL_CHARS = 20_000
+
+
+class AnswerTooLarge(InputError):
+    """An answer, or one of its cells, is beyond what a note can be (exit 2)."""
+
+
+def check_answer_size(text: str) -> None:
+    """Raise AnswerTooLarge when `text` exceeds MAX_ANSWER_CHARS."""
+    if len(text) > MAX_ANSWER_CHARS:
+        raise AnswerTooLarge(
+            f"the answer is {len(text):,} characters; pdnotes reads notes up to "
+            f"{MAX_ANSWER_CHARS:,}",
+            fix="pass the answer itself, not a whole document or log",
+        )
 
 
 @dataclass(frozen=True)
@@ -33,26 +53,48 @@ class RawTable:
 
 # --- cell text -------------------------------------------------------------------------------
 
-_BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
-_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_AUTOLINK = re.compile(r"<(https?://[^>]+)>")
-_STRONG = re.compile(r"(\*\*|__)(.+?)\1")
-_EMPH = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
-_CODE = re.compile(r"`([^`]*)`")
+# Every pattern here runs on text the model (or a hostile file) chose, so none may backtrack
+# across the cell: a match attempt that starts at an opener stops at the next opener of the same
+# kind (`[^<>]`, `[^\[\]]`, `[^*]`), which keeps each substitution linear. The earlier
+# `[^>]*`, `[^\]]*` and `.+?` forms scanned to the end of the cell from every opener: 6.9 s on
+# a 40 KB cell of `[`, 6.8 s on `*a ` repeated to 40 KB (issue 11).
+_BR = re.compile(r"<br\s*+/?>", re.IGNORECASE)
+_TAG = re.compile(r"</?[a-zA-Z][^<>]*+>")
+_LINK = re.compile(r"!?\[([^\[\]]*+)\]\([^()]*+(?:\([^()]*+\)[^()]*+)*+\)")
+_AUTOLINK = re.compile(r"<(https?://[^<>]++)>")
+_STRONG = re.compile(r"(\*\*|__)((?:(?!\1).)+?)\1")
+_EMPH = re.compile(r"(?<![\w*])\*(?!\s)([^*]+?)(?<!\s)\*(?![\w*])")
+_CODE = re.compile(r"`([^`]*+)`")
+
+
+def _first_group(match: re.Match[str]) -> str:
+    return match.group(1)
+
+
+def _second_group(match: re.Match[str]) -> str:
+    return match.group(2)
 
 
 def clean_cell(text: str) -> str:
     """Markdown/HTML cell → plain text: `<br>` becomes a newline; bold, emphasis, code spans,
-    links and tags are unwrapped; entities decoded; whitespace tidied."""
+    links and tags are unwrapped; entities decoded; whitespace tidied. Raises AnswerTooLarge
+    for a cell over MAX_CELL_CHARS."""
+    if len(text) > MAX_CELL_CHARS and len(text.strip()) > MAX_CELL_CHARS:
+        raise AnswerTooLarge(
+            f"a table cell is {len(text.strip()):,} characters; pdnotes reads cells up to "
+            f"{MAX_CELL_CHARS:,}: {text.strip()[:40]!r}…",
+            fix="a note's cells are short: check that the file is the model's answer",
+        )
+    # Replacements are functions, not r"\1" templates: re expands a template in Python per
+    # match, 1.5 s on a 1 MB table of code spans against 0.3 s this way.
     text = _BR.sub("\n", text)
-    text = _AUTOLINK.sub(r"\1", text)
+    text = _AUTOLINK.sub(_first_group, text)
     text = _TAG.sub("", text)
-    text = _LINK.sub(r"\1", text)
-    text = _CODE.sub(r"\1", text)
+    text = _LINK.sub(_first_group, text)
+    text = _CODE.sub(_first_group, text)
     for _ in range(2):  # nested bold inside emphasis
-        text = _STRONG.sub(r"\2", text)
-    text = _EMPH.sub(r"\1", text)
+        text = _STRONG.sub(_second_group, text)
+    text = _EMPH.sub(_first_group, text)
     text = html.unescape(text).replace("\xa0", " ")
     lines = (" ".join(line.split()) for line in text.split("\n"))
     return "\n".join(line for line in lines if line)
@@ -64,25 +106,18 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _SEPARATOR_CELL = re.compile(r"^\s*:?[-—–－─]+:?\s*$")
 
 
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+
+
 def _split_row(line: str) -> list[str] | None:
-    """Cells of a pipe-table line, or None if the line has no unescaped pipe."""
+    """Cells of a pipe-table line, or None if the line has no unescaped pipe. `\\|` is a
+    literal pipe inside a cell. (A regex split: the character loop it replaces took 0.65 s on
+    a 1 MB table.)"""
     line = line.strip().replace("｜", "|")
-    cells, current, i, pipes = [], [], 0, 0
-    while i < len(line):
-        ch = line[i]
-        if ch == "\\" and i + 1 < len(line) and line[i + 1] == "|":
-            current.append("|")
-            i += 2
-            continue
-        if ch == "|":
-            cells.append("".join(current))
-            current, pipes = [], pipes + 1
-        else:
-            current.append(ch)
-        i += 1
-    cells.append("".join(current))
-    if pipes == 0:
+    parts = _UNESCAPED_PIPE.split(line)
+    if len(parts) == 1:
         return None
+    cells = [part.replace("\\|", "|") for part in parts]
     if line.startswith("|"):
         cells = cells[1:]
     if line.endswith("|") and not line.endswith("\\|"):
@@ -174,14 +209,34 @@ def _assemble(
 # --- HTML tables -------------------------------------------------------------------------------
 
 
-class _HtmlTables(HTMLParser):
+# The stdlib HTMLParser is quadratic on unfinished tags (9 s on `<table>` + `<a ` × 10,000) and
+# raises AssertionError on `<![CDATh` (issue 11). Tables need only five tags, so a one-pass
+# tokenizer does: one regex whose attribute part stops at the next `<` or `>` (linear), comments
+# skipped with `str.find`, everything else is cell text for `clean_cell` (which strips the other
+# tags and decodes entities).
+_TABLE_TAG = re.compile(r"<(/?)(table|tr|td|th|br)\b[^<>]*+>", re.IGNORECASE)
+
+
+class _HtmlTables:
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.tables: list[list[list[str]]] = []
         self.open_tables = 0
         self.cell: list[str] | None = None
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+    def feed(self, text: str) -> None:
+        text, position = _without_comments(text), 0
+        for match in _TABLE_TAG.finditer(text):
+            self.data(text[position : match.start()])
+            position = match.end()
+            closing, tag = match.group(1), match.group(2).lower()
+            if closing:
+                self.end(tag)
+            else:
+                self.start(tag)
+        # Text after the last tag belongs to a cell that never closed: the answer stopped
+        # there, and half a cell is not kept.
+
+    def start(self, tag: str) -> None:
         if tag == "table":
             self.open_tables += 1
             self.tables.append([])
@@ -194,16 +249,16 @@ class _HtmlTables(HTMLParser):
                 self.tables[-1].append([])
             self.cell = []
         elif tag == "br" and self.cell is not None:
-            self.cell.append("\n")
+            self.cell.append("<br>")
 
-    def handle_endtag(self, tag: str) -> None:
+    def end(self, tag: str) -> None:
         if tag in ("td", "th", "tr"):
             self._close_cell()
         elif tag == "table":
             self._close_cell()
             self.open_tables = max(0, self.open_tables - 1)
 
-    def handle_data(self, data: str) -> None:
+    def data(self, data: str) -> None:
         if self.cell is not None:
             self.cell.append(data)
 
@@ -213,6 +268,21 @@ class _HtmlTables(HTMLParser):
         self.cell = None
 
 
+def _without_comments(text: str) -> str:
+    """`text` without `<!-- … -->` comments (an unclosed one runs to the end)."""
+    if "<!--" not in text:
+        return text
+    kept, position = [], 0
+    while (opening := text.find("<!--", position)) != -1:
+        kept.append(text[position:opening])
+        closing = text.find("-->", opening + 4)
+        if closing == -1:
+            return "".join(kept)
+        position = closing + 3
+    kept.append(text[position:])
+    return "".join(kept)
+
+
 def html_tables(text: str) -> list[RawTable]:
     """Every `<table>` in `text`; the first row is the header. A table never closed (the
     answer stopped inside it) is marked cut short."""
@@ -220,7 +290,6 @@ def html_tables(text: str) -> list[RawTable]:
         return []
     parser = _HtmlTables()
     parser.feed(text)
-    parser.close()
     still_open = parser.open_tables > 0
     tables = []
     for n, grid in enumerate(parser.tables):
@@ -253,11 +322,16 @@ def json_tables(text: str) -> list[RawTable]:
     for candidate in candidates:
         try:
             document = json.loads(candidate)
+        except RecursionError:
+            continue  # nested deeper than any table (a thousand levels): not a note
         except ValueError:
             if _looks_cut_json(candidate):
                 tables.append(RawTable((), (), "json", cut_short=True))
             continue
-        table = _json_to_table(document)
+        try:
+            table = _json_to_table(document)
+        except RecursionError:  # a cell holding a list nested too deep to print
+            continue
         if table is not None:
             tables.append(table)
     return tables
@@ -325,7 +399,10 @@ def csv_tables(text: str) -> list[RawTable]:
         dialect: Any = csv.Sniffer().sniff(sample, delimiters=",\t;")
     except csv.Error:
         dialect = csv.excel
-    records = [r for r in csv.reader(io.StringIO(text), dialect) if any(c.strip() for c in r)]
+    try:
+        records = [r for r in csv.reader(io.StringIO(text), dialect) if any(c.strip() for c in r)]
+    except csv.Error as exc:  # a field over the csv module's limit, a NUL byte
+        raise AnswerTooLarge(f"the CSV cannot be read: {exc}") from exc
     if len(records) < 1:
         return []
     return [replace(_grid_table(records[0], records[1:]), kind="csv")]

@@ -18,8 +18,11 @@ _SEPARATORS = re.compile(r"[\s\-_·・]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
+@lru_cache(maxsize=16)
 def normalize(text: str) -> str:
-    """NFKC + lower case: the form every comparison works on."""
+    """NFKC + lower case: the form every comparison works on. Cached because the rubric
+    matches dozens of terms against the same cell text: without it a 1 MB answer spent 2.3 s
+    normalising the same text again per term (benchmarks/notes_parse/run.py)."""
     return unicodedata.normalize("NFKC", text).lower()
 
 
@@ -36,11 +39,15 @@ def cjk_ratio(text: str) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _latin_pattern(term: str) -> re.Pattern[str]:
-    words = [re.escape(w) for w in _SEPARATORS.split(normalize(term).strip()) if w]
-    return re.compile(r"(?<![a-z0-9])" + r"[\s\-_]*".join(words) + r"(?![a-z0-9])")
+def _latin_pattern(term: str) -> tuple[str, re.Pattern[str]]:
+    """The term's first word (a plain `in` test rules most texts out far faster than the
+    regex's scan) and the whole-word pattern."""
+    words = [w for w in _SEPARATORS.split(normalize(term).strip()) if w]
+    pattern = r"(?<![a-z0-9])" + r"[\s\-_]*".join(map(re.escape, words)) + r"(?![a-z0-9])"
+    return (words[0] if words else ""), re.compile(pattern)
 
 
+@lru_cache(maxsize=16)
 def _squash(text: str) -> str:
     return _SEPARATORS.sub("", normalize(text))
 
@@ -51,7 +58,9 @@ def contains_term(text: str, term: str) -> bool:
         return False
     if has_cjk(term):
         return _squash(term) in _squash(text)
-    return _latin_pattern(term).search(normalize(text)) is not None
+    first_word, pattern = _latin_pattern(term)
+    haystack = normalize(text)
+    return first_word in haystack and pattern.search(haystack) is not None
 
 
 def first_match(text: str, terms: Iterable[str]) -> str | None:
@@ -65,6 +74,22 @@ def first_match(text: str, terms: Iterable[str]) -> str | None:
 def same_label(label: str, terms: Iterable[str]) -> bool:
     """True if a header label *is* one of `terms` (not merely contains it), ignoring case,
     width, spaces, hyphens, bold markers and a trailing colon or parenthetical."""
-    core = _squash(re.sub(r"[*_`:：]+", "", label))
-    core = re.sub(r"[(（\[【].*?[)）\]】]$", "", core) or core
+    core = _squash(_MARKERS.sub("", label))
+    core = _without_trailing_parenthetical(core)
     return any(core == _squash(term) for term in terms)
+
+
+_MARKERS = re.compile(r"[*_`:：]++")
+_OPENERS = re.compile(r"[(（\[【]")
+_CLOSERS = ")）]】"
+
+
+def _without_trailing_parenthetical(core: str) -> str:
+    """`core` without the part from its first opening bracket to a closing one at its end
+    (`阶段(stage)` → `阶段`), or `core` unchanged if nothing would be left. Done with one
+    search instead of the regex `[(…].*?[)…]$`, which restarted its scan to the end at every
+    opening bracket: 88 s on a header cell of 40 KB of `(` (issue 11)."""
+    if not core or core[-1] not in _CLOSERS:
+        return core
+    opener = _OPENERS.search(core, 0, len(core) - 1)
+    return core[: opener.start()] or core if opener else core

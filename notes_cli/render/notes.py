@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
@@ -13,10 +14,14 @@ from notes_cli.secrets import mask_url
 
 if TYPE_CHECKING:
     from notes_cli.notes.check import NoteCheck
-    from notes_cli.notes.generate import Attempt, GenerateResult
+    from notes_cli.notes.compare import Comparison
+    from notes_cli.notes.documents import Document
+    from notes_cli.notes.generate import Attempt, GenerateResult, Prompt
+    from notes_cli.notes.grounding import Grounding
     from notes_cli.notes.kits import Kit
+    from notes_cli.notes.passages import Passage
+    from notes_cli.notes.reading import ReadingPlan
     from notes_cli.notes.rubric import RowResult
-    from notes_cli.notes.sources import Source
 
 _VERDICT_STYLE = {"pass": "bold green", "fail": "bold red"}
 
@@ -54,8 +59,32 @@ def check_report(check: NoteCheck, source: str) -> None:
         )
         for row in check.rubric.rows:
             _row_lines(row)
+    if check.grounding is not None:
+        _grounding_lines(check.grounding)
     for problem in check.problems():
         console.print(f"  [red]•[/] {escape(problem)}")
+
+
+_GROUND_MARK = {"cited": "[green]✓[/]", "uncited": "[yellow]~[/]", "unsupported": "[red]✗[/]"}
+
+
+def _grounding_lines(grounding: Grounding) -> None:
+    console = out()
+    console.print(
+        f"  grounding in {len(grounding.sources)} source(s): "
+        f"{grounding.count('cited')} cited and supported, "
+        f"{grounding.count('uncited')} supported but uncited, "
+        f"{grounding.count('unsupported')} from the model"
+    )
+    for number, name in enumerate(grounding.sources, start=1):
+        console.print(f"    [dim]S{number} = {escape(name)}[/]")
+    row = None
+    for concept in grounding.concepts:
+        if concept.row != row:
+            row = concept.row
+            console.print(f"    {escape(row)}")
+        mark = _GROUND_MARK[concept.status]
+        console.print(f"      {mark} {escape(concept.concept)} — {escape(concept.detail)}")
 
 
 def _row_lines(row: RowResult) -> None:
@@ -131,19 +160,62 @@ class GenerateProgress:
         if self.stream is not None:
             self.stream.done(f"{attempt.output_tokens} tokens, verdict {attempt.verdict}")
 
+    def map_started(self, step: int, total: int, labels: list[str], tokens: int) -> None:
+        if step == 1:
+            err().print(f"reading with [bold]{escape(self.model)}[/] at {escape(self.url)}")
+        span = labels[0] if len(labels) == 1 else f"{labels[0]} … {labels[-1]}"
+        self.stream = StreamProgress(f"  map {step}/{total} ({span}, ~{tokens:,} tokens)")
 
-def sources_fitted(sources: list[Source], budget: int) -> None:
-    """Say how much of each source went into the prompt, and warn about every cut."""
+    def map_finished(self, step: int, facts: int, output_tokens: int) -> None:
+        if self.stream is not None:
+            self.stream.done(f"{facts} fact{'' if facts == 1 else 's'}")
+
+
+def reading_plan(plan: ReadingPlan, kit_prompt_tokens: int) -> None:
+    """Before any request: how the sources will be read, the calls and the input tokens."""
     from notes_cli.render import note, warn
 
-    for source in sources:
-        if source.cut:
-            warn(
-                f"source {source.path}: cut from ~{source.original_tokens} to ~{source.tokens} "
-                f"tokens to fit --max-source-tokens {budget}"
-            )
-        else:
-            note(f"source {source.path}: ~{source.tokens} tokens")
+    if plan.mode == "none":
+        return
+    for number, doc in enumerate(plan.documents, start=1):
+        pages = f", {doc.page_count} pages" if doc.page_count is not None else ""
+        note(f"S{number} = {doc.name}: {doc.kind}{pages}, ~{doc.tokens:,} tokens")
+    estimate = plan.estimated_input_tokens(kit_prompt_tokens)
+    if plan.mode == "whole":
+        note(
+            f"sources fit --max-source-tokens {plan.budget:,}: 1 request, "
+            f"~{estimate:,} input tokens"
+        )
+    elif plan.mode == "cut":
+        dropped = plan.dropped
+        kept_tokens = sum(p.tokens for p in plan.kept)
+        warn(
+            f"--cut: keeping ~{kept_tokens:,} of ~{plan.total_tokens:,} source tokens "
+            f"({len(plan.kept)} of {len(plan.passages)} passages) to fit --max-source-tokens "
+            f"{plan.budget:,}; left out: {_labels(dropped)}"
+        )
+    else:
+        note(
+            f"sources are ~{plan.total_tokens:,} tokens, over --max-source-tokens "
+            f"{plan.budget:,}: reading {len(plan.passages)} passages in {len(plan.batches)} map "
+            f"request(s), then the note: {plan.calls} requests (+ repairs), "
+            f"~{estimate:,} input tokens"
+        )
+
+
+def _labels(passages: tuple[Passage, ...]) -> str:
+    labels = [p.label for p in passages]
+    unique = list(dict.fromkeys(labels))
+    return ", ".join(unique[:12]) + (f" and {len(unique) - 12} more" if len(unique) > 12 else "")
+
+
+def facts_dropped(prompt: Prompt) -> None:
+    from notes_cli.render import warn
+
+    warn(
+        f"{prompt.dropped_facts} of {prompt.dropped_facts + len(prompt.facts)} facts from the map "
+        f"steps did not fit --max-source-tokens {prompt.max_source_tokens:,} and were left out"
+    )
 
 
 def generate_summary(result: GenerateResult) -> None:
@@ -159,3 +231,61 @@ def generate_summary(result: GenerateResult) -> None:
         console.print(f"wrote {escape(str(result.path))}")
     for problem in check.problems():
         console.print(f"  [red]•[/] {escape(problem)}")
+
+
+def documents(found: list[Document]) -> None:
+    """`notes sources`: what would be read from each source."""
+    table = Table(title="sources", title_justify="left")
+    for name in ("source", "kind", "title", "pages", "tokens", "left out"):
+        table.add_column(name, justify="right" if name in ("pages", "tokens") else "left")
+    for doc in found:
+        table.add_row(
+            escape(doc.name if "://" in doc.name else Path(doc.name).name),
+            doc.kind,
+            escape(doc.title or "–"),
+            str(doc.page_count) if doc.page_count is not None else "–",
+            f"~{doc.tokens:,}",
+            escape(doc.dropped or "nothing"),
+        )
+    out().print(table)
+    for doc in found:
+        if doc.fetched:
+            err().print(f"[dim]{escape(doc.name)}: fetched {escape(doc.fetched)}[/]")
+        for line in doc.notes:
+            err().print(f"[dim]{escape(doc.name)}: {escape(line)}[/]")
+
+
+_CELL_MARK = {"agree": "[green]=[/]", "differ": "[red]≠[/]", "only-a": "[yellow]A[/]",
+              "only-b": "[yellow]B[/]", "empty": "[dim]·[/]"}  # fmt: skip
+
+
+def comparison(result: Comparison) -> None:
+    """`notes compare`: a verdict line per row, and for each differing cell both texts."""
+    console = out()
+    console.print(f"A = {escape(result.a_name)}")
+    console.print(f"B = {escape(result.b_name)}")
+    console.print(
+        f"{result.agreeing_cells} cells agree, {result.differing_cells} differ "
+        "(by the rubric concepts each cell mentions)"
+    )
+    for row in result.rows:
+        mark = "[green]✓[/]" if row.agrees else "[red]✗[/]"
+        marks = " ".join(f"{_CELL_MARK[c.verdict]} {escape(c.label)}" for c in row.cells)
+        console.print(f"{mark} {escape(row.label)}: {marks}")
+        for cell in row.cells:
+            if cell.verdict in ("agree", "empty"):
+                continue
+            if cell.verdict in ("only-a", "only-b"):
+                side = "A" if cell.verdict == "only-a" else "B"
+                console.print(f"    {escape(cell.label)}: only {side} has this row")
+                continue
+            parts = []
+            if cell.only_a:
+                parts.append("only A: " + ", ".join(cell.only_a))
+            if cell.only_b:
+                parts.append("only B: " + ", ".join(cell.only_b))
+            console.print(
+                f"    {escape(cell.label)}: {escape('; '.join(parts) or 'worded differently')}"
+            )
+            console.print(f"      A: {escape(' / '.join(cell.a.splitlines()))}")
+            console.print(f"      B: {escape(' / '.join(cell.b.splitlines()))}")

@@ -1,0 +1,148 @@
+"""Fetch one document by URL (`notes generate --source https://…`), bounded in every way.
+
+A reading source is not a gateway, but it is HTTP, and pdnotes has one place for that. The
+bounds: a wall-clock deadline over the whole fetch (connect, redirects, headers and body — a
+server that drips a byte a second or never answers ends there), a cap on the decoded body
+(a gzip bomb stops at the cap, not at memory), and at most `max_redirects` redirects.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit
+
+from notes_cli.gateway import errors
+
+DEFAULT_TIMEOUT_S = 20.0
+DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+DEFAULT_MAX_REDIRECTS = 3
+
+
+class FetchError(errors.GatewayError):
+    """The document could not be fetched within its bounds (names the URL and the bound)."""
+
+    exit_code = 2  # a source the user named cannot be read: an input error
+
+    def __init__(self, message: str, *, url: str, fix: str | None = None) -> None:
+        super().__init__(message, fix=fix)
+        self.url = url
+
+
+@dataclass(frozen=True)
+class Fetched:
+    url: str  # as asked
+    final_url: str  # after redirects
+    status: int
+    content_type: str  # lower-case media type, without parameters
+    charset: str | None  # from Content-Type, if given
+    body: bytes
+    redirects: tuple[str, ...]
+    elapsed_s: float
+
+
+def fetch(
+    url: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_redirects: int = DEFAULT_MAX_REDIRECTS,
+    transport: object | None = None,
+) -> Fetched:
+    """GET `url`, following at most `max_redirects` redirects, all within `timeout` seconds and
+    `max_bytes` of decoded body. Raises FetchError (exit 2) for every failure."""
+    import httpx
+
+    from notes_cli.gateway._http import safe_url
+
+    shown = safe_url(url)
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise FetchError(f"{shown}: only http:// and https:// URLs are fetched", url=url)
+    start = time.monotonic()
+    deadline = start + timeout
+    redirects: list[str] = []
+    current = url
+    options: dict[str, object] = {"follow_redirects": False, "trust_env": True}
+    if transport is not None:
+        options["transport"] = transport
+    try:
+        with httpx.Client(**options) as client:  # type: ignore[arg-type]
+            while True:
+                remaining = max(0.05, deadline - time.monotonic())
+                request = client.build_request(
+                    "GET",
+                    current,
+                    headers={"Accept": "text/html,application/pdf,text/*;q=0.9,*/*;q=0.5"},
+                    timeout=httpx.Timeout(remaining),
+                )
+                response = client.send(request, stream=True)
+                try:
+                    if response.is_redirect:
+                        location = response.headers.get("location", "")
+                        if len(redirects) >= max_redirects:
+                            raise FetchError(
+                                f"{shown} redirected more than {max_redirects} times "
+                                f"(last to {safe_url(urljoin(current, location))})",
+                                url=url,
+                                fix="pass the final URL of the page",
+                            )
+                        current = urljoin(current, location)
+                        redirects.append(safe_url(current))
+                        continue
+                    if response.status_code >= 400:
+                        raise FetchError(
+                            f"{shown} answered HTTP {response.status_code}",
+                            url=url,
+                            fix="check the URL in a browser, or save the page and pass the file",
+                        )
+                    body = _read_body(response, deadline, max_bytes, shown, url, timeout)
+                finally:
+                    response.close()
+                media, _, params = response.headers.get("content-type", "").partition(";")
+                return Fetched(
+                    url=url,
+                    final_url=str(response.url),
+                    status=response.status_code,
+                    content_type=media.strip().lower(),
+                    charset=_charset(params),
+                    body=body,
+                    redirects=tuple(redirects),
+                    elapsed_s=time.monotonic() - start,
+                )
+    except FetchError:
+        raise
+    except httpx.TimeoutException as exc:
+        raise FetchError(
+            f"{shown} did not finish within {timeout:g} s", url=url, fix="try again later"
+        ) from exc
+    except httpx.HTTPError as exc:
+        raise FetchError(f"cannot fetch {shown}: {exc or type(exc).__name__}", url=url) from exc
+
+
+def _read_body(
+    response: object, deadline: float, max_bytes: int, shown: str, url: str, timeout: float
+) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    # Chunks as they arrive (not re-buffered to a size), so a dripping server meets the
+    # deadline check after every read.
+    for chunk in response.iter_bytes():  # type: ignore[attr-defined]
+        size += len(chunk)
+        if size > max_bytes:
+            raise FetchError(
+                f"{shown} is larger than {max_bytes / 1e6:.0f} MB (decoded); not read further",
+                url=url,
+                fix="save the part you need and pass the file",
+            )
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise FetchError(f"{shown} did not finish within {timeout:g} s", url=url)
+    return b"".join(chunks)
+
+
+def _charset(params: str) -> str | None:
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip():
+            return value.strip().strip('"').lower()
+    return None

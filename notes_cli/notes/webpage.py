@@ -1,0 +1,77 @@
+"""The main text of a web page: the article, without navigation, ads and footers.
+
+trafilatura does the finding (it is made for exactly this and well kept; readability-style
+heuristics by hand would be worse). It brings lxml and date parsing with it, so it is the
+optional extra `pdnotes[reading]`, imported only when an HTML source is read; without it the
+page's visible text is kept whole and the user is told how to get the article alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from notes_cli.errors import InputError
+
+INSTALL_HINT = "install `pdnotes[reading]` (trafilatura) to keep the article and drop the rest"
+
+
+@dataclass(frozen=True)
+class PageText:
+    title: str | None
+    text: str
+    dropped: str | None  # what was left out, in words
+    notes: tuple[str, ...] = ()
+
+
+def main_text(markup: str, *, url: str | None, name: str) -> PageText:
+    """The article text of `markup`. Raises InputError when the page has no text at all."""
+    from notes_cli.notes.sources import estimate_tokens
+
+    visible = visible_text(markup, name)
+    try:
+        import trafilatura
+    except ImportError:
+        if not visible:
+            raise InputError(f"source {name}: the page has no text") from None
+        return PageText(_title_of(markup), visible, None, (f"whole page kept: {INSTALL_HINT}",))
+    found = trafilatura.bare_extraction(markup, url=url, with_metadata=True, include_tables=True)
+    text = (getattr(found, "text", None) or "").strip() if found is not None else ""
+    title = (getattr(found, "title", None) or None) if found is not None else None
+    if not text:
+        if not visible:
+            raise InputError(f"source {name}: the page has no text")
+        return PageText(title or _title_of(markup), visible, None,
+                        ("no article found: the whole page is kept",))  # fmt: skip
+    dropped_tokens = max(0, estimate_tokens(visible) - estimate_tokens(text))
+    dropped = (
+        f"~{dropped_tokens:,} tokens of navigation, ads and other boilerplate"
+        if dropped_tokens
+        else None
+    )
+    return PageText(title or _title_of(markup), text, dropped)
+
+
+def visible_text(markup: str, name: str) -> str:
+    """Every piece of text a browser would show (scripts, styles and the head left out)."""
+    try:
+        import lxml.html
+    except ImportError:
+        from notes_cli.notes.sources import html_to_text
+
+        return html_to_text(markup, name=name)
+    try:
+        root = lxml.html.document_fromstring(markup)
+    except (ValueError, lxml.etree.ParserError):  # empty or only a comment
+        return ""
+    for element in root.xpath("//script|//style|//noscript|//head|//template|//svg"):
+        element.drop_tree()
+    lines = (" ".join(line.split()) for line in root.text_content().splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def _title_of(markup: str) -> str | None:
+    import html
+    import re
+
+    match = re.search(r"<title[^<>]*+>([^<]{1,300})</title>", markup[:20000], re.IGNORECASE)
+    return " ".join(html.unescape(match.group(1)).split()) or None if match else None
