@@ -19,6 +19,11 @@ def doctor(
     project_dir: Path | None = typer.Option(
         None, "--project-dir", help="Project whose .claude/ settings apply."
     ),
+    codex_version: str | None = typer.Option(
+        None,
+        "--codex-version",
+        help="Judge config.toml by this Codex release's rules (default: `codex --version`).",
+    ),
 ) -> None:
     """Find what would break the clients' connection, each finding with its fix.
     Exit 0 when there is no error, 1 when there is."""
@@ -31,6 +36,7 @@ def doctor(
         codex_home=codex_home,
         claude_home=claude_home,
         project_dir=project_dir,
+        codex_version=codex_version,
     )
     if as_json:
         from notes_cli.render import emit_json

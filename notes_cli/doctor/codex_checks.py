@@ -2,59 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from notes_cli.clients.files import toml_header_line, toml_key_line
+from notes_cli.clients.files import line_of_regex, toml_header_line, toml_key_line
 from notes_cli.clients.resolve import (
     BUILTIN_CODEX_PROVIDERS,
     OPENAI_DEFAULT_BASE_URL,
     RESERVED_PROVIDER_IDS,
 )
+from notes_cli.doctor import codex_schema
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.doctor.url_checks import check_base_url, check_gateway_note, check_model
 from notes_cli.secrets import looks_like_secret
 
-PROVIDER_FIELDS = frozenset(
-    {
-        "name",
-        "base_url",
-        "wire_api",
-        "env_key",
-        "env_key_instructions",
-        "experimental_bearer_token",
-        "auth",
-        "requires_openai_auth",
-        "query_params",
-        "http_headers",
-        "env_http_headers",
-        "request_max_retries",
-        "stream_max_retries",
-        "stream_idle_timeout_ms",
-        "supports_websockets",
-        "model_catalog_url",
-        "gateway_oauth",
-        "aws",
-        "capabilities",
-        "project_id",
-        "location",
-        "credential_file",
-        "websocket_connect_timeout_ms",
-        "supports_standalone_web_search",
-    }
-)
 BEDROCK_FIELDS = frozenset({"base_url", "auth", "http_headers", "aws"})
 """On the built-in amazon-bedrock provider only these may be changed."""
-ENUMS: dict[str, tuple[str, ...]] = {
-    "sandbox_mode": ("read-only", "workspace-write", "danger-full-access"),
-    "approval_policy": ("untrusted", "on-failure", "on-request", "granular", "never"),
-    "model_reasoning_summary": ("auto", "concise", "detailed", "none"),
-    "model_verbosity": ("low", "medium", "high"),
-    "personality": ("none", "friendly", "pragmatic"),
-}
-REASONING_EFFORTS = ("low", "medium", "high", "xhigh", "max", "ultra")
 CHAT_REMOVED_IN = (0, 80, 0)
 MAX_RETRIES = 100
 
@@ -67,7 +33,15 @@ class _Ctx:
         self.text = text
 
     def at(self, table: str | None, key: str) -> dict[str, Any]:
-        return {"file": self.file, "line": toml_key_line(self.text, table, key)}
+        """`key = …` in [table]; for a key that is itself a table, its `[table.key]` or
+        `[[table.key]]` header."""
+        line = toml_key_line(self.text, table, key)
+        if line is None:
+            dotted = f"{table}.{key}" if table else key
+            line = toml_header_line(self.text, dotted) or line_of_regex(
+                self.text, r"^\s*\[\[\s*" + re.escape(dotted) + r"\s*\]\]"
+            )
+        return {"file": self.file, "line": line}
 
 
 def check_codex(
@@ -79,19 +53,23 @@ def check_codex(
 ) -> list[Finding]:
     """Every static finding for one parsed config.toml."""
     ctx = _Ctx(path, text)
-    found = _check_top_level(ctx, doc)
+    schema = codex_schema.schema_for(version)
+    found = _check_top_level(ctx, doc, schema)
+    found += codex_schema.check_providers_shape(doc, ctx.at)
     providers = doc.get("model_providers")
     providers = providers if isinstance(providers, dict) else {}
     for provider_id, table in providers.items():
         if isinstance(table, dict):
-            found += _check_provider(ctx, str(provider_id), table, env, version)
+            found += _check_provider(ctx, str(provider_id), table, env, version, schema)
     found += _check_selected(ctx, doc, providers, env)
     found += _check_anthropic_keys(ctx, doc)
     return found
 
 
-def _check_top_level(ctx: _Ctx, doc: Mapping[str, Any]) -> list[Finding]:
-    found: list[Finding] = []
+def _check_top_level(
+    ctx: _Ctx, doc: Mapping[str, Any], schema: codex_schema.CodexSchema
+) -> list[Finding]:
+    found = codex_schema.check_top_level(doc, schema, ctx.at)
     if "profile" in doc:
         profile = str(doc["profile"])
         found.append(
@@ -117,38 +95,15 @@ def _check_top_level(ctx: _Ctx, doc: Mapping[str, Any]) -> list[Finding]:
                     line=toml_header_line(ctx.text, f"profiles.{name}"),
                 )
             )
-    for key, choices in ENUMS.items():
-        value = doc.get(key)
-        if value is None:
-            continue
-        if key == "approval_policy" and value == "untrusted":
-            found.append(
-                make(
-                    "approval-untrusted",
-                    "codex",
-                    'approval_policy = "untrusted" is no longer supported by Codex',
-                    **ctx.at(None, key),
-                )
-            )
-        elif value not in choices:
-            found.append(
-                make(
-                    "enum-value-invalid",
-                    "codex",
-                    f"{key} = {value!r} is not a value Codex knows",
-                    choices=", ".join(choices),
-                    **ctx.at(None, key),
-                )
-            )
     effort = doc.get("model_reasoning_effort")
-    if effort is not None and effort not in REASONING_EFFORTS:
+    if isinstance(effort, str) and effort not in schema.efforts:
         found.append(
             make(
                 "reasoning-effort-invalid",
                 "codex",
                 f"model_reasoning_effort = {effort!r} is not a catalogued effort; "
                 "Codex sends it to the gateway unchecked",
-                choices=", ".join(REASONING_EFFORTS),
+                choices=", ".join(schema.efforts),
                 **ctx.at(None, "model_reasoning_effort"),
             )
         )
@@ -161,6 +116,7 @@ def _check_provider(
     table: dict[str, Any],
     env: Mapping[str, str],
     version: tuple[int, int, int] | None,
+    schema: codex_schema.CodexSchema,
 ) -> list[Finding]:
     section = f"model_providers.{provider_id}"
     found: list[Finding] = []
@@ -186,20 +142,22 @@ def _check_provider(
                 **header,
             )
         )
-    allowed = BEDROCK_FIELDS if provider_id == "amazon-bedrock" else PROVIDER_FIELDS
-    for key in table:
-        if key not in allowed:
-            found.append(
-                make(
-                    "unknown-key",
-                    "codex",
-                    f"{section}.{key} cannot be changed on the built-in amazon-bedrock provider"
-                    if allowed is BEDROCK_FIELDS
-                    else f"{section}.{key} is not a Codex provider field; Codex ignores it",
-                    key=f"{section}.{key}",
-                    **ctx.at(section, str(key)),
+    if provider_id == "amazon-bedrock":
+        for key in table:
+            if key not in BEDROCK_FIELDS:
+                found.append(
+                    make(
+                        "unknown-key",
+                        "codex",
+                        f"{section}.{key} cannot be changed on the built-in amazon-bedrock "
+                        "provider",
+                        key=f"{section}.{key}",
+                        hint="",
+                        **ctx.at(section, str(key)),
+                    )
                 )
-            )
+    else:
+        found += codex_schema.check_provider_table(provider_id, table, schema, ctx.at)
     found += _check_wire_api(ctx, provider_id, table.get("wire_api"), version)
     found += _check_credentials(ctx, provider_id, table, env)
     for key in ("request_max_retries", "stream_max_retries"):

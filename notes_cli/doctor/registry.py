@@ -91,9 +91,29 @@ _ENTRIES: tuple[Entry, ...] = (
         "unknown-key",
         "warning",
         "codex",
-        "a key Codex does not know (it ignores it, and --strict-config rejects it)",
-        "[model_providers.gw] bogus_field = 1",
-        "remove or correct `{key}` in {file}",
+        "a key the Codex release in use does not know (it ignores it, and --strict-config "
+        "rejects it); an error when it is a typo of model, model_provider or model_providers, "
+        "since Codex then calls its default",
+        'model_provder = "gw" (did you mean `model_provider`?)',
+        "remove or correct `{key}` in {file}{hint}",
+    ),
+    Entry(
+        "config-type-invalid",
+        "error",
+        "codex",
+        "a known key has a value of the wrong type or shape; Codex refuses to load the file",
+        'approval_policy = "granular", model_providers = "gw", [[model_providers]]',
+        "make `{key}` {expected} in {file}",
+    ),
+    Entry(
+        "provider-field-invalid",
+        "error",
+        "codex",
+        "a provider field of the right type that Codex still refuses (aws outside "
+        "amazon-bedrock, gateway_oauth without exactly one credential source, auth without "
+        "command)",
+        "[model_providers.gw] aws = {}",
+        "{detail}",
     ),
     Entry(
         "wire-api-chat-removed",

@@ -53,8 +53,10 @@ def run_doctor(
     codex_home: Path | None = None,
     claude_home: Path | None = None,
     project_dir: Path | None = None,
+    codex_version: str | None = None,
 ) -> DoctorReport:
-    """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`."""
+    """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
+    `codex_version` ("0.171.0") picks the Codex rules; default: the installed `codex --version`."""
     if client not in CLIENTS:
         raise UsageError(f"unknown --client {client!r}", fix="use codex, claude or all")
     from notes_cli.doctor.env_checks import check_env
@@ -62,7 +64,7 @@ def run_doctor(
     env = dict(os.environ)
     report = DoctorReport()
     if client in ("all", "codex"):
-        _codex(report, env, codex_home)
+        _codex(report, env, codex_home, _codex_version(codex_version))
     if client in ("all", "claude"):
         _claude(report, env, claude_home, project_dir)
     _config_missing(report, client, codex_home, claude_home)
@@ -72,11 +74,28 @@ def run_doctor(
     return report
 
 
-def _codex(report: DoctorReport, env: dict[str, str], codex_home: Path | None) -> None:
+def _codex_version(given: str | None) -> tuple[int, int, int] | None:
+    from notes_cli.doctor.version import codex_version, parse_version
+
+    if given is None:
+        return codex_version()
+    parsed = parse_version(given)
+    if parsed is None:
+        raise UsageError(
+            f"--codex-version {given!r} is not a version", fix="give it as X.Y.Z, e.g. 0.171.0"
+        )
+    return parsed
+
+
+def _codex(
+    report: DoctorReport,
+    env: dict[str, str],
+    codex_home: Path | None,
+    version: tuple[int, int, int] | None,
+) -> None:
     from notes_cli.clients import files
     from notes_cli.doctor.codex_checks import check_codex
     from notes_cli.doctor.registry import make
-    from notes_cli.doctor.version import codex_version
     from notes_cli.errors import ConfigParseError
 
     path = paths.codex_config_path(codex_home)
@@ -109,7 +128,7 @@ def _codex(report: DoctorReport, env: dict[str, str], codex_home: Path | None) -
         return
     if text is None or doc is None:
         return
-    report.findings += check_codex(path, text, doc, env, codex_version())
+    report.findings += check_codex(path, text, doc, env, version)
     report.clients.append(_summary("codex", lambda: _codex_endpoint(codex_home, env)))
 
 
