@@ -24,9 +24,16 @@ def doctor(
         "--codex-version",
         help="Judge config.toml by this Codex release's rules (default: `codex --version`).",
     ),
+    profile: str | None = typer.Option(
+        None, "--profile", "-p", help="Check Codex as `codex -p NAME` runs (NAME.config.toml)."
+    ),
+    overrides: list[str] | None = typer.Option(
+        None, "-c", "--config", help="A Codex `-c key=value` override (repeatable)."
+    ),
 ) -> None:
     """Find what would break the clients' connection, each finding with its fix.
     Exit 0 when there is no error, 1 when there is."""
+    from notes_cli.clients.view import CodexView
     from notes_cli.doctor.run import run_doctor
 
     report = run_doctor(
@@ -37,6 +44,7 @@ def doctor(
         claude_home=claude_home,
         project_dir=project_dir,
         codex_version=codex_version,
+        codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
     )
     if as_json:
         from notes_cli.render import emit_json

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from notes_cli.clients.files import line_of_regex, toml_header_line, toml_key_line
+from notes_cli.clients.files import line_of_regex, toml_header_line
+from notes_cli.clients.layers import CodexLayer, MergedCodex, merge_into
 from notes_cli.clients.resolve import (
     BUILTIN_CODEX_PROVIDERS,
     OPENAI_DEFAULT_BASE_URL,
@@ -26,22 +27,31 @@ MAX_RETRIES = 100
 
 
 class _Ctx:
-    """The file under check, so each finding can point at `file:line`."""
+    """Where each value came from, so each finding can point at the `file:line` that won."""
 
-    def __init__(self, path: Path, text: str) -> None:
-        self.file = str(path)
-        self.text = text
+    def __init__(self, merged: MergedCodex, profile: str | None = None) -> None:
+        self.merged = merged
+        self.profile = profile
+        user = next((lay for lay in merged.layers if lay.kind == "user"), None)
+        self.file = user.where if user else (merged.layers[0].where if merged.layers else "")
 
     def at(self, table: str | None, key: str) -> dict[str, Any]:
-        """`key = …` in [table]; for a key that is itself a table, its `[table.key]` or
-        `[[table.key]]` header."""
-        line = toml_key_line(self.text, table, key)
-        if line is None:
+        """`key = …` in [table] of the winning layer; for a key that is itself a table, its
+        `[table.key]` or `[[table.key]]` header."""
+        where = self.merged.at(table, key)
+        layer = self.merged.layer_of(*(table.split(".") if table else ()), key)
+        if where["line"] is None and layer is not None and layer.path is not None:
             dotted = f"{table}.{key}" if table else key
-            line = toml_header_line(self.text, dotted) or line_of_regex(
-                self.text, r"^\s*\[\[\s*" + re.escape(dotted) + r"\s*\]\]"
+            where["line"] = line_of_regex(
+                layer.text, r"^\s*\[\[\s*" + re.escape(dotted) + r"\s*\]\]"
             )
-        return {"file": self.file, "line": line}
+        return where
+
+    def header(self, table: str) -> dict[str, Any]:
+        layer = self.merged.layer_of(*table.split("."))
+        if layer is None or layer.path is None:
+            return {"file": layer.where if layer else self.file, "line": None}
+        return {"file": layer.where, "line": toml_header_line(layer.text, table)}
 
 
 def check_codex(
@@ -51,10 +61,23 @@ def check_codex(
     env: Mapping[str, str],
     version: tuple[int, int, int] | None,
 ) -> list[Finding]:
-    """Every static finding for one parsed config.toml."""
-    ctx = _Ctx(path, text)
+    """Every static finding for one parsed config.toml on its own."""
+    merged = merge_into(MergedCodex([CodexLayer("user", path, text, doc)]))
+    return check_codex_layers(merged, env, version)
+
+
+def check_codex_layers(
+    merged: MergedCodex,
+    env: Mapping[str, str],
+    version: tuple[int, int, int] | None,
+    profile: str | None = None,
+) -> list[Finding]:
+    """Every static finding for Codex's merged configuration; each names the winning layer."""
+    ctx = _Ctx(merged, profile)
+    doc = merged.doc
     schema = codex_schema.schema_for(version)
-    found = _check_top_level(ctx, doc, schema)
+    found = _check_layers(ctx)
+    found += _check_top_level(ctx, doc, schema)
     found += codex_schema.check_providers_shape(doc, ctx.at)
     providers = doc.get("model_providers")
     providers = providers if isinstance(providers, dict) else {}
@@ -63,6 +86,35 @@ def check_codex(
             found += _check_provider(ctx, str(provider_id), table, env, version, schema)
     found += _check_selected(ctx, doc, providers, env)
     found += _check_anthropic_keys(ctx, doc)
+    return found
+
+
+def _check_layers(ctx: _Ctx) -> list[Finding]:
+    """Files Codex skips although they look like they apply."""
+    found: list[Finding] = []
+    for path in ctx.merged.ignored_project_files:
+        found.append(
+            make(
+                "project-config-untrusted",
+                "codex",
+                f"{path} is ignored: Codex loads a project's .codex/config.toml only when the "
+                "project is trusted",
+                project=str(path.parent.parent),
+                codex_file=ctx.file,
+                file=str(path),
+            )
+        )
+    if ctx.merged.missing_profile is not None and ctx.profile:
+        found.append(
+            make(
+                "profile-file-missing",
+                "codex",
+                f"`codex -p {ctx.profile}` reads {ctx.merged.missing_profile}, which does not "
+                "exist; Codex silently runs without the profile",
+                profile=ctx.profile,
+                file=str(ctx.merged.missing_profile),
+            )
+        )
     return found
 
 
@@ -84,15 +136,17 @@ def _check_top_level(
     profiles = doc.get("profiles")
     if isinstance(profiles, dict):
         for name in profiles:
+            selected = name == ctx.profile
             found.append(
                 make(
                     "profile-legacy",
                     "codex",
-                    f"[profiles.{name}] is legacy: `codex -p {name}` fails on it",
-                    severity="warning",
+                    f"[profiles.{name}] is legacy: `codex -p {name}` refuses to start on it"
+                    if selected
+                    else f"[profiles.{name}] is legacy: `codex -p {name}` fails on it",
+                    severity=None if selected else "warning",
                     profile=name,
-                    file=ctx.file,
-                    line=toml_header_line(ctx.text, f"profiles.{name}"),
+                    **ctx.header(f"profiles.{name}"),
                 )
             )
     effort = doc.get("model_reasoning_effort")
@@ -120,7 +174,7 @@ def _check_provider(
 ) -> list[Finding]:
     section = f"model_providers.{provider_id}"
     found: list[Finding] = []
-    header: dict[str, Any] = {"file": ctx.file, "line": toml_header_line(ctx.text, section)}
+    header = ctx.header(section)
     if provider_id in RESERVED_PROVIDER_IDS:
         found.append(
             make(
@@ -239,7 +293,8 @@ def _check_credentials(
             make(
                 "key-in-file",
                 "codex",
-                f"[{section}] stores a literal bearer token in {ctx.file}",
+                f"[{section}] stores a literal bearer token in "
+                f"{ctx.at(section, 'experimental_bearer_token')['file']}",
                 **ctx.at(section, "experimental_bearer_token"),
             )
         )

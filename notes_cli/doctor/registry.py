@@ -166,6 +166,25 @@ _ENTRIES: tuple[Entry, ...] = (
         "move the profile to $CODEX_HOME/{profile}.config.toml and use `codex --profile {profile}`",
     ),
     Entry(
+        "project-config-untrusted",
+        "warning",
+        "codex",
+        "a project `.codex/config.toml` (project root down to the current folder) that Codex "
+        'skips because the user config has no [projects."<root>"] trust_level = "trusted"',
+        "~/work/app/.codex/config.toml with ~/work/app untrusted",
+        'trust the project in Codex (or add [projects."{project}"] trust_level = "trusted" to '
+        "{codex_file}), or move the settings to {codex_file}",
+    ),
+    Entry(
+        "profile-file-missing",
+        "warning",
+        "codex",
+        "`doctor --profile NAME` names a profile whose $CODEX_HOME/NAME.config.toml does not "
+        "exist; `codex -p NAME` silently runs without it",
+        "codex -p fast without ~/.codex/fast.config.toml",
+        "create {file} with the settings of profile {profile}",
+    ),
+    Entry(
         "approval-untrusted",
         "error",
         "codex",

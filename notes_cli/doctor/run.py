@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from notes_cli import paths
+from notes_cli.clients.view import CodexView
 from notes_cli.doctor.findings import Finding, FindingClient, Probe, Severity
 from notes_cli.errors import InputError, UsageError
 
@@ -54,6 +55,7 @@ def run_doctor(
     claude_home: Path | None = None,
     project_dir: Path | None = None,
     codex_version: str | None = None,
+    codex_view: CodexView | None = None,
 ) -> DoctorReport:
     """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
     `codex_version` ("0.171.0") picks the Codex rules; default: the installed `codex --version`."""
@@ -62,15 +64,16 @@ def run_doctor(
     from notes_cli.doctor.env_checks import check_env
 
     env = dict(os.environ)
+    view = codex_view or CodexView(cwd=project_dir)
     report = DoctorReport()
     if client in ("all", "codex"):
-        _codex(report, env, codex_home, _codex_version(codex_version))
+        _codex(report, env, codex_home, _codex_version(codex_version), view)
     if client in ("all", "claude"):
         _claude(report, env, claude_home, project_dir)
     _config_missing(report, client, codex_home, claude_home)
     report.findings += check_env(env)
     if not offline:
-        _live(report, client, timeout, codex_home, claude_home, project_dir)
+        _live(report, client, timeout, codex_home, claude_home, project_dir, view)
     return report
 
 
@@ -92,50 +95,57 @@ def _codex(
     env: dict[str, str],
     codex_home: Path | None,
     version: tuple[int, int, int] | None,
+    view: CodexView,
 ) -> None:
-    from notes_cli.clients import files
-    from notes_cli.doctor.codex_checks import check_codex
+    from notes_cli.clients.layers import codex_layers
+    from notes_cli.doctor.codex_checks import check_codex_layers
     from notes_cli.doctor.registry import make
     from notes_cli.errors import ConfigParseError
 
     path = paths.codex_config_path(codex_home)
     try:
-        text, doc = files.read_toml_data(path)
+        merged = codex_layers(
+            codex_home, cwd=view.cwd, profile=view.profile, overrides=view.overrides
+        )
     except ConfigParseError as exc:
         report.findings.append(
             make(
                 "toml-syntax",
                 "codex",
                 f"{exc.message}; Codex will not start",
-                file=str(path),
+                file=exc.path or str(path),
                 line=exc.line,
                 column=exc.column,
             )
         )
-        report.clients.append(ClientSummary("codex", (str(path),), None))
+        report.clients.append(ClientSummary("codex", (exc.path or str(path),), None))
         return
+    except UsageError:
+        raise
     except InputError as exc:
         report.findings.append(
             make(
                 "file-unreadable",
                 "codex",
                 exc.message,
-                file=str(path),
+                file=str(getattr(exc, "path", None) or path),
                 detail=exc.fix or "fix or remove the file",
             )
         )
         report.clients.append(ClientSummary("codex", (str(path),), None))
         return
-    if text is None or doc is None:
+    if not any(layer.kind == "user" for layer in merged.layers):
+        # No config.toml: config-missing says so (project, profile or -c layers alone do
+        # not make a Codex setup pdnotes can check).
         return
-    report.findings += check_codex(path, text, doc, env, version)
-    report.clients.append(_summary("codex", lambda: _codex_endpoint(codex_home, env)))
+    report.findings += check_codex_layers(merged, env, version, view.profile)
+    report.clients.append(_summary("codex", lambda: _codex_endpoint(codex_home, env, view)))
 
 
-def _codex_endpoint(codex_home: Path | None, env: dict[str, str]) -> Any:
+def _codex_endpoint(codex_home: Path | None, env: dict[str, str], view: CodexView) -> Any:
     from notes_cli.clients.resolve import codex_setup
 
-    return codex_setup(codex_home, env)
+    return codex_setup(codex_home, env, view=view)
 
 
 def _claude(
@@ -208,6 +218,7 @@ def _live(
     codex_home: Path | None,
     claude_home: Path | None,
     project_dir: Path | None,
+    view: CodexView,
 ) -> None:
     from notes_cli.clients.resolve import resolve_setups
 
@@ -222,7 +233,11 @@ def _live(
             continue
         try:
             setups = resolve_setups(
-                name, codex_home=codex_home, claude_home=claude_home, project_dir=project_dir
+                name,
+                codex_home=codex_home,
+                claude_home=claude_home,
+                project_dir=project_dir,
+                codex_view=view,
             )
         except InputError:
             continue  # already reported as toml-syntax / json-syntax / file-unreadable
