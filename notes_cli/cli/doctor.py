@@ -30,6 +30,14 @@ def doctor(
     overrides: list[str] | None = typer.Option(
         None, "-c", "--config", help="A Codex `-c key=value` override (repeatable)."
     ),
+    settings: Path | None = typer.Option(
+        None, "--settings", help="A Claude Code `--settings FILE` layer."
+    ),
+    run_helpers: bool = typer.Option(
+        False,
+        "--run-helpers",
+        help="Also run a project-scope apiKeyHelper (5 s limit; its output is never shown).",
+    ),
 ) -> None:
     """Find what would break the clients' connection, each finding with its fix.
     Exit 0 when there is no error, 1 when there is."""
@@ -45,6 +53,8 @@ def doctor(
         project_dir=project_dir,
         codex_version=codex_version,
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
+        claude_settings=settings,
+        run_helpers=run_helpers,
     )
     if as_json:
         from notes_cli.render import emit_json

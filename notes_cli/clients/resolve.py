@@ -1,9 +1,10 @@
 """What each client will actually call, and where every value came from.
 
 `resolve_endpoints` is the public entry (smoke, live doctor and notes use it); `resolve_setups`
-adds the provenance `pdnotes config show` prints. Both follow the clients' own rules: Codex reads
-one `config.toml` and joins `base_url + "/responses"`; Claude Code merges process env < user <
-project < local settings (`env` in settings wins over the shell) and appends `/v1/messages`.
+adds the provenance `pdnotes config show` prints. Both follow the clients' own rules: Codex
+merges its layers (`layers.py`) and joins `base_url + "/responses"`; Claude Code merges process
+env < user < project < local < `--settings` < managed settings (`env` in settings wins over the
+shell) and appends `/v1/messages`.
 """
 
 from __future__ import annotations
@@ -78,13 +79,14 @@ def resolve_setups(
     project_dir: Path | None = None,
     environ: Mapping[str, str] | None = None,
     codex_view: CodexView | None = None,
+    claude_settings: Path | None = None,
 ) -> list[ClientSetup]:
     env = os.environ if environ is None else environ
     result: list[ClientSetup] = []
     if client in ("all", "codex"):
         result.append(codex_setup(codex_home, env, view=codex_view or CodexView(project_dir)))
     if client in ("all", "claude"):
-        result.append(claude_setup(claude_home, project_dir, env))
+        result.append(claude_setup(claude_home, project_dir, env, claude_settings))
     return result
 
 
@@ -185,25 +187,31 @@ class ClaudeLayers:
 
 
 def claude_settings_files(
-    claude_home: Path | None, project_dir: Path | None
+    claude_home: Path | None, project_dir: Path | None, settings_file: Path | None = None
 ) -> list[tuple[str, Path]]:
-    """(scope, path) of the settings files Claude Code reads, lowest precedence first."""
-    return [
+    """(scope, path) of the settings files Claude Code reads, lowest precedence first: user,
+    project, local, `--settings FILE`, then the managed file(s) (`claude_managed`)."""
+    from notes_cli.clients.claude_managed import managed_files
+
+    layers = [
         (
             scope,
             paths.claude_settings_path(scope, claude_home_dir=claude_home, project_dir=project_dir),
         )
         for scope in CLAUDE_SCOPES
     ]
+    if settings_file is not None:
+        layers.append(("settings", settings_file))
+    return layers + [("managed", path) for path in managed_files()]
 
 
 def load_claude_files(
-    claude_home: Path | None, project_dir: Path | None
+    claude_home: Path | None, project_dir: Path | None, settings_file: Path | None = None
 ) -> list[tuple[Path, dict[str, Any]]]:
     """The settings files that exist, parsed, lowest precedence first (`ConfigParseError`
     when one does not parse)."""
     loaded = []
-    for _scope, path in claude_settings_files(claude_home, project_dir):
+    for _scope, path in claude_settings_files(claude_home, project_dir, settings_file):
         _, data = files.load_json(path)
         if data is not None:
             loaded.append((path, data))
@@ -231,10 +239,13 @@ def merge_claude_layers(
 
 
 def claude_setup(
-    claude_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
+    claude_home: Path | None,
+    project_dir: Path | None,
+    env: Mapping[str, str],
+    settings_file: Path | None = None,
 ) -> ClientSetup:
     """Claude Code's effective setup from its settings layers and the environment."""
-    layers = merge_claude_layers(load_claude_files(claude_home, project_dir), env)
+    layers = merge_claude_layers(load_claude_files(claude_home, project_dir, settings_file), env)
     configured = layers.files or any(k.startswith("ANTHROPIC_") for k in env)
     if not configured:
         return ClientSetup("claude", (), (), None, problem="no Claude Code settings file")

@@ -41,13 +41,20 @@ _FALSE_VALUES = ("0", "false", "no", "off")
 
 
 def check_claude(
-    claude_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
+    claude_home: Path | None,
+    project_dir: Path | None,
+    env: Mapping[str, str],
+    settings_file: Path | None = None,
+    *,
+    run_helpers: bool = False,
 ) -> tuple[list[Finding], list[Path]]:
     """All static Claude findings, and the settings files that exist."""
     found: list[Finding] = []
     valid: list[tuple[Path, dict[str, Any]]] = []
     present: list[Path] = []
-    for scope, path in claude_settings_files(claude_home, project_dir):
+    scopes: dict[str, str] = {}
+    for scope, path in claude_settings_files(claude_home, project_dir, settings_file):
+        scopes[str(path)] = scope
         try:
             text, data = files.load_json(path)
         except ConfigParseError as exc:
@@ -86,7 +93,33 @@ def check_claude(
     if not present and not any(k.startswith("ANTHROPIC_") for k in env):
         return found, present
     found += _check_merged(valid, env)
+    found += _check_credentials(valid, env, scopes, run_helpers)
     return found, present
+
+
+def _check_credentials(
+    valid: list[tuple[Path, dict[str, Any]]],
+    env: Mapping[str, str],
+    scopes: Mapping[str, str],
+    run_helpers: bool,
+) -> list[Finding]:
+    """The key Claude Code will really send (`doctor.credentials`)."""
+    from notes_cli.doctor.credentials import HelperSource, claude_helper, claude_side_by_side
+
+    layers = merge_claude_layers(valid, env)
+    command, source = layers.top.get("apiKeyHelper", (None, ""))
+    helper = (
+        HelperSource(command, source, scopes.get(source, "user"), _line_in(source, "apiKeyHelper"))
+        if isinstance(command, str) and command
+        else None
+    )
+    found = claude_helper(helper, env, run_helpers=run_helpers) if helper else []
+    found += claude_side_by_side(
+        helper,
+        layers.env.get("ANTHROPIC_AUTH_TOKEN", ("", "")),
+        layers.env.get("ANTHROPIC_API_KEY", ("", "")),
+    )
+    return found
 
 
 def _check_state_file(claude_home: Path | None) -> list[Finding]:

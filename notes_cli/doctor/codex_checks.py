@@ -15,6 +15,7 @@ from notes_cli.clients.resolve import (
     RESERVED_PROVIDER_IDS,
 )
 from notes_cli.doctor import codex_schema
+from notes_cli.doctor.credentials import codex_provider_credentials
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.doctor.url_checks import check_base_url, check_gateway_note, check_model
@@ -366,6 +367,9 @@ def _check_selected(
     if isinstance(base_url, str):
         found += check_base_url("codex", base_url, **ctx.at(section, "base_url"))
         found += check_gateway_note("codex", base_url)
+    found += codex_provider_credentials(
+        provider_id, table, env, _codex_home(ctx), ctx.header(section)
+    )
     env_key = table.get("env_key")
     if _names_unset_variable(env_key, env):
         state = "empty" if env_key in env else "not set"
@@ -414,6 +418,12 @@ def _check_anthropic_keys(ctx: _Ctx, doc: Mapping[str, Any]) -> list[Finding]:
 
     walk(doc, None)
     return found
+
+
+def _codex_home(ctx: _Ctx) -> Path:
+    """The folder of the user config.toml: where Codex keeps auth.json."""
+    user = next((lay for lay in ctx.merged.layers if lay.kind == "user"), None)
+    return user.path.parent if user and user.path else Path(ctx.file).parent
 
 
 def _names_unset_variable(env_key: object, env: Mapping[str, str]) -> bool:

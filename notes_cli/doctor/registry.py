@@ -332,6 +332,44 @@ _ENTRIES: tuple[Entry, ...] = (
         "export ANTHROPIC_AUTH_TOKEN=<your key>, or pdnotes config claude --token-env NAME",
     ),
     Entry(
+        "custom-provider-no-key",
+        "warning",
+        "codex",
+        "the selected custom provider has no env_key (nor token, auth or requires_openai_auth) "
+        "while OPENAI_API_KEY is exported: Codex sends no key to the gateway",
+        "[model_providers.gw] without env_key, OPENAI_API_KEY=sk-…",
+        'add env_key = "OPENAI_API_KEY" (or the gateway\'s own variable) to '
+        "[model_providers.{provider}] in {file}",
+    ),
+    Entry(
+        "openai-auth-missing",
+        "error",
+        "codex",
+        "the provider has requires_openai_auth = true and no env_key, but $CODEX_HOME/auth.json "
+        "does not exist: Codex sends no Authorization header",
+        "[model_providers.gw] requires_openai_auth = true, no auth.json",
+        "run `codex login` (writes {auth_json}), or use env_key for a gateway key",
+    ),
+    Entry(
+        "api-key-helper-fails",
+        "error",
+        "claude",
+        "the apiKeyHelper reads an unset variable (`printenv VAR`, `echo $VAR`), or, when run "
+        "(user/managed scope, or --run-helpers; 5 s limit, output never shown), does not exit "
+        "0 with output: Claude Code sends an empty key",
+        "apiKeyHelper = printenv OLD_GATEWAY_KEY, OLD_GATEWAY_KEY unset",
+        "{detail}",
+    ),
+    Entry(
+        "claude-credential-conflict",
+        "warning",
+        "claude",
+        "an apiKeyHelper and a literal ANTHROPIC_AUTH_TOKEN / ANTHROPIC_API_KEY side by side "
+        "(left by a switch of credential kind): the helper wins",
+        "apiKeyHelper + env.ANTHROPIC_AUTH_TOKEN in settings.json",
+        "keep one: remove {drop} from {file} (pdnotes config claude now does it on a switch)",
+    ),
+    Entry(
         "anthropic-auth-conflict",
         "warning",
         "claude",

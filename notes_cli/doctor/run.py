@@ -56,6 +56,8 @@ def run_doctor(
     project_dir: Path | None = None,
     codex_version: str | None = None,
     codex_view: CodexView | None = None,
+    claude_settings: Path | None = None,
+    run_helpers: bool = False,
 ) -> DoctorReport:
     """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
     `codex_version` ("0.171.0") picks the Codex rules; default: the installed `codex --version`."""
@@ -69,11 +71,11 @@ def run_doctor(
     if client in ("all", "codex"):
         _codex(report, env, codex_home, _codex_version(codex_version), view)
     if client in ("all", "claude"):
-        _claude(report, env, claude_home, project_dir)
+        _claude(report, env, claude_home, project_dir, claude_settings, run_helpers)
     _config_missing(report, client, codex_home, claude_home)
     report.findings += check_env(env)
     if not offline:
-        _live(report, client, timeout, codex_home, claude_home, project_dir, view)
+        _live(report, client, timeout, codex_home, claude_home, project_dir, view, claude_settings)
     return report
 
 
@@ -149,15 +151,24 @@ def _codex_endpoint(codex_home: Path | None, env: dict[str, str], view: CodexVie
 
 
 def _claude(
-    report: DoctorReport, env: dict[str, str], claude_home: Path | None, project_dir: Path | None
+    report: DoctorReport,
+    env: dict[str, str],
+    claude_home: Path | None,
+    project_dir: Path | None,
+    settings_file: Path | None,
+    run_helpers: bool,
 ) -> None:
     from notes_cli.clients.resolve import claude_setup
     from notes_cli.doctor.claude_checks import check_claude
 
-    findings, present = check_claude(claude_home, project_dir, env)
+    findings, present = check_claude(
+        claude_home, project_dir, env, settings_file, run_helpers=run_helpers
+    )
     report.findings += findings
     if present or any(k.startswith("ANTHROPIC_") for k in env):
-        summary = _summary("claude", lambda: claude_setup(claude_home, project_dir, env))
+        summary = _summary(
+            "claude", lambda: claude_setup(claude_home, project_dir, env, settings_file)
+        )
         report.clients.append(
             ClientSummary(
                 "claude", tuple(str(p) for p in present), summary.request_url, summary.model
@@ -219,6 +230,7 @@ def _live(
     claude_home: Path | None,
     project_dir: Path | None,
     view: CodexView,
+    claude_settings: Path | None,
 ) -> None:
     from notes_cli.clients.resolve import resolve_setups
 
@@ -238,6 +250,7 @@ def _live(
                 claude_home=claude_home,
                 project_dir=project_dir,
                 codex_view=view,
+                claude_settings=claude_settings,
             )
         except InputError:
             continue  # already reported as toml-syntax / json-syntax / file-unreadable
