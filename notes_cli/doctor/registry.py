@@ -460,6 +460,16 @@ _ENTRIES: tuple[Entry, ...] = (
         "configure the provider in config.toml instead: pdnotes config codex --base-url URL",
     ),
     Entry(
+        "no-proxy-entry-ignored",
+        "warning",
+        "env",
+        "a NO_PROXY entry that does not bypass what it seems to while a proxy is set: a "
+        "default port (`api.corp.com:443`), a CIDR range (a range for Codex, one address for "
+        "httpx) or a `*.` wildcard (literal for httpx)",
+        "NO_PROXY=api.corp.com:443 with HTTPS_PROXY set",
+        "write the entry as {suggestion} (NO_PROXY matches hosts and domain suffixes)",
+    ),
+    Entry(
         "proxy-case-mismatch",
         "warning",
         "env",
