@@ -33,6 +33,11 @@ def doctor(
     settings: Path | None = typer.Option(
         None, "--settings", help="A Claude Code `--settings FILE` layer."
     ),
+    minimal: bool = typer.Option(
+        False,
+        "--minimal",
+        help="Probe with pdnotes' small request instead of the client's real request shape.",
+    ),
     run_helpers: bool = typer.Option(
         False,
         "--run-helpers",
@@ -55,6 +60,7 @@ def doctor(
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
         claude_settings=settings,
         run_helpers=run_helpers,
+        minimal=minimal,
     )
     if as_json:
         from notes_cli.render import emit_json

@@ -526,6 +526,20 @@ _ENTRIES: tuple[Entry, ...] = (
         live=True,
     ),
     Entry(
+        "request-shape-rejected",
+        "error",
+        "any",
+        "the gateway refuses the request the client really sends (recorded in "
+        "templates/clients/) while doctor's minimal turn works; doctor retries without parts "
+        "(one non-function tool type, all of them, all tools, reasoning/include or thinking, "
+        "system-role messages, the client's headers) and names the first whose removal works",
+        "400 Invalid value: 'namespace' -> tools of type `namespace`",
+        'add `[features] multi_agent = false` / `web_search = "disabled"` to config.toml '
+        "(for Codex's `namespace` / `web_search` tools), make the gateway accept the part, or "
+        "put a bridge in front that drops or maps it",
+        live=True,
+    ),
+    Entry(
         "responses-unsupported",
         "error",
         "codex",

@@ -58,6 +58,7 @@ def run_doctor(
     codex_view: CodexView | None = None,
     claude_settings: Path | None = None,
     run_helpers: bool = False,
+    minimal: bool = False,
 ) -> DoctorReport:
     """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
     `codex_version` ("0.171.0") picks the Codex rules; default: the installed `codex --version`."""
@@ -68,15 +69,43 @@ def run_doctor(
     env = dict(os.environ)
     view = codex_view or CodexView(cwd=project_dir)
     report = DoctorReport()
+    version = _codex_version(codex_version) if client in ("all", "codex") else None
     if client in ("all", "codex"):
-        _codex(report, env, codex_home, _codex_version(codex_version), view)
+        _codex(report, env, codex_home, version, view)
     if client in ("all", "claude"):
         _claude(report, env, claude_home, project_dir, claude_settings, run_helpers)
     _config_missing(report, client, codex_home, claude_home)
     report.findings += check_env(env)
     if not offline:
-        _live(report, client, timeout, codex_home, claude_home, project_dir, view, claude_settings)
+        shapes = _Shapes(minimal, version)
+        _live(
+            report,
+            client,
+            timeout,
+            codex_home,
+            claude_home,
+            project_dir,
+            view,
+            claude_settings,
+            shapes,
+        )
     return report
+
+
+@dataclass(frozen=True)
+class _Shapes:
+    """Which request shape the live probe sends: the client's recorded one (by default) or,
+    with `--minimal`, pdnotes' small body."""
+
+    minimal: bool
+    codex_version: tuple[int, int, int] | None
+
+    def for_protocol(self, protocol: str) -> Any:
+        if self.minimal:
+            return None
+        from notes_cli.doctor.client_shape import shape_for
+
+        return shape_for(protocol, self.codex_version if protocol == "responses" else None)
 
 
 def _codex_version(given: str | None) -> tuple[int, int, int] | None:
@@ -231,6 +260,7 @@ def _live(
     project_dir: Path | None,
     view: CodexView,
     claude_settings: Path | None,
+    shapes: _Shapes,
 ) -> None:
     from notes_cli.clients.resolve import resolve_setups
 
@@ -259,7 +289,10 @@ def _live(
                 continue
             static = [f for f in report.findings if f.client == name]
             findings, probes = probe_endpoint(
-                setup.endpoint, timeout=timeout, static_findings=static
+                setup.endpoint,
+                timeout=timeout,
+                static_findings=static,
+                shape=shapes.for_protocol(setup.endpoint.protocol),
             )
             # A live finding supersedes the static guess with the same id (e.g. the /v1
             # warning becomes an error once a probe has shown the 404).
