@@ -10,7 +10,7 @@ import pytest
 from httpx._utils import get_environment_proxies
 
 from notes_cli.gateway import proxy_for
-from notes_cli.gateway.proxy import cidr_entries, port_entries, select_proxy
+from notes_cli.proxy import cidr_entries, port_entries, select_proxy
 
 PROXY = "http://proxy.corp:3128"
 

@@ -40,7 +40,7 @@ def check_env(env: Mapping[str, str]) -> list[Finding]:
 
 def _no_proxy_entries(env: Mapping[str, str]) -> list[Finding]:
     """NO_PROXY entries that do not bypass what they seem to, while a proxy is set."""
-    from notes_cli.gateway.proxy import cidr_entries, port_entries
+    from notes_cli.proxy import cidr_entries, port_entries
 
     if not any(env.get(n) or env.get(n.lower()) for n in _PROXIES[:3]):
         return []

@@ -39,8 +39,8 @@ def safe_url(url: str) -> str:
 
 def proxy_for(url: str) -> str | None:
     """The proxy httpx will use for `url` given HTTP(S)_PROXY / ALL_PROXY / NO_PROXY, with any
-    password masked; None when the request goes direct (rules: `notes_cli.gateway.proxy`)."""
-    from notes_cli.gateway.proxy import select_proxy
+    password masked; None when the request goes direct (rules: `notes_cli.proxy`)."""
+    from notes_cli.proxy import select_proxy
 
     proxy = select_proxy(url)
     return safe_url(proxy) if proxy else None

@@ -1,5 +1,8 @@
 """Which proxy a request to a URL goes through, decided exactly as httpx decides it.
 
+Standard library only, so `doctor --offline` can read NO_PROXY without importing an HTTP client;
+`notes_cli.gateway` asks it before choosing its lean transport.
+
 pdnotes sends proxied requests with httpx and direct ones with its lean transport, so this choice
 must agree with httpx's own (`httpx._utils.get_environment_proxies` + `URLPattern`, 0.28), or a
 request would go direct where httpx, and the clients, use the proxy. The rules, per NO_PROXY
