@@ -30,6 +30,11 @@ REFUSED = [
     (GOOD + "request_max_retries = -1\n", "config-type-invalid"),
     (GOOD + 'requires_openai_auth = "yes"\n', "config-type-invalid"),
     (GOOD + 'http_headers = "x"\n', "config-type-invalid"),
+    (GOOD + '[tui]\nanimations = "yes"\n', "config-type-invalid"),
+    (GOOD + '[history]\npersistence = "forever"\n', "enum-value-invalid"),
+    (GOOD + '[mcp_servers.docs]\ncommand = "npx"\nargs = "-y"\n', "config-type-invalid"),
+    (GOOD + '[projects."/tmp/x"]\ntrust_level = "yes"\n', "enum-value-invalid"),
+    (GOOD + "[features]\nmulti_agent = 1\n", "config-type-invalid"),
 ]
 ACCEPTED = [
     'model_reasoning_effort = "minimal"\n' + GOOD,
@@ -38,7 +43,9 @@ ACCEPTED = [
     "approval_policy = { granular = { sandbox_approval = true, rules = true, "
     "mcp_elicitations = true } }\n" + GOOD,
     'approval_policy = "on-request"\n' + GOOD,
-    '[tui]\nanimations = false\n[history]\npersistence = "none"\n' + GOOD,
+    GOOD + '[tui]\nanimations = false\n[history]\npersistence = "none"\n',
+    GOOD + '[mcp_servers.docs]\ncommand = "npx"\nstartup_timeout_sec = 20.5\n',
+    GOOD + "[features]\nsome_future_feature = true\n",
     GOOD + "capabilities = {}\nsupports_websockets = false\n",
 ]
 
@@ -98,6 +105,14 @@ def test_a_typo_of_a_harmless_key_is_a_warning_with_a_suggestion(codex_doctor) -
     typo = next(f for f in doc["findings"] if f["id"] == "unknown-key")
     assert typo["severity"] == "warning"
     assert "`hide_agent_reasoning`" in typo["fix"]
+
+
+def test_an_unknown_key_in_a_nested_table_gets_a_suggestion(codex_doctor) -> None:
+    doc = codex_doctor(GOOD + "[tui]\nanimation = false\n")
+
+    typo = next(f for f in doc["findings"] if f["id"] == "unknown-key")
+    assert typo["severity"] == "warning" and "`animations`" in typo["fix"]
+    assert typo["line"] == 7
 
 
 def test_an_unknown_provider_field_gets_a_suggestion(codex_doctor) -> None:

@@ -79,3 +79,42 @@ def test_codex_reads_the_project_layer_exactly_when_doctor_does(
     )
     assert codex_refused is trusted, run.stdout
     assert doctor_refused is trusted, doc["findings"]
+
+
+def _wrong_value(kind: str) -> str:
+    return {"string": "[[1]]", "string|array": "1"}.get(kind, '"zz"')
+
+
+def _every_typed_key() -> list[tuple[str, str]]:
+    """(config text with one wrong-typed value, where) for every key the schema data types."""
+    from notes_cli.doctor.codex_schema import schema_for
+
+    schema = schema_for((0, 171, 0))
+    cases = [(f"{k} = {_wrong_value(t)}\n", k) for k, t in schema.top_level.items()]
+    provider = '[model_providers.x]\nname = "x"\n'
+    cases += [
+        (provider.replace('name = "x"\n', "") + f"name = {_wrong_value(t)}\n", f"provider.{k}")
+        if k == "name"
+        else (provider + f"{k} = {_wrong_value(t)}\n", f"provider.{k}")
+        for k, t in schema.model_provider.items()
+    ]
+    for table, spec in schema.tables.items():
+        for key, kind in spec["fields"].items():
+            if table == "mcp_servers.*":
+                head = "[mcp_servers.x]\n" + (
+                    "" if key in ("command", "url") else 'command = "t"\n'
+                )
+            elif table == "projects.*":
+                head = '[projects."/tmp/x"]\n'
+            else:
+                head = f"[{table}]\n"
+            cases.append((head + f"{key} = {_wrong_value(kind)}\n", f"{table}.{key}"))
+    return cases
+
+
+def test_every_key_the_schema_data_types_is_one_codex_checks(isolated_home: Path) -> None:
+    """A wrong-typed value of each key the data lists makes the real Codex refuse the file, so
+    the data names no key the release does not have (one run per key, ~0.2 s each)."""
+    client_binary("codex")
+    unknown = [where for text, where in _every_typed_key() if codex_loads(isolated_home, text)[0]]
+    assert unknown == [], f"keys the data types but Codex 0.171.0 ignores: {unknown}"

@@ -123,6 +123,7 @@ def _check_top_level(
     ctx: _Ctx, doc: Mapping[str, Any], schema: codex_schema.CodexSchema
 ) -> list[Finding]:
     found = codex_schema.check_top_level(doc, schema, ctx.at)
+    found += codex_schema.check_tables(doc, schema, ctx.at)
     if "profile" in doc:
         profile = str(doc["profile"])
         found.append(

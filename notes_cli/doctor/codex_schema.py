@@ -42,6 +42,8 @@ class CodexSchema:
     model_provider: Mapping[str, str]
     enums: Mapping[str, tuple[str, ...]]
     efforts: tuple[str, ...]
+    tables: Mapping[str, Mapping[str, Any]]
+    """`name` or `name.*` -> {"unknown": "warn"|"ignore", "fields": {key: type}}."""
 
 
 def available_versions() -> list[Version]:
@@ -74,6 +76,7 @@ def _load(version: str) -> CodexSchema:
         model_provider=data["model_provider"],
         enums={k: tuple(v) for k, v in data["enums"].items()},
         efforts=tuple(data["catalogued_reasoning_efforts"]),
+        tables=data.get("tables", {}),
     )
 
 
@@ -95,6 +98,39 @@ def check_top_level(doc: Mapping[str, Any], schema: CodexSchema, at: At) -> list
             found += _check_approval(value, schema, at)
             continue
         found += _check_value(None, str(key), value, kind, schema, at)
+    return found
+
+
+def check_tables(doc: Mapping[str, Any], schema: CodexSchema, at: At) -> list[Finding]:
+    """The fields of the nested tables the schema types ([tui], [history], [mcp_servers.X],
+    [projects."<path>"], ...): wrong types are errors, unknown keys warnings."""
+    found: list[Finding] = []
+    for name, spec in schema.tables.items():
+        parent, _, each = name.partition(".")
+        value = doc.get(parent)
+        if not isinstance(value, dict):
+            continue  # absent, or already a type error at the top level
+        if each == "*":
+            tables = [(f"{parent}.{key}", t) for key, t in value.items() if isinstance(t, dict)]
+        else:
+            tables = [(parent, value)]
+        for section, table in tables:
+            found += _check_table(section, table, spec, schema, at)
+    return found
+
+
+def _check_table(
+    section: str, table: Mapping[str, Any], spec: Mapping[str, Any], schema: CodexSchema, at: At
+) -> list[Finding]:
+    fields: Mapping[str, str] = spec["fields"]
+    found: list[Finding] = []
+    for key, value in table.items():
+        kind = fields.get(str(key))
+        if kind is None:
+            if spec.get("unknown") == "warn":
+                found.append(_unknown(str(key), section, fields, table, at, schema.version))
+            continue
+        found += _check_value(section, str(key), value, kind, schema, at)
     return found
 
 
@@ -325,6 +361,9 @@ _TYPE_OK: dict[str, Callable[[object], bool]] = {
     "array": lambda v: isinstance(v, list),
     "table": lambda v: isinstance(v, dict),
     "string|array": lambda v: isinstance(v, str | list),
+    "boolean|table": lambda v: isinstance(v, bool | dict),
+    "boolean|array": lambda v: isinstance(v, bool | list),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
 }
 _EXPECTED = {
     "string": "a string",
@@ -334,6 +373,9 @@ _EXPECTED = {
     "array": "an array",
     "table": "a table",
     "string|array": "a string or an array of strings",
+    "boolean|table": "true, false or a table",
+    "boolean|array": "true, false or an array",
+    "number": "a number",
 }
 
 
