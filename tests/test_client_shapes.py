@@ -164,3 +164,25 @@ def test_smoke_fails_like_codex_on_the_strict_gateway(
     assert doc["verdict"]["ok"] is ok, doc
     if not ok:
         assert "namespace" in str(doc["runs"])
+
+
+@pytest.mark.parametrize(("minimal", "finding"), [(False, True), (True, False)])
+def test_doctor_cli_probes_with_the_real_shape_unless_minimal(
+    cli, isolated_home: Path, monkeypatch, minimal: bool, finding: bool
+) -> None:
+    monkeypatch.setenv("PDNOTES_CODEX_BIN", str(isolated_home / "no-codex"))
+    monkeypatch.setenv("K", "k")
+    with client_shapes.recording_server(function_tools_only) as (url, _):
+        config = isolated_home / ".codex" / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(
+            f'model = "{MODEL}"\nmodel_provider = "gw"\n[model_providers.gw]\nname = "GW"\n'
+            f'base_url = "{url}/v1"\nenv_key = "K"\n',
+            encoding="utf-8",
+        )
+        args = ["doctor", "--client", "codex", "--json"] + (["--minimal"] if minimal else [])
+        doc = cli(*args).json()
+
+    ids = {f["id"] for f in doc["findings"]}
+    assert ("request-shape-rejected" in ids) is finding, doc["findings"]
+    assert doc["ok"] is not finding
