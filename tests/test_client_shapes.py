@@ -186,3 +186,19 @@ def test_doctor_cli_probes_with_the_real_shape_unless_minimal(
     ids = {f["id"] for f in doc["findings"]}
     assert ("request-shape-rejected" in ids) is finding, doc["findings"]
     assert doc["ok"] is not finding
+
+
+def test_the_shape_follows_the_installed_claude_version(tmp_path: Path, monkeypatch) -> None:
+    from notes_cli.doctor.version import claude_version
+
+    fake = tmp_path / "claude"
+    fake.write_text("#!/bin/sh\necho '2.1.197 (Claude Code)'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PDNOTES_CLAUDE_BIN", str(fake))
+
+    assert claude_version() == (2, 1, 197)
+    old = shape_for("anthropic", claude_version())
+    new = shape_for("anthropic", (2, 1, 332))
+    assert old is not None and old.version == "2.1.197"
+    assert new is not None and new.version == "2.1.332"
+    assert {t["name"] for t in old.body["tools"]} != {t["name"] for t in new.body["tools"]}

@@ -181,3 +181,19 @@ def test_config_show_names_the_layer_each_value_came_from(
 
     text = str(shown)
     assert "project-model" in text and str(winner) in text
+
+
+def test_config_show_takes_profile_and_c_like_codex(
+    cli, isolated_home: Path, project: Path
+) -> None:
+    write_user(isolated_home, project, trusted=True)
+    (isolated_home / ".codex" / "fast.config.toml").write_text('model = "fast-model"\n')
+
+    shown = cli(
+        "config", "show", "--client", "codex", "--json", "--project-dir", str(project),
+        "--profile", "fast", "-c", "model_provider=gw",
+    ).json()  # fmt: skip
+
+    text = str(shown)
+    assert "fast-model" in text and "fast.config.toml" in text
+    assert "-c model_provider=gw" in text

@@ -83,9 +83,11 @@ def smoke(
 def _shape(protocol: str) -> object:
     """The recorded request of the client speaking `protocol` (None for chat completions)."""
     from notes_cli.doctor.client_shape import shape_for
-    from notes_cli.doctor.version import codex_version
+    from notes_cli.doctor.version import claude_version, codex_version
 
-    return shape_for(protocol, codex_version() if protocol == "responses" else None)
+    if protocol == "responses":
+        return shape_for(protocol, codex_version())
+    return shape_for(protocol, claude_version()) if protocol == "anthropic" else None
 
 
 def _endpoint(

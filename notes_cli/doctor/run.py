@@ -105,7 +105,11 @@ class _Shapes:
             return None
         from notes_cli.doctor.client_shape import shape_for
 
-        return shape_for(protocol, self.codex_version if protocol == "responses" else None)
+        if protocol == "anthropic":
+            from notes_cli.doctor.version import claude_version
+
+            return shape_for(protocol, claude_version())
+        return shape_for(protocol, self.codex_version)
 
 
 def _codex_version(given: str | None) -> tuple[int, int, int] | None:
