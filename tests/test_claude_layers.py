@@ -100,3 +100,23 @@ def test_config_show_names_the_managed_layer(cli, isolated_home: Path, managed: 
     shown = cli("config", "show", "--client", "claude", "--json").json()
 
     assert str(managed / "managed-settings.json") in json.dumps(shown)
+
+
+def test_a_bad_key_in_managed_settings_drops_only_that_key(
+    cli, isolated_home: Path, managed: Path
+) -> None:
+    write(isolated_home / ".claude" / "settings.json", env_settings("https://user"))
+    write(
+        managed / "managed-settings.json",
+        {"model": 5, "env": {"ANTHROPIC_BASE_URL": "https://managed/v1"}},
+    )
+
+    doc = cli("doctor", "--offline", "--client", "claude", "--json").json()
+
+    ignored = next(f for f in doc["findings"] if f["id"] == "claude-settings-ignored")
+    assert ignored["severity"] == "warning" and "keeps the rest" in ignored["message"]
+    # the rest of the managed file still applies: its base URL (with a /v1) is what is checked
+    assert any(
+        "managed" in (f.get("file") or "") and f["id"].startswith("base-url")
+        for f in doc["findings"]
+    ), doc["findings"]
