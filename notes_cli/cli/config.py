@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, cast
 
 import typer
 
+from notes_cli.cli import layer_options
+
 if TYPE_CHECKING:
     from notes_cli.clients.plan import WritePlan
 
@@ -112,15 +114,9 @@ def show(
     codex_home: Path | None = _CODEX_HOME,
     claude_home: Path | None = _CLAUDE_HOME,
     project_dir: Path | None = _PROJECT_DIR,
-    profile: str | None = typer.Option(
-        None, "--profile", "-p", help="Show Codex as `codex -p NAME` runs."
-    ),
-    overrides: list[str] | None = typer.Option(
-        None, "-c", "--config", help="A Codex `-c key=value` override (repeatable)."
-    ),
-    settings: Path | None = typer.Option(
-        None, "--settings", help="A Claude Code `--settings FILE` layer."
-    ),
+    profile: str | None = layer_options.PROFILE,
+    overrides: list[str] | None = layer_options.OVERRIDES,
+    settings: Path | None = layer_options.SETTINGS,
 ) -> None:
     """Show each client's effective setup: values, the layer (file, or -c) each came from, the
     URL it calls."""

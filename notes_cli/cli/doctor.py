@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from notes_cli.cli import layer_options
+
 
 def doctor(
     client: str = typer.Option("all", "--client", help="codex, claude or all."),
@@ -24,15 +26,9 @@ def doctor(
         "--codex-version",
         help="Judge config.toml by this Codex release's rules (default: `codex --version`).",
     ),
-    profile: str | None = typer.Option(
-        None, "--profile", "-p", help="Check Codex as `codex -p NAME` runs (NAME.config.toml)."
-    ),
-    overrides: list[str] | None = typer.Option(
-        None, "-c", "--config", help="A Codex `-c key=value` override (repeatable)."
-    ),
-    settings: Path | None = typer.Option(
-        None, "--settings", help="A Claude Code `--settings FILE` layer."
-    ),
+    profile: str | None = layer_options.PROFILE,
+    overrides: list[str] | None = layer_options.OVERRIDES,
+    settings: Path | None = layer_options.SETTINGS,
     minimal: bool = typer.Option(
         False,
         "--minimal",
