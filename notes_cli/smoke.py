@@ -124,12 +124,20 @@ def run_smoke(
     transport: httpx.BaseTransport | None = None,
     on_run: Callable[[SmokeRun], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    shape: Any = None,
 ) -> SmokeReport:
     """Send `n` consecutive streamed turns (one connection pool, as the client would) and
-    judge them. Each run is bounded by `timeout` seconds (connect, headers, idle gap, total)."""
+    judge them. Each run is bounded by `timeout` seconds (connect, headers, idle gap, total).
+    With `shape` (`doctor.client_shape.Shape`) every turn is the client's real request."""
     runs: list[SmokeRun] = []
+    sent = endpoint
+    extra: dict[str, Any] | None = None
+    if shape is not None:
+        from notes_cli.doctor.client_shape import shaped_request
+
+        sent, extra = shaped_request(shape, endpoint, prompt)
     client = GatewayClient(
-        endpoint,
+        sent,
         timeout=timeout,
         connect_timeout=min(timeout, 10.0),
         total_timeout=timeout,
@@ -137,7 +145,7 @@ def run_smoke(
     )
     with client:
         for index in range(1, n + 1):
-            run = _one_run(client, index, prompt, max_tokens, retries, timeout, sleep)
+            run = _one_run(client, index, prompt, max_tokens, retries, timeout, sleep, extra)
             runs.append(run)
             if on_run is not None:
                 on_run(run)
@@ -163,11 +171,12 @@ def _one_run(
     retries: int,
     timeout: float,
     sleep: Callable[[float], None],
+    extra_body: dict[str, Any] | None = None,
 ) -> SmokeRun:
     retried: list[str] = []
     for attempt in range(1, retries + 2):
         try:
-            result = client.stream(prompt, max_tokens=max_tokens)
+            result = client.stream(prompt, max_tokens=max_tokens, extra_body=extra_body)
         except gw.GatewayError as exc:
             wait = _retry_wait(exc, attempt, timeout)
             if attempt <= retries and wait is not None:

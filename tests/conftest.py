@@ -41,6 +41,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("PDNOTES_HOME", str(home / ".pdnotes"))
+    # The system-wide layers (Claude Code's managed settings, /etc/codex) stay out of tests.
+    monkeypatch.setenv("PDNOTES_CLAUDE_MANAGED_DIR", str(home / "managed-claude"))
+    monkeypatch.setenv("PDNOTES_CODEX_SYSTEM_CONFIG", str(home / "etc-codex" / "config.toml"))
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.chdir(tmp_path)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, cast
 
 import typer
 
+from notes_cli.cli import layer_options
+
 if TYPE_CHECKING:
     from notes_cli.clients.plan import WritePlan
 
@@ -112,16 +114,26 @@ def show(
     codex_home: Path | None = _CODEX_HOME,
     claude_home: Path | None = _CLAUDE_HOME,
     project_dir: Path | None = _PROJECT_DIR,
+    profile: str | None = layer_options.PROFILE,
+    overrides: list[str] | None = layer_options.OVERRIDES,
+    settings: Path | None = layer_options.SETTINGS,
 ) -> None:
-    """Show each client's effective setup: values, the file each came from, the URL it calls."""
+    """Show each client's effective setup: values, the layer (file, or -c) each came from, the
+    URL it calls."""
     from notes_cli.clients.resolve import resolve_setups
+    from notes_cli.clients.view import CodexView
     from notes_cli.errors import UsageError
     from notes_cli.render import config as render
 
     if client not in ("all", "codex", "claude"):
         raise UsageError(f"unknown --client {client!r}", fix="use codex, claude or all")
     setups = resolve_setups(
-        client, codex_home=codex_home, claude_home=claude_home, project_dir=project_dir
+        client,
+        codex_home=codex_home,
+        claude_home=claude_home,
+        project_dir=project_dir,
+        codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
+        claude_settings=settings,
     )
     render.show_json(setups) if as_json else render.show_human(setups)
 

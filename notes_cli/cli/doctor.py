@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from notes_cli.cli import layer_options
+
 
 def doctor(
     client: str = typer.Option("all", "--client", help="codex, claude or all."),
@@ -19,9 +21,28 @@ def doctor(
     project_dir: Path | None = typer.Option(
         None, "--project-dir", help="Project whose .claude/ settings apply."
     ),
+    codex_version: str | None = typer.Option(
+        None,
+        "--codex-version",
+        help="Judge config.toml by this Codex release's rules (default: `codex --version`).",
+    ),
+    profile: str | None = layer_options.PROFILE,
+    overrides: list[str] | None = layer_options.OVERRIDES,
+    settings: Path | None = layer_options.SETTINGS,
+    minimal: bool = typer.Option(
+        False,
+        "--minimal",
+        help="Probe with pdnotes' small request instead of the client's real request shape.",
+    ),
+    run_helpers: bool = typer.Option(
+        False,
+        "--run-helpers",
+        help="Also run a project-scope apiKeyHelper (5 s limit; its output is never shown).",
+    ),
 ) -> None:
     """Find what would break the clients' connection, each finding with its fix.
     Exit 0 when there is no error, 1 when there is."""
+    from notes_cli.clients.view import CodexView
     from notes_cli.doctor.run import run_doctor
 
     report = run_doctor(
@@ -31,6 +52,11 @@ def doctor(
         codex_home=codex_home,
         claude_home=claude_home,
         project_dir=project_dir,
+        codex_version=codex_version,
+        codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
+        claude_settings=settings,
+        run_helpers=run_helpers,
+        minimal=minimal,
     )
     if as_json:
         from notes_cli.render import emit_json

@@ -42,6 +42,11 @@ def smoke(
     key_env: str | None = typer.Option(
         None, "--key-env", help="Name of the variable holding the key (with --base-url)."
     ),
+    minimal: bool = typer.Option(
+        False,
+        "--minimal",
+        help="Send pdnotes' small request instead of the client's real request shape.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Send N streamed requests in a row the way Codex, Claude Code or the OpenAI SDK does, and
@@ -65,6 +70,7 @@ def smoke(
         retries=retries,
         max_tokens=max_tokens,
         on_run=draw.progress,
+        shape=None if minimal else _shape(endpoint.protocol),
     )
     if as_json:
         render.emit_json(report.to_json())
@@ -72,6 +78,16 @@ def smoke(
         draw.report(report)
     if not report.verdict.ok:
         raise SystemExit(1)  # typer.Exit's code is dropped under standalone_mode=False
+
+
+def _shape(protocol: str) -> object:
+    """The recorded request of the client speaking `protocol` (None for chat completions)."""
+    from notes_cli.doctor.client_shape import shape_for
+    from notes_cli.doctor.version import claude_version, codex_version
+
+    if protocol == "responses":
+        return shape_for(protocol, codex_version())
+    return shape_for(protocol, claude_version()) if protocol == "anthropic" else None
 
 
 def _endpoint(

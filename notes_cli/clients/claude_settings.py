@@ -85,6 +85,7 @@ def plan_claude(
         del new_env["ANTHROPIC_AUTH_TOKEN"]  # ours, and wrong for any gateway but the mock
         notes += ("removed the mock engine's placeholder token: this gateway needs a real key",)
     new_data = {**data, **top_level}
+    notes += _drop_replaced_credential(options, new_data, new_env)
     new_data["env"] = new_env
     unchanged = new_data == data and old_text is not None
     return WritePlan(
@@ -173,6 +174,27 @@ def _credential(
     if data.get("apiKeyHelper"):
         return None
     return _export_line("ANTHROPIC_AUTH_TOKEN")
+
+
+def _drop_replaced_credential(
+    options: ClaudeOptions, new_data: dict[str, Any], new_env: dict[str, Any]
+) -> tuple[str, ...]:
+    """A switch of credential kind removes the old one, so the file never holds a helper and a
+    literal token side by side (the helper would silently win)."""
+    if options.write_token_from_env and "apiKeyHelper" in new_data:
+        del new_data["apiKeyHelper"]
+        return ("removed apiKeyHelper: the written token replaces it",)
+    if options.token_env:
+        dropped = [
+            name
+            for name in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY")
+            if name in new_env and not _is_placeholder(new_env[name])
+        ]
+        for name in dropped:
+            del new_env[name]
+        if dropped:
+            return (f"removed {', '.join(dropped)}: the apiKeyHelper replaces it",)
+    return ()
 
 
 def _is_placeholder(value: object) -> bool:

@@ -1,9 +1,10 @@
 """What each client will actually call, and where every value came from.
 
 `resolve_endpoints` is the public entry (smoke, live doctor and notes use it); `resolve_setups`
-adds the provenance `pdnotes config show` prints. Both follow the clients' own rules: Codex reads
-one `config.toml` and joins `base_url + "/responses"`; Claude Code merges process env < user <
-project < local settings (`env` in settings wins over the shell) and appends `/v1/messages`.
+adds the provenance `pdnotes config show` prints. Both follow the clients' own rules: Codex
+merges its layers (`layers.py`) and joins `base_url + "/responses"`; Claude Code merges process
+env < user < project < local < `--settings` < managed settings (`env` in settings wins over the
+shell) and appends `/v1/messages`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from notes_cli import paths
 from notes_cli.clients import files
 from notes_cli.clients.endpoint import AuthStyle, Endpoint
 from notes_cli.clients.presets import placeholder_tokens
+from notes_cli.clients.view import CodexView
 from notes_cli.secrets import mask, mask_command, mask_url
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -76,48 +78,63 @@ def resolve_setups(
     claude_home: Path | None = None,
     project_dir: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    codex_view: CodexView | None = None,
+    claude_settings: Path | None = None,
 ) -> list[ClientSetup]:
     env = os.environ if environ is None else environ
     result: list[ClientSetup] = []
     if client in ("all", "codex"):
-        result.append(codex_setup(codex_home, env))
+        result.append(codex_setup(codex_home, env, view=codex_view or CodexView(project_dir)))
     if client in ("all", "claude"):
-        result.append(claude_setup(claude_home, project_dir, env))
+        result.append(claude_setup(claude_home, project_dir, env, claude_settings))
     return result
 
 
-def codex_setup(codex_home: Path | None, env: Mapping[str, str]) -> ClientSetup:
+def codex_setup(
+    codex_home: Path | None, env: Mapping[str, str], *, view: CodexView | None = None
+) -> ClientSetup:
+    """Codex's effective setup from all its layers (`notes_cli.clients.layers`); each value's
+    source is the file (or `-c`) that won."""
+    from notes_cli.clients.layers import codex_layers
+
+    view = view or CodexView()
     path = paths.codex_config_path(codex_home)
-    _, doc = files.read_toml_data(path)
-    if doc is None:
+    merged = codex_layers(codex_home, cwd=view.cwd, profile=view.profile, overrides=view.overrides)
+    if not any(layer.kind == "user" for layer in merged.layers):
         return ClientSetup("codex", (), (), None, problem=f"{path} does not exist")
-    source = str(path)
+    doc = merged.doc
+    used = tuple(layer.path for layer in merged.layers if layer.path is not None)
+
+    def source(*dotted: str) -> str:
+        layer = merged.layer_of(*dotted)
+        return layer.where if layer else "default"
+
     provider_id = str(doc.get("model_provider") or "openai")
     model = doc.get("model")
-    values = [
-        Value("model_provider", provider_id, source if "model_provider" in doc else "default")
-    ]
+    values = [Value("model_provider", provider_id, source("model_provider"))]
     if isinstance(model, str):
-        values.append(Value("model", model, source))
+        values.append(Value("model", model, source("model")))
     providers = doc.get("model_providers")
     table = providers.get(provider_id) if isinstance(providers, dict) else None
     if isinstance(table, dict):
-        endpoint = _codex_custom(provider_id, dict(table), model, source, env, values)
+        endpoint = _codex_custom(
+            provider_id, dict(table), model, source("model_providers", provider_id), env, values
+        )
     elif provider_id in BUILTIN_CODEX_PROVIDERS:
         base = BUILTIN_CODEX_PROVIDERS[provider_id]
         if provider_id == "openai" and isinstance(doc.get("openai_base_url"), str):
             base = str(doc["openai_base_url"])
         values.append(Value("base_url", mask_url(base), f"built-in provider {provider_id}"))
-        endpoint = Endpoint("codex", base, "responses", _opt_str(model), source=source)
+        endpoint = Endpoint("codex", base, "responses", _opt_str(model), source=source("model"))
     else:
         return ClientSetup(
             "codex",
-            (path,),
+            used,
             tuple(values),
             None,
             problem=f"model_provider {provider_id!r} names no [model_providers.{provider_id}]",
         )
-    return ClientSetup("codex", (path,), tuple(values), endpoint)
+    return ClientSetup("codex", used, tuple(values), endpoint)
 
 
 def _codex_custom(
@@ -171,25 +188,31 @@ class ClaudeLayers:
 
 
 def claude_settings_files(
-    claude_home: Path | None, project_dir: Path | None
+    claude_home: Path | None, project_dir: Path | None, settings_file: Path | None = None
 ) -> list[tuple[str, Path]]:
-    """(scope, path) of the settings files Claude Code reads, lowest precedence first."""
-    return [
+    """(scope, path) of the settings files Claude Code reads, lowest precedence first: user,
+    project, local, `--settings FILE`, then the managed file(s) (`claude_managed`)."""
+    from notes_cli.clients.claude_managed import managed_files
+
+    layers = [
         (
             scope,
             paths.claude_settings_path(scope, claude_home_dir=claude_home, project_dir=project_dir),
         )
         for scope in CLAUDE_SCOPES
     ]
+    if settings_file is not None:
+        layers.append(("settings", settings_file))
+    return layers + [("managed", path) for path in managed_files()]
 
 
 def load_claude_files(
-    claude_home: Path | None, project_dir: Path | None
+    claude_home: Path | None, project_dir: Path | None, settings_file: Path | None = None
 ) -> list[tuple[Path, dict[str, Any]]]:
     """The settings files that exist, parsed, lowest precedence first (`ConfigParseError`
     when one does not parse)."""
     loaded = []
-    for _scope, path in claude_settings_files(claude_home, project_dir):
+    for _scope, path in claude_settings_files(claude_home, project_dir, settings_file):
         _, data = files.load_json(path)
         if data is not None:
             loaded.append((path, data))
@@ -217,10 +240,13 @@ def merge_claude_layers(
 
 
 def claude_setup(
-    claude_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
+    claude_home: Path | None,
+    project_dir: Path | None,
+    env: Mapping[str, str],
+    settings_file: Path | None = None,
 ) -> ClientSetup:
     """Claude Code's effective setup from its settings layers and the environment."""
-    layers = merge_claude_layers(load_claude_files(claude_home, project_dir), env)
+    layers = merge_claude_layers(load_claude_files(claude_home, project_dir, settings_file), env)
     configured = layers.files or any(k.startswith("ANTHROPIC_") for k in env)
     if not configured:
         return ClientSetup("claude", (), (), None, problem="no Claude Code settings file")

@@ -5,6 +5,7 @@ and then left out of the merged view, exactly as Claude Code leaves it out."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -42,13 +43,20 @@ _FALSE_VALUES = ("0", "false", "no", "off")
 
 
 def check_claude(
-    claude_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
+    claude_home: Path | None,
+    project_dir: Path | None,
+    env: Mapping[str, str],
+    settings_file: Path | None = None,
+    *,
+    run_helpers: bool = False,
 ) -> tuple[list[Finding], list[Path]]:
     """All static Claude findings, and the settings files that exist."""
     found: list[Finding] = []
     valid: list[tuple[Path, dict[str, Any]]] = []
     present: list[Path] = []
-    for scope, path in claude_settings_files(claude_home, project_dir):
+    scopes: dict[str, str] = {}
+    for scope, path in claude_settings_files(claude_home, project_dir, settings_file):
+        scopes[str(path)] = scope
         try:
             text, data = files.load_json(path)
         except ConfigParseError as exc:
@@ -80,14 +88,45 @@ def check_claude(
             continue
         present.append(path)
         file_findings = check_settings_file(path, text, data, scope)
-        found += file_findings
-        if not any(f.id == "claude-settings-ignored" for f in file_findings):
+        dropped = any(f.id == "claude-settings-ignored" for f in file_findings)
+        if dropped and scope == "managed":
+            # Claude Code keeps a managed file and drops only its bad keys (reference §2).
+            file_findings = [_managed_key_dropped(f) for f in file_findings]
+            valid.append((path, _without_bad_keys(data)))
+        elif not dropped:
             valid.append((path, data))
+        found += file_findings
     found += _check_state_file(claude_home)
     if not present and not any(k.startswith("ANTHROPIC_") for k in env):
         return found, present
     found += _check_merged(valid, env)
+    found += _check_credentials(valid, env, scopes, run_helpers)
     return found, present
+
+
+def _check_credentials(
+    valid: list[tuple[Path, dict[str, Any]]],
+    env: Mapping[str, str],
+    scopes: Mapping[str, str],
+    run_helpers: bool,
+) -> list[Finding]:
+    """The key Claude Code will really send (`doctor.credentials`)."""
+    from notes_cli.doctor.credentials import HelperSource, claude_helper, claude_side_by_side
+
+    layers = merge_claude_layers(valid, env)
+    command, source = layers.top.get("apiKeyHelper", (None, ""))
+    helper = (
+        HelperSource(command, source, scopes.get(source, "user"), _line_in(source, "apiKeyHelper"))
+        if isinstance(command, str) and command
+        else None
+    )
+    found = claude_helper(helper, env, run_helpers=run_helpers) if helper else []
+    found += claude_side_by_side(
+        helper,
+        layers.env.get("ANTHROPIC_AUTH_TOKEN", ("", "")),
+        layers.env.get("ANTHROPIC_API_KEY", ("", "")),
+    )
+    return found
 
 
 def _check_state_file(claude_home: Path | None) -> list[Finding]:
@@ -180,6 +219,36 @@ def _ignored(file: str, text: str, data: dict[str, Any]) -> list[Finding]:
         )
         for key, reason in problems
     ]
+
+
+def _managed_key_dropped(finding: Finding) -> Finding:
+    if finding.id != "claude-settings-ignored":
+        return finding
+    message = finding.message.replace(
+        "Claude Code ignores this whole file (its env included)",
+        "Claude Code drops this key of the managed file (and keeps the rest)",
+    )
+    return dataclasses.replace(finding, message=message, severity="warning")
+
+
+def _without_bad_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """A managed file as Claude Code keeps it: the keys `_ignored` objects to left out."""
+    kept = dict(data)
+    if "env" in kept and not isinstance(kept["env"], dict):
+        del kept["env"]
+    for key in ("model", "apiKeyHelper"):
+        if key in kept and not isinstance(kept[key], str):
+            del kept[key]
+    permissions = kept.get("permissions")
+    if "permissions" in kept and not isinstance(permissions, dict):
+        del kept["permissions"]
+    elif isinstance(permissions, dict):
+        kept["permissions"] = {
+            k: v
+            for k, v in permissions.items()
+            if k not in ("allow", "deny", "ask") or isinstance(v, list)
+        }
+    return kept
 
 
 def _check_env_block(path: Path, text: str, env: dict[str, Any], scope: str) -> list[Finding]:

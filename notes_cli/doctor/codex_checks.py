@@ -2,73 +2,58 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from notes_cli.clients.files import toml_header_line, toml_key_line
+from notes_cli.clients.files import line_of_regex, toml_header_line
+from notes_cli.clients.layers import CodexLayer, MergedCodex, merge_into
 from notes_cli.clients.resolve import (
     BUILTIN_CODEX_PROVIDERS,
     OPENAI_DEFAULT_BASE_URL,
     RESERVED_PROVIDER_IDS,
 )
+from notes_cli.doctor import codex_schema
+from notes_cli.doctor.credentials import codex_provider_credentials
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.doctor.secret_checks import CODEX_HOW, codex_secrets, is_variable_name
 from notes_cli.doctor.url_checks import check_base_url, check_gateway_note, check_model
 from notes_cli.secrets import looks_like_secret
 
-PROVIDER_FIELDS = frozenset(
-    {
-        "name",
-        "base_url",
-        "wire_api",
-        "env_key",
-        "env_key_instructions",
-        "experimental_bearer_token",
-        "auth",
-        "requires_openai_auth",
-        "query_params",
-        "http_headers",
-        "env_http_headers",
-        "request_max_retries",
-        "stream_max_retries",
-        "stream_idle_timeout_ms",
-        "supports_websockets",
-        "model_catalog_url",
-        "gateway_oauth",
-        "aws",
-        "capabilities",
-        "project_id",
-        "location",
-        "credential_file",
-        "websocket_connect_timeout_ms",
-        "supports_standalone_web_search",
-    }
-)
 BEDROCK_FIELDS = frozenset({"base_url", "auth", "http_headers", "aws"})
 """On the built-in amazon-bedrock provider only these may be changed."""
-ENUMS: dict[str, tuple[str, ...]] = {
-    "sandbox_mode": ("read-only", "workspace-write", "danger-full-access"),
-    "approval_policy": ("untrusted", "on-failure", "on-request", "granular", "never"),
-    "model_reasoning_summary": ("auto", "concise", "detailed", "none"),
-    "model_verbosity": ("low", "medium", "high"),
-    "personality": ("none", "friendly", "pragmatic"),
-}
-REASONING_EFFORTS = ("low", "medium", "high", "xhigh", "max", "ultra")
 CHAT_REMOVED_IN = (0, 80, 0)
 MAX_RETRIES = 100
 
 
 class _Ctx:
-    """The file under check, so each finding can point at `file:line`."""
+    """Where each value came from, so each finding can point at the `file:line` that won."""
 
-    def __init__(self, path: Path, text: str) -> None:
-        self.file = str(path)
-        self.text = text
+    def __init__(self, merged: MergedCodex, profile: str | None = None) -> None:
+        self.merged = merged
+        self.profile = profile
+        user = next((lay for lay in merged.layers if lay.kind == "user"), None)
+        self.file = user.where if user else (merged.layers[0].where if merged.layers else "")
 
     def at(self, table: str | None, key: str) -> dict[str, Any]:
-        return {"file": self.file, "line": toml_key_line(self.text, table, key)}
+        """`key = …` in [table] of the winning layer; for a key that is itself a table, its
+        `[table.key]` or `[[table.key]]` header."""
+        where = self.merged.at(table, key)
+        layer = self.merged.layer_of(*(table.split(".") if table else ()), key)
+        if where["line"] is None and layer is not None and layer.path is not None:
+            dotted = f"{table}.{key}" if table else key
+            where["line"] = line_of_regex(
+                layer.text, r"^\s*\[\[\s*" + re.escape(dotted) + r"\s*\]\]"
+            )
+        return where
+
+    def header(self, table: str) -> dict[str, Any]:
+        layer = self.merged.layer_of(*table.split("."))
+        if layer is None or layer.path is None:
+            return {"file": layer.where if layer else self.file, "line": None}
+        return {"file": layer.where, "line": toml_header_line(layer.text, table)}
 
 
 def check_codex(
@@ -78,22 +63,71 @@ def check_codex(
     env: Mapping[str, str],
     version: tuple[int, int, int] | None,
 ) -> list[Finding]:
-    """Every static finding for one parsed config.toml."""
-    ctx = _Ctx(path, text)
-    found = _check_top_level(ctx, doc)
+    """Every static finding for one parsed config.toml on its own."""
+    merged = merge_into(MergedCodex([CodexLayer("user", path, text, doc)]))
+    return check_codex_layers(merged, env, version)
+
+
+def check_codex_layers(
+    merged: MergedCodex,
+    env: Mapping[str, str],
+    version: tuple[int, int, int] | None,
+    profile: str | None = None,
+) -> list[Finding]:
+    """Every static finding for Codex's merged configuration; each names the winning layer."""
+    ctx = _Ctx(merged, profile)
+    doc = merged.doc
+    schema = codex_schema.schema_for(version)
+    found = _check_layers(ctx)
+    found += _check_top_level(ctx, doc, schema)
+    found += codex_schema.check_providers_shape(doc, ctx.at)
     providers = doc.get("model_providers")
     providers = providers if isinstance(providers, dict) else {}
     for provider_id, table in providers.items():
         if isinstance(table, dict):
-            found += _check_provider(ctx, str(provider_id), table, env, version)
+            found += _check_provider(ctx, str(provider_id), table, env, version, schema)
     found += _check_selected(ctx, doc, providers, env)
     found += _check_anthropic_keys(ctx, doc)
-    found += codex_secrets(path, text, doc)
+    for layer in merged.layers:  # a literal secret is a problem in every file that holds one
+        if layer.path is not None:
+            found += codex_secrets(layer.path, layer.text, layer.doc)
     return found
 
 
-def _check_top_level(ctx: _Ctx, doc: Mapping[str, Any]) -> list[Finding]:
+def _check_layers(ctx: _Ctx) -> list[Finding]:
+    """Files Codex skips although they look like they apply."""
     found: list[Finding] = []
+    for path in ctx.merged.ignored_project_files:
+        found.append(
+            make(
+                "project-config-untrusted",
+                "codex",
+                f"{path} is ignored: Codex loads a project's .codex/config.toml only when the "
+                "project is trusted",
+                project=str(path.parent.parent),
+                codex_file=ctx.file,
+                file=str(path),
+            )
+        )
+    if ctx.merged.missing_profile is not None and ctx.profile:
+        found.append(
+            make(
+                "profile-file-missing",
+                "codex",
+                f"`codex -p {ctx.profile}` reads {ctx.merged.missing_profile}, which does not "
+                "exist; Codex silently runs without the profile",
+                profile=ctx.profile,
+                file=str(ctx.merged.missing_profile),
+            )
+        )
+    return found
+
+
+def _check_top_level(
+    ctx: _Ctx, doc: Mapping[str, Any], schema: codex_schema.CodexSchema
+) -> list[Finding]:
+    found = codex_schema.check_top_level(doc, schema, ctx.at)
+    found += codex_schema.check_tables(doc, schema, ctx.at)
     if "profile" in doc:
         profile = str(doc["profile"])
         found.append(
@@ -108,49 +142,28 @@ def _check_top_level(ctx: _Ctx, doc: Mapping[str, Any]) -> list[Finding]:
     profiles = doc.get("profiles")
     if isinstance(profiles, dict):
         for name in profiles:
+            selected = name == ctx.profile
             found.append(
                 make(
                     "profile-legacy",
                     "codex",
-                    f"[profiles.{name}] is legacy: `codex -p {name}` fails on it",
-                    severity="warning",
+                    f"[profiles.{name}] is legacy: `codex -p {name}` refuses to start on it"
+                    if selected
+                    else f"[profiles.{name}] is legacy: `codex -p {name}` fails on it",
+                    severity=None if selected else "warning",
                     profile=name,
-                    file=ctx.file,
-                    line=toml_header_line(ctx.text, f"profiles.{name}"),
-                )
-            )
-    for key, choices in ENUMS.items():
-        value = doc.get(key)
-        if value is None:
-            continue
-        if key == "approval_policy" and value == "untrusted":
-            found.append(
-                make(
-                    "approval-untrusted",
-                    "codex",
-                    'approval_policy = "untrusted" is no longer supported by Codex',
-                    **ctx.at(None, key),
-                )
-            )
-        elif value not in choices:
-            found.append(
-                make(
-                    "enum-value-invalid",
-                    "codex",
-                    f"{key} = {value!r} is not a value Codex knows",
-                    choices=", ".join(choices),
-                    **ctx.at(None, key),
+                    **ctx.header(f"profiles.{name}"),
                 )
             )
     effort = doc.get("model_reasoning_effort")
-    if effort is not None and effort not in REASONING_EFFORTS:
+    if isinstance(effort, str) and effort not in schema.efforts:
         found.append(
             make(
                 "reasoning-effort-invalid",
                 "codex",
                 f"model_reasoning_effort = {effort!r} is not a catalogued effort; "
                 "Codex sends it to the gateway unchecked",
-                choices=", ".join(REASONING_EFFORTS),
+                choices=", ".join(schema.efforts),
                 **ctx.at(None, "model_reasoning_effort"),
             )
         )
@@ -163,10 +176,11 @@ def _check_provider(
     table: dict[str, Any],
     env: Mapping[str, str],
     version: tuple[int, int, int] | None,
+    schema: codex_schema.CodexSchema,
 ) -> list[Finding]:
     section = f"model_providers.{provider_id}"
     found: list[Finding] = []
-    header: dict[str, Any] = {"file": ctx.file, "line": toml_header_line(ctx.text, section)}
+    header = ctx.header(section)
     if provider_id in RESERVED_PROVIDER_IDS:
         found.append(
             make(
@@ -188,20 +202,22 @@ def _check_provider(
                 **header,
             )
         )
-    allowed = BEDROCK_FIELDS if provider_id == "amazon-bedrock" else PROVIDER_FIELDS
-    for key in table:
-        if key not in allowed:
-            found.append(
-                make(
-                    "unknown-key",
-                    "codex",
-                    f"{section}.{key} cannot be changed on the built-in amazon-bedrock provider"
-                    if allowed is BEDROCK_FIELDS
-                    else f"{section}.{key} is not a Codex provider field; Codex ignores it",
-                    key=f"{section}.{key}",
-                    **ctx.at(section, str(key)),
+    if provider_id == "amazon-bedrock":
+        for key in table:
+            if key not in BEDROCK_FIELDS:
+                found.append(
+                    make(
+                        "unknown-key",
+                        "codex",
+                        f"{section}.{key} cannot be changed on the built-in amazon-bedrock "
+                        "provider",
+                        key=f"{section}.{key}",
+                        hint="",
+                        **ctx.at(section, str(key)),
+                    )
                 )
-            )
+    else:
+        found += codex_schema.check_provider_table(provider_id, table, schema, ctx.at)
     found += _check_wire_api(ctx, provider_id, table.get("wire_api"), version)
     found += _check_credentials(ctx, provider_id, table, env)
     for key in ("request_max_retries", "stream_max_retries"):
@@ -283,7 +299,8 @@ def _check_credentials(
             make(
                 "key-in-file",
                 "codex",
-                f"[{section}] stores a literal bearer token in {ctx.file}",
+                f"[{section}] stores a literal bearer token in "
+                f"{ctx.at(section, 'experimental_bearer_token')['file']}",
                 how=CODEX_HOW,
                 **ctx.at(section, "experimental_bearer_token"),
             )
@@ -357,6 +374,9 @@ def _check_selected(
     if isinstance(base_url, str):
         found += check_base_url("codex", base_url, **ctx.at(section, "base_url"))
         found += check_gateway_note("codex", base_url)
+    found += codex_provider_credentials(
+        provider_id, table, env, _codex_home(ctx), ctx.header(section)
+    )
     env_key = table.get("env_key")
     if _names_unset_variable(env_key, env):
         state = "empty" if env_key in env else "not set"
@@ -405,6 +425,12 @@ def _check_anthropic_keys(ctx: _Ctx, doc: Mapping[str, Any]) -> list[Finding]:
 
     walk(doc, None)
     return found
+
+
+def _codex_home(ctx: _Ctx) -> Path:
+    """The folder of the user config.toml: where Codex keeps auth.json."""
+    user = next((lay for lay in ctx.merged.layers if lay.kind == "user"), None)
+    return user.path.parent if user and user.path else Path(ctx.file).parent
 
 
 def _names_unset_variable(env_key: object, env: Mapping[str, str]) -> bool:

@@ -34,4 +34,50 @@ def check_env(env: Mapping[str, str]) -> list[Finding]:
                     lower=lower,
                 )
             )
+    found += _no_proxy_entries(env)
+    return found
+
+
+def _no_proxy_entries(env: Mapping[str, str]) -> list[Finding]:
+    """NO_PROXY entries that do not bypass what they seem to, while a proxy is set."""
+    from notes_cli.proxy import cidr_entries, port_entries
+
+    if not any(env.get(n) or env.get(n.lower()) for n in _PROXIES[:3]):
+        return []
+    no_proxy = env.get("no_proxy") or env.get("NO_PROXY") or ""
+    found: list[Finding] = []
+    for entry in port_entries(no_proxy):
+        host = entry.rpartition(":")[0]
+        found.append(
+            make(
+                "no-proxy-entry-ignored",
+                "env",
+                f"NO_PROXY entry {entry!r} names the default port, which a URL on that port "
+                f"does not carry: requests to {host} still go through the proxy (httpx, Codex)",
+                entry=entry,
+                suggestion=host,
+            )
+        )
+    for entry in cidr_entries(no_proxy):
+        found.append(
+            make(
+                "no-proxy-entry-ignored",
+                "env",
+                f"NO_PROXY entry {entry!r} is a range for Codex but one address for httpx "
+                "(pdnotes, many Python tools): they disagree on which hosts go direct",
+                entry=entry,
+                suggestion="the hosts or domains themselves",
+            )
+        )
+    for entry in (e.strip() for e in no_proxy.split(",")):
+        if entry.startswith("*") and entry != "*":
+            found.append(
+                make(
+                    "no-proxy-entry-ignored",
+                    "env",
+                    f"NO_PROXY entry {entry!r}: httpx takes the `*` literally and uses the proxy",
+                    entry=entry,
+                    suggestion=entry.lstrip("*"),
+                )
+            )
     return found

@@ -20,10 +20,18 @@ import difflib
 import re
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
 from notes_cli.clients.endpoint import Endpoint
+from notes_cli.doctor.client_shape import (
+    Shape,
+    Variant,
+    client_setting_for,
+    shaped_request,
+    variants,
+)
 from notes_cli.doctor.findings import Finding, FindingClient, Probe
 from notes_cli.gateway import (
     GatewayClient,
@@ -52,6 +60,11 @@ _BOUND_FINDINGS: tuple[tuple[type[gw.GatewayError], str], ...] = (
     (gw.HeadersTooLarge, "headers-too-large"),
 )
 
+# Statuses that say "this request body is wrong", worth narrowing down.
+_SHAPE_ERRORS = frozenset({400, 413, 422})
+_SHAPE_PROTOCOL = {"codex": "responses", "claude": "anthropic"}
+_CLIENT_NAME = {"codex": "Codex", "claude": "Claude Code"}
+
 
 def probe_endpoint(
     endpoint: Endpoint,
@@ -59,10 +72,33 @@ def probe_endpoint(
     timeout: float = 10.0,
     static_findings: Sequence[Finding] = (),
     transport: httpx.BaseTransport | None = None,
+    shape: Shape | None = None,
 ) -> tuple[list[Finding], list[Probe]]:
     """Probe one client's endpoint. Returns the findings (empty when all is well) and every
-    probe made, in order, with URL (no secret), status and milliseconds."""
-    return _Prober(endpoint, timeout, static_findings, transport).run()
+    probe made, in order, with URL (no secret), status and milliseconds. With `shape` (the
+    client's recorded request, `doctor.client_shape`) the turn is sent in the client's real shape,
+    and a shape the gateway refuses is narrowed down to the part it refuses."""
+    return _Prober(endpoint, timeout, static_findings, transport, shape).run()
+
+
+def _shape_fix(shape: Shape, culprit: Variant | None) -> str:
+    client = _CLIENT_NAME[shape.client]
+    bridge = "put a bridge in front that drops or maps it (pdnotes bridge serve --upstream <url>)"
+    if culprit is None:
+        return (
+            f"compare the gateway's limits with what {client} sends (`pdnotes doctor --json` "
+            "lists the probes; templates/clients/ holds the recorded request); ask the gateway's "
+            f"admin, or {bridge}"
+        )
+    settings = [client_setting_for(shape, kind) for kind in sorted(culprit.drop_tool_types)]
+    if culprit.drop_tool_types and all(settings):
+        kinds = ", ".join(f"`{k}`" for k in sorted(culprit.drop_tool_types))
+        lines = " and ".join(f"`{s}`" for s in settings)
+        return (
+            f"add {lines} to config.toml (then {client} sends no {kinds} tools), or {bridge}, "
+            "or enable those tool types on the gateway"
+        )
+    return f"make the gateway accept {culprit.culprit} (its admin or settings), or {bridge}"
 
 
 def closest_ids(wanted: str, served: Sequence[str], limit: int = 3) -> list[str]:
@@ -87,8 +123,12 @@ class _Prober:
         timeout: float,
         static_findings: Sequence[Finding],
         transport: httpx.BaseTransport | None,
+        shape: Shape | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.shape = (
+            shape if shape and _SHAPE_PROTOCOL.get(shape.client) == endpoint.protocol else None
+        )
         self.timeout = timeout
         self.static = list(static_findings)
         self.transport = transport
@@ -103,10 +143,12 @@ class _Prober:
     def run(self) -> tuple[list[Finding], list[Probe]]:
         if not self._models():
             return self.findings, self.probes
+        as_recorded = Variant("as recorded") if self.shape else None
         try:
-            result = self._stream(self.endpoint, "stream")
+            result = self._stream(self.endpoint, "stream", as_recorded)
         except gw.GatewayError as exc:
-            self._diagnose(exc)
+            if not self._shape_rejected(exc):
+                self._diagnose(exc)
             return self.findings, self.probes
         for issue in result.client_issues:
             self._add(
@@ -142,12 +184,18 @@ class _Prober:
         self._record("models", "GET", url, result.status, result.timings.total_ms, True, detail)
         return True
 
-    def _stream(self, endpoint: Endpoint, name: str) -> StreamResult:
+    def _stream(
+        self, endpoint: Endpoint, name: str, variant: Variant | None = None
+    ) -> StreamResult:
+        """One probe turn: the minimal body, or the client's shape (`variant` of it)."""
         url = request_url(endpoint)
         start = time.perf_counter()
+        extra: dict[str, Any] | None = None
+        if variant is not None and self.shape is not None:
+            endpoint, extra = shaped_request(self.shape, endpoint, PROBE_PROMPT, variant)
         try:
             with self._client(endpoint) as client:
-                result = client.stream(PROBE_PROMPT, max_tokens=PROBE_MAX_TOKENS)
+                result = client.stream(PROBE_PROMPT, max_tokens=PROBE_MAX_TOKENS, extra_body=extra)
         except gw.GatewayError as exc:
             self._record_failure(name, "POST", url, exc, start)
             raise
@@ -156,6 +204,43 @@ class _Prober:
             detail += f", ttft {result.timings.ttft_ms:.0f} ms"
         self._record(name, "POST", url, result.status, result.timings.total_ms, True, detail)
         return result
+
+    # ------------------------------------------------------------------ request shape
+
+    def _shape_rejected(self, exc: gw.GatewayError) -> bool:
+        """The client's shape failed with a request error: if the minimal body works, find the
+        part the gateway refuses (one finding, `request-shape-rejected`). True when handled."""
+        shape = self.shape
+        if (
+            shape is None
+            or not isinstance(exc, gw.HttpStatusError)
+            or exc.status not in _SHAPE_ERRORS
+            or exc.is_model_error
+        ):
+            return False
+        try:
+            self._stream(self.endpoint, "stream (minimal)")
+        except gw.GatewayError as minimal:
+            self._diagnose(minimal)  # the body is not the problem: report what is
+            return True
+        culprit: Variant | None = None
+        for variant in variants(shape):
+            if self._remaining() <= 0:
+                break
+            try:
+                self._stream(self.endpoint, f"stream ({variant.label})", variant)
+            except gw.GatewayError:
+                continue
+            culprit = variant
+            break
+        self._add(
+            "request-shape-rejected",
+            f"the gateway refuses the request {_CLIENT_NAME[shape.client]} {shape.version} sends "
+            f"({exc.status}: {exc.error_message or exc.message}), while a minimal turn works"
+            + (f"; it is {culprit.culprit} (the turn works {culprit.label})" if culprit else ""),
+            _shape_fix(shape, culprit),
+        )
+        return True
 
     def _diagnose(self, exc: gw.GatewayError) -> None:
         if self._bound_broken(exc):

@@ -91,9 +91,29 @@ _ENTRIES: tuple[Entry, ...] = (
         "unknown-key",
         "warning",
         "codex",
-        "a key Codex does not know (it ignores it, and --strict-config rejects it)",
-        "[model_providers.gw] bogus_field = 1",
-        "remove or correct `{key}` in {file}",
+        "a key the Codex release in use does not know (it ignores it, and --strict-config "
+        "rejects it); an error when it is a typo of model, model_provider or model_providers, "
+        "since Codex then calls its default",
+        'model_provder = "gw" (did you mean `model_provider`?)',
+        "remove or correct `{key}` in {file}{hint}",
+    ),
+    Entry(
+        "config-type-invalid",
+        "error",
+        "codex",
+        "a known key has a value of the wrong type or shape; Codex refuses to load the file",
+        'approval_policy = "granular", model_providers = "gw", [[model_providers]]',
+        "make `{key}` {expected} in {file}",
+    ),
+    Entry(
+        "provider-field-invalid",
+        "error",
+        "codex",
+        "a provider field of the right type that Codex still refuses (aws outside "
+        "amazon-bedrock, gateway_oauth without exactly one credential source, auth without "
+        "command)",
+        "[model_providers.gw] aws = {}",
+        "{detail}",
     ),
     Entry(
         "wire-api-chat-removed",
@@ -144,6 +164,25 @@ _ENTRIES: tuple[Entry, ...] = (
         "top-level `profile = …` (fatal) or [profiles.*] tables (fatal with -p)",
         'profile = "fast"',
         "move the profile to $CODEX_HOME/{profile}.config.toml and use `codex --profile {profile}`",
+    ),
+    Entry(
+        "project-config-untrusted",
+        "warning",
+        "codex",
+        "a project `.codex/config.toml` (project root down to the current folder) that Codex "
+        'skips because the user config has no [projects."<root>"] trust_level = "trusted"',
+        "~/work/app/.codex/config.toml with ~/work/app untrusted",
+        'trust the project in Codex (or add [projects."{project}"] trust_level = "trusted" to '
+        "{codex_file}), or move the settings to {codex_file}",
+    ),
+    Entry(
+        "profile-file-missing",
+        "warning",
+        "codex",
+        "`doctor --profile NAME` names a profile whose $CODEX_HOME/NAME.config.toml does not "
+        "exist; `codex -p NAME` silently runs without it",
+        "codex -p fast without ~/.codex/fast.config.toml",
+        "create {file} with the settings of profile {profile}",
     ),
     Entry(
         "approval-untrusted",
@@ -295,6 +334,44 @@ _ENTRIES: tuple[Entry, ...] = (
         "export ANTHROPIC_AUTH_TOKEN=<your key>, or pdnotes config claude --token-env NAME",
     ),
     Entry(
+        "custom-provider-no-key",
+        "warning",
+        "codex",
+        "the selected custom provider has no env_key (nor token, auth or requires_openai_auth) "
+        "while OPENAI_API_KEY is exported: Codex sends no key to the gateway",
+        "[model_providers.gw] without env_key, OPENAI_API_KEY=sk-…",
+        'add env_key = "OPENAI_API_KEY" (or the gateway\'s own variable) to '
+        "[model_providers.{provider}] in {file}",
+    ),
+    Entry(
+        "openai-auth-missing",
+        "error",
+        "codex",
+        "the provider has requires_openai_auth = true and no env_key, but $CODEX_HOME/auth.json "
+        "does not exist: Codex sends no Authorization header",
+        "[model_providers.gw] requires_openai_auth = true, no auth.json",
+        "run `codex login` (writes {auth_json}), or use env_key for a gateway key",
+    ),
+    Entry(
+        "api-key-helper-fails",
+        "error",
+        "claude",
+        "the apiKeyHelper reads an unset variable (`printenv VAR`, `echo $VAR`), or, when run "
+        "(user/managed scope, or --run-helpers; 5 s limit, output never shown), does not exit "
+        "0 with output: Claude Code sends an empty key",
+        "apiKeyHelper = printenv OLD_GATEWAY_KEY, OLD_GATEWAY_KEY unset",
+        "{detail}",
+    ),
+    Entry(
+        "claude-credential-conflict",
+        "warning",
+        "claude",
+        "an apiKeyHelper and a literal ANTHROPIC_AUTH_TOKEN / ANTHROPIC_API_KEY side by side "
+        "(left by a switch of credential kind): the helper wins",
+        "apiKeyHelper + env.ANTHROPIC_AUTH_TOKEN in settings.json",
+        "keep one: remove {drop} from {file} (pdnotes config claude now does it on a switch)",
+    ),
+    Entry(
         "anthropic-auth-conflict",
         "warning",
         "claude",
@@ -385,6 +462,16 @@ _ENTRIES: tuple[Entry, ...] = (
         "configure the provider in config.toml instead: pdnotes config codex --base-url URL",
     ),
     Entry(
+        "no-proxy-entry-ignored",
+        "warning",
+        "env",
+        "a NO_PROXY entry that does not bypass what it seems to while a proxy is set: a "
+        "default port (`api.corp.com:443`), a CIDR range (a range for Codex, one address for "
+        "httpx) or a `*.` wildcard (literal for httpx)",
+        "NO_PROXY=api.corp.com:443 with HTTPS_PROXY set",
+        "write the entry as {suggestion} (NO_PROXY matches hosts and domain suffixes)",
+    ),
+    Entry(
         "proxy-case-mismatch",
         "warning",
         "env",
@@ -438,6 +525,20 @@ _ENTRIES: tuple[Entry, ...] = (
         "without response.output_item.done / response.completed) (live)",
         "stream ended without response.completed",
         "make the gateway send the full event sequence the client expects",
+        live=True,
+    ),
+    Entry(
+        "request-shape-rejected",
+        "error",
+        "any",
+        "the gateway refuses the request the client really sends (recorded in "
+        "templates/clients/) while doctor's minimal turn works; doctor retries without parts "
+        "(one non-function tool type, all of them, all tools, reasoning/include or thinking, "
+        "system-role messages, the client's headers) and names the first whose removal works",
+        "400 Invalid value: 'namespace' -> tools of type `namespace`",
+        'add `[features] multi_agent = false` / `web_search = "disabled"` to config.toml '
+        "(for Codex's `namespace` / `web_search` tools), make the gateway accept the part, or "
+        "put a bridge in front that drops or maps it",
         live=True,
     ),
     Entry(

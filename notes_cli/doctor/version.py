@@ -1,4 +1,4 @@
-"""The installed Codex version, for version-dependent findings.
+"""The installed Codex (and Claude Code) version, for version-dependent findings and shapes.
 
 `codex --version` runs only when a `codex` is on PATH (or `$PDNOTES_CODEX_BIN` names one),
 bounded to 5 s in its own process group. Nothing is cached between runs. None means "unknown";
@@ -20,7 +20,17 @@ _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 def codex_version() -> tuple[int, int, int] | None:
     """(major, minor, patch) of the installed Codex, or None when absent or unclear."""
-    binary = os.environ.get("PDNOTES_CODEX_BIN") or shutil.which("codex")
+    return installed_version("codex", "PDNOTES_CODEX_BIN")
+
+
+def claude_version() -> tuple[int, int, int] | None:
+    """The installed Claude Code (`claude --version`, or `$PDNOTES_CLAUDE_BIN`), like Codex."""
+    return installed_version("claude", "PDNOTES_CLAUDE_BIN")
+
+
+def installed_version(name: str, override: str) -> tuple[int, int, int] | None:
+    """`<name> --version` of the binary `$override` names or PATH finds; None when absent."""
+    binary = os.environ.get(override) or shutil.which(name)
     if not binary or not os.access(binary, os.X_OK):
         return None
     try:

@@ -11,7 +11,6 @@ import socket
 import ssl
 import threading
 import time
-import urllib.request
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -38,25 +37,11 @@ def safe_url(url: str) -> str:
 
 def proxy_for(url: str) -> str | None:
     """The proxy httpx will use for `url` given HTTP(S)_PROXY / ALL_PROXY / NO_PROXY, with any
-    password masked; None when the request goes direct."""
-    proxies = urllib.request.getproxies_environment()
-    parts = urlsplit(url)
-    if not proxies or _bypassed(parts.hostname or "", proxies.get("no", "")):
-        return None
-    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    password masked; None when the request goes direct (rules: `notes_cli.proxy`)."""
+    from notes_cli.proxy import select_proxy
+
+    proxy = select_proxy(url)
     return safe_url(proxy) if proxy else None
-
-
-def _bypassed(host: str, no_proxy: str) -> bool:
-    """NO_PROXY matching: `*`, exact hosts, and domain suffixes (`.corp` or `corp`)."""
-    host = host.lower()
-    for entry in (e.strip().lower() for e in no_proxy.split(",")):
-        if not entry:
-            continue
-        entry = entry.split(":", 1)[0] if entry.count(":") == 1 else entry
-        if entry == "*" or host == entry.lstrip(".") or host.endswith("." + entry.lstrip(".")):
-            return True
-    return False
 
 
 class ConnectTrace:

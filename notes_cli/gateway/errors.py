@@ -156,6 +156,10 @@ class HttpStatusError(_UrlError):
         code = (self.error_code or "").lower()
         if code in ("model_not_found", "invalid_model"):
             return True
+        from notes_cli.gateway.model_errors import model_unknown_gateway
+
+        if model_unknown_gateway(self.status, self.error_message):
+            return True  # another gateway's words (templates/gateway_errors.toml)
         text = (self.error_message or "").lower()
         if self.status not in (400, 404):
             return False

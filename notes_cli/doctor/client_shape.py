@@ -1,0 +1,204 @@
+"""The request the real client sends, as doctor's probe sends it, and the smaller variants doctor
+retries to find the part a gateway refuses.
+
+The shapes are recordings of the real clients (templates/clients/<client>/<version>.json, made by
+scripts/client_shapes.py): body and headers with ids, secrets and the clients' long texts
+replaced by placeholders. The probe sends that body with the model and the prompt put back, fresh
+ids, and one deliberate difference: a small output budget (`max_output_tokens` for Codex, which
+sends none; `max_tokens` for Claude Code), so a probe stays cheap.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import tomllib
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+from notes_cli.clients.endpoint import Endpoint
+from notes_cli.doctor.version import parse_version
+from notes_cli.resources import template_path
+
+Version = tuple[int, int, int]
+RECORDED_PROMPT = "Reply with the single word ok."
+_SET_BY_PDNOTES = {"accept", "content-type", "anthropic-version"}
+"""Headers the gateway client sets itself (accept follows the stream flag)."""
+_CLIENT_OF = {"responses": "codex", "anthropic": "claude"}
+
+
+@dataclass(frozen=True)
+class Shape:
+    client: str
+    version: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A shape with some parts left out; `label` names what is left out."""
+
+    label: str
+    drop_tool_types: frozenset[str] = frozenset()
+    drop_tools: bool = False
+    drop_reasoning: bool = False
+    drop_system_messages: bool = False
+    drop_headers: bool = False
+    culprit: str = ""
+    fields: tuple[str, ...] = field(default=())
+
+
+def shape_for(protocol: str, version: Version | None = None) -> Shape | None:
+    """The recorded shape of the client speaking `protocol`: the newest not newer than
+    `version` (the oldest when older than all; the newest when unknown)."""
+    client = _CLIENT_OF.get(protocol)
+    if client is None:
+        return None
+    folder = template_path("clients", client)
+    known = sorted(v for v in (parse_version(p.stem) for p in folder.glob("*.json")) if v)
+    if not known:
+        return None
+    older = [v for v in known if version is None or v <= version]
+    chosen = older[-1] if older else known[0]
+    return _load(client, ".".join(map(str, chosen)))
+
+
+@lru_cache(maxsize=8)
+def _load(client: str, version: str) -> Shape:
+    data = json.loads(template_path("clients", client, f"{version}.json").read_text("utf-8"))
+    return Shape(client, data["version"], data["headers"], data["body"])
+
+
+def tool_types(shape: Shape) -> list[str]:
+    """The non-function tool types in the shape, in order (`namespace`, `web_search`, ...)."""
+    seen: list[str] = []
+    for tool in shape.body.get("tools") or []:
+        kind = str(tool.get("type") or "custom")
+        if kind not in ("function", "custom") and kind not in seen:
+            seen.append(kind)
+    return seen
+
+
+def variants(shape: Shape) -> list[Variant]:
+    """Smaller and smaller requests, each leaving out one kind of part, most specific first."""
+    kinds = tool_types(shape)
+    found = [
+        Variant(
+            f"without {k} tools", drop_tool_types=frozenset({k}), culprit=f"tools of type `{k}`"
+        )
+        for k in kinds
+    ]
+    if len(kinds) > 1:
+        found.append(
+            Variant(
+                "without non-function tools",
+                drop_tool_types=frozenset(kinds),
+                culprit="tools of type " + ", ".join(f"`{k}`" for k in kinds),
+            )
+        )
+    if shape.body.get("tools"):
+        found.append(Variant("without tools", drop_tools=True, culprit="`tools` (any tool)"))
+    reasoning = [k for k in _REASONING_FIELDS if k in shape.body]
+    if reasoning:
+        found.append(
+            Variant(
+                "without " + "/".join(reasoning),
+                drop_reasoning=True,
+                culprit=" / ".join(f"`{k}`" for k in reasoning),
+                fields=tuple(reasoning),
+            )
+        )
+    if any(m.get("role") == "system" for m in shape.body.get("messages") or []):
+        found.append(
+            Variant(
+                "without system-role messages",
+                drop_system_messages=True,
+                culprit='messages with `"role": "system"` inside `messages`',
+            )
+        )
+    found.append(
+        Variant(
+            "without the client's headers",
+            drop_headers=True,
+            culprit="the client's headers (" + ", ".join(_named_headers(shape)) + ")",
+        )
+    )
+    return found
+
+
+_REASONING_FIELDS = ("reasoning", "include", "thinking", "context_management", "output_config")
+
+
+def _named_headers(shape: Shape) -> list[str]:
+    names = [h for h in shape.headers if h not in _SET_BY_PDNOTES and h != "user-agent"]
+    return names[:4] + (["…"] if len(names) > 4 else [])
+
+
+def shaped_request(
+    shape: Shape, endpoint: Endpoint, prompt: str, variant: Variant | None = None
+) -> tuple[Endpoint, dict[str, Any]]:
+    """(endpoint carrying the client's headers, extra body) for `GatewayClient.stream`: the
+    recorded body with the model, the prompt and fresh ids put in, minus what `variant` drops."""
+    variant = variant or Variant("as recorded")
+    body = _fill(copy.deepcopy(shape.body), prompt)
+    for key in ("model", "stream", "max_tokens", "max_output_tokens"):
+        body.pop(key, None)  # the gateway client sets these (model, stream flag, budget)
+    if variant.drop_tool_types or variant.drop_tools:
+        tools = [
+            t
+            for t in body.get("tools") or []
+            if not variant.drop_tools
+            and str(t.get("type") or "custom") not in variant.drop_tool_types
+        ]
+        if tools:
+            body["tools"] = tools
+        else:
+            for key in ("tools", "tool_choice", "parallel_tool_calls"):
+                body.pop(key, None)
+    if variant.drop_reasoning:
+        for key in _REASONING_FIELDS:
+            body.pop(key, None)
+    if variant.drop_system_messages:
+        body["messages"] = [m for m in body.get("messages") or [] if m.get("role") != "system"]
+    headers = dict(endpoint.headers)
+    if not variant.drop_headers:
+        for name, value in shape.headers.items():
+            if name not in _SET_BY_PDNOTES:
+                headers[name] = _fresh(value)
+    return replace(endpoint, headers=headers), body
+
+
+def _fill(value: Any, prompt: str) -> Any:
+    """Fresh ids for `<id>`, the probe's prompt where the recording had its own."""
+    if isinstance(value, dict):
+        return {k: _fill(v, prompt) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, prompt) for v in value]
+    if value == RECORDED_PROMPT:
+        return prompt
+    return _fresh(value) if isinstance(value, str) else value
+
+
+def _fresh(value: str) -> str:
+    return str(uuid.uuid4()) if value == "<id>" else value
+
+
+@lru_cache(maxsize=1)
+def _tool_settings() -> dict[str, dict[str, str]]:
+    data = tomllib.loads(template_path("clients", "codex", "tool-settings.toml").read_text("utf-8"))
+    return {str(k): dict(v) for k, v in data.items()}
+
+
+def client_setting_for(shape: Shape, tool_type: str) -> str | None:
+    """The config.toml line that makes Codex stop sending `tool_type`, if there is one."""
+    if shape.client != "codex":
+        return None
+    settings = _tool_settings()
+    return settings.get(shape.version, {}).get(tool_type)
+
+
+Narrower = Callable[[Variant], bool]

@@ -1,0 +1,362 @@
+"""Record the request the real Codex CLI and Claude Code send for a turn, as data for doctor's
+client-shaped probe (templates/clients/<client>/<version>.json).
+
+    PDNOTES_INTEROP_BIN=.interop/node_modules/.bin python scripts/client_shapes.py [codex|claude]
+
+Each client runs once (bounded, in a temp HOME, its own process group) against a recording server
+on 127.0.0.1 that answers every turn with a minimal valid stream. The turn request (the POST that
+carries the tools) is kept with its headers, after `sanitise`: credentials and connection headers
+dropped, ids and the model replaced by placeholders, and every long text (the clients' own
+instructions, system prompt and tool descriptions) replaced by `<text: N chars>`, so no client
+text and no secret lands in pdnotes. tests/test_interop_client_shapes.py uses `record` to compare
+a fresh recording with what the probe sends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = "shape-model"
+PROMPT = "Reply with the single word ok."
+CLIENT_TIMEOUT_S = 90.0
+LONG_TEXT = 200
+DROP_HEADERS = {
+    "authorization",
+    "x-api-key",
+    "host",
+    "content-length",
+    "connection",
+    "accept-encoding",
+    "transfer-encoding",
+}
+ID_HEADERS = re.compile(
+    r"^(session[-_]id|thread[-_]id|x-client-request-id|x-codex-window-id|"
+    r"x-codex-turn-metadata|x-claude-code-session-id|x-stainless-retry-count)$"
+)
+ID_FIELDS = {"id", "prompt_cache_key", "user_id", "session_id", "thread_id", "previous_response_id"}
+
+
+# ------------------------------------------------------------------------------ the server
+
+
+Reject = Callable[[dict[str, Any]], str | None]
+"""A gateway's rule: the error message for a turn body it refuses, None to serve it."""
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    requests: list[dict[str, Any]]
+    reject: Reject | None = None
+
+    def log_message(self, *args: object) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        body = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+        self._send(200, "application/json", body.encode())
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        self.requests.append(
+            {
+                "path": self.path,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "body": body,
+            }
+        )
+        refused = type(self).reject(body) if type(self).reject and isinstance(body, dict) else None
+        if refused is not None:
+            error = {"error": {"message": refused, "type": "invalid_request_error", "code": None}}
+            self._send(400, "application/json", json.dumps(error).encode())
+        elif "/messages" in self.path:
+            self._send(200, "text/event-stream", _anthropic_stream())
+        else:
+            self._send(200, "text/event-stream", _responses_stream())
+
+    def _send(self, status: int, kind: str, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _sse(events: list[tuple[str, dict[str, Any]]]) -> bytes:
+    return b"".join(
+        f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events
+    )
+
+
+def _responses_stream() -> bytes:
+    item = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "ok", "annotations": []}],
+    }
+    response = {"id": "resp_1", "object": "response", "model": MODEL, "status": "completed"}
+    usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+    return _sse(
+        [
+            ("response.created", {"type": "response.created", "response": response}),
+            (
+                "response.output_item.added",
+                {"type": "response.output_item.added", "output_index": 0, "item": item},
+            ),
+            (
+                "response.output_text.delta",
+                {"type": "response.output_text.delta", "item_id": "msg_1", "delta": "ok"},
+            ),
+            (
+                "response.output_item.done",
+                {"type": "response.output_item.done", "output_index": 0, "item": item},
+            ),
+            (
+                "response.completed",
+                {
+                    "type": "response.completed",
+                    "response": {**response, "output": [item], "usage": usage},
+                },
+            ),
+        ]
+    )
+
+
+def _anthropic_stream() -> bytes:
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 1, "output_tokens": 0},
+    }
+    return _sse(
+        [
+            ("message_start", {"type": "message_start", "message": message}),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": "ok"},
+                },
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn"},
+                    "usage": {"output_tokens": 1},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
+
+
+@contextlib.contextmanager
+def recording_server(reject: Reject | None = None) -> Any:
+    """(base URL, list of recorded requests) of a loopback server answering every turn with a
+    minimal valid stream, or 400 when `reject` says so."""
+    handler = type(
+        "Recorder",
+        (_Recorder,),
+        {"requests": [], "reject": staticmethod(reject) if reject else None},
+    )
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler.requests
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# ------------------------------------------------------------------------------ the clients
+
+
+def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env={**base, **env},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=CLIENT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def client_version(binary: Path) -> str:
+    out = _run([str(binary), "--version"], {}, Path.cwd()).stdout
+    match = re.search(r"\d+\.\d+\.\d+", out)
+    if not match:
+        raise SystemExit(f"cannot read the version of {binary}: {out!r}")
+    return match.group(0)
+
+
+def client_command(
+    client: str, binary: Path, url: str, home: Path, extra_args: tuple[str, ...] = ()
+) -> tuple[list[str], dict[str, str]]:
+    """(argv, env) of one non-interactive turn of `client` against the server at `url`, with
+    everything it writes under `home`; `extra_args` go right after `exec` / `-p`."""
+    if client == "codex":
+        (home / ".codex").mkdir(exist_ok=True)
+        provider = (
+            f'model_providers.rec={{name="rec", base_url="{url}/v1", env_key="REC_KEY", '
+            "request_max_retries=0, stream_max_retries=0}"
+        )
+        args = [
+            str(binary), "exec", *extra_args, "--skip-git-repo-check", "-m", MODEL,
+            "-c", "model_provider=rec", "-c", provider,
+            "-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false",
+            PROMPT,
+        ]  # fmt: skip
+        return args, {"HOME": str(home), "CODEX_HOME": str(home / ".codex"), "REC_KEY": "rec"}
+    args = [str(binary), "-p", *extra_args, "--model", MODEL, PROMPT]
+    return args, {
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_AUTH_TOKEN": "rec",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+
+
+def run_client(
+    client: str, bin_dir: Path, url: str, extra_args: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """One bounded turn of the real `client` against `url`, in a throwaway HOME."""
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        (home / "work").mkdir()
+        args, env = client_command(client, bin_dir / client, url, home, extra_args)
+        return _run(args, env, home / "work")
+
+
+def record(
+    client: str, bin_dir: Path, extra_args: tuple[str, ...] = ()
+) -> tuple[str, dict[str, Any]]:
+    """(version, raw turn request) of one real run of `client` ("codex" or "claude")."""
+    version = client_version(bin_dir / client)
+    with recording_server() as (url, requests):
+        run = run_client(client, bin_dir, url, extra_args)
+    turns = [r for r in requests if isinstance(r["body"], dict) and r["body"].get("tools")]
+    if not turns:
+        raise RuntimeError(
+            f"{client} {version} sent no turn with tools (exit {run.returncode}): "
+            f"{run.stderr[-2000:]}"
+        )
+    return version, turns[-1]
+
+
+# ------------------------------------------------------------------------------ sanitising
+
+
+def sanitise(client: str, version: str, request: dict[str, Any]) -> dict[str, Any]:
+    path, _, query = request["path"].partition("?")
+    headers = {
+        name: "<id>" if ID_HEADERS.match(name) else value
+        for name, value in sorted(request["headers"].items())
+        if name not in DROP_HEADERS
+    }
+    return {
+        "client": client,
+        "version": version,
+        "recorded_with": "scripts/client_shapes.py (real client against a loopback recorder)",
+        "method": "POST",
+        "path": path,
+        "query": query,
+        "headers": headers,
+        "body": _stable(_clean(request["body"], ())),
+    }
+
+
+def _stable(body: dict[str, Any]) -> dict[str, Any]:
+    """Key order the client does not keep stable (a map in Codex) sorted, for clean diffs."""
+    if isinstance(body.get("client_metadata"), dict):
+        body["client_metadata"] = dict(sorted(body["client_metadata"].items()))
+    return body
+
+
+def _clean(value: Any, where: tuple[str, ...]) -> Any:
+    if isinstance(value, dict):
+        cleaned = {}
+        for key, inner in value.items():
+            if key in ID_FIELDS and isinstance(inner, str):
+                cleaned[key] = "<id>"
+            elif key == "model" and where == ():
+                cleaned[key] = "<model>"
+            elif where[-1:] == ("client_metadata",) and isinstance(inner, str):
+                cleaned[key] = "<id>"
+            else:
+                cleaned[key] = _clean(inner, (*where, str(key)))
+        return cleaned
+    if isinstance(value, list):
+        return [_clean(v, where) for v in value]
+    if isinstance(value, str) and len(value) > LONG_TEXT:
+        return f"<text: {len(value)} chars>"
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("clients", nargs="*", default=["codex", "claude"])
+    parser.add_argument("--out", type=Path, default=ROOT / "templates" / "clients")
+    args = parser.parse_args(argv)
+    bin_dir = Path(os.environ.get("PDNOTES_INTEROP_BIN") or ROOT / ".interop/node_modules/.bin")
+    for client in args.clients:
+        version, request = record(client, bin_dir)
+        shape = sanitise(client, version, request)
+        target = args.out / client / f"{version}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(shape, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        print(f"{client} {version}: {target}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
