@@ -104,8 +104,8 @@ _START_ENGINE_OPTIONS = ("api_key_env", "faults", "prefix", "limits", "service",
 
 @pytest.fixture
 def start_engine_server() -> Iterator[Callable[..., object]]:
-    from notes_cli.engine.config import EngineConfig
-    from notes_cli.engine.server import start_engine
+    from notes_cli.engine.core.config import EngineConfig
+    from notes_cli.engine.http.server import start_engine
 
     started: list = []  # type: ignore[type-arg]
 

@@ -50,10 +50,10 @@ def serve(
     import os
 
     from notes_cli import render
-    from notes_cli.engine.config import MODES, EngineConfig
-    from notes_cli.engine.faults import FaultSpecError, parse_fault
-    from notes_cli.engine.profiles import load_catalog
-    from notes_cli.engine.server import serve_forever
+    from notes_cli.engine.core.config import MODES, EngineConfig
+    from notes_cli.engine.core.profiles import load_catalog
+    from notes_cli.engine.http.faults import FaultSpecError, parse_fault
+    from notes_cli.engine.http.server import serve_forever
     from notes_cli.errors import PdnotesError, UsageError
     from notes_cli.render import engine as render_engine
 
@@ -108,7 +108,7 @@ def presets(
 ) -> None:
     """List the deployment presets: mode, prefill / decode chips, KV link and model."""
     from notes_cli import render
-    from notes_cli.engine.profiles import load_catalog
+    from notes_cli.engine.core.profiles import load_catalog
     from notes_cli.render import engine as render_engine
 
     rows = render_engine.preset_rows(load_catalog())

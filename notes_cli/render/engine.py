@@ -11,9 +11,9 @@ from rich.table import Table
 from notes_cli.render import out
 
 if TYPE_CHECKING:
-    from notes_cli.engine.config import EngineConfig
-    from notes_cli.engine.profiles import Catalog, NodeGroup
-    from notes_cli.engine.server import EngineAddress
+    from notes_cli.engine.core.config import EngineConfig
+    from notes_cli.engine.core.profiles import Catalog, NodeGroup
+    from notes_cli.engine.http.server import EngineAddress
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from notes_cli.engine.api import ChatMessage, FinishReason
-from notes_cli.engine.tokens import tokenize
+from notes_cli.engine.core.api import ChatMessage, FinishReason
+from notes_cli.engine.core.tokens import tokenize
 from notes_cli.resources import template_path
 
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)

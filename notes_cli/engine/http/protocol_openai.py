@@ -12,9 +12,9 @@ import time
 import uuid
 from typing import Any
 
-from notes_cli.engine.api import ChatMessage, Completion, GenerationRequest
-from notes_cli.engine.http_errors import ApiError, invalid
-from notes_cli.engine.protocol_common import (
+from notes_cli.engine.core.api import ChatMessage, Completion, GenerationRequest
+from notes_cli.engine.http.http_errors import ApiError, invalid
+from notes_cli.engine.http.protocol_common import (
     ParsedCall,
     content_text,
     decode_json_object,

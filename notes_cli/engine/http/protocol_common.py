@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from notes_cli.engine.api import Completion, GenerationRequest
-from notes_cli.engine.http_errors import invalid
+from notes_cli.engine.core.api import Completion, GenerationRequest
+from notes_cli.engine.http.http_errors import invalid
 
 
 @dataclass(frozen=True)

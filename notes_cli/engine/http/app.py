@@ -33,8 +33,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from notes_cli.engine import http_errors, protocol_anthropic, protocol_openai
-from notes_cli.engine.api import (
+from notes_cli.engine.core.api import (
     Admitted,
     Completion,
     EngineService,
@@ -43,10 +42,17 @@ from notes_cli.engine.api import (
     StepStats,
     TokenChunk,
 )
-from notes_cli.engine.faults import FaultInjector, FaultPlan, FaultSpec, FaultSpecError, parse_fault
-from notes_cli.engine.http_errors import ApiError, invalid
-from notes_cli.engine.metrics import CONTENT_TYPE, EngineMetrics
-from notes_cli.engine.protocol_common import ParsedCall, StreamEncoder
+from notes_cli.engine.http import http_errors, protocol_anthropic, protocol_openai
+from notes_cli.engine.http.faults import (
+    FaultInjector,
+    FaultPlan,
+    FaultSpec,
+    FaultSpecError,
+    parse_fault,
+)
+from notes_cli.engine.http.http_errors import ApiError, invalid
+from notes_cli.engine.http.metrics import CONTENT_TYPE, EngineMetrics
+from notes_cli.engine.http.protocol_common import ParsedCall, StreamEncoder
 
 DEFAULT_FINGERPRINT = "fp_pdnotes_mock_engine"
 

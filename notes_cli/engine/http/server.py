@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from notes_cli.engine.app import DEFAULT_FINGERPRINT, Limits, create_app
-from notes_cli.engine.faults import FaultSpec, parse_fault
+from notes_cli.engine.http.app import DEFAULT_FINGERPRINT, Limits, create_app
+from notes_cli.engine.http.faults import FaultSpec, parse_fault
 
 if TYPE_CHECKING:
-    from notes_cli.engine.api import EngineService
-    from notes_cli.engine.config import EngineConfig
+    from notes_cli.engine.core.api import EngineService
+    from notes_cli.engine.core.config import EngineConfig
 
 _STARTUP_TIMEOUT_S = 20.0
 
@@ -176,7 +176,7 @@ def _build_app(
 ) -> Any:
     specs = tuple(parse_fault(f) if isinstance(f, str) else f for f in faults)
     if service is None:
-        from notes_cli.engine.service import create_service
+        from notes_cli.engine.live.service import create_service
 
         service = create_service(config)
     return create_app(
@@ -192,7 +192,7 @@ def _build_app(
 
 def _fingerprint() -> str:
     try:
-        from notes_cli.engine.config import SYSTEM_FINGERPRINT
+        from notes_cli.engine.core.config import SYSTEM_FINGERPRINT
     except ImportError:  # the core has not landed in this checkout
         return DEFAULT_FINGERPRINT
     return str(SYSTEM_FINGERPRINT)
@@ -233,7 +233,7 @@ def _uvicorn_config(app: Any, *, graceful_s: int) -> uvicorn.Config:
         log_level="warning",
         access_log=False,
         lifespan="on",
-        loop="notes_cli.engine.precise_loop:new_event_loop",
+        loop="notes_cli.engine.live.precise_loop:new_event_loop",
         http=_http_protocol(),
         ws="none",
         timeout_graceful_shutdown=graceful_s,
