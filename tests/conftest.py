@@ -99,7 +99,9 @@ def sentinel_key() -> Iterator[str]:
 # `.anthropic_base_url` (…/api/anthropic) for Claude Code, and `.url("/metrics")`.
 
 ENGINE_TEST_SPEED = 20.0
-_START_ENGINE_OPTIONS = ("api_key_env", "faults", "prefix", "limits", "service", "host", "port")
+_START_ENGINE_OPTIONS = (
+    "api_key_env", "faults", "prefix", "limits", "service", "host", "port", "protocols",
+)  # fmt: skip
 
 
 @pytest.fixture

@@ -84,10 +84,10 @@ class Responder:
         _knowledge_answer("", self.seed)
 
     def respond(
-        self, messages: Sequence[ChatMessage], max_tokens: int
+        self, messages: Sequence[ChatMessage], max_tokens: int, *, answer: str | None = None
     ) -> tuple[list[str], FinishReason]:
-        """(tokens, finish reason); "".join(tokens) is the answer text."""
-        text = self.answer_text(messages)
+        """(tokens, finish reason); "".join(tokens) is the answer text (`answer` when given)."""
+        text = self.answer_text(messages) if answer is None else answer
         tokens = tokenize(text)
         if max_tokens < len(tokens):
             return tokens[: max(0, max_tokens)], "length"

@@ -267,7 +267,7 @@ class LiveEngineService:
         budget = request.max_tokens
         if budget is None:
             budget = self.config.default_max_tokens
-        tokens, finish = self.responder.respond(request.messages, budget)
+        tokens, finish = self.responder.respond(request.messages, budget, answer=request.answer)
         return tokens, finish, self.prompt_tokens(request)
 
     @staticmethod
