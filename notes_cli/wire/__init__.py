@@ -1,0 +1,129 @@
+"""One wire layer for the three protocols pdnotes speaks: chat completions, the Responses API
+and Anthropic Messages, each in both directions, around one protocol-neutral turn.
+
+No translator per pair of protocols: each protocol module converts to and from the neutral
+types once, so a Responses request reaches a chat upstream as `responses.decode_request` →
+`Turn` → `chat.encode_request`, and the chat stream comes back as `chat.StreamDecoder` →
+neutral events → `responses.StreamEncoder`.
+
+Neutral types (`notes_cli.wire.turn`)
+    Turn(model, messages, tools, tool_choice, sampling, stream, reasoning,
+         parallel_tool_calls, include_usage, extra)
+    Message(role: system|developer|user|assistant|tool, parts)
+    parts: TextPart(text) · ImagePart(url, detail) · ToolCallPart(call_id, name, arguments:
+           str JSON, kind) · ToolResultPart(call_id, output, is_error) ·
+           ReasoningPart(text, signature)
+    ToolSpec(name, description, parameters, kind: "function" | "custom" | other, raw)
+    ToolChoice(mode: auto|none|required|tool, name) · Sampling(max_tokens, temperature,
+           top_p, stop, seed, presence_penalty, frequency_penalty, top_k)
+    Reasoning(effort, budget_tokens, summary) · Usage(input_tokens, output_tokens,
+           reasoning_tokens, cached_input_tokens, extra)
+    Reply(id, model, parts, finish, usage, extra)
+    FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "error"
+
+Stream vocabulary (`notes_cli.wire.events`)
+    StartEvent(id, model) · TextDelta(text) · ReasoningDelta(text, signature) ·
+    ToolCallBegin(index, call_id, name, kind) · ToolCallDelta(index, arguments) ·
+    ToolCallEnd(index) · UsageEvent(usage) · FinishEvent(finish) ·
+    ErrorEvent(message, status, code);  `Event` is their union.
+
+Errors (`notes_cli.wire.errors`)
+    WireError(status, kind, message, param=, code=, headers=): decoders raise it (400 naming
+    the param, as the real APIs do: `temperature: "hot"`, `n: -1`, `role: "god"`, NaN, a lone
+    surrogate); servers raise it for their own refusals; `encode_error` renders it.
+
+Per protocol: `notes_cli.wire.chat`, `.responses`, `.anthropic`, each with
+    decode_request(body: bytes | str | dict) -> Turn          server side; WireError on bad input
+    encode_request(turn) -> dict                              client side (JSON-ready body)
+    encode_reply(reply, *, created=None, fingerprint=None) -> dict    non-streamed answer
+    decode_reply(body: dict) -> Reply                         client side
+    encode_error(error: WireError) -> dict / decode_error(status, body) -> WireError
+    dropped_tools(turn) -> list[str]      tools encode_request leaves out (it cannot say them)
+    new_id() -> str                       a fresh answer id in the protocol's style
+    usage_json(usage) -> dict / decode_usage(raw) -> Usage | None
+    encode_models(...) (chat, anthropic)  the `GET /models` list object
+    StreamEncoder(id, model, *, include_usage=True, fingerprint=None, input_tokens=0,
+                  created=None)                               server side, bytes out:
+        .head()         what goes out before any output (Responses `response.created`,
+                        Anthropic `message_start`; b"" for chat)
+        .text(str)      one text delta: the per-token hot path, pre-rendered prefix/suffix
+        .encode(event)  any neutral event; FinishEvent / UsageEvent are remembered for close()
+        .close()        the closing events (finish, usage, `[DONE]` / `response.completed` /
+                        `message_stop`)
+        .error(WireError)  the protocol's in-stream error event
+    StreamDecoder()                                           client side:
+        .feed(data: str, event: str | None = None) -> list[Event]   one SSE event
+        .done           the protocol's completion event was seen
+    Decoders accept upstream variants (DeepSeek/Qwen/GLM `reasoning_content` / `reasoning`
+    deltas, whole items without deltas, usage-only chunks).
+
+Tool kinds: a function tool keeps its JSON schema in `parameters`; Responses custom/freeform
+tools are kind "custom" (their input is raw text, not JSON); any other type (`namespace`,
+`web_search`, `local_shell`, Anthropic server tools like `bash_20250124`) keeps its object in
+`ToolSpec.raw` and `kind` = its type, so a bridge can map or name what it drops.
+"""
+
+from __future__ import annotations
+
+from notes_cli.wire.errors import WireError, invalid
+from notes_cli.wire.events import (
+    ErrorEvent,
+    Event,
+    FinishEvent,
+    ReasoningDelta,
+    StartEvent,
+    TextDelta,
+    ToolCallBegin,
+    ToolCallDelta,
+    ToolCallEnd,
+    UsageEvent,
+)
+from notes_cli.wire.turn import (
+    FinishReason,
+    ImagePart,
+    Message,
+    Part,
+    Reasoning,
+    ReasoningPart,
+    Reply,
+    Role,
+    Sampling,
+    TextPart,
+    ToolCallPart,
+    ToolChoice,
+    ToolResultPart,
+    ToolSpec,
+    Turn,
+    Usage,
+)
+
+__all__ = [
+    "ErrorEvent",
+    "Event",
+    "FinishEvent",
+    "FinishReason",
+    "ImagePart",
+    "Message",
+    "Part",
+    "Reasoning",
+    "ReasoningDelta",
+    "ReasoningPart",
+    "Reply",
+    "Role",
+    "Sampling",
+    "StartEvent",
+    "TextDelta",
+    "TextPart",
+    "ToolCallBegin",
+    "ToolCallDelta",
+    "ToolCallEnd",
+    "ToolCallPart",
+    "ToolChoice",
+    "ToolResultPart",
+    "ToolSpec",
+    "Turn",
+    "Usage",
+    "UsageEvent",
+    "WireError",
+    "invalid",
+]
