@@ -11,6 +11,7 @@ one of these functions; nothing else in pdnotes decides what is secret.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -263,11 +264,11 @@ def url_secrets(url: str) -> tuple[str, ...]:
         parts = urlsplit(url)
     except ValueError:
         return ()
-    found = (
-        [unquote(p) for p in parts.netloc.rsplit("@", 1)[0].split(":")]
-        if "@" in parts.netloc
-        else []
-    )
+    userinfo = unquote(parts.netloc.rsplit("@", 1)[0]) if "@" in parts.netloc else ""
+    found = userinfo.split(":") if userinfo else []
+    if userinfo:
+        # What an HTTP client sends for it: `Authorization: Basic base64(user:password)`.
+        found.append(base64.b64encode(userinfo.encode()).decode())
     for pair in parts.query.split("&") if parts.query else ():
         name, _, value = pair.partition("=")
         if value and mask_query_value(unquote(name), unquote(value)) != unquote(value):
@@ -279,10 +280,12 @@ def position_secrets(
     key: str | None = None,
     headers: Mapping[str, str] | None = None,
     query_params: Mapping[str, str] | None = None,
+    url: str = "",
 ) -> tuple[str, ...]:
     """The values a request carries in credential positions (the key, non-public header
-    values, non-public query values): what `scrub` must remove from that request's answers."""
-    found: set[str] = set()
+    values, non-public query values, the user-info and query values of its `url`): what
+    `scrub` must remove from that request's answers."""
+    found: set[str] = set(url_secrets(url)) if url else set()
     if key:
         found.add(key)
     for name, value in (headers or {}).items():

@@ -127,7 +127,9 @@ class _Call:
     def sent_secrets(self) -> tuple[str, ...]:
         """What this request carried in credential positions (only computed on an error)."""
         endpoint = self.endpoint
-        return position_secrets(endpoint.key, endpoint.headers, endpoint.query_params)
+        return position_secrets(
+            endpoint.key, endpoint.headers, endpoint.query_params, url=endpoint.base_url
+        )
 
     def status_error(self, response: httpx.Response, body: bytes) -> errors.HttpStatusError:
         endpoint = self.endpoint
