@@ -157,10 +157,6 @@ def mask_header_value(name: str, value: str) -> str:
     return mask(value) if value else value
 
 
-def mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    return {name: mask_header_value(name, str(value)) for name, value in headers.items()}
-
-
 def mask_header_block(text: str) -> str:
     """`ANTHROPIC_CUSTOM_HEADERS` (one `Name: value` per line) with its values masked."""
     lines = []
@@ -212,12 +208,12 @@ def mask_command(command: str) -> str:
 
 def command_secrets(command: str) -> tuple[str, ...]:
     """The parts of a helper command that `mask_command` hides (what a diff must mask)."""
-    return tuple(secret for _, secret in _command_words(command) if secret)
+    return tuple(secret for _, hidden in _command_words(command) for secret in hidden)
 
 
-def _command_words(command: str) -> list[tuple[str, str]]:
-    """(word as shown, the secret it hides or "") for each space-separated word."""
-    result: list[tuple[str, str]] = []
+def _command_words(command: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(word as shown, the secrets it hides) for each space-separated word."""
+    result: list[tuple[str, tuple[str, ...]]] = []
     program_next = True
     program = ""
     for word in command.split(" "):
@@ -225,21 +221,23 @@ def _command_words(command: str) -> list[tuple[str, str]]:
         name, eq, value = core.partition("=")
         secret = ""
         if not core or core in _SHELL_OPERATORS:
-            program_next = program_next or bool(core)
+            program_next = program_next or bool(core)  # after `|` or `&&` comes a program
         elif eq and _ENV_NAME.match(name):
-            secret = value  # `KEY=value helper` or `--flag=value`-less assignment: the value
+            secret = value  # `KEY=value helper`: a variable set for the helper
         elif program_next:
             secret = core if looks_like_token(core) else ""
             program, program_next = core.rsplit("/", 1)[-1], False
         elif "://" in core:
             shown = mask_url(core)
-            result.append(
-                (word.replace(core, shown), url_secrets(core)[0] if shown != core else "")
-            )
+            hidden = (url_secrets(core) or (core,)) if shown != core else ()
+            result.append((word.replace(core, shown), hidden))
             continue
         elif not _command_word_is_public(core, program):
             secret = core
-        result.append((word.replace(secret, mask(secret)) if secret else word, secret))
+        if secret:
+            result.append((word.replace(secret, mask(secret)), (secret,)))
+        else:
+            result.append((word, ()))
     return result
 
 
