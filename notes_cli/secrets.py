@@ -157,6 +157,12 @@ def mask_header_value(name: str, value: str) -> str:
     return mask(value) if value else value
 
 
+def header_lines(text: str) -> dict[str, str]:
+    """`ANTHROPIC_CUSTOM_HEADERS` text (one `Name: value` per line) as a dict."""
+    pairs = (line.partition(":") for line in text.splitlines())
+    return {name.strip(): value.strip() for name, sep, value in pairs if sep}
+
+
 def mask_header_block(text: str) -> str:
     """`ANTHROPIC_CUSTOM_HEADERS` (one `Name: value` per line) with its values masked."""
     lines = []
