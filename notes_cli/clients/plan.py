@@ -104,7 +104,7 @@ def secret_values(*documents: object, public: Collection[str] = ()) -> tuple[str
 def _secrets_at(value: str, key: str, parent: str) -> tuple[str, ...]:
     """The secret parts of `value` found under `key` (inside table/object `parent`)."""
     if parent == "http_headers" or key == "ANTHROPIC_CUSTOM_HEADERS":
-        headers = {key: value} if parent == "http_headers" else _header_lines(value)
+        headers = {key: value} if parent == "http_headers" else secrets.header_lines(value)
         return secrets.position_secrets(headers=headers)
     if parent == "query_params":
         return secrets.position_secrets(query_params={key: value})
@@ -121,8 +121,3 @@ def _secrets_at(value: str, key: str, parent: str) -> tuple[str, ...]:
     ):
         return (value,)
     return (value,) if looks_like_secret(value) else ()
-
-
-def _header_lines(text: str) -> dict[str, str]:
-    pairs = (line.partition(":") for line in text.splitlines())
-    return {name.strip(): value.strip() for name, sep, value in pairs if sep}

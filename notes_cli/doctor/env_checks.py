@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
+from notes_cli.secrets import mask_env_value
 
 _PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
@@ -17,7 +18,8 @@ def check_env(env: Mapping[str, str]) -> list[Finding]:
             make(
                 "openai-base-url-ignored",
                 "env",
-                f"OPENAI_BASE_URL={env['OPENAI_BASE_URL']} is set, but Codex does not "
+                f"OPENAI_BASE_URL={mask_env_value('OPENAI_BASE_URL', env['OPENAI_BASE_URL'])} "
+                "is set, but Codex does not "
                 "read it (only its built-in provider reads openai_base_url in "
                 "config.toml)",
             )

@@ -22,6 +22,7 @@ from notes_cli.doctor.findings import Finding, FindingClient
 from notes_cli.doctor.registry import make
 from notes_cli.secrets import (
     command_secrets,
+    header_lines,
     is_credential_name,
     looks_like_env_name,
     looks_like_secret,
@@ -97,7 +98,7 @@ def claude_secrets(path: Path, text: str, data: Mapping[str, Any]) -> list[Findi
     if not isinstance(env, dict):
         return found
     custom = env.get("ANTHROPIC_CUSTOM_HEADERS")
-    if isinstance(custom, str) and position_secrets(headers=_header_lines(custom)):
+    if isinstance(custom, str) and position_secrets(headers=header_lines(custom)):
         line = line_of(text, '"ANTHROPIC_CUSTOM_HEADERS"')
         found.append(
             _finding("claude", path, "ANTHROPIC_CUSTOM_HEADERS sends a literal credential", line)
@@ -154,11 +155,6 @@ def _url_secret(url: str) -> str | None:
         if _is_query_secret(name, value):
             return "a query parameter"
     return None
-
-
-def _header_lines(text: str) -> dict[str, str]:
-    pairs = (line.partition(":") for line in text.splitlines())
-    return {name.strip(): value.strip() for name, sep, value in pairs if sep}
 
 
 def _str_map(value: object) -> dict[str, str]:

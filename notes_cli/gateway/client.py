@@ -140,7 +140,9 @@ class _Call:
     def sent_secrets(self) -> tuple[str, ...]:
         """What this request carried in credential positions (only computed on an error)."""
         endpoint = self.endpoint
-        return position_secrets(endpoint.key, endpoint.headers, endpoint.query_params)
+        return position_secrets(
+            endpoint.key, endpoint.headers, endpoint.query_params, url=endpoint.base_url
+        )
 
     def deadline_error(self) -> errors.GatewayTimeout:
         """The wall clock (`total_timeout`) ran out: before the headers were complete (a
