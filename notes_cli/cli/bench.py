@@ -85,11 +85,13 @@ def bench(
     items = _workload(requests, input_len, output_len, dist, dataset, rate, burstiness, seed)
     endpoint = _endpoint(base_url, model, key_env, api)
     report, served_model = _run(endpoint, items, plan, show_progress=not as_json)
-    target = f"{endpoint.request_url()} model={served_model}"
+    from notes_cli.secrets import mask_url
+
+    target = f"{mask_url(endpoint.request_url())} model={served_model}"
     if as_json:
         document = report.to_json()
         document["target"] = {
-            "base_url": base_url,
+            "base_url": mask_url(base_url),
             "api": api,
             "model": served_model,
             "key": endpoint.masked_key if endpoint.key else None,

@@ -110,7 +110,12 @@ def _base_url(
     raw_url = raw_url or _str(env.get("ANTHROPIC_BASE_URL"))
     if not raw_url:
         raise UsageError("no base URL to write", fix="pass --base-url https://… or a --preset")
-    cleaned = urls.clean_base_url(raw_url, suffixes=urls.CLAUDE_ENDPOINT_SUFFIXES, strip_v1=True)
+    cleaned = urls.clean_base_url(
+        raw_url,
+        suffixes=urls.CLAUDE_ENDPOINT_SUFFIXES,
+        strip_v1=True,
+        credential_fix=urls.CLAUDE_CREDENTIAL_FIX,
+    )
     if cleaned.query_params:
         raise UsageError(
             f"Claude Code cannot send query parameters ({', '.join(cleaned.query_params)}) "
@@ -123,14 +128,7 @@ def _base_url(
 def _secrets_in(*documents: dict[str, Any]) -> tuple[str, ...]:
     """Credential values in the old and new settings (tokens of any shape in the token
     variables, plus anything shaped like a key), for masking in diffs."""
-    tokens = {
-        str(env[name])
-        for doc in documents
-        if isinstance(env := doc.get("env"), dict)
-        for name in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY")
-        if env.get(name) and str(env[name]) not in presets.placeholder_tokens()
-    }
-    return tuple(sorted(tokens | set(secret_values(*documents)), key=len, reverse=True))
+    return secret_values(*documents, public=presets.placeholder_tokens())
 
 
 def _env_block(data: dict[str, Any], path: Path) -> dict[str, Any]:

@@ -97,7 +97,10 @@ def _resolve(options: CodexOptions, doc: TOMLDocument) -> _Target:
             fix="pass --base-url https://…/api or a --preset",
         )
     cleaned = urls.clean_base_url(
-        raw_url, suffixes=urls.CODEX_ENDPOINT_SUFFIXES, strip_v1=_v1_forbidden(raw_url, preset)
+        raw_url,
+        suffixes=urls.CODEX_ENDPOINT_SUFFIXES,
+        strip_v1=_v1_forbidden(raw_url, preset),
+        credential_fix=urls.CODEX_CREDENTIAL_FIX,
     )
     model = options.model or (preset.model if preset else None) or _str(doc.get("model"))
     if not model:

@@ -7,12 +7,13 @@ did not change meanwhile, save a backup, write atomically.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from notes_cli import backups, fileio
+from notes_cli import backups, fileio, secrets
 from notes_cli.errors import ConfigWriteError
-from notes_cli.secrets import looks_like_secret, mask
+from notes_cli.secrets import looks_like_env_name, looks_like_secret, mask
 
 
 @dataclass(frozen=True)
@@ -77,22 +78,51 @@ def apply(plan: WritePlan) -> WriteResult:
     return WriteResult(plan, written, saved, plan.warnings)
 
 
-def secret_values(*documents: object) -> tuple[str, ...]:
-    """Every string value in `documents` shaped like a credential, so a diff can mask the
-    secrets already sitting in a file (context lines) as well as new ones."""
+def secret_values(*documents: object, public: Collection[str] = ()) -> tuple[str, ...]:
+    """Every secret in `documents`, judged by where it sits (header and query values, URL
+    user-info, credential-named keys, helper-command arguments, `ANTHROPIC_CUSTOM_HEADERS`)
+    and, elsewhere, by its shape; so a diff masks the secrets already sitting in a file
+    (context lines) as well as new ones. Values in `public` (placeholders) are left shown."""
     found: set[str] = set()
 
-    def walk(value: object) -> None:
-        if isinstance(value, str):
-            if looks_like_secret(value):
-                found.add(value)
-        elif isinstance(value, dict):
-            for item in value.values():
-                walk(item)
+    def walk(value: object, key: str, parent: str) -> None:
+        if isinstance(value, dict):
+            for name, item in value.items():
+                walk(item, str(name), key)
         elif isinstance(value, list):
             for item in value:
-                walk(item)
+                walk(item, key, parent)
+        elif isinstance(value, str) and value:
+            found.update(_secrets_at(value, key, parent))
 
     for document in documents:
-        walk(document)
-    return tuple(sorted(found, key=len, reverse=True))
+        walk(document, "", "")
+    found -= set(public)
+    return tuple(sorted((s for s in found if s), key=len, reverse=True))
+
+
+def _secrets_at(value: str, key: str, parent: str) -> tuple[str, ...]:
+    """The secret parts of `value` found under `key` (inside table/object `parent`)."""
+    if parent == "http_headers" or key == "ANTHROPIC_CUSTOM_HEADERS":
+        headers = {key: value} if parent == "http_headers" else _header_lines(value)
+        return secrets.position_secrets(headers=headers)
+    if parent == "query_params":
+        return secrets.position_secrets(query_params={key: value})
+    if parent == "env_http_headers":
+        return () if looks_like_env_name(value) else (value,)
+    if key == "apiKeyHelper":
+        return secrets.command_secrets(value)
+    if "://" in value:
+        return secrets.url_secrets(value)
+    if (
+        secrets.is_credential_name(key)
+        and " " not in value
+        and not (value.isupper() and looks_like_env_name(value))
+    ):
+        return (value,)
+    return (value,) if looks_like_secret(value) else ()
+
+
+def _header_lines(text: str) -> dict[str, str]:
+    pairs = (line.partition(":") for line in text.splitlines())
+    return {name.strip(): value.strip() for name, sep, value in pairs if sep}

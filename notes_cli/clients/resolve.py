@@ -18,7 +18,7 @@ from notes_cli import paths
 from notes_cli.clients import files
 from notes_cli.clients.endpoint import AuthStyle, Endpoint
 from notes_cli.clients.presets import placeholder_tokens
-from notes_cli.secrets import mask
+from notes_cli.secrets import mask, mask_command, mask_url
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -107,7 +107,7 @@ def codex_setup(codex_home: Path | None, env: Mapping[str, str]) -> ClientSetup:
         base = BUILTIN_CODEX_PROVIDERS[provider_id]
         if provider_id == "openai" and isinstance(doc.get("openai_base_url"), str):
             base = str(doc["openai_base_url"])
-        values.append(Value("base_url", base, f"built-in provider {provider_id}"))
+        values.append(Value("base_url", mask_url(base), f"built-in provider {provider_id}"))
         endpoint = Endpoint("codex", base, "responses", _opt_str(model), source=source)
     else:
         return ClientSetup(
@@ -131,7 +131,8 @@ def _codex_custom(
     where = f"{source} [model_providers.{provider_id}]"
     base = table.get("base_url")
     base_url = base if isinstance(base, str) else OPENAI_DEFAULT_BASE_URL
-    values.append(Value("base_url", base_url, where if isinstance(base, str) else "default"))
+    shown_url = mask_url(base_url)
+    values.append(Value("base_url", shown_url, where if isinstance(base, str) else "default"))
     env_key = table.get("env_key") if isinstance(table.get("env_key"), str) else None
     key: str | None = None
     if env_key:
@@ -228,7 +229,7 @@ def claude_setup(
         "ANTHROPIC_BASE_URL", (ANTHROPIC_DEFAULT_BASE_URL, "default")
     )
     base_url = base_url or ANTHROPIC_DEFAULT_BASE_URL
-    values.append(Value("ANTHROPIC_BASE_URL", base_url, base_source))
+    values.append(Value("ANTHROPIC_BASE_URL", mask_url(base_url), base_source))
     model, model_source = claude_model(layers)
     if model:
         values.append(Value("model", model, model_source))
@@ -266,7 +267,7 @@ def claude_auth(
     if isinstance(helper, str) and helper:
         var = helper_variable(helper)
         key = env.get(var) if var else None
-        values.append(Value("apiKeyHelper", helper, helper_src))
+        values.append(Value("apiKeyHelper", mask_command(helper), helper_src))
         if var:
             values.append(Value("key", mask(key), f"${var} (read by apiKeyHelper)"))
         else:

@@ -3,6 +3,9 @@
 Clients join `base_url + suffix` as plain strings, so anything pasted after the API root (a
 `?utm_source=…` query, a copied `/chat/completions`, a fragment) produces a broken request URL.
 `clean_base_url` turns a pasted URL into the root the client wants and says what it changed.
+Given `credential_fix` (the config writers pass it) it also refuses a URL that carries a key —
+user-info, or a credential-shaped query value — since writing it would put the key in a file
+(and, for Codex, in a 0644 one): the fix names the client's way to read the key from a variable.
 """
 
 from __future__ import annotations
@@ -11,9 +14,20 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from notes_cli.errors import UsageError
+from notes_cli.secrets import is_credential_name, looks_like_secret, looks_like_token, mask_url
 
 CODEX_ENDPOINT_SUFFIXES = ("/chat/completions", "/responses", "/completions")
 CLAUDE_ENDPOINT_SUFFIXES = ("/v1/messages", "/messages")
+
+CODEX_CREDENTIAL_FIX = (
+    "keep the key out of the URL: export it (export GW_API_KEY=…) and pass --env-key GW_API_KEY "
+    "(Codex sends it as Authorization: Bearer); a gateway that wants another header takes "
+    'env_http_headers = { "x-api-key" = "GW_API_KEY" } in [model_providers.<id>]'
+)
+CLAUDE_CREDENTIAL_FIX = (
+    "keep the key out of the URL: export it (export GW_API_KEY=…) and pass --token-env "
+    "GW_API_KEY (an apiKeyHelper reads it; Claude Code sends it as the API key)"
+)
 
 
 @dataclass(frozen=True)
@@ -44,16 +58,52 @@ def has_v1_suffix(url: str) -> bool:
     return urlsplit(url).path.rstrip("/").endswith("/v1")
 
 
-def clean_base_url(url: str, *, suffixes: tuple[str, ...], strip_v1: bool = False) -> CleanUrl:
+def refuse_credentials(url: str, *, fix: str) -> None:
+    """Raise `UsageError` (never echoing the value) when `url` carries a credential: any
+    user-info, or a query parameter whose name (`api_key`, `token`, `sig`…) or value (`sk-…`,
+    a long random run) says it is a key."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        raise UsageError(
+            f"the base URL carries credentials before the host ({mask_url(url)}); pdnotes "
+            "does not write a key into a config file",
+            fix=fix,
+        )
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if any(looks_like_secret(v) or looks_like_token(v) for v in (name, value)):
+            what = "a query parameter"
+        elif is_credential_name(name) and value:
+            what = f"the query parameter {name!r}"
+        else:
+            continue
+        raise UsageError(
+            f"the base URL carries a key in {what} ({mask_url(url)}); pdnotes does not write "
+            "a key into a config file",
+            fix=fix,
+        )
+
+
+def clean_base_url(
+    url: str,
+    *,
+    suffixes: tuple[str, ...],
+    strip_v1: bool = False,
+    credential_fix: str | None = None,
+) -> CleanUrl:
     """Clean a pasted base URL: drop `utm_*` parameters and fragments, move other query
     parameters to `query_params`, strip a pasted endpoint suffix (and `/v1` when the gateway
-    forbids it) and a trailing slash. Raises `UsageError` for a URL without http(s)://."""
+    forbids it) and a trailing slash. Raises `UsageError` for a URL without http(s)://, and
+    with `credential_fix` for one that carries a key (see `refuse_credentials`)."""
     url = url.strip()
     if not has_scheme(url):
+        # Masked as if it had a scheme: a pasted `user:key@host` must not be echoed either.
+        shown = mask_url("https://" + url.lstrip("/")).removeprefix("https://")
         raise UsageError(
-            f"base URL {url!r} has no http:// or https:// scheme",
-            fix=f"pass the full URL, e.g. --base-url https://{url.lstrip('/')}",
+            f"base URL {shown!r} has no http:// or https:// scheme",
+            fix=f"pass the full URL, e.g. --base-url https://{shown}",
         )
+    if credential_fix is not None:
+        refuse_credentials(url, fix=credential_fix)
     parts = urlsplit(url)
     notes: list[str] = []
     kept: dict[str, str] = {}

@@ -22,6 +22,7 @@ from notes_cli.clients.resolve import (
 )
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
+from notes_cli.doctor.secret_checks import CLAUDE_HOW, claude_secrets
 from notes_cli.doctor.url_checks import check_base_url, check_gateway_note, check_model
 from notes_cli.errors import ConfigParseError, InputError
 
@@ -145,6 +146,7 @@ def check_settings_file(path: Path, text: str, data: dict[str, Any], scope: str)
     env = data.get("env")
     if isinstance(env, dict):
         found += _check_env_block(path, text, env, scope)
+    found += claude_secrets(path, text, data)
     return found
 
 
@@ -229,6 +231,7 @@ def _check_env_block(path: Path, text: str, env: dict[str, Any], scope: str) -> 
                     severity="error" if tracked else None,
                     file=file,
                     line=line,
+                    how=CLAUDE_HOW,
                 )
             )
     return found

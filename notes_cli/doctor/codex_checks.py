@@ -14,6 +14,7 @@ from notes_cli.clients.resolve import (
 )
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
+from notes_cli.doctor.secret_checks import CODEX_HOW, codex_secrets, is_variable_name
 from notes_cli.doctor.url_checks import check_base_url, check_gateway_note, check_model
 from notes_cli.secrets import looks_like_secret
 
@@ -87,6 +88,7 @@ def check_codex(
             found += _check_provider(ctx, str(provider_id), table, env, version)
     found += _check_selected(ctx, doc, providers, env)
     found += _check_anthropic_keys(ctx, doc)
+    found += codex_secrets(path, text, doc)
     return found
 
 
@@ -282,6 +284,7 @@ def _check_credentials(
                 "key-in-file",
                 "codex",
                 f"[{section}] stores a literal bearer token in {ctx.file}",
+                how=CODEX_HOW,
                 **ctx.at(section, "experimental_bearer_token"),
             )
         )
@@ -301,7 +304,8 @@ def _check_credentials(
     headers = table.get("env_http_headers")
     if isinstance(headers, dict):
         for header, variable in headers.items():
-            if not env.get(str(variable)):
+            # A token where the name belongs is key-in-file (secret_checks), never quoted here.
+            if is_variable_name(str(variable)) and not env.get(str(variable)):
                 found.append(
                     make(
                         "env-http-header-unset",

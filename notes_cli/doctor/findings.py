@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from notes_cli.secrets import mask_url, scrub
+
 Severity = Literal["error", "warning", "info"]
 FindingClient = Literal["codex", "claude", "env"]
 
@@ -19,6 +21,12 @@ class Finding:
     fix: str
     file: str | None = None
     line: int | None = None
+
+    def __post_init__(self) -> None:
+        # Messages quote URLs, headers and gateway answers: whatever a check put in them, no
+        # key-shaped value survives into the report (human or JSON).
+        object.__setattr__(self, "message", scrub(self.message))
+        object.__setattr__(self, "fix", scrub(self.fix))
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -37,6 +45,10 @@ class Probe:
     ms: float | None
     ok: bool
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "url", mask_url(self.url))
+        object.__setattr__(self, "detail", scrub(self.detail))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -278,10 +278,12 @@ _ENTRIES: tuple[Entry, ...] = (
         "key-in-file",
         "warning",
         "any",
-        "a literal secret sits in a client config file (error when git tracks the file)",
+        "a literal secret sits in a client config file: a token variable, a bearer token, an "
+        "http_headers / ANTHROPIC_CUSTOM_HEADERS value, a query_params value, a token in "
+        "env_http_headers, user-info or a key in the base URL, an apiKeyHelper that echoes a "
+        "literal (error when git tracks the file, or the symlink's target)",
         '"ANTHROPIC_AUTH_TOKEN": "sk-…" in .claude/settings.json',
-        "remove it and export it instead, or use an apiKeyHelper: "
-        "pdnotes config claude --token-env NAME",
+        "remove the literal, export the key and read it from the variable: {how}",
     ),
     Entry(
         "claude-credential-missing",

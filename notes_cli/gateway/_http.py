@@ -15,14 +15,14 @@ import urllib.request
 import weakref
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 
 from notes_cli.gateway import errors
 from notes_cli.gateway._limits import MAX_ERROR_BODY, MAX_HEAD_BYTES, human
 from notes_cli.gateway.results import StreamResult
-from notes_cli.secrets import looks_like_secret, mask
+from notes_cli.secrets import mask_url
 
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _MAX_ERROR_BODY = MAX_ERROR_BODY
@@ -32,19 +32,8 @@ H11_MAX_HEAD_BYTES = 100 * 1024  # httpcore's h11 limit (MAX_INCOMPLETE_EVENT_SI
 
 
 def safe_url(url: str) -> str:
-    """The URL with a password or secret-looking query values masked, fit to print."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    netloc = parts.netloc
-    if parts.password:
-        netloc = netloc.replace(f":{parts.password}@", ":***@")
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, mask(v) if looks_like_secret(v) else v) for k, v in pairs])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    """The URL fit to print (user-info and credential query values masked)."""
+    return mask_url(url)
 
 
 def proxy_for(url: str) -> str | None:

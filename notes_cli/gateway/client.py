@@ -40,6 +40,7 @@ from notes_cli.gateway._limits import MAX_BODY_BYTES, MAX_ERROR_BODY, MAX_STREAM
 from notes_cli.gateway._pools import Pools
 from notes_cli.gateway.results import ModelsResult, StreamResult, Timings
 from notes_cli.gateway.sse import EventTooLarge, SSEParser
+from notes_cli.secrets import position_secrets
 
 OnChunk = Callable[[str, float], None]
 Messages = list[dict[str, Any]] | str
@@ -127,12 +128,20 @@ class _Call:
         else:
             seconds = self.timeouts["read"]
         partial = self.partial() if self.headers_seen else None
-        return translate(
+        error = translate(
             exc,
             url=self.shown_url,
             headers_seen=self.headers_seen,
             timeout=seconds,
             partial=partial,
+        )
+        return errors.scrubbed(error, self.sent_secrets())
+
+    def sent_secrets(self) -> tuple[str, ...]:
+        """What this request carried in credential positions (only computed on an error)."""
+        endpoint = self.endpoint
+        return position_secrets(
+            endpoint.key, endpoint.headers, endpoint.query_params, url=endpoint.base_url
         )
 
     def deadline_error(self) -> errors.GatewayTimeout:
@@ -171,9 +180,10 @@ class _Call:
 
     def status_error(self, response: httpx.Response, body: bytes) -> errors.HttpStatusError:
         endpoint = self.endpoint
-        return status_error(
+        error = status_error(
             response, body, self.shown_url, endpoint.key_env, has_key=bool(endpoint.key)
         )
+        return errors.scrubbed(error, self.sent_secrets())
 
     def not_a_stream(self, response: httpx.Response, body: bytes) -> StreamResult:
         """A 2xx that is not an event stream. Claude Code falls back to a plain Message JSON,
@@ -253,11 +263,12 @@ class _Call:
         return self.state.result(self.status, self.timings)
 
     def upstream(self, exc: proto.StreamFailed) -> errors.UpstreamError:
-        return errors.UpstreamError(
+        error = errors.UpstreamError(
             f"the stream from {self.shown_url} reported an error: {exc}",
             url=self.shown_url,
             fix="the model or its upstream failed mid-answer; retry, or check the gateway's logs",
         )
+        return errors.scrubbed(error, self.sent_secrets())
 
     def models(self, response: httpx.Response, body: bytes) -> ModelsResult:
         try:

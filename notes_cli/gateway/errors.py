@@ -15,14 +15,18 @@
         ├── ResponseTooLarge the answer (decoded) went over a byte bound (`gateway._limits`)
         └── HeadersTooLarge  the response headers went over their byte bound
 
-Every message names the URL (secrets in it masked) and every error carries a `fix`.
+Every message names the URL (secrets in it masked) and every error carries a `fix`. Text that
+came from the gateway (an error body, a stream's error event, a garbled status line) goes through
+`scrubbed` before anyone can show it: a gateway may echo the key it was sent.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from notes_cli.errors import GatewayError
+from notes_cli.secrets import scrub
 
 if TYPE_CHECKING:
     from notes_cli.gateway.results import StreamResult
@@ -42,7 +46,23 @@ __all__ = [
     "TruncatedStream",
     "Unreachable",
     "UpstreamError",
+    "scrubbed",
 ]
+
+_E = TypeVar("_E", bound=GatewayError)
+_TEXT_FIELDS = ("message", "fix", "url", "error_message", "error_type", "error_code", "location")
+
+
+def scrubbed(error: _E, sent: Iterable[str]) -> _E:
+    """`error` with the secrets the request `sent` (its key, credential headers and query
+    values) and anything key-shaped removed from every text field, in place."""
+    secrets = tuple(sent)
+    for name in _TEXT_FIELDS:
+        value = getattr(error, name, None)
+        if isinstance(value, str):
+            setattr(error, name, scrub(value, secrets))
+    error.args = tuple(scrub(a, secrets) if isinstance(a, str) else a for a in error.args)
+    return error
 
 
 class _UrlError(GatewayError):

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from notes_cli.render import emit_json, out, warn
+from notes_cli.secrets import mask_url
 
 if TYPE_CHECKING:
     from notes_cli.backups import UndoResult
@@ -30,7 +31,7 @@ def write_json(result: WriteResult, *, dry_run: bool) -> None:
             "written": result.written is not None,
             "backup": str(result.backup) if result.backup else None,
             "diff": plan.diff(),
-            "request_url": plan.request_url,
+            "request_url": mask_url(plan.request_url),
             "export_line": plan.export_line,
             "notes": list(plan.notes),
             "warnings": list(result.warnings),
@@ -59,7 +60,7 @@ def write_human(result: WriteResult, *, dry_run: bool) -> None:
                 f"{plan.client})"
             )
     title = _CLIENT_TITLE.get(plan.client, plan.client)
-    console.print(f"{title} will call: {_METHOD} {escape(plan.request_url)}")
+    console.print(f"{title} will call: {_METHOD} {escape(mask_url(plan.request_url))}")
     if plan.export_line:
         label = "still needed" if "<your API key>" in plan.export_line else "key"
         console.print(f"{label}: {escape(plan.export_line)}")
@@ -76,7 +77,7 @@ def _setup_json(setup: ClientSetup) -> dict[str, object]:
         "configured": endpoint is not None,
         "files": [str(p) for p in setup.files],
         "values": [{"name": v.name, "value": v.value, "source": v.source} for v in setup.values],
-        "request_url": endpoint.request_url() if endpoint else None,
+        "request_url": mask_url(endpoint.request_url()) if endpoint else None,
         "model": endpoint.model if endpoint else None,
         "auth_style": endpoint.auth_style if endpoint else None,
         "key": endpoint.masked_key if endpoint else None,
@@ -102,7 +103,7 @@ def show_human(setups: list[ClientSetup]) -> None:
                 f"{escape(value.value.ljust(value_width))}  [dim]{escape(value.source)}[/]"
             )
         if setup.endpoint is not None:
-            url = setup.endpoint.request_url()
+            url = mask_url(setup.endpoint.request_url())
             console.print(f"  request URL: {_METHOD} {escape(url)}")
         elif setup.problem:
             console.print(f"  [red]{escape(setup.problem)}[/]")

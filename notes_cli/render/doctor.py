@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from notes_cli.render import escape, line
+from notes_cli.secrets import mask_url
 
 if TYPE_CHECKING:
     from notes_cli.doctor.findings import Finding
@@ -28,7 +29,7 @@ def report(doctor_report: DoctorReport, *, offline: bool) -> None:
         line(f"[bold]{_TITLE[client]}[/]" + _header(summaries.get(client)))
         summary = summaries.get(client)
         if summary and summary.request_url:
-            line(f"  calls {_METHOD.get(client, 'POST')} {escape(summary.request_url)}")
+            line(f"  calls {_METHOD.get(client, 'POST')} {escape(mask_url(summary.request_url))}")
         findings = sorted(
             (f for f in doctor_report.findings if f.client == client),
             key=lambda f: _RANK[f.severity],

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from notes_cli.render import err, out
+from notes_cli.secrets import mask_url
 
 if TYPE_CHECKING:
     from notes_cli.notes.check import NoteCheck
@@ -108,7 +109,7 @@ class GenerateProgress:
 
     def __init__(self, model: str | None, url: str) -> None:
         self.model = model or "(default model)"
-        self.url = url
+        self.url = mask_url(url)
         self.stream: StreamProgress | None = None
 
     def attempt_started(self, number: int, kind: str, request: str) -> None:
