@@ -27,9 +27,18 @@ from notes_cli.gateway import errors as gw
 
 KEY = "sk-HOSTILE0123456789abcdefXYZW"
 KEY_ENV = "HOSTILE_KEY"
-T = 0.3  # --timeout for doctor, smoke and bench
+T = 0.3  # --timeout for doctor, smoke and bench against the modes that attack the clock
 T_GENERATE = 1.0  # notes generate's --timeout has a 1 s minimum
-SLACK_S = 2.5
+# The other modes end on their own at once; a roomier timeout keeps a loaded machine from
+# turning their answer (say, reading and decoding 8 MiB of a bomb) into a timeout.
+T_ROOMY = 3.0
+CLOCK_MODES = ("endless-sse", "ping-only", "drip", "drip-headers", "no-answer")
+SLACK_S = 3.0
+
+
+def timeout_for(mode: str, least: float = T) -> float:
+    return max(least, T) if mode in CLOCK_MODES else T_ROOMY
+
 
 # What doctor names for each mode (the Codex and the Claude Code endpoint alike).
 DOCTOR_FINDING = {
@@ -76,6 +85,16 @@ assert set(DOCTOR_FINDING) == set(ERROR_KIND) == set(MODES)
 
 @pytest.fixture(scope="module")
 def hostile() -> Iterator[HostileGateway]:
+    # Import what the commands import lazily, so the first case does not time Python's imports.
+    import notes_cli.bench.client
+    import notes_cli.cli.doctor
+    import notes_cli.cli.notes
+    import notes_cli.cli.smoke
+    import notes_cli.doctor.live
+    import notes_cli.doctor.run
+    import notes_cli.notes.generate
+    import notes_cli.smoke  # noqa: F401
+
     with HostileGateway() as server:
         yield server
 
@@ -94,11 +113,10 @@ def timed(cli: Run, *args: str) -> tuple[object, float]:
     return result, time.monotonic() - start
 
 
-def assert_clean(result: object, key_shown_ok: bool = False) -> None:
+def assert_clean(result: object) -> None:
     out = result.stdout + result.stderr  # type: ignore[attr-defined]
     assert "Traceback" not in out
-    if not key_shown_ok:
-        assert KEY not in out and KEY[-12:] not in out
+    assert KEY not in out and KEY[-12:] not in out
 
 
 def codex_config(home: Path, base: str) -> None:
@@ -130,7 +148,8 @@ def run_doctor(
         claude_config(home, hostile.base(mode), mp)
     # Codex's endpoint with --json, Claude Code's in the human form: both outputs are covered.
     json_flag = ["--json"] if client == "codex" else []
-    return timed(cli, "doctor", "--client", client, "--timeout", str(T), *json_flag)
+    seconds = str(timeout_for(mode))
+    return timed(cli, "doctor", "--client", client, "--timeout", seconds, *json_flag)
 
 
 @pytest.mark.parametrize("client", ["codex", "claude"])
@@ -144,9 +163,9 @@ def test_doctor_names_what_the_gateway_did_within_its_bound(
     mode: str,
 ) -> None:
     result, took = run_doctor(cli, client, mode, hostile, isolated_home, monkeypatch)
-    assert took < BUDGET_PROBES * T + SLACK_S
+    assert took < BUDGET_PROBES * timeout_for(mode) + SLACK_S
     assert result.exit_code == 1, result.stdout + result.stderr  # type: ignore[attr-defined]
-    assert_clean(result, key_shown_ok=mode in ECHO)  # the echo modes: see below
+    assert_clean(result)
     if client == "codex":
         found = [f["id"] for f in result.json()["findings"]]  # type: ignore[attr-defined]
         assert DOCTOR_FINDING[mode] in found
@@ -187,12 +206,12 @@ def test_smoke_reports_the_typed_error_within_its_timeout(
         "-n",
         "1",
         "--timeout",
-        str(T),
+        str(timeout_for(mode)),
         *(["--json"] if client == "codex" else []),  # the human form for Claude Code's
     )
-    assert took < T + SLACK_S
+    assert took < timeout_for(mode) + SLACK_S
     assert result.exit_code == 1  # type: ignore[attr-defined]
-    assert_clean(result, key_shown_ok=mode in ECHO)
+    assert_clean(result)
     if client == "claude":
         assert f" {ERROR_KIND[mode]}" in result.stdout  # type: ignore[attr-defined]
         return
@@ -247,14 +266,14 @@ def test_notes_generate_stops_with_a_clear_error_within_its_timeout(
         "en",
         "--no-repair",
         "--timeout",
-        str(T_GENERATE),
+        str(timeout_for(mode, T_GENERATE)),
         "-o",
         "note.md",
     )
     # One answer (no repair: every mode fails the first one): one timeout.
-    assert took < T_GENERATE + SLACK_S
+    assert took < timeout_for(mode, T_GENERATE) + SLACK_S
     assert result.exit_code == 1  # type: ignore[attr-defined]
-    assert_clean(result, key_shown_ok=mode in ECHO)
+    assert_clean(result)
     assert not (tmp_path / "note.md").exists()
 
 
@@ -277,12 +296,12 @@ def test_bench_counts_the_failure_within_its_timeout(
         "-n",
         "1",
         "--timeout",
-        str(T),
+        str(timeout_for(mode)),
         "--json",
     )
-    assert took < T + SLACK_S
+    assert took < timeout_for(mode) + SLACK_S
     assert result.exit_code == 1  # type: ignore[attr-defined]
-    assert_clean(result, key_shown_ok=mode in ECHO)
+    assert_clean(result)
     assert result.json()["ok"] is False  # type: ignore[attr-defined]
 
 
@@ -298,7 +317,8 @@ def test_bench_without_a_model_bounds_the_model_list(cli: Run, hostile: HostileG
 # --------------------------------------------------------------------------- the key
 
 
-# The gateway's own words repeat the key; `gateway/errors.py` scrubs what was sent.
+# The gateway's own words repeat the key here; `gateway/errors.py` scrubs the key that was sent
+# (issue 11.3) from them before anything is shown, human or JSON.
 @pytest.mark.parametrize("mode", ECHO)
 @pytest.mark.parametrize("command", ["doctor", "smoke", "generate"])
 def test_a_gateway_that_echoes_the_key_never_gets_it_shown(
@@ -326,14 +346,14 @@ def test_a_gateway_that_echoes_the_key_never_gets_it_shown(
 # --------------------------------------------------------------------------- the transports
 
 
-def _sync(endpoint: Endpoint, op: str) -> object:
-    with GatewayClient(endpoint, timeout=T, total_timeout=T) as client:
+def _sync(endpoint: Endpoint, op: str, seconds: float = T) -> object:
+    with GatewayClient(endpoint, timeout=seconds, total_timeout=seconds) as client:
         return client.list_models() if op == "models" else client.stream("hi")
 
 
-def _async(endpoint: Endpoint, op: str, lean: bool) -> object:
+def _async(endpoint: Endpoint, op: str, lean: bool, seconds: float = T) -> object:
     async def main() -> object:
-        async with AsyncGatewayClient(endpoint, timeout=T, total_timeout=T) as client:
+        async with AsyncGatewayClient(endpoint, timeout=seconds, total_timeout=seconds) as client:
             if not lean:
                 client._h1 = None  # the httpx path (taken when a proxy applies)
             return await (client.list_models() if op == "models" else client.stream("hi"))
@@ -342,7 +362,7 @@ def _async(endpoint: Endpoint, op: str, lean: bool) -> object:
 
 
 @pytest.mark.parametrize("transport", ["httpx-sync", "httpx-async", "lean"])
-@pytest.mark.parametrize("mode", ["endless-sse", "ping-only", "drip", "drip-headers", "no-answer"])
+@pytest.mark.parametrize("mode", CLOCK_MODES)
 def test_every_transport_keeps_the_wall_clock(
     hostile: HostileGateway, transport: str, mode: str
 ) -> None:
@@ -375,9 +395,9 @@ def test_a_gzip_bomb_stays_within_a_few_megabytes(
     try:
         with pytest.raises(gw.ResponseTooLarge):
             if transport == "httpx-sync":
-                _sync(endpoint, op)
+                _sync(endpoint, op, T_ROOMY)
             else:
-                _async(endpoint, op, lean=transport == "lean")
+                _async(endpoint, op, lean=transport == "lean", seconds=T_ROOMY)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
