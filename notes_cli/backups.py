@@ -4,11 +4,21 @@ Every write by `pdnotes config` first saves the file's current bytes here (or th
 did not exist), keeping the newest `KEEP` per client. `undo` restores the newest one byte for
 byte and consumes it, so repeated undos walk back through history; the state an undo replaced
 is itself saved under `backups/<client>/undone/`, so nothing is ever lost.
+
+A backup is saved *pending* (its meta names the digest of the state the write is about to
+produce) and committed once the write succeeded; a write that fails discards its backup, so
+`undo` never "restores" a state that was never replaced. A pending backup left by a killed
+process is sorted out by `recover` on the next run, under the file's lock: committed if the
+file holds the intended state (the replace happened), discarded otherwise. Pending backups are
+invisible to `list_backups`, `latest` and `undo`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +40,10 @@ class Backup:
     mode: int | None
     data_path: Path
     meta_path: Path
+    pending: str | None = None
+    """Digest of the state a write in progress will produce (see `state_digest`)."""
+    consumes: str | None = None
+    """For an undone/ entry: the backup the undo restores and then deletes."""
 
     @property
     def created(self) -> str:
@@ -50,18 +64,36 @@ def backups_dir(client: str, *, undone: bool = False) -> Path:
     return base / "undone" if undone else base
 
 
-def save(client: str, original: Path, *, undone: bool = False) -> Backup:
-    """Save the current bytes of `original` (or its absence) and prune to the newest KEEP."""
+def state_digest(data: bytes | None) -> str:
+    """Names a file state: the SHA-256 of its bytes, or "absent"."""
+    return "absent" if data is None else hashlib.sha256(data).hexdigest()
+
+
+def save(
+    client: str,
+    original: Path,
+    *,
+    undone: bool = False,
+    pending: str | None = None,
+    consumes: str | None = None,
+) -> Backup:
+    """Save the current bytes of `original` (or its absence) and prune to the newest KEEP.
+    With `pending` (the digest of the state about to be written), the backup stays invisible
+    until `commit`. Call it holding `fileio.locked(original)`."""
     folder = backups_dir(client, undone=undone)
     original = original.absolute()  # undo may run from another folder
     data = fileio.read_bytes(original)
     stamp = _unique_stamp(folder)
     data_path, meta_path = folder / f"{stamp}.bak", folder / f"{stamp}.json"
-    meta = {
+    meta: dict[str, object] = {
         "original": str(original),
         "existed": data is not None,
         "mode": fileio.file_mode(original),
     }
+    if pending is not None:
+        meta["pending"] = pending
+    if consumes is not None:
+        meta["consumes"] = consumes
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # may hold copies of tokens
         if data is not None:
@@ -76,12 +108,54 @@ def save(client: str, original: Path, *, undone: bool = False) -> Backup:
     return _load(client, meta_path)
 
 
+def commit(backup: Backup) -> None:
+    """Make a pending backup visible: the write it precedes has happened."""
+    meta = json.loads(backup.meta_path.read_text(encoding="utf-8"))
+    meta.pop("pending", None)
+    meta.pop("consumes", None)
+    fileio.atomic_write(backup.meta_path, json.dumps(meta, indent=2) + "\n", mode=0o600)
+
+
+def discard(backup: Backup) -> None:
+    """Drop a backup whose write did not happen."""
+    backup.data_path.unlink(missing_ok=True)
+    backup.meta_path.unlink(missing_ok=True)
+
+
+def recover(client: str, original: Path) -> None:
+    """Settle the pending backups of `original` a killed pdnotes left (hold its lock)."""
+    original = original.absolute()
+    current: str | None = None
+    for undone in (False, True):
+        for backup in _all_backups(client, undone=undone):
+            if backup.pending is None or backup.original != original:
+                continue
+            if current is None:
+                current = state_digest(fileio.read_bytes(original))
+            if backup.pending != current:
+                discard(backup)
+                continue
+            if backup.consumes:  # the undo restored it but died before deleting it
+                consumed = backups_dir(client) / f"{backup.consumes}.json"
+                if consumed.exists():
+                    discard(_load(client, consumed))
+            commit(backup)
+
+
 def list_backups(client: str, *, undone: bool = False) -> list[Backup]:
-    """Backups of `client`, oldest first."""
+    """Committed backups of `client`, oldest first."""
+    return [b for b in _all_backups(client, undone=undone) if b.pending is None]
+
+
+def _all_backups(client: str, *, undone: bool) -> list[Backup]:
     folder = backups_dir(client, undone=undone)
     if not folder.is_dir():
         return []
-    return [_load(client, meta) for meta in sorted(folder.glob("*.json"))]
+    found = []
+    for meta in sorted(folder.glob("*.json")):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            found.append(_load(client, meta))  # a meta cut short by a crash is skipped
+    return found
 
 
 def latest(client: str) -> Backup | None:
@@ -91,21 +165,46 @@ def latest(client: str) -> Backup | None:
 
 def undo(client: str) -> UndoResult | None:
     """Restore the newest backup of `client` byte for byte (or remove a file the write
-    created). None when there is nothing to undo: not a problem, so not an error (exit 0)."""
-    backup = latest(client)
-    if backup is None:
-        return None
-    saved_current = save(client, backup.original, undone=True)
-    if backup.existed:
-        data = fileio.read_bytes(backup.data_path) or b""
-        fileio.atomic_write(backup.original, data, mode=backup.mode)
-        action: Literal["restored", "removed"] = "restored"
-    else:
-        fileio.remove_file(backup.original)
-        action = "removed"
-    backup.data_path.unlink(missing_ok=True)
-    backup.meta_path.unlink(missing_ok=True)
-    return UndoResult(client, backup.original, action, backup, saved_current)
+    created), holding the file's lock. None when there is nothing to undo: not a problem,
+    so not an error (exit 0)."""
+    for _attempt in range(5):
+        backup = latest(client)
+        if backup is None:
+            break
+        with fileio.locked(backup.original):
+            recover(client, backup.original)
+            if latest(client) == backup:
+                return _undo_locked(client, backup)
+        # another pdnotes changed the history meanwhile: look again
+    return None
+
+
+def _undo_locked(client: str, backup: Backup) -> UndoResult:
+    data = fileio.read_bytes(backup.data_path) if backup.existed else None
+    if backup.existed and data is None:
+        data = b""
+    saved_current = save(
+        client,
+        backup.original,
+        undone=True,
+        pending=state_digest(data),
+        consumes=backup.created,
+    )
+    try:
+        if data is not None:
+            fileio.atomic_write(backup.original, data, mode=backup.mode)
+            action: Literal["restored", "removed"] = "restored"
+        else:
+            fileio.remove_file(backup.original)
+            action = "removed"
+    except BaseException:
+        discard(saved_current)
+        raise
+    discard(backup)
+    commit(saved_current)
+    return UndoResult(
+        client, backup.original, action, backup, _load(client, saved_current.meta_path)
+    )
 
 
 def _load(client: str, meta_path: Path) -> Backup:
@@ -117,20 +216,23 @@ def _load(client: str, meta_path: Path) -> Backup:
         mode=meta.get("mode"),
         data_path=meta_path.with_suffix(".bak"),
         meta_path=meta_path,
+        pending=meta.get("pending"),
+        consumes=meta.get("consumes"),
     )
 
 
 def _unique_stamp(folder: Path) -> str:
-    """A sortable name: UTC time to the microsecond plus a counter for same-instant saves."""
+    """A sortable name: UTC time to the microsecond plus a counter for same-instant saves and
+    the pid (two processes saving backups of different files at the same instant)."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     n = 0
-    while (folder / f"{stamp}-{n:02d}.json").exists():
+    while (folder / f"{stamp}-{n:02d}-{os.getpid()}.json").exists():
         n += 1
-    return f"{stamp}-{n:02d}"
+    return f"{stamp}-{n:02d}-{os.getpid()}"
 
 
 def _prune(folder: Path) -> None:
-    metas = sorted(folder.glob("*.json"))
+    metas = sorted(folder.glob("*.json"))  # pending ones count too: they are the newest
     for meta in metas[:-KEEP]:
         meta.with_suffix(".bak").unlink(missing_ok=True)
         meta.unlink(missing_ok=True)

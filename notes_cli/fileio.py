@@ -1,16 +1,30 @@
-"""The one module that reads and writes the clients' config files.
+"""The one module that reads and writes files for pdnotes: the clients' config files, backups,
+notes.
 
-Reads are defensive (size limit, binary detection, a folder in place of a file, permission
-errors) and raise `InputError` with a message naming the file. Writes are atomic: a temp file in
-the target's own folder, fsync, `os.replace`; the mode bits are kept, and a symlink is written
-through to its target so the link itself survives.
+Only regular files are read or replaced. A symlink is followed to its final target, the target
+is `stat`ed, and anything else — a device (`ln -s /dev/null config.toml`), a FIFO, a socket, a
+folder — raises `InputError` naming the path and what it is, before anything is opened for
+writing. Reads open with O_NONBLOCK so a FIFO swapped in after the `stat` cannot hang, then
+`fstat` the open descriptor. Other read checks: size limit, binary detection, permission errors.
+
+Writes are atomic: a temp file in the target's own folder, fsync, `os.replace`. Mode bits: an
+existing file keeps its mode; a new file gets 0o666 minus the umask; a file holding a secret
+(backups, a settings file with a literal token) is forced to 0o600 by its caller. A symlink is
+written through to its target so the link itself survives.
+
+`locked(path)` serialises pdnotes processes editing the same file (see its docstring).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import os
+import stat
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from notes_cli.errors import ConfigWriteError, InputError
@@ -22,11 +36,18 @@ _SNIFF_BYTES = 8192
 
 
 def read_text(path: Path, *, max_bytes: int = MAX_CONFIG_BYTES) -> str | None:
-    """Return the UTF-8 text of `path`, or None when it does not exist (a dangling symlink
-    counts as absent). Raises `InputError` for a folder, an unreadable, huge or binary file."""
+    """Return the UTF-8 text of `path` without a leading BOM, or None when it does not exist (a
+    dangling symlink counts as absent). Raises `InputError` for anything but a regular file,
+    and for an unreadable, huge or binary file."""
     data = read_bytes(path, max_bytes=max_bytes)
-    if data is None:
-        return None
+    return None if data is None else decode_text(path, data)
+
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def decode_text(path: Path, data: bytes) -> str:
+    """`data` (read from `path`) as text, BOM removed; `InputError` if binary or not UTF-8."""
     if b"\x00" in data[:_SNIFF_BYTES]:
         raise InputError(
             f"{path} is a binary file, not a text config",
@@ -45,28 +66,64 @@ def read_text(path: Path, *, max_bytes: int = MAX_CONFIG_BYTES) -> str | None:
 def read_bytes(path: Path, *, max_bytes: int = MAX_CONFIG_BYTES) -> bytes | None:
     """The raw bytes of `path` (None when absent), with the same checks as `read_text`."""
     try:
-        if path.is_dir():
-            raise InputError(
-                f"{path} is a folder, not a file", fix=f"remove or rename the folder {path}"
-            )
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise InputError(
-                f"{path} is {size / 1e6:.1f} MB; a client config is a few KB, so pdnotes "
-                "will not read or rewrite it",
-                fix=f"check that {path} is the right file",
-            )
-        with path.open("rb") as handle:
-            return handle.read(max_bytes + 1)
+        require_regular(path, os.stat(path))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
-    except PermissionError as exc:
+    except OSError as exc:
+        raise _read_error(path, exc) from exc
+    try:
+        info = os.fstat(fd)
+        require_regular(path, info)  # swapped for something else between stat and open
+        if info.st_size > max_bytes:
+            raise InputError(
+                f"{path} is {info.st_size / 1e6:.1f} MB; a client config is a few KB, so "
+                "pdnotes will not read or rewrite it",
+                fix=f"check that {path} is the right file",
+            )
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise _read_error(path, exc) from exc
+    finally:
+        os.close(fd)
+
+
+def require_regular(path: Path, info: os.stat_result) -> None:
+    """Raise `InputError` unless `info` (of `path`, symlinks followed) is a regular file."""
+    if stat.S_ISREG(info.st_mode):
+        return
+    if stat.S_ISDIR(info.st_mode):
         raise InputError(
+            f"{path} is a folder, not a file", fix=f"remove or rename the folder {path}"
+        )
+    what = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+    via = ""
+    if os.path.islink(path):
+        via = f" (a symlink to {os.path.realpath(path)})"
+    raise InputError(
+        f"{path}{via} is {what}, not a regular file; pdnotes reads and replaces only "
+        "regular files, so nothing was touched",
+        fix=f"to have pdnotes manage it, replace it with a regular file (rm {path}) and run "
+        "the command again",
+    )
+
+
+_KINDS = {
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _read_error(path: Path, exc: OSError) -> InputError:
+    if isinstance(exc, PermissionError):
+        return InputError(
             f"cannot read {path}: permission denied",
             fix=f"check the file's owner and mode: ls -l {path}",
-        ) from exc
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        )
+    return InputError(f"cannot read {path}: {exc.strerror or exc}")
 
 
 def read_document(path: Path, *, max_bytes: int, what: str = "file") -> bytes:
@@ -105,17 +162,22 @@ def write_target(path: Path) -> Path:
 def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> Path:
     """Replace the file at `path` (through a symlink: its target) with `data`, atomically.
 
-    The temp file lives in the target's folder so `os.replace` never crosses a file system.
-    Mode bits: `mode` if given, else the existing file's, else 0o666 minus the umask. Missing
-    parent folders are created. Returns the path actually written. Raises `ConfigWriteError`
-    (nothing changed) when the folder or file cannot be written.
+    This is the one write function of pdnotes: every file it writes goes through here. The temp
+    file lives in the target's folder so `os.replace` never crosses a file system. Mode bits:
+    `mode` if given (0o600 for files that hold a secret), else the existing file's, else 0o666
+    minus the umask. Missing parent folders are created. Returns the path actually written.
+    Raises `InputError` (nothing touched) when the target exists but is not a regular file, and
+    `ConfigWriteError` (nothing changed) when the folder or file cannot be written.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
     target = write_target(path)
+    _require_regular_or_absent(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         final_mode = mode if mode is not None else _existing_mode(target)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=_TEMP_SUFFIX, dir=target.parent
+        )
     except OSError as exc:
         raise _write_error(target, exc) from exc
     try:
@@ -124,21 +186,153 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> P
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp_name, final_mode)
+        _require_regular_or_absent(target)  # checked again just before the replace
         os.replace(tmp_name, target)
     except OSError as exc:
         _unlink_quietly(tmp_name)
         raise _write_error(target, exc) from exc
+    except BaseException:
+        _unlink_quietly(tmp_name)
+        raise
     _fsync_dir(target.parent)
     return target
 
 
-def remove_file(path: Path) -> None:
-    """Delete `path` (through a symlink: its target); absent is fine."""
+_TEMP_SUFFIX = ".pdnotes-tmp"
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """Delete the temp files a killed `atomic_write` of `path` left beside its target.
+
+    Call it only while holding `locked(path)`: then no other pdnotes is writing that file, so
+    every temp of it is stale (and may hold a copy of a token). Returns what was removed."""
     target = write_target(path)
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in target.parent.iterdir():
+            name = entry.name
+            if name.startswith(f".{target.name}.") and name.endswith(_TEMP_SUFFIX):
+                with contextlib.suppress(OSError):
+                    if stat.S_ISREG(entry.lstat().st_mode):
+                        entry.unlink()
+                        removed.append(entry)
+    return removed
+
+
+def remove_file(path: Path) -> None:
+    """Delete `path` (through a symlink: its target); absent is fine. Refuses (InputError)
+    anything that is not a regular file."""
+    target = write_target(path)
+    _require_regular_or_absent(target)
     try:
         target.unlink(missing_ok=True)
     except OSError as exc:
         raise _write_error(target, exc) from exc
+
+
+def _require_regular_or_absent(target: Path) -> None:
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _write_error(target, exc) from exc
+    require_regular(target, info)
+
+
+# -- locking -------------------------------------------------------------------------------------
+
+LOCK_WAIT_SECONDS = 10.0
+"""How long a pdnotes waits for another one editing the same file; `$PDNOTES_LOCK_WAIT` (seconds)
+overrides it. A write takes milliseconds, so a longer wait means the holder is stuck."""
+
+_held: dict[str, int] = {}  # lock key -> depth, so nested `locked` calls in one process nest
+
+
+@contextlib.contextmanager
+def locked(path: Path, *, wait: float | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on the file `path` really changes, across processes.
+
+    The lock is an `fcntl.flock` on `$PDNOTES_HOME/locks/<hash of the target's real path>.lock`
+    (pdnotes' own folder, never the clients'), so every pdnotes editing that file — through
+    whichever symlink — queues on the same lock, and the kernel drops it when a holder dies.
+    Hold it over the whole read → check → back up → replace sequence. Waits up to `wait`
+    seconds, then raises `ConfigWriteError` naming the holder's pid (nothing was changed).
+    Re-entrant within one process. Stale temp files of the target are removed once locked."""
+    import fcntl
+
+    from notes_cli import paths
+
+    target = write_target(path.absolute())
+    key = hashlib.sha256(os.fsencode(os.path.realpath(target))).hexdigest()[:24]
+    if key in _held:
+        _held[key] += 1
+        try:
+            yield
+        finally:
+            _held[key] -= 1
+        return
+    folder = paths.pdnotes_home() / "locks"
+    lock_path = folder / f"{key}.lock"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise ConfigWriteError(
+            f"cannot create the lock {lock_path} for {target}: {exc.strerror or exc}; "
+            "nothing was changed",
+            fix="make $PDNOTES_HOME writable or point it elsewhere: export PDNOTES_HOME=…",
+        ) from exc
+    try:
+        _acquire(fd, target, _lock_wait() if wait is None else wait)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n{target}\n".encode(), 0)
+        _held[key] = 1
+        try:
+            remove_stale_temps(target)
+            yield
+        finally:
+            del _held[key]
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _acquire(fd: int, target: Path, wait: float) -> None:
+    import fcntl
+
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise ConfigWriteError(
+                    f"cannot lock {target}: {exc.strerror or exc}; nothing was changed"
+                ) from exc
+        if time.monotonic() >= deadline:
+            holder = _holder(fd)
+            raise ConfigWriteError(
+                f"another pdnotes is writing {target}{holder}; waited {wait:g} s, "
+                "nothing was changed",
+                fix="let it finish and run the command again",
+            )
+        time.sleep(0.02)
+
+
+def _holder(fd: int) -> str:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return f" (pid {int(os.pread(fd, 64, 0).split()[0])})"
+    return ""
+
+
+def _lock_wait() -> float:
+    with contextlib.suppress(ValueError):
+        return max(0.0, float(os.environ.get("PDNOTES_LOCK_WAIT", LOCK_WAIT_SECONDS)))
+    return LOCK_WAIT_SECONDS
 
 
 def file_mode(path: Path) -> int | None:
@@ -153,9 +347,19 @@ def _existing_mode(target: Path) -> int:
     existing = file_mode(target)
     if existing is not None:
         return existing
-    umask = os.umask(0)
+    return 0o666 & ~current_umask()
+
+
+def current_umask() -> int:
+    """The process umask. Linux shows it in /proc without changing it; elsewhere it is read by
+    setting and restoring it (a brief window another thread could observe)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    umask = os.umask(0o077)
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
 
 
 def _write_error(target: Path, exc: OSError) -> ConfigWriteError:

@@ -4,6 +4,7 @@ configuration. The core lives in notes_cli.clients (imported inside each command
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -58,10 +59,12 @@ def codex(
     codex_home: Path | None = _CODEX_HOME,
 ) -> None:
     """Merge a provider into $CODEX_HOME/config.toml, changing only the keys pdnotes owns."""
+    from notes_cli import paths
     from notes_cli.clients.codex_config import CodexOptions, plan_codex
 
     options = CodexOptions(preset, base_url, model, provider, env_key, wire_api)
-    _write(plan_codex(options, codex_home=codex_home), dry_run=dry_run, as_json=as_json)
+    path = paths.codex_config_path(codex_home)
+    _write(path, lambda: plan_codex(options, codex_home=codex_home), dry_run, as_json)
 
 
 @app.command("claude")
@@ -88,19 +91,20 @@ def claude(
     """Merge the gateway into a Claude Code settings.json (env block), keeping everything else."""
     from notes_cli.clients.claude_settings import ClaudeOptions, Scope, plan_claude, settings_path
 
-    settings_path(scope)  # validates --scope before anything else
+    path = settings_path(scope, claude_home=claude_home, project_dir=project_dir)  # checks --scope
     options = ClaudeOptions(
         preset, base_url, model, token_env, write_token_from_env, cast(Scope, scope)
     )
-    plan = plan_claude(options, claude_home=claude_home, project_dir=project_dir)
-    _write(plan, dry_run=dry_run, as_json=as_json)
+    build = lambda: plan_claude(options, claude_home=claude_home, project_dir=project_dir)  # noqa: E731
+    _write(path, build, dry_run, as_json)
 
 
-def _write(plan: WritePlan, *, dry_run: bool, as_json: bool) -> None:
-    from notes_cli.clients.plan import WriteResult, apply
+def _write(path: Path, build: Callable[[], WritePlan], dry_run: bool, as_json: bool) -> None:
+    """Plan and write under the file's lock (`clients.plan.write`), then render."""
+    from notes_cli.clients.plan import write
     from notes_cli.render import config as render
 
-    result = WriteResult(plan, None, None, plan.warnings) if dry_run else apply(plan)
+    result = write(path, build, dry_run=dry_run)
     if as_json:
         render.write_json(result, dry_run=dry_run)
     else:

@@ -57,7 +57,7 @@ def plan_claude(
 ) -> WritePlan:
     """Build the edit of the chosen settings file for `options` (nothing is written)."""
     path = settings_path(options.scope, claude_home=claude_home, project_dir=project_dir)
-    old_text, data = files.load_json(path)
+    old_text, data = files.load_json_for_edit(path)
     data = dict(data) if data is not None else {}
     preset = presets.load_preset(options.preset) if options.preset else None
     claude_preset = preset.claude if preset else None

@@ -50,7 +50,7 @@ def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> Writ
         _set_top_level(doc, "model", target.model)
         _set_top_level(doc, "model_provider", target.provider_id)
         _merge_provider(doc, target.provider_id, target.owned)
-        new_text = tomlkit.dumps(doc)
+        new_text = files.dump_toml(doc, old_text)
     except (ValueError, TypeError, KeyError, TOMLKitError) as exc:
         # tomlkit refuses some shapes (e.g. a table inside an inline table); never guess.
         raise ConfigWriteError(

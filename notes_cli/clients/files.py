@@ -3,13 +3,25 @@
 
 config.toml is parsed twice over: with tomlkit when pdnotes will edit it (so comments and order
 round-trip), and with the standard library's tomllib for read-only use (doctor, show), which is
-faster to import and is the same TOML 1.0 that Codex's parser accepts."""
+faster to import and is the same TOML 1.0 that Codex's parser accepts.
+
+Hostile input never becomes a traceback: nesting deeper than `MAX_NESTING` (checked on the
+parsed result, and a parser's RecursionError caught), integers past the interpreter's digit
+limit or TOML's 64 bits, lone surrogates, NaN / Infinity and numbers a double cannot hold
+(`1e400`, which a rewrite would turn into the invalid `Infinity`) are each a `ConfigParseError`.
+
+settings.json is edited number-spelling-preserving: `load_json_for_edit` wraps every number in
+a `JsonNumber` that keeps the literal the user wrote (`1.0`, `1e3`, `10E2`), and `dump_json`
+writes it back verbatim. Both writers keep CRLF line endings when the file used them (the BOM
+is kept by `clients.plan.apply`, which writes the bytes)."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +33,14 @@ if TYPE_CHECKING:
 
 _TOMLLIB_WHERE = re.compile(r"\(at line (\d+), column (\d+)\)")
 
+MAX_NESTING = 64
+"""Deepest nesting of tables / arrays / objects pdnotes reads. Real client files nest 3 or 4
+levels; tomlkit refuses more than 100 itself, and the recursive code reading the documents
+(pdnotes' checks, tomlkit's writer) must stay far from Python's recursion limit."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_TOML_INT = (-(2**63), 2**63 - 1)
+
 
 def parse_toml(text: str, path: Path) -> TOMLDocument:
     """Parse Codex's config.toml for editing; `ConfigParseError` with line and column."""
@@ -30,6 +50,8 @@ def parse_toml(text: str, path: Path) -> TOMLDocument:
     parse_toml_data(text, path)  # the strict parser first, so config and doctor report alike
     try:
         return tomlkit.parse(text)
+    except RecursionError as exc:
+        raise _too_deep(path, "TOML") from exc
     except ParseError as exc:
         reason = str(exc).split(" at line ")[0]
         raise ConfigParseError(
@@ -43,8 +65,38 @@ def parse_toml(text: str, path: Path) -> TOMLDocument:
 
 def parse_json_object(text: str, path: Path) -> dict[str, Any]:
     """Parse a Claude settings file (strict JSON, as Claude Code reads it); must be an object."""
+    return _parse_json(text, path, keep_numbers=False)
+
+
+@dataclass(frozen=True)
+class JsonNumber:
+    """A JSON number as the user spelled it; `dump_json` writes `literal` back unchanged."""
+
+    literal: str
+
+    @property
+    def value(self) -> int | float:
+        return float(self.literal) if any(c in self.literal for c in ".eE") else int(self.literal)
+
+
+def _parse_json(text: str, path: Path, *, keep_numbers: bool) -> dict[str, Any]:
+    def number(literal: str) -> Any:
+        digits = len(literal.lstrip("-"))
+        if digits > 400 or not math.isfinite(float(literal)):  # 400: past any double
+            raise _BadNumber(literal)
+        if keep_numbers:
+            return JsonNumber(literal)
+        return float(literal) if any(c in literal for c in ".eE") else int(literal)
+
+    def constant(name: str) -> Any:
+        raise _BadNumber(name)
+
     try:
-        data = json.loads(text) if text.strip() else {}
+        data = (
+            json.loads(text, parse_int=number, parse_float=number, parse_constant=constant)
+            if text.strip()
+            else {}
+        )
     except json.JSONDecodeError as exc:
         raise ConfigParseError(
             f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg}); the file was not changed",
@@ -56,6 +108,19 @@ def parse_json_object(text: str, path: Path) -> dict[str, Any]:
                 "strict JSON (no comments, no trailing commas)"
             ),
         ) from exc
+    except _BadNumber as exc:
+        line, column = _where(text, exc.literal)
+        raise ConfigParseError(
+            f"{path}:{line}:{column}: {_shorten(exc.literal)} is not a JSON number Claude Code "
+            "can keep (NaN, Infinity and numbers beyond a double's range are not JSON, or "
+            "turn into Infinity); the file was not changed",
+            path=str(path),
+            line=line,
+            column=column,
+            fix=f"write a finite number at line {line}, column {column} of {path}",
+        ) from exc
+    except RecursionError as exc:
+        raise _too_deep(path, "JSON") from exc
     if not isinstance(data, dict):
         raise ConfigParseError(
             f"{path}: the top level is a JSON {json_type_name(data)}, not an object",
@@ -64,13 +129,87 @@ def parse_json_object(text: str, path: Path) -> dict[str, Any]:
             column=1,
             fix=f'make {path} a JSON object: {{"env": {{…}}}}',
         )
+    _check_tree(data, path, "JSON")
     return data
+
+
+class _BadNumber(Exception):
+    def __init__(self, literal: str) -> None:
+        super().__init__(literal)
+        self.literal = literal
+
+
+def _where(text: str, needle: str) -> tuple[int | None, int | None]:
+    index = text.find(needle)
+    if index < 0:
+        return None, None
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _shorten(literal: str) -> str:
+    return literal if len(literal) <= 24 else f"a {len(literal)}-character number"
+
+
+def _too_deep(path: Path, language: str) -> ConfigParseError:
+    return ConfigParseError(
+        f"{path}: the {language} nests too deeply for pdnotes to read (more than "
+        f"{MAX_NESTING} levels); the file was not changed",
+        path=str(path),
+        fix=f"a client file nests a few levels; check that {path} is the right file",
+    )
+
+
+def _check_tree(data: Any, path: Path, language: str) -> None:
+    """Refuse what parsed but pdnotes must not hand on: nesting past MAX_NESTING, lone
+    surrogates (not Unicode: writing them back would fail), TOML integers past 64 bits.
+    Iterative, so a deep document cannot exhaust the stack here."""
+    stack: list[tuple[Any, int, str]] = [(data, 0, "")]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, dict):
+            if depth >= MAX_NESTING:
+                raise _too_deep(path, language)
+            for key, item in value.items():
+                key_path = f"{where}.{key}" if where else str(key)
+                if _SURROGATE.search(str(key)):
+                    raise _surrogate(path, key_path)
+                stack.append((item, depth + 1, key_path))
+        elif isinstance(value, list):
+            if depth >= MAX_NESTING:
+                raise _too_deep(path, language)
+            stack.extend((item, depth + 1, f"{where}[{i}]") for i, item in enumerate(value))
+        elif isinstance(value, str):
+            if _SURROGATE.search(value):
+                raise _surrogate(path, where)
+        elif _toml_int_out_of_range(value, language):
+            raise ConfigParseError(
+                f"{path}: the integer at {where} does not fit in 64 bits, which TOML "
+                "requires (Codex refuses it); the file was not changed",
+                path=str(path),
+                fix=f"write a smaller integer for {where}",
+            )
+
+
+def _toml_int_out_of_range(value: Any, language: str) -> bool:
+    if language != "TOML" or not isinstance(value, int) or isinstance(value, bool):
+        return False
+    return not _TOML_INT[0] <= value <= _TOML_INT[1]
+
+
+def _surrogate(path: Path, where: str) -> ConfigParseError:
+    return ConfigParseError(
+        f"{path}: the text at {where or 'the top level'} holds a lone surrogate (\\ud800-"
+        "\\udfff), which is not Unicode text; the file was not changed",
+        path=str(path),
+        fix=f"remove the \\uD8xx / \\uDCxx escape from {where or path}",
+    )
 
 
 def parse_toml_data(text: str, path: Path) -> dict[str, Any]:
     """Parse config.toml read-only into plain dicts; same errors as `parse_toml`."""
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         where = _TOMLLIB_WHERE.search(str(exc))
         line, column = (int(where[1]), int(where[2])) if where else (None, None)
@@ -82,6 +221,17 @@ def parse_toml_data(text: str, path: Path) -> dict[str, Any]:
             column=column,
             fix=f"fix the TOML syntax at line {line}, column {column} of {path}",
         ) from exc
+    except RecursionError as exc:
+        raise _too_deep(path, "TOML") from exc
+    except ValueError as exc:  # int(): more digits than sys.get_int_max_str_digits()
+        raise ConfigParseError(
+            f"{path}: an integer has thousands of digits; TOML integers are 64-bit "
+            "(Codex refuses it); the file was not changed",
+            path=str(path),
+            fix=f"write a smaller integer in {path}",
+        ) from exc
+    _check_tree(data, path, "TOML")
+    return data
 
 
 def read_toml_data(path: Path) -> tuple[str | None, dict[str, Any] | None]:
@@ -97,8 +247,32 @@ def load_toml(path: Path) -> tuple[str | None, TOMLDocument | None]:
 
 
 def load_json(path: Path) -> tuple[str | None, dict[str, Any] | None]:
+    """(text, data) of a settings file for read-only use; (None, None) when absent."""
     text = fileio.read_text(path)
     return (text, parse_json_object(text, path)) if text is not None else (None, None)
+
+
+def load_json_for_edit(path: Path) -> tuple[str | None, dict[str, Any] | None]:
+    """Like `load_json`, but every number is a `JsonNumber` keeping its spelling, for a
+    rewrite with `dump_json` that leaves the numbers pdnotes does not own as they were."""
+    text = fileio.read_text(path)
+    if text is None:
+        return None, None
+    return text, _parse_json(text, path, keep_numbers=True)
+
+
+def dump_toml(doc: TOMLDocument, like: str | None) -> str:
+    """Serialise an edited config.toml; lines tomlkit adds get the file's CRLF endings."""
+    import tomlkit
+
+    return match_newlines(tomlkit.dumps(doc), like)
+
+
+def match_newlines(text: str, like: str | None) -> str:
+    """`text` with CRLF line endings when `like` (the file it replaces) uses only CRLF."""
+    if like is None or "\r\n" not in like or re.search("(?<!\r)\n", like):
+        return text
+    return re.sub("(?<!\r)\n", "\r\n", text)
 
 
 def json_indent(text: str | None) -> int | str:
@@ -112,10 +286,35 @@ def json_indent(text: str | None) -> int | str:
 
 
 def dump_json(data: dict[str, Any], like: str | None) -> str:
-    """Serialise `data` with the indentation and final newline of the text it replaces."""
-    body = json.dumps(data, indent=json_indent(like), ensure_ascii=False)
+    """Serialise `data` with the indentation, line endings and final newline of the text it
+    replaces, writing `JsonNumber`s as spelled. The layout is json.dumps(indent=…) exactly;
+    written by hand because json's encoder cannot emit a number literal verbatim."""
+    unit = json_indent(like)
+    pad = unit if isinstance(unit, str) else " " * unit
+    body = _encode(data, pad, 0)
     newline = "\n" if like is None or like.endswith("\n") else ""
-    return body + newline
+    return match_newlines(body + newline, like)
+
+
+def _encode(value: Any, pad: str, level: int) -> str:
+    if isinstance(value, JsonNumber):
+        return value.literal
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner = "\n" + pad * (level + 1)
+        items = (
+            f"{json.dumps(str(k), ensure_ascii=False)}: {_encode(v, pad, level + 1)}"
+            for k, v in value.items()
+        )
+        return "{" + inner + ("," + inner).join(items) + "\n" + pad * level + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        inner = "\n" + pad * (level + 1)
+        items = (_encode(v, pad, level + 1) for v in value)
+        return "[" + inner + ("," + inner).join(items) + "\n" + pad * level + "]"
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
 def json_type_name(value: object) -> str:

@@ -2,12 +2,14 @@
 
 `pdnotes config codex|claude` first builds a `WritePlan` (old text, new text, what was cleaned,
 the URL the client will call); `--dry-run` shows its diff, a real run `apply`s it: check the file
-did not change meanwhile, save a backup, write atomically.
+did not change meanwhile, save a backup, write atomically — all while holding the file's lock
+(`fileio.locked`), so two pdnotes never interleave and no reported write is lost. `write` holds
+the lock over the planning read as well, so concurrent runs queue instead of failing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,19 +63,40 @@ class WriteResult:
     warnings: tuple[str, ...] = field(default=())
 
 
+def write(path: Path, build: Callable[[], WritePlan], *, dry_run: bool = False) -> WriteResult:
+    """Build the plan for `path` and apply it, holding the file's lock from the read the plan
+    starts with to the replace (a dry run reads without the lock: it changes nothing)."""
+    if dry_run:
+        plan = build()
+        return WriteResult(plan, None, None, plan.warnings)
+    with fileio.locked(path):
+        return apply(build())
+
+
 def apply(plan: WritePlan) -> WriteResult:
-    """Back up and atomically write `plan`; a no-op when nothing changes. Raises
-    `ConfigWriteError` if the file changed since it was read (nothing is written then)."""
+    """Back up and atomically write `plan` under the file's lock; a no-op when nothing changes.
+    Raises `ConfigWriteError` if the file changed since it was read (nothing is written then).
+    A UTF-8 BOM the file starts with is kept."""
     if not plan.changed and plan.mode is None:
         return WriteResult(plan, None, None, plan.warnings)
-    current = fileio.read_text(plan.path)
-    if current != plan.old_text:
-        raise ConfigWriteError(
-            f"{plan.path} changed while pdnotes was preparing the edit; nothing was written",
-            fix="run the command again",
-        )
-    backup = backups.save(plan.client, plan.path)
-    written = fileio.atomic_write(plan.path, plan.new_text, mode=plan.mode)
+    with fileio.locked(plan.path):
+        backups.recover(plan.client, plan.path)
+        raw = fileio.read_bytes(plan.path)
+        current = None if raw is None else fileio.decode_text(plan.path, raw)
+        if current != plan.old_text:
+            raise ConfigWriteError(
+                f"{plan.path} changed while pdnotes was preparing the edit; nothing was written",
+                fix="run the command again",
+            )
+        bom = fileio.UTF8_BOM if raw is not None and raw.startswith(fileio.UTF8_BOM) else b""
+        payload = bom + plan.new_text.encode("utf-8")
+        backup = backups.save(plan.client, plan.path, pending=backups.state_digest(payload))
+        try:
+            written = fileio.atomic_write(plan.path, payload, mode=plan.mode)
+        except BaseException:
+            backups.discard(backup)  # the file was not replaced: nothing to undo
+            raise
+        backups.commit(backup)
     saved = backup.data_path if backup.existed else backup.meta_path
     return WriteResult(plan, written, saved, plan.warnings)
 

@@ -11,8 +11,6 @@ import csv
 import html
 import io
 import json
-import os
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -167,18 +165,11 @@ def to_html(document: NoteDocument) -> str:
 
 
 def write_note(path: Path, text: str) -> Path:
-    """Write `text` to `path` atomically (temp file in the same folder, fsync, rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write `text` to `path` atomically through `fileio.atomic_write`, the one write function
+    of pdnotes: an existing note keeps its mode, a new one gets 0o666 minus the umask."""
+    from notes_cli import fileio
+
+    fileio.atomic_write(path, text)
     return path
 
 
