@@ -266,3 +266,22 @@ def test_reading_a_source_does_not_slow_the_help() -> None:
 
 def test_url_timeout_is_module_level_for_the_cli() -> None:
     assert documents.URL_TIMEOUT_S <= 30 and documents.MAX_URL_BYTES <= 50_000_000
+
+
+def test_without_the_reading_extra_the_whole_page_is_kept_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    for module in ("trafilatura", "lxml", "lxml.html"):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
+    path = tmp_path / "page.html"
+    path.write_text(PAGE, encoding="utf-8")
+    doc = load_document(str(path))
+    assert "over RDMA" in doc.text and "site menu" in doc.text  # nothing dropped
+    assert doc.dropped is None
+    assert any("pdnotes[reading]" in n for n in doc.notes)
+    huge = tmp_path / "huge.html"
+    huge.write_text("<html><body>" + "<p>x</p>" * 300_000 + "</body></html>", encoding="utf-8")
+    with pytest.raises(InputError, match="needs lxml"):
+        load_document(str(huge))

@@ -11,6 +11,7 @@ import csv
 import html
 import io
 import json
+import re
 import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -211,7 +212,13 @@ def _meta(document: NoteDocument, escape: Any) -> dict[str, str]:
     return values
 
 
+_ENTITY_START = re.compile(r"&(?=#?[A-Za-z0-9]+)")
+
+
 def _md_cell(text: str) -> str:
+    """Cell text for a pipe table: pipes escaped, line breaks as `<br>`, and an `&` that would
+    start an entity (`&gt`, `&#39`) written `&amp;`, so the text reads back as it was."""
+    text = _ENTITY_START.sub("&amp;", text)
     return text.replace("|", "\\|").replace("\n", "<br>")
 
 

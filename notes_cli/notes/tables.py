@@ -75,9 +75,10 @@ def _second_group(match: re.Match[str]) -> str:
     return match.group(2)
 
 
-def clean_cell(text: str) -> str:
+def clean_cell(text: str, *, entities: bool = True) -> str:
     """Markdown/HTML cell → plain text: `<br>` becomes a newline; bold, emphasis, code spans,
-    links and tags are unwrapped; entities decoded; whitespace tidied. Raises AnswerTooLarge
+    links and tags are unwrapped; entities decoded (unless `entities=False`: CSV and JSON
+    cells are data, where `&gt;` is literal text); whitespace tidied. Raises AnswerTooLarge
     for a cell over MAX_CELL_CHARS."""
     if len(text) > MAX_CELL_CHARS and len(text.strip()) > MAX_CELL_CHARS:
         raise AnswerTooLarge(
@@ -95,7 +96,9 @@ def clean_cell(text: str) -> str:
     for _ in range(2):  # nested bold inside emphasis
         text = _STRONG.sub(_second_group, text)
     text = _EMPH.sub(_first_group, text)
-    text = html.unescape(text).replace("\xa0", " ")
+    if entities:  # Markdown and HTML carry entities; CSV and JSON cells are plain data
+        text = html.unescape(text)
+    text = text.replace("\xa0", " ")
     lines = (" ".join(line.split()) for line in text.split("\n"))
     return "\n".join(line for line in lines if line)
 
@@ -361,7 +364,7 @@ def _json_to_table(document: Any) -> RawTable | None:
         for item in document:
             header.extend(k for k in item if k not in header)
         grid = [[_json_cell(item.get(k, "")) for k in header] for item in document]
-        return RawTable(tuple(clean_cell(h) for h in header), _tuples(grid), "json")
+        return RawTable(tuple(clean_cell(h, entities=False) for h in header), _tuples(grid), "json")
     if all(isinstance(item, list) for item in document):
         return _grid_table([str(c) for c in document[0]], document[1:])
     return None
@@ -376,13 +379,13 @@ def _column_label(column: Any) -> str:
 def _grid_table(header: list[str], rows: list[Any]) -> RawTable:
     width = len(header)
     grid = [([_json_cell(c) for c in row] + [""] * width)[:width] for row in rows]
-    return RawTable(tuple(clean_cell(h) for h in header), _tuples(grid), "json")
+    return RawTable(tuple(clean_cell(h, entities=False) for h in header), _tuples(grid), "json")
 
 
 def _json_cell(value: Any) -> str:
     if isinstance(value, list):
-        return clean_cell("\n".join(str(v) for v in value))
-    return clean_cell("" if value is None else str(value))
+        return clean_cell("\n".join(str(v) for v in value), entities=False)
+    return clean_cell("" if value is None else str(value), entities=False)
 
 
 def _tuples(grid: list[list[str]]) -> tuple[tuple[str, ...], ...]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from notes_cli.errors import InputError
 
+_MAX_STDLIB_HTML_CHARS = 2_000_000
 INSTALL_HINT = "install `pdnotes[reading]` (trafilatura) to keep the article and drop the rest"
 
 
@@ -58,6 +59,13 @@ def visible_text(markup: str, name: str) -> str:
     except ImportError:
         from notes_cli.notes.sources import html_to_text
 
+        # The stdlib parser is quadratic on some malformed markup (issue 11): keep it to pages
+        # of ordinary size.
+        if len(markup) > _MAX_STDLIB_HTML_CHARS:
+            raise InputError(
+                f"source {name}: a {len(markup) / 1e6:.0f} MB page needs lxml to be read",
+                fix=INSTALL_HINT,
+            ) from None
         return html_to_text(markup, name=name)
     try:
         root = lxml.html.document_fromstring(markup)
