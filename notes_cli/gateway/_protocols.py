@@ -17,9 +17,15 @@ from notes_cli import __version__
 from notes_cli.clients.endpoint import Endpoint, join_url
 from notes_cli.gateway.results import StreamResult, Timings
 from notes_cli.gateway.sse import ServerSentEvent
+from notes_cli.wire import Message, Part, Sampling, TextPart, Turn
+from notes_cli.wire import anthropic as wire_anthropic
+from notes_cli.wire import chat as wire_chat
+from notes_cli.wire import responses as wire_responses
 
 ANTHROPIC_VERSION = "2023-06-01"
 USER_AGENT = f"pdnotes/{__version__}"
+
+_WIRE = {"chat": wire_chat, "responses": wire_responses, "anthropic": wire_anthropic}
 
 # Finish reasons that mean "the model stopped by itself".
 NATURAL_STOPS = frozenset({"stop", "end_turn", "stop_sequence", "completed", "eos"})
@@ -70,37 +76,35 @@ def build_body(
     stream: bool,
     extra_body: dict[str, Any] | None = None,
 ) -> bytes:
-    """The JSON body of one turn in the endpoint's protocol."""
+    """The JSON body of one turn in the endpoint's protocol, encoded by the wire layer from a
+    neutral turn (system prompts go to Responses as `developer` messages, as Codex sends them;
+    `store: false` too)."""
     chat = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-    body: dict[str, Any] = {"model": endpoint.model or ""}
+    turn = Turn(
+        model=endpoint.model or "",
+        messages=[_message(m, endpoint.protocol) for m in chat],
+        sampling=Sampling(max_tokens=max_tokens),
+        stream=stream,
+        include_usage=True,
+    )
+    body: dict[str, Any] = _WIRE[endpoint.protocol].encode_request(turn)
     if endpoint.protocol == "responses":
-        body["input"] = [_responses_item(m) for m in chat]
-        body["max_output_tokens"] = max_tokens
         body["store"] = False
-    elif endpoint.protocol == "anthropic":
-        system = [m["content"] for m in chat if m.get("role") == "system"]
-        body["max_tokens"] = max_tokens
-        body["messages"] = [m for m in chat if m.get("role") != "system"]
-        if system:
-            body["system"] = "\n\n".join(str(s) for s in system)
-    else:
-        body["messages"] = chat
-        body["max_tokens"] = max_tokens
-        if stream:
-            body["stream_options"] = {"include_usage": True}
-    body["stream"] = stream
     if extra_body:
         body.update(extra_body)
     return json.dumps(body, ensure_ascii=False).encode()
 
 
-def _responses_item(message: dict[str, Any]) -> dict[str, Any]:
-    role = "developer" if message.get("role") == "system" else message.get("role", "user")
-    part = "output_text" if role == "assistant" else "input_text"
+def _message(message: dict[str, Any], protocol: str) -> Message:
+    role = message.get("role", "user")
+    if role == "system" and protocol == "responses":
+        role = "developer"
     content = message.get("content", "")
     if isinstance(content, str):
-        content = [{"type": part, "text": content}]
-    return {"type": "message", "role": role, "content": content}
+        parts: list[Part] = [TextPart(content)]
+    else:
+        parts = [TextPart(str(p["text"])) for p in content if isinstance(p, dict) and "text" in p]
+    return Message(role, parts)
 
 
 def parse_model_ids(payload: Any) -> list[str]:
