@@ -1,6 +1,7 @@
-"""Keep the README's examples real: run every example command and paste its actual output.
+"""Keep the examples in README.md and docs/*.md real: run every example command and paste its
+actual output.
 
-In README.md an example is
+In a page an example is
 
     <!-- example: pdnotes doctor --offline --client codex | setup=article -->
     ```text
@@ -8,15 +9,24 @@ In README.md an example is
     ```
     <!-- /example -->
 
+a setup's file (what an example's `setup=` wrote before it ran) is shown with
+
+    <!-- setup-file: article -->
+    ```toml
+    …the file, pasted by this script…
+    ```
+    <!-- /setup-file -->
+
 and the findings table sits between `<!-- findings-table -->` and `<!-- /findings-table -->`.
 
-    python scripts/readme_examples.py          # rewrite README.md in place
-    python scripts/readme_examples.py --check  # exit 1 if README.md has drifted (tests run this)
+    python scripts/readme_examples.py          # rewrite the pages in place
+    python scripts/readme_examples.py --check  # exit 1 if a page has drifted (tests run this)
 
 Each example runs as a real `python -m notes_cli` subprocess in a fresh sandbox (its own HOME,
 CODEX_HOME, CLAUDE_CONFIG_DIR, PDNOTES_HOME; NO_COLOR; 100 columns), against one bundled engine
 on a free loopback port. In the pasted output the sandbox is shown as `~` and the engine's port
-as 8000. `--check` compares with numbers and padding normalised, since timings vary run to run.
+as 8000. `--check` compares with numbers and padding normalised, since timings vary run to run,
+and without the lines in `TIMING_DEPENDENT`, which a command prints only when timing allows.
 """
 
 from __future__ import annotations
@@ -27,19 +37,34 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 ENGINE_SPEED = 20.0
+READY = "Ctrl-C to stop"  # what a server example prints once it serves
+READY_TIMEOUT_S = 60.0
 _EXAMPLE = re.compile(
     r"(?P<open><!-- example: (?P<spec>.+?) -->\n)```text\n(?P<body>.*?)```\n"
     r"(?P<close><!-- /example -->)",
     re.DOTALL,
 )
 _FINDINGS = re.compile(r"(<!-- findings-table -->\n).*?(<!-- /findings-table -->)", re.DOTALL)
+_SETUP_FILE = re.compile(
+    r"(?P<open><!-- setup-file: (?P<name>[\w-]+) -->\n)```toml\n.*?```\n"
+    r"(?P<close><!-- /setup-file -->)",
+    re.DOTALL,
+)
+# Lines a command prints only when timing allows: under CPU load they come and go.
+TIMING_DEPENDENT = (
+    # smoke: the first token arrived within 2 ms of the response headers
+    re.compile(r"^ *the first token came with the headers \(within \d+ ms\).*$", re.MULTILINE),
+)
 
 ARTICLE_CONFIG = """\
 model = "YOUR_MODEL_ID"
@@ -57,7 +82,9 @@ wire_api = "chat"
 class Example:
     command: str  # as a user types it, starting with "pdnotes"
     setup: str | None = None
-    stop_after_s: float | None = None  # a server: interrupt it (Ctrl-C) after this long
+    # A server: interrupt it (Ctrl-C) this long after it says it is ready (`READY`), so a slow
+    # start under CPU load does not cut its banner short.
+    stop_after_s: float | None = None
 
     @classmethod
     def parse(cls, spec: str) -> Example:
@@ -103,17 +130,42 @@ class Sandbox:
             cwd=self.work, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, text=True, start_new_session=True,
         )  # fmt: skip
+        if stop_after_s is not None:
+            return self._serve_then_interrupt(process, stop_after_s)
         try:
-            shown, _ = process.communicate(timeout=stop_after_s or 120)
+            shown, _ = process.communicate(timeout=120)
         except subprocess.TimeoutExpired:
-            if stop_after_s is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                raise
-            os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does
-            shown, _ = process.communicate(timeout=30)
-        if process.returncode and stop_after_s is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
+        if process.returncode:
             shown += f"$ echo $?\n{process.returncode}\n"
         return shown
+
+    @staticmethod
+    def _serve_then_interrupt(process: subprocess.Popen[str], serve_s: float) -> str:
+        """Read a server's output until it is ready, let it serve `serve_s`, then Ctrl-C it."""
+        assert process.stdout is not None
+        lines: list[str] = []
+        ready = threading.Event()
+
+        def read() -> None:
+            for line in process.stdout:  # type: ignore[union-attr]
+                lines.append(line)
+                if READY in line:
+                    ready.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        ready.wait(READY_TIMEOUT_S)
+        time.sleep(serve_s)
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+        reader.join(timeout=10)
+        return "".join(lines)
 
     def tidy(self, text: str) -> str:
         text = text.replace(str(self.home), "~").replace(str(self.work), "~/work")
@@ -136,6 +188,9 @@ def _weak_answer(box: Sandbox) -> None:
     corpus = ROOT / "tests" / "corpus" / "answers" / "en_missing_paged_attention.md"
     (box.work / "answer.md").write_text(corpus.read_text(encoding="utf-8"), encoding="utf-8")
 
+
+# What a setup leaves in the sandbox, as a page shows it (`<!-- setup-file: NAME -->`).
+SETUP_FILES = {"article": ("~/.codex/config.toml", ARTICLE_CONFIG)}
 
 SETUPS: dict[str, Callable[[Sandbox], None]] = {
     "article": _article,
@@ -168,14 +223,26 @@ def findings_table() -> str:
 
 
 def normalise(text: str) -> str:
-    """What must not drift: the words. Numbers, padding and rule lengths may."""
-    text = re.sub(r"\d+(\.\d+)?", "0", text)
+    """What must not drift: the words. Numbers, padding, rule lengths and the timing-dependent
+    lines may."""
+    for pattern in TIMING_DEPENDENT:
+        text = pattern.sub("", text)
+    text = re.sub(r"\S*…", "…", text)  # a cell cut at a column width that depends on numbers
+    text = re.sub(r"\d[\d,]*(\.\d+)?", "0", text)  # 1,353.1 too
     text = re.sub(r"([─━═┄-])\1+", r"\1", text)
     text = re.sub(r"[▁▂▃▄▅▆▇█]+", "▁", text)  # sparklines of measured gaps
     return re.sub(r"\s+", " ", text).strip()
 
 
-def regenerate(readme: str) -> str:
+def pages() -> list[Path]:
+    """README.md and every docs page that holds an example, a setup file or the findings table."""
+    markers = ("<!-- example: ", "<!-- setup-file: ", "<!-- findings-table -->")
+    docs = sorted(DOCS.glob("*.md"))
+    return [README] + [p for p in docs if any(m in p.read_text(encoding="utf-8") for m in markers)]
+
+
+def regenerate_all(texts: dict[Path, str]) -> dict[Path, str]:
+    """Every page's text with its examples rerun, against one engine."""
     sys.path.insert(0, str(ROOT))
     from notes_cli.engine.core.config import EngineConfig
     from notes_cli.engine.http.server import start_engine
@@ -187,35 +254,54 @@ def regenerate(readme: str) -> str:
             body = run_example(Example.parse(match["spec"]), root_url)
             return f"{match['open']}```text\n{body}```\n{match['close']}"
 
-        updated = _EXAMPLE.sub(replace, readme)
-    return _FINDINGS.sub(lambda m: m[1] + findings_table() + m[2], updated)
+        updated = {path: _EXAMPLE.sub(replace, text) for path, text in texts.items()}
+    return {path: _static_parts(text) for path, text in updated.items()}
+
+
+def regenerate(text: str) -> str:
+    return regenerate_all({README: text})[README]
+
+
+def _static_parts(text: str) -> str:
+    def setup_file(match: re.Match[str]) -> str:
+        where, content = SETUP_FILES[match["name"]]
+        return f"{match['open']}```toml\n# {where}\n{content}```\n{match['close']}"
+
+    text = _SETUP_FILE.sub(setup_file, text)
+    return _FINDINGS.sub(lambda m: m[1] + findings_table() + m[2], text)
 
 
 def drift(old: str, new: str) -> list[str]:
-    """Examples whose normalised output differs (by command)."""
+    """Examples whose normalised output differs (by command), and changed generated parts."""
     olds = {m["spec"]: m["body"] for m in _EXAMPLE.finditer(old)}
     problems = [
         spec
         for spec, body in ((m["spec"], m["body"]) for m in _EXAMPLE.finditer(new))
         if normalise(olds.get(spec, "")) != normalise(body)
     ]
-    old_table, new_table = _FINDINGS.search(old), _FINDINGS.search(new)
-    if (old_table and old_table[0]) != (new_table and new_table[0]):
-        problems.append("findings table")
+    for name, pattern in (("findings table", _FINDINGS), ("setup file", _SETUP_FILE)):
+        if [m[0] for m in pattern.finditer(old)] != [m[0] for m in pattern.finditer(new)]:
+            problems.append(name)
     return problems
 
 
 def main(argv: list[str]) -> int:
-    readme = README.read_text(encoding="utf-8")
-    updated = regenerate(readme)
+    texts = {path: path.read_text(encoding="utf-8") for path in pages()}
+    updated = regenerate_all(texts)
     if "--check" in argv:
-        problems = drift(readme, updated)
-        for spec in problems:
-            print(f"README.md is out of date: {spec}", file=sys.stderr)
+        problems = [
+            f"{path.relative_to(ROOT)}: {spec}"
+            for path in texts
+            for spec in drift(texts[path], updated[path])
+        ]
+        for problem in problems:
+            print(f"out of date: {problem}", file=sys.stderr)
         if problems:
             print("run: python scripts/readme_examples.py", file=sys.stderr)
         return 1 if problems else 0
-    README.write_text(updated, encoding="utf-8")
+    for path, text in updated.items():
+        if text != texts[path]:
+            path.write_text(text, encoding="utf-8")
     return 0
 
 
