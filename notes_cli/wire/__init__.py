@@ -1,10 +1,11 @@
 """One wire layer for the three protocols pdnotes speaks: chat completions, the Responses API
 and Anthropic Messages, each in both directions, around one protocol-neutral turn.
 
-No translator per pair of protocols: each protocol module converts to and from the neutral
-types once, so a Responses request reaches a chat upstream as `responses.decode_request` →
-`Turn` → `chat.encode_request`, and the chat stream comes back as `chat.StreamDecoder` →
-neutral events → `responses.StreamEncoder`.
+Users: the engine's routes (`engine/http/dialects.py`), the gateway client's request bodies
+(`gateway/_protocols.build_body`), the bridge. No translator per pair of protocols: each
+protocol module converts to and from the neutral types once, so a Responses request reaches a
+chat upstream as `responses.decode_request` → `Turn` → `chat.encode_request`, and the chat
+stream comes back as `chat.StreamDecoder` → neutral events → `responses.StreamEncoder`.
 
 Neutral types (`notes_cli.wire.turn`)
     Turn(model, messages, tools, tool_choice, sampling, stream, reasoning,
