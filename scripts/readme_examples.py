@@ -165,6 +165,7 @@ class Sandbox:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
         reader.join(timeout=10)
+        process.stdout.close()
         return "".join(lines)
 
     def tidy(self, text: str) -> str:
