@@ -34,3 +34,12 @@ def looks_like_secret(value: str) -> bool:
     if value.isupper() and _ENV_NAME.match(value):
         return False  # TAOTOKEN_API_KEY is a name, however long
     return bool(_SECRET_SHAPE.search(value))
+
+
+def scrub(text: str, *secrets: str | None) -> str:
+    """`text` with every occurrence of each secret replaced by its mask (an upstream's error
+    message may quote the key it was sent)."""
+    for secret in secrets:
+        if secret and len(secret) >= 4 and secret in text:
+            text = text.replace(secret, mask(secret))
+    return text

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, cast
 import typer
 
 if TYPE_CHECKING:
+    from notes_cli.bridge.config import BridgeConfig
     from notes_cli.clients.plan import WritePlan
 
 app = typer.Typer(
@@ -33,6 +34,16 @@ _DRY_RUN = typer.Option(False, "--dry-run", help="Show the diff; write nothing."
 _PRESET = typer.Option(
     None, "--preset", help="Provider preset: taotoken, mock, openai, deepseek, …"
 )
+_BRIDGE = typer.Option(
+    False,
+    "--bridge",
+    help="The endpoint serves only chat completions: point the client at `pdnotes bridge "
+    "serve` and record this endpoint as the bridge's upstream (see docs/bridge.md).",
+)
+_BRIDGE_PORT = typer.Option(8787, "--bridge-port", help="With --bridge: the bridge's port.")
+_BRIDGE_KEY_ENV = typer.Option(
+    None, "--bridge-key-env", help="With --bridge: the bridge's own key (its --api-key-env)."
+)
 
 
 @app.command("codex")
@@ -51,6 +62,9 @@ def codex(
         None, "--env-key", help="NAME of the variable holding the key (never the key)."
     ),
     wire_api: str = typer.Option("responses", "--wire-api", help="Only 'responses' is supported."),
+    bridge: bool = _BRIDGE,
+    bridge_port: int = _BRIDGE_PORT,
+    bridge_key_env: str | None = _BRIDGE_KEY_ENV,
     dry_run: bool = _DRY_RUN,
     as_json: bool = _JSON,
     codex_home: Path | None = _CODEX_HOME,
@@ -59,6 +73,14 @@ def codex(
     from notes_cli.clients.codex_config import CodexOptions, plan_codex
 
     options = CodexOptions(preset, base_url, model, provider, env_key, wire_api)
+    if bridge or _chat_only(preset):
+        from notes_cli.clients.bridge import BridgeOptions, plan_codex_bridge
+
+        plan, record = plan_codex_bridge(
+            options, BridgeOptions(bridge_port, bridge_key_env), codex_home=codex_home
+        )
+        _write(plan, dry_run=dry_run, as_json=as_json, bridge_record=record)
+        return
     _write(plan_codex(options, codex_home=codex_home), dry_run=dry_run, as_json=as_json)
 
 
@@ -78,6 +100,9 @@ def claude(
         help="Write the token held in this variable into the file (made 0600). Use with care.",
     ),
     scope: str = typer.Option("user", "--scope", help="user, project or local settings file."),
+    bridge: bool = _BRIDGE,
+    bridge_port: int = _BRIDGE_PORT,
+    bridge_key_env: str | None = _BRIDGE_KEY_ENV,
     dry_run: bool = _DRY_RUN,
     as_json: bool = _JSON,
     claude_home: Path | None = _CLAUDE_HOME,
@@ -90,15 +115,41 @@ def claude(
     options = ClaudeOptions(
         preset, base_url, model, token_env, write_token_from_env, cast(Scope, scope)
     )
+    if bridge or _chat_only(preset):
+        from notes_cli.clients.bridge import BridgeOptions, plan_claude_bridge
+
+        plan, record = plan_claude_bridge(
+            options,
+            BridgeOptions(bridge_port, bridge_key_env),
+            claude_home=claude_home,
+            project_dir=project_dir,
+        )
+        _write(plan, dry_run=dry_run, as_json=as_json, bridge_record=record)
+        return
     plan = plan_claude(options, claude_home=claude_home, project_dir=project_dir)
     _write(plan, dry_run=dry_run, as_json=as_json)
 
 
-def _write(plan: WritePlan, *, dry_run: bool, as_json: bool) -> None:
+def _chat_only(preset: str | None) -> bool:
+    """The preset says its endpoint has no Responses / Messages API: bridge it."""
+    if not preset:
+        return False
+    from notes_cli.clients.presets import load_preset
+
+    return load_preset(preset).chat_only
+
+
+def _write(
+    plan: WritePlan, *, dry_run: bool, as_json: bool, bridge_record: BridgeConfig | None = None
+) -> None:
     from notes_cli.clients.plan import WriteResult, apply
     from notes_cli.render import config as render
 
     result = WriteResult(plan, None, None, plan.warnings) if dry_run else apply(plan)
+    if bridge_record is not None and not dry_run:
+        from notes_cli.bridge.config import save_record
+
+        save_record(bridge_record)
     if as_json:
         render.write_json(result, dry_run=dry_run)
     else:
