@@ -177,8 +177,8 @@ def normalise(text: str) -> str:
 
 def regenerate(readme: str) -> str:
     sys.path.insert(0, str(ROOT))
-    from notes_cli.engine.config import EngineConfig
-    from notes_cli.engine.server import start_engine
+    from notes_cli.engine.core.config import EngineConfig
+    from notes_cli.engine.http.server import start_engine
 
     with start_engine(EngineConfig(speed=ENGINE_SPEED)) as engine:
         root_url = f"http://127.0.0.1:{engine.port}"

@@ -99,13 +99,15 @@ def sentinel_key() -> Iterator[str]:
 # `.anthropic_base_url` (…/api/anthropic) for Claude Code, and `.url("/metrics")`.
 
 ENGINE_TEST_SPEED = 20.0
-_START_ENGINE_OPTIONS = ("api_key_env", "faults", "prefix", "limits", "service", "host", "port")
+_START_ENGINE_OPTIONS = (
+    "api_key_env", "faults", "prefix", "limits", "service", "host", "port", "protocols",
+)  # fmt: skip
 
 
 @pytest.fixture
 def start_engine_server() -> Iterator[Callable[..., object]]:
-    from notes_cli.engine.config import EngineConfig
-    from notes_cli.engine.server import start_engine
+    from notes_cli.engine.core.config import EngineConfig
+    from notes_cli.engine.http.server import start_engine
 
     started: list = []  # type: ignore[type-arg]
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from notes_cli.engine.api import (
+from notes_cli.engine.core.api import (
     ADMITTED,
     Admitted,
     Completion,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from notes_cli.engine.api import (
+from notes_cli.engine.core.api import (
     ADMITTED,
     Admitted,
     Completion,
@@ -54,8 +54,8 @@ class ScriptedEngine:
 
 @pytest.fixture
 def scripted() -> Iterator[tuple[str, ScriptedEngine]]:
-    from notes_cli.engine.config import EngineConfig
-    from notes_cli.engine.server import start_engine
+    from notes_cli.engine.core.config import EngineConfig
+    from notes_cli.engine.http.server import start_engine
 
     engine = ScriptedEngine()
     with start_engine(EngineConfig(), port=0, service=engine) as running:

@@ -6,13 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from notes_cli.engine.costmodel import (
+from notes_cli.engine.core.costmodel import (
     NodeCost,
     effective_bandwidth_gbps,
     kv_bytes,
     transfer_ms,
 )
-from notes_cli.engine.profiles import Catalog, load_catalog
+from notes_cli.engine.core.profiles import Catalog, load_catalog
 
 KIB = 1024
 

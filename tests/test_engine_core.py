@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from notes_cli.engine.api import (
+from notes_cli.engine.core.api import (
     Admitted,
     ChatMessage,
     Completion,
@@ -24,9 +24,9 @@ from notes_cli.engine.api import (
     StepStats,
     TokenChunk,
 )
-from notes_cli.engine.config import EngineConfig
-from notes_cli.engine.profiles import load_catalog
-from notes_cli.engine.service import LiveEngineService, create_service
+from notes_cli.engine.core.config import EngineConfig
+from notes_cli.engine.core.profiles import load_catalog
+from notes_cli.engine.live.service import LiveEngineService, create_service
 from notes_cli.errors import InputError, UsageError
 
 REQUIRED_PRESETS = [

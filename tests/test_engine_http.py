@@ -13,7 +13,7 @@ import httpx
 import pytest
 from fake_engine import FakeEngine
 
-from notes_cli.engine.app import Limits
+from notes_cli.engine.http.app import Limits
 
 CHAT = {"model": "pd-mock-1", "messages": [{"role": "user", "content": "say pong"}]}
 RESPONSES = {"model": "pd-mock-1", "input": "say pong"}

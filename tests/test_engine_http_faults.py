@@ -12,7 +12,7 @@ import httpx
 import pytest
 from fake_engine import FakeEngine
 
-from notes_cli.engine.faults import FaultSpecError, parse_fault
+from notes_cli.engine.http.faults import FaultSpecError, parse_fault
 
 CHAT = {"model": "pd-mock-1", "messages": [{"role": "user", "content": "say pong"}]}
 MESSAGES = {"model": "pd-mock-1", "max_tokens": 32, "messages": [{"role": "user", "content": "hi"}]}

@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from notes_cli.engine.api import (
+from notes_cli.engine.core.api import (
     Admitted,
     ChatMessage,
     Completion,
@@ -16,12 +16,12 @@ from notes_cli.engine.api import (
     QueueFull,
     RequestRecord,
 )
-from notes_cli.engine.clock import WallClock
-from notes_cli.engine.config import EngineConfig
-from notes_cli.engine.profiles import Catalog, load_catalog
-from notes_cli.engine.scheduler import Scheduler
-from notes_cli.engine.service import LiveEngineService, _Admissions, create_service
-from notes_cli.engine.workers import SchedRequest
+from notes_cli.engine.core.config import EngineConfig
+from notes_cli.engine.core.profiles import Catalog, load_catalog
+from notes_cli.engine.core.scheduler import Scheduler
+from notes_cli.engine.core.workers import SchedRequest
+from notes_cli.engine.live.clock import WallClock
+from notes_cli.engine.live.service import LiveEngineService, _Admissions, create_service
 
 
 @pytest.fixture(scope="module")

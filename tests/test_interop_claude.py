@@ -5,6 +5,7 @@ article's errors (doubled /v1, wrong key) fail the way the reference says."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,11 @@ from interop_support import (
 pytestmark = pytest.mark.interop
 
 
-def claude_print(home: Path, *extra: str) -> ClientRun:
+def claude_print(home: Path, *extra: str, prompt: str = "say pong") -> ClientRun:
     claude = client_binary("claude")
     project = home / "project"
     project.mkdir(exist_ok=True)
-    args = [str(claude), "-p", "say pong", "--no-session-persistence", *extra]
+    args = [str(claude), "-p", prompt, "--no-session-persistence", *extra]
     env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), **CLAUDE_ENV}
     return run_client(args, env=env, cwd=project)
 
@@ -44,6 +45,39 @@ def test_claude_print_completes_a_turn_with_the_engines_answer(
     assert result["is_error"] is False
     assert result["result"].strip().lower().rstrip(".!") == "pong"
     assert result["stop_reason"] == "end_turn"
+
+
+def test_claude_runs_the_engines_bash_call_and_answers_with_its_output(
+    cli: Callable[..., Any], isolated_home: Path, engine_server: Any
+) -> None:
+    """The engine's tool rule through Claude Code's Bash tool (allowed with --allowedTools:
+    `-p` asks for no permission it was not given)."""
+    client_binary("claude")
+    write_claude_settings(cli, engine_server.anthropic_base_url)
+    marker = f"marker-{uuid.uuid4().hex[:10]}"
+    flags = ("--allowedTools", "Bash", "--output-format", "stream-json", "--verbose")
+
+    run = claude_print(isolated_home, *flags, prompt=f"run: echo {marker}")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    events = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    blocks = [
+        block
+        for event in events
+        if event.get("type") in ("assistant", "user")
+        for block in event["message"]["content"]
+        if isinstance(block, dict)
+    ]
+    calls = [b for b in blocks if b.get("type") == "tool_use"]
+    assert [c["name"] for c in calls] == ["Bash"]
+    assert calls[0]["input"] == {"command": f"echo {marker}"}
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    assert len(results) == 1 and not results[0].get("is_error")
+    assert marker in json.dumps(results[0]["content"])  # Claude Code ran it
+    final = events[-1]
+    assert final["type"] == "result" and final["is_error"] is False
+    assert marker in final["result"]
+    assert final["num_turns"] == 2
 
 
 def test_claude_reports_the_doubled_v1_as_a_model_issue(

@@ -1,5 +1,5 @@
 """The engine's event loop waits for its timers with microsecond resolution, not epoll's
-whole milliseconds (notes_cli/engine/precise_loop.py). Tested by what the selector asks the
+whole milliseconds (notes_cli/engine/live/precise_loop.py). Tested by what the selector asks the
 kernel for, not by timing, so a loaded machine cannot make these flaky."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from notes_cli.engine import precise_loop
-from notes_cli.engine.precise_loop import PreciseEpollSelector, new_event_loop
+from notes_cli.engine.live import precise_loop
+from notes_cli.engine.live.precise_loop import PreciseEpollSelector, new_event_loop
 
 pytestmark = pytest.mark.skipif(
     not hasattr(selectors, "EpollSelector"), reason="epoll is Linux's; elsewhere the stock loop"

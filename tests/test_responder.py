@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from notes_cli.engine.api import ChatMessage
-from notes_cli.engine.responder import Responder
-from notes_cli.engine.tokens import count_tokens, tokenize
+from notes_cli.engine.core.api import ChatMessage
+from notes_cli.engine.core.responder import Responder
+from notes_cli.engine.core.tokens import count_tokens, tokenize
 
 
 def ask(text: str, *, seed: int = 0, max_tokens: int = 256) -> tuple[str, str]:

@@ -8,12 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from notes_cli.engine.api import RequestRecord, StepStats
-from notes_cli.engine.config import EngineConfig
-from notes_cli.engine.profiles import Catalog, load_catalog
-from notes_cli.engine.scheduler import Scheduler
-from notes_cli.engine.simcore import SimRequest, simulate
-from notes_cli.engine.workers import SchedRequest
+from notes_cli.engine.core.api import RequestRecord, StepStats
+from notes_cli.engine.core.config import EngineConfig
+from notes_cli.engine.core.profiles import Catalog, load_catalog
+from notes_cli.engine.core.scheduler import Scheduler
+from notes_cli.engine.core.simcore import SimRequest, simulate
+from notes_cli.engine.core.workers import SchedRequest
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from notes_cli.engine.api import RequestRecord, StepStats
-from notes_cli.engine.profiles import Catalog, load_catalog
-from notes_cli.engine.scheduler import Scheduler
-from notes_cli.engine.workers import SchedRequest
+from notes_cli.engine.core.api import RequestRecord, StepStats
+from notes_cli.engine.core.profiles import Catalog, load_catalog
+from notes_cli.engine.core.scheduler import Scheduler
+from notes_cli.engine.core.workers import SchedRequest
 
 CATALOG: Catalog = load_catalog()
 PRESETS = ["h800-h20-rdma", "h100-2p2d-ib", "h100-colocated", "h100-chunked", "a100-13b-colocated"]

@@ -14,7 +14,7 @@ from fake_engine import FakeEngine
 from loopback import LoopbackServer, Reply, chat_stream
 
 from notes_cli.clients.endpoint import Endpoint
-from notes_cli.engine.api import Admitted, Completion, GenerationRequest, TokenChunk
+from notes_cli.engine.core.api import Admitted, Completion, GenerationRequest, TokenChunk
 from notes_cli.gateway import AsyncGatewayClient, StreamResult
 
 

@@ -25,18 +25,18 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from notes_cli.engine.api import (
+from notes_cli.engine.core.api import (
     ChatMessage,
     Completion,
     GenerationRequest,
     RequestRecord,
     TokenChunk,
 )
-from notes_cli.engine.config import EngineConfig
-from notes_cli.engine.costmodel import NodeCost
-from notes_cli.engine.profiles import load_catalog
-from notes_cli.engine.service import create_service
-from notes_cli.engine.simcore import SimRequest, simulate
+from notes_cli.engine.core.config import EngineConfig
+from notes_cli.engine.core.costmodel import NodeCost
+from notes_cli.engine.core.profiles import load_catalog
+from notes_cli.engine.core.simcore import SimRequest, simulate
+from notes_cli.engine.live.service import create_service
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "benchmarks-engine-core.md"
 _NOTES = "## Notes"  # --write keeps this section (and what follows) of the existing page
@@ -163,7 +163,7 @@ def main() -> None:
         "single-threaded; throughput is per CPU second. Reproduce with "
         "`python benchmarks/engine_core/run.py --write`.",
         "",
-        "## Simulator speed (`notes_cli.engine.simcore.simulate`)",
+        "## Simulator speed (`notes_cli.engine.core.simcore.simulate`)",
         "",
         "512-token prompts, 64-token outputs, Poisson arrivals at 70% of the prefill node's "
         "capacity (35% for colocated / chunked nodes, which also decode). Target: at least "

@@ -10,10 +10,10 @@ import json
 import sys
 from dataclasses import asdict
 
-from notes_cli.engine.api import RequestRecord
-from notes_cli.engine.config import EngineConfig
-from notes_cli.engine.server import serve_forever
-from notes_cli.engine.service import create_service
+from notes_cli.engine.core.api import RequestRecord
+from notes_cli.engine.core.config import EngineConfig
+from notes_cli.engine.http.server import serve_forever
+from notes_cli.engine.live.service import create_service
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """The default simulator of `pdnotes engine simulate`: the engine's own scheduler
-(`notes_cli.engine.simcore`) on a virtual clock, with presets from the engine catalog.
+(`notes_cli.engine.core.simcore`) on a virtual clock, with presets from the engine catalog.
 
 A configuration's mode override and P:D ratio are applied to the preset's node groups: a ratio
 P:D sets the prefill and decode node counts of a disaggregated preset; for a preset that only
@@ -17,14 +17,14 @@ from notes_cli.bench.simulate import Resolved, SimConfig
 from notes_cli.bench.workload import WorkItem
 
 if TYPE_CHECKING:
-    from notes_cli.engine.profiles import Catalog, Deployment
+    from notes_cli.engine.core.profiles import Catalog, Deployment
 
 
 class EngineSimulator:
     """`Simulator` over the engine core. The catalog is loaded once per instance."""
 
     def __init__(self, catalog: Catalog | None = None) -> None:
-        from notes_cli.engine.profiles import load_catalog
+        from notes_cli.engine.core.profiles import load_catalog
 
         self.catalog = catalog or load_catalog()
         self._deployment = cache(self._build)
@@ -53,7 +53,7 @@ class EngineSimulator:
         )
 
     def run(self, config: SimConfig, items: Iterable[WorkItem], seed: int) -> Iterator[Any]:
-        from notes_cli.engine.simcore import SimRequest, simulate
+        from notes_cli.engine.core.simcore import SimRequest, simulate
 
         # WorkItem has SimRequest's three fields under the same names; passing it through
         # saves an object per request on the simulator's hot path.

@@ -9,7 +9,7 @@ goodput), reported per chip. Everything derives from one seed: the same command 
 numbers.
 
 The simulator is injected (`Simulator`), so this module knows nothing of the cost model; the
-default one drives `notes_cli.engine.simcore`.
+default one drives `notes_cli.engine.core.simcore`.
 """
 
 from __future__ import annotations
@@ -285,7 +285,7 @@ def _search(runner: _Runner, config: SimConfig, chips: int) -> GoodputResult:
 
 
 def default_simulator() -> Simulator:
-    """The engine's scheduler on a virtual clock (notes_cli.engine.simcore)."""
+    """The engine's scheduler on a virtual clock (notes_cli.engine.core.simcore)."""
     from notes_cli.bench.engine_adapter import EngineSimulator
 
     return EngineSimulator()

@@ -45,15 +45,21 @@ def serve(
     max_queue: int = typer.Option(
         512, "--max-queue", help="Waiting requests before new ones get 429 + Retry-After."
     ),
+    protocols: str = typer.Option(
+        "chat,responses,anthropic",
+        "--protocols",
+        help="Comma list of the APIs to serve: chat, responses, anthropic. `--protocols chat` "
+        "plays a chat-only gateway: /responses and /anthropic/... answer 404.",
+    ),
 ) -> None:
     """Serve the mock PD engine (OpenAI chat + Responses, Anthropic Messages) until Ctrl-C."""
     import os
 
     from notes_cli import render
-    from notes_cli.engine.config import MODES, EngineConfig
-    from notes_cli.engine.faults import FaultSpecError, parse_fault
-    from notes_cli.engine.profiles import load_catalog
-    from notes_cli.engine.server import serve_forever
+    from notes_cli.engine.core.config import MODES, EngineConfig
+    from notes_cli.engine.core.profiles import load_catalog
+    from notes_cli.engine.http.faults import FaultSpecError, parse_fault
+    from notes_cli.engine.http.server import serve_forever
     from notes_cli.errors import PdnotesError, UsageError
     from notes_cli.render import engine as render_engine
 
@@ -63,6 +69,7 @@ def serve(
         raise UsageError("--speed must be greater than 0")
     if max_queue < 1:
         raise UsageError("--max-queue must be at least 1")
+    served = _protocols(protocols)
     deployment = load_catalog().deployment(preset).with_mode(mode)  # UsageError if unknown
     try:
         faults = [parse_fault(spec) for spec in fault]
@@ -82,7 +89,7 @@ def serve(
         max_queue=max_queue,
     )
     banner = render_engine.ServeBanner(
-        config, deployment.mode, api_key_env, tuple(f.describe() for f in faults)
+        config, deployment.mode, api_key_env, tuple(f.describe() for f in faults), served
     )
     try:
         serve_forever(
@@ -92,6 +99,7 @@ def serve(
             prefix=prefix,
             api_key_env=api_key_env,
             faults=faults,
+            protocols=served,
             on_ready=banner.show,
         )
     except OSError as exc:
@@ -102,13 +110,27 @@ def serve(
     render.note("engine stopped")
 
 
+def _protocols(value: str) -> tuple[str, ...]:
+    from notes_cli.engine.http.dialects import PROTOCOLS
+    from notes_cli.errors import UsageError
+
+    words = tuple(dict.fromkeys(w.strip().lower() for w in value.split(",") if w.strip()))
+    unknown = [w for w in words if w not in PROTOCOLS]
+    if unknown or not words:
+        raise UsageError(
+            f"--protocols {value!r}: unknown {', '.join(unknown) or 'empty list'}",
+            fix=f"give a comma list of {', '.join(PROTOCOLS)}, e.g. --protocols chat",
+        )
+    return words
+
+
 @app.command("presets")
 def presets(
     as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.engine.presets/1 doc."),
 ) -> None:
     """List the deployment presets: mode, prefill / decode chips, KV link and model."""
     from notes_cli import render
-    from notes_cli.engine.profiles import load_catalog
+    from notes_cli.engine.core.profiles import load_catalog
     from notes_cli.render import engine as render_engine
 
     rows = render_engine.preset_rows(load_catalog())

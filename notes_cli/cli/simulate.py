@@ -132,7 +132,7 @@ def _positive(text: str, flag: str) -> float:
 
 def _configs(presets: list[str], modes: list[str], pd_ratio: str | None) -> list[SimConfig]:
     from notes_cli.bench.simulate import SimConfig
-    from notes_cli.engine.config import MODES, EngineConfig
+    from notes_cli.engine.core.config import MODES, EngineConfig
 
     for m in modes:
         if m not in MODES:

@@ -86,8 +86,8 @@ class ExperimentResult:
 
 def run_experiment(speed: float = SPEED, *, seed: int = 0) -> ExperimentResult:
     """Run the load on each preset (one engine at a time) and collect the client's view."""
-    from notes_cli.engine.config import EngineConfig
-    from notes_cli.engine.server import start_engine
+    from notes_cli.engine.core.config import EngineConfig
+    from notes_cli.engine.http.server import start_engine
 
     results = []
     for preset in PRESETS:

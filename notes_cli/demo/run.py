@@ -69,8 +69,8 @@ def run_demo(
     on_step: Callable[[Step], None] | None = None,
 ) -> DemoReport:
     """Run every step; a failing step is recorded and the demo goes on to the next one."""
-    from notes_cli.engine.config import EngineConfig
-    from notes_cli.engine.server import start_engine
+    from notes_cli.engine.core.config import EngineConfig
+    from notes_cli.engine.http.server import start_engine
 
     report = DemoReport(lang, speed, str(keep.expanduser().resolve()) if keep else None)
 

@@ -11,9 +11,9 @@ from rich.table import Table
 from notes_cli.render import out
 
 if TYPE_CHECKING:
-    from notes_cli.engine.config import EngineConfig
-    from notes_cli.engine.profiles import Catalog, NodeGroup
-    from notes_cli.engine.server import EngineAddress
+    from notes_cli.engine.core.config import EngineConfig
+    from notes_cli.engine.core.profiles import Catalog, NodeGroup
+    from notes_cli.engine.http.server import EngineAddress
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class ServeBanner:
     mode: str
     api_key_env: str | None
     faults: tuple[str, ...]
+    protocols: tuple[str, ...] = ("chat", "responses", "anthropic")
 
     def show(self, address: EngineAddress) -> None:
         console = out()
@@ -34,8 +35,14 @@ class ServeBanner:
             f"preset [cyan]{escape(config.preset)}[/], mode {escape(self.mode)}, "
             f"speed x{config.speed:g}, models {escape(', '.join(config.served_models))}"
         )
+        served = self.protocols
         console.print(f"  OpenAI SDK / Codex base_url   {escape(address.base_url)}")
-        console.print(f"  Claude ANTHROPIC_BASE_URL     {escape(address.anthropic_base_url)}")
+        if "anthropic" in served:
+            console.print(f"  Claude ANTHROPIC_BASE_URL     {escape(address.anthropic_base_url)}")
+        if len(served) < 3:
+            console.print(
+                f"  protocols: {escape(', '.join(served))} only; the other routes answer 404"
+            )
         console.print(
             f"  metrics {escape(address.url('/metrics'))}   "
             f"state {escape(address.url('/engine/state'))}"
@@ -46,8 +53,10 @@ class ServeBanner:
             codex += f" --env-key {self.api_key_env}"
             claude += f" --token-env {self.api_key_env}"
             console.print(f"  auth: requests must carry ${escape(self.api_key_env)}")
-        console.print(f"  point Codex here:        {escape(codex)}")
-        console.print(f"  point Claude Code here:  {escape(claude)}")
+        if "responses" in served:
+            console.print(f"  point Codex here:        {escape(codex)}")
+        if "anthropic" in served:
+            console.print(f"  point Claude Code here:  {escape(claude)}")
         if self.faults:
             console.print(f"  [yellow]faults:[/] {escape(', '.join(self.faults))}")
         console.print("  Ctrl-C to stop")

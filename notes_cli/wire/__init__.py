@@ -38,6 +38,10 @@ Per protocol: `notes_cli.wire.chat`, `.responses`, `.anthropic`, each with
     encode_reply(reply, *, created=None, fingerprint=None) -> dict    non-streamed answer
     decode_reply(body: dict) -> Reply                         client side
     encode_error(error: WireError) -> dict / decode_error(status, body) -> WireError
+    dropped_tools(turn) -> list[str]      tools encode_request leaves out (it cannot say them)
+    new_id() -> str                       a fresh answer id in the protocol's style
+    usage_json(usage) -> dict / decode_usage(raw) -> Usage | None
+    encode_models(...) (chat, anthropic)  the `GET /models` list object
     StreamEncoder(id, model, *, include_usage=True, fingerprint=None, input_tokens=0,
                   created=None)                               server side, bytes out:
         .head()         what goes out before any output (Responses `response.created`,

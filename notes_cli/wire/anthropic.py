@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from typing import Any
 
@@ -773,3 +774,14 @@ class StreamDecoder:
             if index is not None and isinstance(partial, str) and partial:
                 return [ToolCallDelta(index, partial)]
         return []
+
+
+# --------------------------------------------------------------------------- models
+
+
+def encode_models(models: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """`GET /v1/models`, as Claude Code's gateway discovery reads it."""
+    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    data = [{"type": "model", "id": m, "display_name": m, "created_at": created} for m in models]
+    first, last = (models[0], models[-1]) if models else (None, None)
+    return {"data": data, "has_more": False, "first_id": first, "last_id": last}

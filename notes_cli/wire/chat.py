@@ -691,3 +691,13 @@ class StreamDecoder:
         ended: list[Event] = [ToolCallEnd(i) for i in self._open]
         self._open = []
         return ended
+
+
+# --------------------------------------------------------------------------- models
+
+
+def encode_models(models: tuple[str, ...] | list[str], owned_by: str) -> dict[str, Any]:
+    """`GET /models`: the OpenAI list object."""
+    created = int(time.time())
+    data = [{"id": m, "object": "model", "created": created, "owned_by": owned_by} for m in models]
+    return {"object": "list", "data": data}

@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from notes_cli.engine.app import DEFAULT_FINGERPRINT, Limits, create_app
-from notes_cli.engine.faults import FaultSpec, parse_fault
+from notes_cli.engine.http.app import DEFAULT_FINGERPRINT, Limits, create_app
+from notes_cli.engine.http.dialects import PROTOCOLS
+from notes_cli.engine.http.faults import FaultSpec, parse_fault
+from notes_cli.engine.http.header_deadline import with_header_deadline
 
 if TYPE_CHECKING:
-    from notes_cli.engine.api import EngineService
-    from notes_cli.engine.config import EngineConfig
+    from notes_cli.engine.core.api import EngineService
+    from notes_cli.engine.core.config import EngineConfig
 
 _STARTUP_TIMEOUT_S = 20.0
 
@@ -114,14 +116,17 @@ def start_engine(
     faults: Iterable[FaultSpec | str] = (),
     limits: Limits | None = None,
     service: EngineService | None = None,
+    protocols: Iterable[str] = PROTOCOLS,
 ) -> RunningEngine:
     """Start the engine for `config` on a background thread and return once it accepts
     connections. `port=0` picks a free port (see `.port` / `.base_url`). `service` replaces
     the engine core built from `config` (tests use fakes). Raises ValueError for a bad fault
-    spec or an unset `api_key_env`, OSError when the port is taken."""
-    app = _build_app(config, prefix, api_key_env, faults, limits, service)
+    spec or an unset `api_key_env`, OSError when the port is taken. `protocols` limits the
+    APIs served (the others' routes 404)."""
+    limits = limits or Limits()
+    app = _build_app(config, prefix, api_key_env, faults, limits, service, protocols)
     sock = _bind(host, port)
-    server = _Server(_uvicorn_config(app, graceful_s=1))
+    server = _Server(_uvicorn_config(app, graceful_s=1, header_timeout_s=limits.header_timeout_s))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="pdnotes-engine", daemon=True
     )
@@ -148,16 +153,17 @@ def serve_forever(
     limits: Limits | None = None,
     on_ready: Callable[[EngineAddress], None] | None = None,
     service: EngineService | None = None,
+    protocols: Iterable[str] = PROTOCOLS,
 ) -> None:
     """Serve in the foreground until SIGINT or SIGTERM, then shut down cleanly: requests in
     flight get a few seconds to finish (a second Ctrl-C forces it). `on_ready` gets the
     address once the socket is listening; `service` replaces the core built from `config`."""
-    app = _build_app(config, prefix, api_key_env, faults, limits, service)
+    limits = limits or Limits()
+    app = _build_app(config, prefix, api_key_env, faults, limits, service, protocols)
     sock = _bind(host, port)
     address = EngineAddress(host, sock.getsockname()[1], _prefix(prefix))
-    server = _Server(
-        _uvicorn_config(app, graceful_s=5), on_started=lambda: _ready(on_ready, address)
-    )
+    uvicorn_config = _uvicorn_config(app, graceful_s=5, header_timeout_s=limits.header_timeout_s)
+    server = _Server(uvicorn_config, on_started=lambda: _ready(on_ready, address))
     server.run(sockets=[sock])
 
 
@@ -173,10 +179,11 @@ def _build_app(
     faults: Iterable[FaultSpec | str],
     limits: Limits | None,
     service: EngineService | None,
+    protocols: Iterable[str] = PROTOCOLS,
 ) -> Any:
     specs = tuple(parse_fault(f) if isinstance(f, str) else f for f in faults)
     if service is None:
-        from notes_cli.engine.service import create_service
+        from notes_cli.engine.live.service import create_service
 
         service = create_service(config)
     return create_app(
@@ -187,12 +194,13 @@ def _build_app(
         limits=limits,
         speed=float(getattr(config, "speed", 1.0)),
         fingerprint=_fingerprint(),
+        protocols=tuple(protocols),
     )
 
 
 def _fingerprint() -> str:
     try:
-        from notes_cli.engine.config import SYSTEM_FINGERPRINT
+        from notes_cli.engine.core.config import SYSTEM_FINGERPRINT
     except ImportError:  # the core has not landed in this checkout
         return DEFAULT_FINGERPRINT
     return str(SYSTEM_FINGERPRINT)
@@ -227,14 +235,14 @@ def _http_protocol() -> str:
     return "httptools" if importlib.util.find_spec("httptools") else "h11"
 
 
-def _uvicorn_config(app: Any, *, graceful_s: int) -> uvicorn.Config:
+def _uvicorn_config(app: Any, *, graceful_s: int, header_timeout_s: float) -> uvicorn.Config:
     return uvicorn.Config(
         app,
         log_level="warning",
         access_log=False,
         lifespan="on",
-        loop="notes_cli.engine.precise_loop:new_event_loop",
-        http=_http_protocol(),
+        loop="notes_cli.engine.live.precise_loop:new_event_loop",
+        http=with_header_deadline(_http_protocol(), header_timeout_s),
         ws="none",
         timeout_graceful_shutdown=graceful_s,
         timeout_keep_alive=30,

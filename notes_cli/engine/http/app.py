@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import os
 import time
@@ -33,8 +34,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from notes_cli.engine import http_errors, protocol_anthropic, protocol_openai
-from notes_cli.engine.api import (
+from notes_cli.engine.core.api import (
     Admitted,
     Completion,
     EngineService,
@@ -43,10 +43,28 @@ from notes_cli.engine.api import (
     StepStats,
     TokenChunk,
 )
-from notes_cli.engine.faults import FaultInjector, FaultPlan, FaultSpec, FaultSpecError, parse_fault
-from notes_cli.engine.http_errors import ApiError, invalid
-from notes_cli.engine.metrics import CONTENT_TYPE, EngineMetrics
-from notes_cli.engine.protocol_common import ParsedCall, StreamEncoder
+from notes_cli.engine.http import dialects, http_errors
+from notes_cli.engine.http.dialects import (
+    CHAT,
+    MESSAGES,
+    PROTOCOLS,
+    RESPONSES,
+    Dialect,
+    EngineCall,
+    EngineStream,
+    StreamEncoder,
+)
+from notes_cli.engine.http.faults import (
+    FaultInjector,
+    FaultPlan,
+    FaultSpec,
+    FaultSpecError,
+    parse_fault,
+)
+from notes_cli.engine.http.http_errors import ApiError, invalid
+from notes_cli.engine.http.metrics import CONTENT_TYPE, EngineMetrics
+from notes_cli.wire import anthropic as wire_anthropic
+from notes_cli.wire import chat as wire_chat
 
 DEFAULT_FINGERPRINT = "fp_pdnotes_mock_engine"
 
@@ -114,40 +132,10 @@ class Limits:
     ~80 KB and Codex's to ~40 KB, so 8 MiB leaves room for long prompts."""
 
     max_body_bytes: int = 8 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class _Dialect:
-    """One wire protocol: how to parse, answer, stream and fail."""
-
-    route: str
-    parse: Callable[[bytes], ParsedCall]
-    body: Callable[[ParsedCall, str, Completion, str], dict[str, Any]]
-    encoder: Callable[[ParsedCall, str, int], StreamEncoder]
-    error: Callable[[ApiError], dict[str, Any]]
-
-
-_CHAT = _Dialect(
-    "chat",
-    protocol_openai.parse_chat,
-    protocol_openai.chat_body,
-    lambda call, fp, _tokens: protocol_openai.ChatStreamEncoder(call, fp),
-    protocol_openai.error_body,
-)
-_RESPONSES = _Dialect(
-    "responses",
-    protocol_openai.parse_responses,
-    protocol_openai.responses_body,
-    lambda call, fp, _tokens: protocol_openai.ResponsesStreamEncoder(call, fp),
-    protocol_openai.error_body,
-)
-_MESSAGES = _Dialect(
-    "messages",
-    protocol_anthropic.parse_messages,
-    protocol_anthropic.message_body,
-    protocol_anthropic.MessagesStreamEncoder,
-    protocol_anthropic.error_body,
-)
+    # A connection must finish sending a request's headers within this many seconds of
+    # opening (or of the request's first byte): idle half-open and slowloris connections are
+    # closed instead of held forever (uvicorn arms its keep-alive timer only after a response).
+    header_timeout_s: float = 10.0
 
 
 def create_app(
@@ -159,10 +147,15 @@ def create_app(
     limits: Limits | None = None,
     speed: float = 1.0,
     fingerprint: str = DEFAULT_FINGERPRINT,
+    protocols: tuple[str, ...] = PROTOCOLS,
 ) -> Starlette:
     """Build the ASGI app over `service`. With `api_key_env`, requests must carry that
     variable's value (read now) as a Bearer token or `x-api-key`. `speed` is the service's
-    wall-clock speed-up, used to report streamed token gaps in simulated time."""
+    wall-clock speed-up, used to report streamed token gaps in simulated time. `protocols`
+    (chat, responses, anthropic) are the APIs served; the others' routes answer 404."""
+    unknown = set(protocols) - set(PROTOCOLS)
+    if unknown or not protocols:
+        raise ValueError(f"protocols must be some of {', '.join(PROTOCOLS)}, not {protocols}")
     api_key = None
     if api_key_env:
         api_key = os.environ.get(api_key_env, "")
@@ -176,6 +169,7 @@ def create_app(
         limits=limits or Limits(),
         speed=speed,
         fingerprint=fingerprint,
+        protocols=frozenset(protocols),
     )
     return engine.build()
 
@@ -198,6 +192,7 @@ class _EngineHttp:
         limits: Limits,
         speed: float,
         fingerprint: str,
+        protocols: frozenset[str] = frozenset(PROTOCOLS),
     ) -> None:
         self.service = service
         self.prefix = prefix
@@ -206,6 +201,7 @@ class _EngineHttp:
         self.limits = limits
         self.speed = speed
         self.fingerprint = fingerprint
+        self.protocols = protocols
         self.metrics = EngineMetrics(service.state)
 
     # --- assembly ----------------------------------------------------------------------
@@ -213,19 +209,27 @@ class _EngineHttp:
     def build(self) -> Starlette:
         p = self.prefix
         anthropic = f"{p}/anthropic"
+        served = self.protocols
         routes = [
-            Route(f"{p}/models", self.openai_models, methods=["GET"]),
-            Route(f"{p}/chat/completions", self._generation(_CHAT), methods=["POST"]),
-            Route(f"{p}/responses", self._generation(_RESPONSES), methods=["POST"]),
-            Route(f"{anthropic}/v1/messages", self._generation(_MESSAGES), methods=["POST"]),
-            Route(f"{anthropic}/v1/models", self.anthropic_models, methods=["GET"]),
             Route("/health", self.health, methods=["GET"]),
             Route("/metrics", self.prometheus, methods=["GET"]),
             Route("/engine/state", self.engine_state, methods=["GET"]),
             Route("/engine/faults", self.faults, methods=["GET", "POST", "DELETE"]),
         ]
-        # Claude Code HEADs its base path and /api/hello; Codex doctor HEADs /responses.
-        for path in {p or "/", anthropic, "/api/hello", f"{p}/responses"}:
+        heads = {p or "/"}
+        if served & {"chat", "responses"}:
+            routes.append(Route(f"{p}/models", self.openai_models, methods=["GET"]))
+        if "chat" in served:
+            routes.append(Route(f"{p}/chat/completions", self._generation(CHAT), methods=["POST"]))
+        if "responses" in served:
+            routes.append(Route(f"{p}/responses", self._generation(RESPONSES), methods=["POST"]))
+            heads.add(f"{p}/responses")  # Codex doctor HEADs /responses
+        if "anthropic" in served:
+            messages = self._generation(MESSAGES)
+            routes.append(Route(f"{anthropic}/v1/messages", messages, methods=["POST"]))
+            routes.append(Route(f"{anthropic}/v1/models", self.anthropic_models, methods=["GET"]))
+            heads |= {anthropic, "/api/hello"}  # Claude Code HEADs its base and /api/hello
+        for path in heads:
             routes.append(Route(path, self.head_ok, methods=["HEAD"]))
         app = Starlette(
             routes=routes, lifespan=self._lifespan, middleware=[Middleware(_StampReceived)]
@@ -261,12 +265,12 @@ class _EngineHttp:
 
     # --- errors ------------------------------------------------------------------------
 
-    def _dialect_for(self, path: str) -> _Dialect:
-        return _MESSAGES if path.startswith(f"{self.prefix}/anthropic") else _CHAT
+    def _dialect_for(self, path: str) -> Dialect:
+        return MESSAGES if path.startswith(f"{self.prefix}/anthropic") else CHAT
 
-    def _error(self, dialect: _Dialect, error: ApiError) -> JSONResponse:
+    def _error(self, dialect: Dialect, error: ApiError) -> JSONResponse:
         self.metrics.count(dialect.route, error.status)
-        return _Json(dialect.error(error), error.status, headers=error.headers)
+        return _Json(dialects.error_body(dialect, error), error.status, headers=error.headers)
 
     async def _http_exception(self, request: Request, exc: HTTPException) -> Response:
         path = request.url.path
@@ -309,27 +313,27 @@ class _EngineHttp:
         return _Json(state)
 
     async def openai_models(self, request: Request) -> Response:
-        if (failure := self._auth_failure(request, _CHAT)) is not None:
+        if (failure := self._auth_failure(request, CHAT)) is not None:
             return failure
         models = self.service.served_models
-        return _Json(protocol_openai.models_body(models, self.fingerprint))
+        return _Json(wire_chat.encode_models(models, self.fingerprint))
 
     async def anthropic_models(self, request: Request) -> Response:
-        if (failure := self._auth_failure(request, _MESSAGES)) is not None:
+        if (failure := self._auth_failure(request, MESSAGES)) is not None:
             return failure
-        return _Json(protocol_anthropic.models_body(self.service.served_models))
+        return _Json(wire_anthropic.encode_models(self.service.served_models))
 
     async def faults(self, request: Request) -> Response:
         """Admin: GET lists faults; POST {"faults": [SPEC…], "replace": true} sets them;
         DELETE clears them. Guarded by the API key when one is configured."""
-        if request.method != "GET" and (failure := self._auth_failure(request, _CHAT)):
+        if request.method != "GET" and (failure := self._auth_failure(request, CHAT)):
             return failure
         if request.method == "POST":
             try:
                 document = await request.json()
                 specs = _fault_specs(document)
             except (ValueError, FaultSpecError) as exc:
-                return self._error(_CHAT, invalid(str(exc), param="faults"))
+                return self._error(CHAT, invalid(str(exc), param="faults"))
             if isinstance(document, dict) and document.get("replace") is False:
                 self.injector.add(specs)
             else:
@@ -346,15 +350,15 @@ class _EngineHttp:
 
     # --- auth and limits ---------------------------------------------------------------
 
-    def _auth_failure(self, request: Request, dialect: _Dialect) -> JSONResponse | None:
+    def _auth_failure(self, request: Request, dialect: Dialect) -> JSONResponse | None:
         if self.api_key is None:
             return None
         authorization = request.headers.get("authorization", "")
         bearer = authorization[7:].strip() if authorization[:7].lower() == "bearer " else ""
         x_api_key = request.headers.get("x-api-key", "")
-        if self.api_key in (bearer, x_api_key):
+        if _same_key(self.api_key, bearer) or _same_key(self.api_key, x_api_key):
             return None
-        error = http_errors.bad_key(bearer or x_api_key, anthropic=dialect is _MESSAGES)
+        error = http_errors.bad_key(bearer or x_api_key, anthropic=dialect is MESSAGES)
         return self._error(dialect, error)
 
     async def _read_body(self, request: Request) -> bytes:
@@ -371,7 +375,7 @@ class _EngineHttp:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def _check_request(self, call: ParsedCall) -> int:
+    def _check_request(self, call: EngineCall) -> int:
         """Exact model match and context length; returns the prompt's token count."""
         model = call.request.model
         served = self.service.served_models
@@ -385,7 +389,7 @@ class _EngineHttp:
 
     # --- generation --------------------------------------------------------------------
 
-    def _generation(self, dialect: _Dialect) -> Callable[[Request], Any]:
+    def _generation(self, dialect: Dialect) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
             if (failure := self._auth_failure(request, dialect)) is not None:
                 return failure
@@ -396,12 +400,12 @@ class _EngineHttp:
 
         return endpoint
 
-    async def _generate(self, request: Request, dialect: _Dialect) -> Response:
+    async def _generate(self, request: Request, dialect: Dialect) -> Response:
         raw = await self._read_body(request)
         plan = self.injector.plan()
         await self._misbehave_before_headers(request, plan)
         try:
-            call = dialect.parse(raw)
+            call = dialects.parse(dialect, raw)
         except ApiError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
@@ -426,7 +430,7 @@ class _EngineHttp:
         if not call.stream:
             return await self._respond_whole(dialect, call, stream, plan)
         self.metrics.count(dialect.route, 200)
-        encoder = dialect.encoder(call, self.fingerprint, prompt_tokens)
+        encoder: StreamEncoder = EngineStream(dialect, call, self.fingerprint, prompt_tokens)
         # The headers (and the protocol's head) go out now; the first token when it exists.
         events = self._stream_events(encoder, stream, plan)
         headers = {"cache-control": "no-cache", **self._labels(call)}
@@ -441,8 +445,8 @@ class _EngineHttp:
 
     async def _respond_whole(
         self,
-        dialect: _Dialect,
-        call: ParsedCall,
+        dialect: Dialect,
+        call: EngineCall,
         stream: AsyncIterator[Admitted | TokenChunk | Completion],
         plan: FaultPlan,
     ) -> Response:
@@ -462,10 +466,10 @@ class _EngineHttp:
             raise TypeError(f"the engine's stream ended with {item!r}, not a Completion")
         self.metrics.observe(item.pd_timing, item.completion_tokens, ())
         self.metrics.count(dialect.route, 200)
-        body = dialect.body(call, "".join(texts), item, self.fingerprint)
+        body = dialects.body(dialect, call, "".join(texts), item, self.fingerprint)
         return _Json(body, headers=self._labels(call))
 
-    def _labels(self, call: ParsedCall) -> dict[str, str]:
+    def _labels(self, call: EngineCall) -> dict[str, str]:
         """Headers on every answer: its id, and that it comes from the mock engine (the
         Anthropic format has no fingerprint field, so this is its only label)."""
         return {"x-request-id": call.request.request_id, "x-pdnotes-engine": self.fingerprint}
@@ -508,6 +512,14 @@ class _EngineHttp:
             return  # shutting down: end the stream; the client sees no completion event
         finally:
             await _close(stream)
+
+
+def _same_key(expected: str, presented: str) -> bool:
+    """Constant-time comparison: how long a wrong key takes to refuse says nothing about how
+    much of it was right."""
+    return bool(presented) and hmac.compare_digest(
+        expected.encode("utf-8", "surrogateescape"), presented.encode("utf-8", "surrogateescape")
+    )
 
 
 async def _close(stream: AsyncIterator[Any]) -> None:

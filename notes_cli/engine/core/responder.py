@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from notes_cli.engine.api import ChatMessage, FinishReason
-from notes_cli.engine.tokens import tokenize
+from notes_cli.engine.core.api import ChatMessage, FinishReason
+from notes_cli.engine.core.tokens import tokenize
 from notes_cli.resources import template_path
 
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
@@ -84,10 +84,10 @@ class Responder:
         _knowledge_answer("", self.seed)
 
     def respond(
-        self, messages: Sequence[ChatMessage], max_tokens: int
+        self, messages: Sequence[ChatMessage], max_tokens: int, *, answer: str | None = None
     ) -> tuple[list[str], FinishReason]:
-        """(tokens, finish reason); "".join(tokens) is the answer text."""
-        text = self.answer_text(messages)
+        """(tokens, finish reason); "".join(tokens) is the answer text (`answer` when given)."""
+        text = self.answer_text(messages) if answer is None else answer
         tokens = tokenize(text)
         if max_tokens < len(tokens):
             return tokens[: max(0, max_tokens)], "length"

@@ -1,8 +1,9 @@
 """The engine app's HTTP errors, protocol-neutral.
 
-Parsers, auth, limits, admission and faults raise `ApiError` with a neutral `kind`; the route's
-protocol module renders it as its own error object (OpenAI `{"error": {...}}`, Anthropic
-`{"type": "error", "error": {...}}`), so one failure looks native on every route. Messages
+Parsers, auth, limits, admission and faults raise `ApiError` (the wire layer's `WireError`)
+with a neutral `kind`; the route's wire module renders it as its own error object (OpenAI
+`{"error": {...}}`, Anthropic `{"type": "error", "error": {...}}`), so one failure looks native
+on every route. Messages
 follow what the real services say, because clients match on them (Claude Code on
 `invalid x-api-key`, Codex on the code `model_not_found` / `context_length_exceeded`).
 """
@@ -10,47 +11,15 @@ follow what the real services say, because clients match on them (Claude Code on
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 from notes_cli.secrets import mask
+from notes_cli.wire.errors import ErrorKind, WireError, invalid
 
-ErrorKind = Literal[
-    "invalid_request",
-    "context_length",
-    "authentication",
-    "not_found",
-    "model_not_found",
-    "method_not_allowed",
-    "request_too_large",
-    "rate_limit",
-    "server_error",
-    "overloaded",
-]
+__all__ = ["ApiError", "ErrorKind", "invalid"]
 
-
-class ApiError(Exception):
-    """An HTTP error response: status, neutral kind, message, extra headers (Retry-After)."""
-
-    def __init__(
-        self,
-        status: int,
-        kind: ErrorKind,
-        message: str,
-        *,
-        param: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
-        self.message = message
-        self.param = param
-        self.headers = headers or {}
-
-
-def invalid(message: str, *, param: str | None = None) -> ApiError:
-    """400 for a body that is not what the route accepts."""
-    return ApiError(400, "invalid_request", message, param=param)
+# One error type for the whole HTTP path: the wire layer's decoders raise it for bad bodies,
+# the engine for its own refusals, and the route's wire module renders it.
+ApiError = WireError
 
 
 def too_large(limit: int) -> ApiError:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from notes_cli.engine.workers import SchedRequest, Worker
+from notes_cli.engine.core.workers import SchedRequest, Worker
 
 
 def pick_prefill_node(pool: Sequence[Worker], request: SchedRequest, now: float) -> Worker:

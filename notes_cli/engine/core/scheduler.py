@@ -20,13 +20,13 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from notes_cli.engine.api import RequestRecord, StepStats
-from notes_cli.engine.costmodel import NodeCost
-from notes_cli.engine.links import LinkChannel
-from notes_cli.engine.profiles import Catalog, Deployment
-from notes_cli.engine.records import build_record
-from notes_cli.engine.routing import pick_decode_node, pick_prefill_node
-from notes_cli.engine.workers import SchedRequest, Worker
+from notes_cli.engine.core.api import RequestRecord, StepStats
+from notes_cli.engine.core.costmodel import NodeCost
+from notes_cli.engine.core.links import LinkChannel
+from notes_cli.engine.core.profiles import Catalog, Deployment
+from notes_cli.engine.core.records import build_record
+from notes_cli.engine.core.routing import pick_decode_node, pick_prefill_node
+from notes_cli.engine.core.workers import SchedRequest, Worker
 
 Event = tuple[float, int, Callable[[Any, float], None], Any]
 _GAP_TRIM = 4096  # keep per-node gap history bounded (only running requests need it)

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from notes_cli.engine.api import PdTiming
+from notes_cli.engine.core.api import PdTiming
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

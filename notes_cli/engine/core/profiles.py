@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from notes_cli.engine.config import MODES
+from notes_cli.engine.core.config import MODES
 from notes_cli.errors import InputError, UsageError
 from notes_cli.paths import pdnotes_home
 from notes_cli.resources import template_path

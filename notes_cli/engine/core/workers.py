@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from notes_cli.engine.costmodel import NodeCost
-from notes_cli.engine.links import LinkChannel
+from notes_cli.engine.core.costmodel import NodeCost
+from notes_cli.engine.core.links import LinkChannel
 
 
 class SchedRequest:

@@ -25,7 +25,9 @@ class GenerationRequest:
     into this. `max_tokens` None means the engine's default output budget. `received_s` is the
     `time.monotonic()` at which the server received the request (None: when `generate()` is
     first advanced); the wall time from there until the simulated hardware has the request is
-    reported as `PdTiming.admission_wall_ms`."""
+    reported as `PdTiming.admission_wall_ms`. `answer`, when set, is the exact text to
+    generate (the HTTP layer's tool rule decided it: a tool call's arguments, or the answer to
+    a tool's result) instead of what the responder would say."""
 
     model: str
     messages: tuple[ChatMessage, ...]
@@ -33,6 +35,7 @@ class GenerationRequest:
     request_id: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     received_s: float | None = None
+    answer: str | None = None
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,11 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from notes_cli.engine.api import RequestRecord
-from notes_cli.engine.config import EngineConfig
-from notes_cli.engine.profiles import Catalog, Deployment, load_catalog
-from notes_cli.engine.scheduler import Scheduler
-from notes_cli.engine.workers import SchedRequest
+from notes_cli.engine.core.api import RequestRecord
+from notes_cli.engine.core.config import EngineConfig
+from notes_cli.engine.core.profiles import Catalog, Deployment, load_catalog
+from notes_cli.engine.core.scheduler import Scheduler
+from notes_cli.engine.core.workers import SchedRequest
 
 
 @dataclass(frozen=True, slots=True)

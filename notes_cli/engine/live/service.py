@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
 from typing import Any, TypeVar
 
-from notes_cli.engine.api import (
+from notes_cli.engine.core.api import (
     ADMITTED,
     Admitted,
     Completion,
@@ -41,13 +41,13 @@ from notes_cli.engine.api import (
     StepStats,
     TokenChunk,
 )
-from notes_cli.engine.clock import WallClock
-from notes_cli.engine.config import EngineConfig
-from notes_cli.engine.profiles import Catalog, load_catalog
-from notes_cli.engine.responder import Responder
-from notes_cli.engine.scheduler import Scheduler
-from notes_cli.engine.tokens import count_tokens
-from notes_cli.engine.workers import SchedRequest
+from notes_cli.engine.core.config import EngineConfig
+from notes_cli.engine.core.profiles import Catalog, load_catalog
+from notes_cli.engine.core.responder import Responder
+from notes_cli.engine.core.scheduler import Scheduler
+from notes_cli.engine.core.tokens import count_tokens
+from notes_cli.engine.core.workers import SchedRequest
+from notes_cli.engine.live.clock import WallClock
 
 Observer = Callable[[RequestRecord | StepStats], None]
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class _Admissions:
 
 
 class LiveEngineService:
-    """`notes_cli.engine.api.EngineService` backed by the real scheduler and a wall clock."""
+    """`notes_cli.engine.core.api.EngineService` backed by the real scheduler and a wall clock."""
 
     def __init__(self, config: EngineConfig, catalog: Catalog | None = None) -> None:
         catalog = catalog or load_catalog()
@@ -267,7 +267,7 @@ class LiveEngineService:
         budget = request.max_tokens
         if budget is None:
             budget = self.config.default_max_tokens
-        tokens, finish = self.responder.respond(request.messages, budget)
+        tokens, finish = self.responder.respond(request.messages, budget, answer=request.answer)
         return tokens, finish, self.prompt_tokens(request)
 
     @staticmethod

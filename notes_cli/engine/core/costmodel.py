@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from notes_cli.engine.profiles import Chip, Link, ModelShape
+from notes_cli.engine.core.profiles import Chip, Link, ModelShape
 
 _TFLOPS = 1e12
 _TB = 1e12

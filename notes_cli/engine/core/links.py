@@ -14,8 +14,8 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from notes_cli.engine.costmodel import link_bytes_per_ms
-from notes_cli.engine.profiles import Link
+from notes_cli.engine.core.costmodel import link_bytes_per_ms
+from notes_cli.engine.core.profiles import Link
 
 Schedule = Callable[[float, Callable[[Any, float], None], Any], None]
 _TOLERANCE_BYTES = 1.0  # plus a relative 1e-9: float error must never stall a transfer

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from notes_cli.engine.api import RequestRecord
-from notes_cli.engine.workers import SchedRequest, Worker
+from notes_cli.engine.core.api import RequestRecord
+from notes_cli.engine.core.workers import SchedRequest, Worker
 
 
 def build_record(
