@@ -4,6 +4,7 @@ parallel tool calls, custom tools, dropped tools, and every way an upstream fail
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
@@ -315,24 +316,32 @@ def test_a_client_disconnect_cancels_the_upstream_request() -> None:
         saw_eof.set()
         writer.close()
 
+    stop = asyncio.Event()
+
     async def serve() -> None:
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
         port.append(server.sockets[0].getsockname()[1])
         ready.set()
         async with server:
-            await asyncio.sleep(20)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 20)
 
     thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
     thread.start()
     ready.wait(5)
-    with bridge_to(f"http://127.0.0.1:{port[0]}") as bridge:
-        with httpx.stream(
-            "POST", bridge.config.root_url + "/v1/responses", json=responses_body(), timeout=10
-        ) as reply:
-            for line in reply.iter_lines():
-                if "output_text.delta" in line:
-                    break  # the client goes away mid-answer
-        assert saw_eof.wait(3), "the upstream never saw the bridge hang up"
+    try:
+        with bridge_to(f"http://127.0.0.1:{port[0]}") as bridge:
+            with httpx.stream(
+                "POST", bridge.config.root_url + "/v1/responses", json=responses_body(), timeout=10
+            ) as reply:
+                for line in reply.iter_lines():
+                    if "output_text.delta" in line:
+                        break  # the client goes away mid-answer
+            assert saw_eof.wait(3), "the upstream never saw the bridge hang up"
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(5)
+        loop.close()
 
 
 # --------------------------------------------------------------------------- auth, routes
