@@ -6,14 +6,11 @@ The socket is bound here before uvicorn starts, so `port=0` gives a free port kn
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import signal
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from types import TracebackType
 
@@ -21,6 +18,13 @@ import uvicorn
 
 from notes_cli.bridge.app import BridgeApp
 from notes_cli.bridge.config import BridgeConfig
+from notes_cli.engine.http.header_deadline import with_header_deadline
+
+# One way of serving for the engine and the bridge: bind first (port 0 known at once, nodelay),
+# quiet SIGTERM, httptools. The engine's server module owns it.
+from notes_cli.engine.http.server import _bind, _http_protocol, _Server
+
+HEADER_TIMEOUT_S = 30.0  # a client that sends no complete request head in this long is cut
 
 _STARTUP_TIMEOUT_S = 20.0
 
@@ -108,58 +112,16 @@ def serve_forever(
     server.run(sockets=[sock])
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # Inherited by accepted sockets: an event must not wait for the client's delayed ACK.
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
-
-
 def _uvicorn_config(app: BridgeApp, *, graceful_s: int) -> uvicorn.Config:
-    import importlib.util
-
     return uvicorn.Config(
         app,
         log_level="warning",
         access_log=False,
         lifespan="on",
-        http="httptools" if importlib.util.find_spec("httptools") else "h11",
+        # the engine's: httptools where installed, with its deadline on reading headers
+        http=with_header_deadline(_http_protocol(), HEADER_TIMEOUT_S),
         ws="none",
         timeout_graceful_shutdown=graceful_s,
         timeout_keep_alive=30,
         backlog=2048,
     )
-
-
-class _Server(uvicorn.Server):
-    """Ends quietly on SIGINT / SIGTERM (uvicorn would re-raise the signal after shutdown)."""
-
-    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None] | None = None):
-        super().__init__(config)
-        self._on_started = on_started
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        if self.started and self._on_started is not None:
-            self._on_started()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        handled = (signal.SIGINT, signal.SIGTERM)
-        originals = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
-        try:
-            yield
-        finally:
-            for sig, handler in originals.items():
-                signal.signal(sig, handler)

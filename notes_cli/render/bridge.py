@@ -44,6 +44,11 @@ def banner(config: BridgeConfig) -> None:
         console.print(f"  model map: {escape(pairs)}")
     if config.api_key_env:
         console.print(f"  auth: clients must send ${escape(config.api_key_env)}")
+    elif config.host not in ("127.0.0.1", "localhost", "::1"):
+        console.print(
+            f"  [yellow]warning:[/] listening on {escape(config.host)} with no key: anyone who "
+            "can reach this port uses your upstream (add --api-key-env NAME)"
+        )
     codex, claude = config_commands(config)
     console.print(f"  point Codex here:        {escape(codex)}")
     console.print(f"  point Claude Code here:  {escape(claude)}")
