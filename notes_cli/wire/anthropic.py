@@ -119,7 +119,18 @@ def _param(*parts: Any) -> str:
 
 
 def decode_request(body: bytes | str | dict[str, Any]) -> Turn:
-    """A Messages request body → Turn; WireError (400 naming the param) on bad input."""
+    """A Messages request body → Turn; WireError (400 naming the param) on bad input, its
+    message starting with the param as Anthropic's do (`messages.0.role: …`)."""
+    try:
+        return _decode_request(body)
+    except WireError as error:
+        if error.param and not error.message.startswith(error.param):
+            error.message = f"{error.param}: {error.message}"
+            error.args = (error.message,)
+        raise
+
+
+def _decode_request(body: bytes | str | dict[str, Any]) -> Turn:
     data = f.decode_json_object(body)
     model = f.require_str(data, "model")
     messages: list[Message] = []

@@ -293,7 +293,6 @@ def encode_request(turn: Turn) -> dict[str, Any]:
     if turn.reasoning is not None and (turn.reasoning.effort or turn.reasoning.summary):
         reasoning = {"effort": turn.reasoning.effort, "summary": turn.reasoning.summary}
         body["reasoning"] = {k: v for k, v in reasoning.items() if v}
-    body["store"] = False
     body["stream"] = turn.stream
     return body
 
