@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-STEPS = ["engine", "config", "doctor", "mistakes", "smoke", "notes", "experiment", "next"]
+STEPS = [
+    "engine", "config", "doctor", "mistakes", "smoke", "notes", "bridge", "experiment", "next",
+]  # fmt: skip
 ARTICLE_FINDINGS = {
     "base-url-v1-suffix",
     "base-url-query",
@@ -59,6 +61,11 @@ def test_demo_json_reports_every_step(cli, tmp_path: Path, isolated_home: Path) 
     checked = cli("notes", "check", str(keep / "notes" / "pd-disagg-zh.md"))
     assert checked.exit_code == 0, checked.stdout
 
+    bridge = steps["bridge"]
+    assert bridge["upstream_responses_status"] == 404  # the engine played a chat-only gateway
+    assert bridge["request_url"] == bridge["bridge_codex_base_url"] + "/responses"
+    assert bridge["smoke"]["verdict"]["ok"] and len(bridge["smoke"]["runs"]) == 2
+
     experiment = steps["experiment"]["experiment"]
     colocated, disagg = experiment["presets"]
     assert (colocated["mode"], disagg["mode"]) == ("colocated", "disagg")
@@ -85,12 +92,14 @@ def test_demo_human_output_is_plain_text_without_a_terminal(
     for heading in (
         "1. Start the bundled mock PD engine",
         "4. Reproduce the article's common errors",
-        "7. The PD experiment",
+        "7. Codex on a chat-only endpoint, through the bridge",
+        "8. The PD experiment",
     ):
         assert heading in result.stdout
     assert "✓ doubled /v1 → base-url-v1-suffix" in result.stdout
-    assert "demo finished: all 8 steps did what they should." in result.stdout
+    assert "demo finished: all 9 steps did what they should." in result.stdout
     assert "(the demo's files were removed" in result.stdout
+    assert "POST http://127.0.0.1:" in result.stdout and "/api/responses -> 404" in result.stdout
     assert list(scratch.iterdir()) == []  # its temporary folder is gone
     assert _engine_threads() == []
 

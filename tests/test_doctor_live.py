@@ -317,3 +317,54 @@ def test_unreachable_names_the_proxy_that_applies(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("NO_PROXY", "gw.example")
     findings, _ = probe_endpoint(codex(), transport=httpx.MockTransport(refused))
     assert "through the proxy" not in findings[0].fix
+
+
+@respx.mock
+def test_responses_unsupported_gives_the_exact_bridge_commands() -> None:
+    respx.get(f"{GW}/api/models").mock(return_value=MODELS)
+    respx.post(f"{GW}/api/responses").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/api/v1/responses").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/api/chat/completions").mock(return_value=sse(chat_stream(["pong"])))
+    findings, _ = probe_endpoint(codex())
+    assert ids(findings) == ["responses-unsupported"]
+    assert (
+        f"pdnotes config codex --bridge --base-url {GW}/api --env-key GW_KEY --model pd-mock-1 "
+        "&& pdnotes bridge serve"
+    ) in findings[0].fix
+
+
+@respx.mock
+def test_claude_on_a_chat_only_gateway_is_messages_unsupported() -> None:
+    respx.get(f"{GW}/v1/models").mock(return_value=MODELS)
+    respx.post(url__startswith=f"{GW}/v1/messages").mock(return_value=httpx.Response(404))
+    respx.post(f"{GW}/v1/chat/completions").mock(return_value=sse(chat_stream(["pong"])))
+    findings, _ = probe_endpoint(claude(GW))
+    assert ids(findings) == ["messages-unsupported"]
+    assert f"pdnotes config claude --bridge --base-url {GW}/v1" in findings[0].fix
+    assert "--token-env ANTHROPIC_AUTH_TOKEN" in findings[0].fix
+
+
+BRIDGE = "http://127.0.0.1:8787"
+
+
+def _via_bridge() -> Endpoint:
+    return Endpoint("codex", f"{BRIDGE}/v1", "responses", model="m", source=SOURCE)
+
+
+@respx.mock
+def test_a_bridge_that_is_not_running_says_how_to_start_it() -> None:
+    respx.get(f"{BRIDGE}/v1/models").mock(side_effect=httpx.ConnectError("refused"))
+    findings, _ = probe_endpoint(_via_bridge())
+    assert ids(findings) == ["bridge-not-running"]
+    assert "pdnotes bridge serve" in findings[0].fix
+
+
+@respx.mock
+def test_a_bridge_whose_upstream_is_down_names_the_upstream() -> None:
+    said = "upstream http://gpu-box:23333/v1: cannot connect to http://gpu-box:23333/v1/models"
+    respx.get(f"{BRIDGE}/v1/models").mock(
+        return_value=httpx.Response(502, json={"error": {"message": said, "type": "api_error"}})
+    )
+    findings, _ = probe_endpoint(_via_bridge())
+    assert ids(findings) == ["bridge-upstream-failed"]
+    assert "gpu-box:23333" in findings[0].message

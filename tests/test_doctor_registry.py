@@ -50,6 +50,9 @@ EXTRAS = [
     "disable-flag-false-value",
     "model-placeholder",
     "gateway-not-accelerator",
+    "messages-unsupported",
+    "bridge-not-running",
+    "bridge-upstream-failed",
 ]
 
 

@@ -41,13 +41,14 @@ def _root(
 
 
 def _register() -> None:
-    from notes_cli.cli import bench, config, demo, doctor, engine, notes, smoke
+    from notes_cli.cli import bench, bridge, config, demo, doctor, engine, notes, smoke
 
     app.add_typer(config.app, name="config")
     app.command("doctor")(doctor.doctor)
     app.command("smoke")(smoke.smoke)
     app.add_typer(notes.app, name="notes")
     app.add_typer(engine.app, name="engine")
+    app.add_typer(bridge.app, name="bridge")
     app.command("bench")(bench.bench)
     app.command("demo")(demo.demo)
 

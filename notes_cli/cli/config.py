@@ -13,6 +13,7 @@ import typer
 from notes_cli.cli import layer_options
 
 if TYPE_CHECKING:
+    from notes_cli.bridge.config import BridgeConfig
     from notes_cli.clients.plan import WritePlan
 
 app = typer.Typer(
@@ -36,6 +37,16 @@ _DRY_RUN = typer.Option(False, "--dry-run", help="Show the diff; write nothing."
 _PRESET = typer.Option(
     None, "--preset", help="Provider preset: taotoken, mock, openai, deepseek, …"
 )
+_BRIDGE = typer.Option(
+    False,
+    "--bridge",
+    help="The endpoint serves only chat completions: point the client at `pdnotes bridge "
+    "serve` and record this endpoint as the bridge's upstream (see docs/bridge.md).",
+)
+_BRIDGE_PORT = typer.Option(8787, "--bridge-port", help="With --bridge: the bridge's port.")
+_BRIDGE_KEY_ENV = typer.Option(
+    None, "--bridge-key-env", help="With --bridge: the bridge's own key (its --api-key-env)."
+)
 
 
 @app.command("codex")
@@ -54,6 +65,9 @@ def codex(
         None, "--env-key", help="NAME of the variable holding the key (never the key)."
     ),
     wire_api: str = typer.Option("responses", "--wire-api", help="Only 'responses' is supported."),
+    bridge: bool = _BRIDGE,
+    bridge_port: int = _BRIDGE_PORT,
+    bridge_key_env: str | None = _BRIDGE_KEY_ENV,
     dry_run: bool = _DRY_RUN,
     as_json: bool = _JSON,
     codex_home: Path | None = _CODEX_HOME,
@@ -64,7 +78,15 @@ def codex(
 
     options = CodexOptions(preset, base_url, model, provider, env_key, wire_api)
     path = paths.codex_config_path(codex_home)
-    _write(path, lambda: plan_codex(options, codex_home=codex_home), dry_run, as_json)
+    if bridge or _chat_only(preset):
+        from notes_cli.clients.bridge import BridgeOptions, plan_codex_bridge
+
+        via = BridgeOptions(bridge_port, bridge_key_env)
+        _write(
+            path, lambda: plan_codex_bridge(options, via, codex_home=codex_home), dry_run, as_json
+        )
+        return
+    _write(path, lambda: (plan_codex(options, codex_home=codex_home), None), dry_run, as_json)
 
 
 @app.command("claude")
@@ -83,6 +105,9 @@ def claude(
         help="Write the token held in this variable into the file (made 0600). Use with care.",
     ),
     scope: str = typer.Option("user", "--scope", help="user, project or local settings file."),
+    bridge: bool = _BRIDGE,
+    bridge_port: int = _BRIDGE_PORT,
+    bridge_key_env: str | None = _BRIDGE_KEY_ENV,
     dry_run: bool = _DRY_RUN,
     as_json: bool = _JSON,
     claude_home: Path | None = _CLAUDE_HOME,
@@ -95,16 +120,50 @@ def claude(
     options = ClaudeOptions(
         preset, base_url, model, token_env, write_token_from_env, cast(Scope, scope)
     )
-    build = lambda: plan_claude(options, claude_home=claude_home, project_dir=project_dir)  # noqa: E731
+    if bridge or _chat_only(preset):
+        from notes_cli.clients.bridge import BridgeOptions, plan_claude_bridge
+
+        via = BridgeOptions(bridge_port, bridge_key_env)
+        build: Plan = lambda: plan_claude_bridge(  # noqa: E731
+            options, via, claude_home=claude_home, project_dir=project_dir
+        )
+    else:
+        build = lambda: (  # noqa: E731
+            plan_claude(options, claude_home=claude_home, project_dir=project_dir),
+            None,
+        )
     _write(path, build, dry_run, as_json)
 
 
-def _write(path: Path, build: Callable[[], WritePlan], dry_run: bool, as_json: bool) -> None:
-    """Plan and write under the file's lock (`clients.plan.write`), then render."""
+def _chat_only(preset: str | None) -> bool:
+    """The preset says its endpoint has no Responses / Messages API: bridge it."""
+    if not preset:
+        return False
+    from notes_cli.clients.presets import load_preset
+
+    return load_preset(preset).chat_only
+
+
+Plan = Callable[[], "tuple[WritePlan, BridgeConfig | None]"]
+
+
+def _write(path: Path, build: Plan, dry_run: bool, as_json: bool) -> None:
+    """Plan and write under the file's lock (`clients.plan.write`), record the bridge's
+    upstream when the plan goes through one, then render."""
     from notes_cli.clients.plan import write
     from notes_cli.render import config as render
 
-    result = write(path, build, dry_run=dry_run)
+    bridge_record: list[BridgeConfig | None] = [None]
+
+    def plan_only() -> WritePlan:
+        plan, bridge_record[0] = build()
+        return plan
+
+    result = write(path, plan_only, dry_run=dry_run)
+    if bridge_record[0] is not None and not dry_run:
+        from notes_cli.bridge.config import save_record
+
+        save_record(bridge_record[0])
     if as_json:
         render.write_json(result, dry_run=dry_run)
     else:

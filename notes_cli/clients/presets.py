@@ -41,6 +41,9 @@ class Preset:
     models: tuple[str, ...] = ()
     codex: CodexPreset | None = None
     claude: ClaudePreset | None = None
+    chat_only: bool = False
+    """The endpoint serves chat completions but neither Responses nor Messages: `pdnotes
+    config` points the clients at the bridge for it (docs/bridge.md)."""
 
 
 def preset_names() -> list[str]:
@@ -69,6 +72,7 @@ def load_preset(name: str) -> Preset:
         models=tuple(data.get("models", ())),
         codex=CodexPreset(**codex) if codex else None,
         claude=ClaudePreset(**claude) if claude else None,
+        chat_only=bool(data.get("chat_only", False)),
     )
 
 

@@ -86,9 +86,16 @@ def run_demo(
         record(_mistakes_step(box, eng.anthropic_base_url))
         record(_smoke_step(box))
         record(_notes_step(box, lang))
+        record(_bridge(box, speed))
     record(_experiment_step())
     record(_next_step(box, keep))
     return report
+
+
+def _bridge(box: Sandbox, speed: float) -> Step:
+    from notes_cli.demo.bridge_step import bridge_step
+
+    return bridge_step(box, speed)
 
 
 def _engine_step(base_url: str, anthropic_base_url: str, speed: float) -> Step:

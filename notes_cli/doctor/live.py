@@ -172,6 +172,9 @@ class _Prober:
                 # A server that never answers is not asked again; after an endless or huge
                 # model list the turn may still work (or show more).
                 return not isinstance(exc, gw.HeadersTimeout)
+            bridge = bridge_of(self.endpoint)
+            if bridge is not None and self._bridge_failed(exc, bridge):
+                return False
             if isinstance(exc, _UNREACHABLE):
                 self._unreachable(exc)
                 return False
@@ -283,17 +286,8 @@ class _Prober:
                     self._models_at(variant, f"models ({label})")
                 self._diagnose(problem)
             return
-        if self.endpoint.protocol == "responses":
-            chat = dataclasses.replace(self.endpoint, protocol="chat")
-            if self._try(chat, "chat-completions")[0]:
-                self._add(
-                    "responses-unsupported",
-                    f"POST {exc.url} -> 404, but {safe_url(chat.request_url())} answers: this "
-                    "gateway speaks chat completions only, and Codex calls /responses",
-                    "use a gateway (or a route of it) that serves the Responses API; Codex "
-                    'removed wire_api = "chat"',
-                )
-                return
+        if self._chat_only(exc):
+            return
         if self.served is not None and self.endpoint.model not in self.served:
             self._model_unknown(f"404 from {exc.url}")
             return
@@ -303,6 +297,33 @@ class _Prober:
             "check the base URL's path prefix against the gateway's docs (e.g. /api, with or "
             f"without /v1); it is set in {self._where()}",
         )
+
+    def _chat_only(self, exc: gw.HttpStatusError) -> bool:
+        """A 404 on /responses or /v1/messages where chat completions answer: the fix is the
+        bridge, with the exact commands for this endpoint."""
+        endpoint = self.endpoint
+        if endpoint.protocol == "responses":
+            candidates = [endpoint.base_url]
+            finding_id, client_path = "responses-unsupported", "/responses"
+        elif endpoint.protocol == "anthropic":
+            base = endpoint.base_url.rstrip("/")
+            candidates = [base + "/v1", base] if not base.endswith("/v1") else [base]
+            finding_id, client_path = "messages-unsupported", "/v1/messages"
+        else:
+            return False
+        for base in candidates:
+            chat = dataclasses.replace(endpoint, protocol="chat", base_url=base)
+            if not self._try(chat, "chat-completions")[0]:
+                continue
+            name = "Codex" if endpoint.protocol == "responses" else "Claude Code"
+            self._add(
+                finding_id,
+                f"POST {exc.url} -> 404, but {safe_url(chat.request_url())} answers: this "
+                f"gateway speaks chat completions only, and {name} calls {client_path}",
+                bridge_fix(endpoint, base),
+            )
+            return True
+        return False
 
     def _try(self, endpoint: Endpoint, name: str) -> tuple[bool, gw.GatewayError | None]:
         """Probe a variant URL: (found, problem). The path is found when the turn works or the
@@ -374,6 +395,27 @@ class _Prober:
         )
 
     # ------------------------------------------------------------------ findings
+
+    def _bridge_failed(self, exc: gw.GatewayError, bridge: str) -> bool:
+        """The endpoint is a pdnotes bridge: say whether the bridge or its upstream failed."""
+        if isinstance(exc, _UNREACHABLE):
+            self._add(
+                "bridge-not-running",
+                f"the pdnotes bridge at {bridge} does not answer: {exc.message}",
+                "start it: pdnotes bridge serve (or keep it running: pdnotes bridge install)",
+            )
+            return True
+        said = exc.error_message if isinstance(exc, gw.HttpStatusError) else None
+        status = exc.status if isinstance(exc, gw.HttpStatusError) else None
+        if said and said.startswith("upstream ") and status in (401, 403, 502, 504):
+            self._add(
+                "bridge-upstream-failed",
+                f"the pdnotes bridge at {bridge} answers, but its upstream does not: {said}",
+                "check the upstream the bridge serves (pdnotes bridge serve prints it; "
+                "--upstream / --upstream-key-env, or pdnotes config … --bridge again)",
+            )
+            return True
+        return False
 
     def _bound_broken(self, exc: gw.GatewayError) -> bool:
         """Add the finding for a server that broke a probe bound; False for other errors. A
@@ -534,6 +576,45 @@ def _redirect_loop(exc: gw.GatewayError) -> bool:
     if not isinstance(exc, gw.HttpStatusError) or not 300 <= exc.status < 400:
         return False
     return redirects_to_itself(exc.url, exc.location)
+
+
+def bridge_of(endpoint: Endpoint) -> str | None:
+    """The bridge's root URL when `endpoint` points at a pdnotes bridge (the bridge preset's
+    address, or the one `pdnotes config --bridge` recorded), else None."""
+    from urllib.parse import urlsplit
+
+    from notes_cli.clients.presets import load_preset
+
+    try:
+        parts = urlsplit(endpoint.base_url)
+        netloc = f"{parts.hostname}:{parts.port}"
+    except ValueError:
+        return None
+    hosts = set(load_preset("bridge").hosts)
+    try:
+        from notes_cli.bridge.config import load_record
+
+        record = load_record()
+    except Exception:  # an unreadable record is the config's problem, not the probe's
+        record = None
+    if record is not None:
+        hosts |= {f"127.0.0.1:{record.port}", f"localhost:{record.port}"}
+    return f"{parts.scheme}://{netloc}" if netloc in hosts else None
+
+
+def bridge_fix(endpoint: Endpoint, chat_base: str) -> str:
+    """The commands that put the bridge in front of a chat-only endpoint, for this client."""
+    import shlex
+
+    client = "codex" if endpoint.protocol == "responses" else "claude"
+    args = ["pdnotes", "config", client, "--bridge", "--base-url", chat_base]
+    if endpoint.key_env:
+        args += ["--env-key" if client == "codex" else "--token-env", endpoint.key_env]
+    args += ["--model", endpoint.model or "<model id>"]
+    return (
+        f"serve it through the pdnotes bridge: {shlex.join(args)} && pdnotes bridge serve "
+        "(docs/bridge.md; pdnotes bridge install keeps it running)"
+    )
 
 
 def exc_url(exc: gw.GatewayError) -> str:

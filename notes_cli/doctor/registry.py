@@ -547,7 +547,40 @@ _ENTRIES: tuple[Entry, ...] = (
         "codex",
         "the gateway serves /chat/completions but not /responses, which Codex needs (live)",
         "POST /responses -> 404 while /chat/completions -> 200",
-        "use a gateway (or route) that serves the Responses API",
+        "serve it through the pdnotes bridge: pdnotes config codex --bridge --base-url "
+        "{chat_base} --model {model} && pdnotes bridge serve (docs/bridge.md)",
+        live=True,
+    ),
+    Entry(
+        "messages-unsupported",
+        "error",
+        "claude",
+        "the gateway serves /chat/completions but not Anthropic's /v1/messages, which Claude "
+        "Code needs (live)",
+        "POST /v1/messages?beta=true -> 404 while /v1/chat/completions -> 200",
+        "serve it through the pdnotes bridge: pdnotes config claude --bridge --base-url "
+        "{chat_base} --model {model} && pdnotes bridge serve (docs/bridge.md)",
+        live=True,
+    ),
+    Entry(
+        "bridge-not-running",
+        "error",
+        "any",
+        "the client points at a pdnotes bridge (its preset's address or the recorded one) and "
+        "nothing answers there (live)",
+        "GET http://127.0.0.1:8787/v1/models: connection refused",
+        "start it: pdnotes bridge serve (or keep it running: pdnotes bridge install)",
+        live=True,
+    ),
+    Entry(
+        "bridge-upstream-failed",
+        "error",
+        "any",
+        "the pdnotes bridge answers, but the chat upstream behind it is down, slow or refuses "
+        "its key (live)",
+        "502: upstream http://gpu-box:23333/v1: cannot connect",
+        "check the upstream the bridge serves: --upstream / --upstream-key-env of pdnotes "
+        "bridge serve, or pdnotes config … --bridge again",
         live=True,
     ),
     # -- live: a server that breaks a probe's bounds (every probe has a wall clock and a byte

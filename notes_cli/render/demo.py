@@ -168,6 +168,21 @@ def _ms(value: float | None) -> str:
     return ms_text(value)
 
 
+def _bridge(data: dict[str, Any]) -> None:
+    console = out()
+    console.print(
+        f"  the engine as a chat-only gateway: POST {escape(data['upstream'])}/responses -> "
+        f"{data['upstream_responses_status']} (what Codex alone would get)"
+    )
+    console.print(f"  Codex base URL, through the bridge   {escape(data['bridge_codex_base_url'])}")
+    verdict = data["smoke"]["verdict"]
+    runs = data["smoke"].get("runs", [])
+    texts = ", ".join(escape(str(r.get("preview", "")).strip()) for r in runs)
+    console.print(f"  smoke through the bridge: {len(runs)} turns answered ({texts})")
+    if not verdict["ok"]:
+        console.print(f"  [red]{escape(str(verdict))}[/]")
+
+
 _BODIES = {
     "engine": _engine,
     "config": _config,
@@ -177,9 +192,14 @@ _BODIES = {
     "notes": _notes,
     "experiment": _experiment,
     "next": _next,
+    "bridge": _bridge,
 }
 
 _VERDICT = {
+    "bridge": (
+        "Codex's Responses API works on the chat-only engine through the bridge",
+        "the bridge step failed",
+    ),
     "engine": ("engine running on loopback", "engine did not start"),
     "config": (
         "both clients point at the engine (backups kept; no key written)",

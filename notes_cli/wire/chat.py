@@ -603,6 +603,7 @@ class StreamDecoder:
     def __init__(self) -> None:
         self.done = False  # a finish reason was seen
         self.closed = False  # `data: [DONE]` was seen
+        self.malformed = 0  # events whose data was not a JSON object (skipped), for callers
         self._started = False
         self._calls: dict[tuple[int, Any], int] = {}  # (choice, upstream index) → neutral
         self._open: list[int] = []
@@ -614,6 +615,7 @@ class StreamDecoder:
             return self._end_calls()
         obj = f.parse_sse_json(data)
         if obj is None:
+            self.malformed += 1
             return []
         out: list[Event] = []
         if obj.get("error"):

@@ -1,0 +1,529 @@
+"""What the bridge costs: TTFT and per-event latency it adds over calling the chat upstream
+directly, and CPU per request beside LiteLLM's proxy doing the same Responses → chat bridging.
+
+    python benchmarks/bridge/run.py [--streams 64] [--requests 256] [--events 64,512]
+                                    [--gap-ms 1] [--no-litellm] [--write docs/benchmarks-bridge.md]
+
+Four processes, each in its own session (killed by group at the end): a fast fake chat upstream
+(first chunk at once, then one chunk every --gap-ms), `pdnotes bridge serve` in front of it,
+LiteLLM's proxy in front of it (installed by this runner into benchmarks/.out/venv, never a
+pdnotes dependency; configured offline, no database), and this client, which keeps --streams
+requests in flight and notes when each event arrives. The three targets are run interleaved,
+round by round, in one run, so machine noise hits them alike.
+
+Measured:
+- TTFT: request sent → first content event (chat `delta.content` direct; Responses
+  `response.output_text.delta` through a bridge), median over all requests.
+- per event: (last event − first event) / events, median, bridge minus direct (latency added to
+  each event), and the bridge's marginal CPU per event (CPU at the large --events minus CPU at
+  the small one, divided by the extra events).
+- CPU per request: the bridge's (or LiteLLM's) process-group CPU time over a phase / requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "benchmarks" / ".out"
+VENV = OUT / "venv"
+LITELLM_VERSION = "1.106.12"  # newer releases need a `litellm-proxy` package PyPI lacks here
+MODEL = "bench-model"
+TICK = os.sysconf("SC_CLK_TCK")
+TEXT_DELTA = b'"response.output_text.delta"'
+COMPLETED = b'"response.completed"'
+
+
+# --------------------------------------------------------------------------- fake upstream
+
+
+def upstream_main(port_file: str, gap: str) -> None:
+    """A chat-completions upstream: GET /v1/models, POST /v1/chat/completions streaming
+    `max_tokens` content chunks (first at once, then one per gap), finish, usage, [DONE]."""
+    gap_ms = float(gap)
+    base = {"id": "chatcmpl-b", "object": "chat.completion.chunk", "created": 0, "model": MODEL}
+
+    def event(payload: dict) -> bytes:
+        data = json.dumps(payload, separators=(",", ":")).encode()
+        return b"%x\r\ndata: %s\n\n\r\n" % (len(data) + 8, data)
+
+    def content(i: int) -> bytes:
+        delta = {"content": f" t{i % 100}"} if i else {"role": "assistant", "content": "t0"}
+        return event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+
+    chunks = [content(i) for i in range(4096)]
+    models = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]}).encode()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                body = await reader.readexactly(length) if length else b""
+                if head.startswith(b"GET"):
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                        b"content-length: %d\r\n\r\n%s" % (len(models), models)
+                    )
+                    continue
+                request = json.loads(body)
+                n = int(request.get("max_tokens") or request.get("max_completion_tokens") or 64)
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                    b"transfer-encoding: chunked\r\n\r\n" + chunks[0]
+                )
+                for i in range(1, n):
+                    if gap_ms:
+                        await asyncio.sleep(gap_ms / 1000)
+                    writer.write(chunks[i])
+                finish = {"index": 0, "delta": {}, "finish_reason": "stop"}
+                usage = {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": n + 8}
+                writer.write(event({**base, "choices": [finish]}))
+                writer.write(event({**base, "choices": [], "usage": usage}))
+                writer.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def serve() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
+        Path(port_file).write_text(str(server.sockets[0].getsockname()[1]))
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(serve())
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def spawn(args: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        args,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def stop(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def group_cpu_s(pgid: int) -> float:
+    """User + system CPU seconds of every live process in the group (children included)."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # fields[2] is pgrp (state is fields[0])
+            total += int(fields[11]) + int(fields[12])
+    return total / TICK
+
+
+def wait_port(port: int, deadline_s: float, process: subprocess.Popen) -> None:
+    import socket
+
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"nothing listens on {port} after {deadline_s:.0f} s")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def ensure_litellm() -> tuple[Path | None, str]:
+    """LiteLLM's proxy in the benchmark's own venv; (binary, note)."""
+    binary = VENV / "bin" / "litellm"
+    if not binary.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        install = subprocess.run(
+            [str(VENV / "bin" / "pip"), "install", "-q", f"litellm[proxy]=={LITELLM_VERSION}"],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+        if install.returncode != 0:
+            return None, "pip install failed: " + install.stderr.strip().splitlines()[-1]
+    return binary, f"litellm {LITELLM_VERSION}"
+
+
+def litellm_config(upstream: str) -> Path:
+    path = OUT / "litellm-bridge.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            # custom_openai: an OpenAI-compatible provider LiteLLM has no native Responses
+            # config for, so /v1/responses is bridged onto the upstream's chat completions.
+            model_list:
+              - model_name: {MODEL}
+                litellm_params:
+                  model: custom_openai/{MODEL}
+                  api_base: {upstream}/v1
+                  api_key: not-needed
+            litellm_settings:
+              drop_params: true
+              telemetry: false
+            """
+        )
+    )
+    return path
+
+
+# --------------------------------------------------------------------------- client
+
+
+@dataclass
+class Sample:
+    ttft_ms: float
+    per_event_us: float
+    events: int
+
+
+@dataclass
+class Target:
+    name: str
+    port: int
+    path: str
+    marker: bytes  # what each content event contains
+    end: bytes  # what the last event contains
+    body: bytes
+    pgid: int | None = None
+    samples: list[Sample] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    cpu_s: float = 0.0
+    requests: int = 0
+
+
+def request_body(kind: str, events: int) -> bytes:
+    if kind == "chat":
+        body = {
+            "model": MODEL,
+            "stream": True,
+            "max_tokens": events,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
+    else:
+        body = {"model": MODEL, "stream": True, "max_output_tokens": events, "input": "hi"}
+    return json.dumps(body).encode()
+
+
+async def one(target: Target) -> Sample:
+    reader, writer = await asyncio.open_connection("127.0.0.1", target.port)
+    sent = time.perf_counter()
+    writer.write(
+        b"POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        b"authorization: Bearer x\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s"
+        % (target.path.encode(), len(target.body), target.body)
+    )
+    first = last = 0.0
+    events = 0
+    tail = b""
+    marker, end = target.marker, target.end
+    keep = max(len(marker), len(end))
+    while True:
+        data = await asyncio.wait_for(reader.read(65536), 120)
+        if not data:
+            break
+        now = time.perf_counter()
+        window = tail + data
+        found = window.count(marker) - tail.count(marker)
+        if found:
+            if not first:
+                first = now
+            events += found
+            last = now
+        if end in window:
+            break
+        tail = window[-keep:]
+    writer.close()
+    if not first:
+        raise RuntimeError(f"{target.name}: no content event in the answer")
+    per_event = (last - first) / max(events - 1, 1) * 1e6
+    return Sample((first - sent) * 1000, per_event, events)
+
+
+async def phase(target: Target, streams: int, requests: int) -> None:
+    queue = iter(range(requests))
+
+    async def worker() -> None:
+        for _ in queue:
+            try:
+                target.samples.append(await one(target))
+            except (TimeoutError, OSError, RuntimeError) as exc:
+                target.failures.append(f"{type(exc).__name__}: {exc}")
+
+    before = group_cpu_s(target.pgid) if target.pgid else 0.0
+    await asyncio.gather(*(worker() for _ in range(streams)))
+    if target.pgid:
+        target.cpu_s += group_cpu_s(target.pgid) - before
+    target.requests += requests
+    print(
+        f"{target.name}: {requests} requests, {len(target.failures)} failed so far",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", type=int, default=64)
+    parser.add_argument("--requests", type=int, default=256, help="per target and round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--litellm-requests", type=int, help="per round for LiteLLM (default: --requests)"
+    )
+    parser.add_argument("--events", default="64,512", help="small,large events per answer")
+    parser.add_argument("--gap-ms", type=float, default=1.0)
+    parser.add_argument("--no-litellm", action="store_true")
+    parser.add_argument("--write", type=Path)
+    args = parser.parse_args()
+    small, large = (int(x) for x in args.events.split(","))
+    OUT.mkdir(parents=True, exist_ok=True)
+    processes: list[subprocess.Popen] = []
+    # a SIGTERM (an outer `timeout`) must still stop the servers this runner started
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        report = run(args, small, large, processes)
+    finally:
+        for process in processes:
+            stop(process)
+    print(report)
+    if args.write:
+        command = "python benchmarks/bridge/run.py " + " ".join(sys.argv[1:])
+        page = [
+            "# Bridge benchmark",
+            "",
+            "What `pdnotes bridge serve` costs over calling a chat-completions upstream "
+            "directly, and beside LiteLLM's proxy doing the same Responses → chat bridging. "
+            "Generated by `benchmarks/bridge/run.py` (its docstring says what each number "
+            "measures); this page:",
+            "",
+            f"    {command}",
+            "",
+            report,
+        ]
+        args.write.write_text("\n".join(page))
+
+
+def run(args: argparse.Namespace, small: int, large: int, processes: list) -> str:
+    port_file = OUT / "bridge-upstream.port"
+    port_file.unlink(missing_ok=True)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import run; run.upstream_main(*sys.argv[2:])"
+    )
+    upstream = spawn(
+        [sys.executable, "-c", code, str(Path(__file__).parent), str(port_file), str(args.gap_ms)],
+        OUT / "bridge-upstream.log",
+    )
+    processes.append(upstream)
+    for _ in range(100):
+        if port_file.exists() and port_file.read_text():
+            break
+        time.sleep(0.05)
+    upstream_port = int(port_file.read_text())
+    upstream_url = f"http://127.0.0.1:{upstream_port}"
+
+    bridge_port = free_port()
+    bridge = spawn(
+        [sys.executable, "-m", "notes_cli", "bridge", "serve", "--upstream", f"{upstream_url}/v1",
+         "--port", str(bridge_port)],
+        OUT / "bridge-serve.log",
+        {"PYTHONPATH": str(ROOT), "NO_COLOR": "1", "PDNOTES_HOME": str(OUT / "pdnotes-home")},
+    )  # fmt: skip
+    processes.append(bridge)
+    wait_port(bridge_port, 30, bridge)
+
+    targets = {
+        "direct": Target(
+            "direct", upstream_port, "/v1/chat/completions", b'"content"', b"[DONE]", b""
+        ),
+        "bridge": Target(
+            "bridge", bridge_port, "/v1/responses", TEXT_DELTA, COMPLETED, b"", pgid=bridge.pid
+        ),
+    }
+    litellm_note = "not run (--no-litellm)"
+    if not args.no_litellm:
+        binary, litellm_note = ensure_litellm()
+        if binary is not None:
+            litellm_port = free_port()
+            litellm = spawn(
+                [str(binary), "--config", str(litellm_config(upstream_url)), "--host",
+                 "127.0.0.1", "--port", str(litellm_port), "--num_workers", "1"],
+                OUT / "litellm.log",
+                # no database, no master key (like the bridge without --api-key-env), no
+                # network: the cost map from the package, not from GitHub
+                {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR",
+                 "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true",
+                 "DISABLE_SCHEMA_UPDATE": "true", "NO_DOCS": "True"},
+            )  # fmt: skip
+            processes.append(litellm)
+            try:
+                wait_port(litellm_port, 180, litellm)
+                targets["litellm"] = Target(
+                    "litellm", litellm_port, "/v1/responses", TEXT_DELTA, COMPLETED, b"",
+                    pgid=litellm.pid,
+                )  # fmt: skip
+            except RuntimeError as exc:
+                log_tail = (OUT / "litellm.log").read_text()[-400:]
+                litellm_note = f"{litellm_note}: the proxy did not start ({exc}): {log_tail}"
+    return asyncio.run(measure(args, small, large, targets, litellm_note))
+
+
+async def measure(
+    args: argparse.Namespace, small: int, large: int, targets: dict[str, Target], note: str
+) -> str:
+    # warm up every target (imports, connection pools) before anything is measured
+    for target in targets.values():
+        target.body = request_body("chat" if target.name == "direct" else "responses", small)
+        await phase(target, 4, 8)
+        target.samples.clear()
+        target.cpu_s = 0.0
+        target.requests = 0
+    results: dict[tuple[str, int], Target] = {}
+    for events in (small, large):
+        for name, base in targets.items():
+            kind = "chat" if name == "direct" else "responses"
+            results[(name, events)] = Target(
+                name,
+                base.port,
+                base.path,
+                base.marker,
+                base.end,
+                request_body(kind, events),
+                base.pgid,
+            )
+    started = time.monotonic()
+    for _ in range(args.rounds):
+        for events in (small, large):
+            for name in targets:
+                count = args.requests
+                if name == "litellm" and args.litellm_requests:
+                    count = args.litellm_requests
+                await phase(results[(name, events)], args.streams, count)
+    wall = time.monotonic() - started
+    return render(args, small, large, results, list(targets), note, wall)
+
+
+def render(
+    args: argparse.Namespace,
+    small: int,
+    large: int,
+    results: dict[tuple[str, int], Target],
+    names: list[str],
+    note: str,
+    wall: float,
+) -> str:
+    def ttft(name: str, events: int) -> float:
+        return median([s.ttft_ms for s in results[(name, events)].samples])
+
+    def per_event(name: str, events: int) -> float:
+        return median([s.per_event_us for s in results[(name, events)].samples])
+
+    def cpu_ms(name: str, events: int) -> float:
+        target = results[(name, events)]
+        return target.cpu_s / max(target.requests, 1) * 1000
+
+    lines = [
+        "| target | events/answer | requests | failed | median TTFT ms | median per-event µs | "
+        "CPU ms/request |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for events in (small, large):
+        for name in names:
+            target = results[(name, events)]
+            cpu = f"{cpu_ms(name, events):.2f}" if target.pgid else "(upstream only)"
+            lines.append(
+                f"| {name} | {events} | {target.requests} | {len(target.failures)} | "
+                f"{ttft(name, events):.2f} | "
+                f"{per_event(name, events):.1f} | {cpu} |"
+            )
+    added_ttft = ttft("bridge", small) - ttft("direct", small)
+    added_event = per_event("bridge", large) - per_event("direct", large)
+    bridge = results[("bridge", large)], results[("bridge", small)]
+    extra_events = (large - small) * bridge[0].requests
+    marginal_us = (bridge[0].cpu_s - bridge[1].cpu_s) / max(extra_events, 1) * 1e6
+    summary = [
+        f"- TTFT added by the bridge (median, {small} events): **{added_ttft:+.3f} ms** "
+        f"(goal < 1 ms: {'met' if added_ttft < 1 else 'NOT met'})",
+        f"- latency added per streamed event (median, {large} events): "
+        f"**{added_event:+.1f} µs**; the bridge's marginal CPU per event: "
+        f"**{marginal_us:.1f} µs** (goal < 20 µs: "
+        f"{'met' if max(added_event, marginal_us) < 20 else 'NOT met'})",
+    ]
+    for (name, events), target in results.items():
+        if target.failures:
+            reasons = sorted(set(target.failures))
+            summary.append(
+                f"- {name}, {events} events: {len(target.failures)} of {target.requests} "
+                f"requests failed ({'; '.join(reasons[:2])[:200]})"
+            )
+    if "litellm" in names:
+        ratio = cpu_ms("litellm", small) / max(cpu_ms("bridge", small), 1e-9)
+        summary.append(
+            f"- CPU per request, {small} events: bridge {cpu_ms('bridge', small):.2f} ms, "
+            f"LiteLLM {cpu_ms('litellm', small):.2f} ms: LiteLLM uses **{ratio:.1f}x** the "
+            f"bridge's (goal ≥ 5x: {'met' if ratio >= 5 else 'NOT met'})"
+        )
+    else:
+        summary.append(f"- LiteLLM: {note}")
+    header = [
+        f"{args.streams} concurrent streams, {args.rounds} interleaved rounds of "
+        f"{args.requests} requests per target ({args.litellm_requests or args.requests} for "
+        f"LiteLLM), upstream gap {args.gap_ms:g} ms between chunks; "
+        f"{platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs, {note}; {wall:.0f} s.",
+        "",
+    ]
+    return "\n".join(header + summary + [""] + lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""What a bridge serves: the upstream, its key's variable, where to listen, model renames.
+
+`pdnotes config codex|claude --bridge` records the upstream in `$PDNOTES_HOME/bridge.json` so a
+bare `pdnotes bridge serve` (and the installed service) serves it; flags override the record.
+The record holds variable NAMES, never keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from notes_cli import fileio, paths
+from notes_cli.errors import InputError, UsageError
+from notes_cli.secrets import looks_like_env_name
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+RECORD_NAME = "bridge.json"
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    """One bridge. `upstream` is the chat endpoint's API root (the URL before
+    `/chat/completions`); `model_map` renames client model ids before they go upstream."""
+
+    upstream: str
+    upstream_key_env: str | None = None
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    model_map: dict[str, str] = field(default_factory=dict)
+    api_key_env: str | None = None
+    model: str | None = None  # what `pdnotes config` pointed the clients at (informational)
+
+    @property
+    def root_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def codex_base_url(self) -> str:
+        """Codex's `base_url` (it appends `/responses`)."""
+        return self.root_url + "/v1"
+
+    @property
+    def claude_base_url(self) -> str:
+        """Claude Code's `ANTHROPIC_BASE_URL` (it appends `/v1/messages`)."""
+        return self.root_url
+
+    def upstream_model(self, model: str) -> str:
+        return self.model_map.get(model, model)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_model_map(pairs: list[str]) -> dict[str, str]:
+    """`FROM=TO` flags as a dict; a pair without `=` is a usage error."""
+    mapping: dict[str, str] = {}
+    for pair in pairs:
+        source, sep, target = pair.partition("=")
+        if not sep or not source.strip() or not target.strip():
+            raise UsageError(
+                f"--model-map {pair!r} is not FROM=TO",
+                fix="e.g. --model-map gpt-5.5=glm-4.6 (repeat the flag for more)",
+            )
+        mapping[source.strip()] = target.strip()
+    return mapping
+
+
+def check_env_name(flag: str, name: str | None) -> None:
+    """A flag that takes a variable NAME must not be given a key."""
+    if name and not looks_like_env_name(name):
+        raise UsageError(
+            f"{flag} takes the NAME of an environment variable, not a key",
+            fix=f"export MY_KEY=<the key> and pass {flag} MY_KEY",
+        )
+
+
+def record_path() -> Path:
+    return paths.pdnotes_home() / RECORD_NAME
+
+
+def load_record() -> BridgeConfig | None:
+    """The recorded bridge, or None when `pdnotes config --bridge` never ran."""
+    path = record_path()
+    text = fileio.read_text(path)
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+        return BridgeConfig(
+            upstream=str(data["upstream"]),
+            upstream_key_env=data.get("upstream_key_env"),
+            host=str(data.get("host", DEFAULT_HOST)),
+            port=int(data.get("port", DEFAULT_PORT)),
+            model_map={str(k): str(v) for k, v in dict(data.get("model_map", {})).items()},
+            api_key_env=data.get("api_key_env"),
+            model=data.get("model"),
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(
+            f"{path} is not a bridge record ({exc})",
+            fix="run `pdnotes config codex --bridge --upstream URL …` again to rewrite it",
+        ) from exc
+
+
+def save_record(config: BridgeConfig) -> Path:
+    """Write the record (only names of variables; no secret can be in it)."""
+    text = json.dumps(config.to_json(), indent=2, sort_keys=True) + "\n"
+    return fileio.atomic_write(record_path(), text)
+
+
+def new_record(
+    *,
+    upstream: str,
+    upstream_key_env: str | None,
+    port: int,
+    api_key_env: str | None,
+    model: str | None,
+) -> BridgeConfig:
+    """What `pdnotes config --bridge` records (the variables need not be set yet). A model
+    map recorded earlier for the same upstream is kept."""
+    url = _clean_upstream(upstream)
+    try:
+        previous = load_record()
+    except InputError:
+        previous = None
+    mapping = previous.model_map if previous and previous.upstream == url else {}
+    return BridgeConfig(
+        upstream=url,
+        upstream_key_env=upstream_key_env,
+        port=port,
+        model_map=dict(mapping),
+        api_key_env=api_key_env,
+        model=model,
+    )
+
+
+def resolve(
+    *,
+    upstream: str | None,
+    upstream_key_env: str | None,
+    host: str | None,
+    port: int | None,
+    model_map: list[str],
+    api_key_env: str | None,
+) -> BridgeConfig:
+    """Flags over the record; no upstream anywhere is a usage error saying how to get one."""
+    record = load_record()
+    if upstream is None and record is None:
+        raise UsageError(
+            "no upstream to bridge to",
+            fix="pass --upstream https://host/v1 (the URL before /chat/completions), or record "
+            "one with `pdnotes config codex --bridge --upstream URL --model ID`",
+        )
+    base = record or BridgeConfig(upstream=str(upstream))
+    if upstream is not None and record is not None and upstream != record.upstream:
+        base = BridgeConfig(upstream=upstream)  # another upstream: the record's extras don't apply
+    check_env_name("--upstream-key-env", upstream_key_env)
+    check_env_name("--api-key-env", api_key_env)
+    mapping = {**base.model_map, **parse_model_map(model_map)}
+    config = replace(
+        base,
+        upstream=_clean_upstream(upstream or base.upstream),
+        upstream_key_env=upstream_key_env or base.upstream_key_env,
+        host=host or base.host,
+        port=base.port if port is None else port,
+        model_map=mapping,
+        api_key_env=api_key_env or base.api_key_env,
+    )
+    for flag, name in (
+        ("--upstream-key-env", config.upstream_key_env),
+        ("--api-key-env", config.api_key_env),
+    ):
+        if name and not os.environ.get(name):
+            raise UsageError(
+                f"{flag} names {name}, which is unset or empty",
+                fix=f"export {name}=<the key> and run the command again",
+            )
+    return config
+
+
+def _clean_upstream(url: str) -> str:
+    """The API root: a pasted `/chat/completions` is dropped; the scheme is required."""
+    url = url.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(
+            f"--upstream {url!r} has no http:// or https://",
+            fix="write the upstream with its scheme, e.g. http://127.0.0.1:23333/v1",
+        )
+    for suffix in ("/chat/completions", "/responses", "/v1/messages", "/messages"):
+        if url.endswith(suffix):
+            return url[: -len(suffix)]
+    return url

@@ -1,0 +1,127 @@
+"""Running the bridge on uvicorn: on a background thread (`start_bridge`: tests, the demo, the
+benchmarks) or in the foreground until SIGINT / SIGTERM (`serve_forever`: the CLI, the service).
+
+The socket is bound here before uvicorn starts, so `port=0` gives a free port known at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from types import TracebackType
+
+import uvicorn
+
+from notes_cli.bridge.app import BridgeApp
+from notes_cli.bridge.config import BridgeConfig
+from notes_cli.engine.http.header_deadline import with_header_deadline
+
+# One way of serving for the engine and the bridge: bind first (port 0 known at once, nodelay),
+# quiet SIGTERM, httptools. The engine's server module owns it.
+from notes_cli.engine.http.server import _bind, _http_protocol, _Server
+
+HEADER_TIMEOUT_S = 30.0  # a client that sends no complete request head in this long is cut
+
+_STARTUP_TIMEOUT_S = 20.0
+
+
+def build_app(config: BridgeConfig) -> BridgeApp:
+    """The app with its keys read from the environment now (names checked by `resolve`)."""
+    upstream_key = os.environ.get(config.upstream_key_env) if config.upstream_key_env else None
+    local_key = os.environ.get(config.api_key_env) if config.api_key_env else None
+    if config.api_key_env and not local_key:
+        raise ValueError(f"--api-key-env names {config.api_key_env}, which is unset or empty")
+    return BridgeApp(config, upstream_key=upstream_key, local_key=local_key)
+
+
+class RunningBridge:
+    """A bridge serving on a background thread; `.stop()` or a `with` block ends it."""
+
+    def __init__(
+        self, config: BridgeConfig, app: BridgeApp, server: uvicorn.Server, thread: threading.Thread
+    ) -> None:
+        self.config = config
+        self.app = app
+        self._server = server
+        self._thread = thread
+
+    @property
+    def codex_base_url(self) -> str:
+        return self.config.codex_base_url
+
+    @property
+    def claude_base_url(self) -> str:
+        return self.config.claude_base_url
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._server.force_exit = True
+            self._thread.join(timeout)
+
+    def __enter__(self) -> RunningBridge:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def start_bridge(config: BridgeConfig, *, app: BridgeApp | None = None) -> RunningBridge:
+    """Serve `config` on a thread; returns once it accepts connections (`config.port` 0 picks
+    a free port: the returned bridge's `.config` has the real one)."""
+    sock = _bind(config.host, config.port)
+    config = replace(config, port=sock.getsockname()[1])
+    app = app or build_app(config)
+    app.config = config
+    server = _Server(_uvicorn_config(app, graceful_s=1))
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="pdnotes-bridge", daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + _STARTUP_TIMEOUT_S
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            sock.close()
+            raise RuntimeError("the bridge did not start (see the log above)")
+        time.sleep(0.01)
+    return RunningBridge(config, app, server, thread)
+
+
+def serve_forever(
+    config: BridgeConfig, *, on_ready: Callable[[BridgeConfig], None] | None = None
+) -> None:
+    """Serve in the foreground until SIGINT / SIGTERM. Raises OSError when the port is taken."""
+    app = build_app(config)
+    sock = _bind(config.host, config.port)
+    config = replace(config, port=sock.getsockname()[1])
+    app.config = config
+    logging.basicConfig(level=logging.INFO, format="pdnotes bridge: %(message)s")
+    ready = (lambda: on_ready(config)) if on_ready else None
+    server = _Server(_uvicorn_config(app, graceful_s=5), on_started=ready)
+    server.run(sockets=[sock])
+
+
+def _uvicorn_config(app: BridgeApp, *, graceful_s: int) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        # the engine's: httptools where installed, with its deadline on reading headers
+        http=with_header_deadline(_http_protocol(), HEADER_TIMEOUT_S),
+        ws="none",
+        timeout_graceful_shutdown=graceful_s,
+        timeout_keep_alive=30,
+        backlog=2048,
+    )

@@ -1,0 +1,127 @@
+"""pdnotes bridge serve | install | uninstall"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from notes_cli.bridge.service import Runner
+
+app = typer.Typer(
+    help="Serve Codex (Responses API) and Claude Code (Messages) on a chat-completions endpoint.",
+    no_args_is_help=True,
+)
+
+_UPSTREAM = typer.Option(
+    None,
+    "--upstream",
+    help="The chat endpoint's API root, the URL before /chat/completions (default: the one "
+    "`pdnotes config … --bridge` recorded).",
+)
+_UPSTREAM_KEY_ENV = typer.Option(
+    None, "--upstream-key-env", help="NAME of the variable holding the upstream's key."
+)
+_HOST = typer.Option(None, "--host", help="Interface to listen on (default 127.0.0.1).")
+_PORT = typer.Option(None, "--port", help="TCP port (default 8787; 0 picks a free one).")
+_MODEL_MAP = typer.Option(
+    [], "--model-map", help="Rename a client model id upstream: FROM=TO (repeatable)."
+)
+_API_KEY_ENV = typer.Option(
+    None,
+    "--api-key-env",
+    help="Require the value of this variable from clients (Bearer token or x-api-key).",
+)
+
+
+@app.command("serve")
+def serve(
+    upstream: str | None = _UPSTREAM,
+    upstream_key_env: str | None = _UPSTREAM_KEY_ENV,
+    host: str | None = _HOST,
+    port: int | None = _PORT,
+    model_map: list[str] = _MODEL_MAP,
+    api_key_env: str | None = _API_KEY_ENV,
+) -> None:
+    """Translate Responses / Messages requests to the upstream's chat completions until Ctrl-C."""
+    from notes_cli import render
+    from notes_cli.bridge import config as bridge_config
+    from notes_cli.errors import PdnotesError
+    from notes_cli.render import bridge as render_bridge
+
+    config = bridge_config.resolve(
+        upstream=upstream,
+        upstream_key_env=upstream_key_env,
+        host=host,
+        port=port,
+        model_map=model_map,
+        api_key_env=api_key_env,
+    )
+    from notes_cli.bridge.server import serve_forever  # after the flags: the app is heavier
+
+    try:
+        serve_forever(config, on_ready=render_bridge.banner)
+    except OSError as exc:
+        raise PdnotesError(
+            f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}",
+            fix="pick another --port (or --port 0 for a free one); is a bridge already running?",
+        ) from exc
+    render.note("bridge stopped")
+
+
+@app.command("install")
+def install(
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Show the file and commands; do nothing."
+    ),
+    no_start: bool = typer.Option(
+        False, "--no-start", help="Write the service file but do not enable or start it."
+    ),
+) -> None:
+    """Keep `pdnotes bridge serve` running as a user service (systemd on Linux, launchd on macOS)
+    for the upstream `pdnotes config … --bridge` recorded."""
+    from notes_cli.bridge import config as bridge_config
+    from notes_cli.bridge import service
+    from notes_cli.errors import UsageError
+    from notes_cli.render import bridge as render_bridge
+
+    record = bridge_config.load_record()
+    if record is None:
+        raise UsageError(
+            "no bridge recorded: the service would not know its upstream",
+            fix="first run `pdnotes config codex --bridge --upstream URL --model ID` "
+            "(or the same for claude)",
+        )
+    plan = service.plan_service(record)
+    if not dry_run:
+        service.install(plan, start=not no_start, runner=_runner())
+    render_bridge.install_report(plan, record, dry_run=dry_run, started=not no_start)
+
+
+@app.command("uninstall")
+def uninstall(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be removed."),
+) -> None:
+    """Stop and remove the user service `pdnotes bridge install` wrote."""
+    from notes_cli.bridge import config as bridge_config
+    from notes_cli.bridge import service
+    from notes_cli.render import bridge as render_bridge
+
+    record = bridge_config.load_record() or bridge_config.BridgeConfig(upstream="-")
+    plan = service.plan_service(record)
+    removed = plan.path.exists()
+    if not dry_run:
+        removed = service.uninstall(plan, runner=_runner())
+    render_bridge.uninstall_report(plan, removed=removed, dry_run=dry_run)
+
+
+def _runner() -> Runner:
+    """The service-manager runner; PDNOTES_SERVICE_MANAGER=skip (tests) runs nothing."""
+    import os
+
+    from notes_cli.bridge import service
+
+    if os.environ.get("PDNOTES_SERVICE_MANAGER") == "skip":
+        return lambda command: 0
+    return service.run_manager

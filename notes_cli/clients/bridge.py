@@ -1,0 +1,113 @@
+"""`pdnotes config codex|claude --bridge`: point a client at the local bridge for an upstream
+that serves only chat completions, and record that upstream for `pdnotes bridge serve`.
+
+With `--bridge`, `--base-url` / `--env-key` (Claude: `--token-env`) / the preset describe the
+UPSTREAM, as they would without it; the client file gets the bridge preset's URL on
+`--bridge-port` instead. The record (`$PDNOTES_HOME/bridge.json`) is written only when the
+client file is, and holds variable names, never keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from notes_cli.bridge import config as bridge_config
+from notes_cli.clients import presets
+from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
+from notes_cli.clients.codex_config import CodexOptions, plan_codex
+from notes_cli.clients.plan import WritePlan
+from notes_cli.errors import UsageError
+
+BRIDGE_PRESET = "bridge"
+
+
+@dataclass(frozen=True)
+class BridgeOptions:
+    port: int = bridge_config.DEFAULT_PORT
+    api_key_env: str | None = None
+
+
+def _upstream(
+    preset_name: str | None, base_url: str | None, key_env: str | None, model: str | None
+) -> tuple[str, str | None, str]:
+    preset = presets.load_preset(preset_name) if preset_name else None
+    url = base_url or (preset.codex.base_url if preset and preset.codex else None)
+    if not url:
+        raise UsageError(
+            "--bridge needs the upstream: its chat-completions API root",
+            fix="pass --base-url https://host/v1 (the URL before /chat/completions) or a --preset",
+        )
+    key_env = key_env or (preset.codex.env_key if preset and preset.codex else None)
+    bridge_config.check_env_name("--env-key", key_env)
+    model = model or (preset.model if preset else None)
+    if not model:
+        raise UsageError(
+            "no model id to write",
+            fix="pass --model with the id exactly as the upstream serves it",
+        )
+    return url, key_env, model
+
+
+def _record(
+    url: str, key_env: str | None, model: str, options: BridgeOptions
+) -> bridge_config.BridgeConfig:
+    bridge_config.check_env_name("--bridge-key-env", options.api_key_env)
+    return bridge_config.new_record(
+        upstream=url,
+        upstream_key_env=key_env,
+        port=options.port,
+        api_key_env=options.api_key_env,
+        model=model,
+    )
+
+
+def plan_codex_bridge(
+    options: CodexOptions, bridge: BridgeOptions, *, codex_home: Path | None = None
+) -> tuple[WritePlan, bridge_config.BridgeConfig]:
+    url, key_env, model = _upstream(
+        options.preset, options.base_url, options.env_key, options.model
+    )
+    record = _record(url, key_env, model, bridge)
+    client = CodexOptions(
+        preset=BRIDGE_PRESET,
+        base_url=record.codex_base_url,
+        model=model,
+        provider=options.provider,
+        env_key=bridge.api_key_env,
+        wire_api=options.wire_api,
+    )
+    plan = plan_codex(client, codex_home=codex_home)
+    return _with_notes(plan, record), record
+
+
+def plan_claude_bridge(
+    options: ClaudeOptions,
+    bridge: BridgeOptions,
+    *,
+    claude_home: Path | None = None,
+    project_dir: Path | None = None,
+) -> tuple[WritePlan, bridge_config.BridgeConfig]:
+    url, key_env, model = _upstream(
+        options.preset, options.base_url, options.token_env, options.model
+    )
+    record = _record(url, key_env, model, bridge)
+    client = replace(
+        options,
+        preset=BRIDGE_PRESET,
+        base_url=record.claude_base_url,
+        model=model,
+        token_env=bridge.api_key_env,
+    )
+    plan = plan_claude(client, claude_home=claude_home, project_dir=project_dir)
+    return _with_notes(plan, record), record
+
+
+def _with_notes(plan: WritePlan, record: bridge_config.BridgeConfig) -> WritePlan:
+    serve = "pdnotes bridge serve"
+    notes = (
+        f"through the pdnotes bridge at {record.root_url} to {record.upstream}/chat/completions",
+        f"records the upstream in {bridge_config.record_path()}; start the bridge with "
+        f"`{serve}` (or keep it running: `pdnotes bridge install`)",
+    )
+    return replace(plan, notes=plan.notes + notes)

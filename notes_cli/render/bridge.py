@@ -1,0 +1,85 @@
+"""Drawing for `pdnotes bridge serve | install | uninstall`."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING
+
+from rich.markup import escape
+
+from notes_cli.render import out
+
+if TYPE_CHECKING:
+    from notes_cli.bridge.config import BridgeConfig
+    from notes_cli.bridge.service import ServicePlan
+
+
+def config_commands(config: BridgeConfig, model: str | None = None) -> tuple[str, str]:
+    """The `pdnotes config` commands that point Codex and Claude Code at this bridge."""
+    tail = ["--bridge", "--base-url", config.upstream]
+    if config.upstream_key_env:
+        tail += ["--env-key", config.upstream_key_env]
+    if config.port != 8787:
+        tail += ["--bridge-port", str(config.port)]
+    tail += ["--model", model or config.model or "<model id>"]
+    codex = shlex.join(["pdnotes", "config", "codex", *tail])
+    claude_tail = [("--token-env" if t == "--env-key" else t) for t in tail]
+    claude = shlex.join(["pdnotes", "config", "claude", *claude_tail])
+    return codex, claude
+
+
+def banner(config: BridgeConfig) -> None:
+    """What `bridge serve` prints once it listens (like `engine serve`)."""
+    console = out()
+    console.print(
+        f"[bold]pdnotes bridge[/] on {escape(config.root_url)} → upstream "
+        f"{escape(config.upstream)}/chat/completions"
+    )
+    console.print(f"  Codex base_url               {escape(config.codex_base_url)}")
+    console.print(f"  Claude ANTHROPIC_BASE_URL    {escape(config.claude_base_url)}")
+    if config.upstream_key_env:
+        console.print(f"  upstream key from ${escape(config.upstream_key_env)}")
+    if config.model_map:
+        pairs = ", ".join(f"{k} → {v}" for k, v in config.model_map.items())
+        console.print(f"  model map: {escape(pairs)}")
+    if config.api_key_env:
+        console.print(f"  auth: clients must send ${escape(config.api_key_env)}")
+    elif config.host not in ("127.0.0.1", "localhost", "::1"):
+        console.print(
+            f"  [yellow]warning:[/] listening on {escape(config.host)} with no key: anyone who "
+            "can reach this port uses your upstream (add --api-key-env NAME)"
+        )
+    codex, claude = config_commands(config)
+    console.print(f"  point Codex here:        {escape(codex)}")
+    console.print(f"  point Claude Code here:  {escape(claude)}")
+    console.print("  Ctrl-C to stop")
+    console.file.flush()
+
+
+def install_report(
+    plan: ServicePlan, record: BridgeConfig, *, dry_run: bool, started: bool
+) -> None:
+    console = out()
+    verb = "would write" if dry_run else "wrote"
+    console.print(f"[bold]{verb}[/] {escape(str(plan.path))} ({plan.kind}):")
+    console.print(escape(plan.text), markup=True, highlight=False, soft_wrap=True)
+    commands = [shlex.join(c) for c in plan.enable]
+    if dry_run:
+        console.print(f"[bold]would run[/]: {escape('; '.join(commands))}")
+    elif started:
+        console.print(f"[bold]ran[/]: {escape('; '.join(commands))}")
+    else:
+        console.print(f"start it with: {escape('; '.join(commands))}")
+    console.print(f"serves {escape(record.upstream)} at {escape(record.root_url)}")
+    if plan.key_hint:
+        console.print(f"[yellow]note:[/] {escape(plan.key_hint)}")
+
+
+def uninstall_report(plan: ServicePlan, *, removed: bool, dry_run: bool) -> None:
+    console = out()
+    if not removed:
+        console.print(f"nothing installed at {escape(str(plan.path))}")
+        return
+    verb = "would remove" if dry_run else "removed"
+    commands = "; ".join(shlex.join(c) for c in plan.disable)
+    console.print(f"[bold]{verb}[/] {escape(str(plan.path))} ({escape(commands)})")

@@ -1,0 +1,88 @@
+"""Bridges for tests: a real uvicorn bridge on a free loopback port in front of an upstream
+(the engine, a scripted loopback server, or an asyncio server that records what it saw)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from loopback import sse_event
+
+from notes_cli.bridge.app import BridgeApp
+from notes_cli.bridge.config import BridgeConfig
+from notes_cli.bridge.server import RunningBridge, start_bridge
+from notes_cli.gateway.relay import Upstream
+
+UPSTREAM_KEY = "sk-upstream-SENTINEL-0123456789abcdef"
+
+
+@contextlib.contextmanager
+def bridge_to(
+    upstream_url: str,
+    *,
+    key: str | None = UPSTREAM_KEY,
+    local_key: str | None = None,
+    idle_timeout: float = 10.0,
+    model_map: dict[str, str] | None = None,
+    store_capacity: int = 256,
+) -> Iterator[RunningBridge]:
+    config = BridgeConfig(upstream=upstream_url, port=0, model_map=model_map or {})
+    upstream = Upstream(upstream_url, key, idle_timeout=idle_timeout, headers_timeout=10.0)
+    app = BridgeApp(
+        config,
+        upstream_key=key,
+        local_key=local_key,
+        upstream=upstream,
+        store_capacity=store_capacity,
+    )
+    running = start_bridge(config, app=app)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+    base = {"id": "c1", "object": "chat.completion.chunk", "model": "up-model"}
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return sse_event({**base, "choices": [choice], **extra})
+
+
+def usage_chunk(prompt: int = 7, completion: int = 3) -> bytes:
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion}
+    usage["total_tokens"] = prompt + completion
+    base = {"id": "c1", "object": "chat.completion.chunk", "model": "up-model"}
+    return sse_event({**base, "choices": [], "usage": usage})
+
+
+def tool_call_stream(calls: list[tuple[str, str, str]], *, pieces: int = 3) -> list[bytes]:
+    """Parallel tool calls (call_id, name, arguments JSON), arguments split into `pieces`
+    deltas each and interleaved between the calls, as real upstreams stream them."""
+    events = [chunk({"role": "assistant", "content": None})]
+    for index, (call_id, name, _) in enumerate(calls):
+        first = {"index": index, "id": call_id, "type": "function"}
+        first["function"] = {"name": name, "arguments": ""}
+        events.append(chunk({"tool_calls": [first]}))
+    size = max(len(a) for _, _, a in calls) // pieces + 1
+    for start in range(0, size * pieces, size):
+        for index, (_, _, arguments) in enumerate(calls):
+            piece = arguments[start : start + size]
+            if piece:
+                delta = {"index": index, "function": {"arguments": piece}}
+                events.append(chunk({"tool_calls": [delta]}))
+    events.append(chunk({}, "tool_calls"))
+    events.append(usage_chunk())
+    events.append(b"data: [DONE]\n\n")
+    return events
+
+
+def sse_payloads(body: bytes) -> list[dict[str, Any]]:
+    """The JSON payloads of an SSE body (skipping `[DONE]`)."""
+    out = []
+    for block in body.decode().split("\n\n"):
+        for line in block.splitlines():
+            if line.startswith("data:") and line[5:].strip() != "[DONE]":
+                out.append(json.loads(line[5:].strip()))
+    return out

@@ -1,0 +1,94 @@
+"""`pdnotes bridge serve` as a user runs it (a subprocess serving the recorded upstream, its
+banner, a clean stop on SIGTERM) and `pdnotes doctor` on a client that points at a bridge."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from bridge_support import bridge_to
+
+from notes_cli.bridge.config import BridgeConfig, save_record
+
+
+def test_bridge_serve_with_no_flags_serves_the_recorded_upstream(
+    start_engine_server: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = start_engine_server(protocols=("chat",))
+    monkeypatch.setenv("UP_KEY", "sk-never-printed-0123456789")
+    save_record(BridgeConfig(upstream=engine.base_url, upstream_key_env="UP_KEY", port=0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "notes_cli", "bridge", "serve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    try:
+        lines: list[str] = []
+        deadline = time.monotonic() + 30
+        assert process.stdout is not None
+        while time.monotonic() < deadline and not any("Ctrl-C" in line for line in lines):
+            line = process.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+        banner = "".join(lines)
+        match = re.search(r"Codex base_url\s+(http://127\.0\.0\.1:(\d+)/v1)", banner)
+        assert match, banner
+        assert f"upstream {engine.base_url}/chat/completions" in banner
+        assert "pdnotes config codex --bridge --base-url" in banner
+        assert "sk-never-printed" not in banner
+        health = httpx.get(f"http://127.0.0.1:{match.group(2)}/health", timeout=10).json()
+        assert health["upstream"]["ok"] is True
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(15)
+        if process.stdout is not None:
+            process.stdout.close()
+    assert process.returncode == 0
+
+
+def test_doctor_checks_the_bridge_and_its_upstream(
+    cli: Callable[..., Any], start_engine_server: Callable[..., Any]
+) -> None:
+    engine = start_engine_server(protocols=("chat",))
+    with bridge_to(engine.base_url, key=None) as bridge:
+        port = str(bridge.config.port)
+        wrote = cli(
+            "config", "codex", "--bridge", "--base-url", engine.base_url,
+            "--model", "pd-mock-1", "--bridge-port", port,
+        )  # fmt: skip
+        assert wrote.exit_code == 0, wrote.stderr
+        healthy = cli("doctor", "--client", "codex", "--json")
+    assert healthy.exit_code == 0, healthy.stdout
+    assert not [f for f in healthy.json()["findings"] if f["severity"] == "error"]
+    stopped = cli("doctor", "--client", "codex", "--json")
+    assert stopped.exit_code == 1
+    ids = [f["id"] for f in stopped.json()["findings"]]
+    assert "bridge-not-running" in ids
+
+
+def test_doctor_on_the_chat_only_engine_gives_the_bridge_commands(
+    cli: Callable[..., Any], start_engine_server: Callable[..., Any]
+) -> None:
+    engine = start_engine_server(protocols=("chat",))
+    wrote = cli("config", "codex", "--preset", "mock", "--base-url", engine.base_url)
+    assert wrote.exit_code == 0, wrote.stderr
+    report = cli("doctor", "--client", "codex", "--json")
+    findings = {f["id"]: f for f in json.loads(report.stdout)["findings"]}
+    assert "responses-unsupported" in findings, findings
+    fix = findings["responses-unsupported"]["fix"]
+    assert f"pdnotes config codex --bridge --base-url {engine.base_url}" in fix
+    assert "pdnotes bridge serve" in fix

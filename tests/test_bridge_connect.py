@@ -1,0 +1,185 @@
+"""Connect knows the bridge: `pdnotes config codex|claude --bridge` points the client at the
+bridge and records the upstream; `pdnotes bridge serve` with no flags finds it; `pdnotes bridge
+install|uninstall` writes / removes a user service without ever running the real systemctl."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from notes_cli.bridge import config as bridge_config
+from notes_cli.bridge import service
+from notes_cli.errors import UsageError
+
+
+def _codex(home: Path) -> dict:
+    return tomllib.loads((home / ".codex" / "config.toml").read_text())
+
+
+def test_config_codex_bridge_points_codex_at_the_bridge_and_records_upstream(cli, isolated_home):
+    result = cli(
+        "config", "codex", "--bridge", "--base-url", "http://gpu-box:23333/v1/chat/completions",
+        "--env-key", "GPU_KEY", "--model", "qwen3-32b",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    config = _codex(isolated_home)
+    provider = config["model_providers"][config["model_provider"]]
+    assert provider["base_url"] == "http://127.0.0.1:8787/v1"
+    assert "env_key" not in provider  # the bridge has no key of its own here
+    assert config["model"] == "qwen3-32b"
+    record = json.loads((isolated_home / ".pdnotes" / "bridge.json").read_text())
+    assert record["upstream"] == "http://gpu-box:23333/v1"  # the pasted suffix is dropped
+    assert record["upstream_key_env"] == "GPU_KEY"
+    assert "pdnotes bridge serve" in result.stdout + result.stderr
+
+
+def test_dry_run_records_nothing(cli, isolated_home):
+    result = cli(
+        "config", "codex", "--bridge", "--base-url", "http://gpu-box:23333/v1",
+        "--model", "m", "--dry-run",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert not (isolated_home / ".pdnotes" / "bridge.json").exists()
+    assert not (isolated_home / ".codex" / "config.toml").exists()
+
+
+def test_config_claude_bridge_uses_a_placeholder_token_and_the_bridge_root(cli, isolated_home):
+    result = cli(
+        "config", "claude", "--bridge", "--base-url", "http://gpu-box:23333/v1",
+        "--token-env", "GPU_KEY", "--model", "glm-4.6", "--bridge-port", "9011",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    settings = json.loads((isolated_home / ".claude" / "settings.json").read_text())
+    assert settings["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9011"
+    assert settings["env"]["ANTHROPIC_AUTH_TOKEN"] == "pdnotes-bridge-no-key"
+    assert settings["env"]["ANTHROPIC_MODEL"] == "glm-4.6"
+    assert "apiKeyHelper" not in settings  # the upstream's key stays with the bridge
+    record = bridge_config.load_record()
+    assert record is not None
+    assert (record.upstream, record.upstream_key_env, record.port) == (
+        "http://gpu-box:23333/v1",
+        "GPU_KEY",
+        9011,
+    )
+
+
+def test_a_chat_only_preset_goes_through_the_bridge_without_the_flag(cli, isolated_home):
+    result = cli("config", "codex", "--preset", "lmdeploy", "--model", "internlm3")
+    assert result.exit_code == 0, result.stderr
+    provider = _codex(isolated_home)["model_providers"]["pdnotes-bridge"]
+    assert provider["base_url"] == "http://127.0.0.1:8787/v1"
+    record = bridge_config.load_record()
+    assert record is not None and record.upstream == "http://127.0.0.1:23333/v1"
+
+
+def test_a_key_in_place_of_a_variable_name_is_refused(cli, isolated_home):
+    result = cli(
+        "config", "codex", "--bridge", "--base-url", "http://h/v1", "--model", "m",
+        "--env-key", "sk-live-0123456789abcdef0123456789abcdef",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "0123456789abcdef0123" not in result.stdout + result.stderr
+
+
+def test_serve_resolves_the_record_and_flags_override_it(monkeypatch):
+    monkeypatch.setenv("GPU_KEY", "sk-test-1234567890")
+    bridge_config.save_record(
+        bridge_config.BridgeConfig(
+            upstream="http://gpu-box:23333/v1", upstream_key_env="GPU_KEY", port=9000
+        )
+    )
+    resolved = bridge_config.resolve(
+        upstream=None, upstream_key_env=None, host=None, port=None,
+        model_map=["gpt-5.5=qwen3"], api_key_env=None,
+    )  # fmt: skip
+    assert (resolved.upstream, resolved.port, resolved.upstream_key_env) == (
+        "http://gpu-box:23333/v1",
+        9000,
+        "GPU_KEY",
+    )
+    assert resolved.upstream_model("gpt-5.5") == "qwen3"
+    other = bridge_config.resolve(
+        upstream="http://other/v1", upstream_key_env=None, host=None, port=None,
+        model_map=[], api_key_env=None,
+    )  # fmt: skip
+    assert other.upstream == "http://other/v1" and other.upstream_key_env is None
+
+
+def test_serve_without_any_upstream_says_how_to_get_one(cli):
+    result = cli("bridge", "serve")
+    assert result.exit_code == 2
+    assert "--upstream" in result.stderr and "pdnotes config codex --bridge" in result.stderr
+
+
+def test_serve_refuses_an_unset_key_variable(cli):
+    result = cli("bridge", "serve", "--upstream", "http://h/v1", "--upstream-key-env", "NOPE_KEY")
+    assert result.exit_code == 2
+    assert "NOPE_KEY" in result.stderr
+
+
+def test_bad_model_map_is_a_usage_error():
+    with pytest.raises(UsageError):
+        bridge_config.parse_model_map(["no-equals-sign"])
+
+
+# --- the user service -------------------------------------------------------------------------
+
+
+def _record(**kw) -> bridge_config.BridgeConfig:
+    config = bridge_config.BridgeConfig(upstream="http://gpu-box:23333/v1", **kw)
+    bridge_config.save_record(config)
+    return config
+
+
+def test_install_dry_run_shows_the_unit_and_writes_nothing(cli, isolated_home, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
+    monkeypatch.setattr("sys.platform", "linux")
+    _record(upstream_key_env="GPU_KEY")
+    result = cli("bridge", "install", "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    unit = isolated_home / "xdg" / "systemd" / "user" / "pdnotes-bridge.service"
+    assert str(unit) in result.stdout.replace("\n", "")
+    assert "ExecStart=" in result.stdout and "bridge serve" in result.stdout
+    assert "PassEnvironment=GPU_KEY" in result.stdout
+    assert "systemctl --user enable --now pdnotes-bridge.service" in result.stdout
+    assert not unit.exists()
+
+
+def test_install_and_uninstall_write_and_remove_the_unit(cli, isolated_home, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
+    monkeypatch.setattr("sys.platform", "linux")
+    ran: list[list[str]] = []
+    monkeypatch.setattr(service, "run_manager", lambda command: ran.append(list(command)) or 0)
+    monkeypatch.setenv("GPU_KEY", "sk-secret-value-123456")
+    _record(upstream_key_env="GPU_KEY")
+    assert cli("bridge", "install").exit_code == 0
+    unit = isolated_home / "xdg" / "systemd" / "user" / "pdnotes-bridge.service"
+    text = unit.read_text()
+    assert "sk-secret-value-123456" not in text  # names only, never the key
+    assert f"PDNOTES_HOME={os.environ['PDNOTES_HOME']}" in text
+    assert ["systemctl", "--user", "enable", "--now", "pdnotes-bridge.service"] in ran
+    result = cli("bridge", "uninstall")
+    assert result.exit_code == 0, result.stderr
+    assert not unit.exists()
+    assert ["systemctl", "--user", "disable", "--now", "pdnotes-bridge.service"] in ran
+
+
+def test_launchd_agent_on_macos(isolated_home):
+    import plistlib
+
+    plan = service.plan_service(_record(api_key_env="BRIDGE_KEY"), platform="darwin")
+    assert plan.path == isolated_home / "Library" / "LaunchAgents" / "net.pdnotes.bridge.plist"
+    agent = plistlib.loads(plan.text.encode())
+    assert agent["ProgramArguments"][-2:] == ["bridge", "serve"]
+    assert plan.key_hint and "launchctl setenv BRIDGE_KEY" in plan.key_hint
+    assert plan.enable == (("launchctl", "load", "-w", str(plan.path)),)
+
+
+def test_install_without_a_record_says_what_to_run_first(cli):
+    result = cli("bridge", "install", "--dry-run")
+    assert result.exit_code == 2
+    assert "--bridge" in result.stderr

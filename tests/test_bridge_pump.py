@@ -1,0 +1,75 @@
+"""The pump (upstream bytes → client bytes) gives the same client stream however the upstream's
+bytes are split into reads, with LF or CRLF line ends, comments and `event:` lines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from bridge_support import chunk, sse_payloads, tool_call_stream, usage_chunk
+
+from notes_cli.bridge.pump import MalformedStream, Pump
+from notes_cli.wire import chat, responses
+
+CALLS = [("call_a", "exec_command", json.dumps({"cmd": "echo ü one"}))]
+STREAM = b"".join(
+    [
+        chunk({"role": "assistant", "reasoning_content": "hmm"}),
+        b": keep-alive\n\n",
+        chunk({"content": "hé"}),
+        b"event: message\n" + chunk({"content": "llo"}),
+        *tool_call_stream(CALLS, pieces=4)[1:],
+    ]
+)
+
+
+def _normal(value: Any) -> Any:
+    """The payloads without the generated ids and clock times, which differ run to run."""
+    if isinstance(value, dict):
+        skip = {"id", "item_id", "created_at"}
+        return {k: _normal(v) for k, v in value.items() if k not in skip}
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    return value
+
+
+def _run(reads: list[bytes]) -> tuple[Any, Pump]:
+    async def go() -> tuple[Any, Pump]:
+        pump = Pump(chat.StreamDecoder(), responses.StreamEncoder("resp_1", "m"))
+        for data in reads:
+            if pump.on_body(data):
+                break
+        pump.close()
+        return _normal(sse_payloads(pump.take())), pump
+
+    return asyncio.run(go())
+
+
+def test_every_split_of_the_upstream_bytes_gives_the_same_client_stream() -> None:
+    whole, pump = _run([STREAM])
+    assert pump.complete
+    assert "response.function_call_arguments.delta" in [p["type"] for p in whole]
+    for cut in range(1, len(STREAM)):
+        assert _run([STREAM[:cut], STREAM[cut:]])[0] == whole, cut
+
+
+@pytest.mark.parametrize("size", [1, 7])
+def test_crlf_line_ends_in_small_reads_give_the_same_stream(size: int) -> None:
+    whole, _ = _run([STREAM])
+    crlf = STREAM.replace(b"\n", b"\r\n")
+    reads = [crlf[i : i + size] for i in range(0, len(crlf), size)]
+    assert _run(reads)[0] == whole
+
+
+def test_the_answer_is_remembered_as_a_neutral_message() -> None:
+    _, pump = _run([STREAM])
+    kinds = [type(p).__name__ for p in pump.message().parts]
+    assert kinds == ["ReasoningPart", "TextPart", "ToolCallPart"]
+    assert pump.message().parts[2].arguments == CALLS[0][2]  # type: ignore[union-attr]
+
+
+def test_a_chunk_that_is_not_json_is_a_malformed_stream() -> None:
+    with pytest.raises(MalformedStream):
+        _run([chunk({"content": "a"}) + b"data: {oops\n\n" + usage_chunk()])
