@@ -57,6 +57,7 @@ class PdTiming:
     mode: str
     speed: float = 1.0
     admission_wall_ms: float = 0.0
+    transfer_overlap_ms: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -142,6 +143,7 @@ class RequestRecord:
     decode_node: str
     mode: str
     itl_ms: tuple[float, ...] = ()
+    transfer_overlap_ms: float = 0.0  # KV link time hidden under the prefill (layer-wise)
 
     def pd_timing(self, speed: float = 1.0, admission_wall_ms: float = 0.0) -> PdTiming:
         return PdTiming(
@@ -156,6 +158,7 @@ class RequestRecord:
             mode=self.mode,
             speed=speed,
             admission_wall_ms=admission_wall_ms,
+            transfer_overlap_ms=self.transfer_overlap_ms,
         )
 
 

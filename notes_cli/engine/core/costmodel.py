@@ -113,6 +113,25 @@ def effective_bandwidth_gbps(link: Link, message_bytes: int) -> float:
     return link.line_gbps * link.peak_eff * message_bytes / (message_bytes + link.half_bytes)
 
 
-def transfer_ms(link: Link, message_bytes: int) -> float:
-    """Time to move one KV message over an otherwise idle link: alpha + s / B_eff(s)."""
-    return link.alpha_ms + (message_bytes + link.half_bytes) / link_bytes_per_ms(link)
+def transfer_ms(link: Link, message_bytes: int, streams: int = 1) -> float:
+    """Time to move one request's KV over an otherwise idle link: alpha + s / B_eff(s), where
+    with `streams` rails in parallel each moves s / streams (its own shard) at its own rate.
+    Each prefill GPU holds the KV of its own heads and sends it over its own NIC (Mooncake's
+    transfer engine, NIXL, DLSlime), so streams = min(nics, prefill tp, decode tp, kv_heads)."""
+    return link.alpha_ms + (message_bytes / streams + link.half_bytes) / link_bytes_per_ms(link)
+
+
+def layerwise_split_ms(
+    link: Link, message_bytes: int, streams: int, layers: int, prefill_ms: float
+) -> tuple[float, float]:
+    """(visible, overlapped) link time when KV moves layer by layer during the prefill
+    (LMDeploy/DLSlime, Mooncake, DistServe). Layer i's KV (s / layers, split over the streams)
+    leaves once layer i is computed, one layer every prefill_ms / layers. If the link keeps up,
+    only the last layer's message remains after the prefill; otherwise the link is the
+    bottleneck and what it could not finish while the other layers ran remains. The fixed alpha
+    is paid after the prefill (the decode side's final handshake). Assumes the link is
+    otherwise idle during the prefill."""
+    per_layer = (message_bytes / layers / streams + link.half_bytes) / link_bytes_per_ms(link)
+    hidden_window = prefill_ms * (layers - 1) / layers
+    visible = max(per_layer, layers * per_layer - hidden_window)
+    return visible, layers * per_layer - visible

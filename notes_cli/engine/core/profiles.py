@@ -42,6 +42,7 @@ class Link:
     peak_eff: float = 0.8  # fraction of line rate large messages reach
     alpha_ms: float = 0.2  # fixed per-transfer latency
     half_bytes: int = 262144  # message size that reaches half of the peak effective bandwidth
+    nics: int = 1  # rails per node: each GPU's KV shard can move over its own NIC
     description: str = ""
     source: str = ""
 
@@ -93,6 +94,7 @@ class Deployment:
     gpu_memory_utilization: float = 0.9
     kv_capacity_tokens: int | None = None
     tp_efficiency: float = 0.9
+    layerwise_transfer: bool = False  # KV moves layer by layer while the prefill still runs
     description: str = ""
     source: str = ""
 

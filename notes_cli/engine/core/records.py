@@ -36,6 +36,7 @@ def build_record(
         itl_sum_ms=decode,
         itl_count=n - 1,
         transfer_bytes=r.transfer_bytes,
+        transfer_overlap_ms=r.transfer_overlap_ms,
         prefill_node=r.prefill_worker.name if r.prefill_worker else w.name,
         decode_node=w.name,
         mode=mode,

@@ -91,8 +91,13 @@ class Scheduler:
                     chunk_tokens=dep.chunk_tokens,
                 )
                 if role == "decode":
+                    assert dep.prefill is not None
                     worker.link = LinkChannel(
-                        f"link->{worker.name}", self.link_profile, self._push, self._transfer_done
+                        f"link->{worker.name}",
+                        self.link_profile,
+                        self._push,
+                        self._transfer_done,
+                        max_streams=min(dep.prefill.tp, group.tp, self.model.kv_heads),
                     )
                     self.decode_workers.append(worker)
                 else:
@@ -294,7 +299,15 @@ class Scheduler:
             head.transfer_start_ms = now
             head.transfer_bytes = head.input_tokens * self.kv_bytes_per_token
             d.incoming += 1
-            d.link.start(head, head.transfer_bytes, now)
+            visible = None
+            if self.deployment.layerwise_transfer and now == head.prefill_end_ms:
+                # Layer-wise only when decode memory was free as the prefill ended; a request
+                # that waited for memory moves its KV whole (the prefill kept it meanwhile).
+                prefill = head.prefill_end_ms - head.prefill_start_ms
+                visible, head.transfer_overlap_ms = d.link.layerwise_split_ms(
+                    head.transfer_bytes, self.model.layers, prefill
+                )
+            d.link.start(head, head.transfer_bytes, now, visible)
 
     def _transfer_done(self, request: SchedRequest, now: float) -> None:
         d = request.decode_worker
