@@ -41,11 +41,11 @@ def test_a_late_driver_holds_time_at_the_first_late_token_not_at_a_late_prefill(
 ) -> None:
     sched, records = scheduler(catalog)
     sched.submit(SchedRequest("a", 0.0, 2000, 3), 0.0)
-    sched.run_until(0.0)  # the arrival: prefill starts
+    sched.run_until(sched.overhead_ms)  # the arrival (after the API server's overhead)
     prefill_end = sched.next_event_time()
     assert prefill_end is not None and sched.next_release_time() is None
-    # the driver wakes a whole second late: prefill, transfer and the first decode step are all
-    # overdue, but only the decode step releases anything a client sees
+    # the driver wakes a whole second late: prefill, transfer and the decode steps are all
+    # overdue; the transfer's end releases the first token (made by the prefill pass)
     reached = sched.catch_up(prefill_end + 1000.0, max_lag_ms=5.0)
     assert reached > prefill_end + 1.0  # not held at the prefill: no stream was waiting on it
     assert not records  # one token released, then time is held: the other two are not a burst

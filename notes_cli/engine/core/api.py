@@ -57,6 +57,8 @@ class PdTiming:
     mode: str
     speed: float = 1.0
     admission_wall_ms: float = 0.0
+    transfer_overlap_ms: float = 0.0
+    overhead_ms: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -117,7 +119,8 @@ class EngineService(Protocol):
 class RequestRecord:
     """What happened to one finished request, in simulated milliseconds.
 
-    ttft_ms = queue_ms + prefill_ms + transfer_ms + the first decode step; e2e_ms = ttft_ms +
+    ttft_ms = overhead_ms + queue_ms + prefill_ms + transfer_ms (the first token comes from the
+    prefill pass); e2e_ms = ttft_ms +
     decode_ms; tpot_ms = decode_ms / (output_tokens - 1) (0 for a single token), which is what a
     client measures as (E2E - TTFT) / (output tokens - 1). Inter-token gaps are summarised by
     max_itl_ms, itl_sum_ms and itl_count; `itl_ms` lists every gap in live mode only (the
@@ -142,6 +145,8 @@ class RequestRecord:
     decode_node: str
     mode: str
     itl_ms: tuple[float, ...] = ()
+    transfer_overlap_ms: float = 0.0  # KV link time hidden under the prefill (layer-wise)
+    overhead_ms: float = 0.0  # fixed per-request time outside the GPUs, part of ttft_ms
 
     def pd_timing(self, speed: float = 1.0, admission_wall_ms: float = 0.0) -> PdTiming:
         return PdTiming(
@@ -156,6 +161,8 @@ class RequestRecord:
             mode=self.mode,
             speed=speed,
             admission_wall_ms=admission_wall_ms,
+            transfer_overlap_ms=self.transfer_overlap_ms,
+            overhead_ms=self.overhead_ms,
         )
 
 

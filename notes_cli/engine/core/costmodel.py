@@ -5,6 +5,10 @@ Every step costs max(compute time, memory time) + a fixed per-step overhead:
     compute = FLOPs / (peak FLOP/s * tp * tp_efficiency * MFU)
     memory  = (weights / tp + KV bytes read / tp) / (HBM bandwidth * bandwidth efficiency)
     FLOPs   = 2 * params * new_tokens + 4 * layers * hidden * attended_pairs
+    comm    = 2 * layers * (allreduce latency + 2 (tp-1)/tp * new_tokens * hidden * dtype / bus bw)
+
+and with tp > 1 each step adds `comm`: two ring all-reduces per layer (after attention and after
+the MLP, Megatron-style tensor parallelism) over the chip's intra-node link.
 
 `attended_pairs` counts (query token, context token) pairs: n*n/2 for a causal prefill of n tokens,
 the context length for each decoding sequence. Prefill steps run eager (per-layer launch cost);
@@ -33,7 +37,7 @@ class NodeCost:
     chip: Chip
     tp: int = 1
     decode_exec: str = "graph"  # "graph" | "eager"
-    tp_efficiency: float = 0.9
+    tp_efficiency: float = 1.0
 
     @property
     def flops_per_ms(self) -> float:
@@ -62,7 +66,19 @@ class NodeCost:
         read = (m.weight_bytes + kv_read_tokens * m.kv_bytes_per_token) / self.tp
         memory = read / self.hbm_bytes_per_ms
         overhead = self.eager_overhead_ms if eager else self.decode_overhead_ms
+        if self.tp > 1:  # checked here: a method call per step costs ~5% of simulation speed
+            overhead += self.allreduce_ms(new_tokens)
         return max(compute, memory) + overhead
+
+    def allreduce_ms(self, new_tokens: float) -> float:
+        """Tensor-parallel communication of one step: 2 all-reduces per layer of the
+        activations (new_tokens x hidden), ring algorithm, not overlapped with compute."""
+        if self.tp <= 1 or self.chip.intra_gbps <= 0:
+            return 0.0
+        m = self.model
+        message = new_tokens * m.hidden * m.dtype_bytes
+        ring = 2.0 * (self.tp - 1) / self.tp * message / (self.chip.intra_gbps * 1e9) * _MS_PER_S
+        return 2 * m.layers * (self.chip.allreduce_us / 1000.0 + ring)
 
     def prefill_ms(self, total_tokens: float, sum_sq_tokens: float) -> float:
         """A prefill batch of prompts with Σn = total_tokens and Σn² = sum_sq_tokens."""
@@ -113,6 +129,25 @@ def effective_bandwidth_gbps(link: Link, message_bytes: int) -> float:
     return link.line_gbps * link.peak_eff * message_bytes / (message_bytes + link.half_bytes)
 
 
-def transfer_ms(link: Link, message_bytes: int) -> float:
-    """Time to move one KV message over an otherwise idle link: alpha + s / B_eff(s)."""
-    return link.alpha_ms + (message_bytes + link.half_bytes) / link_bytes_per_ms(link)
+def transfer_ms(link: Link, message_bytes: int, streams: int = 1) -> float:
+    """Time to move one request's KV over an otherwise idle link: alpha + s / B_eff(s), where
+    with `streams` rails in parallel each moves s / streams (its own shard) at its own rate.
+    Each prefill GPU holds the KV of its own heads and sends it over its own NIC (Mooncake's
+    transfer engine, NIXL, DLSlime), so streams = min(nics, prefill tp, decode tp, kv_heads)."""
+    return link.alpha_ms + (message_bytes / streams + link.half_bytes) / link_bytes_per_ms(link)
+
+
+def layerwise_split_ms(
+    link: Link, message_bytes: int, streams: int, layers: int, prefill_ms: float
+) -> tuple[float, float]:
+    """(visible, overlapped) link time when KV moves layer by layer during the prefill
+    (LMDeploy/DLSlime, Mooncake, DistServe). Layer i's KV (s / layers, split over the streams)
+    leaves once layer i is computed, one layer every prefill_ms / layers. If the link keeps up,
+    only the last layer's message remains after the prefill; otherwise the link is the
+    bottleneck and what it could not finish while the other layers ran remains. The fixed alpha
+    is paid after the prefill (the decode side's final handshake). Assumes the link is
+    otherwise idle during the prefill."""
+    per_layer = (message_bytes / layers / streams + link.half_bytes) / link_bytes_per_ms(link)
+    hidden_window = prefill_ms * (layers - 1) / layers
+    visible = max(per_layer, layers * per_layer - hidden_window)
+    return visible, layers * per_layer - visible

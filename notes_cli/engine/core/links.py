@@ -3,8 +3,12 @@
 Each transfer first pays the link's fixed latency alpha, then joins the transfers in flight; the
 link's effective bandwidth is split equally among them. A transfer of s bytes carries s +
 half_bytes units of work, which reproduces the small-message penalty B_eff(s) of the cost model
-when it runs alone. Completion times are tracked with a "virtual work" counter, so starting or
-finishing a transfer costs O(log n) rather than touching every transfer in flight.
+when it runs alone. A node with several NICs moves each request's KV as `streams` shards in
+parallel, one per rail (min(nics, the GPUs' limit the scheduler passes)): the channel then runs
+at `streams` times one rail's rate and each transfer carries s + streams * half_bytes (every
+shard is a message of its own), exactly s / streams + half_bytes on each rail. Completion times
+are tracked with a "virtual work" counter, so starting or finishing a transfer costs O(log n)
+rather than touching every transfer in flight.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from notes_cli.engine.core.costmodel import link_bytes_per_ms
+from notes_cli.engine.core.costmodel import layerwise_split_ms, link_bytes_per_ms
 from notes_cli.engine.core.profiles import Link
 
 Schedule = Callable[[float, Callable[[Any, float], None], Any], None]
@@ -25,7 +29,12 @@ class LinkChannel:
     """One direction of one link (a decode node's ingress)."""
 
     def __init__(
-        self, name: str, profile: Link, schedule: Schedule, on_done: Callable[[Any, float], None]
+        self,
+        name: str,
+        profile: Link,
+        schedule: Schedule,
+        on_done: Callable[[Any, float], None],
+        max_streams: int = 1,
     ) -> None:
         self.name = name
         self._schedule = schedule
@@ -37,24 +46,39 @@ class LinkChannel:
         self._version = 0
         self.bytes_moved = 0
         self.transfers_done = 0
+        self._max_streams = max(1, max_streams)  # the GPUs' limit; the profile's NICs cap it
+        self.streams = 1
         self.use(profile, 0.0)
 
     def use(self, profile: Link, now_ms: float) -> None:
         """Switch the link profile (e.g. RDMA silently falling back to TCP) from `now_ms` on."""
         self._advance(now_ms)
         self.profile = profile
-        self._rate = link_bytes_per_ms(profile)
+        self.streams = max(1, min(profile.nics, self._max_streams))
+        self._rate = link_bytes_per_ms(profile) * self.streams
         self._reschedule(now_ms)
 
     @property
     def in_flight(self) -> int:
         return len(self._active)
 
-    def start(self, item: Any, nbytes: int, now_ms: float) -> None:
-        """Begin moving `nbytes` for `item`; `on_done(item, t)` fires when it has arrived."""
+    def start(self, item: Any, nbytes: int, now_ms: float, visible_ms: float | None = None) -> None:
+        """Begin moving `nbytes` for `item`; `on_done(item, t)` fires when it has arrived.
+        `visible_ms` (layer-wise transfer) is the link time left after the prefill, alone on
+        the link; the rest of the bytes already moved while the prefill ran."""
         self.bytes_moved += nbytes
-        work = nbytes + self.profile.half_bytes
+        work: float
+        if visible_ms is None:
+            work = nbytes + self.streams * self.profile.half_bytes
+        else:
+            work = visible_ms * self._rate
         self._schedule(now_ms + self.profile.alpha_ms, self._enter, (item, work))
+
+    def layerwise_split_ms(
+        self, nbytes: int, layers: int, prefill_ms: float
+    ) -> tuple[float, float]:
+        """costmodel.layerwise_split_ms on this link's current profile and streams."""
+        return layerwise_split_ms(self.profile, nbytes, self.streams, layers, prefill_ms)
 
     def state(self) -> dict[str, Any]:
         """This link for GET /engine/state."""
@@ -64,13 +88,15 @@ class LinkChannel:
             "in_flight": self.in_flight,
             "bytes_moved": self.bytes_moved,
             "transfers": self.transfers_done,
+            "streams": self.streams,
         }
 
     def estimate_ms(self, nbytes: int, in_flight: int | None = None) -> float:
         """Expected time for a new transfer sharing the link with `in_flight` others
         (default: those moving bytes right now)."""
         share = (len(self._active) if in_flight is None else in_flight) + 1
-        return self.profile.alpha_ms + (nbytes + self.profile.half_bytes) * share / self._rate
+        work = nbytes + self.streams * self.profile.half_bytes
+        return self.profile.alpha_ms + work * share / self._rate
 
     def _enter(self, arg: tuple[Any, float], now_ms: float) -> None:
         item, work = arg

@@ -20,6 +20,11 @@ from notes_cli.resources import template_path
 
 _KINDS = ("chips", "links", "models", "deployments")
 
+# Default fixed per-request overhead by mode, in ms (docs/engine-model.md, "Fixed overhead"):
+# one engine's API server (HTTP, tokenisation, scheduling) costs a few ms; a PD stack adds the
+# router hop, a second API server and the prefill/decode bootstrap handshake.
+DEFAULT_OVERHEAD_MS = {"colocated": 5.0, "chunked": 5.0, "disagg": 20.0}
+
 
 @dataclass(frozen=True)
 class Chip:
@@ -31,6 +36,8 @@ class Chip:
     bw_eff: float = 0.7  # fraction of HBM bandwidth a decode step reaches
     eager_us_per_layer: float = 90.0  # launch overhead per layer per eager step
     graph_step_ms: float = 0.3  # residual per-step overhead with captured graphs
+    intra_gbps: float = 0.0  # all-reduce bus bandwidth inside a node, GB/s (0: no comm term)
+    allreduce_us: float = 10.0  # fixed latency of one all-reduce inside the node
     description: str = ""
     source: str = ""
 
@@ -42,6 +49,7 @@ class Link:
     peak_eff: float = 0.8  # fraction of line rate large messages reach
     alpha_ms: float = 0.2  # fixed per-transfer latency
     half_bytes: int = 262144  # message size that reaches half of the peak effective bandwidth
+    nics: int = 1  # rails per node: each GPU's KV shard can move over its own NIC
     description: str = ""
     source: str = ""
 
@@ -92,9 +100,19 @@ class Deployment:
     decode_exec: str = "graph"
     gpu_memory_utilization: float = 0.9
     kv_capacity_tokens: int | None = None
-    tp_efficiency: float = 0.9
+    tp_efficiency: float = 1.0  # extra factor on TP compute; all-reduces are costed separately
+    request_overhead_ms: float | None = None  # None: the mode's default (DEFAULT_OVERHEAD_MS)
+    layerwise_transfer: bool = False  # KV moves layer by layer while the prefill still runs
     description: str = ""
     source: str = ""
+
+    @property
+    def overhead_ms(self) -> float:
+        """Fixed per-request time outside the GPUs (HTTP, tokenisation, scheduling; in PD stacks
+        also the router and the KV bootstrap handshake), counted in TTFT."""
+        if self.request_overhead_ms is not None:
+            return self.request_overhead_ms
+        return DEFAULT_OVERHEAD_MS.get(self.mode, 0.0)
 
     def with_mode(self, mode: str | None) -> Deployment:
         """This deployment run in another mode (same nodes), or itself when mode is None."""

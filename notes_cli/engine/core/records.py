@@ -7,11 +7,12 @@ from notes_cli.engine.core.workers import SchedRequest, Worker
 
 
 def build_record(
-    r: SchedRequest, w: Worker, now: float, mode: str, *, keep_gaps: bool
+    r: SchedRequest, w: Worker, now: float, mode: str, overhead_ms: float, *, keep_gaps: bool
 ) -> RequestRecord:
-    """`r` produced its last token on decode node `w` at `now`. The queue time is what is left
-    of TTFT after prefill, transfer and the first decode step, so the parts always add up.
-    Inter-token gaps come from the node's per-step gap history (a slice, no per-token work)."""
+    """`r` produced its last token on decode node `w` at `now`. The first token comes from the
+    prefill pass; the queue time is what is left of TTFT after the fixed overhead, prefill and
+    transfer, so the parts always add up. Inter-token gaps: the wait from the first token to the
+    first decode step, then the node's per-step gap history (a slice, no per-token work)."""
     n = r.output_tokens
     ttft = r.first_token_ms - r.arrival_ms
     prefill = r.prefill_end_ms - r.prefill_start_ms
@@ -19,13 +20,14 @@ def build_record(
     decode = now - r.first_token_ms
     gaps: list[float] = []
     if n > 1:
-        gaps = w.gaps[r.join_emit + 1 - w.gaps_base : r.finish_emit + 1 - w.gaps_base]
+        gaps = [r.first_step_ms]
+        gaps += w.gaps[r.join_emit + 1 - w.gaps_base : r.finish_emit + 1 - w.gaps_base]
     return RequestRecord(
         request_id=r.request_id,
         arrival_ms=r.arrival_ms,
         input_tokens=r.input_tokens,
         output_tokens=n,
-        queue_ms=max(0.0, ttft - prefill - transfer - r.first_step_ms),
+        queue_ms=max(0.0, ttft - overhead_ms - prefill - transfer),
         prefill_ms=prefill,
         transfer_ms=transfer,
         decode_ms=decode,
@@ -36,6 +38,8 @@ def build_record(
         itl_sum_ms=decode,
         itl_count=n - 1,
         transfer_bytes=r.transfer_bytes,
+        transfer_overlap_ms=r.transfer_overlap_ms,
+        overhead_ms=overhead_ms,
         prefill_node=r.prefill_worker.name if r.prefill_worker else w.name,
         decode_node=w.name,
         mode=mode,

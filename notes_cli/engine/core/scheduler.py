@@ -53,6 +53,8 @@ class Scheduler:
         self.model = catalog.models[deployment.model]
         self.kv_bytes_per_token = self.model.kv_bytes_per_token
         self.keep_gaps = keep_gaps
+        self.overhead_ms = deployment.overhead_ms
+        self._first_released = False  # a first token was released by the last event
         self._links = (catalog.links[deployment.link], catalog.links[deployment.fallback_link])
         self.link_fallback = link_fallback
         self._heap: list[Event] = []
@@ -91,8 +93,13 @@ class Scheduler:
                     chunk_tokens=dep.chunk_tokens,
                 )
                 if role == "decode":
+                    assert dep.prefill is not None
                     worker.link = LinkChannel(
-                        f"link->{worker.name}", self.link_profile, self._push, self._transfer_done
+                        f"link->{worker.name}",
+                        self.link_profile,
+                        self._push,
+                        self._transfer_done,
+                        max_streams=min(dep.prefill.tp, group.tp, self.model.kv_heads),
                     )
                     self.decode_workers.append(worker)
                 else:
@@ -119,12 +126,15 @@ class Scheduler:
         the past arrives now."""
         self.waiting += 1
         request.arrival_ms = max(at_ms, self.now)
-        self._push(request.arrival_ms, self._arrive, request)
+        self._push(request.arrival_ms + self.overhead_ms, self._arrive, request)
 
     def arrive_now(self, request: SchedRequest, at_ms: float) -> None:
-        """Process an arrival immediately; the caller guarantees no earlier event is pending."""
+        """Process an arrival at `at_ms` straight away, as the GPUs see it `overhead_ms` later;
+        the caller guarantees no event earlier than at_ms + overhead_ms is pending. (No heap
+        event for the overhead: the simulator's hot path stays one call per arrival.)"""
         self.waiting += 1
-        self.now = request.arrival_ms = max(self.now, at_ms)
+        self.now = max(self.now, at_ms + self.overhead_ms)
+        request.arrival_ms = self.now - self.overhead_ms
         self._arrive(request, self.now)
 
     def next_event_time(self) -> float | None:
@@ -154,15 +164,20 @@ class Scheduler:
         """As run_until(t_ms), but stop at a token step that ended more than `max_lag_ms`
         before `t_ms`: its tokens are released then, and the time returned is that step's end
         (the live driver holds its clock there). Returns `t_ms` when nothing was that late.
-        Other late events (an arrival, a transfer, a prefill) are simply processed at their own
-        time: they release nothing, so being late changes nothing a client sees."""
+        A prefill or transfer that releases a first token is held the same way. Other late
+        events (an arrival, a transfer start) are simply processed at their own time: they
+        release nothing, so being late changes nothing a client sees."""
         heap = self._heap
         while heap and heap[0][0] <= t_ms:
             release = self.next_release_time()
             if release is not None and t_ms - release > max_lag_ms:
                 self.run_until(release)
                 return release
+            self._first_released = False
             self.step()
+            if self._first_released and t_ms - self.now > max_lag_ms:
+                self.run_until(self.now)
+                return self.now
         if t_ms > self.now:
             self.now = t_ms
         return t_ms
@@ -260,7 +275,7 @@ class Scheduler:
                 request.decode_worker = w
                 if request.cancelled:
                     w.kv_used -= request.kv_need
-                else:
+                elif self._first_token(request, w, now):
                     w.ready.append(request)
                 continue
             if request.cancelled:
@@ -294,7 +309,15 @@ class Scheduler:
             head.transfer_start_ms = now
             head.transfer_bytes = head.input_tokens * self.kv_bytes_per_token
             d.incoming += 1
-            d.link.start(head, head.transfer_bytes, now)
+            visible = None
+            if self.deployment.layerwise_transfer and now == head.prefill_end_ms:
+                # Layer-wise only when decode memory was free as the prefill ended; a request
+                # that waited for memory moves its KV whole (the prefill kept it meanwhile).
+                prefill = head.prefill_end_ms - head.prefill_start_ms
+                visible, head.transfer_overlap_ms = d.link.layerwise_split_ms(
+                    head.transfer_bytes, self.model.layers, prefill
+                )
+            d.link.start(head, head.transfer_bytes, now, visible)
 
     def _transfer_done(self, request: SchedRequest, now: float) -> None:
         d = request.decode_worker
@@ -305,8 +328,35 @@ class Scheduler:
             d.kv_used -= request.kv_need
             self._start_transfers(d, now)
             return
-        d.ready.append(request)
-        self._wake(d, now)
+        if self._first_token(request, d, now):
+            d.ready.append(request)
+            self._wake(d, now)
+        else:
+            self._start_transfers(d, now)
+
+    def _first_token(self, request: SchedRequest, w: Worker, now: float) -> bool:
+        """The prefill pass produced the request's first token, as real engines emit it; in
+        disagg mode the client gets it from the decode node once the KV is there. Returns
+        whether the request needs decode steps (a one-token answer is finished now)."""
+        request.first_token_ms = now
+        self._first_released = True
+        request.started = True
+        self.waiting -= 1
+        if self.on_tokens is not None:
+            self.on_tokens((request,), now)
+        if request.output_tokens > 1:
+            return True
+        w.kv_used -= request.kv_need
+        self._finish(request, w, now)
+        return False
+
+    def _finish(self, request: SchedRequest, w: Worker, now: float) -> None:
+        self.completed += 1
+        if self.on_finish is not None:
+            record = build_record(
+                request, w, now, self.mode, self.overhead_ms, keep_gaps=self.keep_gaps
+            )
+            self.on_finish(request, record)
 
     # ---- decode ---------------------------------------------------------------------------
     def _join_ready(self, w: Worker) -> None:
@@ -316,9 +366,9 @@ class Scheduler:
                 w.kv_used -= request.kv_need
                 continue
             w.running[request] = None
-            w.context += request.input_tokens
+            w.context += request.input_tokens + 1  # the prompt and the prefill's token
             request.join_emit = w.emit + 1
-            request.finish_emit = w.emit + request.output_tokens
+            request.finish_emit = w.emit + request.output_tokens - 1
             w.finish_at.setdefault(request.finish_emit, []).append(request)
             w.joiners.append(request)
 
@@ -354,13 +404,9 @@ class Scheduler:
         w.emit += 1
         w.gaps.append(now - w.last_emit_ms)
         w.last_emit_ms = now
-        step_ms = now - w.step_start
         if w.joiners:
             for request in w.joiners:
-                request.first_token_ms = now
-                request.first_step_ms = step_ms
-                request.started = True
-            self.waiting -= sum(1 for r in w.joiners if not r.cancelled)
+                request.first_step_ms = now - request.first_token_ms  # gap to the 2nd token
             w.joiners.clear()
         w.context += len(w.running)
         if self.on_tokens is not None:
@@ -371,11 +417,7 @@ class Scheduler:
                 del w.running[request]
                 w.context -= request.input_tokens + request.output_tokens
                 w.kv_used -= request.kv_need
-                self.completed += 1
-                if self.on_finish is not None:
-                    self.on_finish(
-                        request, build_record(request, w, now, self.mode, keep_gaps=self.keep_gaps)
-                    )
+                self._finish(request, w, now)
         if w.to_remove:
             self._remove_cancelled(w)
         if len(w.gaps) > _GAP_TRIM:
@@ -386,8 +428,8 @@ class Scheduler:
             if request not in w.running:
                 continue
             del w.running[request]
-            produced = w.emit - request.join_emit + 1
-            w.context -= request.input_tokens + max(0, produced)
+            produced = w.emit - request.join_emit + 1  # decode steps it took part in
+            w.context -= request.input_tokens + 1 + max(0, produced)
             w.kv_used -= request.kv_need
             w.finish_at[request.finish_emit].remove(request)
         w.to_remove.clear()
@@ -449,7 +491,8 @@ class Scheduler:
                 request.transfer_start_ms = request.transfer_end_ms = now
                 request.decode_worker = w
                 w.prefilling.remove(request)
-                w.ready.append(request)
+                if self._first_token(request, w, now):
+                    w.ready.append(request)
         w.chunks = []
         for request in [r for r in w.prefilling if r.cancelled]:
             w.prefilling.remove(request)

@@ -58,9 +58,10 @@ def simulate(
     arrivals = iter(requests)
     upcoming = next(arrivals, None)
     index = 0
+    overhead = scheduler.overhead_ms  # the GPUs see an arrival this much later
     while True:
         due = scheduler.next_event_time()
-        if upcoming is not None and (due is None or upcoming.arrival_ms <= due):
+        if upcoming is not None and (due is None or upcoming.arrival_ms + overhead <= due):
             request = SchedRequest(
                 str(index), upcoming.arrival_ms, upcoming.input_tokens, upcoming.output_tokens
             )

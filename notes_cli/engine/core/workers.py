@@ -20,7 +20,7 @@ class SchedRequest:
         "request_id", "arrival_ms", "input_tokens", "output_tokens", "cancelled",
         "prefill_worker", "decode_worker", "prefill_start_ms", "prefill_end_ms",
         "transfer_start_ms", "transfer_end_ms", "transfer_bytes", "first_token_ms",
-        "first_step_ms", "join_emit", "finish_emit", "prefilled", "started",
+        "first_step_ms", "transfer_overlap_ms", "join_emit", "finish_emit", "prefilled", "started",
     )  # fmt: skip
 
     def __init__(
@@ -44,6 +44,7 @@ class SchedRequest:
         self.transfer_bytes = 0
         self.first_token_ms = 0.0
         self.first_step_ms = 0.0
+        self.transfer_overlap_ms = 0.0  # link time hidden under the prefill (layer-wise)
         self.join_emit = 0  # index of the decode step that emits this request's first token
         self.finish_emit = 0  # ... and its last
         self.prefilled = 0  # prompt tokens prefilled so far (chunked mode)
