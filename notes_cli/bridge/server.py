@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from types import TracebackType
 
 import uvicorn
 
@@ -22,7 +21,7 @@ from notes_cli.engine.http.header_deadline import with_header_deadline
 
 # One way of serving for the engine and the bridge: bind first (port 0 known at once, nodelay),
 # quiet SIGTERM, httptools. The engine's server module owns it.
-from notes_cli.engine.http.server import _bind, _http_protocol, _Server
+from notes_cli.engine.http.server import ServerThread, _bind, _http_protocol, _Server
 
 HEADER_TIMEOUT_S = 30.0  # a client that sends no complete request head in this long is cut
 
@@ -38,16 +37,15 @@ def build_app(config: BridgeConfig) -> BridgeApp:
     return BridgeApp(config, upstream_key=upstream_key, local_key=local_key)
 
 
-class RunningBridge:
+class RunningBridge(ServerThread):
     """A bridge serving on a background thread; `.stop()` or a `with` block ends it."""
 
     def __init__(
         self, config: BridgeConfig, app: BridgeApp, server: uvicorn.Server, thread: threading.Thread
     ) -> None:
+        super().__init__(server, thread)
         self.config = config
         self.app = app
-        self._server = server
-        self._thread = thread
 
     @property
     def codex_base_url(self) -> str:
@@ -56,24 +54,6 @@ class RunningBridge:
     @property
     def claude_base_url(self) -> str:
         return self.config.claude_base_url
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            self._server.force_exit = True
-            self._thread.join(timeout)
-
-    def __enter__(self) -> RunningBridge:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def start_bridge(config: BridgeConfig, *, app: BridgeApp | None = None) -> RunningBridge:

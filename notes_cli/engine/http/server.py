@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import uvicorn
 
@@ -59,13 +59,40 @@ class EngineAddress:
         return self.root_url + "/" + path.lstrip("/")
 
 
-class RunningEngine:
+class ServerThread:
+    """A uvicorn server running on a background thread (the engine's, the bridge's); stop it
+    with `.stop()` or a `with` block."""
+
+    def __init__(self, server: uvicorn.Server, thread: threading.Thread) -> None:
+        self._server = server
+        self._thread = thread
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Shut down (open streams are cancelled after a short grace) and join the thread."""
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._server.force_exit = True
+            self._thread.join(timeout)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class RunningEngine(ServerThread):
     """An engine serving on a background thread; stop it with `.stop()` or a `with` block."""
 
     def __init__(self, address: EngineAddress, server: uvicorn.Server, thread: threading.Thread):
+        super().__init__(server, thread)
         self.address = address
-        self._server = server
-        self._thread = thread
 
     @property
     def host(self) -> str:
@@ -85,25 +112,6 @@ class RunningEngine:
 
     def url(self, path: str) -> str:
         return self.address.url(path)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Shut down (open streams are cancelled after a short grace) and join the thread."""
-        self._server.should_exit = True
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            self._server.force_exit = True
-            self._thread.join(timeout)
-
-    def __enter__(self) -> RunningEngine:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def start_engine(
