@@ -73,3 +73,11 @@ def test_the_answer_is_remembered_as_a_neutral_message() -> None:
 def test_a_chunk_that_is_not_json_is_a_malformed_stream() -> None:
     with pytest.raises(MalformedStream):
         _run([chunk({"content": "a"}) + b"data: {oops\n\n" + usage_chunk()])
+
+
+@pytest.mark.parametrize("line_end", [b"\n", b"\r\n"])
+def test_an_event_that_never_ends_is_a_malformed_stream(line_end: bytes) -> None:
+    # an upstream sending one endless event: refused past the bound, not buffered for ever
+    piece = b"x" * (1024 * 1024)
+    with pytest.raises(MalformedStream, match="bytes"):
+        _run([chunk({"content": "a"}).replace(b"\n", line_end) + b"data: "] + [piece] * 6)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
-from notes_cli.gateway.sse import ServerSentEvent, SSEParser
+from notes_cli.gateway._limits import MAX_EVENT_LINE_BYTES
+from notes_cli.gateway.sse import EventTooLarge, ServerSentEvent, SSEParser
 from notes_cli.wire import events as ev
 from notes_cli.wire.errors import WireError
 from notes_cli.wire.turn import Message, Part, ReasoningPart, TextPart, ToolCallPart
@@ -84,7 +85,7 @@ class Pump:
         if self.parser is None:
             self._fast(data, out)
         else:
-            for event in self.parser.feed(data):
+            for event in self._parse(data):
                 if self.finished:
                     break
                 self._event(event.data, event.event, out)
@@ -103,13 +104,15 @@ class Pump:
         if b"\r" in buffer:
             self.parser = SSEParser()
             self.buffer = b""
-            for event in self.parser.feed(buffer):
+            for event in self._parse(buffer):
                 if self.finished:
                     return
                 self._event(event.data, event.event, out)
             return
         blocks = buffer.split(b"\n\n")
         self.buffer = blocks.pop()
+        if len(self.buffer) > MAX_EVENT_LINE_BYTES:  # an upstream that never ends its event
+            raise MalformedStream(f"an event over {MAX_EVENT_LINE_BYTES} bytes")
         for block in blocks:
             if self.finished:
                 return
@@ -118,6 +121,13 @@ class Pump:
             elif block:
                 for event in _general(block):
                     self._event(event.data, event.event, out)
+
+    def _parse(self, data: bytes) -> list[ServerSentEvent]:
+        assert self.parser is not None
+        try:
+            return self.parser.feed(data)
+        except EventTooLarge as exc:  # the general parser's own bound
+            raise MalformedStream(str(exc)) from exc
 
     def close(self) -> None:
         """The upstream body ended: flush a last event that had no blank line after it."""
