@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -92,3 +93,27 @@ def test_doctor_on_the_chat_only_engine_gives_the_bridge_commands(
     fix = findings["responses-unsupported"]["fix"]
     assert f"pdnotes config codex --bridge --base-url {engine.base_url}" in fix
     assert "pdnotes bridge serve" in fix
+
+
+KEYED_UPSTREAMS = [
+    "https://user:tt-SENTINELabcdefghijklmnopq@gw.example/api",
+    "https://gw.example/api?api_key=tt-SENTINELabcdefghijklmnopq",
+]
+
+
+@pytest.mark.parametrize("url", KEYED_UPSTREAMS)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["bridge", "serve", "--port", "0", "--upstream"],
+        ["config", "codex", "--bridge", "--model", "m", "--base-url"],
+        ["config", "claude", "--bridge", "--model", "m", "--base-url"],
+    ],
+)
+def test_an_upstream_url_carrying_a_key_is_refused_unshown(
+    cli, isolated_home: Path, command: list[str], url: str
+) -> None:
+    result = cli(*command, url)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "tt-SENTINEL" not in result.stdout + result.stderr
+    assert not (isolated_home / ".pdnotes" / "bridge.json").exists()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from notes_cli import fileio, paths
+from notes_cli.clients.urls import refuse_credentials
 from notes_cli.errors import InputError, UsageError
 from notes_cli.secrets import looks_like_env_name
 
@@ -192,6 +193,13 @@ def _clean_upstream(url: str) -> str:
             f"--upstream {url!r} has no http:// or https://",
             fix="write the upstream with its scheme, e.g. http://127.0.0.1:23333/v1",
         )
+    # the URL is printed and recorded in bridge.json: a key in it would be too
+    refuse_credentials(
+        url,
+        fix="keep the key in an environment variable and name it: `bridge serve "
+        "--upstream-key-env NAME`, `config codex --bridge --env-key NAME` or `config claude "
+        "--bridge --token-env NAME`",
+    )
     for suffix in ("/chat/completions", "/responses", "/v1/messages", "/messages"):
         if url.endswith(suffix):
             return url[: -len(suffix)]
