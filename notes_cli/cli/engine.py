@@ -27,7 +27,9 @@ def serve(
         None, "--mode", help="disagg, colocated or chunked (default: the preset's)."
     ),
     preset: str = typer.Option(
-        "h800-h20-rdma", "--preset", help="Deployment preset (see `pdnotes engine presets`)."
+        "h800-h20-rdma",
+        "--preset",
+        help="Deployment preset (see `pdnotes engine presets`) or a deployment FILE.toml.",
     ),
     fault: list[str] = typer.Option(
         [],
@@ -57,7 +59,7 @@ def serve(
 
     from notes_cli import render
     from notes_cli.engine.core.config import MODES, EngineConfig
-    from notes_cli.engine.core.profiles import load_catalog
+    from notes_cli.engine.core.deployment_file import resolve_preset
     from notes_cli.engine.http.faults import FaultSpecError, parse_fault
     from notes_cli.engine.http.server import serve_forever
     from notes_cli.errors import PdnotesError, UsageError
@@ -70,7 +72,7 @@ def serve(
     if max_queue < 1:
         raise UsageError("--max-queue must be at least 1")
     served = _protocols(protocols)
-    deployment = load_catalog().deployment(preset).with_mode(mode)  # UsageError if unknown
+    deployment = resolve_preset(preset)[0].with_mode(mode)  # Usage/InputError if unknown or bad
     try:
         faults = [parse_fault(spec) for spec in fault]
     except FaultSpecError as exc:

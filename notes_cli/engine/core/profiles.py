@@ -162,16 +162,29 @@ def user_profile_dir() -> Path:
     return pdnotes_home() / "engine"
 
 
-def load_catalog(extra_dirs: Iterable[Path] | None = None) -> Catalog:
+RawRows = dict[str, dict[str, dict[str, Any]]]
+"""Rows as read from TOML, by kind then name: {"chips": {"h800": {...}}, ...}."""
+
+
+def load_catalog(
+    extra_dirs: Iterable[Path] | None = None,
+    *,
+    user: bool = True,
+    overlay: RawRows | None = None,
+) -> Catalog:
     """Shipped profiles, then the user's $PDNOTES_HOME/engine/*.toml (later rows win by name),
-    validated so every deployment names a chip, link and model that exist."""
-    dirs = [shipped_profile_dir(), user_profile_dir(), *(extra_dirs or ())]
-    raw: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in _KINDS}
+    validated so every deployment names a chip, link and model that exist. `user=False` leaves
+    the user's folder out (the shipped rows only). `overlay` rows (a deployment file's) replace
+    same-named rows whole, so a file means the same on every machine."""
+    dirs = [shipped_profile_dir(), *([user_profile_dir()] if user else []), *(extra_dirs or ())]
+    raw: RawRows = {kind: {} for kind in _KINDS}
     for folder in dirs:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.toml")):
             _merge_file(raw, path)
+    for kind, rows in (overlay or {}).items():
+        raw[kind].update(rows)
     catalog = Catalog(
         chips={n: _build(Chip, n, row) for n, row in raw["chips"].items()},
         links={n: _build(Link, n, row) for n, row in raw["links"].items()},

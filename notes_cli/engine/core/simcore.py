@@ -29,14 +29,16 @@ class SimRequest:
 def resolve_deployment(
     target: Deployment | EngineConfig | str, catalog: Catalog | None = None
 ) -> tuple[Deployment, Catalog, bool]:
-    """(deployment, catalog, start on the TCP fallback) for a preset name, config or deployment."""
-    catalog = catalog or load_catalog()
+    """(deployment, catalog, start on the TCP fallback) for a preset name or deployment file
+    path, a config or a deployment."""
+    from notes_cli.engine.core.deployment_file import resolve_preset
+
     if isinstance(target, Deployment):
-        return target, catalog, False
+        return target, catalog or load_catalog(), False
     if isinstance(target, str):
-        return catalog.deployment(target), catalog, False
-    deployment = catalog.deployment(target.preset).with_mode(target.mode)
-    return deployment, catalog, target.link_fallback_tcp
+        return (*resolve_preset(target, catalog), False)
+    deployment, catalog = resolve_preset(target.preset, catalog)
+    return deployment.with_mode(target.mode), catalog, target.link_fallback_tcp
 
 
 def simulate(
