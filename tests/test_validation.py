@@ -270,3 +270,36 @@ def test_sarathi_chunking_keeps_p99_tbt_where_vllm_stalls() -> None:
     # and vLLM's whole-prompt prefills do not (capacities measured offline, docs/validation.md).
     assert _p99_tbt_ms("sarathi-mistral-7b-a100", 4.0) < 100
     assert _p99_tbt_ms("sarathi-mistral-7b-a100-vllm", 4.0) > 100
+
+
+def test_engine_simulate_shows_distserve_ahead_at_its_chatbot_slos(cli) -> None:
+    # Issue 13's "done when": the command a user runs shows disaggregation ahead per GPU.
+    import json
+
+    result = cli(
+        "engine",
+        "simulate",
+        "-p",
+        "distserve-13b-disagg",
+        "-p",
+        "distserve-13b-vllm",
+        "--dist",
+        "lognormal",
+        "--input-len",
+        "512",
+        "--output-len",
+        "128",
+        "--slo-ttft-ms",
+        "250",
+        "--slo-tpot-ms",
+        "100",
+        "--goodput",
+        "-n",
+        "300",
+        "--json",
+    )
+    assert result.exit_code == 0, result.stderr
+    configs = {c["preset"]: c for c in json.loads(result.stdout)["configurations"]}
+    disagg, vllm = configs["distserve-13b-disagg"], configs["distserve-13b-vllm"]
+    assert (disagg["chips"], vllm["chips"]) == (3, 1)
+    assert disagg["goodput"]["per_chip"] > vllm["goodput"]["per_chip"]
