@@ -372,8 +372,9 @@ def _vllm(plan: _Plan) -> tuple[list[LaunchStep], list[str]]:
             argv += ["--enable-chunked-prefill", "--max-num-batched-tokens", str(dep.chunk_tokens)]
         else:
             argv += ["--max-num-batched-tokens", str(dep.prefill_token_budget)]
-            if dep.mode == "colocated":
+            if dep.mode == "colocated":  # without chunking vLLM wants budget >= context
                 argv += ["--no-enable-chunked-prefill"]
+                argv += ["--max-model-len", str(dep.prefill_token_budget)]
         argv += ["--gpu-memory-utilization", str(dep.gpu_memory_utilization)]
         kv_bytes = plan.kv_bytes_per_gpu(inst.group)
         if kv_bytes is not None:
@@ -406,10 +407,13 @@ def _vllm(plan: _Plan) -> tuple[list[LaunchStep], list[str]]:
     if dep.mode == "colocated":
         notes.append(
             "colocated: --no-enable-chunked-prefill turns chunked prefill off (vLLM enables it by "
-            "default); vLLM then needs --max-num-batched-tokens at least the model's context "
-            "length."
+            "default). Without chunking vLLM refuses a --max-num-batched-tokens below the "
+            "context length, so --max-model-len is set to the same budget; raise both together "
+            "for longer prompts."
         )
-    if kv_note := _kv_note(plan, "--kv-cache-memory-bytes (per GPU)"):
+    if kv_note := _kv_note(
+        plan, "--kv-cache-memory-bytes (per GPU; vLLM then ignores --gpu-memory-utilization)"
+    ):
         notes.append(kv_note)
     if len(plan.instances) > 1 and not plan.disagg:
         notes.append("Put any HTTP load balancer in front of the servers (vLLM ships none).")
