@@ -1,16 +1,18 @@
-"""pdnotes engine serve | presets | simulate"""
+"""pdnotes engine serve | presets | simulate | sketch"""
 
 from __future__ import annotations
 
 import typer
 
-from notes_cli.cli import simulate
+from notes_cli.cli import simulate, sketch
 
 app = typer.Typer(
-    help="The bundled mock PD engine: serve it over HTTP, list its presets, simulate offline.",
+    help="The bundled mock PD engine: serve it over HTTP, list its presets, simulate offline, "
+    "sketch a real-engine launch.",
     no_args_is_help=True,
 )
 app.command("simulate")(simulate.simulate)
+app.command("sketch")(sketch.sketch)
 
 
 @app.command("serve")
