@@ -266,10 +266,11 @@ def _p99_tbt_ms(preset: str, rate_per_s: float) -> float:
 
 def test_sarathi_chunking_keeps_p99_tbt_where_vllm_stalls() -> None:
     # Sarathi-Serve (OSDI'24): chunked prefills give Mistral-7B on one A100 2.6x vLLM's
-    # capacity under a P99 TBT SLO. At 4 req/s chunking keeps P99 TBT under a strict 100 ms
-    # and vLLM's whole-prompt prefills do not (capacities measured offline, docs/validation.md).
-    assert _p99_tbt_ms("sarathi-mistral-7b-a100", 4.0) < 100
-    assert _p99_tbt_ms("sarathi-mistral-7b-a100-vllm", 4.0) > 100
+    # capacity; its capacity search (sarathi/benchmark/capacity_search/main.py) holds P99 TBT
+    # under 0.2 s. At 6 req/s chunking keeps P99 TBT under 200 ms and vLLM's whole-prompt
+    # prefills do not (capacities measured offline: 9.6 against 3.6 req/s, docs/validation.md).
+    assert _p99_tbt_ms("sarathi-mistral-7b-a100", 6.0) < 200
+    assert _p99_tbt_ms("sarathi-mistral-7b-a100-vllm", 6.0) > 200
 
 
 def test_engine_simulate_shows_distserve_ahead_at_its_chatbot_slos(cli) -> None:
