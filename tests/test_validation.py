@@ -266,10 +266,11 @@ def _p99_tbt_ms(preset: str, rate_per_s: float) -> float:
 
 def test_sarathi_chunking_keeps_p99_tbt_where_vllm_stalls() -> None:
     # Sarathi-Serve (OSDI'24): chunked prefills give Mistral-7B on one A100 2.6x vLLM's
-    # capacity under a P99 TBT SLO. At 4 req/s chunking keeps P99 TBT under a strict 100 ms
-    # and vLLM's whole-prompt prefills do not (capacities measured offline, docs/validation.md).
-    assert _p99_tbt_ms("sarathi-mistral-7b-a100", 4.0) < 100
-    assert _p99_tbt_ms("sarathi-mistral-7b-a100-vllm", 4.0) > 100
+    # capacity; its capacity search (sarathi/benchmark/capacity_search/main.py) holds P99 TBT
+    # under 0.2 s. At 6 req/s chunking keeps P99 TBT under 200 ms and vLLM's whole-prompt
+    # prefills do not (capacities measured offline: 9.6 against 3.6 req/s, docs/validation.md).
+    assert _p99_tbt_ms("sarathi-mistral-7b-a100", 6.0) < 200
+    assert _p99_tbt_ms("sarathi-mistral-7b-a100-vllm", 6.0) > 200
 
 
 def test_engine_simulate_shows_distserve_ahead_at_its_chatbot_slos(cli) -> None:
@@ -303,3 +304,46 @@ def test_engine_simulate_shows_distserve_ahead_at_its_chatbot_slos(cli) -> None:
     disagg, vllm = configs["distserve-13b-disagg"], configs["distserve-13b-vllm"]
     assert (disagg["chips"], vllm["chips"]) == (3, 1)
     assert disagg["goodput"]["per_chip"] > vllm["goodput"]["per_chip"]
+
+
+# Prompt and output lengths of DistServe's released OPT-13B ShareGPT runs (quantiles of the 900
+# requests in simdistserve/benchmarks/alignment/data-ground-truth/opt-13b-sharegpt/
+# distserve-c21d11-900-9.exp; OPT-13B's context is 2048 tokens, so prompt + output <= 2048).
+_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0)
+_DISTSERVE_PROMPTS = (2, 88, 322, 668, 1153, 1526, 1904, 2003)
+_DISTSERVE_OUTPUTS = (1, 9, 18, 76, 309, 491, 950, 1809)
+
+
+def _from_quantiles(values: tuple[int, ...], u: float) -> float:
+    import bisect
+
+    i = min(bisect.bisect_right(_QUANTILES, u) - 1, len(_QUANTILES) - 2)
+    share = (u - _QUANTILES[i]) / (_QUANTILES[i + 1] - _QUANTILES[i])
+    return values[i] + share * (values[i + 1] - values[i])
+
+
+def _distserve_sharegpt(rate_per_s: float, n: int, seed: int = 7) -> list[SimRequest]:
+    import random
+
+    rng, t, arrivals = random.Random(seed), 0.0, []
+    for _ in range(n):
+        t += rng.expovariate(rate_per_s) * 1000
+        prompt = max(2, int(_from_quantiles(_DISTSERVE_PROMPTS, rng.random())))
+        output = max(2, min(2048 - prompt, int(_from_quantiles(_DISTSERVE_OUTPUTS, rng.random()))))
+        arrivals.append(SimRequest(t, prompt, output))
+    return arrivals
+
+
+def _attainment(preset: str, arrivals: list[SimRequest], ttft_ms: float, tpot_ms: float) -> float:
+    """Share of requests whose own TTFT and TPOT both meet the SLO (DistServe's definition)."""
+    records = list(simulate(CATALOG.deployment(preset), arrivals, catalog=CATALOG))
+    return sum(r.ttft_ms <= ttft_ms and r.tpot_ms <= tpot_ms for r in records) / len(records)
+
+
+def test_distserves_measured_runs_fall_on_the_same_side_of_90_percent() -> None:
+    # DistServe's released measurements (OPT-13B, ShareGPT, A100, TTFT <= 0.25 s and TPOT <=
+    # 0.1 s per request): its placement, 300 requests at 4.5 req/s (1.5 per GPU), attains 96.7%;
+    # vLLM on one GPU, 100 requests at 1 req/s, attains 86.0%, under DistServe's 90% target.
+    disagg = _attainment("distserve-13b-disagg", _distserve_sharegpt(4.5, 300), 250, 100)
+    vllm = _attainment("distserve-13b-vllm", _distserve_sharegpt(1.0, 100), 250, 100)
+    assert disagg >= 0.9 > vllm
