@@ -94,6 +94,10 @@ class WorkloadSpec:
         }
         if self.trace is not None:
             data["trace"] = str(self.trace)
+        elif self.lengths.workload is not None:
+            from notes_cli.bench.length_tables import named_workload
+
+            data["workload"] = named_workload(self.lengths.workload).to_json()
         else:
             data.update(
                 input_tokens=self.lengths.input_tokens,
