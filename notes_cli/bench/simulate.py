@@ -257,27 +257,23 @@ def fold_record(stats: LatencyStats, record: Any) -> None:
     out = int(record.output_tokens)
     tpot = record.tpot_ms if out > 1 else None
     gaps = getattr(record, "itl_ms", None)
-    count = getattr(record, "itl_count", None)
     if gaps:
-        largest: float | None = max(gaps)
-    elif count:
-        largest = record.max_itl_ms
-    else:
-        largest = None
-    stats.add(record.ttft_ms, tpot, record.e2e_ms, out, largest)
-    if gaps:
+        stats.add(record.ttft_ms, tpot, record.e2e_ms, out, max(gaps))
         for gap in gaps:
             stats.add_itl(gap)
         return
-    if count is None:
-        if tpot is not None:
+    count = getattr(record, "itl_count", None)
+    if not count:
+        stats.add(record.ttft_ms, tpot, record.e2e_ms, out)
+        if count is None and tpot is not None:
             stats.add_itl(tpot, out - 1)  # only a mean is known
         return
-    if count > 0:
-        assert largest is not None
-        stats.add_itl(largest)
-        if count > 1:
-            stats.add_itl(max(0.0, (record.itl_sum_ms - largest) / (count - 1)), count - 1)
+    largest = record.max_itl_ms
+    stats.add(record.ttft_ms, tpot, record.e2e_ms, out, largest)
+    itl = stats.itl
+    itl.add(largest)
+    if count > 1:
+        itl.add(max(0.0, (record.itl_sum_ms - largest) / (count - 1)), count - 1)
 
 
 def simulate_configs(

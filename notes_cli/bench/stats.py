@@ -322,6 +322,7 @@ class LatencyStats:
     no gap of it breaks the objective; without `max_itl_ms`, its TPOT stands in."""
 
     __slots__ = (
+        "_limits",
         "_ok_both",
         "_ok_tbt",
         "_ok_tpot",
@@ -343,6 +344,12 @@ class LatencyStats:
         self.e2e = keeper()
         self.output_tokens = 0
         self._ok_ttft = self._ok_tpot = self._ok_tbt = self._ok_both = 0
+        # No objective = an infinite one; read once here, not per request (the simulator's
+        # hot path adds one request per simulated request).
+        slo = self.slo
+        self._limits = tuple(
+            math.inf if limit is None else limit for limit in (slo.ttft_ms, slo.tpot_ms, slo.tbt_ms)
+        )
 
     @property
     def completed(self) -> int:
@@ -362,11 +369,11 @@ class LatencyStats:
         if tpot_ms is not None:
             self.tpot.add(tpot_ms)
         self.output_tokens += output_tokens
-        slo = self.slo
-        ttft_ok = slo.ttft_ms is None or ttft_ms <= slo.ttft_ms
-        tpot_ok = slo.tpot_ms is None or tpot_ms is None or tpot_ms <= slo.tpot_ms
+        ttft_limit, tpot_limit, tbt_limit = self._limits
+        ttft_ok = ttft_ms <= ttft_limit
+        tpot_ok = tpot_ms is None or tpot_ms <= tpot_limit
         gap = max_itl_ms if max_itl_ms is not None else tpot_ms
-        tbt_ok = slo.tbt_ms is None or gap is None or gap <= slo.tbt_ms
+        tbt_ok = gap is None or gap <= tbt_limit
         good = ttft_ok and tpot_ok and tbt_ok
         self._ok_ttft += ttft_ok
         self._ok_tpot += tpot_ok
