@@ -262,3 +262,47 @@ def test_cli_bad_slo_flags_exit_2(cli, args: tuple[str, ...], message: str) -> N
     assert result.exit_code == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_tbt_slo_judges_every_gap_not_a_summary_of_them() -> None:
+    """Colocated prefills stall every running decode; a request sees several stalls, and only
+    exact pooled gaps put them in P99 (each request's largest gap plus its mean would not)."""
+    import numpy as np
+
+    from notes_cli.bench.engine_adapter import EngineSimulator
+
+    config = SimConfig("h100-colocated")
+    workload = WorkloadSpec(requests=300, lengths=LengthSpec(2048, 256))
+    exact = EngineSimulator(exact_gaps=True)
+    gaps = [g for r in exact.run(config, workload.items(4.0, 0), 0) for g in r.itl_ms]
+    truth = float(np.percentile(gaps, 99))
+    report = simulate_configs([config], workload, rates=[4.0], slo=Slo(tbt_ms=truth * 2))
+    itl = report.results[0].points[0].summaries["itl_ms"]
+    assert itl.count == len(gaps)
+    assert itl.p99 == pytest.approx(truth, rel=0.01)
+    summarised = simulate_configs(
+        [config], workload, rates=[4.0], slo=Slo(tbt_ms=truth * 2), simulator=EngineSimulator()
+    )
+    assert summarised.results[0].points[0].summaries["itl_ms"].p99 < truth / 2  # why it matters
+
+
+@pytest.mark.parametrize("values", [[5.0, 7.5, 7.5, 100.0, 0.25], [0.0, 3.0, 1e-12, 9.0], []])
+def test_adding_a_requests_gaps_at_once_equals_adding_them_one_by_one(values: list) -> None:
+    from notes_cli.bench.stats import ExactSample, LogHistogram
+
+    for keeper in (LogHistogram, ExactSample):
+        together, apart = keeper(), keeper()
+        together.add(2.0)
+        apart.add(2.0)
+        together.add_all(values)
+        for v in values:
+            apart.add(v)
+        assert (together.count, together.total, together.min, together.max) == (
+            apart.count,
+            apart.total,
+            apart.min,
+            apart.max,
+        )
+        assert [together.quantile(q) for q in (0, 0.5, 0.9, 1)] == [
+            apart.quantile(q) for q in (0, 0.5, 0.9, 1)
+        ]

@@ -259,8 +259,7 @@ def fold_record(stats: LatencyStats, record: Any) -> None:
     gaps = getattr(record, "itl_ms", None)
     if gaps:
         stats.add(record.ttft_ms, tpot, record.e2e_ms, out, max(gaps))
-        for gap in gaps:
-            stats.add_itl(gap)
+        stats.add_itls(gaps)
         return
     count = getattr(record, "itl_count", None)
     if not count:
@@ -290,7 +289,9 @@ def simulate_configs(
     """Simulate every configuration at every rate; with `goodput`, also search each one's
     goodput (needs a TTFT or TPOT SLO). Deterministic for `seed`."""
     slo = slo or Slo()
-    runner = _Runner(simulator or default_simulator(), workload, slo, seed)
+    # A TBT objective is judged on the pooled gaps' P99: keep every gap then (exact, slower).
+    simulator = simulator or default_simulator(exact_gaps=slo.tbt_ms is not None)
+    runner = _Runner(simulator, workload, slo, seed)
     started = time.perf_counter()
     results = []
     for config in configs:
@@ -320,8 +321,9 @@ def _search(runner: _Runner, config: SimConfig, chips: int) -> GoodputResult:
     return capacity(meets, chips=chips, start_rate=float(chips))
 
 
-def default_simulator() -> Simulator:
-    """The engine's scheduler on a virtual clock (notes_cli.engine.core.simcore)."""
+def default_simulator(*, exact_gaps: bool = False) -> Simulator:
+    """The engine's scheduler on a virtual clock (notes_cli.engine.core.simcore); with
+    `exact_gaps`, every inter-token gap reaches the statistics (see EngineSimulator)."""
     from notes_cli.bench.engine_adapter import EngineSimulator
 
-    return EngineSimulator()
+    return EngineSimulator(exact_gaps=exact_gaps)
