@@ -294,3 +294,13 @@ def test_output_tokens_come_from_usage_when_a_chunk_carries_several(cli) -> None
     # TPOT = (E2E - TTFT) / (16 - 1): three 20 ms gaps over 15 tokens, about 4 ms, where
     # counting chunks would give (E2E - TTFT) / 3, the whole 20 ms gap.
     assert metrics["tpot_ms"]["median"] < metrics["itl_ms"]["median"] / 3
+
+
+def test_bench_tbt_slo_judges_each_requests_largest_gap(cli, scripted) -> None:
+    base_url, _ = scripted
+    args = ("bench", "--base-url", base_url, "-n", "3", "--output-len", "6", "--json")
+    strict = cli(*args, "--slo-tbt-ms", "0.5").json()  # every gap is about ITL_MS = 2 ms
+    assert strict["slo"]["tbt_ms"] == 0.5
+    assert strict["attainment"]["tbt"] == 0.0 and strict["goodput"] == 0
+    loose = cli(*args, "--slo-tbt-ms", "1000").json()
+    assert loose["attainment"]["tbt"] == 1.0 and loose["goodput"] > 0

@@ -203,3 +203,106 @@ def test_goodput_search_uses_the_attainment_target_when_given() -> None:
     assert goodput is not None and goodput.rate == 0.0  # 80% good at every rate
     data = report.to_json()
     assert data["slo"]["attainment"] == 0.9 and data["slo"]["tbt_ms"] == 100
+
+
+# -- the CLI --------------------------------------------------------------------------------
+
+CHUNKED = ("engine", "simulate", "--preset", "h100-disagg", "--mode", "chunked")
+PROMPT_HEAVY = ("--input-len", "2048", "--output-len", "64", "-n", "200", "--rate", "4")
+
+
+def test_cli_judges_by_percentile_then_by_p99(cli) -> None:
+    base = cli(*CHUNKED, *PROMPT_HEAVY, "--json")
+    assert base.exit_code == 0, base.stderr
+    tpot = base.json()["configurations"][0]["points"][0]["metrics"]["tpot_ms"]
+    assert tpot["p90"] < tpot["p99"]
+    between = f"{(tpot['p90'] + tpot['p99']) / 2:.3f}"
+    p90 = cli(*CHUNKED, *PROMPT_HEAVY, "--slo-tpot-ms", between, "--json").json()
+    p99 = cli(*CHUNKED, *PROMPT_HEAVY, "--slo-tpot-ms", between, "--slo-percentile", "99", "--json")
+    point90, point99 = (d["configurations"][0]["points"][0] for d in (p90, p99.json()))
+    assert point90["meets_slo"] and point90["meets_p90_slo"]
+    assert not point99["meets_slo"] and point99["binding"] == "tpot"
+    assert p99.json()["slo"]["tpot_percentile"] == 99
+
+
+def test_cli_attainment_and_tbt_in_json_and_text(cli) -> None:
+    args = (*CHUNKED, *PROMPT_HEAVY, "--slo-ttft-ms", "2000", "--slo-tpot-ms", "100")
+    doc = cli(*args, "--slo-tbt-ms", "1", "--attainment", "0.9", "--json").json()
+    assert doc["slo"] == {
+        "ttft_ms": 2000.0,
+        "tpot_ms": 100.0,
+        "tbt_ms": 1.0,
+        "ttft_percentile": 90.0,
+        "tpot_percentile": 90.0,
+        "tbt_percentile": 99.0,
+        "attainment": 0.9,
+    }
+    point = doc["configurations"][0]["points"][0]
+    # every request has a gap above 1 ms: none is good, and TBT is what binds
+    assert point["attainment"] == {"ttft": 1.0, "tpot": 1.0, "tbt": 0.0, "all": 0.0}
+    assert point["good"] == 0 and not point["meets_slo"] and point["binding"] == "tbt"
+    text = cli(*args, "--slo-tbt-ms", "1", "--attainment", "0.9")
+    assert "TBT 0.0%" in text.stdout and "(TBT binds)" in text.stdout
+    assert "≥90% of requests within every SLO" in text.stdout
+    relaxed = cli(*args, "--slo-tbt-ms", "10000", "--attainment", "0.9", "--json").json()
+    assert relaxed["configurations"][0]["points"][0]["meets_slo"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--slo-ttft-ms", "100", "--attainment", "90"), "--attainment is a fraction"),
+        (("--attainment", "0.9"), "--attainment needs an objective"),
+        (("--slo-ttft-ms", "100", "--slo-percentile", "100"), "--slo-percentile"),
+        (("--slo-tbt-ms", "0"), "TBT SLO"),
+    ],
+)
+def test_cli_bad_slo_flags_exit_2(cli, args: tuple[str, ...], message: str) -> None:
+    result = cli("engine", "simulate", "-n", "10", *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_tbt_slo_judges_every_gap_not_a_summary_of_them() -> None:
+    """Colocated prefills stall every running decode; a request sees several stalls, and only
+    exact pooled gaps put them in P99 (each request's largest gap plus its mean would not)."""
+    import numpy as np
+
+    from notes_cli.bench.engine_adapter import EngineSimulator
+
+    config = SimConfig("h100-colocated")
+    workload = WorkloadSpec(requests=300, lengths=LengthSpec(2048, 256))
+    exact = EngineSimulator(exact_gaps=True)
+    gaps = [g for r in exact.run(config, workload.items(4.0, 0), 0) for g in r.itl_ms]
+    truth = float(np.percentile(gaps, 99))
+    report = simulate_configs([config], workload, rates=[4.0], slo=Slo(tbt_ms=truth * 2))
+    itl = report.results[0].points[0].summaries["itl_ms"]
+    assert itl.count == len(gaps)
+    assert itl.p99 == pytest.approx(truth, rel=0.01)
+    summarised = simulate_configs(
+        [config], workload, rates=[4.0], slo=Slo(tbt_ms=truth * 2), simulator=EngineSimulator()
+    )
+    assert summarised.results[0].points[0].summaries["itl_ms"].p99 < truth / 2  # why it matters
+
+
+@pytest.mark.parametrize("values", [[5.0, 7.5, 7.5, 100.0, 0.25], [0.0, 3.0, 1e-12, 9.0], []])
+def test_adding_a_requests_gaps_at_once_equals_adding_them_one_by_one(values: list) -> None:
+    from notes_cli.bench.stats import ExactSample, LogHistogram
+
+    for keeper in (LogHistogram, ExactSample):
+        together, apart = keeper(), keeper()
+        together.add(2.0)
+        apart.add(2.0)
+        together.add_all(values)
+        for v in values:
+            apart.add(v)
+        assert (together.count, together.total, together.min, together.max) == (
+            apart.count,
+            apart.total,
+            apart.min,
+            apart.max,
+        )
+        assert [together.quantile(q) for q in (0, 0.5, 0.9, 1)] == [
+            apart.quantile(q) for q in (0, 0.5, 0.9, 1)
+        ]

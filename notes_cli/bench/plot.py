@@ -1,7 +1,8 @@
 """`--plot FILE.html`: SLO attainment against per-chip rate, one line per configuration.
 
 A self-contained HTML page with an inline SVG (no scripts, no network, no plotting library), so
-it opens anywhere and diffs cleanly. The dashed line at 90% is DistServe's attainment target.
+it opens anywhere and diffs cleanly. The dashed line is the run's `--attainment` target, else
+90% (DistServe's).
 """
 
 from __future__ import annotations
@@ -59,9 +60,10 @@ def attainment_svg(report: SimulateReport) -> str:
         '<rect width="100%" height="100%" fill="white"/>',
     ]
     parts += _axes(sx, sy, x_max, plot_w, plot_h)
+    target = report.slo.attainment or _TARGET  # the run's own target when it set one
     parts.append(
-        f'<line x1="{sx(0):.1f}" y1="{sy(_TARGET):.1f}" x2="{sx(x_max):.1f}" '
-        f'y2="{sy(_TARGET):.1f}" stroke="#888" stroke-dasharray="4 4"/>'
+        f'<line x1="{sx(0):.1f}" y1="{sy(target):.1f}" x2="{sx(x_max):.1f}" '
+        f'y2="{sy(target):.1f}" stroke="#888" stroke-dasharray="4 4"/>'
     )
     for i, (label, pts) in enumerate(series):
         colour = _COLOURS[i % len(_COLOURS)]

@@ -94,6 +94,10 @@ class WorkloadSpec:
         }
         if self.trace is not None:
             data["trace"] = str(self.trace)
+        elif self.lengths.workload is not None:
+            from notes_cli.bench.length_tables import named_workload
+
+            data["workload"] = named_workload(self.lengths.workload).to_json()
         else:
             data.update(
                 input_tokens=self.lengths.input_tokens,
@@ -253,27 +257,22 @@ def fold_record(stats: LatencyStats, record: Any) -> None:
     out = int(record.output_tokens)
     tpot = record.tpot_ms if out > 1 else None
     gaps = getattr(record, "itl_ms", None)
-    count = getattr(record, "itl_count", None)
     if gaps:
-        largest: float | None = max(gaps)
-    elif count:
-        largest = record.max_itl_ms
-    else:
-        largest = None
-    stats.add(record.ttft_ms, tpot, record.e2e_ms, out, largest)
-    if gaps:
-        for gap in gaps:
-            stats.add_itl(gap)
+        stats.add(record.ttft_ms, tpot, record.e2e_ms, out, max(gaps))
+        stats.add_itls(gaps)
         return
-    if count is None:
-        if tpot is not None:
+    count = getattr(record, "itl_count", None)
+    if not count:
+        stats.add(record.ttft_ms, tpot, record.e2e_ms, out)
+        if count is None and tpot is not None:
             stats.add_itl(tpot, out - 1)  # only a mean is known
         return
-    if count > 0:
-        assert largest is not None
-        stats.add_itl(largest)
-        if count > 1:
-            stats.add_itl(max(0.0, (record.itl_sum_ms - largest) / (count - 1)), count - 1)
+    largest = record.max_itl_ms
+    stats.add(record.ttft_ms, tpot, record.e2e_ms, out, largest)
+    itl = stats.itl
+    itl.add(largest)
+    if count > 1:
+        itl.add(max(0.0, (record.itl_sum_ms - largest) / (count - 1)), count - 1)
 
 
 def simulate_configs(
@@ -290,7 +289,9 @@ def simulate_configs(
     """Simulate every configuration at every rate; with `goodput`, also search each one's
     goodput (needs a TTFT or TPOT SLO). Deterministic for `seed`."""
     slo = slo or Slo()
-    runner = _Runner(simulator or default_simulator(), workload, slo, seed)
+    # A TBT objective is judged on the pooled gaps' P99: keep every gap then (exact, slower).
+    simulator = simulator or default_simulator(exact_gaps=slo.tbt_ms is not None)
+    runner = _Runner(simulator, workload, slo, seed)
     started = time.perf_counter()
     results = []
     for config in configs:
@@ -320,8 +321,9 @@ def _search(runner: _Runner, config: SimConfig, chips: int) -> GoodputResult:
     return capacity(meets, chips=chips, start_rate=float(chips))
 
 
-def default_simulator() -> Simulator:
-    """The engine's scheduler on a virtual clock (notes_cli.engine.core.simcore)."""
+def default_simulator(*, exact_gaps: bool = False) -> Simulator:
+    """The engine's scheduler on a virtual clock (notes_cli.engine.core.simcore); with
+    `exact_gaps`, every inter-token gap reaches the statistics (see EngineSimulator)."""
     from notes_cli.bench.engine_adapter import EngineSimulator
 
-    return EngineSimulator()
+    return EngineSimulator(exact_gaps=exact_gaps)

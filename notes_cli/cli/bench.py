@@ -47,6 +47,9 @@ def bench(
     ),
     slo_ttft_ms: float | None = typer.Option(None, "--slo-ttft-ms", help="TTFT objective (ms)."),
     slo_tpot_ms: float | None = typer.Option(None, "--slo-tpot-ms", help="TPOT objective (ms)."),
+    slo_tbt_ms: float | None = typer.Option(
+        None, "--slo-tbt-ms", help="Largest inter-chunk gap a good request may have (ms)."
+    ),
     timeout: float = typer.Option(60.0, "--timeout", help="Per-request timeout (s)."),
     duration: float | None = typer.Option(
         None, "--duration", help="Stop sending, and cancel what is in flight, after S seconds."
@@ -79,7 +82,7 @@ def bench(
         concurrency=concurrency,
         duration_s=duration,
         timeout_s=timeout,
-        slo=Slo(slo_ttft_ms, slo_tpot_ms),
+        slo=Slo(slo_ttft_ms, slo_tpot_ms, slo_tbt_ms),
         server_speed=server_speed,
     )
     items = _workload(requests, input_len, output_len, dist, dataset, rate, burstiness, seed)

@@ -27,11 +27,25 @@ def simulate(
     pd_ratio: str | None = typer.Option(
         None, "--pd-ratio", help="Prefill:decode node ratios to compare, e.g. 1:1,2:1."
     ),
-    input_len: int = typer.Option(512, "--input-len", help="Prompt tokens (median if lognormal)."),
-    output_len: int = typer.Option(64, "--output-len", help="Output tokens (median if lognormal)."),
-    dist: str = typer.Option("fixed", "--dist", help="Length distribution: fixed or lognormal."),
+    input_len: int | None = typer.Option(
+        None, "--input-len", help="Prompt tokens (median if lognormal). Default 512."
+    ),
+    output_len: int | None = typer.Option(
+        None, "--output-len", help="Output tokens (median if lognormal). Default 64."
+    ),
+    dist: str | None = typer.Option(
+        None, "--dist", help="Length distribution: fixed (default) or lognormal."
+    ),
+    workload_name: str | None = typer.Option(
+        None,
+        "--workload",
+        help="Built-in lengths: sharegpt, longbench, arxiv-sum, azure-conv, azure-code.",
+    ),
     trace: Path | None = typer.Option(
-        None, "--trace", help="JSONL trace: arrival_ms, input_tokens, output_tokens per line."
+        None,
+        "--trace",
+        help="Trace file: JSONL requests (input_tokens, output_tokens, arrival_ms), or a vLLM / "
+        "SGLang benchmark result with input_lens and output_lens.",
     ),
     rate: float | None = typer.Option(None, "--rate", help="Poisson arrival rate (req/s)."),
     rates: str | None = typer.Option(None, "--rates", help="Several rates to sweep: 1,2,4."),
@@ -44,8 +58,21 @@ def simulate(
     requests: int = typer.Option(1000, "-n", "--requests", help="Requests per simulated run."),
     slo_ttft_ms: float | None = typer.Option(None, "--slo-ttft-ms", help="TTFT objective (ms)."),
     slo_tpot_ms: float | None = typer.Option(None, "--slo-tpot-ms", help="TPOT objective (ms)."),
+    slo_tbt_ms: float | None = typer.Option(
+        None, "--slo-tbt-ms", help="Inter-token gap objective (ms), judged at P99 (TBT)."
+    ),
+    slo_percentile: float = typer.Option(
+        90.0, "--slo-percentile", help="Percentile judging TTFT and TPOT: 90 (DistServe) or 99."
+    ),
+    attainment: float | None = typer.Option(
+        None,
+        "--attainment",
+        help="Target share of good requests (each meeting every SLO), e.g. 0.9 (DistServe).",
+    ),
     goodput: bool = typer.Option(
-        False, "--goodput", help="Search the highest per-chip rate meeting P90 SLOs."
+        False,
+        "--goodput",
+        help="Search the highest per-chip rate meeting the SLOs (--attainment, else percentiles).",
     ),
     seed: int = typer.Option(0, "--seed", help="Seed for arrivals and lengths."),
     plot: Path | None = typer.Option(
@@ -53,17 +80,31 @@ def simulate(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.simulate/1 document."),
 ) -> None:
-    """Simulate presets, modes and P:D ratios on one workload: TTFT, TPOT, ITL, E2E, SLO
-    attainment and goodput per chip. Deterministic for a seed."""
+    """Simulate presets, modes and P:D ratios on one workload: TTFT, TPOT, ITL (TBT), E2E,
+    per-request SLO attainment and goodput per chip. Deterministic for a seed."""
     from notes_cli import render
     from notes_cli.bench.simulate import WorkloadSpec, simulate_configs
     from notes_cli.bench.stats import Slo
     from notes_cli.bench.workload import LengthSpec
 
-    slo = Slo(slo_ttft_ms, slo_tpot_ms)
-    if goodput and not slo.any:
+    if not 0 < slo_percentile < 100:
+        raise UsageError("--slo-percentile must be between 0 and 100, e.g. 90 or 99")
+    if attainment is not None and attainment > 1:
         raise UsageError(
-            "--goodput needs an objective", fix="add --slo-ttft-ms and/or --slo-tpot-ms"
+            f"--attainment is a fraction, got {attainment:g}", fix="e.g. --attainment 0.9 for 90%"
+        )
+    slo = Slo(
+        slo_ttft_ms,
+        slo_tpot_ms,
+        slo_tbt_ms,
+        ttft_percentile=slo_percentile,
+        tpot_percentile=slo_percentile,
+        attainment=attainment,
+    )
+    if (goodput or attainment is not None) and not slo.any:
+        raise UsageError(
+            f"{'--goodput' if goodput else '--attainment'} needs an objective",
+            fix="add --slo-ttft-ms, --slo-tpot-ms and/or --slo-tbt-ms",
         )
     if requests < 1:
         raise UsageError("-n must be at least 1")
@@ -80,11 +121,30 @@ def simulate(
     if plot is not None and (not slo.any or len(sweep) < 2):
         raise UsageError(
             "--plot draws SLO attainment against rate",
-            fix="give an SLO (--slo-ttft-ms / --slo-tpot-ms) and --rates with two or more rates",
+            fix="give an SLO (--slo-ttft-ms, --slo-tpot-ms or --slo-tbt-ms) and two or more "
+            "--rates",
         )
+    lengths_given = [
+        flag
+        for flag, value in (
+            ("--input-len", input_len),
+            ("--output-len", output_len),
+            ("--dist", dist),
+        )
+        if value is not None
+    ]
+    if workload_name is not None and (lengths_given or trace is not None):
+        clash = ", ".join(lengths_given + (["--trace"] if trace is not None else []))
+        raise UsageError(f"--workload sets the lengths itself: drop {clash}")
+    lengths = LengthSpec(
+        512 if input_len is None else input_len,
+        64 if output_len is None else output_len,
+        dist or "fixed",  # type: ignore[arg-type]
+        workload=workload_name,
+    )
     workload = WorkloadSpec(
         requests=requests,
-        lengths=LengthSpec(input_len, output_len, dist),  # type: ignore[arg-type]
+        lengths=lengths,
         burstiness=burstiness,
         trace=trace,
         concurrency=concurrency,

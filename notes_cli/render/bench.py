@@ -15,7 +15,7 @@ from notes_cli.render import err, out
 if TYPE_CHECKING:
     from notes_cli.bench.client import BenchReport, ServerView
     from notes_cli.bench.simulate import ConfigResult, RatePoint, SimulateReport, WorkloadSpec
-    from notes_cli.bench.stats import Attainment, Summary
+    from notes_cli.bench.stats import Attainment, Slo, Summary
 
 _METRIC_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
 
@@ -44,11 +44,28 @@ def metrics_table(summaries: dict[str, Summary], title: str | None = None) -> Ta
 
 
 def _attainment_line(att: Attainment) -> str:
+    """Per-request attainment: all objectives, then each one set."""
     parts = [f"SLO attainment {_pct(att.both)}"]
-    detail = [f"{name} {_pct(v)}" for name, v in (("TTFT", att.ttft), ("TPOT", att.tpot)) if v]
+    each = (("TTFT", att.ttft), ("TPOT", att.tpot), ("TBT", att.tbt))
+    detail = [f"{name} {_pct(v)}" for name, v in each if v is not None]
     if detail:
         parts.append(f"({', '.join(detail)})")
     return " ".join(parts)
+
+
+def slo_rule(slo: Slo) -> str:
+    """How a run is judged, in words: "≥90% of requests meet every SLO" or the percentiles."""
+    if slo.attainment is not None:
+        return f"≥{slo.attainment:.0%} of requests within every SLO"
+    rules = [f"P{getattr(slo, name + '_percentile'):g} {name.upper()}" for name in slo.objectives]
+    return f"{' and '.join(rules)} within SLO"
+
+
+def _verdict_line(point: RatePoint, slo: Slo) -> str:
+    if point.meets:
+        return f"  [green]meets:[/] {slo_rule(slo)}"
+    binding = f" ({point.binding.upper()} binds)" if point.binding else ""
+    return f"  [red]misses:[/] {slo_rule(slo)}{binding}"
 
 
 # -- simulate -------------------------------------------------------------------------------
@@ -65,8 +82,10 @@ def simulate_report(report: SimulateReport) -> None:
             console.print(metrics_table(point.summaries, title=title))
             if report.slo.any:
                 console.print(f"  {_attainment_line(point.attainment)}")
+                if point.completed:
+                    console.print(_verdict_line(point, report.slo))
         if result.goodput is not None:
-            console.print(f"  {_goodput_line(result)}")
+            console.print(f"  {_goodput_line(result, report.slo)}")
         console.print()
     if any(r.goodput is not None for r in report.results) and len(report.results) > 1:
         console.print(goodput_table(report))
@@ -89,11 +108,11 @@ def _point_title(point: RatePoint, workload: WorkloadSpec) -> str:
     return f"  {point.rate:g} req/s ({point.rate_per_chip:.3g}/chip), {point.completed:,} requests"
 
 
-def _goodput_line(result: ConfigResult) -> str:
+def _goodput_line(result: ConfigResult, slo: Slo) -> str:
     g = result.goodput
     assert g is not None
     if g.rate == 0:
-        return "[red]goodput: no rate meets the P90 SLOs[/]"
+        return f"[red]goodput: no rate meets {slo_rule(slo)}[/]"
     if g.capped:
         return (
             "[yellow]goodput: every rate up to the search cap met the SLOs; the workload is too "
@@ -101,13 +120,13 @@ def _goodput_line(result: ConfigResult) -> str:
         )
     return (
         f"[bold]goodput[/] {g.rate:.3g} req/s = [bold]{g.per_chip:.3g} req/s per chip[/] "
-        "at P90 SLOs"
+        f"with {slo_rule(slo)}"
     )
 
 
 def goodput_table(report: SimulateReport) -> Table:
     """One row per configuration: chips, goodput, goodput per chip, relative to the best."""
-    table = Table(title="goodput (P90 TTFT and TPOT within SLO)", title_justify="left")
+    table = Table(title=f"goodput ({slo_rule(report.slo)})", title_justify="left")
     for name, justify in (
         ("configuration", "left"),
         ("chips", "right"),
