@@ -152,6 +152,12 @@ def test_colocated_and_chunked_get_single_server_commands_with_their_chunk_flags
     assert _after(sglang, "--chunked-prefill-size") == ["-1"]
     two = _argvs(launch_sketch(catalog.deployment("a100-13b-colocated"), catalog, "sglang"))
     assert len(two) == 3 and "--worker-urls" in two[-1]  # two servers and a router
+    mixed = launch_sketch(
+        catalog.deployment("h800-h20-rdma").with_mode("colocated"), catalog, "vllm"
+    )
+    hosts = [name for name, _, _ in mixed.variables if name.startswith("SERVER_HOST")]
+    assert hosts == ["SERVER_HOST_1", "SERVER_HOST_2"]  # the h800 and the h20, one each
+    assert [s.title for s in mixed.steps] == ["server 1/2", "server 2/2"]
 
 
 def test_every_sketch_says_it_was_not_launched() -> None:

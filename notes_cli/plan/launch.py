@@ -180,12 +180,18 @@ class _Plan:
         self.link = catalog.links.get(deployment.link)
         self.transport = _transport(deployment.link, self.link.description if self.link else "")
         self.disagg = deployment.mode == "disagg"
+        # Numbered per role across groups: a disagg preset run colocated has two server groups.
+        groups = [
+            ("server" if role == "colocated" else role, group)
+            for role, group in deployment.worker_groups()
+        ]
+        totals = {role: sum(g.count for r, g in groups if r == role) for role, _ in groups}
+        seen = dict.fromkeys(totals, 0)
         self.instances: list[_Instance] = []
-        for role, group in deployment.worker_groups():
-            name = "server" if role == "colocated" else role
-            self.instances += [
-                _Instance(name, i + 1, group.count, group) for i in range(group.count)
-            ]
+        for role, group in groups:
+            for _ in range(group.count):
+                seen[role] += 1
+                self.instances.append(_Instance(role, seen[role], totals[role], group))
         self.variables: list[tuple[str, str, str]] = [
             ("MODEL", _MODEL_IDS.get(deployment.model, f"/path/to/{deployment.model}"),
              f"the weights of {deployment.model}: a Hugging Face id or a local folder"),
