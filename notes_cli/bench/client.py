@@ -199,9 +199,10 @@ class _Collector:
         e2e = chunks[-1]
         n_out = outcome.output_tokens or len(chunks)
         tpot = (e2e - ttft) / (n_out - 1) if n_out > 1 else None
-        self.stats.add(ttft, tpot, e2e, n_out)
-        for before, after in zip(chunks, chunks[1:], strict=False):
-            self.stats.add_itl(after - before)
+        gaps = [after - before for before, after in zip(chunks, chunks[1:], strict=False)]
+        self.stats.add(ttft, tpot, e2e, n_out, max(gaps) if gaps else None)
+        for gap in gaps:
+            self.stats.add_itl(gap)
         if outcome.tokens_source == "counted":
             self.counted += 1
         if outcome.pd_timing:

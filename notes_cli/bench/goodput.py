@@ -1,10 +1,13 @@
-"""Goodput search: the highest request rate at which a deployment still meets its SLOs.
+"""Capacity and goodput search: the highest request rate at which a deployment still meets its
+SLOs.
 
-DistServe's definition: goodput is the highest per-chip request rate at which P90 TTFT and P90
-TPOT both meet their objectives. Attainment falls as the rate rises, so the search brackets the
-boundary by doubling (or halving) from a start rate, then bisects until the bracket is within a
-relative tolerance. Each probe is a whole simulation at that rate, with the same seed, so the
-answer is deterministic.
+DistServe's definition: goodput is the highest per-chip request rate at which the SLO
+attainment stays at its target (90% of requests meeting TTFT and TPOT), or, as pdnotes judged it
+before attainment targets, at which P90 TTFT and P90 TPOT both meet their objectives; the
+criterion is the caller's `meets(rate)`, usually `LatencyStats.meets` of a run at that rate.
+Attainment falls as the rate rises, so the search brackets the boundary by doubling (or
+halving) from a start rate, then bisects until the bracket is within a relative tolerance. Each
+probe is a whole simulation at that rate, with the same seed, so the answer is deterministic.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ class GoodputResult:
     chips: int
     probes: tuple[tuple[float, bool], ...]
     capped: bool = False  # the search hit MAX_RATE without failing
+    failed_rate: float | None = None  # the lowest rate probed that failed (None: none did)
 
     @property
     def per_chip(self) -> float:
@@ -36,8 +40,46 @@ class GoodputResult:
             "per_chip": round(self.per_chip, 4),
             "chips": self.chips,
             "capped": self.capped,
+            "failed_rate": None if self.failed_rate is None else round(self.failed_rate, 4),
             "probes": [{"rate": round(r, 4), "met": ok} for r, ok in self.probes],
         }
+
+
+def capacity(
+    meets: Callable[[float], bool],
+    *,
+    chips: int = 1,
+    start_rate: float = 1.0,
+    tolerance: float = DEFAULT_TOLERANCE,
+    max_probes: int = 40,
+) -> GoodputResult:
+    """Find the highest rate r (req/s) with `meets(r)` true, assuming it is true below some
+    bound and false above it: double or halve from `start_rate` to bracket the bound, then
+    bisect until the bracket is within `tolerance` of its top. At most `max_probes` calls of
+    `meets`; `chips` only scales `per_chip`."""
+    if chips < 1:
+        raise ValueError("chips must be at least 1")
+    if not start_rate > 0:
+        raise ValueError("start_rate must be positive")
+    probes: list[tuple[float, bool]] = []
+
+    def probe(rate: float) -> bool:
+        ok = bool(meets(rate))
+        probes.append((rate, ok))
+        return ok
+
+    low, high = _bracket(probe, start_rate, max_probes)
+    if low is None:
+        return GoodputResult(0.0, chips, tuple(probes), failed_rate=high)
+    if high is None:
+        return GoodputResult(low, chips, tuple(probes), capped=True)
+    while (high - low) / high > tolerance and len(probes) < max_probes:
+        middle = (low + high) / 2
+        if probe(middle):
+            low = middle
+        else:
+            high = middle
+    return GoodputResult(low, chips, tuple(probes), failed_rate=high)
 
 
 def search_goodput(
@@ -48,29 +90,10 @@ def search_goodput(
     tolerance: float = DEFAULT_TOLERANCE,
     max_probes: int = 40,
 ) -> GoodputResult:
-    """Find the highest rate r with `meets_slo(r)` true, assuming it is true below some bound
-    and false above it. At most `max_probes` calls of `meets_slo`."""
-    if chips < 1:
-        raise ValueError("chips must be at least 1")
-    probes: list[tuple[float, bool]] = []
-
-    def probe(rate: float) -> bool:
-        ok = meets_slo(rate)
-        probes.append((rate, ok))
-        return ok
-
-    low, high = _bracket(probe, start_rate, max_probes)
-    if low is None:
-        return GoodputResult(0.0, chips, tuple(probes))
-    if high is None:
-        return GoodputResult(low, chips, tuple(probes), capped=True)
-    while (high - low) / high > tolerance and len(probes) < max_probes:
-        middle = (low + high) / 2
-        if probe(middle):
-            low = middle
-        else:
-            high = middle
-    return GoodputResult(low, chips, tuple(probes))
+    """`capacity` under its first name (kept for callers of the P90 goodput search)."""
+    return capacity(
+        meets_slo, chips=chips, start_rate=start_rate, tolerance=tolerance, max_probes=max_probes
+    )
 
 
 def _bracket(

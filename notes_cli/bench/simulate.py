@@ -3,10 +3,11 @@ virtual clock.
 
 For each configuration (preset × mode × P:D ratio) and each offered rate, the workload is
 replayed through the simulator and folded into flat-memory statistics as records stream out, so
-memory stays flat however long the run. With SLOs, each point reports attainment, and
-`goodput=True` searches for the highest rate meeting P90 TTFT and P90 TPOT (DistServe's
-goodput), reported per chip. Everything derives from one seed: the same command prints the same
-numbers.
+memory stays flat however long the run. With SLOs, each point reports per-request attainment
+and whether it meets the SLO (`LatencyStats.meets`: the attainment target when one is set, else
+each objective's percentile), and `goodput=True` searches for the highest rate that meets it
+(DistServe's goodput), reported per chip. Everything derives from one seed: the same command
+prints the same numbers.
 
 The simulator is injected (`Simulator`), so this module knows nothing of the cost model; the
 default one drives `notes_cli.engine.core.simcore`.
@@ -16,12 +17,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from notes_cli.bench.closed_loop import ClosedLoop
-from notes_cli.bench.goodput import GoodputResult, search_goodput
+from notes_cli.bench.goodput import GoodputResult, capacity
 from notes_cli.bench.stats import Attainment, LatencyStats, Slo, Summary
 from notes_cli.bench.workload import ArrivalSpec, LengthSpec, WorkItem, read_trace, synthetic
 
@@ -123,7 +124,10 @@ class RatePoint:
     completed: int
     summaries: dict[str, Summary]
     attainment: Attainment
-    meets_p90: bool
+    meets_p90: bool  # the percentile rule (P90 TTFT and TPOT unless other percentiles are set)
+    meets: bool = False  # LatencyStats.meets: the attainment target when set, else the rule
+    binding: str | None = None  # LatencyStats.binding: the objective failing most / first
+    good: int = 0  # requests meeting every objective
 
     @property
     def rate_per_chip(self) -> float | None:
@@ -137,6 +141,9 @@ class RatePoint:
             "metrics": {name: s.to_json() for name, s in self.summaries.items()},
             "attainment": self.attainment.to_json(),
             "meets_p90_slo": self.meets_p90,
+            "meets_slo": self.meets,
+            "binding": self.binding,
+            "good": self.good,
         }
 
 
@@ -192,25 +199,48 @@ class _Runner:
         self.simulated = 0
 
     def point(self, config: SimConfig, chips: int, rate: float | None) -> RatePoint:
-        stats = LatencyStats(self.slo)
-        items: Iterable[Any] = self.workload.items(rate, self.seed)
-        loop = None
-        if self.workload.concurrency is not None:
-            loop = ClosedLoop(items, self.workload.concurrency)
-            items = loop.requests()
-        for record in self.simulator.run(config, items, self.seed):
-            if loop is not None:
-                loop.finished(record)
-            fold_record(stats, record)
-        self.simulated += stats.completed
-        return RatePoint(
-            rate=rate,
-            chips=chips,
-            completed=stats.completed,
-            summaries=stats.summaries(),
-            attainment=stats.attainment(),
-            meets_p90=stats.completed > 0 and stats.meets_p90(),
-        )
+        point = measure(self.simulator, config, self.workload, self.slo, rate, self.seed, chips)
+        self.simulated += point.completed
+        return point
+
+
+def measure(
+    simulator: Simulator,
+    config: SimConfig,
+    workload: WorkloadSpec,
+    slo: Slo,
+    rate: float | None,
+    seed: int = 0,
+    chips: int | None = None,
+) -> RatePoint:
+    """One simulated run of `config` on `workload` at `rate` (None: the trace's times or all at
+    once), folded into flat-memory statistics judged by `slo`. `chips` defaults to the
+    configuration's (resolving it costs a catalog lookup; pass it when known)."""
+    if chips is None:
+        chips = simulator.resolve(config).chips
+    stats = LatencyStats(slo)
+    items: Iterable[Any] = workload.items(rate, seed)
+    loop = None
+    if workload.concurrency is not None:
+        loop = ClosedLoop(items, workload.concurrency)
+        items = loop.requests()
+    for record in simulator.run(config, items, seed):
+        if loop is not None:
+            loop.finished(record)
+        fold_record(stats, record)
+    completed = stats.completed
+    percentile_slo = replace(slo, attainment=None)
+    return RatePoint(
+        rate=rate,
+        chips=chips,
+        completed=completed,
+        summaries=stats.summaries(),
+        attainment=stats.attainment(),
+        meets_p90=completed > 0 and stats.meets(percentile_slo),
+        meets=stats.meets(),
+        binding=stats.binding(),
+        good=stats.good,
+    )
 
 
 def fold_record(stats: LatencyStats, record: Any) -> None:
@@ -222,19 +252,25 @@ def fold_record(stats: LatencyStats, record: Any) -> None:
     maximum are exact, and the one stall a colocated prefill causes is not averaged away."""
     out = int(record.output_tokens)
     tpot = record.tpot_ms if out > 1 else None
-    stats.add(record.ttft_ms, tpot, record.e2e_ms, out)
     gaps = getattr(record, "itl_ms", None)
+    count = getattr(record, "itl_count", None)
+    if gaps:
+        largest: float | None = max(gaps)
+    elif count:
+        largest = record.max_itl_ms
+    else:
+        largest = None
+    stats.add(record.ttft_ms, tpot, record.e2e_ms, out, largest)
     if gaps:
         for gap in gaps:
             stats.add_itl(gap)
         return
-    count = getattr(record, "itl_count", None)
     if count is None:
         if tpot is not None:
             stats.add_itl(tpot, out - 1)  # only a mean is known
         return
     if count > 0:
-        largest = record.max_itl_ms
+        assert largest is not None
         stats.add_itl(largest)
         if count > 1:
             stats.add_itl(max(0.0, (record.itl_sum_ms - largest) / (count - 1)), count - 1)
@@ -279,9 +315,9 @@ def simulate_configs(
 
 def _search(runner: _Runner, config: SimConfig, chips: int) -> GoodputResult:
     def meets(rate: float) -> bool:
-        return runner.point(config, chips, rate).meets_p90
+        return runner.point(config, chips, rate).meets
 
-    return search_goodput(meets, chips=chips, start_rate=float(chips))
+    return capacity(meets, chips=chips, start_rate=float(chips))
 
 
 def default_simulator() -> Simulator:

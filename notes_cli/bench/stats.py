@@ -1,4 +1,35 @@
-"""Latency statistics: mean, median, p90, p99, SLO attainment, as `vllm bench serve` reports them.
+"""Latency statistics and SLOs: mean, median, p90, p99, per-request attainment, as `vllm bench
+serve` and the PD papers report them.
+
+Interface for the planner (and anything else judging a run against SLOs)
+-------------------------------------------------------------------------
+- `Slo(ttft_ms=None, tpot_ms=None, tbt_ms=None, *, ttft_percentile=90, tpot_percentile=90,
+  tbt_percentile=99, attainment=None)`: objectives in ms (None = none on that metric). TTFT and
+  TPOT are judged at their percentile (P90 default, as DistServe; P99 as Splitwise), TBT (the
+  gap between two consecutive tokens of a request; Sarathi-Serve's P99 TBT, vLLM's ITL) at P99.
+  `attainment` (e.g. 0.9) switches the criterion to DistServe's per-request one: a request is
+  *good* when its TTFT, its TPOT and (with `tbt_ms`) its largest inter-token gap all meet
+  their objectives, and a run meets the SLO when good / completed ≥ `attainment`.
+  `Slo.objectives` names the objectives set, in the order "ttft", "tpot", "tbt".
+- `LatencyStats(slo, exact=False)`: fold requests in with
+  `add(ttft_ms, tpot_ms, e2e_ms, output_tokens, max_itl_ms=None) -> bool` (whether it was good)
+  and `add_itl(gap_ms, times=1)` (pooled gaps), or with `notes_cli.bench.simulate.fold_record`
+  for a simulator record. Then:
+  - `good` (exact count of good requests), `completed`, `attainment() -> Attainment`
+    (fractions per objective and `both` = all of them);
+  - `meets(slo=None) -> bool`: with an attainment target, good / completed ≥ target; without,
+    every objective's percentile within it (today's P90 rule when only TTFT/TPOT are set);
+  - `binding(slo=None) -> str | None`: the objective that fails most (on a run that fails) or
+    would fail first (on one that meets): the lowest per-objective attainment with a target,
+    else the highest percentile / objective ratio. None without objectives or requests.
+  `slo=None` means the SLO the stats were built with; another SLO is accepted only when its
+  per-request thresholds are the same (the counts were made against them).
+- `notes_cli.bench.goodput.capacity(meets, *, chips=1, start_rate=1.0, tolerance=0.02,
+  max_probes=40) -> GoodputResult`: the highest rate (req/s) at which `meets(rate)` holds,
+  assuming it holds below a boundary and fails above; `.rate`, `.per_chip`, `.failed_rate`
+  (lowest rate seen failing), `.capped`, `.probes`. `search_goodput` is the same search.
+- `notes_cli.bench.simulate.measure(simulator, config, workload, slo, rate, seed) -> RatePoint`:
+  one simulated run folded into these statistics; `RatePoint.meets` / `.binding` / `.good`.
 
 Percentiles follow vLLM, which calls `numpy.percentile` with its default linear interpolation:
 for quantile q of n sorted samples x, h = q·(n−1) and the value is
@@ -25,6 +56,8 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from notes_cli.errors import UsageError
 
 DEFAULT_RELATIVE_ERROR = 0.01
 _ZERO = 1e-9  # values at or below this (in ms) count as exactly zero
@@ -194,31 +227,85 @@ class Summary:
         }
 
 
+OBJECTIVES = ("ttft", "tpot", "tbt")
+
+
 @dataclass(frozen=True)
 class Slo:
-    """Latency objectives in ms; None means "no objective on this metric"."""
+    """Latency objectives in ms; None means "no objective on this metric".
+
+    Percentiles are in percent (90 = P90) and say where the percentile rule judges each metric;
+    `attainment` (a fraction in (0, 1]) replaces that rule by DistServe's per-request one. The
+    first two fields stay positional: `Slo(400, 40)` is TTFT 400 ms and TPOT 40 ms at P90."""
 
     ttft_ms: float | None = None
     tpot_ms: float | None = None
+    tbt_ms: float | None = None
+    ttft_percentile: float = 90.0
+    tpot_percentile: float = 90.0
+    tbt_percentile: float = 99.0
+    attainment: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in OBJECTIVES:
+            value = getattr(self, f"{name}_ms")
+            if value is not None and not value > 0:
+                raise UsageError(f"the {name.upper()} SLO must be a positive number of ms")
+            if not 0 < getattr(self, f"{name}_percentile") < 100:
+                raise UsageError(f"the {name.upper()} percentile must be between 0 and 100")
+        if self.attainment is not None and not 0 < self.attainment <= 1:
+            raise UsageError("the attainment target must be a fraction in (0, 1], e.g. 0.9")
 
     @property
     def any(self) -> bool:
-        return self.ttft_ms is not None or self.tpot_ms is not None
+        return bool(self.objectives)
+
+    @property
+    def objectives(self) -> tuple[str, ...]:
+        """The objectives set, of "ttft", "tpot", "tbt", in that order."""
+        return tuple(name for name in OBJECTIVES if getattr(self, f"{name}_ms") is not None)
+
+    def same_thresholds(self, other: Slo) -> bool:
+        """Whether `other` judges single requests the same way (percentiles and target aside)."""
+        return (self.ttft_ms, self.tpot_ms, self.tbt_ms) == (
+            other.ttft_ms,
+            other.tpot_ms,
+            other.tbt_ms,
+        )
 
     def to_json(self) -> dict[str, float | None]:
-        return {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms}
+        return {
+            "ttft_ms": self.ttft_ms,
+            "tpot_ms": self.tpot_ms,
+            "tbt_ms": self.tbt_ms,
+            "ttft_percentile": self.ttft_percentile,
+            "tpot_percentile": self.tpot_percentile,
+            "tbt_percentile": self.tbt_percentile,
+            "attainment": self.attainment,
+        }
 
 
 @dataclass(frozen=True)
 class Attainment:
-    """Fractions of completed requests meeting each SLO and all of them (DistServe's metric)."""
+    """Fractions of completed requests meeting each SLO and all of them (DistServe's metric).
+    None for an objective that is not set (or when nothing completed)."""
 
     ttft: float | None
     tpot: float | None
     both: float | None
+    tbt: float | None = None
+
+    def of(self, objective: str) -> float | None:
+        value: float | None = getattr(self, objective)
+        return value
 
     def to_json(self) -> dict[str, float | None]:
-        return {"ttft": _round(self.ttft), "tpot": _round(self.tpot), "all": _round(self.both)}
+        return {
+            "ttft": _round(self.ttft),
+            "tpot": _round(self.tpot),
+            "tbt": _round(self.tbt),
+            "all": _round(self.both),
+        }
 
 
 def _round(x: float | None) -> float | None:
@@ -230,10 +317,13 @@ class LatencyStats:
     bench client), else in flat memory (the simulator).
 
     TPOT is only defined for requests with more than one output token (vLLM); a request without
-    one meets any TPOT objective, as in vLLM's goodput."""
+    one meets any TPOT objective, as in vLLM's goodput, and any TBT objective (it has no gap).
+    TBT is judged per request on its largest gap (`max_itl_ms`), so a request is good only if
+    no gap of it breaks the objective; without `max_itl_ms`, its TPOT stands in."""
 
     __slots__ = (
         "_ok_both",
+        "_ok_tbt",
         "_ok_tpot",
         "_ok_ttft",
         "e2e",
@@ -252,14 +342,21 @@ class LatencyStats:
         self.itl = keeper()
         self.e2e = keeper()
         self.output_tokens = 0
-        self._ok_ttft = self._ok_tpot = self._ok_both = 0
+        self._ok_ttft = self._ok_tpot = self._ok_tbt = self._ok_both = 0
 
     @property
     def completed(self) -> int:
         return self.e2e.count
 
-    def add(self, ttft_ms: float, tpot_ms: float | None, e2e_ms: float, output_tokens: int) -> bool:
-        """Record one completed request; returns whether it met every SLO."""
+    def add(
+        self,
+        ttft_ms: float,
+        tpot_ms: float | None,
+        e2e_ms: float,
+        output_tokens: int,
+        max_itl_ms: float | None = None,
+    ) -> bool:
+        """Record one completed request; returns whether it met every SLO (it is good)."""
         self.ttft.add(ttft_ms)
         self.e2e.add(e2e_ms)
         if tpot_ms is not None:
@@ -268,14 +365,23 @@ class LatencyStats:
         slo = self.slo
         ttft_ok = slo.ttft_ms is None or ttft_ms <= slo.ttft_ms
         tpot_ok = slo.tpot_ms is None or tpot_ms is None or tpot_ms <= slo.tpot_ms
+        gap = max_itl_ms if max_itl_ms is not None else tpot_ms
+        tbt_ok = slo.tbt_ms is None or gap is None or gap <= slo.tbt_ms
+        good = ttft_ok and tpot_ok and tbt_ok
         self._ok_ttft += ttft_ok
         self._ok_tpot += tpot_ok
-        self._ok_both += ttft_ok and tpot_ok
-        return ttft_ok and tpot_ok
+        self._ok_tbt += tbt_ok
+        self._ok_both += good
+        return good
 
     def add_itl(self, gap_ms: float, times: int = 1) -> None:
         """Record inter-token gaps (pooled over all requests, as vLLM does)."""
         self.itl.add(gap_ms, times)
+
+    @property
+    def good(self) -> int:
+        """Requests that met every objective (exact)."""
+        return self._ok_both
 
     @property
     def met_all_slos(self) -> int:
@@ -290,7 +396,34 @@ class LatencyStats:
             ttft=self._ok_ttft / n if slo.ttft_ms is not None else None,
             tpot=self._ok_tpot / n if slo.tpot_ms is not None else None,
             both=self._ok_both / n,
+            tbt=self._ok_tbt / n if slo.tbt_ms is not None else None,
         )
+
+    def meets(self, slo: Slo | None = None) -> bool:
+        """Whether the run meets `slo` (default: its own): with an attainment target, the share
+        of good requests reaches it (DistServe); else every objective's percentile is within
+        it. A run with no completed request meets nothing."""
+        slo = self._judged_by(slo)
+        if not self.completed:
+            return False
+        if slo.attainment is not None:
+            return self._ok_both >= slo.attainment * self.completed - 1e-9
+        return all(ratio <= 1.0 for ratio in self._percentile_ratios(slo).values())
+
+    def binding(self, slo: Slo | None = None) -> str | None:
+        """The objective ("ttft", "tpot" or "tbt") that fails most, or, on a run that meets
+        every objective, the one closest to failing. With an attainment target, the one fewest
+        requests meet; else the one whose percentile is largest against its objective. Ties go
+        to the earlier of ttft, tpot, tbt. None without objectives or completed requests."""
+        slo = self._judged_by(slo)
+        if not slo.any or not self.completed:
+            return None
+        if slo.attainment is not None:
+            att = self.attainment()
+            shares = {name: att.of(name) for name in slo.objectives}
+            return min(slo.objectives, key=lambda name: shares[name] or 0.0)
+        ratios = self._percentile_ratios(slo)
+        return max(slo.objectives, key=lambda name: ratios[name])
 
     def meets_p90(self) -> bool:
         """DistServe's goodput criterion: P90 TTFT and P90 TPOT within their SLOs."""
@@ -298,6 +431,30 @@ class LatencyStats:
         if slo.ttft_ms is not None and not self.ttft.quantile(0.9) <= slo.ttft_ms:
             return False
         return slo.tpot_ms is None or not self.tpot.count or self.tpot.quantile(0.9) <= slo.tpot_ms
+
+    def _judged_by(self, slo: Slo | None) -> Slo:
+        if slo is None:
+            return self.slo
+        if slo.attainment is not None and not slo.same_thresholds(self.slo):
+            raise ValueError(
+                "per-request attainment was counted against another SLO; build the "
+                "LatencyStats with the SLO it is judged by"
+            )
+        return slo
+
+    def _percentile_ratios(self, slo: Slo) -> dict[str, float]:
+        """observed percentile / objective per objective set; 0 for a metric with no sample
+        (TPOT and TBT of one-token requests), NaN-free."""
+        samples = {"ttft": self.ttft, "tpot": self.tpot, "tbt": self.itl}
+        ratios = {}
+        for name in slo.objectives:
+            sample = samples[name]
+            if not sample.count:
+                ratios[name] = 0.0
+                continue
+            q = getattr(slo, f"{name}_percentile") / 100
+            ratios[name] = sample.quantile(q) / getattr(slo, f"{name}_ms")
+        return ratios
 
     def summaries(self) -> dict[str, Summary]:
         return {

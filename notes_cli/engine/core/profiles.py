@@ -32,8 +32,10 @@ class Chip:
     tflops: float  # dense bf16/fp16 peak
     hbm_gb: float
     hbm_tbps: float
-    mfu: float = 0.45  # fraction of peak FLOP/s a prefill reaches
+    mfu: float = 0.45  # fraction of peak FLOP/s a prefill (a step with prompt tokens) reaches
     bw_eff: float = 0.7  # fraction of HBM bandwidth a decode step reaches
+    decode_mfu: float | None = None  # fraction of peak a compute-bound decode step reaches
+    # (None: as `mfu`)
     eager_us_per_layer: float = 90.0  # launch overhead per layer per eager step
     graph_step_ms: float = 0.3  # residual per-step overhead with captured graphs
     intra_gbps: float = 0.0  # all-reduce bus bandwidth inside a node, GB/s (0: no comm term)
@@ -82,6 +84,12 @@ class NodeGroup:
     count: int
     chip: str
     tp: int = 1
+    pp: int = 1  # pipeline stages per node, each on its own tp GPUs
+
+    @property
+    def gpus(self) -> int:
+        """Chips this group uses: nodes x tp x pp."""
+        return self.count * self.tp * self.pp
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,9 @@ class Deployment:
     tp_efficiency: float = 1.0  # extra factor on TP compute; all-reduces are costed separately
     request_overhead_ms: float | None = None  # None: the mode's default (DEFAULT_OVERHEAD_MS)
     layerwise_transfer: bool = False  # KV moves layer by layer while the prefill still runs
+    # The serving engine's own prefill kernels, when they are measured to differ from the
+    # chip's default (e.g. DistServe's profile of its vLLM baseline); None: the chip's `mfu`.
+    prefill_mfu: float | None = None
     description: str = ""
     source: str = ""
 
@@ -224,7 +235,15 @@ def _build_deployment(name: str, row: dict[str, Any]) -> Deployment:
     for role in ("prefill", "decode", "colocated"):
         if role in row:
             group = row[role]
-            row[role] = NodeGroup(int(group["count"]), str(group["chip"]), int(group.get("tp", 1)))
+            row[role] = NodeGroup(
+                int(group["count"]),
+                str(group["chip"]),
+                int(group.get("tp", 1)),
+                int(group.get("pp", 1)),
+            )
+            if min(row[role].count, row[role].tp, row[role].pp) < 1:
+                where = row.get("_file", "?")
+                raise InputError(f"{where}: [{name}.{role}] count, tp and pp must be at least 1")
     dep: Deployment = _build(Deployment, name, row)
     return dep
 

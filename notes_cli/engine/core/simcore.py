@@ -47,14 +47,17 @@ def simulate(
     *,
     seed: int = 0,
     catalog: Catalog | None = None,
+    keep_gaps: bool = False,
 ) -> Iterator[RequestRecord]:
     """Run `requests` (in arrival order) through the scheduler and yield a RequestRecord as each
     finishes. Deterministic: the same inputs give the same records (the scheduler draws no
     random numbers; `seed` is accepted so callers can thread one through). An arrival earlier
-    than the previous one is treated as arriving at the current simulated time."""
+    than the previous one is treated as arriving at the current simulated time. With
+    `keep_gaps` each record also lists its inter-token gaps (`itl_ms`, for P99 TBT); that
+    costs memory per token, so it is off by default."""
     del seed
     deployment, catalog, fallback = resolve_deployment(deployment_or_config, catalog)
-    scheduler = Scheduler(deployment, catalog, link_fallback=fallback)
+    scheduler = Scheduler(deployment, catalog, keep_gaps=keep_gaps, link_fallback=fallback)
     finished: deque[RequestRecord] = deque()
     scheduler.on_finish = lambda _request, record: finished.append(record)
     arrivals = iter(requests)
