@@ -346,6 +346,12 @@ def sketch_variants(catalog: Catalog) -> Iterator[Deployment]:
             variant = dep.with_mode(mode)
             yield variant
             yield replace(variant, decode_exec="eager", kv_capacity_tokens=100_000)
+            staged = [
+                replace(g, pp=2) if g else g for g in (dep.prefill, dep.decode, dep.colocated)
+            ]
+            yield replace(dep, prefill=staged[0], decode=staged[1], colocated=staged[2]).with_mode(
+                mode
+            )
 
 
 def used_flags(catalog: Catalog) -> dict[str, dict[str, set[str]]]:

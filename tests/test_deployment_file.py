@@ -40,6 +40,11 @@ def test_every_shipped_preset_reads_back_as_the_same_deployment(tmp_path: Path) 
         tomllib.loads(text)  # strict TOML
         again, _ = resolve_preset(str(_write(tmp_path / f"{name}.toml", text)))
         assert again == deployment, name
+    staged = catalog.deployment("mooncake-h800-tp8")
+    staged = replace(staged, prefill=replace(staged.prefill, tp=4, pp=2))  # type: ignore[arg-type]
+    text = dump_deployment(staged, catalog)
+    assert 'prefill = {count = 1, chip = "h800", tp = 4, pp = 2}' in text
+    assert resolve_preset(str(_write(tmp_path / "staged.toml", text)))[0] == staged
 
 
 def test_simulating_the_file_gives_the_presets_numbers(

@@ -25,6 +25,12 @@ def _variants(catalog: Catalog) -> Iterator[Deployment]:
         for mode in modes:
             yield dep.with_mode(mode)
             yield replace(dep.with_mode(mode), decode_exec="eager", kv_capacity_tokens=50_000)
+            staged = [
+                replace(g, pp=2) if g else g for g in (dep.prefill, dep.decode, dep.colocated)
+            ]
+            yield replace(dep, prefill=staged[0], decode=staged[1], colocated=staged[2]).with_mode(
+                mode
+            )
 
 
 def _argvs(sketch: launch.LaunchSketch) -> list[list[str]]:
@@ -152,6 +158,12 @@ def test_colocated_and_chunked_get_single_server_commands_with_their_chunk_flags
     assert _after(sglang, "--chunked-prefill-size") == ["-1"]
     two = _argvs(launch_sketch(catalog.deployment("a100-13b-colocated"), catalog, "sglang"))
     assert len(two) == 3 and "--worker-urls" in two[-1]  # two servers and a router
+    mixed = launch_sketch(
+        catalog.deployment("h800-h20-rdma").with_mode("colocated"), catalog, "vllm"
+    )
+    hosts = [name for name, _, _ in mixed.variables if name.startswith("SERVER_HOST")]
+    assert hosts == ["SERVER_HOST_1", "SERVER_HOST_2"]  # the h800 and the h20, one each
+    assert [s.title for s in mixed.steps] == ["server 1/2", "server 2/2"]
 
 
 def test_every_sketch_says_it_was_not_launched() -> None:
@@ -196,3 +208,16 @@ def test_engine_sketch_cli_takes_a_preset_or_a_deployment_file(
     assert "--enable-chunked-prefill" in doc.json()["steps"][0]["argv"]
     bad = cli("engine", "sketch", "h100-disagg", "--engine", "tensorrt")
     assert bad.exit_code == 2 and "unknown engine 'tensorrt'" in bad.stderr
+
+
+def test_pipeline_stages_get_their_flags_or_a_note() -> None:
+    catalog = load_catalog()
+    dep = catalog.deployment("mooncake-h800-tp8")
+    dep = replace(dep, prefill=replace(dep.prefill, tp=4, pp=2))  # type: ignore[arg-type]
+    vllm_prefill = _argvs(launch_sketch(dep, catalog, "vllm"))[0]
+    assert _after(vllm_prefill, "--pipeline-parallel-size") == ["2"]
+    assert vllm_prefill[0] == "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"  # tp x pp GPUs
+    sglang_prefill = _argvs(launch_sketch(dep, catalog, "sglang"))[0]
+    assert _after(sglang_prefill, "--pp-size") == ["2"]
+    lmdeploy = launch_sketch(dep, catalog, "lmdeploy")
+    assert any("no pipeline-parallel flag" in note for note in lmdeploy.notes)

@@ -180,18 +180,24 @@ class _Plan:
         self.link = catalog.links.get(deployment.link)
         self.transport = _transport(deployment.link, self.link.description if self.link else "")
         self.disagg = deployment.mode == "disagg"
+        # Numbered per role across groups: a disagg preset run colocated has two server groups.
+        groups = [
+            ("server" if role == "colocated" else role, group)
+            for role, group in deployment.worker_groups()
+        ]
+        totals = {role: sum(g.count for r, g in groups if r == role) for role, _ in groups}
+        seen = dict.fromkeys(totals, 0)
         self.instances: list[_Instance] = []
-        for role, group in deployment.worker_groups():
-            name = "server" if role == "colocated" else role
-            self.instances += [
-                _Instance(name, i + 1, group.count, group) for i in range(group.count)
-            ]
+        for role, group in groups:
+            for _ in range(group.count):
+                seen[role] += 1
+                self.instances.append(_Instance(role, seen[role], totals[role], group))
         self.variables: list[tuple[str, str, str]] = [
             ("MODEL", _MODEL_IDS.get(deployment.model, f"/path/to/{deployment.model}"),
              f"the weights of {deployment.model}: a Hugging Face id or a local folder"),
         ]  # fmt: skip
         for inst in self.instances:
-            chips = f"{inst.group.tp} x {inst.group.chip}"
+            chips = f"{inst.group.tp * inst.group.pp} x {inst.group.chip}"
             self.variables.append((inst.host_var, f"{inst.role}-{inst.index}.example", f"{chips}"))
 
     def add_variable(self, name: str, value: str, what: str) -> None:
@@ -200,7 +206,7 @@ class _Plan:
 
     def summary(self) -> str:
         groups = ", ".join(
-            f"{g.count} {role} x TP{g.tp} on {g.chip}"
+            f"{g.count} {role} x TP{g.tp}{f' PP{g.pp}' if g.pp > 1 else ''} on {g.chip}"
             for role, g in self.deployment.worker_groups()
         )
         shown = _TRANSPORT_NAMES[self.transport]
@@ -214,7 +220,7 @@ class _Plan:
         )
 
     def visible(self, group: NodeGroup) -> str:
-        devices = ",".join(str(i) for i in range(group.tp))
+        devices = ",".join(str(i) for i in range(group.tp * group.pp))
         var = "ASCEND_RT_VISIBLE_DEVICES" if self.ascend(group) else "CUDA_VISIBLE_DEVICES"
         return f"{var}={devices}"
 
@@ -340,6 +346,12 @@ def _lmdeploy(plan: _Plan) -> tuple[list[LaunchStep], list[str]]:
                 "written. How KV moves over HCCS depends on your DLInfer/DLSlime build (Ascend "
                 "Direct)."
             )
+    if any(inst.group.pp > 1 for inst in plan.instances):
+        notes.append(
+            "The deployment uses pipeline stages, and `lmdeploy serve api_server` has no "
+            "pipeline-parallel flag (lmdeploy/cli/serve.py): this sketch runs each instance with "
+            "TP only. Use vLLM or SGLang for pipeline parallelism, or a TP-only deployment."
+        )
     notes.append(
         "--cache-max-entry-count is the KV cache's share of the GPU memory left after the "
         "weights, computed here from the deployment's memory settings "
@@ -367,6 +379,8 @@ def _vllm(plan: _Plan) -> tuple[list[LaunchStep], list[str]]:
     for port, inst in enumerate(plan.instances, 8100):
         argv = [plan.visible(inst.group), "vllm", "serve", "$MODEL", "--host", "0.0.0.0"]
         argv += ["--port", str(port), "--tensor-parallel-size", str(inst.group.tp)]
+        if inst.group.pp > 1:
+            argv += ["--pipeline-parallel-size", str(inst.group.pp)]
         argv += ["--max-num-seqs", str(dep.max_batch)]
         if dep.mode == "chunked":
             argv += ["--enable-chunked-prefill", "--max-num-batched-tokens", str(dep.chunk_tokens)]
@@ -445,6 +459,8 @@ def _sglang(plan: _Plan) -> tuple[list[LaunchStep], list[str]]:
         argv = [plan.visible(inst.group), "python", "-m", "sglang.launch_server"]
         argv += ["--model-path", "$MODEL", "--host", "0.0.0.0", "--port", str(port)]
         argv += ["--tp-size", str(inst.group.tp)]
+        if inst.group.pp > 1:
+            argv += ["--pp-size", str(inst.group.pp)]
         if plan.ascend(inst.group):
             argv += ["--device", "npu"]
         if plan.disagg:

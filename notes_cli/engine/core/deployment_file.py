@@ -100,7 +100,7 @@ def _row_table(row: Any) -> Any:
     for key, value in values:
         if isinstance(value, NodeGroup):
             group = tomlkit.inline_table()
-            group.update({"count": value.count, "chip": value.chip, "tp": value.tp})
+            group.update({"count": value.count, "chip": value.chip, "tp": value.tp, "pp": value.pp})
             table.add(key, group)
     return table
 
@@ -212,13 +212,13 @@ def _row_problem(cls: type, row: dict[str, Any]) -> str | None:
 
 def _group_problem(value: Any) -> str | None:
     if not isinstance(value, dict):
-        return 'must be a table like { count = 1, chip = "h800", tp = 1 }'
-    extra = sorted(set(value) - {"count", "chip", "tp"})
+        return 'must be a table like { count = 1, chip = "h800", tp = 1, pp = 1 }'
+    extra = sorted(set(value) - {"count", "chip", "tp", "pp"})
     if extra:
-        return f"unknown key(s) {', '.join(extra)} (a node group has count, chip, tp)"
+        return f"unknown key(s) {', '.join(extra)} (a node group has count, chip, tp, pp)"
     if not isinstance(value.get("chip"), str):
         return 'needs chip = "NAME"'
-    for key, required in (("count", True), ("tp", False)):
+    for key, required in (("count", True), ("tp", False), ("pp", False)):
         if key not in value and not required:
             continue
         number = value.get(key)
