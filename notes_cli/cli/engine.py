@@ -1,16 +1,18 @@
-"""pdnotes engine serve | presets | simulate"""
+"""pdnotes engine serve | presets | simulate | plan"""
 
 from __future__ import annotations
 
 import typer
 
-from notes_cli.cli import simulate
+from notes_cli.cli import plan, simulate
 
 app = typer.Typer(
-    help="The bundled mock PD engine: serve it over HTTP, list its presets, simulate offline.",
+    help="The bundled mock PD engine: serve it over HTTP, list its presets, simulate offline, "
+    "plan a deployment.",
     no_args_is_help=True,
 )
 app.command("simulate")(simulate.simulate)
+app.command("plan")(plan.plan)
 
 
 @app.command("serve")
