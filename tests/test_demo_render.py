@@ -9,9 +9,11 @@ import pytest
 from notes_cli.demo.pd_experiment import ExperimentResult, PresetResult
 
 
-def _experiment(transfer_ms: float, gap_ms: float) -> ExperimentResult:
-    colocated = PresetResult("h100-colocated", "colocated", 36.0, 7.2, 338.2, 343.0, 0.0, [7.2])
-    disagg = PresetResult("h100-disagg", "disagg", 35.0, 7.2, gap_ms, 341.0, transfer_ms, [7.2])
+def _experiment(transfer_ms: float, gap_ms: float, hidden_ms: float = 0.0) -> ExperimentResult:
+    colocated = PresetResult("h800-colocated", "colocated", 36.0, 7.4, 353.7, 347.5, 0.0, [7.4])
+    disagg = PresetResult(
+        "dlslime-h800-h20", "disagg", 35.0, 6.7, gap_ms, 361.9, transfer_ms, [6.7], hidden_ms, 2
+    )
     return ExperimentResult(2.0, [colocated, disagg])
 
 
@@ -26,13 +28,22 @@ def test_the_sentence_quotes_the_tables_numbers(
     result = _experiment(transfer_ms, gap_ms)
     draw._experiment({"experiment": result.to_json()})
     shown = capsys.readouterr().out
-    row = next(line for line in shown.splitlines() if "│ h100-disagg" in line)
+    row = next(line for line in shown.splitlines() if "│ dlslime-h800-h20" in line)
     cells = [cell.strip() for cell in row.strip("│ ").split("│")]
     gap_cell, transfer_cell = cells[4], cells[6]
     sentence = result.conclusion()
     assert f"paid instead a {transfer_cell} KV-cache transfer" in sentence
-    assert f"the disaggregated one's {gap_cell};" in sentence
-    assert re.search(rf"h100-disagg .* max {re.escape(gap_cell)}$", shown, re.MULTILINE)
+    assert f"the disaggregated one's {gap_cell} (2 chips);" in sentence
+    assert re.search(rf"dlslime-h800-h20 .* max {re.escape(gap_cell)}$", shown, re.MULTILINE)
+
+
+def test_the_sentence_says_how_many_chips_each_side_uses_and_what_the_layers_hid() -> None:
+    sentence = _experiment(1.67, 6.9, hidden_ms=51.4).conclusion()
+    assert "the colocated node (1 chip) froze" in sentence
+    assert "6.9 ms (2 chips)" in sentence
+    assert "a 1.7 ms KV-cache transfer" in sentence
+    assert "(51 ms more of it ran under the prefill, layer by layer)" in sentence
+    assert "under the prefill" not in _experiment(1.67, 6.9).conclusion()
 
 
 def test_a_chinese_note_is_wrapped_in_the_terminal_not_cut(

@@ -68,3 +68,67 @@ def test_layerwise_over_a_slow_link_leaves_what_the_prefill_cannot_cover(
     hidden = layered.prefill_ms * (79 / 80)
     assert layered.transfer_overlap_ms == pytest.approx(hidden, rel=0.01)
     assert layered.transfer_ms > whole.transfer_ms - hidden - 1.0
+
+
+def test_pipeline_stages_shard_the_kv_further_each_stage_on_its_own_rail(
+    catalog: Catalog,
+) -> None:
+    # Llama-3-70B, prefill TP4 x PP2 into decode TP4 x PP2 over 8 rails: each of the eight
+    # prefill GPUs holds a quarter of the heads of half the layers and sends that shard over
+    # its own NIC, so the KV moves twice as fast as with TP4 alone (4 rails).
+    dep = catalog.deployment("mooncake-h800-tp8")
+    tp4 = replace(
+        dep,
+        prefill=replace(dep.prefill, tp=4),  # type: ignore[type-var]
+        decode=replace(dep.decode, tp=4),  # type: ignore[type-var]
+    )
+    tp4pp2 = replace(
+        tp4,
+        prefill=replace(tp4.prefill, pp=2),  # type: ignore[type-var]
+        decode=replace(tp4.decode, pp=2),  # type: ignore[type-var]
+    )
+    alpha = catalog.links[dep.link].alpha_ms
+    four_rails = one_request(catalog, tp4, 16384).transfer_ms - alpha
+    eight_rails = one_request(catalog, tp4pp2, 16384).transfer_ms - alpha
+    assert eight_rails == pytest.approx(four_rails / 2, rel=0.02)
+    # A single-stage decode node has only its four GPUs' NICs to receive on.
+    into_pp1 = replace(tp4pp2, decode=tp4.decode)
+    assert one_request(catalog, into_pp1, 16384).transfer_ms - alpha == pytest.approx(
+        four_rails, rel=0.02
+    )
+
+
+def test_pipeline_stages_add_kv_memory_not_speed(catalog: Catalog) -> None:
+    from notes_cli.engine.core.costmodel import NodeCost
+
+    model, chip = catalog.models["llama-3-70b"], catalog.chips["h800"]
+    tp4 = NodeCost(model, chip, tp=4)
+    tp4pp2 = NodeCost(model, chip, tp=4, pp=2)
+    free_tp4 = tp4.kv_capacity_tokens()
+    # Twice the HBM, the same weights: more than twice the KV room.
+    assert tp4pp2.kv_capacity_tokens() > 2 * free_tp4
+    # One request passes the stages in turn: its latency is TP4's plus the stage hop.
+    assert tp4pp2.prefill_time_ms(4096) > tp4.prefill_time_ms(4096)
+    assert tp4pp2.prefill_time_ms(4096) == pytest.approx(tp4.prefill_time_ms(4096), rel=0.05)
+
+
+def test_a_pipeline_degree_is_read_from_the_preset_file(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    home = tmp_path / "home"
+    (home / "engine").mkdir(parents=True)
+    (home / "engine" / "pp.toml").write_text(
+        '[deployments.pp-test]\nmode = "disagg"\nmodel = "llama-3-70b"\nlink = "rdma-8x400g"\n'
+        'prefill = { count = 1, chip = "h800", tp = 4, pp = 2 }\n'
+        'decode = { count = 1, chip = "h800", tp = 8 }\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("PDNOTES_HOME", str(home))
+    dep = load_catalog().deployment("pp-test")
+    assert dep.prefill is not None and dep.prefill.pp == 2 and dep.prefill.gpus == 8
+    (home / "engine" / "pp.toml").write_text(
+        '[deployments.pp-test]\nprefill = { count = 1, chip = "h800", tp = 4, pp = 0 }\n',
+        encoding="utf-8",
+    )
+    from notes_cli.errors import InputError
+
+    with pytest.raises(InputError, match="pp must be at least 1"):
+        load_catalog()

@@ -28,13 +28,20 @@ class EngineSimulator:
 
         self.catalog = catalog or load_catalog()
         self._deployment = cache(self._build)
+        self._preset = cache(self._resolve)
 
     def deployment(self, config: SimConfig) -> Deployment:
         """The catalog preset with the configuration's mode and node ratio applied."""
         return self._deployment(config)
 
+    def _resolve(self, preset: str) -> tuple[Deployment, Catalog]:
+        """A preset name, or a deployment file read once (its rows in a catalog of its own)."""
+        from notes_cli.engine.core.deployment_file import resolve_preset
+
+        return resolve_preset(preset, self.catalog)
+
     def _build(self, config: SimConfig) -> Deployment:
-        deployment = self.catalog.deployment(config.preset)
+        deployment = self._preset(config.preset)[0]
         if config.pd_ratio is not None:
             deployment = _with_ratio(deployment, *config.pd_ratio)
         return deployment.with_mode(config.mode)
@@ -58,7 +65,8 @@ class EngineSimulator:
         # WorkItem has SimRequest's three fields under the same names; passing it through
         # saves an object per request on the simulator's hot path.
         requests = cast("Iterable[SimRequest]", items)
-        return simulate(self.deployment(config), requests, seed=seed, catalog=self.catalog)
+        catalog = self._preset(config.preset)[1]
+        return simulate(self.deployment(config), requests, seed=seed, catalog=catalog)
 
 
 def _with_ratio(deployment: Deployment, prefill: int, decode: int) -> Deployment:

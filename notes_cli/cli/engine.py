@@ -1,17 +1,18 @@
-"""pdnotes engine serve | presets | simulate | plan"""
+"""pdnotes engine serve | presets | simulate | sketch | plan"""
 
 from __future__ import annotations
 
 import typer
 
-from notes_cli.cli import plan, simulate
+from notes_cli.cli import plan, simulate, sketch
 
 app = typer.Typer(
     help="The bundled mock PD engine: serve it over HTTP, list its presets, simulate offline, "
-    "plan a deployment.",
+    "plan a deployment, sketch a real-engine launch.",
     no_args_is_help=True,
 )
 app.command("simulate")(simulate.simulate)
+app.command("sketch")(sketch.sketch)
 app.command("plan")(plan.plan)
 
 
@@ -29,7 +30,9 @@ def serve(
         None, "--mode", help="disagg, colocated or chunked (default: the preset's)."
     ),
     preset: str = typer.Option(
-        "h800-h20-rdma", "--preset", help="Deployment preset (see `pdnotes engine presets`)."
+        "h800-h20-rdma",
+        "--preset",
+        help="Deployment preset (see `pdnotes engine presets`) or a deployment FILE.toml.",
     ),
     fault: list[str] = typer.Option(
         [],
@@ -59,7 +62,7 @@ def serve(
 
     from notes_cli import render
     from notes_cli.engine.core.config import MODES, EngineConfig
-    from notes_cli.engine.core.profiles import load_catalog
+    from notes_cli.engine.core.deployment_file import resolve_preset
     from notes_cli.engine.http.faults import FaultSpecError, parse_fault
     from notes_cli.engine.http.server import serve_forever
     from notes_cli.errors import PdnotesError, UsageError
@@ -72,7 +75,7 @@ def serve(
     if max_queue < 1:
         raise UsageError("--max-queue must be at least 1")
     served = _protocols(protocols)
-    deployment = load_catalog().deployment(preset).with_mode(mode)  # UsageError if unknown
+    deployment = resolve_preset(preset)[0].with_mode(mode)  # Usage/InputError if unknown or bad
     try:
         faults = [parse_fault(spec) for spec in fault]
     except FaultSpecError as exc:

@@ -15,7 +15,11 @@ if TYPE_CHECKING:
 
 def simulate(
     preset: list[str] = typer.Option(
-        [], "--preset", "-p", help="Engine preset to simulate (repeatable). Default: the engine's."
+        [],
+        "--preset",
+        "-p",
+        help="Engine preset or deployment FILE.toml to simulate (repeatable). Default: the "
+        "engine's.",
     ),
     mode: list[str] = typer.Option(
         [], "--mode", help="Run each preset in this mode: disagg, colocated, chunked (repeatable)."

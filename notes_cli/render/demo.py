@@ -138,7 +138,7 @@ def _experiment(data: dict[str, Any]) -> None:
     out().print(f"  inter-token gaps of one decoding stream (shared scale, top = {top:.0f} ms):")
     for p in exp["presets"]:
         out().print(
-            f"  {p['preset']:<15} {sparkline(p['gaps_ms'], top)}  max {_ms(p['max_gap_ms'])}"
+            f"  {p['preset']:<16} {sparkline(p['gaps_ms'], top)}  max {_ms(p['max_gap_ms'])}"
         )
     out().print(f"  {escape(exp['conclusion'])}")
 

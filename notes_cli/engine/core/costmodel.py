@@ -2,13 +2,20 @@
 
 Every step costs max(compute time, memory time) + a fixed per-step overhead:
 
-    compute = FLOPs / (peak FLOP/s * tp * tp_efficiency * MFU)
+    compute = FLOPs / (peak FLOP/s * tp * tp_efficiency * MFU of the phase)
     memory  = (weights / tp + KV bytes read / tp) / (HBM bandwidth * bandwidth efficiency)
     FLOPs   = 2 * params * new_tokens + 4 * layers * hidden * attended_pairs
     comm    = 2 * layers * (allreduce latency + 2 (tp-1)/tp * new_tokens * hidden * dtype / bus bw)
+    p2p     = (pp-1) * (allreduce latency + new_tokens * hidden * dtype / bus bw)
 
 and with tp > 1 each step adds `comm`: two ring all-reduces per layer (after attention and after
-the MLP, Megatron-style tensor parallelism) over the chip's intra-node link.
+the MLP, Megatron-style tensor parallelism) over the chip's intra-node link. A step that carries
+prompt tokens (prefill, chunked) computes at the chip's prefill MFU (`mfu`), a pure decode step
+at its `decode_mfu` (small-batch GEMMs reach less of the peak). With pipeline stages (pp > 1)
+each stage holds layers / pp on its own tp GPUs and a step passes the stages in turn: compute
+and weight reads are split over the stages but run one after another, so a step's latency is the
+tp-only one plus the activations' hops between stages (`p2p`); the stages add KV memory and KV
+rails, not speed (micro-batch pipelining is not modelled).
 
 `attended_pairs` counts (query token, context token) pairs: n*n/2 for a causal prefill of n tokens,
 the context length for each decoding sequence. Prefill steps run eager (per-layer launch cost);
@@ -20,9 +27,9 @@ docs/engine-model.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from notes_cli.engine.core.profiles import Chip, Link, ModelShape
+from notes_cli.engine.core.profiles import Chip, Link, ModelShape, NodeGroup
 
 _TFLOPS = 1e12
 _TB = 1e12
@@ -31,43 +38,77 @@ _MS_PER_S = 1e3
 
 @dataclass(frozen=True)
 class NodeCost:
-    """Step times of one model on one node (a chip times a tensor-parallel degree)."""
+    """Step times of one model on one node (a chip times tensor-parallel x pipeline degrees)."""
 
     model: ModelShape
     chip: Chip
     tp: int = 1
     decode_exec: str = "graph"  # "graph" | "eager"
     tp_efficiency: float = 1.0
+    pp: int = 1  # pipeline stages, each on its own tp GPUs
+    # Derived once in __post_init__: step_ms runs for every simulated step (the hot path).
+    _prefill_flops_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _decode_flops_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _comm: bool = field(init=False, repr=False, compare=False, default=False)
+    _hbm_bytes_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _eager_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _decode_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+
+    def __post_init__(self) -> None:
+        scale = self.tp * (self.tp_efficiency if self.tp > 1 else 1.0)
+        peak = self.chip.tflops * _TFLOPS * scale / _MS_PER_S
+        decode_mfu = self.chip.decode_mfu if self.chip.decode_mfu is not None else self.chip.mfu
+        object.__setattr__(self, "_prefill_flops_per_ms", peak * self.chip.mfu)
+        object.__setattr__(self, "_decode_flops_per_ms", peak * decode_mfu)
+        object.__setattr__(self, "_comm", self.tp > 1 or self.pp > 1)
+        hbm = self.chip.hbm_tbps * _TB * self.chip.bw_eff / _MS_PER_S
+        eager_ms = self.model.layers * self.chip.eager_us_per_layer / 1000.0
+        decode_ms = self.chip.graph_step_ms if self.decode_exec == "graph" else eager_ms
+        object.__setattr__(self, "_hbm_bytes_per_ms", hbm)
+        object.__setattr__(self, "_eager_ms", eager_ms)
+        object.__setattr__(self, "_decode_ms", decode_ms)
 
     @property
     def flops_per_ms(self) -> float:
-        scale = self.tp * (self.tp_efficiency if self.tp > 1 else 1.0)
-        return self.chip.tflops * _TFLOPS * scale * self.chip.mfu / _MS_PER_S
+        """FLOP/s (per ms) a prefill step reaches on this node."""
+        return self._prefill_flops_per_ms
+
+    @property
+    def decode_flops_per_ms(self) -> float:
+        """FLOP/s (per ms) a pure decode step reaches on this node (the chip's decode MFU)."""
+        return self._decode_flops_per_ms
 
     @property
     def hbm_bytes_per_ms(self) -> float:
-        return self.chip.hbm_tbps * _TB * self.chip.bw_eff / _MS_PER_S
+        return self._hbm_bytes_per_ms
 
     @property
     def eager_overhead_ms(self) -> float:
-        return self.model.layers * self.chip.eager_us_per_layer / 1000.0
+        return self._eager_ms
 
     @property
     def decode_overhead_ms(self) -> float:
-        return self.chip.graph_step_ms if self.decode_exec == "graph" else self.eager_overhead_ms
+        return self._decode_ms
 
     def step_ms(
         self, new_tokens: float, attended_pairs: float, kv_read_tokens: float, *, eager: bool
     ) -> float:
-        """One forward pass over `new_tokens` query tokens (any mix of prefill and decode)."""
+        """One forward pass over `new_tokens` query tokens (any mix of prefill and decode).
+        `eager` marks a step that carries prompt tokens: it runs eager and computes at the
+        prefill MFU; otherwise it is a pure decode step (decode MFU, graph or eager per
+        decode_exec)."""
         m = self.model
         flops = 2.0 * m.params_b * 1e9 * new_tokens + 4.0 * m.layers * m.hidden * attended_pairs
-        compute = flops / self.flops_per_ms
+        if eager:
+            compute = flops / self._prefill_flops_per_ms
+            overhead = self._eager_ms
+        else:
+            compute = flops / self._decode_flops_per_ms
+            overhead = self._decode_ms
         read = (m.weight_bytes + kv_read_tokens * m.kv_bytes_per_token) / self.tp
-        memory = read / self.hbm_bytes_per_ms
-        overhead = self.eager_overhead_ms if eager else self.decode_overhead_ms
-        if self.tp > 1:  # checked here: a method call per step costs ~5% of simulation speed
-            overhead += self.allreduce_ms(new_tokens)
+        memory = read / self._hbm_bytes_per_ms
+        if self._comm:  # checked here: a method call per step costs ~5% of simulation speed
+            overhead += self.allreduce_ms(new_tokens) + self.stage_hops_ms(new_tokens)
         return max(compute, memory) + overhead
 
     def allreduce_ms(self, new_tokens: float) -> float:
@@ -79,6 +120,15 @@ class NodeCost:
         message = new_tokens * m.hidden * m.dtype_bytes
         ring = 2.0 * (self.tp - 1) / self.tp * message / (self.chip.intra_gbps * 1e9) * _MS_PER_S
         return 2 * m.layers * (self.chip.allreduce_us / 1000.0 + ring)
+
+    def stage_hops_ms(self, new_tokens: float) -> float:
+        """Pipeline parallelism: the step's activations (new_tokens x hidden) hop from each
+        stage to the next, pp - 1 point-to-point sends over the intra-node link."""
+        if self.pp <= 1 or self.chip.intra_gbps <= 0:
+            return 0.0
+        message = new_tokens * self.model.hidden * self.model.dtype_bytes
+        send = message / (self.chip.intra_gbps * 1e9) * _MS_PER_S
+        return (self.pp - 1) * (self.chip.allreduce_us / 1000.0 + send)
 
     def prefill_ms(self, total_tokens: float, sum_sq_tokens: float) -> float:
         """A prefill batch of prompts with Σn = total_tokens and Σn² = sum_sq_tokens."""
@@ -109,9 +159,22 @@ class NodeCost:
         return self.model.weight_bytes / self.tp / (self.chip.hbm_tbps * _TB) * _MS_PER_S
 
     def kv_capacity_tokens(self, gpu_memory_utilization: float = 0.9) -> int:
-        """KV entries that fit beside the weights in this node's HBM."""
-        usable = self.chip.hbm_gb * 1e9 * self.tp * gpu_memory_utilization
+        """KV entries that fit beside the weights in this node's HBM (all tp x pp GPUs)."""
+        usable = self.chip.hbm_gb * 1e9 * self.tp * self.pp * gpu_memory_utilization
         return max(0, int((usable - self.model.weight_bytes) / self.model.kv_bytes_per_token))
+
+
+def kv_streams(
+    prefill: NodeGroup, decode: NodeGroup, kv_heads: int, nics: int | None = None
+) -> int:
+    """Rails one request's KV moves over at once. Each prefill GPU holds the KV of its own heads
+    (TP; beyond kv_heads the heads are replicated, not split further) and of its own layers
+    (PP), and sends that shard over its own NIC; the receiving side has as many GPUs, each with
+    its own NIC. So: min(nics, min(tp_p, kvh) * pp_p, min(tp_d, kvh) * pp_d). With pp = 1 this is
+    min(nics, tp_p, tp_d, kvh). Without `nics`, the GPUs' limit alone (the link caps it later)."""
+    senders = min(prefill.tp, kv_heads) * prefill.pp
+    receivers = min(decode.tp, kv_heads) * decode.pp
+    return max(1, min(senders, receivers) if nics is None else min(nics, senders, receivers))
 
 
 def kv_bytes(model: ModelShape, tokens: int) -> int:
@@ -132,8 +195,8 @@ def effective_bandwidth_gbps(link: Link, message_bytes: int) -> float:
 def transfer_ms(link: Link, message_bytes: int, streams: int = 1) -> float:
     """Time to move one request's KV over an otherwise idle link: alpha + s / B_eff(s), where
     with `streams` rails in parallel each moves s / streams (its own shard) at its own rate.
-    Each prefill GPU holds the KV of its own heads and sends it over its own NIC (Mooncake's
-    transfer engine, NIXL, DLSlime), so streams = min(nics, prefill tp, decode tp, kv_heads)."""
+    Each prefill GPU holds the KV of its own heads and layers and sends it over its own NIC
+    (Mooncake's transfer engine, NIXL, DLSlime): streams = kv_streams(...)."""
     return link.alpha_ms + (message_bytes / streams + link.half_bytes) / link_bytes_per_ms(link)
 
 

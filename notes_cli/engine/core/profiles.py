@@ -32,8 +32,10 @@ class Chip:
     tflops: float  # dense bf16/fp16 peak
     hbm_gb: float
     hbm_tbps: float
-    mfu: float = 0.45  # fraction of peak FLOP/s a prefill reaches
+    mfu: float = 0.45  # fraction of peak FLOP/s a prefill (a step with prompt tokens) reaches
     bw_eff: float = 0.7  # fraction of HBM bandwidth a decode step reaches
+    decode_mfu: float | None = None  # fraction of peak a compute-bound decode step reaches
+    # (None: as `mfu`)
     eager_us_per_layer: float = 90.0  # launch overhead per layer per eager step
     graph_step_ms: float = 0.3  # residual per-step overhead with captured graphs
     intra_gbps: float = 0.0  # all-reduce bus bandwidth inside a node, GB/s (0: no comm term)
@@ -82,6 +84,12 @@ class NodeGroup:
     count: int
     chip: str
     tp: int = 1
+    pp: int = 1  # pipeline stages per node, each on its own tp GPUs
+
+    @property
+    def gpus(self) -> int:
+        """Chips this group uses: nodes x tp x pp."""
+        return self.count * self.tp * self.pp
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,9 @@ class Deployment:
     tp_efficiency: float = 1.0  # extra factor on TP compute; all-reduces are costed separately
     request_overhead_ms: float | None = None  # None: the mode's default (DEFAULT_OVERHEAD_MS)
     layerwise_transfer: bool = False  # KV moves layer by layer while the prefill still runs
+    # The serving engine's own prefill kernels, when they are measured to differ from the
+    # chip's default (e.g. DistServe's profile of its vLLM baseline); None: the chip's `mfu`.
+    prefill_mfu: float | None = None
     description: str = ""
     source: str = ""
 
@@ -162,16 +173,29 @@ def user_profile_dir() -> Path:
     return pdnotes_home() / "engine"
 
 
-def load_catalog(extra_dirs: Iterable[Path] | None = None) -> Catalog:
+RawRows = dict[str, dict[str, dict[str, Any]]]
+"""Rows as read from TOML, by kind then name: {"chips": {"h800": {...}}, ...}."""
+
+
+def load_catalog(
+    extra_dirs: Iterable[Path] | None = None,
+    *,
+    user: bool = True,
+    overlay: RawRows | None = None,
+) -> Catalog:
     """Shipped profiles, then the user's $PDNOTES_HOME/engine/*.toml (later rows win by name),
-    validated so every deployment names a chip, link and model that exist."""
-    dirs = [shipped_profile_dir(), user_profile_dir(), *(extra_dirs or ())]
-    raw: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in _KINDS}
+    validated so every deployment names a chip, link and model that exist. `user=False` leaves
+    the user's folder out (the shipped rows only). `overlay` rows (a deployment file's) replace
+    same-named rows whole, so a file means the same on every machine."""
+    dirs = [shipped_profile_dir(), *([user_profile_dir()] if user else []), *(extra_dirs or ())]
+    raw: RawRows = {kind: {} for kind in _KINDS}
     for folder in dirs:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.toml")):
             _merge_file(raw, path)
+    for kind, rows in (overlay or {}).items():
+        raw[kind].update(rows)
     catalog = Catalog(
         chips={n: _build(Chip, n, row) for n, row in raw["chips"].items()},
         links={n: _build(Link, n, row) for n, row in raw["links"].items()},
@@ -211,7 +235,15 @@ def _build_deployment(name: str, row: dict[str, Any]) -> Deployment:
     for role in ("prefill", "decode", "colocated"):
         if role in row:
             group = row[role]
-            row[role] = NodeGroup(int(group["count"]), str(group["chip"]), int(group.get("tp", 1)))
+            row[role] = NodeGroup(
+                int(group["count"]),
+                str(group["chip"]),
+                int(group.get("tp", 1)),
+                int(group.get("pp", 1)),
+            )
+            if min(row[role].count, row[role].tp, row[role].pp) < 1:
+                where = row.get("_file", "?")
+                raise InputError(f"{where}: [{name}.{role}] count, tp and pp must be at least 1")
     dep: Deployment = _build(Deployment, name, row)
     return dep
 

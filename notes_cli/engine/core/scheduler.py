@@ -18,10 +18,11 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from notes_cli.engine.core.api import RequestRecord, StepStats
-from notes_cli.engine.core.costmodel import NodeCost
+from notes_cli.engine.core.costmodel import NodeCost, kv_streams
 from notes_cli.engine.core.links import LinkChannel
 from notes_cli.engine.core.profiles import Catalog, Deployment
 from notes_cli.engine.core.records import build_record
@@ -75,7 +76,11 @@ class Scheduler:
         dep = self.deployment
         for role, group in dep.worker_groups():
             chip = catalog.chips[group.chip]
-            cost = NodeCost(self.model, chip, group.tp, dep.decode_exec, dep.tp_efficiency)
+            if dep.prefill_mfu is not None:
+                chip = replace(chip, mfu=dep.prefill_mfu)
+            cost = NodeCost(
+                self.model, chip, group.tp, dep.decode_exec, dep.tp_efficiency, group.pp
+            )
             capacity = dep.kv_capacity_tokens or cost.kv_capacity_tokens(dep.gpu_memory_utilization)
             kind = role if role != "colocated" else ("chunked" if self.mode == "chunked" else role)
             prefix = {"prefill": "prefill", "decode": "decode"}.get(role, "node")
@@ -99,7 +104,8 @@ class Scheduler:
                         self.link_profile,
                         self._push,
                         self._transfer_done,
-                        max_streams=min(dep.prefill.tp, group.tp, self.model.kv_heads),
+                        # the GPUs' limit on rails; the link's `nics` caps it further
+                        max_streams=kv_streams(dep.prefill, group, self.model.kv_heads),
                     )
                     self.decode_workers.append(worker)
                 else:

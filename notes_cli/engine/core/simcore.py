@@ -29,14 +29,16 @@ class SimRequest:
 def resolve_deployment(
     target: Deployment | EngineConfig | str, catalog: Catalog | None = None
 ) -> tuple[Deployment, Catalog, bool]:
-    """(deployment, catalog, start on the TCP fallback) for a preset name, config or deployment."""
-    catalog = catalog or load_catalog()
+    """(deployment, catalog, start on the TCP fallback) for a preset name or deployment file
+    path, a config or a deployment."""
+    from notes_cli.engine.core.deployment_file import resolve_preset
+
     if isinstance(target, Deployment):
-        return target, catalog, False
+        return target, catalog or load_catalog(), False
     if isinstance(target, str):
-        return catalog.deployment(target), catalog, False
-    deployment = catalog.deployment(target.preset).with_mode(target.mode)
-    return deployment, catalog, target.link_fallback_tcp
+        return (*resolve_preset(target, catalog), False)
+    deployment, catalog = resolve_preset(target.preset, catalog)
+    return deployment.with_mode(target.mode), catalog, target.link_fallback_tcp
 
 
 def simulate(
@@ -45,14 +47,17 @@ def simulate(
     *,
     seed: int = 0,
     catalog: Catalog | None = None,
+    keep_gaps: bool = False,
 ) -> Iterator[RequestRecord]:
     """Run `requests` (in arrival order) through the scheduler and yield a RequestRecord as each
     finishes. Deterministic: the same inputs give the same records (the scheduler draws no
     random numbers; `seed` is accepted so callers can thread one through). An arrival earlier
-    than the previous one is treated as arriving at the current simulated time."""
+    than the previous one is treated as arriving at the current simulated time. With
+    `keep_gaps` each record also lists its inter-token gaps (`itl_ms`, for P99 TBT); that
+    costs memory per token, so it is off by default."""
     del seed
     deployment, catalog, fallback = resolve_deployment(deployment_or_config, catalog)
-    scheduler = Scheduler(deployment, catalog, link_fallback=fallback)
+    scheduler = Scheduler(deployment, catalog, keep_gaps=keep_gaps, link_fallback=fallback)
     finished: deque[RequestRecord] = deque()
     scheduler.on_finish = lambda _request, record: finished.append(record)
     arrivals = iter(requests)

@@ -42,7 +42,8 @@ from notes_cli.engine.core.api import (
     TokenChunk,
 )
 from notes_cli.engine.core.config import EngineConfig
-from notes_cli.engine.core.profiles import Catalog, load_catalog
+from notes_cli.engine.core.deployment_file import resolve_preset
+from notes_cli.engine.core.profiles import Catalog
 from notes_cli.engine.core.responder import Responder
 from notes_cli.engine.core.scheduler import Scheduler
 from notes_cli.engine.core.tokens import count_tokens
@@ -131,9 +132,9 @@ class LiveEngineService:
     """`notes_cli.engine.core.api.EngineService` backed by the real scheduler and a wall clock."""
 
     def __init__(self, config: EngineConfig, catalog: Catalog | None = None) -> None:
-        catalog = catalog or load_catalog()
+        base, catalog = resolve_preset(config.preset, catalog)  # a name or a deployment file
         self.config = config
-        self.deployment = catalog.deployment(config.preset).with_mode(config.mode)
+        self.deployment = base.with_mode(config.mode)
         self.served_models = config.served_models
         self.max_context_tokens = config.max_context_tokens
         self.responder = Responder(config.seed)

@@ -1,0 +1,173 @@
+"""Deployment files: `dump_deployment` writes one, `engine serve --preset FILE` and `engine
+simulate -p FILE` run it exactly as the preset it came from, and a broken file is refused with
+exit 2 naming the file and the problem."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from notes_cli.engine.core.deployment_file import dump_deployment, resolve_preset
+from notes_cli.engine.core.profiles import load_catalog
+from tests.engine_process import EngineProcess
+
+SIM = ("--rate", "3", "-n", "120", "--input-len", "700", "--output-len", "40", "--json")
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _configurations(result: Any) -> list[dict[str, Any]]:
+    assert result.exit_code == 0, result.stderr
+    return result.json()["configurations"]  # type: ignore[no-any-return]
+
+
+def test_every_shipped_preset_reads_back_as_the_same_deployment(tmp_path: Path) -> None:
+    catalog = load_catalog()
+    for name, deployment in catalog.deployments.items():
+        text = dump_deployment(deployment, catalog)
+        assert text.startswith("# pdnotes deployment file, written by pdnotes")
+        tomllib.loads(text)  # strict TOML
+        again, _ = resolve_preset(str(_write(tmp_path / f"{name}.toml", text)))
+        assert again == deployment, name
+
+
+def test_simulating_the_file_gives_the_presets_numbers(
+    cli: Callable[..., Any], tmp_path: Path
+) -> None:
+    catalog = load_catalog()
+    for name in ("h800-h20-rdma", "h100-chunked", "mooncake-h800-tp8"):
+        path = _write(tmp_path / f"{name}.toml", dump_deployment(catalog.deployment(name), catalog))
+        by_name = _configurations(cli("engine", "simulate", "-p", name, *SIM))
+        by_file = _configurations(cli("engine", "simulate", "-p", str(path), *SIM))
+        assert by_file[0].pop("preset") == str(path)
+        assert by_name[0].pop("preset") == name
+        assert by_file == by_name  # label, chips, every metric of every point
+
+
+def test_a_file_carries_the_users_own_rows_with_it(
+    cli: Callable[..., Any], isolated_home: Path, tmp_path: Path
+) -> None:
+    """Written on a machine with a custom chip, the file still means that chip where the user's
+    row is gone, and a local row of the same name cannot change it."""
+    user_rows = isolated_home / ".pdnotes" / "engine" / "mine.toml"
+    user_rows.parent.mkdir(parents=True)
+    _write(
+        user_rows,
+        '[chips.h20]\ntflops = 148.0\nhbm_gb = 96.0\nhbm_tbps = 2.0\nsource = "derated"\n'
+        "[chips.lab-npu]\ntflops = 300.0\nhbm_gb = 64.0\nhbm_tbps = 1.6\n",
+    )
+    catalog = load_catalog()
+    shipped = catalog.deployment("h800-h20-rdma")
+    planned = replace(
+        shipped,
+        name="plan-a",
+        decode=replace(shipped.decode, count=2, chip="lab-npu"),  # type: ignore[arg-type]
+    )
+    derated = _write(tmp_path / "derated.toml", dump_deployment(shipped, catalog))
+    lab = _write(tmp_path / "lab.toml", dump_deployment(planned, catalog, written_by="a test"))
+    assert "[chips.h20]" in derated.read_text() and "[chips.h800]" not in derated.read_text()
+    assert "[chips.lab-npu]" in lab.read_text() and "written by a test" in lab.read_text()
+    expected = {
+        p: _configurations(cli("engine", "simulate", "-p", str(p), *SIM)) for p in (derated, lab)
+    }
+
+    user_rows.write_text(  # the custom chip gone, h20 redefined, the preset given an overhead
+        "[chips.h20]\ntflops = 1.0\nhbm_gb = 1.0\nhbm_tbps = 0.1\n"
+        "[deployments.h800-h20-rdma]\nrequest_overhead_ms = 900.0\n"
+    )
+    for path, before in expected.items():
+        assert _configurations(cli("engine", "simulate", "-p", str(path), *SIM)) == before
+    plain = _configurations(cli("engine", "simulate", "-p", "h800-h20-rdma", *SIM))
+    assert plain[0]["points"] != expected[derated][0]["points"]  # the local row does apply here
+
+
+def test_serving_the_file_answers_a_completion(tmp_path: Path) -> None:
+    catalog = load_catalog()
+    deployment = replace(catalog.deployment("h100-2p2d-ib"), name="plan-served")
+    path = _write(tmp_path / "plan.toml", dump_deployment(deployment, catalog))
+    with EngineProcess("--preset", str(path), "--speed", "50") as engine:
+        answer = httpx.post(
+            f"{engine.base_url}/chat/completions",
+            json={
+                "model": "pd-mock-1",
+                "messages": [{"role": "user", "content": "say hi"}],
+                "max_tokens": 8,
+            },
+            timeout=20,
+        )
+        state = httpx.get(engine.url("/engine/state"), timeout=10).json()
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["message"]["content"]
+    assert state["preset"] == "plan-served"
+    assert state["config"]["preset"] == str(path)
+
+
+_GOOD = '[deployments.x]\nmode = "disagg"\nmodel = "qwen3-8b"\nlink = "roce-200g"\n'
+_GROUPS = 'prefill = { count = 1, chip = "h800" }\ndecode = { count = 1, chip = "h20" }\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[deployments.x\nmode = 1\n", "is not valid TOML"),
+        (_GOOD + _GROUPS + "[deployments.y]\nmode = 'disagg'\n", "exactly one [deployments.NAME]"),
+        ('[chips.h900]\ntflops = 1.0\nhbm_gb = 1.0\nhbm_tbps = 1.0\n', "exactly one"),
+        ("[serving]\nport = 1\n", "unknown top-level key(s) serving"),
+        (_GOOD + _GROUPS + "max_batch = 'many'\n", "max_batch = 'many' should be a whole number"),
+        (_GOOD + _GROUPS + "max_bath = 64\n", "unknown keys: max_bath"),
+        (_GOOD + 'prefill = { chip = "h800" }\ndecode = { count = 1, chip = "h20" }\n', "count"),
+        (_GOOD + 'prefill = { count = 1, chip = "h999" }\ndecode = { count = 1, chip = "h20" }\n',
+         "chip 'h999' is not defined"),
+        (_GOOD.replace("disagg", "turbo") + _GROUPS, "mode 'turbo'"),
+    ],
+)  # fmt: skip
+def test_a_broken_file_is_refused_naming_the_file_and_the_problem(
+    cli: Callable[..., Any], tmp_path: Path, text: str, problem: str
+) -> None:
+    path = _write(tmp_path / "bad.toml", text)
+    commands = (("engine", "simulate", "-p", str(path)), ("engine", "serve", "--preset", str(path)))
+    for args in commands:
+        result = cli(*args)
+        assert result.exit_code == 2, (args, result.stdout, result.stderr)
+        assert str(path) in result.stderr and problem in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_a_path_that_is_not_a_regular_file_is_refused(
+    cli: Callable[..., Any], tmp_path: Path
+) -> None:
+    fifo = tmp_path / "plan.toml"
+    os.mkfifo(fifo)
+    folder = tmp_path / "plans.toml"
+    folder.mkdir()
+    missing = tmp_path / "nowhere" / "plan.toml"
+    cases = ((fifo, "not a regular file"), (folder, "a folder"), (missing, "no deployment file"))
+    for path, problem in cases:
+        result = cli("engine", "simulate", "-p", str(path))  # a FIFO must not hang the read
+        assert result.exit_code == 2, result.stderr
+        assert str(path) in result.stderr and problem in result.stderr
+
+
+def test_a_name_is_still_a_name(cli: Callable[..., Any]) -> None:
+    result = cli("engine", "simulate", "-p", "no-such-preset")
+    assert result.exit_code == 2
+    assert "unknown engine preset 'no-such-preset'" in result.stderr
+
+
+def test_the_json_report_of_a_file_is_plain_json(cli: Callable[..., Any], tmp_path: Path) -> None:
+    catalog = load_catalog()
+    text = dump_deployment(catalog.deployment("h100-colocated"), catalog)
+    path = _write(tmp_path / "a.toml", text)
+    result = cli("engine", "simulate", "-p", str(path), *SIM)
+    assert json.loads(result.stdout)["configurations"][0]["mode"] == "colocated"
