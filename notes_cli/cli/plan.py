@@ -12,7 +12,8 @@ import typer
 from notes_cli.errors import UsageError
 
 if TYPE_CHECKING:
-    from notes_cli.engine.core.profiles import Catalog
+    from notes_cli.engine.core.profiles import Catalog, Deployment
+    from notes_cli.plan.launch import LaunchSketch
     from notes_cli.plan.planner import Executor
     from notes_cli.plan.space import ChipOption
     from notes_cli.plan.workload import PlanWorkload
@@ -90,6 +91,17 @@ def plan(
     no_prune: bool = typer.Option(
         False, "--no-prune", help="Simulate every candidate (the roofline SLO pruning off)."
     ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Write the best candidate as a deployment file (for `engine serve --preset FILE`).",
+    ),
+    sketch: list[str] = typer.Option(
+        [],
+        "--sketch",
+        help="Also print the best candidate's launch sketch for lmdeploy, vllm or sglang "
+        "(repeatable; not launched here).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.plan/1 document."),
 ) -> None:
     """Find the deployment that serves a workload at its SLOs with the fewest chips (or the
@@ -137,6 +149,11 @@ def plan(
         raise UsageError("--jobs must be at least 1")
     if plot is not None and plot.suffix.lower() not in (".html", ".htm", ".svg"):
         raise UsageError(f"cannot plot to {plot.name}: use a .html or .svg file")
+    from notes_cli.plan.launch import ENGINES
+
+    for engine in sketch:
+        if engine not in ENGINES:
+            raise UsageError(f"--sketch: unknown engine {engine!r}; choose {', '.join(ENGINES)}")
     request = PlanRequest(
         model=model,
         link=link,
@@ -166,14 +183,44 @@ def plan(
 
         write_plan_plot(report, plot)
         render.note(f"wrote {plot}")
-    # Integration point for the deployment file and launch sketches (issue 14, point 4):
-    # report.best_deployment() is the winner as an engine Deployment.
+    document = report.to_json()
+    best = report.best_deployment()
+    if best is not None and out is not None:
+        from notes_cli.engine.core.deployment_file import dump_deployment
+        from notes_cli.fileio import atomic_write
+
+        atomic_write(out, dump_deployment(best, catalog, written_by="pdnotes engine plan"))
+        document["deployment_file"] = str(out)
+        render.note(f"wrote {out}: pdnotes engine serve --preset {out}")
+    sketches = _sketches(best, catalog, sketch) if best is not None else []
     if as_json:
-        render.emit_json(report.to_json())
+        document["launch"] = {s.engine: s.to_json() for s in sketches}
+        render.emit_json(document)
     else:
         render_plan.plan_report(report)
+        for result in sketches:
+            render.line("")
+            render_plan.sketch_text(result.text())
     if report.best is None:
         raise typer.Exit(1)
+
+
+def _sketches(best: Deployment, catalog: Catalog, engines: list[str]) -> list[LaunchSketch]:
+    from notes_cli.errors import PdnotesError
+    from notes_cli.plan.launch import launch_sketch
+    from notes_cli.plan.launch_flags import check_sketch
+
+    out = []
+    for engine in dict.fromkeys(engines):
+        result = launch_sketch(best, catalog, engine)
+        problems = check_sketch(result)
+        if problems:  # as `engine sketch`: a flag the engine's source does not define
+            raise PdnotesError(
+                "the sketch uses flags not in the recorded flag data: " + "; ".join(problems),
+                fix="this is a pdnotes bug; please report it",
+            )
+        out.append(result)
+    return out
 
 
 def _chips(specs: list[str], catalog: Catalog) -> tuple[ChipOption, ...]:

@@ -1,16 +1,11 @@
-"""The planner's SLO judgement, behind one small adapter over notes_cli.bench.stats.
+"""The planner's SLO judgement: notes_cli.bench.stats' SLOs, plus an early verdict.
 
-A candidate meets its SLOs at a rate when, over the simulated requests:
+A candidate meets its SLOs at a rate when, over the simulated requests (bench.stats.Slo):
 - percentile mode (default): P{q} TTFT <= ttft_ms and P{q} TPOT <= tpot_ms (q = `percentile`,
   0.9 as DistServe) and P99 of the pooled inter-token gaps <= tbt_ms;
 - attainment mode (`attainment` set): the share of requests that meet every objective (TTFT,
   TPOT and, with tbt_ms, their largest inter-token gap) is >= `attainment` (DistServe's
   per-request attainment).
-
-Today the bench statistics know TTFT and TPOT objectives and P90 only, so the percentiles and
-the per-request TBT count are computed here from the same LatencyStats histograms; when
-bench.stats grows Slo(tbt_ms, percentile, attainment) with LatencyStats.meets/binding, `meets`
-and `binding` below become calls to those.
 
 `Judge.certainly_fails` lets a probe stop early: it is true only once the verdict can no longer
 become "meets", whatever the remaining requests do, so stopping never changes a result.
@@ -58,6 +53,19 @@ class PlanSlo:
         judged = [p.replace("TBT", "P99 TBT") if p.startswith("TBT") else f"{q} {p}" for p in parts]
         return ", ".join(judged)
 
+    def bench(self) -> Slo:
+        """The same objectives as bench.stats judges them."""
+        percent = self.percentile * 100
+        return Slo(
+            self.ttft_ms,
+            self.tpot_ms,
+            self.tbt_ms,
+            ttft_percentile=percent,
+            tpot_percentile=percent,
+            tbt_percentile=TBT_QUANTILE * 100,
+            attainment=self.attainment,
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "ttft_ms": self.ttft_ms,
@@ -71,16 +79,14 @@ class PlanSlo:
 class Judge:
     """Folds one probe's records and says whether it met the SLOs, and if not, which binds."""
 
-    __slots__ = ("_certain_bad", "_expected", "_fail_ttft", "_fail_tpot", "_good", "slo", "stats")
+    __slots__ = ("_expected", "_fail_tpot", "_fail_ttft", "slo", "stats")
 
     def __init__(self, slo: PlanSlo, expected_requests: int) -> None:
         self.slo = slo
-        self.stats = LatencyStats(Slo(slo.ttft_ms, slo.tpot_ms))
+        self.stats = LatencyStats(slo.bench())
         self._expected = expected_requests
-        self._good = 0
         self._fail_ttft = 0  # requests whose TTFT is over the objective even after rounding
         self._fail_tpot = 0
-        self._certain_bad = 0
 
     @property
     def completed(self) -> int:
@@ -91,13 +97,6 @@ class Judge:
         slo = self.slo
         ttft, out = record.ttft_ms, int(record.output_tokens)
         tpot = record.tpot_ms if out > 1 else None
-        good = (
-            (slo.ttft_ms is None or ttft <= slo.ttft_ms)
-            and (slo.tpot_ms is None or tpot is None or tpot <= slo.tpot_ms)
-            and (slo.tbt_ms is None or out <= 1 or record.max_itl_ms <= slo.tbt_ms)
-        )
-        self._good += good
-        self._certain_bad += not good
         # A value this far over the objective lands in a histogram bucket whose estimate is
         # over it too (estimates are within the relative error), so it counts against the
         # percentile for sure.
@@ -112,7 +111,7 @@ class Judge:
         n = self._expected
         slo = self.slo
         if slo.attainment is not None:
-            return self._certain_bad > n * (1 - slo.attainment)
+            return self.completed - self.stats.good > n * (1 - slo.attainment) + 1e-9
         # The q-quantile interpolates between the samples of rank floor(q (n-1)) and the next:
         # when the `k` largest are all over the objective and floor(q (n-1)) >= n - k, it is over.
         limit = n - math.floor(slo.percentile * (n - 1))
@@ -122,7 +121,8 @@ class Judge:
         """What made `certainly_fails` true, for a probe stopped early."""
         slo, n = self.slo, self._expected
         if slo.attainment is not None:
-            return (f"attainment < {slo.attainment:.0%}: {self._certain_bad} of {n} requests miss",)
+            bad = self.completed - self.stats.good
+            return (f"attainment < {slo.attainment:.0%}: {bad} of {n} requests miss",)
         q = f"P{slo.percentile * 100:g}"
         limit = n - math.floor(slo.percentile * (n - 1))
         out = []
@@ -135,19 +135,24 @@ class Judge:
         return tuple(out)
 
     def meets(self) -> bool:
-        return self.completed > 0 and not self.binding()
+        return self.stats.meets()
 
     def binding(self) -> tuple[str, ...]:
-        """The objectives this probe missed, e.g. ("TTFT P90 412 ms > 300 ms",)."""
+        """The objectives this probe missed, e.g. ("TTFT P90 412 ms > 300 ms",); with an
+        attainment target, the share and the objective fewest requests met."""
         slo, stats = self.slo, self.stats
         n = stats.completed
         if not n:
             return ("no request completed",)
+        if stats.meets():
+            return ()
         if slo.attainment is not None:
-            share = self._good / n
-            if share >= slo.attainment:
-                return ()
-            return (f"attainment {share:.1%} < {slo.attainment:.0%}{self._attainment_detail()}",)
+            share = stats.good / n
+            worst = stats.binding() or ""
+            return (
+                f"attainment {share:.1%} < {slo.attainment:.0%}{self._attainment_detail()}; "
+                f"binding: {worst.upper()}",
+            )
         q = slo.percentile
         label = f"P{q * 100:g}"
         missed = []
@@ -167,9 +172,9 @@ class Judge:
     def _attainment_detail(self) -> str:
         att = self.stats.attainment()
         parts = [
-            f"{name} met by {share:.0%}"
-            for name, share in (("TTFT", att.ttft), ("TPOT", att.tpot))
-            if share is not None and share < 1
+            f"{name.upper()} met by {share:.0%}"
+            for name in self.slo.bench().objectives
+            if (share := att.of(name)) is not None and share < 1
         ]
         return f" ({', '.join(parts)})" if parts else ""
 
@@ -184,4 +189,4 @@ class Judge:
 
     def attainment(self) -> float:
         """Share of completed requests meeting every objective."""
-        return self._good / self.completed if self.completed else math.nan
+        return self.stats.good / self.completed if self.completed else math.nan

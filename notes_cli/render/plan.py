@@ -149,3 +149,8 @@ def _front_table(report: PlanReport) -> Table:
             _n(p.load.latency["tpot_ms"]),
         )
     return table
+
+
+def sketch_text(text: str) -> None:
+    """A launch sketch as plain text (stdout), exactly as written: it is meant to be copied."""
+    out().print(text, markup=False, highlight=False, end="")
