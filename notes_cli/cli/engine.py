@@ -1,18 +1,19 @@
-"""pdnotes engine serve | presets | simulate | sketch"""
+"""pdnotes engine serve | presets | simulate | sketch | plan"""
 
 from __future__ import annotations
 
 import typer
 
-from notes_cli.cli import simulate, sketch
+from notes_cli.cli import plan, simulate, sketch
 
 app = typer.Typer(
     help="The bundled mock PD engine: serve it over HTTP, list its presets, simulate offline, "
-    "sketch a real-engine launch.",
+    "plan a deployment, sketch a real-engine launch.",
     no_args_is_help=True,
 )
 app.command("simulate")(simulate.simulate)
 app.command("sketch")(sketch.sketch)
+app.command("plan")(plan.plan)
 
 
 @app.command("serve")

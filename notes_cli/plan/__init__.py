@@ -1,0 +1,12 @@
+"""`pdnotes engine plan`: search PD deployments for the one that serves a workload at its SLOs
+with the fewest chips (or dollars).
+
+Modules, in the order a plan runs them:
+- space: the candidate deployments (mode, chips, TP per phase, P:D instance counts, batch, chunk)
+- prune: roofline bounds that rule a candidate out before any simulation
+- evaluate: one candidate's capacity (highest rate meeting the SLOs) by simulation
+- run_local / run_ray: evaluate many candidates on local cores or on a Ray cluster
+- rank: goodput per chip or per price, the chips-vs-latency Pareto front, binding SLOs
+- planner: ties these together into a PlanReport
+See docs/planner.md.
+"""

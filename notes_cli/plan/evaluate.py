@@ -1,0 +1,210 @@
+"""One candidate's capacity, by simulation: the highest rate at which it meets the SLOs.
+
+The search is the simulator's goodput search (bench.goodput: bracket by doubling or halving from
+a start rate, then bisect to a relative tolerance), started at the roofline estimate of
+prune.py. Every probe replays the plan's fixed request lengths at that rate with arrivals from
+the plan's seed, so a candidate's result depends only on the plan, never on which process or
+machine ran it. A probe stops as soon as its verdict is certain to be "misses" (slo.Judge), which
+makes overloaded probes cheap without changing any result.
+
+Workers keep per-process state (`install`): the catalog and the roofline caches are built once
+per process and shared by every candidate it evaluates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from notes_cli.bench.goodput import search_goodput
+from notes_cli.engine.core.profiles import Catalog
+from notes_cli.engine.core.simcore import SimRequest, simulate
+from notes_cli.plan.prune import Bounds
+from notes_cli.plan.slo import Judge, PlanSlo
+from notes_cli.plan.space import Candidate
+from notes_cli.plan.workload import PlanWorkload
+
+DEFAULT_TOLERANCE = 0.05
+DEFAULT_MAX_PROBES = 16
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """Everything a worker needs besides the candidate; sent once per worker process."""
+
+    catalog: Catalog
+    model: str
+    link: str
+    slo: PlanSlo
+    workload: PlanWorkload
+    seed: int = 0
+    tolerance: float = DEFAULT_TOLERANCE
+    max_probes: int = DEFAULT_MAX_PROBES
+    window_s: float = 10.0  # a probe's arrivals span at least this long (see PlanWorkload)
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """Identifies the plan a worker's cached state belongs to."""
+        return (self.model, self.link, self.slo, self.seed, hash(self.workload.pairs))
+
+
+@dataclass(frozen=True)
+class Probe:
+    rate: float
+    met: bool
+    binding: tuple[str, ...]
+    simulated: int  # requests simulated before the verdict was certain
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rate": round(self.rate, 4),
+            "met": self.met,
+            "binding": list(self.binding),
+            "simulated": self.simulated,
+        }
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    candidate: Candidate
+    capacity: float  # req/s for one instance; 0 when pruned or when no rate met the SLOs
+    pruned: str | None = None  # why it was not simulated
+    prune_kind: str = ""
+    probes: tuple[Probe, ...] = ()
+    capped: bool = False
+    repeat: int = 1  # each probe replayed the plan's lengths this many times
+
+    @property
+    def simulated_requests(self) -> int:
+        return sum(p.simulated for p in self.probes)
+
+    @property
+    def binding(self) -> tuple[str, ...]:
+        """What stops it going faster: the misses at the lowest rate that failed."""
+        if self.pruned:
+            return (self.pruned,)
+        failed = [p for p in self.probes if not p.met]
+        if not failed:
+            return ()
+        return min(failed, key=lambda p: p.rate).binding
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.candidate.to_json(),
+            "capacity_rps": round(self.capacity, 4),
+            "capped": self.capped,
+            "repeat": None if self.pruned else self.repeat,
+            "pruned": self.pruned,
+            "prune_kind": self.prune_kind or None,
+            "binding": list(self.binding),
+            "probes": [p.to_json() for p in self.probes],
+        }
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """A full simulation of one candidate at one rate."""
+
+    rate: float
+    met: bool
+    attainment: float  # share of requests meeting every objective
+    latency: dict[str, float]  # the judged percentiles: ttft_ms, tpot_ms, tbt_ms
+
+    def to_json(self) -> dict[str, Any]:
+        def num(x: float) -> float | None:
+            return None if math.isnan(x) else round(x, 3)
+
+        return {
+            "rate": round(self.rate, 4),
+            "met": self.met,
+            "attainment": num(self.attainment),
+            **{k: num(v) for k, v in self.latency.items()},
+        }
+
+
+# ---- per-process state -------------------------------------------------------------------
+_STATE: dict[str, Any] = {}
+
+
+def install(context: PlanContext) -> None:
+    """Make `context` this process's plan (a pool initializer; cheap when already installed)."""
+    if _STATE.get("key") == context.key:
+        return
+    model = context.catalog.models[context.model]
+    cache = Bounds(context.catalog, model, context.link, context.workload, context.seed)
+    _STATE.update(key=context.key, context=context, bounds=cache)
+
+
+def bounds() -> Bounds:
+    """This process's roofline caches (after `install`)."""
+    cached: Bounds = _STATE["bounds"]
+    return cached
+
+
+def run_task(task: tuple[Any, ...]) -> Any:
+    """Evaluate one task in this process's plan: ("capacity", candidate, start_rate, repeat),
+    ("load", candidate, rate) or ("sweep", candidate, rates)."""
+    context: PlanContext = _STATE["context"]
+    kind, candidate = task[0], task[1]
+    if kind == "capacity":
+        return capacity(context, candidate, task[2], task[3])
+    if kind == "load":
+        return load_point(context, candidate, task[2])
+    if kind == "sweep":
+        return tuple(load_point(context, candidate, rate) for rate in task[2])
+    raise ValueError(f"unknown plan task {kind!r}")
+
+
+# ---- the evaluation ------------------------------------------------------------------------
+def capacity(
+    context: PlanContext, candidate: Candidate, start_rate: float, repeat: int = 1
+) -> CandidateResult:
+    """Search the highest rate at which `candidate` meets the SLOs, from `start_rate`; every
+    probe replays the lengths `repeat` times (chosen from the start rate, so that probes near
+    the capacity span the plan's window)."""
+    probes: list[Probe] = []
+
+    def meets(rate: float) -> bool:
+        judge, simulated = _run(context, candidate, rate, repeat, early_stop=True)
+        stopped = judge.completed < context.workload.requests * repeat
+        met = not stopped and judge.meets()
+        binding = () if met else (judge.certain_misses() if stopped else judge.binding())
+        probes.append(Probe(rate, met, binding, simulated))
+        return met
+
+    found = search_goodput(
+        meets,
+        chips=candidate.chips,
+        start_rate=start_rate,
+        tolerance=context.tolerance,
+        max_probes=context.max_probes,
+    )
+    return CandidateResult(
+        candidate, found.rate, probes=tuple(probes), capped=found.capped, repeat=repeat
+    )
+
+
+def load_point(context: PlanContext, candidate: Candidate, rate: float) -> LoadPoint:
+    """Latency and attainment of `candidate` at `rate`, every request simulated."""
+    repeat = context.workload.repeat_for(rate, context.window_s)
+    judge, _ = _run(context, candidate, rate, repeat, early_stop=False)
+    return LoadPoint(rate, judge.meets(), judge.attainment(), judge.latency())
+
+
+def _run(
+    context: PlanContext, candidate: Candidate, rate: float, repeat: int, *, early_stop: bool
+) -> tuple[Judge, int]:
+    deployment = candidate.deployment(context.model, context.link)
+    judge = Judge(context.slo, context.workload.requests * repeat)
+    items = context.workload.items(rate, context.seed, repeat)
+    simulated = 0
+    # WorkItem has SimRequest's fields under the same names (as bench.engine_adapter passes it).
+    requests = cast("Iterable[SimRequest]", items)
+    for record in simulate(deployment, requests, seed=context.seed, catalog=context.catalog):
+        judge.add(record)
+        simulated += 1
+        if early_stop and judge.certainly_fails():
+            break
+    return judge, simulated

@@ -1,0 +1,334 @@
+"""The plan: enumerate, prune and evaluate every candidate, rank them, size and compare them.
+
+Phases (each a batch of tasks for the executor, results in task order):
+1. capacity: every candidate of the space is pruned by the roofline (prune.py) or searched by
+   simulation. Survivors run best bound first, in waves of a fixed size; after each wave, a
+   candidate whose capacity bound per chip (or per price) is below the --top-th best score
+   found so far is skipped, since it cannot enter the top (branch and bound). Waves have a
+   fixed size and run in a fixed order, so the result does not depend on the executor;
+2. load: the best `front_size` candidates by score are sized to the reference load (the target
+   rate, else the best candidate's capacity) and simulated there, for the chips-vs-latency
+   front;
+3. curves (only with a plot): the top candidates' attainment at rates around their capacity.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from notes_cli.engine.core.profiles import Catalog, Deployment
+from notes_cli.plan import evaluate
+from notes_cli.plan.evaluate import (
+    DEFAULT_TOLERANCE,
+    CandidateResult,
+    LoadPoint,
+    PlanContext,
+)
+from notes_cli.plan.prune import Screen, rate_hint
+from notes_cli.plan.rank import (
+    FrontPoint,
+    Scored,
+    pareto_front,
+    ranked,
+    replicas,
+    score_of,
+    why_behind,
+)
+from notes_cli.plan.slo import PlanSlo
+from notes_cli.plan.space import Candidate, SearchSpace, enumerate_candidates
+from notes_cli.plan.workload import PlanWorkload
+
+SCHEMA = "pdnotes.plan/1"
+WAVE = 32  # candidates per branch-and-bound wave (a constant: results must not depend on cores)
+CURVE_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)  # of each one's capacity
+
+
+class Executor(Protocol):
+    @property
+    def description(self) -> str: ...
+
+    def start(self, context: PlanContext) -> None: ...
+    def map(
+        self, tasks: list[tuple[Any, ...]], on_done: Callable[[int], None] | None = None
+    ) -> list[Any]: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    model: str
+    link: str
+    space: SearchSpace
+    slo: PlanSlo
+    workload: PlanWorkload
+    target_rate: float | None = None
+    seed: int = 0
+    tolerance: float = DEFAULT_TOLERANCE
+    window_s: float = 10.0
+    prune: bool = True
+    top: int = 5
+    front_size: int = 24  # the best candidates by score that are sized for the front
+    wave: int = WAVE
+    curves: int = 0  # how many of the top candidates get an attainment-vs-rate curve
+
+    @property
+    def prices(self) -> dict[str, float | None]:
+        return {c.name: c.price for c in self.space.chips}
+
+    @property
+    def per_price(self) -> bool:
+        return all(c.price is not None for c in self.space.chips)
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    request: PlanRequest
+    results: tuple[CandidateResult, ...]
+    ranking: tuple[Scored, ...]
+    front: tuple[FrontPoint, ...]
+    loads: dict[str, FrontPoint]
+    reference_rate: float
+    curves: dict[str, tuple[LoadPoint, ...]] = field(default_factory=dict)
+    executor: str = ""
+    wall_s: float = 0.0
+
+    @property
+    def best(self) -> Scored | None:
+        return self.ranking[0] if self.ranking else None
+
+    @property
+    def pruned(self) -> dict[str, int]:
+        counts = {"memory": 0, "slo": 0, "bound": 0}
+        for r in self.results:
+            if r.pruned:
+                counts[r.prune_kind] = counts.get(r.prune_kind, 0) + 1
+        return counts
+
+    @property
+    def simulated_candidates(self) -> int:
+        return sum(1 for r in self.results if not r.pruned)
+
+    @property
+    def simulated_requests(self) -> int:
+        return sum(r.simulated_requests for r in self.results)
+
+    def replicas_needed(self) -> int | None:
+        best = self.best
+        if best is None or self.request.target_rate is None:
+            return None
+        return replicas(best.result.capacity, self.request.target_rate)
+
+    def best_deployment(self) -> Deployment | None:
+        """The winner as an engine Deployment (what a deployment file would hold)."""
+        best = self.best
+        if best is None:
+            return None
+        return best.result.candidate.deployment(self.request.model, self.request.link)
+
+    def runner_ups(self) -> list[tuple[Scored, str]]:
+        best = self.best
+        if best is None:
+            return []
+        top = self.ranking[1 : self.request.top]
+        return [(s, why_behind(best, s, self.request.per_price)) for s in top]
+
+    def to_json(self) -> dict[str, Any]:
+        req = self.request
+        best = self.best
+        scores = {s.candidate_id: s for s in self.ranking}
+        table = []
+        for r in self.results:
+            row = r.to_json()
+            s = scores.get(r.candidate.id)
+            row["score"] = round(s.score, 6) if s else 0.0
+            row["price_per_hour"] = r.candidate.price_per_hour(req.prices)
+            load = self.loads.get(r.candidate.id)
+            row["at_reference"] = load.to_json() if load else None
+            table.append(row)
+        return {
+            "schema": SCHEMA,
+            "model": req.model,
+            "link": req.link,
+            "seed": req.seed,
+            "slo": req.slo.to_json(),
+            "slo_text": req.slo.describe(),
+            "workload": req.workload.to_json(),
+            "space": req.space.to_json(),
+            "score": "req/s per $/h" if req.per_price else "req/s per chip",
+            "target_rate": req.target_rate,
+            "reference_rate": round(self.reference_rate, 4),
+            "counts": {
+                "candidates": len(self.results),
+                "pruned": self.pruned,
+                "simulated": self.simulated_candidates,
+                "with_capacity": len(self.ranking),
+                "simulated_requests": self.simulated_requests,
+            },
+            "best": None
+            if best is None
+            else {
+                "id": best.candidate_id,
+                "label": best.result.candidate.label,
+                "capacity_rps": round(best.result.capacity, 4),
+                "score": round(best.score, 6),
+                "replicas": self.replicas_needed(),
+                "binding": list(best.result.binding),
+            },
+            "ranking": [s.candidate_id for s in self.ranking],
+            "runner_ups": [{"id": s.candidate_id, "why": why} for s, why in self.runner_ups()],
+            "front": [p.to_json() for p in self.front],
+            "curves": {k: [p.to_json() for p in v] for k, v in self.curves.items()},
+            "candidates": table,
+            "executor": self.executor,
+            "wall_s": round(self.wall_s, 3),
+        }
+
+
+ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+def plan(
+    request: PlanRequest,
+    catalog: Catalog,
+    executor: Executor,
+    on_progress: ProgressFn | None = None,
+) -> PlanReport:
+    """Run the whole plan on `executor`. Deterministic for the request's seed."""
+    started = time.perf_counter()
+    model = catalog.models[request.model]
+    candidates = enumerate_candidates(request.space, model)
+    context = PlanContext(
+        catalog=catalog,
+        model=request.model,
+        link=request.link,
+        slo=request.slo,
+        workload=request.workload,
+        seed=request.seed,
+        tolerance=request.tolerance,
+        window_s=request.window_s,
+    )
+    executor.start(context)
+    try:
+        results = _capacities(request, executor, candidates, on_progress)
+        ranking = ranked(results, request.prices)
+        reference = request.target_rate or (ranking[0].result.capacity if ranking else 0.0)
+        loads = _loads(executor, ranking[: request.front_size], reference, on_progress)
+        curves = _curves(executor, ranking[: request.curves], on_progress)
+    finally:
+        executor.close()
+    return PlanReport(
+        request=request,
+        results=tuple(results),
+        ranking=tuple(ranking),
+        front=tuple(pareto_front(list(loads.values()))),
+        loads=loads,
+        reference_rate=reference,
+        curves=curves,
+        executor=executor.description,
+        wall_s=time.perf_counter() - started,
+    )
+
+
+def _capacities(
+    request: PlanRequest,
+    executor: Executor,
+    candidates: list[Candidate],
+    on_progress: ProgressFn | None,
+) -> list[CandidateResult]:
+    screen = Screen(evaluate.bounds(), request.slo, request.window_s)
+    total = len(candidates)
+    results: dict[int, CandidateResult] = {}
+    queue: list[tuple[float, Candidate, float, int]] = []  # (bound score, candidate, start, repeat)
+    for c in candidates:
+        dep = c.deployment(request.model, request.link)
+        verdict, bound = screen(c, dep)
+        if verdict.reason is not None and (request.prune or verdict.kind == "memory"):
+            results[c.index] = CandidateResult(c, 0.0, verdict.reason, verdict.kind)
+            continue
+        if verdict.reason is not None:  # --no-prune: simulate it anyway
+            hint = rate_hint(c, dep, screen.bounds)
+            repeat = request.workload.repeat_for(hint, request.window_s)
+            bound, verdict = math.inf, replace(verdict, rate_hint=hint, repeat=repeat)
+        queue.append((score_of(c, bound, request.prices), c, verdict.rate_hint, verdict.repeat))
+    queue.sort(key=lambda item: (-item[0], item[1].index))
+    unit = "req/s per $/h" if request.per_price else "req/s per chip"
+    best: list[float] = []  # scores found so far, best first
+
+    def progress() -> None:
+        if on_progress:
+            on_progress("capacity", len(results), total)
+
+    progress()
+    for start in range(0, len(queue), request.wave):
+        wave = queue[start : start + request.wave]
+        threshold = best[request.top - 1] if request.prune and len(best) >= request.top else None
+        todo = []
+        for bound_score, c, hint, repeat in wave:
+            if threshold is not None and bound_score < threshold:
+                reason = (
+                    f"bound: at most {bound_score:.3g} {unit}, below the top {request.top}'s "
+                    f"{threshold:.3g}"
+                )
+                results[c.index] = CandidateResult(c, 0.0, reason, "bound")
+            else:
+                todo.append(("capacity", c, hint, repeat))
+        done_before = len(results)
+
+        def wave_done(n: int, base: int = done_before) -> None:
+            if on_progress:
+                on_progress("capacity", base + n, total)
+
+        for result in executor.map(todo, wave_done) if todo else []:
+            results[result.candidate.index] = result
+            if result.capacity > 0:
+                best.append(score_of(result.candidate, result.capacity, request.prices))
+        best.sort(reverse=True)
+        progress()
+    return [results[c.index] for c in candidates]
+
+
+def _phase(
+    executor: Executor, name: str, tasks: list[tuple[Any, ...]], on_progress: ProgressFn | None
+) -> list[Any]:
+    total = len(tasks)
+
+    def done(n: int) -> None:
+        if on_progress:
+            on_progress(name, n, total)
+
+    if on_progress:
+        on_progress(name, 0, total)
+    return executor.map(tasks, done) if tasks else []
+
+
+def _loads(
+    executor: Executor, ranking: list[Scored], reference: float, on_progress: ProgressFn | None
+) -> dict[str, FrontPoint]:
+    if reference <= 0:
+        return {}
+    sized = [(s.result.candidate, replicas(s.result.capacity, reference)) for s in ranking]
+    tasks: list[tuple[Any, ...]] = [("load", c, reference / n) for c, n in sized]
+    points = _phase(executor, "front", tasks, on_progress)
+    return {
+        c.id: FrontPoint(c.id, c.label, n, n * c.chips, point)
+        for (c, n), point in zip(sized, points, strict=True)
+    }
+
+
+def _curves(
+    executor: Executor, top: list[Scored], on_progress: ProgressFn | None
+) -> dict[str, tuple[LoadPoint, ...]]:
+    tasks: list[tuple[Any, ...]] = [
+        ("sweep", s.result.candidate, tuple(s.result.capacity * f for f in CURVE_FRACTIONS))
+        for s in top
+    ]
+    sweeps = _phase(executor, "curves", tasks, on_progress) if tasks else []
+    return {s.candidate_id: sweep for s, sweep in zip(top, sweeps, strict=True)}
+
+
+def candidate_by_id(report: PlanReport, candidate_id: str) -> Candidate:
+    return next(r.candidate for r in report.results if r.candidate.id == candidate_id)

@@ -1,0 +1,91 @@
+"""The planner's workload: a fixed list of (input, output) lengths replayed at any rate.
+
+The lengths are drawn (or read from the trace) once, in the driver, so every worker on every
+machine replays exactly the same requests without reading files; arrivals are drawn per probe
+from the seed. Seeds follow bench.workload (lengths from Random(seed), arrivals from
+Random(seed + 0x9E3779B9)), so a probe equals `pdnotes engine simulate` on the same lengths.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from notes_cli.bench.workload import (
+    ArrivalSpec,
+    LengthSpec,
+    WorkItem,
+    arrival_times_ms,
+    lengths,
+    read_trace,
+)
+from notes_cli.errors import InputError
+
+_ARRIVAL_SEED_OFFSET = 0x9E3779B9  # as bench.workload.synthetic
+
+
+@dataclass(frozen=True)
+class PlanWorkload:
+    """`pairs` of (input_tokens, output_tokens), in order; arrivals drawn per rate."""
+
+    pairs: tuple[tuple[int, int], ...]
+    burstiness: float = 1.0
+    source: str = ""
+
+    @property
+    def requests(self) -> int:
+        return len(self.pairs)
+
+    def items(self, rate: float, seed: int, repeat: int = 1) -> Iterator[WorkItem]:
+        """The lengths `repeat` times over, arriving at `rate` (req/s)."""
+        rng = random.Random(seed + _ARRIVAL_SEED_OFFSET)
+        times = arrival_times_ms(ArrivalSpec(rate=rate, burstiness=self.burstiness), rng)
+        pairs = self.pairs
+        for _ in range(repeat):
+            for (n_in, n_out), t in zip(pairs, times, strict=False):
+                yield WorkItem(t, n_in, n_out)
+
+    def repeat_for(self, rate: float, window_s: float) -> int:
+        """How many times the lengths are replayed so that arrivals at `rate` span at least
+        `window_s` seconds: a probe shorter than a few TTFT objectives could queue every
+        request and still meet them, which would overstate the capacity."""
+        return max(1, math.ceil(rate * window_s / max(1, self.requests)))
+
+    def mean_lengths(self) -> tuple[float, float]:
+        n = len(self.pairs) or 1
+        return sum(p[0] for p in self.pairs) / n, sum(p[1] for p in self.pairs) / n
+
+    def to_json(self) -> dict[str, Any]:
+        mean_in, mean_out = self.mean_lengths()
+        return {
+            "source": self.source,
+            "requests": self.requests,
+            "burstiness": self.burstiness,
+            "mean_input_tokens": round(mean_in, 1),
+            "mean_output_tokens": round(mean_out, 1),
+            "max_input_tokens": max((p[0] for p in self.pairs), default=0),
+        }
+
+
+def drawn(spec: LengthSpec, requests: int, *, seed: int, burstiness: float = 1.0) -> PlanWorkload:
+    """`requests` lengths drawn from `spec` (the same ones `engine simulate` draws)."""
+    pairs = tuple(islice(lengths(spec, random.Random(seed)), requests))
+    source = f"{spec.dist} input {spec.input_tokens} output {spec.output_tokens}"
+    return PlanWorkload(pairs, burstiness, source)
+
+
+def from_trace(path: Path, requests: int, *, burstiness: float = 1.0) -> PlanWorkload:
+    """The first `requests` lengths of a JSONL trace (its arrival times are not used: the
+    planner imposes its own rates)."""
+    pairs = tuple(
+        (item.input_tokens, item.output_tokens)
+        for item in read_trace(path, limit=requests, keep_times=False)
+    )
+    if not pairs:
+        raise InputError(f"trace {path} has no requests")
+    return PlanWorkload(pairs, burstiness, f"trace {path.name}")

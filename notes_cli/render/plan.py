@@ -1,0 +1,156 @@
+"""Drawing for `pdnotes engine plan`: the summary, the top candidates, why the runner-ups lose,
+the chips-vs-latency front, and progress lines on stderr."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+from notes_cli.render import err, escape, out
+
+if TYPE_CHECKING:
+    from notes_cli.plan.planner import PlanReport
+
+_PHASES = {
+    "capacity": "candidates searched",
+    "front": "candidates sized to the reference load",
+    "curves": "attainment curves",
+}
+
+
+class Progress:
+    """`(phase, done, total)` callback: one stderr line per phase start and every 10%."""
+
+    def __init__(self) -> None:
+        self._started = time.perf_counter()
+        self._shown: dict[str, int] = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        step = max(1, math.ceil(total / 10))
+        last = self._shown.get(phase, -1)
+        if done == last or (done not in (0, total) and done - last < step and last >= 0):
+            return
+        self._shown[phase] = done
+        elapsed = time.perf_counter() - self._started
+        what = _PHASES.get(phase, phase)
+        err().print(f"[dim]{phase}: {done}/{total} {what} ({elapsed:.1f} s)[/]")
+
+
+def _n(x: float) -> str:
+    if x is None or math.isnan(x):
+        return "-"
+    return f"{x:,.1f}" if abs(x) < 10_000 else f"{x:,.0f}"
+
+
+def plan_report(report: PlanReport) -> None:
+    """Human output of `pdnotes engine plan` (stdout)."""
+    console = out()
+    req = report.request
+    counts = report.pruned
+    console.print(
+        f"[bold]Plan[/] {escape(req.model)} over {escape(req.link)}; "
+        f"SLO {escape(req.slo.describe())}; workload {escape(req.workload.source)}, "
+        f"{req.workload.requests} requests per probe, seed {req.seed}"
+    )
+    console.print(
+        f"Searched {len(report.results)} candidates: pruned by the roofline "
+        f"{counts.get('memory', 0)} (memory) + {counts.get('slo', 0)} (SLO), simulated "
+        f"{report.simulated_candidates}, {len(report.ranking)} meet the SLOs at some rate. "
+        f"{report.simulated_requests:,} requests simulated in {report.wall_s:.1f} s on "
+        f"{escape(report.executor)}."
+    )
+    best = report.best
+    if best is None:
+        console.print("[bold red]No candidate meets the SLOs[/] at any rate; the closest misses:")
+        for r in report.results[:5]:
+            console.print(f"  {escape(r.candidate.label)}: {escape('; '.join(r.binding))}")
+        return
+    unit = "req/s per $/h" if req.per_price else "req/s per chip"
+    cand = best.result.candidate
+    console.print()
+    console.print(
+        f"[bold green]Best[/] {escape(cand.label)} ({cand.id}): "
+        f"{best.result.capacity:.3g} req/s on {cand.chips} chip{'s' if cand.chips > 1 else ''}"
+        f" = [bold]{best.score:.3g} {unit}[/]"
+    )
+    if best.result.binding:
+        console.print(f"  at higher load: {escape('; '.join(best.result.binding))}")
+    replicas = report.replicas_needed()
+    if replicas is not None and req.target_rate is not None:
+        console.print(
+            f"  target {req.target_rate:g} req/s: [bold]{replicas} replica"
+            f"{'s' if replicas > 1 else ''}[/] ({replicas * cand.chips} chips)"
+        )
+    console.print()
+    console.print(_top_table(report, unit))
+    runner_ups = report.runner_ups()
+    if runner_ups:
+        console.print()
+        console.print("[bold]Why the runner-ups lose[/]")
+        for scored, why in runner_ups:
+            console.print(f"  {scored.candidate_id} {escape(why)}")
+    if report.front:
+        console.print()
+        console.print(_front_table(report))
+
+
+def _top_table(report: PlanReport, unit: str) -> Table:
+    table = Table(
+        title=f"Top {min(report.request.top, len(report.ranking))} by {unit}",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
+    for name, justify in (
+        ("#", "right"),
+        ("id", "left"),
+        ("candidate", "left"),
+        ("chips", "right"),
+        ("$/h", "right"),
+        ("req/s", "right"),
+        (unit, "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for i, s in enumerate(report.ranking[: report.request.top], 1):
+        c = s.result.candidate
+        price = "-" if s.price_per_hour is None else f"{s.price_per_hour:g}"
+        table.add_row(
+            str(i),
+            c.id,
+            escape(c.label),
+            str(c.chips),
+            price,
+            f"{s.result.capacity:.3g}",
+            f"{s.score:.3g}",
+        )
+    return table
+
+
+def _front_table(report: PlanReport) -> Table:
+    q = f"P{report.request.slo.percentile * 100:g}"
+    table = Table(
+        title=f"Chips vs latency at {report.reference_rate:.3g} req/s (Pareto front)",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
+    for name in ("chips", "replicas", "id", "candidate", f"TTFT {q} ms", f"TPOT {q} ms"):
+        table.add_column(name, justify="left" if name in ("id", "candidate") else "right")
+    for p in report.front:
+        table.add_row(
+            str(p.chips),
+            str(p.replicas),
+            p.candidate_id,
+            escape(p.label),
+            _n(p.load.latency["ttft_ms"]),
+            _n(p.load.latency["tpot_ms"]),
+        )
+    return table
+
+
+def sketch_text(text: str) -> None:
+    """A launch sketch as plain text (stdout), exactly as written: it is meant to be copied."""
+    out().print(text, markup=False, highlight=False, end="")

@@ -1,0 +1,104 @@
+"""`pdnotes engine plan` end to end through the real entry point: the report, --json, progress
+on stderr, --plot, --out (a deployment file `engine simulate` runs) and --sketch."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import CliResult
+
+SMALL = (
+    "engine", "plan", "--model", "qwen3-8b", "--chip", "h800", "--chip", "h20",
+    "--link", "roce-200g", "--max-chips", "2", "--max-instances", "1", "--max-tp", "1",
+    "--modes", "disagg,colocated", "--input-len", "1024", "--output-len", "32",
+    "-n", "40", "--window-s", "2", "--tolerance", "0.1", "--jobs", "1",
+    "--slo-ttft-ms", "600", "--slo-tpot-ms", "40",
+)  # fmt: skip
+
+Cli = Callable[..., CliResult]
+
+
+def test_json_has_the_whole_table_and_the_best(cli: Cli) -> None:
+    result = cli(*SMALL, "--rate", "30", "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = result.json()
+    assert doc["schema"] == "pdnotes.plan/1"
+    # 2 chips x 2 chips disagg (1P1D at TP1) + 2 colocated: every one in the table.
+    assert doc["counts"]["candidates"] == 6 == len(doc["candidates"])
+    best = doc["best"]
+    assert best["id"] == doc["ranking"][0]
+    assert best["replicas"] == -(-30 // best["capacity_rps"])  # ceil(target / capacity)
+    row = next(c for c in doc["candidates"] if c["id"] == best["id"])
+    assert row["capacity_rps"] == best["capacity_rps"] > 0
+    assert row["probes"] and all("met" in p for p in row["probes"])
+    assert doc["slo"]["ttft_ms"] == 600 and doc["score"] == "req/s per chip"
+    assert "capacity: 6/6 candidates searched" in result.stderr  # progress goes to stderr
+
+
+def test_human_report_names_the_best_the_runner_ups_and_the_front(cli: Cli) -> None:
+    result = cli(*SMALL, "--chip", "h800:2.5", "--chip", "h20:1.1", "--top", "3")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert re.search(r"^Best .* req/s per \$/h", out, re.M)
+    assert "Why the runner-ups lose" in out
+    assert "below the best; at higher load:" in out
+    assert "Pareto front" in out
+    assert "Searched 6 candidates" in out
+
+
+def test_plot_is_one_self_contained_page(cli: Cli, tmp_path: Path) -> None:
+    page = tmp_path / "plan.html"
+    result = cli(*SMALL, "--plot", str(page))
+    assert result.exit_code == 0, result.stderr
+    html = page.read_text(encoding="utf-8")
+    assert html.count("<svg") == 2  # attainment curves and the front
+    assert "Attainment vs rate" in html and "Pareto front" in html
+    assert "<script" not in html and "http://" not in html.replace("http://www.w3.org", "")
+    svg = tmp_path / "plan.svg"
+    assert cli(*SMALL, "--plot", str(svg)).exit_code == 0
+    assert svg.read_text(encoding="utf-8").startswith("<svg")
+
+
+def test_out_writes_a_deployment_file_simulate_runs(cli: Cli, tmp_path: Path) -> None:
+    target = tmp_path / "best.toml"
+    planned = cli(*SMALL, "--out", str(target), "--json")
+    assert planned.exit_code == 0, planned.stderr
+    doc = planned.json()
+    assert doc["deployment_file"] == str(target)
+    text = target.read_text(encoding="utf-8")
+    assert f"[deployments.plan-{doc['best']['id']}]" in text
+    simulated = cli("engine", "simulate", "-p", str(target), "-n", "20", "--json")
+    assert simulated.exit_code == 0, simulated.stderr
+    config = simulated.json()["configurations"][0]
+    best = next(c for c in doc["candidates"] if c["id"] == doc["best"]["id"])
+    assert config["chips"] == best["chips"] and config["mode"] == best["mode"]
+
+
+def test_sketch_prints_the_launch_commands_and_says_not_launched(cli: Cli) -> None:
+    result = cli(*SMALL, "--sketch", "lmdeploy")
+    assert result.exit_code == 0, result.stderr
+    assert "lmdeploy serve api_server" in result.stdout
+    assert "NOT LAUNCHED" in result.stdout
+
+
+def test_input_errors_exit_2(cli: Cli) -> None:
+    mixed = cli(*SMALL, "--chip", "h800:2.5")
+    assert mixed.exit_code == 2 and "price for every --chip or for none" in mixed.stderr
+    unknown = cli(*SMALL, "--chip", "b200")
+    assert unknown.exit_code == 2 and "unknown chip 'b200'" in unknown.stderr
+    assert "h800" in unknown.stderr  # the fix lists the known ones
+    assert cli(*SMALL, "--percentile", "120").exit_code == 2
+    assert cli(*SMALL, "--sketch", "tgi").exit_code == 2
+    assert cli(*SMALL, "--modes", "pipelined").exit_code == 2
+
+
+def test_no_candidate_meets_the_slos_exits_1(cli: Cli) -> None:
+    # 2 ms for a first token: no prefill of 1024 tokens on these chips is that fast.
+    args = [*SMALL]
+    args[args.index("--slo-ttft-ms") + 1] = "2"
+    result = cli(*args)
+    assert result.exit_code == 1
+    assert "No candidate meets the SLOs" in result.stdout
+    assert "even alone on idle nodes" in result.stdout
