@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 import time
 from dataclasses import replace
@@ -34,6 +33,7 @@ from notes_cli.bridge.store import ResponseStore
 from notes_cli.gateway import errors as gw
 from notes_cli.gateway.relay import Upstream
 from notes_cli.secrets import scrub
+from notes_cli.wire import fastjson
 from notes_cli.wire.errors import WireError, kind_for_status
 from notes_cli.wire.turn import Message
 
@@ -385,8 +385,7 @@ async def _respond(send: Any, status: int, body: bytes, headers: list[tuple[byte
 
 
 def _json(document: Any) -> bytes:
-    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8", errors="replace")
+    return fastjson.dumps(document)
 
 
 def _is_anthropic(scope: dict[str, Any]) -> bool:

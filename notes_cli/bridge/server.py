@@ -21,7 +21,7 @@ from notes_cli.engine.http.header_deadline import with_header_deadline
 
 # One way of serving for the engine and the bridge: bind first (port 0 known at once, nodelay),
 # quiet SIGTERM, httptools. The engine's server module owns it.
-from notes_cli.engine.http.server import ServerThread, _bind, _http_protocol, _Server
+from notes_cli.engine.http.server import Server, ServerThread, bind_socket, http_protocol
 
 HEADER_TIMEOUT_S = 30.0  # a client that sends no complete request head in this long is cut
 
@@ -59,11 +59,11 @@ class RunningBridge(ServerThread):
 def start_bridge(config: BridgeConfig, *, app: BridgeApp | None = None) -> RunningBridge:
     """Serve `config` on a thread; returns once it accepts connections (`config.port` 0 picks
     a free port: the returned bridge's `.config` has the real one)."""
-    sock = _bind(config.host, config.port)
+    sock = bind_socket(config.host, config.port)
     config = replace(config, port=sock.getsockname()[1])
     app = app or build_app(config)
     app.config = config
-    server = _Server(_uvicorn_config(app, graceful_s=1))
+    server = Server(_uvicorn_config(app, graceful_s=1))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="pdnotes-bridge", daemon=True
     )
@@ -83,12 +83,12 @@ def serve_forever(
 ) -> None:
     """Serve in the foreground until SIGINT / SIGTERM. Raises OSError when the port is taken."""
     app = build_app(config)
-    sock = _bind(config.host, config.port)
+    sock = bind_socket(config.host, config.port)
     config = replace(config, port=sock.getsockname()[1])
     app.config = config
     logging.basicConfig(level=logging.INFO, format="pdnotes bridge: %(message)s")
     ready = (lambda: on_ready(config)) if on_ready else None
-    server = _Server(_uvicorn_config(app, graceful_s=5), on_started=ready)
+    server = Server(_uvicorn_config(app, graceful_s=5), on_started=ready)
     server.run(sockets=[sock])
 
 
@@ -99,7 +99,7 @@ def _uvicorn_config(app: BridgeApp, *, graceful_s: int) -> uvicorn.Config:
         access_log=False,
         lifespan="on",
         # the engine's: httptools where installed, with its deadline on reading headers
-        http=with_header_deadline(_http_protocol(), HEADER_TIMEOUT_S),
+        http=with_header_deadline(http_protocol(), HEADER_TIMEOUT_S),
         ws="none",
         timeout_graceful_shutdown=graceful_s,
         timeout_keep_alive=30,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from notes_cli.bridge.config import BridgeConfig
-from notes_cli.wire import anthropic, chat, responses
+from notes_cli.wire import anthropic, chat, fastjson, responses
 from notes_cli.wire import events as ev
 from notes_cli.wire.errors import WireError
 from notes_cli.wire.turn import Message, Reply, ToolCallPart, ToolChoice, ToolSpec, Turn
@@ -77,7 +77,7 @@ class Plan:
         return _CustomCalls(decoder, self.custom_tools) if self.custom_tools else decoder
 
     def reply(self, body: bytes) -> Reply:
-        reply = chat.decode_reply(json.loads(body))
+        reply = chat.decode_reply(fastjson.loads(body))
         if not self.custom_tools:
             return reply
         parts = [
@@ -104,7 +104,7 @@ def prepare(
         tool_choice=choice if kept else None,
         include_usage=True,
     )
-    body = json.dumps(chat.encode_request(upstream_turn), ensure_ascii=False).encode("utf-8")
+    body = fastjson.dumps(chat.encode_request(upstream_turn))
     store = turn.extra.get("store") is not False
     plan = Plan(body, messages, store, frozenset(custom))
     return turn, plan

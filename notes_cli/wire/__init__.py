@@ -58,6 +58,9 @@ Per protocol: `notes_cli.wire.chat`, `.responses`, `.anthropic`, each with
     Decoders accept upstream variants (DeepSeek/Qwen/GLM `reasoning_content` / `reasoning`
     deltas, whole items without deltas, usage-only chunks).
 
+JSON (`notes_cli.wire.fastjson`): `loads(data)` / `dumps(value) -> bytes`, json's answers
+through orjson where it gives the same ones (the codecs' per-event cost; the bridge uses them).
+
 Tool kinds: a function tool keeps its JSON schema in `parameters`; Responses custom/freeform
 tools are kind "custom" (their input is raw text, not JSON); any other type (`namespace`,
 `web_search`, `local_shell`, Anthropic server tools like `bash_20250124`) keeps its object in

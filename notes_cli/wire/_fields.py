@@ -12,6 +12,7 @@ import json
 import math
 from typing import Any
 
+from notes_cli.wire import fastjson
 from notes_cli.wire.errors import invalid
 
 _MISSING = object()
@@ -29,11 +30,13 @@ def decode_json_object(raw: bytes | str | dict[str, Any]) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
     try:
-        data = json.loads(raw, parse_constant=_reject_constant)
+        data, valid_unicode = fastjson.read(raw, parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise invalid(f"We could not parse the JSON body of your request: {exc}") from exc
     if not isinstance(data, dict):
         raise invalid("The request body must be a JSON object.")
+    if valid_unicode:
+        return data
     escaped = b"\\u" in raw if isinstance(raw, bytes) else "\\u" in raw
     if escaped:
         where = _lone_surrogate(data, "")
@@ -206,15 +209,16 @@ def json_text(value: Any) -> str:
 
 def sse(data: Any, event: str | None = None) -> bytes:
     """One server-sent event; compact JSON keeps the per-event cost low."""
-    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {payload}\n\n".encode()
+    payload = data.encode() if isinstance(data, str) else fastjson.dumps(data)
+    if event:
+        return b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
+    return b"data: " + payload + b"\n\n"
 
 
 def parse_sse_json(data: str) -> dict[str, Any] | None:
     """An SSE data field as a JSON object, or None (junk lines are tolerated by decoders)."""
     try:
-        obj = json.loads(data)
+        obj = fastjson.loads(data)
     except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None

@@ -133,8 +133,8 @@ def start_engine(
     APIs served (the others' routes 404)."""
     limits = limits or Limits()
     app = _build_app(config, prefix, api_key_env, faults, limits, service, protocols)
-    sock = _bind(host, port)
-    server = _Server(_uvicorn_config(app, graceful_s=1, header_timeout_s=limits.header_timeout_s))
+    sock = bind_socket(host, port)
+    server = Server(_uvicorn_config(app, graceful_s=1, header_timeout_s=limits.header_timeout_s))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="pdnotes-engine", daemon=True
     )
@@ -168,10 +168,10 @@ def serve_forever(
     address once the socket is listening; `service` replaces the core built from `config`."""
     limits = limits or Limits()
     app = _build_app(config, prefix, api_key_env, faults, limits, service, protocols)
-    sock = _bind(host, port)
+    sock = bind_socket(host, port)
     address = EngineAddress(host, sock.getsockname()[1], _prefix(prefix))
     uvicorn_config = _uvicorn_config(app, graceful_s=5, header_timeout_s=limits.header_timeout_s)
-    server = _Server(uvicorn_config, on_started=lambda: _ready(on_ready, address))
+    server = Server(uvicorn_config, on_started=lambda: _ready(on_ready, address))
     server.run(sockets=[sock])
 
 
@@ -219,7 +219,9 @@ def _prefix(prefix: str) -> str:
     return "" if prefix == "/" else prefix
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening-ready TCP socket on (host, port), bound before uvicorn starts so that port 0
+    gives a free port known at once (shared by the engine's and the bridge's servers)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -235,7 +237,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _http_protocol() -> str:
+def http_protocol() -> str:
     """httptools (a C parser that writes chunks without h11's state machine: ~0.15 ms less per
     streamed request, and less CPU per token) where it is installed; h11 otherwise."""
     import importlib.util
@@ -250,7 +252,7 @@ def _uvicorn_config(app: Any, *, graceful_s: int, header_timeout_s: float) -> uv
         access_log=False,
         lifespan="on",
         loop="notes_cli.engine.live.precise_loop:new_event_loop",
-        http=with_header_deadline(_http_protocol(), header_timeout_s),
+        http=with_header_deadline(http_protocol(), header_timeout_s),
         ws="none",
         timeout_graceful_shutdown=graceful_s,
         timeout_keep_alive=30,
@@ -258,9 +260,10 @@ def _uvicorn_config(app: Any, *, graceful_s: int, header_timeout_s: float) -> uv
     )
 
 
-class _Server(uvicorn.Server):
-    """uvicorn.Server that ends quietly on SIGTERM / SIGINT (uvicorn re-raises the signal after
-    shutting down, which would turn a clean stop into exit status 143 / a KeyboardInterrupt)."""
+class Server(uvicorn.Server):
+    """The engine's and the bridge's uvicorn.Server: ends quietly on SIGTERM / SIGINT (uvicorn
+    re-raises the signal after shutting down, which would turn a clean stop into exit status
+    143 / a KeyboardInterrupt); `on_started` runs once the sockets listen."""
 
     def __init__(self, config: uvicorn.Config, on_started: Callable[[], None] | None = None):
         super().__init__(config)
