@@ -114,7 +114,9 @@ STREAMS: dict[str, tuple[str, list[bytes]]] = {
     "chat-tool-call": (
         "chat",
         [
-            _chunk({"role": "assistant", "content": None, "tool_calls": [_call(0, "call_1", "sh")]}),
+            _chunk(
+                {"role": "assistant", "content": None, "tool_calls": [_call(0, "call_1", "sh")]}
+            ),
             _chunk({"tool_calls": [_call(0, args='{"cmd":')]}),
             _chunk({"tool_calls": [_call(0, args='"ls"}')]}),
             _chunk({}, "tool_calls"),
@@ -220,7 +222,11 @@ STREAMS: dict[str, tuple[str, list[bytes]]] = {
         [
             _R_CREATED,
             _r("response.in_progress", response={"id": "r1", "model": "m"}),
-            _r("response.output_item.added", output_index=0, item={"id": "rs_1", "type": "reasoning"}),
+            _r(
+                "response.output_item.added",
+                output_index=0,
+                item={"id": "rs_1", "type": "reasoning"},
+            ),
             _r("response.reasoning_summary_text.delta", item_id="rs_1", output_index=0, delta="th"),
             _r(
                 "response.output_item.done",
@@ -370,7 +376,9 @@ STREAMS: dict[str, tuple[str, list[bytes]]] = {
         "anthropic",
         [
             sse_event({"type": "message_start", "message": {"model": "m"}}),
-            sse_event({"type": "content_block_delta", "delta": {"type": "text_delta", "text": "x"}}),
+            sse_event(
+                {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "x"}}
+            ),
             sse_event({"type": "message_delta", "delta": {"stop_reason": "end_turn"}}),
             sse_event({"type": "message_stop"}),
         ],
@@ -392,11 +400,19 @@ MALFORMED_STREAMS: dict[str, tuple[str, list[bytes]]] = {
     ),
     "chat-usage-details-list": (
         "chat",
-        [*chat_stream(["ok"], usage=False, done=False), _usage(completion_tokens_details=[1]), DONE],
+        [
+            *chat_stream(["ok"], usage=False, done=False),
+            _usage(completion_tokens_details=[1]),
+            DONE,
+        ],
     ),
     "chat-tool-calls-string": (
         "chat",
-        [_chunk({"tool_calls": "x"}), _chunk({"tool_calls": [{"function": "y"}]}), _chunk({}, "stop")],
+        [
+            _chunk({"tool_calls": "x"}),
+            _chunk({"tool_calls": [{"function": "y"}]}),
+            _chunk({}, "stop"),
+        ],
     ),
     "responses-type-number": ("responses", [sse_event({"type": 7}), *responses_stream(["ok"])]),
     "responses-response-string": (
@@ -432,7 +448,11 @@ MALFORMED_STREAMS: dict[str, tuple[str, list[bytes]]] = {
     ),
     "anthropic-message-delta-delta-string": (
         "anthropic",
-        [*anthropic_stream(["ok"], stop=None), _a("message_delta", delta="d", usage=3), _a("message_stop")],
+        [
+            *anthropic_stream(["ok"], stop=None),
+            _a("message_delta", delta="d", usage=3),
+            _a("message_stop"),
+        ],
     ),
 }
 
@@ -441,7 +461,9 @@ BODIES: dict[str, tuple[str, Any]] = {
         "chat",
         {
             "model": "m",
-            "choices": [{"message": {"role": "assistant", "content": "pong"}, "finish_reason": "stop"}],
+            "choices": [
+                {"message": {"role": "assistant", "content": "pong"}, "finish_reason": "stop"}
+            ],
             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "pd_timing": PD},
         },
     ),
