@@ -91,3 +91,50 @@ def test_an_event_of_many_short_lines_is_refused_at_the_bound() -> None:
     with pytest.raises(EventTooLarge):
         parser.feed(b"data: xxxxxxxx\n" * 200)
     assert SSEParser(max_line=1000).feed(b"data: xxxxxxxx\n\n" * 200)  # separate events: fine
+
+
+# Blocks of one `data: ` line take a shortcut when the stream has LF line ends; a stream with
+# CR anywhere takes the line-by-line path. Both must give the same events, at any split.
+_LINES = st.sampled_from(
+    [
+        b'data: {"a":1}',
+        b"data: [DONE]",
+        b"data:tight",
+        b"data: ",
+        b"data: \xe9\xa2\x84",
+        b"event: message_stop",
+        b"event: ping",
+        b"id: 7",
+        b"retry: 250",
+        b": keep-alive",
+        b"",
+        b"",
+        b"",
+    ]
+)
+
+
+@given(
+    st.lists(_LINES, max_size=30),
+    st.lists(st.integers(min_value=1, max_value=400), max_size=8),
+)
+def test_the_data_line_shortcut_gives_the_events_of_the_line_by_line_path(
+    lines: list[bytes], cuts: list[int]
+) -> None:
+    stream = b"".join(line + b"\n" for line in lines)
+    points = sorted({c for c in cuts if c < len(stream)})
+    pieces = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True)]
+    line_by_line = parse(stream.replace(b"\n", b"\r\n"))
+    assert parse(*pieces) == line_by_line
+
+
+def test_an_event_name_read_before_its_data_arrives_is_kept() -> None:
+    events = parse(b"event: message_stop\n", b'data: {"type":"message_stop"}\n\n')
+    assert events == [ServerSentEvent(data='{"type":"message_stop"}', event="message_stop")]
+
+
+def test_a_data_line_over_the_bound_is_refused_in_one_read_too() -> None:
+    from notes_cli.gateway.sse import EventTooLarge
+
+    with pytest.raises(EventTooLarge):
+        SSEParser(max_line=1000).feed(b"data: " + b"x" * 2000 + b"\n\n")

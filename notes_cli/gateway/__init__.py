@@ -12,7 +12,7 @@ URL a turn goes to (Claude Code's `?beta=true` included); `proxy_for(url)` the p
 from __future__ import annotations
 
 from notes_cli.gateway._http import proxy_for, redirects_to_itself, safe_url
-from notes_cli.gateway._protocols import request_url
+from notes_cli.gateway._requests import request_url
 from notes_cli.gateway.client import AsyncGatewayClient, GatewayClient
 from notes_cli.gateway.results import ModelsResult, StreamResult, Timings
 from notes_cli.gateway.sse import ServerSentEvent, SSEParser

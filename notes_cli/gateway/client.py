@@ -26,7 +26,7 @@ import httpx
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.gateway import _h1, _limits, errors
-from notes_cli.gateway import _protocols as proto
+from notes_cli.gateway import _requests as proto
 from notes_cli.gateway._http import (
     AsyncConnectTrace,
     ConnectTrace,
@@ -38,6 +38,7 @@ from notes_cli.gateway._http import (
 )
 from notes_cli.gateway._limits import MAX_BODY_BYTES, MAX_ERROR_BODY, MAX_STREAM_BYTES
 from notes_cli.gateway._pools import Pools
+from notes_cli.gateway._reader import StreamFailed, StreamReader, reply_result
 from notes_cli.gateway.results import ModelsResult, StreamResult, Timings
 from notes_cli.gateway.sse import EventTooLarge, SSEParser
 from notes_cli.secrets import position_secrets
@@ -88,7 +89,7 @@ class _Call:
             AsyncConnectTrace(self.start) if is_async else ConnectTrace(self.start, watchdog)
         )
         self.timings = Timings()
-        self.state = proto.STATES[client.endpoint.protocol]()
+        self.state = StreamReader(client.endpoint.protocol)
         self.parser = SSEParser(_limits.MAX_EVENT_LINE_BYTES)
         self.stream_bytes = 0
         self.headers_seen = False
@@ -206,7 +207,10 @@ class _Call:
         if not isinstance(payload, dict):
             raise self.bad_json()
         self.timings.total_ms = self.elapsed_ms()
-        return proto.parse_body(self.endpoint.protocol, payload, self.status, self.timings)
+        try:
+            return reply_result(self.endpoint.protocol, payload, self.status, self.timings)
+        except StreamFailed as exc:
+            raise self.upstream(exc) from exc
 
     def bad_json(self) -> errors.ProtocolError:
         return errors.ProtocolError(
@@ -230,7 +234,7 @@ class _Call:
                 text = state.handle(event, now)
                 if text is not None and on_chunk is not None:
                     on_chunk(text, now)
-        except proto.StreamFailed as exc:
+        except StreamFailed as exc:
             raise self.upstream(exc) from exc
         except EventTooLarge as exc:
             raise self.too_large(_limits.TooLarge("one event", exc.limit)) from exc
@@ -241,7 +245,7 @@ class _Call:
         try:
             for event in self.parser.close():
                 self.state.handle(event, now)
-        except proto.StreamFailed as exc:
+        except StreamFailed as exc:
             raise self.upstream(exc) from exc
         except EventTooLarge as exc:
             raise self.too_large(_limits.TooLarge("one event", exc.limit)) from exc
@@ -262,7 +266,7 @@ class _Call:
         self.timings.total_ms = self.elapsed_ms()
         return self.state.result(self.status, self.timings)
 
-    def upstream(self, exc: proto.StreamFailed) -> errors.UpstreamError:
+    def upstream(self, exc: StreamFailed) -> errors.UpstreamError:
         error = errors.UpstreamError(
             f"the stream from {self.shown_url} reported an error: {exc}",
             url=self.shown_url,

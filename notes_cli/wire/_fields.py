@@ -222,3 +222,22 @@ def parse_sse_json(data: str) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
+
+
+def error_text(error: Any) -> str:
+    """The words of an error object in a stream or body: its `message`, else its `type`, else
+    the object itself (`{"error": "rate limited"}` is a string)."""
+    if isinstance(error, dict):
+        return str(error.get("message") or error.get("type") or error)
+    return str(error)
+
+
+def as_object(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one: decoders read what servers send, and
+    a broken or hostile one puts a string or a list where an object belongs."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """`value` if it is a JSON array, else an empty one (see `as_object`)."""
+    return value if isinstance(value, list) else []

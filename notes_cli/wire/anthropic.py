@@ -512,7 +512,7 @@ def encode_reply(
 
 def decode_reply(body: dict[str, Any]) -> Reply:
     parts: list[Part] = []
-    for block in body.get("content") or ():
+    for block in f.as_list(body.get("content")):
         if not isinstance(block, dict) or block.get("type") not in _BLOCKS:
             continue
         try:
@@ -528,6 +528,13 @@ def decode_reply(body: dict[str, Any]) -> Reply:
         finish=_FINISH_IN.get(str(body.get("stop_reason")), "stop"),
         usage=decode_usage(body.get("usage")),
     )
+
+
+def native_finish(body: dict[str, Any]) -> str | None:
+    """A Message object's own `stop_reason` (`end_turn`, `max_tokens`, `pause_turn`, …), for
+    diagnostics; `decode_reply` maps it onto the neutral FinishReason."""
+    stop = body.get("stop_reason")
+    return str(stop) if stop else None
 
 
 def encode_error(error: WireError) -> dict[str, Any]:
@@ -709,6 +716,7 @@ class StreamDecoder:
     def __init__(self) -> None:
         self.done = False  # a stop reason was seen
         self.closed = False  # message_stop was seen
+        self.native_finish: str | None = None  # the stop_reason, as sent
         self._tools: dict[int, int] = {}  # block index → neutral call index
         self._calls = 0
         self._base: Usage | None = None
@@ -723,10 +731,10 @@ class StreamDecoder:
         if kind == "content_block_start":
             return self._block_start(obj)
         if kind == "content_block_stop":
-            index = self._tools.pop(obj.get("index", -1), None)
+            index = self._tools.pop(_block_index(obj), None)
             return [ToolCallEnd(index)] if index is not None else []
         if kind == "message_start":
-            message = obj.get("message") or {}
+            message = f.as_object(obj.get("message"))
             self._base = decode_usage(message.get("usage"))
             return [StartEvent(str(message.get("id") or ""), str(message.get("model") or ""))]
         if kind == "message_delta":
@@ -734,9 +742,10 @@ class StreamDecoder:
             usage = decode_usage(obj.get("usage"), self._base)
             if usage is not None:
                 out.append(UsageEvent(usage))
-            stop = (obj.get("delta") or {}).get("stop_reason")
+            stop = f.as_object(obj.get("delta")).get("stop_reason")
             if stop:
                 self.done = True
+                self.native_finish = str(stop)
                 out.append(FinishEvent(_FINISH_IN.get(str(stop), "stop")))
             return out
         if kind == "message_stop":
@@ -744,13 +753,13 @@ class StreamDecoder:
             return []
         if kind == "error":
             error = obj.get("error") or obj
-            message = error.get("message") if isinstance(error, dict) else error
             code = error.get("type") if isinstance(error, dict) else None
-            return [ErrorEvent(str(message), None, code if isinstance(code, str) else None)]
+            code = code if isinstance(code, str) else None
+            return [ErrorEvent(f.error_text(error), None, code)]
         return []
 
     def _block_start(self, obj: dict[str, Any]) -> list[Event]:
-        block = obj.get("content_block") or {}
+        block = f.as_object(obj.get("content_block"))
         kind = block.get("type")
         if kind == "text" and block.get("text"):
             return [TextDelta(str(block["text"]))]
@@ -761,7 +770,7 @@ class StreamDecoder:
         if kind == "tool_use":
             index = self._calls
             self._calls += 1
-            self._tools[obj.get("index", index)] = index
+            self._tools[_block_index(obj, index)] = index
             out: list[Event] = [
                 ToolCallBegin(index, str(block.get("id") or ""), str(block.get("name") or ""))
             ]
@@ -771,7 +780,7 @@ class StreamDecoder:
         return []
 
     def _block_delta(self, obj: dict[str, Any]) -> list[Event]:
-        delta = obj.get("delta") or {}
+        delta = f.as_object(obj.get("delta"))
         kind = delta.get("type")
         if kind == "text_delta" and isinstance(delta.get("text"), str) and delta["text"]:
             return [TextDelta(delta["text"])]
@@ -780,11 +789,17 @@ class StreamDecoder:
         if kind == "signature_delta" and isinstance(delta.get("signature"), str):
             return [ReasoningDelta("", delta["signature"])]
         if kind == "input_json_delta":
-            index = self._tools.get(obj.get("index", -1))
+            index = self._tools.get(_block_index(obj))
             partial = delta.get("partial_json")
             if index is not None and isinstance(partial, str) and partial:
                 return [ToolCallDelta(index, partial)]
         return []
+
+
+def _block_index(obj: dict[str, Any], default: int = -1) -> int:
+    """A content block's `index` (an integer; anything else names no block)."""
+    index = obj.get("index", default)
+    return index if isinstance(index, int) else default
 
 
 # --------------------------------------------------------------------------- models

@@ -391,8 +391,8 @@ def usage_json(usage: Usage) -> dict[str, Any]:
 def decode_usage(raw: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
-    prompt = raw.get("prompt_tokens_details") or {}
-    completion = raw.get("completion_tokens_details") or {}
+    prompt = f.as_object(raw.get("prompt_tokens_details"))
+    completion = f.as_object(raw.get("completion_tokens_details"))
     known = {
         "prompt_tokens", "completion_tokens", "total_tokens",
         "prompt_tokens_details", "completion_tokens_details",
@@ -433,9 +433,9 @@ def encode_reply(
 
 def decode_reply(body: dict[str, Any]) -> Reply:
     """A `chat.completion` object → Reply (the first choice)."""
-    choices = body.get("choices") or [{}]
-    choice = choices[0] if isinstance(choices[0], dict) else {}
-    message = choice.get("message") or {}
+    choices = f.as_list(body.get("choices")) or [{}]
+    choice = f.as_object(choices[0])
+    message = f.as_object(choice.get("message"))
     parts: list[Part] = []
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     if isinstance(reasoning, str) and reasoning:
@@ -443,7 +443,7 @@ def decode_reply(body: dict[str, Any]) -> Reply:
     content = message.get("content")
     if isinstance(content, str) and content:
         parts.append(TextPart(content))
-    for index, call in enumerate(message.get("tool_calls") or ()):
+    for index, call in enumerate(f.as_list(message.get("tool_calls"))):
         try:
             parts.append(_decode_call(call, f"tool_calls[{index}]"))
         except WireError:
@@ -456,6 +456,14 @@ def decode_reply(body: dict[str, Any]) -> Reply:
         finish=finish,
         usage=decode_usage(body.get("usage")),
     )
+
+
+def native_finish(body: dict[str, Any]) -> str | None:
+    """A `chat.completion` object's own `finish_reason` word (`stop`, `length`, `eos`, …),
+    for diagnostics; `decode_reply` maps it onto the neutral FinishReason."""
+    choices = f.as_list(body.get("choices"))
+    finish = f.as_object(choices[0]).get("finish_reason") if choices else None
+    return str(finish) if finish else None
 
 
 def encode_error(error: WireError) -> dict[str, Any]:
@@ -603,6 +611,7 @@ class StreamDecoder:
     def __init__(self) -> None:
         self.done = False  # a finish reason was seen
         self.closed = False  # `data: [DONE]` was seen
+        self.native_finish: str | None = None  # the last finish_reason word, as sent
         self.malformed = 0  # events whose data was not a JSON object (skipped), for callers
         self._started = False
         self._calls: dict[tuple[int, Any], int] = {}  # (choice, upstream index) → neutral
@@ -620,14 +629,14 @@ class StreamDecoder:
         out: list[Event] = []
         if obj.get("error"):
             error = obj["error"]
-            message = error.get("message") if isinstance(error, dict) else error
             code = error.get("code") if isinstance(error, dict) else None
             code = code if isinstance(code, str) else None
-            return [ErrorEvent(str(message or error), None, code)]
+            return [ErrorEvent(f.error_text(error), None, code)]
         if not self._started and (obj.get("id") or obj.get("model")):
             self._started = True
             out.append(StartEvent(str(obj.get("id") or ""), str(obj.get("model") or "")))
-        for choice in obj.get("choices") or ():
+        choices = obj.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
                 continue
             delta = choice.get("delta") or choice.get("message") or {}
@@ -638,6 +647,7 @@ class StreamDecoder:
                 out.extend(self._end_calls())
                 out.append(FinishEvent(_FINISH_IN.get(str(finish), "stop")))
                 self.done = True
+                self.native_finish = str(finish)
         usage = decode_usage(obj.get("usage"))
         if usage is not None:
             out.append(UsageEvent(usage))
@@ -653,9 +663,11 @@ class StreamDecoder:
         content = delta.get("content")
         if isinstance(content, str) and content:
             out.append(TextDelta(content))
-        for call in delta.get("tool_calls") or ():
-            if isinstance(call, dict):
-                out.extend(self._tool_delta(call))
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            for call in calls:
+                if isinstance(call, dict):
+                    out.extend(self._tool_delta(call))
         return out
 
     def _tool_delta(self, call: dict[str, Any]) -> list[Event]:

@@ -60,6 +60,7 @@ __all__ = [
     "encode_error",
     "encode_reply",
     "encode_request",
+    "native_finish",
 ]
 
 _ROLES = frozenset({"system", "developer", "user", "assistant"})
@@ -483,12 +484,12 @@ def encode_reply(
 def decode_reply(body: dict[str, Any]) -> Reply:
     """A Responses object → Reply."""
     parts: list[Part] = []
-    for item in body.get("output") or ():
+    for item in f.as_list(body.get("output")):
         if not isinstance(item, dict):
             continue
         kind = item.get("type")
         if kind == "message":
-            for part in item.get("content") or ():
+            for part in f.as_list(item.get("content")):
                 if isinstance(part, dict) and isinstance(part.get("text"), str):
                     parts.append(TextPart(part["text"]))
         elif kind in _ASSISTANT_ITEMS:
@@ -507,10 +508,19 @@ def decode_reply(body: dict[str, Any]) -> Reply:
     )
 
 
+def native_finish(body: dict[str, Any]) -> str | None:
+    """A Responses object's own word for how it ended, for diagnostics: `completed`, else the
+    `incomplete_details.reason` (`max_output_tokens`, `content_filter`) or the status."""
+    status = body.get("status", "completed")
+    if status == "completed":
+        return "completed"
+    return str(f.as_object(body.get("incomplete_details")).get("reason") or status)
+
+
 def _finish_of(response: dict[str, Any], called: bool) -> FinishReason:
     status = response.get("status", "completed")
     if status == "incomplete":
-        reason = (response.get("incomplete_details") or {}).get("reason")
+        reason = f.as_object(response.get("incomplete_details")).get("reason")
         return "content_filter" if reason == "content_filter" else "length"
     if status == "failed":
         return "error"
@@ -800,11 +810,18 @@ class StreamEncoder:
 
 class StreamDecoder:
     """Responses SSE → neutral events. Accepts whole items without deltas (minimal servers
-    and Codex's own test doubles send only `response.output_item.done`)."""
+    and Codex's own test doubles send only `response.output_item.done`), text deltas that name
+    no item (they belong to the next message item to finish), and a stream whose only text is
+    in `response.completed`'s output."""
 
     def __init__(self) -> None:
         self.done = False
         self.closed = False
+        self.native_finish: str | None = None  # `completed`, or the incomplete reason
+        # A finished message item carried output_text (an `output_item.done`, or the output of
+        # `response.completed`): what Codex shows as the answer; deltas alone it does not show.
+        self.item_text_seen = False
+        self._texted = False  # a TextDelta went out
         self._calls: dict[str, int] = {}  # item id (or output index) → neutral index
         self._args: dict[int, list[str]] = {}
         self._ended: set[int] = set()
@@ -823,7 +840,10 @@ class StreamDecoder:
         if kind == "response.output_text.delta":
             self._text_items.add(key)
             delta = obj.get("delta")
-            return [TextDelta(delta)] if isinstance(delta, str) and delta else []
+            if isinstance(delta, str) and delta:
+                self._texted = True
+                return [TextDelta(delta)]
+            return []
         if kind.startswith("response.reasoning") and kind.endswith(".delta"):
             self._reasoning_items.add(key)
             delta = obj.get("delta")
@@ -841,27 +861,44 @@ class StreamDecoder:
             return self._item_done(obj)
         if kind in ("response.completed", "response.incomplete"):
             self.done = self.closed = True
-            response = obj.get("response") or {}
-            out: list[Event] = []
+            response = f.as_object(obj.get("response"))
+            if kind == "response.completed":
+                self.native_finish = "completed"
+            else:
+                details = f.as_object(response.get("incomplete_details"))
+                self.native_finish = str(details.get("reason") or "incomplete")
+            out: list[Event] = self._completed_output(response)
             usage = decode_usage(response.get("usage"))
             if usage is not None:
                 out.append(UsageEvent(usage))
             out.append(FinishEvent(_finish_of(response, self._called)))
             return out
         if kind == "response.created":
-            response = obj.get("response") or {}
+            response = f.as_object(obj.get("response"))
             return [StartEvent(str(response.get("id") or ""), str(response.get("model") or ""))]
         if kind in ("response.failed", "error"):
             self.closed = True
-            error = (obj.get("response") or {}).get("error") or obj.get("error") or obj
-            message = error.get("message") if isinstance(error, dict) else error
+            error = f.as_object(obj.get("response")).get("error") or obj.get("error") or obj
             code = error.get("code") if isinstance(error, dict) else None
             code = code if isinstance(code, str) else None
-            return [ErrorEvent(str(message or error), None, code)]
+            return [ErrorEvent(f.error_text(error), None, code)]
         return []
 
+    def _completed_output(self, response: dict[str, Any]) -> list[Event]:
+        """Text from `response.completed`'s output, when nothing else carried any."""
+        out: list[Event] = []
+        for item in f.as_list(response.get("output")):
+            if not isinstance(item, dict) or item.get("type") != "message":
+                continue
+            texts = _message_texts(item)
+            self.item_text_seen = self.item_text_seen or _has_output_text(item)
+            if not self._texted:
+                out.extend(TextDelta(text) for text in texts)
+        self._texted = self._texted or bool(out)
+        return out
+
     def _item_key(self, obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        item = obj.get("item") or {}
+        item = f.as_object(obj.get("item"))
         keys = [str(k) for k in (item.get("id"), obj.get("output_index")) if k is not None]
         return item, keys
 
@@ -898,17 +935,38 @@ class StreamDecoder:
                 out.append(ToolCallDelta(index, full[len(sent) :]))
             self._ended.add(index)
             out.append(ToolCallEnd(index))
-        elif kind == "message" and not (set(keys) & self._text_items):
-            for part in item.get("content") or ():
-                if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
-                    out.append(TextDelta(part["text"]))
+        elif kind == "message":
+            self.item_text_seen = self.item_text_seen or _has_output_text(item)
+            streamed = set(keys) & self._text_items or "" in self._text_items
+            self._text_items.discard("")  # deltas that named no item belonged to this one
+            if not streamed:
+                out.extend(TextDelta(text) for text in _message_texts(item))
+                self._texted = self._texted or bool(out)
         elif kind == "reasoning":
-            if not (set(keys) & self._reasoning_items):
+            streamed = set(keys) & self._reasoning_items or "" in self._reasoning_items
+            self._reasoning_items.discard("")
+            if not streamed:
                 for key in ("summary", "content"):
-                    for part in item.get(key) or ():
+                    for part in f.as_list(item.get(key)):
                         if isinstance(part, dict) and part.get("text"):
                             out.append(ReasoningDelta(str(part["text"])))
             signature = item.get("encrypted_content")
             if isinstance(signature, str) and signature:
                 out.append(ReasoningDelta("", signature))
         return out
+
+
+def _message_texts(item: dict[str, Any]) -> list[str]:
+    parts = f.as_list(item.get("content"))
+    return [
+        p["text"]
+        for p in parts
+        if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"]
+    ]
+
+
+def _has_output_text(item: dict[str, Any]) -> bool:
+    parts = f.as_list(item.get("content"))
+    return any(
+        isinstance(p, dict) and p.get("type") == "output_text" and p.get("text") for p in parts
+    )
