@@ -60,6 +60,17 @@ def test_simulating_the_file_gives_the_presets_numbers(
         assert by_file == by_name  # label, chips, every metric of every point
 
 
+def test_pipeline_stages_count_as_chips(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """A prefill node of TP4 x PP2 spends 8 GPUs: goodput per chip must divide by all of them."""
+    catalog = load_catalog()
+    base = catalog.deployment("mooncake-h800-tp8")
+    staged = replace(base, prefill=replace(base.prefill, tp=4, pp=2))  # type: ignore[arg-type]
+    path = _write(tmp_path / "staged.toml", dump_deployment(staged, catalog))
+    (config,) = _configurations(cli("engine", "simulate", "-p", str(path), *SIM))
+    assert config["prefill_chips"] == 8
+    assert config["chips"] == 8 + base.decode.gpus  # type: ignore[union-attr]
+
+
 def test_a_file_carries_the_users_own_rows_with_it(
     cli: Callable[..., Any], isolated_home: Path, tmp_path: Path
 ) -> None:

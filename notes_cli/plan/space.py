@@ -76,12 +76,12 @@ class Candidate:
 
     @property
     def chips(self) -> int:
-        return sum(g.count * g.tp for _, g in self.groups)
+        return sum(g.gpus for _, g in self.groups)
 
     def chips_by_kind(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for _, g in self.groups:
-            counts[g.chip] = counts.get(g.chip, 0) + g.count * g.tp
+            counts[g.chip] = counts.get(g.chip, 0) + g.gpus
         return counts
 
     def price_per_hour(self, prices: dict[str, float | None]) -> float | None:
