@@ -43,7 +43,7 @@ class EngineSimulator:
         deployment = self.deployment(config)
         chips = {"prefill": 0, "decode": 0, "colocated": 0}
         for role, group in deployment.worker_groups():
-            chips[role] += group.count * group.tp
+            chips[role] += group.gpus  # nodes x tp x pp
         return Resolved(
             label=_label(deployment),
             mode=deployment.mode,
