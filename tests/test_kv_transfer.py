@@ -112,7 +112,7 @@ def test_pipeline_stages_add_kv_memory_not_speed(catalog: Catalog) -> None:
     assert tp4pp2.prefill_time_ms(4096) == pytest.approx(tp4.prefill_time_ms(4096), rel=0.05)
 
 
-def test_a_pipeline_degree_is_read_from_the_preset_file(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_pipeline_degree_is_read_from_the_preset_file(tmp_path, monkeypatch, cli) -> None:  # type: ignore[no-untyped-def]
     home = tmp_path / "home"
     (home / "engine").mkdir(parents=True)
     (home / "engine" / "pp.toml").write_text(
@@ -124,6 +124,11 @@ def test_a_pipeline_degree_is_read_from_the_preset_file(tmp_path, monkeypatch) -
     monkeypatch.setenv("PDNOTES_HOME", str(home))
     dep = load_catalog().deployment("pp-test")
     assert dep.prefill is not None and dep.prefill.pp == 2 and dep.prefill.gpus == 8
+    listed = {p["name"]: p for p in cli("engine", "presets", "--json").json()["presets"]}
+    assert listed["pp-test"]["prefill"] == {"count": 1, "chip": "h800", "tp": 4, "pp": 2}
+    from notes_cli.render.engine import _nodes  # the presets table's cell (the table truncates)
+
+    assert _nodes(listed["pp-test"]["prefill"]) == "1x h800 tp4 pp2"
     (home / "engine" / "pp.toml").write_text(
         '[deployments.pp-test]\nprefill = { count = 1, chip = "h800", tp = 4, pp = 0 }\n',
         encoding="utf-8",
@@ -132,3 +137,19 @@ def test_a_pipeline_degree_is_read_from_the_preset_file(tmp_path, monkeypatch) -
 
     with pytest.raises(InputError, match="pp must be at least 1"):
         load_catalog()
+
+
+def test_engine_simulate_counts_every_stage_as_chips(catalog: Catalog) -> None:
+    # Goodput per chip divides by nodes x tp x pp: a TP4 x PP2 node is eight chips.
+    from notes_cli.bench.engine_adapter import EngineSimulator
+    from notes_cli.bench.simulate import SimConfig
+
+    dep = catalog.deployment("mooncake-h800-tp8")
+    staged = replace(
+        dep,
+        name="staged",
+        prefill=replace(dep.prefill, tp=4, pp=2),  # type: ignore[type-var]
+    )
+    simulator = EngineSimulator(replace(catalog, deployments={"staged": staged}))
+    resolved = simulator.resolve(SimConfig("staged"))
+    assert (resolved.prefill_chips, resolved.decode_chips) == (8, 8)

@@ -55,7 +55,7 @@ class EngineSimulator:
         deployment = self.deployment(config)
         chips = {"prefill": 0, "decode": 0, "colocated": 0}
         for role, group in deployment.worker_groups():
-            chips[role] += group.gpus
+            chips[role] += group.gpus  # nodes x tp x pp
         return Resolved(
             label=_label(deployment),
             mode=deployment.mode,
