@@ -28,8 +28,13 @@ Interface for the planner (and anything else judging a run against SLOs)
   max_probes=40) -> GoodputResult`: the highest rate (req/s) at which `meets(rate)` holds,
   assuming it holds below a boundary and fails above; `.rate`, `.per_chip`, `.failed_rate`
   (lowest rate seen failing), `.capped`, `.probes`. `search_goodput` is the same search.
-- `notes_cli.bench.simulate.measure(simulator, config, workload, slo, rate, seed) -> RatePoint`:
-  one simulated run folded into these statistics; `RatePoint.meets` / `.binding` / `.good`.
+- `notes_cli.bench.simulate.measure(simulator, config, workload, slo, rate, seed=0,
+  chips=None) -> RatePoint`: one simulated run folded into these statistics;
+  `RatePoint.meets` / `.binding` / `.good` / `.attainment` / `.summaries`. With a TBT SLO,
+  build the simulator as `EngineSimulator(exact_gaps=True)` (what `simulate_configs` does) so
+  pooled P99 TBT counts every gap.
+- Lengths: `LengthSpec(workload="sharegpt")` etc. (notes_cli.bench.length_tables), traces via
+  `WorkloadSpec(trace=path)` (pdnotes JSONL, Mooncake rows, vLLM / SGLang results).
 
 Percentiles follow vLLM, which calls `numpy.percentile` with its default linear interpolation:
 for quantile q of n sorted samples x, h = q·(n−1) and the value is
