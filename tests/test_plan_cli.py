@@ -3,6 +3,7 @@ on stderr, --plot, --out (a deployment file `engine simulate` runs) and --sketch
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -102,3 +103,19 @@ def test_no_candidate_meets_the_slos_exits_1(cli: Cli) -> None:
     assert result.exit_code == 1
     assert "No candidate meets the SLOs" in result.stdout
     assert "even alone on idle nodes" in result.stdout
+
+
+def test_a_trace_supplies_the_lengths(cli: Cli, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(
+        "".join(
+            json.dumps({"prompt_tokens": 512 + 64 * i, "completion_tokens": 16}) + "\n"
+            for i in range(30)
+        ),
+        encoding="utf-8",
+    )
+    result = cli(*SMALL, "--trace", str(trace), "--json")
+    assert result.exit_code == 0, result.stderr
+    workload = result.json()["workload"]
+    assert workload["source"] == "trace trace.jsonl"
+    assert workload["requests"] == 30 and workload["max_input_tokens"] == 512 + 64 * 29

@@ -224,3 +224,12 @@ def test_another_seed_draws_other_requests(grid: tuple[PlanReport, PlanReport]) 
     other = replace(request, seed=4, workload=drawn(LengthSpec(1536, 32, "lognormal"), 60, seed=4))
     again = plan(other, load_catalog(), LocalExecutor(1))
     assert [r.capacity for r in again.results] != [r.capacity for r in pruned.results]
+
+
+def test_attainment_mode_finds_the_same_optimum() -> None:
+    # One output token: a request is good when its TTFT is; 90% of them must be.
+    request = replace(hand_request(), slo=PlanSlo(ttft_ms=2000.0, attainment=0.9))
+    report = plan(request, lab_catalog(), LocalExecutor(1))
+    assert report.ranking[0].result.candidate.label == "colocated 1xlab-fast b256"
+    binding = report.ranking[0].result.binding
+    assert binding and binding[0].startswith("attainment < 90%")

@@ -8,6 +8,7 @@ profilers prefer.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -36,8 +37,13 @@ class LocalExecutor:
     def start(self, context: PlanContext) -> None:
         install(context)  # the driver also evaluates (jobs = 1) and prunes with it
         if self.jobs > 1:
+            # spawn, not fork: forking a process that runs threads (a server, a test runner)
+            # can deadlock, and Python 3.12+ warns about it; workers import what they need.
             self._pool = ProcessPoolExecutor(
-                max_workers=self.jobs, initializer=install, initargs=(context,)
+                max_workers=self.jobs,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=install,
+                initargs=(context,),
             )
 
     def map(
