@@ -3,6 +3,18 @@ directly, and CPU per request beside LiteLLM's proxy doing the same Responses �
 
     python benchmarks/bridge/run.py [--streams 64] [--requests 256] [--events 64,512]
                                     [--gap-ms 1] [--no-litellm] [--write docs/benchmarks-bridge.md]
+                                    [--steady-gap-ms 25] [--steady-events 64,256]
+                                    [--steady-requests 256]
+
+Two scenarios, both with --streams requests in flight:
+- burst (the rounds): every stream opens at the same instant and the upstream sends a chunk
+  every --gap-ms (1 ms: 1000 tokens/s per stream, 64,000 events/s in all), a saturation test;
+- steady (after the rounds; --steady-gap-ms 0 skips it): the streams start staggered, evenly
+  over one answer's length, and each asks again as soon as its answer ends, so about
+  --streams are always in flight and requests arrive evenly; the upstream sends a chunk every
+  --steady-gap-ms (25 ms, a real engine's time per output token at a batch of 64: real
+  engines take 10-15 ms per token at batch 1-8 and more as the batch grows, DistServe's SLO
+  is a P90 TPOT of 40 ms). Its TTFT counts only requests sent once every stream had started.
 
 Four processes, each in its own session (killed by group at the end): a fast fake chat upstream
 (first chunk at once, then one chunk every --gap-ms), `pdnotes bridge serve` in front of it,
@@ -84,13 +96,14 @@ def upstream_main(port_file: str, gap: str) -> None:
                     continue
                 request = json.loads(body)
                 n = int(request.get("max_tokens") or request.get("max_completion_tokens") or 64)
+                gap_s = gap_for(str(request.get("model", "")), gap_ms) / 1000
                 writer.write(
                     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                     b"transfer-encoding: chunked\r\n\r\n" + chunks[0]
                 )
                 for i in range(1, n):
-                    if gap_ms:
-                        await asyncio.sleep(gap_ms / 1000)
+                    if gap_s:
+                        await asyncio.sleep(gap_s)
                     writer.write(chunks[i])
                 finish = {"index": 0, "delta": {}, "finish_reason": "stop"}
                 usage = {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": n + 8}
@@ -110,6 +123,13 @@ def upstream_main(port_file: str, gap: str) -> None:
             await server.serve_forever()
 
     asyncio.run(serve())
+
+
+def gap_for(model: str, default_ms: float) -> float:
+    """The upstream's gap between chunks: `bench-model@25ms` asks for 25 ms (the steady
+    scenario's requests, which pass through the bridge and LiteLLM unchanged), else the default."""
+    _, sep, gap = model.partition("@")
+    return float(gap.removesuffix("ms")) if sep else default_ms
 
 
 # --------------------------------------------------------------------------- processes
@@ -218,6 +238,7 @@ class Sample:
     ttft_ms: float
     per_event_us: float
     events: int
+    ramp: bool = False  # sent before every stream of a steady phase had started
 
 
 @dataclass
@@ -235,16 +256,16 @@ class Target:
     requests: int = 0
 
 
-def request_body(kind: str, events: int) -> bytes:
+def request_body(kind: str, events: int, model: str = MODEL) -> bytes:
     if kind == "chat":
         body = {
-            "model": MODEL,
+            "model": model,
             "stream": True,
             "max_tokens": events,
             "messages": [{"role": "user", "content": "hi"}],
         }
     else:
-        body = {"model": MODEL, "stream": True, "max_output_tokens": events, "input": "hi"}
+        body = {"model": model, "stream": True, "max_output_tokens": events, "input": "hi"}
     return json.dumps(body).encode()
 
 
@@ -283,18 +304,29 @@ async def one(target: Target) -> Sample:
     return Sample((first - sent) * 1000, per_event, events)
 
 
-async def phase(target: Target, streams: int, requests: int) -> None:
+async def phase(target: Target, streams: int, requests: int, stagger_s: float = 0.0) -> None:
+    """`requests` requests over `streams` workers; with `stagger_s`, worker i starts
+    i × stagger_s late (a steady phase) and its requests sent before the last worker started
+    are marked `ramp`."""
     queue = iter(range(requests))
+    started = time.perf_counter()
+    ramp_ends = started + stagger_s * (streams - 1)
 
-    async def worker() -> None:
+    async def worker(index: int) -> None:
+        if stagger_s:
+            await asyncio.sleep(index * stagger_s)
         for _ in queue:
+            ramp = bool(stagger_s) and time.perf_counter() < ramp_ends
             try:
-                target.samples.append(await one(target))
+                sample = await one(target)
             except (TimeoutError, OSError, RuntimeError) as exc:
                 target.failures.append(f"{type(exc).__name__}: {exc}")
+                continue
+            sample.ramp = ramp
+            target.samples.append(sample)
 
     before = group_cpu_s(target.pgid) if target.pgid else 0.0
-    await asyncio.gather(*(worker() for _ in range(streams)))
+    await asyncio.gather(*(worker(i) for i in range(streams)))
     if target.pgid:
         target.cpu_s += group_cpu_s(target.pgid) - before
     target.requests += requests
@@ -323,6 +355,11 @@ def main() -> None:
     parser.add_argument("--events", default="64,512", help="small,large events per answer")
     parser.add_argument("--gap-ms", type=float, default=1.0)
     parser.add_argument("--no-litellm", action="store_true")
+    parser.add_argument(
+        "--steady-gap-ms", type=float, default=25.0, help="steady scenario (0: skip it)"
+    )
+    parser.add_argument("--steady-events", default="64,256", help="small,large (steady)")
+    parser.add_argument("--steady-requests", type=int, default=256, help="per target (steady)")
     parser.add_argument("--write", type=Path)
     args = parser.parse_args()
     small, large = (int(x) for x in args.events.split(","))
@@ -427,20 +464,9 @@ async def measure(
         target.samples.clear()
         target.cpu_s = 0.0
         target.requests = 0
-    results: dict[tuple[str, int], Target] = {}
-    for events in (small, large):
-        for name, base in targets.items():
-            kind = "chat" if name == "direct" else "responses"
-            results[(name, events)] = Target(
-                name,
-                base.port,
-                base.path,
-                base.marker,
-                base.end,
-                request_body(kind, events),
-                base.pgid,
-            )
+    load_before = os.getloadavg()
     started = time.monotonic()
+    results = derive(targets, (small, large), MODEL)
     for _ in range(args.rounds):
         for events in (small, large):
             for name in targets:
@@ -449,7 +475,121 @@ async def measure(
                     count = args.litellm_requests
                 await phase(results[(name, events)], args.streams, count)
     wall = time.monotonic() - started
-    return render(args, small, large, results, list(targets), note, wall)
+    page = render(args, small, large, results, list(targets), note, wall, load_before)
+    if args.steady_gap_ms:
+        steady_small, steady_large = (int(x) for x in args.steady_events.split(","))
+        model = f"{MODEL}@{args.steady_gap_ms:g}ms"
+        pair = {name: targets[name] for name in ("direct", "bridge")}
+        steady = derive(pair, (steady_small, steady_large), model)
+        load_before = os.getloadavg()
+        started = time.monotonic()
+        for events in (steady_small, steady_large):
+            stagger = events * args.steady_gap_ms / 1000 / args.streams
+            for name in pair:
+                await phase(steady[(name, events)], args.streams, args.steady_requests, stagger)
+        wall = time.monotonic() - started
+        page += "\n" + render_steady(args, steady_small, steady_large, steady, wall, load_before)
+    return page
+
+
+def derive(
+    targets: dict[str, Target], sizes: tuple[int, int], model: str
+) -> dict[tuple[str, int], Target]:
+    """A fresh target per (name, answer size), asking for `model`."""
+    results: dict[tuple[str, int], Target] = {}
+    for events in sizes:
+        for name, base in targets.items():
+            kind = "chat" if name == "direct" else "responses"
+            results[(name, events)] = Target(
+                name,
+                base.port,
+                base.path,
+                base.marker,
+                base.end,
+                request_body(kind, events, model),
+                base.pgid,
+            )
+    return results
+
+
+def load_note(before: tuple[float, float, float]) -> str:
+    after = os.getloadavg()
+    return f"load average {before[0]:.1f} before, {after[0]:.1f} after"
+
+
+class Figures:
+    """The medians and CPU figures of one scenario."""
+
+    def __init__(
+        self, results: dict[tuple[str, int], Target], small: int, large: int, steady: bool
+    ) -> None:
+        self.results, self.small, self.large, self.steady = results, small, large, steady
+
+    def samples(self, name: str, events: int) -> list[Sample]:
+        samples = self.results[(name, events)].samples
+        return [s for s in samples if not s.ramp] if self.steady else samples
+
+    def ttft(self, name: str, events: int) -> float:
+        return median([s.ttft_ms for s in self.samples(name, events)])
+
+    def per_event(self, name: str, events: int) -> float:
+        return median([s.per_event_us for s in self.samples(name, events)])
+
+    def cpu_ms(self, name: str, events: int) -> float:
+        target = self.results[(name, events)]
+        return target.cpu_s / max(target.requests, 1) * 1000
+
+    def marginal_us(self) -> float:
+        """The bridge's CPU per extra streamed event (large answers minus small ones)."""
+        extra = self.large - self.small
+        return (self.cpu_ms("bridge", self.large) - self.cpu_ms("bridge", self.small)) / extra * 1e3
+
+    def setup_ms(self) -> float:
+        """The bridge's CPU per request less its per-event share: set-up and closing."""
+        return self.cpu_ms("bridge", self.small) - self.small * self.marginal_us() / 1e3
+
+    def table(self, names: list[str]) -> list[str]:
+        lines = [
+            "| target | events/answer | requests | failed | median TTFT ms | "
+            "median per-event µs | CPU ms/request |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for events in (self.small, self.large):
+            for name in names:
+                target = self.results[(name, events)]
+                cpu = f"{self.cpu_ms(name, events):.2f}" if target.pgid else "(upstream only)"
+                lines.append(
+                    f"| {name} | {events} | {target.requests} | {len(target.failures)} | "
+                    f"{self.ttft(name, events):.2f} | "
+                    f"{self.per_event(name, events):.1f} | {cpu} |"
+                )
+        return lines
+
+    def summary(self) -> list[str]:
+        small, large = self.small, self.large
+        added_ttft = self.ttft("bridge", small) - self.ttft("direct", small)
+        added_event = self.per_event("bridge", large) - self.per_event("direct", large)
+        marginal = self.marginal_us()
+        lines = [
+            f"- TTFT added by the bridge (median, {small} events): **{added_ttft:+.3f} ms** "
+            f"(goal < 1 ms: {'met' if added_ttft < 1 else 'NOT met'})",
+            f"- latency added per streamed event (median, {large} events): "
+            f"**{added_event:+.1f} µs**; the bridge's marginal CPU per event: "
+            f"**{marginal:.1f} µs** (goal < 20 µs: "
+            f"{'met' if max(added_event, marginal) < 20 else 'NOT met'})",
+            f"- the bridge's CPU per request at {small} events: "
+            f"{self.cpu_ms('bridge', small):.2f} ms, of which about "
+            f"**{self.setup_ms():.2f} ms** is per request (set-up and closing) rather than "
+            "per event",
+        ]
+        for (name, events), target in self.results.items():
+            if target.failures:
+                reasons = sorted(set(target.failures))
+                lines.append(
+                    f"- {name}, {events} events: {len(target.failures)} of {target.requests} "
+                    f"requests failed ({'; '.join(reasons[:2])[:200]})"
+                )
+        return lines
 
 
 def render(
@@ -460,69 +600,55 @@ def render(
     names: list[str],
     note: str,
     wall: float,
+    load_before: tuple[float, float, float],
 ) -> str:
-    def ttft(name: str, events: int) -> float:
-        return median([s.ttft_ms for s in results[(name, events)].samples])
-
-    def per_event(name: str, events: int) -> float:
-        return median([s.per_event_us for s in results[(name, events)].samples])
-
-    def cpu_ms(name: str, events: int) -> float:
-        target = results[(name, events)]
-        return target.cpu_s / max(target.requests, 1) * 1000
-
-    lines = [
-        "| target | events/answer | requests | failed | median TTFT ms | median per-event µs | "
-        "CPU ms/request |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for events in (small, large):
-        for name in names:
-            target = results[(name, events)]
-            cpu = f"{cpu_ms(name, events):.2f}" if target.pgid else "(upstream only)"
-            lines.append(
-                f"| {name} | {events} | {target.requests} | {len(target.failures)} | "
-                f"{ttft(name, events):.2f} | "
-                f"{per_event(name, events):.1f} | {cpu} |"
-            )
-    added_ttft = ttft("bridge", small) - ttft("direct", small)
-    added_event = per_event("bridge", large) - per_event("direct", large)
-    bridge = results[("bridge", large)], results[("bridge", small)]
-    extra_events = (large - small) * bridge[0].requests
-    marginal_us = (bridge[0].cpu_s - bridge[1].cpu_s) / max(extra_events, 1) * 1e6
-    summary = [
-        f"- TTFT added by the bridge (median, {small} events): **{added_ttft:+.3f} ms** "
-        f"(goal < 1 ms: {'met' if added_ttft < 1 else 'NOT met'})",
-        f"- latency added per streamed event (median, {large} events): "
-        f"**{added_event:+.1f} µs**; the bridge's marginal CPU per event: "
-        f"**{marginal_us:.1f} µs** (goal < 20 µs: "
-        f"{'met' if max(added_event, marginal_us) < 20 else 'NOT met'})",
-    ]
-    for (name, events), target in results.items():
-        if target.failures:
-            reasons = sorted(set(target.failures))
-            summary.append(
-                f"- {name}, {events} events: {len(target.failures)} of {target.requests} "
-                f"requests failed ({'; '.join(reasons[:2])[:200]})"
-            )
+    figures = Figures(results, small, large, steady=False)
+    summary = figures.summary()
     if "litellm" in names:
-        ratio = cpu_ms("litellm", small) / max(cpu_ms("bridge", small), 1e-9)
+        bridge_ms, litellm_ms = figures.cpu_ms("bridge", small), figures.cpu_ms("litellm", small)
+        ratio = litellm_ms / max(bridge_ms, 1e-9)
         summary.append(
-            f"- CPU per request, {small} events: bridge {cpu_ms('bridge', small):.2f} ms, "
-            f"LiteLLM {cpu_ms('litellm', small):.2f} ms: LiteLLM uses **{ratio:.1f}x** the "
+            f"- CPU per request, {small} events: bridge {bridge_ms:.2f} ms, "
+            f"LiteLLM {litellm_ms:.2f} ms: LiteLLM uses **{ratio:.1f}x** the "
             f"bridge's (goal ≥ 5x: {'met' if ratio >= 5 else 'NOT met'})"
         )
     else:
         summary.append(f"- LiteLLM: {note}")
     header = [
+        "### Burst: every stream opens at once",
+        "",
         f"{args.streams} concurrent streams, {args.rounds} interleaved rounds of "
         f"{args.requests} requests per target ({args.litellm_requests or args.requests} for "
         f"LiteLLM), upstream gap {args.gap_ms:g} ms between chunks; "
         f"{platform.python_implementation()} {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs, {note}; {wall:.0f} s.",
+        f"{os.cpu_count()} CPUs, {note}; {wall:.0f} s, {load_note(load_before)}.",
         "",
     ]
-    return "\n".join(header + summary + [""] + lines) + "\n"
+    return "\n".join(header + summary + [""] + figures.table(names)) + "\n"
+
+
+def render_steady(
+    args: argparse.Namespace,
+    small: int,
+    large: int,
+    results: dict[tuple[str, int], Target],
+    wall: float,
+    load_before: tuple[float, float, float],
+) -> str:
+    figures = Figures(results, small, large, steady=True)
+    kept = len(figures.samples("bridge", small))
+    header = [
+        "### Steady: streams kept in flight, staggered starts",
+        "",
+        f"{args.streams} streams in flight, started evenly over one answer's length, each "
+        f"asking again as its answer ends; {args.steady_requests} requests per target and "
+        f"size, upstream gap {args.steady_gap_ms:g} ms between chunks; TTFT over the "
+        f"requests sent once all streams had started ({kept} of the bridge's at {small} "
+        f"events); {wall:.0f} s, {load_note(load_before)}.",
+        "",
+    ]
+    lines = header + figures.summary() + [""] + figures.table(["direct", "bridge"])
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

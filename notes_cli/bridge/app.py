@@ -178,6 +178,8 @@ class BridgeApp:
         upstream = self._upstream()
         response_id = leg.new_id()
         encoder = leg.stream_encoder(response_id, turn.model)
+        # before any upstream byte is encoded: the head's events are numbered first
+        head = encoder.head()
         pump = Pump(plan.decoder(), encoder)
         task = asyncio.ensure_future(upstream.stream("/chat/completions", plan.body, pump))
         task.add_done_callback(lambda _: pump.wake())
@@ -189,16 +191,22 @@ class BridgeApp:
                 await self._upstream_failed(send, leg, task)
                 return
             await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-            head = encoder.head()
             if head:
                 await send({"type": "http.response.body", "body": head, "more_body": True})
+            pump.writer = lambda data: send(
+                {"type": "http.response.body", "body": data, "more_body": True}
+            )
             while True:
+                await pump.finish_inflight()
+                if pump.write_error is not None:
+                    raise pump.write_error
                 data = pump.take()
                 if data:
                     await send({"type": "http.response.body", "body": data, "more_body": True})
                 if task.done():
                     break
                 await pump.wait()
+            pump.writer = None
             tail, ok = self._stream_tail(pump, encoder, task)
             await send({"type": "http.response.body", "body": tail, "more_body": False})
             if ok and plan.store:
