@@ -25,7 +25,7 @@ def _chunk(delta: Any, finish: str | None = None, **extra: Any) -> bytes:
     )
 
 
-def _usage(prompt: int = 5, completion: int = 2, **extra: Any) -> bytes:
+def _usage(prompt: int = 5, completion: int | None = 2, **extra: Any) -> bytes:
     usage = {"prompt_tokens": prompt, "completion_tokens": completion, **extra}
     return sse_event({**_C, "choices": [], "usage": usage})
 
@@ -139,6 +139,10 @@ STREAMS: dict[str, tuple[str, list[bytes]]] = {
     "chat-usage-in-finish-chunk": (
         "chat",
         [_chunk({"content": "a"}), _chunk({}, "stop", usage={"completion_tokens": 1}), DONE],
+    ),
+    "chat-usage-without-completion-tokens": (
+        "chat",
+        [_chunk({"content": "a"}), _chunk({"content": "b"}, "stop"), _usage(completion=None), DONE],
     ),
     "chat-pd-timing": (
         "chat",

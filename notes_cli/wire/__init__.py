@@ -1,8 +1,9 @@
 """One wire layer for the three protocols pdnotes speaks: chat completions, the Responses API
 and Anthropic Messages, each in both directions, around one protocol-neutral turn.
 
-Users: the engine's routes (`engine/http/dialects.py`), the gateway client's request bodies
-(`gateway/_protocols.build_body`), the bridge. No translator per pair of protocols: each
+Users: the engine's routes (`engine/http/dialects.py`), the gateway client (request bodies in
+`gateway/_requests.build_body`, every answer read in `gateway/_reader.py` with the decoders
+below), the bridge. No translator per pair of protocols: each
 protocol module converts to and from the neutral types once, so a Responses request reaches a
 chat upstream as `responses.decode_request` → `Turn` → `chat.encode_request`, and the chat
 stream comes back as `chat.StreamDecoder` → neutral events → `responses.StreamEncoder`.
@@ -38,6 +39,7 @@ Per protocol: `notes_cli.wire.chat`, `.responses`, `.anthropic`, each with
     encode_request(turn) -> dict                              client side (JSON-ready body)
     encode_reply(reply, *, created=None, fingerprint=None) -> dict    non-streamed answer
     decode_reply(body: dict) -> Reply                         client side
+    native_finish(body: dict) -> str | None   the reply's own finish word (`end_turn`, …)
     encode_error(error: WireError) -> dict / decode_error(status, body) -> WireError
     dropped_tools(turn) -> list[str]      tools encode_request leaves out (it cannot say them)
     new_id() -> str                       a fresh answer id in the protocol's style
@@ -55,8 +57,16 @@ Per protocol: `notes_cli.wire.chat`, `.responses`, `.anthropic`, each with
     StreamDecoder()                                           client side:
         .feed(data: str, event: str | None = None) -> list[Event]   one SSE event
         .done           the protocol's completion event was seen
+        .closed         the stream's last event was seen (stop reading)
+        .native_finish  the protocol's own finish word (`completed`, `max_output_tokens`,
+                        `end_turn`, `eos`, …) beside the neutral FinishEvent, for diagnostics
+        (chat) .malformed     events that were not JSON objects, skipped
+        (responses) .item_text_seen  a finished message item carried output_text (what
+                        Codex shows; deltas alone it does not)
     Decoders accept upstream variants (DeepSeek/Qwen/GLM `reasoning_content` / `reasoning`
-    deltas, whole items without deltas, usage-only chunks).
+    deltas, whole items without deltas, Responses deltas naming no item, text only in
+    `response.completed`, usage-only chunks), and read wrong types (a string where an object
+    belongs, a list as an index) as junk: they never raise on what a server sends.
 
 JSON (`notes_cli.wire.fastjson`): `loads(data)` / `dumps(value) -> bytes`, json's answers
 through orjson where it gives the same ones (the codecs' per-event cost; the bridge uses them).

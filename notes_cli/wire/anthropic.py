@@ -513,10 +513,11 @@ def encode_reply(
 def decode_reply(body: dict[str, Any]) -> Reply:
     parts: list[Part] = []
     for block in f.as_list(body.get("content")):
-        if not isinstance(block, dict) or block.get("type") not in _BLOCKS:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if not isinstance(kind, str) or kind not in _BLOCKS:
             continue
         try:
-            part = _decode_block(block, str(block["type"]), "content")
+            part = _decode_block(block, kind, "content")
         except WireError:
             continue
         if part is not None:

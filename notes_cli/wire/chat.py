@@ -675,8 +675,11 @@ class StreamDecoder:
         function = call.get("function") or {}
         upstream = call.get("index")
         call_id = call.get("id")
-        if upstream is None:
-            # No index: a new id starts a new call, otherwise it continues the last one.
+        if not isinstance(call_id, str):
+            call_id = None
+        if not isinstance(upstream, (int, str)):
+            # No index (or one naming nothing: a list, an object): a new id starts a new
+            # call, otherwise it continues the last one.
             upstream = call_id if call_id else (self._last_key or (0, 0))[1]
         key = (0, upstream)
         if key not in self._calls:
@@ -687,7 +690,7 @@ class StreamDecoder:
             out.append(
                 ToolCallBegin(
                     index,
-                    call_id if isinstance(call_id, str) and call_id else f"call_{index}",
+                    call_id or f"call_{index}",
                     name if isinstance(name, str) else "",
                 )
             )

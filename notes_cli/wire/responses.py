@@ -414,8 +414,8 @@ def usage_json(usage: Usage) -> dict[str, Any]:
 def decode_usage(raw: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
-    inputs = raw.get("input_tokens_details") or {}
-    outputs = raw.get("output_tokens_details") or {}
+    inputs = f.as_object(raw.get("input_tokens_details"))
+    outputs = f.as_object(raw.get("output_tokens_details"))
     known = {
         "input_tokens", "output_tokens", "total_tokens",
         "input_tokens_details", "output_tokens_details",
@@ -492,7 +492,7 @@ def decode_reply(body: dict[str, Any]) -> Reply:
             for part in f.as_list(item.get("content")):
                 if isinstance(part, dict) and isinstance(part.get("text"), str):
                     parts.append(TextPart(part["text"]))
-        elif kind in _ASSISTANT_ITEMS:
+        elif isinstance(kind, str) and kind in _ASSISTANT_ITEMS:
             try:
                 part = _decode_assistant_item(item, kind, "output")
             except WireError:
