@@ -130,3 +130,36 @@ def start_engine_server() -> Iterator[Callable[..., object]]:
 def engine_server(start_engine_server: Callable[..., object]) -> object:
     """The default engine, running for the duration of the test."""
     return start_engine_server()
+
+
+# --- the interop matrix ----------------------------------------------------------------------
+# With PDNOTES_INTEROP_NEWEST_BIN set (scripts/test.sh does, for PDNOTES_INTEROP_MATRIX=both),
+# every interop-marked test runs twice in the one session, as test[pinned] on the clients in
+# $PDNOTES_INTEROP_BIN and as test[newest] on those in $PDNOTES_INTEROP_NEWEST_BIN, so the
+# second set shares the session and its workers instead of a second pytest run.
+
+
+def _interop_matrix() -> dict[str, str]:
+    newest = os.environ.get("PDNOTES_INTEROP_NEWEST_BIN")
+    if not newest:
+        return {}
+    return {"pinned": os.environ.get("PDNOTES_INTEROP_BIN", ""), "newest": newest}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    matrix = _interop_matrix()
+    if matrix and metafunc.definition.get_closest_marker("interop"):
+        metafunc.parametrize("interop_clients", list(matrix), indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def interop_clients(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """Which client versions an interop test runs on (None: $PDNOTES_INTEROP_BIN as set)."""
+    name = getattr(request, "param", None)
+    if name is not None:
+        folder = _interop_matrix()[name]
+        if folder:
+            monkeypatch.setenv("PDNOTES_INTEROP_BIN", folder)
+        else:
+            monkeypatch.delenv("PDNOTES_INTEROP_BIN", raising=False)
+    return name

@@ -25,7 +25,7 @@ def test_examples_match_what_the_commands_print() -> None:
     script = _script()
     texts = {path: path.read_text(encoding="utf-8") for path in script.pages()}
     assert ROOT / "README.md" in texts and len(texts) > 1, "the docs' examples are checked too"
-    updated = script.regenerate_all(texts)
+    updated = script.regenerate_all(texts, workers=script.CHECK_WORKERS)
     problems = {
         str(path.relative_to(ROOT)): found
         for path in texts
