@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import CliResult
 
@@ -119,3 +122,15 @@ def test_a_trace_supplies_the_lengths(cli: Cli, tmp_path: Path) -> None:
     workload = result.json()["workload"]
     assert workload["source"] == "trace trace.jsonl"
     assert workload["requests"] == 30 and workload["max_input_tokens"] == 512 + 64 * 29
+
+
+def test_ray_without_ray_installed_says_how_to_get_it(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    args = list(SMALL)
+    del args[args.index("--jobs") : args.index("--jobs") + 2]  # --ray replaces --jobs
+    result = cli(*args, "--ray", "auto")
+    assert result.exit_code == 2
+    assert "--ray needs Ray" in result.stderr and "pdnotes[ray]" in result.stderr
+    assert "Traceback" not in result.stderr
