@@ -179,6 +179,56 @@ def test_events_split_across_reads_are_joined() -> None:
     assert result.text == "pong" and result.completed
 
 
+class _Collect:
+    def __init__(self) -> None:
+        self.body = b""
+        self.calls = 0
+
+    def on_headers(self, status: int, reason: str, headers: list[tuple[str, str]]) -> None:
+        pass
+
+    def on_body(self, data: bytes) -> bool:
+        self.body += data
+        self.calls += 1
+        return False
+
+
+def test_a_chunked_answer_cut_at_any_two_bytes_delivers_the_same_body() -> None:
+    """Whole chunks of one read go to the sink at once; cuts anywhere (inside a size line,
+    the data, the CRLFs, the last chunk, the trailers) give the same body and the same end."""
+    from notes_cli.gateway._h1 import _Connection
+
+    events = [*EVENTS[:2], b"data: x\r\n\r\n", *EVENTS[2:]]
+    wire = b"".join(b"%x;ext=1\r\n%s\r\n" % (len(e), e) for e in events[:2])
+    wire += b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events[2:])
+    wire += b"0\r\nx-trailer: 1\r\n\r\n"
+    head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+    loop = asyncio.new_event_loop()
+    try:
+        step = 7  # every 7th pair of cut points: ~3,000 cases, a second
+        for first in range(0, len(wire) + 1, step):
+            for second in range(first, len(wire) + 1, step):
+                connection = _Connection(loop)
+                sink = _Collect()
+                connection._begin(sink, loop.create_future(), 5)
+                connection.state = "head"
+                done = connection.done
+                connection.data_received(head + wire[:first])
+                connection.data_received(wire[first:second])
+                connection.data_received(wire[second:])
+                assert sink.body == b"".join(events), (first, second)
+                assert done is not None and done.done() and done.exception() is None
+    finally:
+        loop.close()
+    whole = _Collect()
+    connection = _Connection(asyncio.new_event_loop())
+    connection._begin(whole, connection.loop.create_future(), 5)
+    connection.state = "head"
+    connection.data_received(head + wire)
+    assert whole.body == b"".join(events) and whole.calls == 1  # one call for the read
+    connection.loop.close()
+
+
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [

@@ -213,10 +213,14 @@ class Pump:
             raise MalformedStream(f"a chunk that is not a JSON object: {data[:80]!r}")
         encoder = self.encoder
         for event in events:
-            self._remember(event)
             if type(event) is ev.TextDelta:  # the per-token hot path: pre-rendered frames
-                out.append(encoder.text(event.text))
+                text = event.text
+                if not self.texts:
+                    self.order.append("text")
+                self.texts.append(text)
+                out.append(encoder.text(text))
             else:
+                self._remember(event)
                 out.append(encoder.encode(event))
         if decoder.closed:
             self.finished = True

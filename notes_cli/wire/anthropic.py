@@ -18,6 +18,7 @@ import uuid
 from typing import Any
 
 from notes_cli.wire import _fields as f
+from notes_cli.wire import fastjson
 from notes_cli.wire.errors import KIND_STATUS, WireError, invalid, kind_for_status
 from notes_cli.wire.events import (
     ErrorEvent,
@@ -638,7 +639,7 @@ class StreamEncoder:
                 + str(index).encode()
                 + b',"delta":{"type":"text_delta","text":'
             )
-        return out + self._text_prefix + json.dumps(text).encode() + b"}}\n\n"
+        return out + self._text_prefix + fastjson.string(text).encode() + b"}}\n\n"
 
     def _delta(self, index: int, delta: dict[str, Any]) -> bytes:
         return f.sse(

@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 from notes_cli.wire import _fields as f
+from notes_cli.wire import fastjson
 from notes_cli.wire.errors import KIND_STATUS, WireError, invalid, kind_for_status
 from notes_cli.wire.events import (
     ErrorEvent,
@@ -548,7 +549,7 @@ class StreamEncoder:
         return self._chunk({"role": "assistant", "content": ""}, None)
 
     def text(self, text: str) -> bytes:
-        chunk = self._prefix + json.dumps(text).encode() + self._suffix
+        chunk = self._prefix + fastjson.string(text).encode() + self._suffix
         return chunk if self._opened else self._open() + chunk
 
     def encode(self, event: Event) -> bytes:
@@ -619,11 +620,11 @@ class StreamDecoder:
         self._last_key: tuple[int, Any] | None = None
 
     def feed(self, data: str, event: str | None = None) -> list[Event]:
-        if data.strip() == "[DONE]":
-            self.closed = True
-            return self._end_calls()
-        obj = f.parse_sse_json(data)
+        obj = f.parse_sse_json(data)  # first: nearly every event is a chunk, once `[DONE]`
         if obj is None:
+            if data.strip() == "[DONE]":
+                self.closed = True
+                return self._end_calls()
             self.malformed += 1
             return []
         out: list[Event] = []
@@ -648,9 +649,11 @@ class StreamDecoder:
                 out.append(FinishEvent(_FINISH_IN.get(str(finish), "stop")))
                 self.done = True
                 self.native_finish = str(finish)
-        usage = decode_usage(obj.get("usage"))
-        if usage is not None:
-            out.append(UsageEvent(usage))
+        raw_usage = obj.get("usage")
+        if raw_usage is not None:  # most chunks: none, or `"usage": null`
+            usage = decode_usage(raw_usage)
+            if usage is not None:
+                out.append(UsageEvent(usage))
         return out
 
     def _delta(self, delta: dict[str, Any]) -> list[Event]:

@@ -20,6 +20,7 @@ Same answers as json, by construction:
 from __future__ import annotations
 
 import json
+import json.encoder
 from collections.abc import Callable
 from typing import Any
 
@@ -56,3 +57,8 @@ def dumps(value: Any) -> bytes:
         return _encode(value)
     except (TypeError, UnicodeEncodeError):
         return json.dumps(value, separators=(",", ":")).encode()
+
+
+# `json.dumps(text)` for a str, byte for byte (ASCII, `\uXXXX` escapes), without json.dumps's
+# two Python calls: the text-delta encoders' per-token call.
+string: Callable[[str], str] = json.encoder.encode_basestring_ascii

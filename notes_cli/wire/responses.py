@@ -18,6 +18,7 @@ import uuid
 from typing import Any
 
 from notes_cli.wire import _fields as f
+from notes_cli.wire import fastjson
 from notes_cli.wire.chat import decode_error, encode_error
 from notes_cli.wire.errors import WireError, invalid
 from notes_cli.wire.events import (
@@ -597,7 +598,7 @@ class StreamEncoder:
             assert item is not None
         item.text.append(text)
         self._seq += 1
-        tail = f',"delta":{json.dumps(text)},"sequence_number":{self._seq}}}\n\n'
+        tail = f',"delta":{fastjson.string(text)},"sequence_number":{self._seq}}}\n\n'
         return out + self._text_prefix + tail.encode()
 
     def _open_message(self) -> bytes:
