@@ -193,7 +193,17 @@ def main() -> None:
     text = report(rows, args.chunks, args.repeat, openai.__version__)
     print(text)
     if args.write:
-        args.write.write_text(text)
+        args.write.write_text(text + _kept_sections(args.write))
+
+
+def _kept_sections(path: Path) -> str:
+    """The hand-written `## ` sections after the generated part (before/after notes): a re-run
+    replaces the table and keeps them."""
+    if not path.exists():
+        return ""
+    old = path.read_text()
+    at = old.find("\n## ")
+    return old[at:] if at >= 0 else ""
 
 
 def report(rows: list[tuple[int, float, float]], chunks: int, repeat: int, sdk: str) -> str:
@@ -223,10 +233,12 @@ def report(rows: list[tuple[int, float, float]], chunks: int, repeat: int, sdk: 
         "",
         "Why the difference: pdnotes parses each read inside the protocol's `data_received` "
         "(no httpcore, h11 or anyio between the socket and the parser), splits the byte stream "
-        "into lines once per read, skips comments without decoding them, `json.loads` each "
-        "event into plain dicts and keeps only the text, finish reason, usage and one "
+        "into blocks once per read and takes a one-line `data:` block as it is, decodes each "
+        "event with the wire layer's `chat.StreamDecoder` (`json.loads` into plain dicts, one "
+        "small neutral event out) and keeps only the text, finish word, usage and one "
         "timestamp per chunk; the SDK builds a pydantic model per chunk. On a shared machine "
-        "absolute rates vary between runs; the ratio is the stable part.",
+        "absolute rates vary between runs; the ratio is the stable part, and "
+        "`benchmarks/gateway_client/read_path.py` measures the read path alone.",
         "",
     ]
     return "\n".join(lines)
