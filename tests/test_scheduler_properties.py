@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from notes_cli.engine.core.api import RequestRecord, StepStats
@@ -34,6 +34,14 @@ traces = st.lists(
     trace=traces,
     capacity=st.sampled_from([None, 7000, 20000]),
     max_batch=st.sampled_from([2, 8, 256]),
+)
+# Found by hypothesis: a chunked prefill cancelled mid-prompt still reached its first token,
+# which took it off the waiting count a second time (waiting ended at -1).
+@example(
+    preset="h100-chunked",
+    trace=[(0.0, 1, 16, False), (0.0, 2, 15, False), (83.0, 455, 120, True)],
+    capacity=20000,
+    max_batch=2,
 )
 def test_every_request_finishes_consistently_and_memory_is_respected(
     preset: str,

@@ -347,7 +347,8 @@ class Scheduler:
         request.first_token_ms = now
         self._first_released = True
         request.started = True
-        self.waiting -= 1
+        if not request.cancelled:  # cancel() already took a waiting request off the count
+            self.waiting -= 1
         if self.on_tokens is not None:
             self.on_tokens((request,), now)
         if request.output_tokens > 1:
