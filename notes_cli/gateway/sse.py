@@ -121,7 +121,7 @@ class SSEParser:
             if block[:7] == b"event: ":
                 # `event: NAME` then `data: JSON`: how Responses and Anthropic send every event.
                 head, _, data_line = block.partition(b"\n")
-                if data_line[:6] == b"data: " and b"\n" not in data_line and head[7:8] != b" ":
+                if data_line[:6] == b"data: " and b"\n" not in data_line:
                     if len(data_line) > self.max_line:
                         raise EventTooLarge(self.max_line)
                     name = head[7:].decode("utf-8", errors="replace") or "message"
