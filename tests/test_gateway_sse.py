@@ -104,6 +104,9 @@ _LINES = st.sampled_from(
         b"data: \xe9\xa2\x84",
         b"event: message_stop",
         b"event: ping",
+        b"event: ",
+        b"event:  two spaces",
+        b"event:tight",
         b"id: 7",
         b"retry: 250",
         b": keep-alive",
@@ -138,3 +141,20 @@ def test_a_data_line_over_the_bound_is_refused_in_one_read_too() -> None:
 
     with pytest.raises(EventTooLarge):
         SSEParser(max_line=1000).feed(b"data: " + b"x" * 2000 + b"\n\n")
+
+
+@pytest.mark.parametrize(
+    ("block", "name", "data"),
+    [
+        (b"event: message_stop\ndata: {}", "message_stop", "{}"),
+        (b"event: \ndata: {}", "message", "{}"),
+        (b"event:  spaced\ndata: {}", " spaced", "{}"),
+        (b"event: a:b\ndata:  two", "a:b", " two"),
+    ],
+)
+def test_an_event_line_and_a_data_line_read_as_the_line_by_line_path_reads_them(
+    block: bytes, name: str, data: str
+) -> None:
+    expected = [ServerSentEvent(data=data, event=name)]
+    assert parse(block + b"\n\n") == expected
+    assert parse(block.replace(b"\n", b"\r\n") + b"\r\n\r\n") == expected

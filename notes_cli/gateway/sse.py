@@ -100,7 +100,8 @@ class SSEParser:
 
     def _blocks(self, buffer: bytes) -> list[ServerSentEvent]:
         """The common case, between events and with LF line ends: split on the blank lines
-        and take a block that is one `data: ` line as it is, without the per-line work (the
+        and take a block that is one `data: ` line (or `event: ` and `data: `) as it is,
+        without the per-line work (the
         gateway client's per-event cost fell ~1 µs of ~7, measured with
         benchmarks/gateway_client's stream). Any other block goes through `_line`; the complete
         lines of an unfinished event are read too, so `_buffer` stays one unfinished line."""
@@ -117,6 +118,17 @@ class SSEParser:
                 )
                 self._event = ""
                 continue
+            if block[:7] == b"event: ":
+                # `event: NAME` then `data: JSON`: how Responses and Anthropic send every event.
+                head, _, data_line = block.partition(b"\n")
+                if data_line[:6] == b"data: " and b"\n" not in data_line:
+                    if len(data_line) > self.max_line:
+                        raise EventTooLarge(self.max_line)
+                    name = head[7:].decode("utf-8", errors="replace") or "message"
+                    data = data_line[6:].decode("utf-8", errors="replace")
+                    events.append(ServerSentEvent(data, name, self._id, self._retry))
+                    self._event = ""
+                    continue
             for line in block.split(b"\n"):
                 event = self._line(line)
                 if event is not None:
