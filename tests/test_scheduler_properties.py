@@ -43,6 +43,12 @@ traces = st.lists(
     capacity=20000,
     max_batch=2,
 )
+@example(
+    preset="h100-chunked",
+    trace=[(0.0, 2049, 1, False), (88.0, 807, 1, True)],
+    capacity=None,
+    max_batch=2,
+)
 def test_every_request_finishes_consistently_and_memory_is_respected(
     preset: str,
     trace: list[tuple[float, int, int, bool]],
