@@ -129,11 +129,12 @@ async def sequential(base_url: str, fillers: list[int], output: int) -> list[Mea
 
 
 async def concurrent(base_url: str, count: int, filler: int, output: int) -> list[Measured]:
-    """`count` requests at once. Their connections are opened (and kept) beforehand, so under
-    CPU load the batch still reaches the engine together instead of one connect at a time."""
-    limits = httpx.Limits(max_connections=count + 4, max_keepalive_connections=count + 4)
+    """`count` requests at once, after one warm-up request. (Opening all `count` connections
+    beforehand with `count` warm-up streams made the batch reach the engine spread out: on a
+    quiet machine the 64 requests then decoded almost alone, TPOT 1.14x instead of 1.6x.)"""
+    limits = httpx.Limits(max_connections=count + 4)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
-        await asyncio.gather(*(stream_chat(client, base_url, 0, 2) for _ in range(count)))
+        await stream_chat(client, base_url, 0, 2)
         jobs = [stream_chat(client, base_url, filler, output) for _ in range(count)]
         return list(await asyncio.gather(*jobs))
 
@@ -181,13 +182,15 @@ def test_tpot_grows_with_batch_size() -> None:
     # Its own engine at half SPEED. Under CPU load the engine takes in 64 requests one by one
     # over a second or more of wall time, longer than a stream's decode at SPEED: the streams
     # then overlap only in part, so the engine is judged by the stream that decoded in the
-    # biggest batch (its TPOT is the batch's), and the client by the mean.
+    # biggest batch (its TPOT is the batch's), and the client by what that stream saw. (The
+    # mean over all 64 streams fell to 1.10x on a quiet CI run: the late ones decode alone.)
     with EngineProcess("--mode", "disagg", "--speed", str(SPEED / 2)) as engine:
         (alone,) = repeated(lambda: sequential(engine.base_url, [500], output=128))
         batch = run(concurrent(engine.base_url, 64, filler=500, output=128))
 
-    assert statistics.mean(m.tpot_s for m in batch) > 1.15 * alone.tpot_s
-    assert max(m.pd["tpot_ms"] for m in batch) > 1.15 * alone.pd["tpot_ms"]
+    biggest = max(batch, key=lambda m: m.pd["tpot_ms"])
+    assert biggest.pd["tpot_ms"] > 1.15 * alone.pd["tpot_ms"]
+    assert biggest.tpot_s > 1.15 * alone.tpot_s
 
 
 def test_tpot_grows_with_context(disagg: EngineProcess) -> None:
