@@ -17,11 +17,10 @@ import uvicorn
 
 from notes_cli.bridge.app import BridgeApp
 from notes_cli.bridge.config import BridgeConfig
-from notes_cli.engine.http.header_deadline import with_header_deadline
 
 # One way of serving for the engine and the bridge: bind first (port 0 known at once, nodelay),
 # quiet SIGTERM, httptools. The engine's server module owns it.
-from notes_cli.engine.http.server import Server, ServerThread, bind_socket, http_protocol
+from notes_cli.engine.http.server import Server, ServerThread, bind_socket, uvicorn_config
 
 HEADER_TIMEOUT_S = 30.0  # a client that sends no complete request head in this long is cut
 
@@ -93,20 +92,10 @@ def serve_forever(
 
 
 def _uvicorn_config(app: BridgeApp, *, graceful_s: int) -> uvicorn.Config:
-    return uvicorn.Config(
-        app,
-        log_level="warning",
-        access_log=False,
-        lifespan="on",
-        # uvloop where installed (a dependency off Windows): its C transports and loop cut the
-        # bridge's CPU per streamed request by 15-25% and, with 64 streams opening at once,
-        # the median added first-token time by a half to two thirds (benchmarks/bridge). The
-        # engine keeps asyncio's loop for its precise timers; the bridge has no timers to keep.
-        loop="auto",
-        # the engine's: httptools where installed, with its deadline on reading headers
-        http=with_header_deadline(http_protocol(), HEADER_TIMEOUT_S),
-        ws="none",
-        timeout_graceful_shutdown=graceful_s,
-        timeout_keep_alive=30,
-        backlog=2048,
+    # uvloop where installed (a dependency off Windows): its C transports and loop cut the
+    # bridge's CPU per streamed request by 15-25% and, with 64 streams opening at once, the
+    # median added first-token time by a half to two thirds (benchmarks/bridge). The engine
+    # keeps its precise loop for its timers; the bridge has no timers to keep.
+    return uvicorn_config(
+        app, graceful_s=graceful_s, header_timeout_s=HEADER_TIMEOUT_S, loop="auto"
     )

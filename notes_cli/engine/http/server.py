@@ -134,7 +134,7 @@ def start_engine(
     limits = limits or Limits()
     app = _build_app(config, prefix, api_key_env, faults, limits, service, protocols)
     sock = bind_socket(host, port)
-    server = Server(_uvicorn_config(app, graceful_s=1, header_timeout_s=limits.header_timeout_s))
+    server = Server(uvicorn_config(app, graceful_s=1, header_timeout_s=limits.header_timeout_s))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="pdnotes-engine", daemon=True
     )
@@ -170,8 +170,8 @@ def serve_forever(
     app = _build_app(config, prefix, api_key_env, faults, limits, service, protocols)
     sock = bind_socket(host, port)
     address = EngineAddress(host, sock.getsockname()[1], _prefix(prefix))
-    uvicorn_config = _uvicorn_config(app, graceful_s=5, header_timeout_s=limits.header_timeout_s)
-    server = Server(uvicorn_config, on_started=lambda: _ready(on_ready, address))
+    settings = uvicorn_config(app, graceful_s=5, header_timeout_s=limits.header_timeout_s)
+    server = Server(settings, on_started=lambda: _ready(on_ready, address))
     server.run(sockets=[sock])
 
 
@@ -245,13 +245,21 @@ def http_protocol() -> str:
     return "httptools" if importlib.util.find_spec("httptools") else "h11"
 
 
-def _uvicorn_config(app: Any, *, graceful_s: int, header_timeout_s: float) -> uvicorn.Config:
+ENGINE_LOOP = "notes_cli.engine.live.precise_loop:new_event_loop"  # its precise timers
+
+
+def uvicorn_config(
+    app: Any, *, graceful_s: int, header_timeout_s: float, loop: str = ENGINE_LOOP
+) -> uvicorn.Config:
+    """The uvicorn settings the engine and the bridge share: quiet logs, httptools with a
+    deadline on reading request heads, no websockets. `loop` is the engine's precise loop
+    unless the caller (the bridge) asks for another."""
     return uvicorn.Config(
         app,
         log_level="warning",
         access_log=False,
         lifespan="on",
-        loop="notes_cli.engine.live.precise_loop:new_event_loop",
+        loop=loop,
         http=with_header_deadline(http_protocol(), header_timeout_s),
         ws="none",
         timeout_graceful_shutdown=graceful_s,
