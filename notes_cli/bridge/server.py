@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -23,8 +22,6 @@ from notes_cli.bridge.config import BridgeConfig
 from notes_cli.engine.http.server import Server, ServerThread, bind_socket, uvicorn_config
 
 HEADER_TIMEOUT_S = 30.0  # a client that sends no complete request head in this long is cut
-
-_STARTUP_TIMEOUT_S = 20.0
 
 
 def build_app(config: BridgeConfig) -> BridgeApp:
@@ -63,17 +60,7 @@ def start_bridge(config: BridgeConfig, *, app: BridgeApp | None = None) -> Runni
     app = app or build_app(config)
     app.config = config
     server = Server(_uvicorn_config(app, graceful_s=1))
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="pdnotes-bridge", daemon=True
-    )
-    thread.start()
-    deadline = time.monotonic() + _STARTUP_TIMEOUT_S
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            sock.close()
-            raise RuntimeError("the bridge did not start (see the log above)")
-        time.sleep(0.01)
+    thread = server.start_thread(sock, "bridge")
     return RunningBridge(config, app, server, thread)
 
 

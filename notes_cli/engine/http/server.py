@@ -135,17 +135,7 @@ def start_engine(
     app = _build_app(config, prefix, api_key_env, faults, limits, service, protocols)
     sock = bind_socket(host, port)
     server = Server(uvicorn_config(app, graceful_s=1, header_timeout_s=limits.header_timeout_s))
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="pdnotes-engine", daemon=True
-    )
-    thread.start()
-    deadline = time.monotonic() + _STARTUP_TIMEOUT_S
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            sock.close()
-            raise RuntimeError("the engine did not start (see the log above)")
-        time.sleep(0.01)
+    thread = server.start_thread(sock, "engine")
     address = EngineAddress(host, sock.getsockname()[1], _prefix(prefix))
     return RunningEngine(address, server, thread)
 
@@ -276,6 +266,22 @@ class Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, on_started: Callable[[], None] | None = None):
         super().__init__(config)
         self._on_started = on_started
+
+    def start_thread(self, sock: socket.socket, what: str) -> threading.Thread:
+        """Serve `sock` on a daemon thread named pdnotes-`what`; return once it accepts
+        connections, or raise RuntimeError (socket closed) if it dies or takes over 20 s."""
+        thread = threading.Thread(
+            target=self.run, kwargs={"sockets": [sock]}, name=f"pdnotes-{what}", daemon=True
+        )
+        thread.start()
+        deadline = time.monotonic() + _STARTUP_TIMEOUT_S
+        while not self.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                self.should_exit = True
+                sock.close()
+                raise RuntimeError(f"the {what} did not start (see the log above)")
+            time.sleep(0.01)
+        return thread
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
