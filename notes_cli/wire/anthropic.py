@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import time
-import uuid
 from typing import Any
 
 from notes_cli.wire import _fields as f
@@ -109,7 +109,7 @@ _KINDS_IN: dict[str, Any] = {
 
 
 def new_id() -> str:
-    return f"msg_{uuid.uuid4().hex[:24]}"
+    return f"msg_{secrets.token_hex(12)}"
 
 
 def _param(*parts: Any) -> str:

@@ -10,8 +10,8 @@ servers (DeepSeek, Qwen, GLM, vLLM's reasoning parsers) stream; `reasoning` is r
 from __future__ import annotations
 
 import json
+import secrets
 import time
-import uuid
 from typing import Any
 
 from notes_cli.wire import _fields as f
@@ -83,7 +83,7 @@ _ERROR_TYPES: dict[str, tuple[str, str | None]] = {
 
 
 def new_id() -> str:
-    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
+    return f"chatcmpl-{secrets.token_hex(12)}"
 
 
 # --------------------------------------------------------------------------- requests

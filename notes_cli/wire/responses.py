@@ -11,10 +11,9 @@ raw. Reasoning streams as a reasoning item with a summary part (what Codex displ
 
 from __future__ import annotations
 
-import json
 import re
+import secrets
 import time
-import uuid
 from typing import Any
 
 from notes_cli.wire import _fields as f
@@ -84,11 +83,11 @@ _ARGUMENT_DELTAS = frozenset(
 
 
 def new_id() -> str:
-    return f"resp_{uuid.uuid4().hex[:24]}"
+    return f"resp_{secrets.token_hex(12)}"
 
 
 def _item_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:24]}"
+    return f"{prefix}_{secrets.token_hex(12)}"
 
 
 # --------------------------------------------------------------------------- requests
@@ -605,8 +604,8 @@ class StreamEncoder:
         out = self._close_current()
         item = self._new_item("message", _item_id("msg"))
         where = {"item_id": item.id, "output_index": item.index, "content_index": 0}
-        head = json.dumps({"type": "response.output_text.delta", **where}, separators=(",", ":"))
-        self._text_prefix = b"event: response.output_text.delta\ndata: " + head[:-1].encode()
+        head = fastjson.dumps({"type": "response.output_text.delta", **where})
+        self._text_prefix = b"event: response.output_text.delta\ndata: " + head[:-1]
         return out + b"".join(
             [
                 self._event(
