@@ -51,6 +51,13 @@ class Sink(Protocol):
         ...
 
 
+class PausableSink(Sink, Protocol):
+    """A sink that can hold the answer back (a relay whose own client reads slowly): it gets
+    the connection once the request is sent, and calls its `pause()` / `resume()`."""
+
+    def on_reader(self, reader: _Connection) -> None: ...
+
+
 class _Stale(httpx.RemoteProtocolError):
     """A reused connection closed before any byte of the answer: the server had timed it out,
     so it never saw the request, which is safe to send again on a new connection."""
@@ -108,6 +115,7 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.reused = False
+        self.paused = False  # reading held back by the sink (its client is slow)
         self.idle_since = 0.0
         self.release: Callable[[_Connection], None] | None = None
         self.on_lost: Callable[[_Connection], None] | None = None
@@ -190,6 +198,19 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
+    def pause(self) -> None:
+        """Stop reading the answer (the idle timeout waits too) until `resume`."""
+        if not self.paused and self.transport is not None and not self.closed:
+            self.paused = True
+            self.transport.pause_reading()
+
+    def resume(self) -> None:
+        if self.paused:
+            self.paused = False
+            self.last = self.loop.time()
+            if self.transport is not None and not self.closed:
+                self.transport.resume_reading()
+
     def _watch(self, timeout: float) -> None:
         """Fail (or, draining, give up) after `timeout` s without data. One timer per request,
         moved only when it fires or must fire sooner: a chunk just notes the time."""
@@ -207,6 +228,8 @@ class _Connection(asyncio.Protocol):
         if self.state not in ("head", "body", "drain"):
             return
         due = self.last + self.timeout
+        if self.paused:  # held back by the sink, not silent
+            due = self.loop.time() + self.timeout
         if self.loop.time() < due:
             self._timer = self.loop.call_at(due, self._check)
         elif self.state == "drain":
@@ -228,6 +251,7 @@ class _Connection(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self.resume()
         if self.reusable and not self.closed and self.release is not None:
             self.state = "idle"
             self.idle_since = self.loop.time()
@@ -469,6 +493,9 @@ class Http1Pool:
         self, connection: _Connection, request: bytes, sink: Sink, headers_s: float, idle_s: float
     ) -> None:
         done = connection.send(request, sink, headers_s, idle_s)
+        on_reader = getattr(sink, "on_reader", None)  # a PausableSink
+        if on_reader is not None:
+            on_reader(connection)
         try:
             await done
         except BaseException:

@@ -16,6 +16,7 @@ that the client went away.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Protocol
 
@@ -36,6 +37,14 @@ class RelaySink(Protocol):
     def on_body(self, data: bytes) -> bool:
         """A piece of the body; True once the sink has seen the stream's last event."""
         ...
+
+
+class Reader(Protocol):
+    """The reading of an answer, which a sink may hold back while its own client is slow."""
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
 
 
 class Upstream:
@@ -82,7 +91,9 @@ class Upstream:
 
     async def stream(self, path: str, body: bytes, sink: RelaySink) -> None:
         """POST `body` to `path` and feed the 2xx answer to `sink` as it arrives; return when
-        the body ended (or soon after the sink said it had the last event)."""
+        the body ended (or soon after the sink said it had the last event). A sink with an
+        `on_reader(reader)` method gets a `Reader` once the request is sent, to pause and
+        resume reading the answer."""
         url = self.url(path)
         headers = self.headers(stream=True)
         guard = _StatusGuard(sink, url)
@@ -142,6 +153,8 @@ class Upstream:
     async def _stream_httpx(
         self, url: str, headers: dict[str, str], body: bytes, guard: _StatusGuard
     ) -> None:
+        gate = _Gate()
+        guard.on_reader(gate)
         async with self._httpx.stream("POST", url, headers=headers, content=body) as response:
             guard.on_headers(
                 response.status_code, response.reason_phrase, list(response.headers.items())
@@ -149,6 +162,21 @@ class Upstream:
             async for chunk in response.aiter_raw():
                 if guard.on_body(chunk):
                     return
+                await gate.open.wait()
+
+
+class _Gate:
+    """The httpx path's `Reader`: the next chunk is read only while the gate is open."""
+
+    def __init__(self) -> None:
+        self.open = asyncio.Event()
+        self.open.set()
+
+    def pause(self) -> None:
+        self.open.clear()
+
+    def resume(self) -> None:
+        self.open.set()
 
 
 class _Collect:
@@ -187,6 +215,11 @@ class _StatusGuard:
         self.headers_at = time.perf_counter()
         if status < 300:
             self.sink.on_headers(status, self.headers)
+
+    def on_reader(self, reader: Reader) -> None:
+        on_reader = getattr(self.sink, "on_reader", None)
+        if on_reader is not None:
+            on_reader(reader)
 
     def on_body(self, data: bytes) -> bool:
         if self.status < 300:
