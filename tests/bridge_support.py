@@ -27,6 +27,7 @@ def bridge_to(
     idle_timeout: float = 10.0,
     model_map: dict[str, str] | None = None,
     store_capacity: int = 256,
+    **bounds: float,
 ) -> Iterator[RunningBridge]:
     config = BridgeConfig(upstream=upstream_url, port=0, model_map=model_map or {})
     upstream = Upstream(upstream_url, key, idle_timeout=idle_timeout, headers_timeout=10.0)
@@ -37,7 +38,7 @@ def bridge_to(
         upstream=upstream,
         store_capacity=store_capacity,
     )
-    running = start_bridge(config, app=app)
+    running = start_bridge(config, app=app, **bounds)
     try:
         yield running
     finally:

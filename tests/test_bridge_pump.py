@@ -35,14 +35,38 @@ def _normal(value: Any) -> Any:
     return value
 
 
+class Recorder:
+    """The client's side of a stream, kept in memory (the real one is `http1.Response`)."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.paused = False
+        self.on_pause = self.on_resume = None
+        self.data: list[bytes] = []
+
+    def start(self, status: int, headers: Any, first: bytes = b"") -> None:
+        assert not self.started and status == 200
+        self.started = True
+        self.data.append(first)
+
+    def write(self, data: bytes) -> None:
+        assert self.started
+        self.data.append(data)
+
+    def end(self, data: bytes = b"") -> None:
+        self.write(data)
+
+
 def _run(reads: list[bytes]) -> tuple[Any, Pump]:
     async def go() -> tuple[Any, Pump]:
-        pump = Pump(chat.StreamDecoder(), responses.StreamEncoder("resp_1", "m"))
+        client = Recorder()
+        pump = Pump(chat.StreamDecoder(), responses.StreamEncoder("resp_1", "m"), client)
+        pump.on_headers(200, [])
         for data in reads:
             if pump.on_body(data):
                 break
-        pump.close()
-        return _normal(sse_payloads(pump.take())), pump
+        pump.end(pump.close())
+        return _normal(sse_payloads(b"".join(client.data))), pump
 
     return asyncio.run(go())
 

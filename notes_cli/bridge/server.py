@@ -1,27 +1,33 @@
-"""Running the bridge on uvicorn: on a background thread (`start_bridge`: tests, the demo, the
-benchmarks) or in the foreground until SIGINT / SIGTERM (`serve_forever`: the CLI, the service).
+"""Running the bridge's server (`bridge.http1`): on a background thread (`start_bridge`: tests,
+the demo, the benchmarks) or in the foreground until SIGINT / SIGTERM (`serve_forever`: the
+CLI, the service).
 
-The socket is bound here before uvicorn starts, so `port=0` gives a free port known at once.
+The socket is bound here before the server starts, so `port=0` gives a free port known at once.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import replace
+from types import TracebackType
+from typing import Any, Self
 
-import uvicorn
-
-from notes_cli.bridge.app import BridgeApp
+from notes_cli.bridge.app import MAX_BODY_BYTES, BridgeApp
 from notes_cli.bridge.config import BridgeConfig
+from notes_cli.bridge.http1 import HttpServer
 
-# One way of serving for the engine and the bridge: bind first (port 0 known at once, nodelay),
-# quiet SIGTERM, httptools. The engine's server module owns it.
-from notes_cli.engine.http.server import Server, ServerThread, bind_socket, uvicorn_config
+# One way of binding for the engine and the bridge (port 0 known at once, TCP_NODELAY).
+from notes_cli.engine.http.server import bind_socket
 
 HEADER_TIMEOUT_S = 30.0  # a client that sends no complete request head in this long is cut
+KEEPALIVE_S = 30.0  # an idle keep-alive connection is closed after this long
+_STARTUP_TIMEOUT_S = 20.0
 
 
 def build_app(config: BridgeConfig) -> BridgeApp:
@@ -33,15 +39,62 @@ def build_app(config: BridgeConfig) -> BridgeApp:
     return BridgeApp(config, upstream_key=upstream_key, local_key=local_key)
 
 
-class RunningBridge(ServerThread):
+def _server(app: BridgeApp, graceful_s: float, **bounds: Any) -> HttpServer:
+    settings = {"header_timeout_s": HEADER_TIMEOUT_S, "keepalive_s": KEEPALIVE_S}
+    settings["max_body"] = MAX_BODY_BYTES
+    return HttpServer(app.handle, graceful_s=graceful_s, **{**settings, **bounds})
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    # uvloop where installed (a dependency off Windows): its C transports and loop cut the
+    # bridge's CPU per streamed request by 15-25% and, with 64 streams opening at once, the
+    # median added first-token time by a half to two thirds (benchmarks/bridge). The engine
+    # keeps its precise loop for its timers; the bridge has no timers to keep.
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+async def _run(app: BridgeApp, server: HttpServer, sock: Any, on_ready: Callable[[], None]) -> None:
+    try:
+        await server.serve(sock, on_ready)
+    finally:
+        await app.aclose()
+
+
+class RunningBridge:
     """A bridge serving on a background thread; `.stop()` or a `with` block ends it."""
 
     def __init__(
-        self, config: BridgeConfig, app: BridgeApp, server: uvicorn.Server, thread: threading.Thread
+        self, config: BridgeConfig, app: BridgeApp, graceful_s: float = 1.0, **bounds: Any
     ) -> None:
-        super().__init__(server, thread)
         self.config = config
         self.app = app
+        self._server = _server(app, graceful_s, **bounds)
+        self._loop = _new_loop()
+        self._thread: threading.Thread | None = None
+
+    def _start(self, sock: Any) -> None:
+        ready = threading.Event()
+        failed: list[BaseException] = []
+
+        def main() -> None:
+            asyncio.set_event_loop(self._loop)
+            try:
+                self._loop.run_until_complete(_run(self.app, self._server, sock, ready.set))
+            except BaseException as exc:  # shown by start_bridge's caller
+                failed.append(exc)
+                ready.set()
+            finally:
+                self._loop.close()
+
+        self._thread = threading.Thread(target=main, name="pdnotes-bridge", daemon=True)
+        self._thread.start()
+        if not ready.wait(_STARTUP_TIMEOUT_S) or failed:
+            sock.close()
+            raise RuntimeError(f"the bridge did not start: {failed[0] if failed else 'timeout'}")
 
     @property
     def codex_base_url(self) -> str:
@@ -51,38 +104,67 @@ class RunningBridge(ServerThread):
     def claude_base_url(self) -> str:
         return self.config.claude_base_url
 
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop accepting, give open streams a short grace, and join the thread."""
+        if self._thread is None or not self._thread.is_alive():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop has just closed
+            self._loop.call_soon_threadsafe(self._server.stop)
+        self._thread.join(timeout)
 
-def start_bridge(config: BridgeConfig, *, app: BridgeApp | None = None) -> RunningBridge:
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def start_bridge(
+    config: BridgeConfig, *, app: BridgeApp | None = None, **bounds: Any
+) -> RunningBridge:
     """Serve `config` on a thread; returns once it accepts connections (`config.port` 0 picks
-    a free port: the returned bridge's `.config` has the real one)."""
+    a free port: the returned bridge's `.config` has the real one). `bounds` override the
+    server's `header_timeout_s`, `keepalive_s` and `max_body` (tests)."""
     sock = bind_socket(config.host, config.port)
     config = replace(config, port=sock.getsockname()[1])
     app = app or build_app(config)
     app.config = config
-    server = Server(_uvicorn_config(app, graceful_s=1))
-    thread = server.start_thread(sock, "bridge")
-    return RunningBridge(config, app, server, thread)
+    running = RunningBridge(config, app, **bounds)
+    running._start(sock)
+    return running
 
 
 def serve_forever(
     config: BridgeConfig, *, on_ready: Callable[[BridgeConfig], None] | None = None
 ) -> None:
-    """Serve in the foreground until SIGINT / SIGTERM. Raises OSError when the port is taken."""
+    """Serve in the foreground until SIGINT / SIGTERM (in-flight answers get 5 s; a second
+    signal cuts them). Raises OSError when the port is taken."""
     app = build_app(config)
     sock = bind_socket(config.host, config.port)
     config = replace(config, port=sock.getsockname()[1])
     app.config = config
     logging.basicConfig(level=logging.INFO, format="pdnotes bridge: %(message)s")
-    ready = (lambda: on_ready(config)) if on_ready else None
-    server = Server(_uvicorn_config(app, graceful_s=5), on_started=ready)
-    server.run(sockets=[sock])
+    server = _server(app, graceful_s=5)
+    loop = _new_loop()
 
+    def on_signal() -> None:
+        if server.stopping:  # the second one: no more grace
+            server.graceful_s = 0
+        server.stop()
 
-def _uvicorn_config(app: BridgeApp, *, graceful_s: int) -> uvicorn.Config:
-    # uvloop where installed (a dependency off Windows): its C transports and loop cut the
-    # bridge's CPU per streamed request by 15-25% and, with 64 streams opening at once, the
-    # median added first-token time by a half to two thirds (benchmarks/bridge). The engine
-    # keeps its precise loop for its timers; the bridge has no timers to keep.
-    return uvicorn_config(
-        app, graceful_s=graceful_s, header_timeout_s=HEADER_TIMEOUT_S, loop="auto"
-    )
+    def ready() -> None:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, on_signal)
+        if on_ready is not None:
+            on_ready(config)
+
+    try:
+        loop.run_until_complete(_run(app, server, sock, ready))
+    finally:
+        loop.close()

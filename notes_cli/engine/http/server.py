@@ -60,7 +60,7 @@ class EngineAddress:
 
 
 class ServerThread:
-    """A uvicorn server running on a background thread (the engine's, the bridge's); stop it
+    """A uvicorn server running on a background thread (the engine's); stop it
     with `.stop()` or a `with` block."""
 
     def __init__(self, server: uvicorn.Server, thread: threading.Thread) -> None:
@@ -238,18 +238,15 @@ def http_protocol() -> str:
 ENGINE_LOOP = "notes_cli.engine.live.precise_loop:new_event_loop"  # its precise timers
 
 
-def uvicorn_config(
-    app: Any, *, graceful_s: int, header_timeout_s: float, loop: str = ENGINE_LOOP
-) -> uvicorn.Config:
-    """The uvicorn settings the engine and the bridge share: quiet logs, httptools with a
-    deadline on reading request heads, no websockets. `loop` is the engine's precise loop
-    unless the caller (the bridge) asks for another."""
+def uvicorn_config(app: Any, *, graceful_s: int, header_timeout_s: float) -> uvicorn.Config:
+    """The engine's uvicorn settings: quiet logs, its precise loop, httptools with a deadline
+    on reading request heads, no websockets."""
     return uvicorn.Config(
         app,
         log_level="warning",
         access_log=False,
         lifespan="on",
-        loop=loop,
+        loop=ENGINE_LOOP,
         http=with_header_deadline(http_protocol(), header_timeout_s),
         ws="none",
         timeout_graceful_shutdown=graceful_s,
@@ -259,7 +256,7 @@ def uvicorn_config(
 
 
 class Server(uvicorn.Server):
-    """The engine's and the bridge's uvicorn.Server: ends quietly on SIGTERM / SIGINT (uvicorn
+    """The engine's uvicorn.Server: ends quietly on SIGTERM / SIGINT (uvicorn
     re-raises the signal after shutting down, which would turn a clean stop into exit status
     143 / a KeyboardInterrupt); `on_started` runs once the sockets listen."""
 

@@ -1,0 +1,241 @@
+"""The bridge's own HTTP/1.1 server (`bridge.http1`), over real sockets: keep-alive and
+pipelined requests answered in order, the bounds on slow or oversized requests, malformed
+requests, and a slow reader holding the upstream back instead of the bridge buffering."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from bridge_support import bridge_to, chunk
+from loopback import LoopbackServer, Reply
+
+DEAD_UPSTREAM = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
+
+
+def _connect(port: int, timeout: float = 5.0) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    return sock
+
+
+def _read_until_closed(sock: socket.socket, deadline_s: float = 5.0) -> bytes:
+    pieces: list[bytes] = []
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        try:
+            piece = sock.recv(65536)
+        except TimeoutError:
+            break
+        if not piece:
+            break
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
+def _answers(data: bytes) -> list[tuple[int, bytes]]:
+    """(status, body) of each Content-Length answer in `data`, in order."""
+    out = []
+    while data:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.lower() == b"content-length":
+                length = int(value)
+        out.append((status, rest[:length]))
+        data = rest[length:]
+    return out
+
+
+def test_a_keep_alive_connection_serves_requests_one_after_another() -> None:
+    with bridge_to(DEAD_UPSTREAM) as bridge, _connect(bridge.config.port) as sock:
+        for _ in range(3):
+            sock.sendall(b"GET /nowhere HTTP/1.1\r\nhost: x\r\n\r\n")
+            head = sock.recv(65536)
+            assert head.startswith(b"HTTP/1.1 404 "), head
+            assert b"no route GET /nowhere" in head
+
+
+def test_pipelined_requests_are_answered_in_order() -> None:
+    # the first is a stream that takes a while; the two behind it must wait for its end
+    body = json.dumps({"model": "m", "stream": True, "input": "hi", "store": False}).encode()
+    events = [chunk({"content": "slow"}), 0.3, chunk({"content": " answer"}, "stop")]
+    with (
+        LoopbackServer(Reply.sse([*events, b"data: [DONE]\n\n"])) as upstream,
+        bridge_to(upstream.url) as bridge,
+        _connect(bridge.config.port) as sock,
+    ):
+        sock.sendall(
+            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\n\r\n%s"
+            % (len(body), body)
+            + b"HEAD / HTTP/1.1\r\nhost: x\r\n\r\n"
+            + b"GET /third HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+        )
+        data = _read_until_closed(sock)
+    stream, _, rest = data.partition(b"0\r\n\r\nHTTP/1.1 200 OK\r\n")  # the stream's end
+    assert stream.startswith(b"HTTP/1.1 200") and b"response.completed" in stream, data[:300]
+    head, _, third = rest.partition(b"\r\n\r\n")  # HEAD: a Content-Length, no body
+    assert b"content-length: 0" in head
+    assert third.startswith(b"HTTP/1.1 404") and b"/third" in third
+    assert b"connection: close" in third
+
+
+def test_a_connection_that_never_completes_its_head_is_cut() -> None:
+    with (
+        bridge_to(DEAD_UPSTREAM, header_timeout_s=0.5) as bridge,
+        _connect(bridge.config.port) as silent,
+        _connect(bridge.config.port) as slow,
+    ):
+        slow.sendall(b"POST /v1/responses HTTP/1.1\r\n")
+        started = time.monotonic()
+        for _ in range(3):  # slowloris: a header line now and then does not extend it
+            time.sleep(0.2)
+            with contextlib.suppress(OSError):
+                slow.sendall(b"x-slow: 1\r\n")
+        assert _read_until_closed(slow, 5) == b""
+        assert _read_until_closed(silent, 5) == b""
+        assert time.monotonic() - started < 4
+
+
+def test_an_idle_keep_alive_connection_is_closed() -> None:
+    with bridge_to(DEAD_UPSTREAM, keepalive_s=0.3) as bridge, _connect(bridge.config.port) as sock:
+        sock.sendall(b"HEAD / HTTP/1.1\r\nhost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        started = time.monotonic()
+        assert _read_until_closed(sock, 5) == b""
+        assert time.monotonic() - started < 4
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read() -> None:
+    with bridge_to(DEAD_UPSTREAM, max_body=1000) as bridge, _connect(bridge.config.port) as sock:
+        sock.sendall(
+            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"content-length: 5000000\r\n\r\n{"
+        )
+        [(status, body)] = _answers(_read_until_closed(sock))
+    assert status == 413
+    assert json.loads(body)["error"]["type"] == "request_too_large"
+
+
+def test_a_chunked_body_over_the_limit_is_refused() -> None:
+    with bridge_to(DEAD_UPSTREAM, max_body=1000) as bridge, _connect(bridge.config.port) as sock:
+        sock.sendall(
+            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n"
+            + b"400\r\n"
+            + b"x" * 1024
+            + b"\r\n"
+        )
+        [(status, _)] = _answers(_read_until_closed(sock))
+    assert status == 413
+
+
+def test_a_head_over_the_limit_is_refused() -> None:
+    with bridge_to(DEAD_UPSTREAM) as bridge, _connect(bridge.config.port) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nhost: x\r\n")
+        # 1.3 MB of headers: the bridge refuses after 256 KiB, with much still unsent
+        with contextlib.suppress(OSError):  # if the bridge hangs up while we still send
+            for _ in range(160):
+                sock.sendall(b"x-filler: " + b"y" * 8000 + b"\r\n")
+        data = _read_until_closed(sock)
+    assert data.startswith(b"HTTP/1.1 431 ")
+
+
+@pytest.mark.parametrize(
+    "garbage", [b"NOT HTTP AT ALL\r\n\r\n", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"]
+)
+def test_a_malformed_request_is_a_400_and_a_hang_up(garbage: bytes) -> None:
+    # the second: a TLS ClientHello, i.e. https:// pointed at the bridge's http port
+    with bridge_to(DEAD_UPSTREAM) as bridge, _connect(bridge.config.port) as sock:
+        sock.sendall(garbage)
+        data = _read_until_closed(sock)
+    assert data.startswith(b"HTTP/1.1 400 ")
+    assert b"malformed HTTP request" in data
+
+
+def test_expect_100_continue_is_answered_before_the_body() -> None:
+    body = json.dumps({"model": "m", "input": "hi"}).encode()
+    with bridge_to(DEAD_UPSTREAM) as bridge, _connect(bridge.config.port) as sock:
+        sock.sendall(
+            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"expect: 100-continue\r\ncontent-length: %d\r\n\r\n" % len(body)
+        )
+        assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 502 "), answer  # the dead upstream, named
+    assert b"127.0.0.1:9" in answer
+
+
+@contextlib.contextmanager
+def _firehose(total: int) -> Iterator[tuple[int, list[int]]]:
+    """An upstream that streams `total` bytes of chat chunks as fast as the bridge reads them,
+    and counts what it managed to send (asyncio, so a full socket really blocks it)."""
+    loop = asyncio.new_event_loop()
+    ready, stop = threading.Event(), asyncio.Event()
+    port: list[int] = []
+    sent = [0]
+    event = chunk({"content": "x" * 4000})
+    framed = b"%x\r\n%s\r\n" % (len(event), event)
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        with contextlib.suppress(ConnectionError):
+            while sent[0] < total:
+                writer.write(framed)
+                sent[0] += len(framed)
+                await writer.drain()
+        writer.close()
+
+    async def serve() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port.append(server.sockets[0].getsockname()[1])
+        ready.set()
+        async with server:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 30)
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    ready.wait(5)
+    try:
+        yield port[0], sent
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(5)
+        loop.close()
+
+
+def test_a_client_that_does_not_read_holds_the_upstream_back() -> None:
+    total = 200 * 1024 * 1024
+    body = json.dumps({"model": "m", "stream": True, "input": "hi", "store": False}).encode()
+    with (
+        _firehose(total) as (port, sent),
+        bridge_to(f"http://127.0.0.1:{port}") as bridge,
+        socket.socket() as sock,
+    ):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", bridge.config.port))
+        sock.sendall(
+            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        time.sleep(1.5)  # the client reads nothing
+        held = sent[0]
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    # Without the pause the bridge reads (and buffers) ~200 MB in that time; with it, the
+    # upstream stops once the socket buffers between them are full (a few MB on Linux).
+    assert held < 32 * 1024 * 1024, f"the upstream sent {held} bytes into a stalled client"
