@@ -16,8 +16,9 @@ Two scenarios, both with --streams requests in flight:
   engines take 10-15 ms per token at batch 1-8 and more as the batch grows, DistServe's SLO
   is a P90 TPOT of 40 ms). Its TTFT counts only requests sent once every stream had started.
 
-Four processes, each in its own session (killed by group at the end): a fast fake chat upstream
-(first chunk at once, then one chunk every --gap-ms), `pdnotes bridge serve` in front of it,
+Five processes, each in its own session (killed by group at the end): a fast fake chat upstream
+(first chunk at once, then one chunk every --gap-ms), `pdnotes bridge serve` in front of it, a
+bare TCP relay in front of it (the floor: one more user-space hop, no HTTP, no translation),
 LiteLLM's proxy in front of it (installed by this runner into benchmarks/.out/venv, never a
 pdnotes dependency; configured offline, no database), and this client, which keeps --streams
 requests in flight and notes when each event arrives. The three targets are run interleaved,
@@ -123,6 +124,53 @@ def upstream_main(port_file: str, gap: str) -> None:
             await server.serve_forever()
 
     asyncio.run(serve())
+
+
+def relay_main(port_file: str, upstream_port: str) -> None:
+    """The floor: a TCP relay that forwards bytes both ways and parses nothing, on the
+    bridge's event loop (uvloop) and socket options. What it adds is what one more
+    user-space hop costs on this machine (its system calls and wake-ups), before any HTTP or
+    translation work."""
+    import socket
+
+    import uvloop
+
+    class Side(asyncio.Protocol):
+        def __init__(self, peer: Side | None = None) -> None:
+            self.peer, self.transport, self.early = peer, None, []
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport = transport
+            transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.peer is None:  # a client: open its upstream leg
+                asyncio.ensure_future(self.open())
+            else:
+                self.peer.peer = self
+                for data in self.peer.early:
+                    transport.write(data)
+
+        async def open(self) -> None:
+            loop = asyncio.get_running_loop()
+            await loop.create_connection(lambda: Side(self), "127.0.0.1", int(upstream_port))
+
+        def data_received(self, data: bytes) -> None:
+            peer = self.peer
+            if peer is not None and peer.transport is not None:
+                peer.transport.write(data)
+            else:
+                self.early.append(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.peer is not None and self.peer.transport is not None:
+                self.peer.transport.close()
+
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(Side, "127.0.0.1", 0, backlog=1024)
+        Path(port_file).write_text(str(server.sockets[0].getsockname()[1]))
+        await server.serve_forever()
+
+    uvloop.run(serve())
 
 
 def gap_for(model: str, default_ms: float) -> float:
@@ -420,6 +468,21 @@ def run(args: argparse.Namespace, small: int, large: int, processes: list) -> st
     upstream_port = int(port_file.read_text())
     upstream_url = f"http://127.0.0.1:{upstream_port}"
 
+    relay_file = OUT / "bridge-relay.port"
+    relay_file.unlink(missing_ok=True)
+    relay_code = code.replace("run.upstream_main", "run.relay_main")
+    relay = spawn(
+        [sys.executable, "-c", relay_code, str(Path(__file__).parent), str(relay_file),
+         str(upstream_port)],
+        OUT / "bridge-relay.log",
+    )  # fmt: skip
+    processes.append(relay)
+    for _ in range(100):
+        if relay_file.exists() and relay_file.read_text():
+            break
+        time.sleep(0.05)
+    relay_port = int(relay_file.read_text())
+
     bridge_port = free_port()
     bridge = spawn(
         [sys.executable, "-m", "notes_cli", "bridge", "serve", "--upstream", f"{upstream_url}/v1",
@@ -434,10 +497,14 @@ def run(args: argparse.Namespace, small: int, large: int, processes: list) -> st
         "direct": Target(
             "direct", upstream_port, "/v1/chat/completions", b'"content"', b"[DONE]", b""
         ),
+        "relay": Target(
+            "relay", relay_port, "/v1/chat/completions", b'"content"', b"[DONE]", b"",
+            pgid=relay.pid,
+        ),
         "bridge": Target(
             "bridge", bridge_port, "/v1/responses", TEXT_DELTA, COMPLETED, b"", pgid=bridge.pid
         ),
-    }
+    }  # fmt: skip
     litellm_note = "not run (--no-litellm)"
     if not args.no_litellm:
         binary, litellm_note = ensure_litellm()
@@ -471,7 +538,8 @@ async def measure(
 ) -> str:
     # warm up every target (imports, connection pools) before anything is measured
     for target in targets.values():
-        target.body = request_body("chat" if target.name == "direct" else "responses", small)
+        chat = target.name in ("direct", "relay")
+        target.body = request_body("chat" if chat else "responses", small)
         await phase(target, 4, 8)
         target.samples.clear()
         target.cpu_s = 0.0
@@ -491,7 +559,7 @@ async def measure(
     if args.steady_gap_ms:
         steady_small, steady_large = (int(x) for x in args.steady_events.split(","))
         model = f"{MODEL}@{args.steady_gap_ms:g}ms"
-        pair = {name: targets[name] for name in ("direct", "bridge")}
+        pair = {name: targets[name] for name in ("direct", "relay", "bridge")}
         steady = derive(pair, (steady_small, steady_large), model)
         load_before = os.getloadavg()
         started = time.monotonic()
@@ -551,10 +619,10 @@ class Figures:
         target = self.results[(name, events)]
         return target.cpu_s / max(target.requests, 1) * 1000
 
-    def marginal_us(self) -> float:
-        """The bridge's CPU per extra streamed event (large answers minus small ones)."""
+    def marginal_us(self, name: str = "bridge") -> float:
+        """A target's CPU per extra streamed event (large answers minus small ones)."""
         extra = self.large - self.small
-        return (self.cpu_ms("bridge", self.large) - self.cpu_ms("bridge", self.small)) / extra * 1e3
+        return (self.cpu_ms(name, self.large) - self.cpu_ms(name, self.small)) / extra * 1e3
 
     def setup_ms(self) -> float:
         """The bridge's CPU per request less its per-event share: set-up and closing."""
@@ -594,6 +662,15 @@ class Figures:
             f"**{self.setup_ms():.2f} ms** is per request (set-up and closing) rather than "
             "per event",
         ]
+        if ("relay", small) in self.results:
+            relay_ttft = self.ttft("relay", small) - self.ttft("direct", small)
+            relay_event = self.per_event("relay", large) - self.per_event("direct", large)
+            lines.append(
+                f"- the floor, a bare TCP relay on the same loop (no HTTP, no translation): "
+                f"**{relay_ttft:+.3f} ms** TTFT, {relay_event:+.1f} µs per event, "
+                f"{self.marginal_us('relay'):.1f} µs of CPU per event, "
+                f"{self.cpu_ms('relay', small):.2f} ms of CPU per request at {small} events"
+            )
         for (name, events), target in self.results.items():
             if target.failures:
                 reasons = sorted(set(target.failures))
@@ -659,7 +736,7 @@ def render_steady(
         f"events); {wall:.0f} s, {load_note(load_before)}.",
         "",
     ]
-    lines = header + figures.summary() + [""] + figures.table(["direct", "bridge"])
+    lines = header + figures.summary() + [""] + figures.table(["direct", "relay", "bridge"])
     return "\n".join(lines) + "\n"
 
 

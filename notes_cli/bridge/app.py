@@ -148,6 +148,8 @@ class BridgeApp:
         response_id = leg.new_id()
         pump = Pump(plan.decoder(), leg.stream_encoder(response_id, turn.model), response)
         error: BaseException | None = None
+        # runs once the request is written upstream: while the upstream works, not after
+        asyncio.get_running_loop().call_soon(pump.prepare)
         try:
             await self._upstream().stream("/chat/completions", plan.body, pump)
         except asyncio.CancelledError:

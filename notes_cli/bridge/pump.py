@@ -99,8 +99,7 @@ class Pump:
         self.decoder = decoder
         self.encoder = encoder
         self.client = client
-        # before any upstream byte is encoded: the head's events are numbered first
-        self.head: bytes = encoder.head()
+        self.head: bytes | None = None  # the protocol's opening events (`prepare`)
         self.parser: SSEParser | None = None  # the general parser, once a stream needs it
         self.buffer = b""
         self.opened = False  # the upstream answered 2xx: the client's stream has begun
@@ -111,8 +110,16 @@ class Pump:
         self.order: list[str] = []  # "text" / "reasoning" / "call:N", in order of first sight
         self.finish_seen = False  # a neutral FinishEvent went to the encoder
 
+    def prepare(self) -> None:
+        """Encode the opening events, numbered before any upstream byte is encoded. The app
+        calls this once the upstream request is on its way, to do it while the upstream
+        thinks rather than between its first bytes and the client's (15-30 µs)."""
+        if self.head is None:
+            self.head = self.encoder.head()
+
     # --- the relay's sink ---------------------------------------------------------------
     def on_headers(self, status: int, headers: list[tuple[str, str]]) -> None:
+        self.prepare()
         self.opened = True
         # The head waits for the end of this read: events in it go out in the same write.
         asyncio.get_running_loop().call_soon(self._send, b"")
@@ -141,12 +148,12 @@ class Pump:
         if client.started:
             client.write(data)
         else:
-            client.start(200, SSE_HEADERS, self.head + data)
+            client.start(200, SSE_HEADERS, (self.head or b"") + data)
 
     def end(self, tail: bytes) -> None:
         """The stream's closing bytes (the closing events, or an error event)."""
         if not self.client.started:
-            self.client.start(200, SSE_HEADERS, self.head)
+            self.client.start(200, SSE_HEADERS, self.head or b"")
         self.client.end(tail)
 
     def _fast(self, data: bytes, out: list[bytes]) -> None:
