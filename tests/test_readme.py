@@ -64,6 +64,17 @@ def test_a_line_printed_only_when_timing_allows_is_not_drift() -> None:
     assert script.drift(old, old.replace("PASS", "FAIL")) == ["pdnotes smoke"]
 
 
+def test_a_cell_cut_at_another_width_is_not_drift() -> None:
+    """A 7-digit tok/s widens smoke's table, and the preview is cut two characters earlier."""
+    script = _script()
+    row = "   1      200   27     61   3203.3   end_turn   This answer comes …\n"
+    old = f"<!-- example: pdnotes smoke -->\n```text\n{row}```\n<!-- /example -->\n"
+    wider = old.replace("3203.3", "14301.2").replace("comes …", "comes…")
+    assert script.drift(old, wider) == []
+    assert script.drift(old, old.replace("This answer", "No answer")) == ["pdnotes smoke"]
+    assert script.drift(old, old.replace("end_turn", "max_tokens")) == ["pdnotes smoke"]
+
+
 def test_a_setup_file_is_shown_as_the_example_ran_with_it() -> None:
     script = _script()
     page = "<!-- setup-file: article -->\n```toml\nstale\n```\n<!-- /setup-file -->\n"
