@@ -20,17 +20,20 @@ a setup's file (what an example's `setup=` wrote before it ran) is shown with
 and the findings table sits between `<!-- findings-table -->` and `<!-- /findings-table -->`.
 
     python scripts/readme_examples.py          # rewrite the pages in place
-    python scripts/readme_examples.py --check  # exit 1 if a page has drifted (tests run this)
+    python scripts/readme_examples.py --check  # exit 1 and the diff if a page drifted (tests)
 
 Each example runs as a real `python -m notes_cli` subprocess in a fresh sandbox (its own HOME,
 CODEX_HOME, CLAUDE_CONFIG_DIR, PDNOTES_HOME; NO_COLOR; 100 columns), against one bundled engine
 on a free loopback port. In the pasted output the sandbox is shown as `~` and the engine's port
 as 8000. `--check` compares with numbers and padding normalised, since timings vary run to run,
-and without the lines in `TIMING_DEPENDENT`, which a command prints only when timing allows.
+table cells cut with "…" by their first word (the cut moves with the numbers' widths), and
+without the lines in `TIMING_DEPENDENT`, which a command prints only when timing allows. For
+each drifted example it prints the unified diff of the normalised output (recorded vs rerun).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import signal
@@ -54,6 +57,8 @@ READY_TIMEOUT_S = 60.0
 # the engine's paced tokens, a server's stop=), so 4 at once finish the check in about a third
 # of the time on 2 cores.
 CHECK_WORKERS = 4
+# A drifted example's diff is cut after this many lines (a wholly new output stays readable).
+DIFF_MAX_LINES = 40
 _EXAMPLE = re.compile(
     r"(?P<open><!-- example: (?P<spec>.+?) -->\n)```text\n(?P<body>.*?)```\n"
     r"(?P<close><!-- /example -->)",
@@ -65,6 +70,11 @@ _SETUP_FILE = re.compile(
     r"(?P<close><!-- /setup-file -->)",
     re.DOTALL,
 )
+# A cell of a borderless table that rich cut with an ellipsis: after a column gap (a character,
+# then 2+ spaces), words separated by single spaces, "…" at the cell's end. Where it is cut
+# depends on how wide the numbers in the other columns are (a 7-digit tok/s takes two
+# characters from smoke's preview), so such a cell compares by its first word only.
+_CUT_CELL = re.compile(r"(\S {2,})([^\s…]+)(?: [^\s…]+)* ?[^\s…]*…(?= {2}|$)")
 # Lines a command prints only when timing allows: under CPU load they come and go.
 TIMING_DEPENDENT = (
     # smoke: the first token arrived within 2 ms of the response headers
@@ -231,13 +241,36 @@ def findings_table() -> str:
 def normalise(text: str) -> str:
     """What must not drift: the words. Numbers, padding, rule lengths and the timing-dependent
     lines may."""
+    return " ".join(_normalised_lines(text))
+
+
+def _normalised_lines(text: str) -> list[str]:
+    """`normalise` line by line (blank lines dropped), for the diff a drift is shown with."""
     for pattern in TIMING_DEPENDENT:
         text = pattern.sub("", text)
-    text = re.sub(r"\S*…", "…", text)  # a cell cut at a column width that depends on numbers
-    text = re.sub(r"\d[\d,]*(\.\d+)?", "0", text)  # 1,353.1 too
-    text = re.sub(r"([─━═┄-])\1+", r"\1", text)
-    text = re.sub(r"[▁▂▃▄▅▆▇█]+", "▁", text)  # sparklines of measured gaps
-    return re.sub(r"\s+", " ", text).strip()
+    lines = []
+    for line in text.splitlines():
+        line = _CUT_CELL.sub(r"\1\2 …", line)
+        line = re.sub(r"\S*…", "…", line)  # a word cut at a width that depends on numbers
+        line = re.sub(r"\d[\d,]*(\.\d+)?", "0", line)  # 1,353.1 too
+        line = re.sub(r"([─━═┄-])\1+", r"\1", line)
+        line = re.sub(r"[▁▂▃▄▅▆▇█]+", "▁", line)  # sparklines of measured gaps
+        if line := re.sub(r"\s+", " ", line).strip():
+            lines.append(line)
+    return lines
+
+
+def example_diff(old: str, new: str, limit: int = DIFF_MAX_LINES) -> str:
+    """How a drifted example changed: the unified diff of its normalised lines (recorded vs
+    rerun), cut after `limit` lines so a wholly different output stays readable."""
+    diff = list(
+        difflib.unified_diff(
+            _normalised_lines(old), _normalised_lines(new), "recorded", "rerun", lineterm="", n=1
+        )
+    )
+    if len(diff) > limit:
+        diff = diff[:limit] + [f"… {len(diff) - limit} more diff lines"]
+    return "\n".join(diff)
 
 
 def pages() -> list[Path]:
@@ -287,16 +320,36 @@ def _static_parts(text: str) -> str:
 
 def drift(old: str, new: str) -> list[str]:
     """Examples whose normalised output differs (by command), and changed generated parts."""
+    return list(drift_diffs(old, new))
+
+
+def drift_diffs(old: str, new: str) -> dict[str, str]:
+    """`drift`, each with what changed: an example's `example_diff`, a generated part's
+    unified diff (both bounded)."""
     olds = {m["spec"]: m["body"] for m in _EXAMPLE.finditer(old)}
-    problems = [
-        spec
+    problems = {
+        spec: example_diff(olds.get(spec, ""), body)
         for spec, body in ((m["spec"], m["body"]) for m in _EXAMPLE.finditer(new))
         if normalise(olds.get(spec, "")) != normalise(body)
-    ]
+    }
     for name, pattern in (("findings table", _FINDINGS), ("setup file", _SETUP_FILE)):
-        if [m[0] for m in pattern.finditer(old)] != [m[0] for m in pattern.finditer(new)]:
-            problems.append(name)
+        before = "\n".join(m[0] for m in pattern.finditer(old))
+        after = "\n".join(m[0] for m in pattern.finditer(new))
+        if before != after:
+            diff = difflib.unified_diff(
+                before.splitlines(), after.splitlines(), "recorded", "generated", lineterm=""
+            )
+            problems[name] = "\n".join(list(diff)[:DIFF_MAX_LINES])
     return problems
+
+
+def drift_report(texts: dict[Path, str], updated: dict[Path, str]) -> list[str]:
+    """One paragraph per drifted part of a page: `page: example` and how it changed."""
+    return [
+        f"out of date: {path.relative_to(ROOT)}: {spec}\n{diff}"
+        for path in texts
+        for spec, diff in drift_diffs(texts[path], updated[path]).items()
+    ]
 
 
 def main(argv: list[str]) -> int:
@@ -304,13 +357,9 @@ def main(argv: list[str]) -> int:
     check = "--check" in argv
     updated = regenerate_all(texts, workers=CHECK_WORKERS if check else 1)
     if check:
-        problems = [
-            f"{path.relative_to(ROOT)}: {spec}"
-            for path in texts
-            for spec in drift(texts[path], updated[path])
-        ]
+        problems = drift_report(texts, updated)
         for problem in problems:
-            print(f"out of date: {problem}", file=sys.stderr)
+            print(problem, file=sys.stderr)
         if problems:
             print("run: python scripts/readme_examples.py", file=sys.stderr)
         return 1 if problems else 0

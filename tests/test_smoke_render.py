@@ -104,6 +104,28 @@ def test_failing_report_lists_one_fix_per_cause(capsys: pytest.CaptureFixture[st
     assert "  • latency not judged: 0 of 2 runs returned" in out
 
 
+def test_a_wide_number_is_shown_whole_and_the_preview_gives_way(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A stream read in one burst (the client was descheduled) has a huge decode rate: the
+    table is then wider than the terminal, and the preview is cut, not the numbers."""
+    from notes_cli.render import smoke as draw
+
+    long = "This answer comes from the mock engine and goes on for a while"
+    runs = [run(i, 24.0, total_ms=12_345_678.0, tokens_per_s=1_234_567.8, preview=long)
+            for i in (1, 2)]  # fmt: skip
+    draw.report(report(runs))
+    lines = capsys.readouterr().out.splitlines()
+    row = next(line for line in lines if line.startswith("   1 "))
+    assert "12345678" in row and "1234567.8" in row
+    assert row.endswith("   This answer co…")
+    header = next(line for line in lines if "status" in line)
+    assert header.split() == [
+        "run", "status", "connect", "headers", "TTFT", "total", "tokens", "tok/s", "finish",
+        "preview",
+    ]  # fmt: skip
+
+
 def _plain(text: str) -> str:
     """Trailing spaces are rich's padding, not content."""
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"

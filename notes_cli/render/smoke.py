@@ -9,6 +9,7 @@ from rich.box import SIMPLE
 from rich.markup import escape
 from rich.segment import Segment
 from rich.table import Table
+from rich.text import Text
 
 from notes_cli.render import err, out
 
@@ -95,7 +96,10 @@ def _runs_table(runs: list[SmokeRun]) -> Table:
     for name in ("run", "status", "connect", "headers", "TTFT", "total", "tokens", "tok/s"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("finish", no_wrap=True)
-    table.add_column("preview", no_wrap=True, overflow="ellipsis", max_width=20)
+    # The preview gives way when the numbers widen the table (a stream read in one burst has a
+    # 7-digit tok/s): rich shrinks a wrappable column first and cuts every no_wrap column alike,
+    # which showed "14301…" for a rate. The cell itself never wraps (`_preview_cell`).
+    table.add_column("preview", overflow="ellipsis", max_width=20)
     for run in runs:
         tokens = "-" if run.output_tokens is None else str(run.output_tokens)
         if run.tokens_source == "counted":
@@ -110,9 +114,14 @@ def _runs_table(runs: list[SmokeRun]) -> Table:
             tokens,
             f"{run.tokens_per_s:.1f}" if run.tokens_per_s is not None else "-",
             escape(_finish(run)),
-            escape(run.preview),
+            _preview_cell(run.preview),
         )
     return table
+
+
+def _preview_cell(preview: str) -> Text:
+    """One line, cut with an ellipsis at the width left over (never wrapped)."""
+    return Text(preview, no_wrap=True, overflow="ellipsis")
 
 
 def _breakdown_line(b: Breakdown) -> str:
