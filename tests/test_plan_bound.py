@@ -1,7 +1,8 @@
 """The capacity bound of `engine plan` (branch and bound, docs/planner.md step 4): a candidate
-is skipped only when its bound's score is below the --top-th best score found so far, so the
-top of the ranking (the best candidate, the table and the runner-ups) is the one an exhaustive
-search finds; and every candidate that cannot enter the top is skipped.
+is skipped only when its bound's score is below the N-th best score found so far, N the most
+candidates the report uses (the --top table, the 24 sized for the front), so the best
+candidate, the top table, the runner-ups and the front are those of an exhaustive search; and
+every candidate that cannot enter them is skipped.
 
 Two levels: a planted table of bounds and capacities, where each row is placed to catch one
 way of getting the rule wrong (cutting at the best score, or at the (top-1)-th, skipping a
@@ -54,11 +55,13 @@ TOP = 5
 CHEAP = (0.5, 0.25)
 
 
-def table_request(prices: tuple[float | None, float | None]) -> PlanRequest:
+def table_request(
+    prices: tuple[float | None, float | None], top: int = TOP, front_size: int = TOP
+) -> PlanRequest:
     base = hand_request(prices)
     # 44 candidates: room for the planted rows and some left over.
     space = replace(base.space, max_chips=4, max_instances=2)
-    return replace(base, space=space, wave=WAVE, top=TOP)
+    return replace(base, space=space, wave=WAVE, top=top, front_size=front_size)
 
 
 def planted(request: PlanRequest, catalog: Catalog) -> dict[int, tuple[str, float, float]]:
@@ -92,7 +95,6 @@ class TableExecutor:
 
     def __init__(self, table: dict[int, tuple[str, float, float]]) -> None:
         self.table = table
-        self.evaluated: list[str] = []
 
     def start(self, context: PlanContext) -> None:
         install(context)
@@ -104,10 +106,10 @@ class TableExecutor:
         for task in tasks:
             kind, c = task[0], task[1]
             if kind == "capacity":
-                self.evaluated.append(self.table[c.index][0])
                 out.append(CandidateResult(c, self.table[c.index][2]))
-            else:  # the front's load points: any latencies will do
-                out.append(LoadPoint(task[2], True, 1.0, {"ttft_ms": 100.0, "tpot_ms": 10.0}))
+            else:  # the front's load points: more chips per instance, lower latency
+                latency = {"ttft_ms": 1000.0 / c.chips, "tpot_ms": 100.0 / c.chips}
+                out.append(LoadPoint(task[2], True, 1.0, latency))
         return out
 
     def close(self) -> None:
@@ -160,11 +162,32 @@ def test_the_bound_keeps_the_exhaustive_top_and_skips_what_cannot_enter(
 def test_the_bound_is_the_top_th_score_for_any_top(
     monkeypatch: pytest.MonkeyPatch, top: int
 ) -> None:
-    request = replace(table_request((None, None)), top=top)
+    request = table_request((None, None), top=top, front_size=top)
     pruned, table = planted_plan(monkeypatch, request)
     exhaustive, _ = planted_plan(monkeypatch, replace(request, prune=False))
     assert names(pruned, table)[:top] == names(exhaustive, table)[:top]
     assert [s.score for s in pruned.ranking[:top]] == [10.0, 9.0, 8.0, 7.0, 6.0][:top]
+
+
+def front_ids(report: PlanReport) -> list[str]:
+    return [p.candidate_id for p in report.front]
+
+
+def test_the_bound_keeps_every_candidate_the_front_is_drawn_from(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The front is drawn from the best 7 here, the top table shows 5: K (7th) must be
+    # simulated, although it cannot enter the top five.
+    request = table_request((None, None), top=TOP, front_size=7)
+    pruned, table = planted_plan(monkeypatch, request)
+    exhaustive, _ = planted_plan(monkeypatch, replace(request, prune=False))
+    assert names(exhaustive, table)[:7] == ["A", "C", "D", "E", "T", "F", "K"]
+    assert names(pruned, table)[:7] == names(exhaustive, table)[:7]
+    # K on 2 replicas x 3 chips ties F for the most chips and the lowest latency.
+    name_of = {r.candidate.id: table[r.candidate.index][0] for r in exhaustive.results}
+    assert "K" in [name_of[i] for i in front_ids(exhaustive)]
+    assert front_ids(pruned) == front_ids(exhaustive)
+    assert pruned.pruned["bound"] == len(table) - len(ROWS)  # the rest is still skipped
 
 
 # ---- a small simulated search ---------------------------------------------------------------
@@ -191,7 +214,8 @@ def test_a_simulated_search_in_small_waves_finds_the_exhaustive_top_five(
 ) -> None:
     # The hand case's 8 candidates, one per wave: the threshold moves after every candidate.
     catalog = lab_catalog()
-    request = replace(hand_request((prices[0], prices[1])), wave=1)
+    # Its front is drawn from the top five too: with 24, all 8 would be simulated.
+    request = replace(hand_request((prices[0], prices[1])), wave=1, front_size=5)
     assert request.top == 5
     pruned = plan(request, catalog, LocalExecutor(1))
     exhaustive = plan(replace(request, prune=False), catalog, LocalExecutor(1))
@@ -200,6 +224,7 @@ def test_a_simulated_search_in_small_waves_finds_the_exhaustive_top_five(
     assert [s.candidate_id for s, _ in pruned.runner_ups()] == [
         s.candidate_id for s, _ in exhaustive.runner_ups()
     ]
+    assert front_ids(pruned) == front_ids(exhaustive)
     # The case has teeth: some runner-up's bound is below the winner's score, so a rule cutting
     # at the best score (not the top five's) would skip it.
     bounds = bound_scores(exhaustive, catalog)
