@@ -3,9 +3,10 @@
 Phases (each a batch of tasks for the executor, results in task order):
 1. capacity: every candidate of the space is pruned by the roofline (prune.py) or searched by
    simulation. Survivors run best bound first, in waves of a fixed size; after each wave, a
-   candidate whose capacity bound per chip (or per price) is below the --top-th best score
-   found so far is skipped, since it cannot enter the top (branch and bound). Waves have a
-   fixed size and run in a fixed order, so the result does not depend on the executor;
+   candidate whose capacity bound per chip (or per price) is below the `shown`-th best score
+   found so far is skipped, since it cannot enter what the report shows of the ranking (the
+   top table, the front's candidates, the curves): branch and bound. Waves have a fixed size
+   and run in a fixed order, so the result does not depend on the executor;
 2. load: the best `front_size` candidates by score are sized to the reference load (the target
    rate, else the best candidate's capacity) and simulated there, for the chips-vs-latency
    front;
@@ -82,6 +83,14 @@ class PlanRequest:
     @property
     def per_price(self) -> bool:
         return all(c.price is not None for c in self.space.chips)
+
+    @property
+    def shown(self) -> int:
+        """How many of the best candidates the report uses: the top table, the front's
+        candidates, the curves. The bound may skip only candidates that cannot enter them, so
+        that all of these are what an exhaustive search gives (with the top five only, a
+        candidate ranked 6th-24th could be skipped and its point go missing from the front)."""
+        return max(self.top, self.front_size, self.curves)
 
 
 @dataclass(frozen=True)
@@ -265,12 +274,13 @@ def _capacities(
     progress()
     for start in range(0, len(queue), request.wave):
         wave = queue[start : start + request.wave]
-        threshold = best[request.top - 1] if request.prune and len(best) >= request.top else None
+        shown = request.shown
+        threshold = best[shown - 1] if request.prune and len(best) >= shown else None
         todo = []
         for bound_score, c, hint, repeat in wave:
             if threshold is not None and bound_score < threshold:
                 reason = (
-                    f"bound: at most {bound_score:.3g} {unit}, below the top {request.top}'s "
+                    f"bound: at most {bound_score:.3g} {unit}, below the top {shown}'s "
                     f"{threshold:.3g}"
                 )
                 results[c.index] = CandidateResult(c, 0.0, reason, "bound")
