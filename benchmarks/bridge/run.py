@@ -298,6 +298,7 @@ class Target:
     end: bytes  # what the last event contains
     body: bytes
     pgid: int | None = None
+    expect: int = 0  # content events each answer must carry (0: not checked)
     samples: list[Sample] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     cpu_s: float = 0.0
@@ -348,6 +349,8 @@ async def one(target: Target) -> Sample:
     writer.close()
     if not first:
         raise RuntimeError(f"{target.name}: no content event in the answer")
+    if target.expect and events != target.expect:
+        raise RuntimeError(f"{target.name}: {events} content events, not {target.expect}")
     per_event = (last - first) / max(events - 1, 1) * 1e6
     return Sample((first - sent) * 1000, per_event, events)
 
@@ -538,7 +541,7 @@ async def measure(
 ) -> str:
     # warm up every target (imports, connection pools) before anything is measured
     for target in targets.values():
-        chat = target.name in ("direct", "relay")
+        chat = target.path.endswith("/chat/completions")
         target.body = request_body("chat" if chat else "responses", small)
         await phase(target, 4, 8)
         target.samples.clear()
@@ -579,7 +582,7 @@ def derive(
     results: dict[tuple[str, int], Target] = {}
     for events in sizes:
         for name, base in targets.items():
-            kind = "chat" if name == "direct" else "responses"
+            kind = "chat" if base.path.endswith("/chat/completions") else "responses"
             results[(name, events)] = Target(
                 name,
                 base.port,
@@ -588,6 +591,7 @@ def derive(
                 base.end,
                 request_body(kind, events, model),
                 base.pgid,
+                expect=events,
             )
     return results
 
