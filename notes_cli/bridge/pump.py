@@ -152,9 +152,11 @@ class Pump:
 
     def end(self, tail: bytes) -> None:
         """The stream's closing bytes (the closing events, or an error event)."""
-        if not self.client.started:
-            self.client.start(200, SSE_HEADERS, self.head or b"")
-        self.client.end(tail)
+        client = self.client
+        client.on_pause = client.on_resume = None  # the upstream connection may serve another
+        if not client.started:
+            client.start(200, SSE_HEADERS, self.head or b"")
+        client.end(tail)
 
     def _fast(self, data: bytes, out: list[bytes]) -> None:
         """Chat upstreams send `data: {json}\n\n` and nothing else: split on the blank line
