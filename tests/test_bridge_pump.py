@@ -105,3 +105,34 @@ def test_an_event_that_never_ends_is_a_malformed_stream(line_end: bytes) -> None
     piece = b"x" * (1024 * 1024)
     with pytest.raises(MalformedStream, match="bytes"):
         _run([chunk({"content": "a"}).replace(b"\n", line_end) + b"data: "] + [piece] * 6)
+
+
+@pytest.mark.parametrize("first", ["text", "reasoning", "tool call"])
+def test_opening_events_encoded_ahead_give_the_same_stream(first: str) -> None:
+    # the bridge primes the Responses encoder while it waits for the upstream; the client
+    # must see exactly what it would have seen without it, whatever comes first
+    opening = {
+        "text": chunk({"role": "assistant", "content": "hi"}),
+        "reasoning": chunk({"role": "assistant", "reasoning_content": "hmm"}),
+        "tool call": b"".join(tool_call_stream(CALLS, pieces=2)[:2]),
+    }[first]
+    stream = opening + chunk({"content": " there"}) + chunk({}, "stop") + usage_chunk()
+
+    def run(primed: bool) -> Any:
+        encoder = responses.StreamEncoder("resp_1", "m")
+        head = encoder.head()
+        if primed:
+            encoder.prime()
+        decoder = chat.StreamDecoder()
+        out = [head]
+        for event in decoder.feed(stream.decode()[6:].split("\n\n")[0]):
+            out.append(encoder.encode(event))
+        for block in stream.decode().split("\n\n")[1:]:
+            if block.startswith("data: "):
+                out.extend(encoder.encode(e) for e in decoder.feed(block[6:]))
+        out.append(encoder.close())
+        return _normal(sse_payloads(b"".join(out)))
+
+    assert run(primed=True) == run(primed=False)
+    kinds = [p["type"] for p in run(primed=True)]
+    assert kinds.count("response.output_item.added") == (2 if first != "text" else 1)

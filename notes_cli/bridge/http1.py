@@ -153,8 +153,11 @@ class Response:
         self._connection.write(head + b"transfer-encoding: chunked\r\n\r\n" + _chunk(first))
 
     def write(self, data: bytes) -> None:
-        if data:
-            self._connection.write(b"%x\r\n%s\r\n" % (len(data), data))
+        if data:  # (the connection's `write`, inlined: once per streamed event)
+            connection = self._connection
+            transport = connection.transport
+            if transport is not None and not connection.lost and not transport.is_closing():
+                transport.write(b"%x\r\n%s\r\n" % (len(data), data))
 
     def end(self, data: bytes = b"") -> None:
         """The stream's last bytes and its terminating chunk, in one write."""

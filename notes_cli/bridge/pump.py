@@ -116,6 +116,9 @@ class Pump:
         thinks rather than between its first bytes and the client's (15-30 µs)."""
         if self.head is None:
             self.head = self.encoder.head()
+            prime = getattr(self.encoder, "prime", None)  # (the Responses encoder's)
+            if prime is not None:
+                prime()
 
     # --- the relay's sink ---------------------------------------------------------------
     def on_headers(self, status: int, headers: list[tuple[str, str]]) -> None:

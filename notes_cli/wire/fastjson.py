@@ -39,6 +39,19 @@ def loads(data: str | bytes, *, parse_constant: Callable[[str], Any] | None = No
         return json.loads(data, parse_constant=parse_constant)
 
 
+def loads_object(data: str | bytes) -> dict[str, Any] | None:
+    """`loads(data)` if it is a JSON object, else None (a decoder's per-event call: junk and
+    errors are skipped, not raised)."""
+    try:
+        obj = _decode(data)
+    except _REFUSED:
+        try:
+            obj = json.loads(data)
+        except (ValueError, RecursionError):
+            return None
+    return obj if type(obj) is dict else None
+
+
 def read(
     data: str | bytes, *, parse_constant: Callable[[str], Any] | None = None
 ) -> tuple[Any, bool]:

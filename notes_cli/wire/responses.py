@@ -574,6 +574,7 @@ class StreamEncoder:
         self._finish: FinishReason | None = None
         self._usage: Usage | None = None
         self._text_prefix = b""
+        self._primed: tuple[int, bytes, _Item, int, bytes] | None = None  # see `prime`
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         self._seq += 1
@@ -587,13 +588,32 @@ class StreamEncoder:
             "response.in_progress", response=response
         )
 
+    def prime(self) -> None:
+        """Encode ahead the events that open a first message (its output item and content
+        part), so that a stream's first text delta adds only itself. A relay calls this while
+        it waits for its upstream; the work is kept only if the first output is text, before
+        any other event (else it is dropped and nothing changes)."""
+        if self._items or self._current is not None:
+            return
+        seq, prefix = self._seq, self._text_prefix
+        frames = self._open_message()
+        item = self._items.pop()
+        self._primed = (seq, frames, item, self._seq, self._text_prefix)
+        self._current, self._seq, self._text_prefix = None, seq, prefix
+
     # the hot path: one text delta
     def text(self, text: str) -> bytes:
         item = self._current
         out = b""
         if item is None or item.kind != "message":
-            out = self._open_message()
-            item = self._current
+            primed, self._primed = self._primed, None
+            if primed is not None and primed[0] == self._seq and not self._items:
+                _, out, item, self._seq, self._text_prefix = primed
+                self._items.append(item)
+                self._current = item
+            else:
+                out = self._open_message()
+                item = self._current
             assert item is not None
         item.text.append(text)
         self._seq += 1
