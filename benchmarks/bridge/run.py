@@ -4,7 +4,7 @@ directly, and CPU per request beside LiteLLM's proxy doing the same Responses �
     python benchmarks/bridge/run.py [--streams 64] [--requests 256] [--events 64,512]
                                     [--gap-ms 1] [--no-litellm] [--write docs/benchmarks-bridge.md]
                                     [--steady-gap-ms 25] [--steady-events 64,256]
-                                    [--steady-requests 256]
+                                    [--steady-requests 256] [--steady-rounds 1]
 
 Two scenarios, both with --streams requests in flight:
 - burst (the rounds): every stream opens at the same instant and the upstream sends a chunk
@@ -21,15 +21,18 @@ Five processes, each in its own session (killed by group at the end): a fast fak
 bare TCP relay in front of it (the floor: one more user-space hop, no HTTP, no translation),
 LiteLLM's proxy in front of it (installed by this runner into benchmarks/.out/venv, never a
 pdnotes dependency; configured offline, no database), and this client, which keeps --streams
-requests in flight and notes when each event arrives. The three targets are run interleaved,
+requests in flight and notes when each event arrives. The targets are run interleaved,
 round by round, in one run, so machine noise hits them alike.
 
 Measured:
 - TTFT: request sent → first content event (chat `delta.content` direct; Responses
   `response.output_text.delta` through a bridge), median over all requests.
-- per event: (last event − first event) / events, median, bridge minus direct (latency added to
-  each event), and the bridge's marginal CPU per event (CPU at the large --events minus CPU at
-  the small one, divided by the extra events).
+- per event: each event's delay, from the upstream writing it to this client reading it (the
+  upstream writes its send time into the event's text, `time.monotonic_ns()`, one clock for
+  all the processes), the median over an answer's events after the first, the median over
+  answers; bridge minus direct is the latency the bridge adds to each event. And the bridge's
+  marginal CPU per event (CPU at the large --events minus CPU at the small one, divided by the
+  extra events).
 - CPU per request: the bridge's (or LiteLLM's) process-group CPU time over a phase / requests.
 """
 
@@ -41,6 +44,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import signal
 import statistics
 import subprocess
@@ -58,6 +62,9 @@ MODEL = "bench-model"
 TICK = os.sysconf("SC_CLK_TCK")
 TEXT_DELTA = b'"response.output_text.delta"'
 COMPLETED = b'"response.completed"'
+# a content event's text is its send time (see `stamped`): chat `content`, Responses `delta`
+# (the closing events repeat the whole text under `text`, which this does not match)
+STAMP = re.compile(rb'"(?:content|delta)":" s(\d{6,})"')
 
 
 # --------------------------------------------------------------------------- fake upstream
@@ -73,11 +80,25 @@ def upstream_main(port_file: str, gap: str) -> None:
         data = json.dumps(payload, separators=(",", ":")).encode()
         return b"%x\r\ndata: %s\n\n\r\n" % (len(data) + 8, data)
 
-    def content(i: int) -> bytes:
-        delta = {"content": f" t{i % 100}"} if i else {"role": "assistant", "content": "t0"}
-        return event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+    def stamped(first: bool) -> tuple[bytes, bytes]:
+        """A content chunk as the bytes before and after its text's send time: each event
+        carries ` s<time.monotonic_ns()>` when it is written (one clock for every process
+        here), so the client measures each event's delay, upstream write to client read."""
+        delta = {"role": "assistant", "content": "@"} if first else {"content": "@"}
+        data = json.dumps(
+            {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+            separators=(",", ":"),
+        ).encode()
+        before, after = data.split(b"@")
+        return b"data: " + before + b" s", after + b"\n\n"
 
-    chunks = [content(i) for i in range(4096)]
+    first_parts, next_parts = stamped(True), stamped(False)
+
+    def content(i: int) -> bytes:
+        before, after = next_parts if i else first_parts
+        payload = before + b"%d" % time.monotonic_ns() + after
+        return b"%x\r\n%s\r\n" % (len(payload), payload)
+
     models = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]}).encode()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -100,12 +121,12 @@ def upstream_main(port_file: str, gap: str) -> None:
                 gap_s = gap_for(str(request.get("model", "")), gap_ms) / 1000
                 writer.write(
                     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                    b"transfer-encoding: chunked\r\n\r\n" + chunks[0]
+                    b"transfer-encoding: chunked\r\n\r\n" + content(0)
                 )
                 for i in range(1, n):
                     if gap_s:
                         await asyncio.sleep(gap_s)
-                    writer.write(chunks[i])
+                    writer.write(content(i))
                 finish = {"index": 0, "delta": {}, "finish_reason": "stop"}
                 usage = {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": n + 8}
                 writer.write(event({**base, "choices": [finish]}))
@@ -326,33 +347,38 @@ async def one(target: Target) -> Sample:
         b"authorization: Bearer x\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s"
         % (target.path.encode(), len(target.body), target.body)
     )
-    first = last = 0.0
+    first = 0.0
     events = 0
     tail = b""
+    delays: list[float] = []  # µs from the upstream's write of an event to its read here
     marker, end = target.marker, target.end
-    keep = max(len(marker), len(end))
+    keep = max(len(marker), len(end), 40)
     while True:
         data = await asyncio.wait_for(reader.read(65536), 120)
         if not data:
             break
-        now = time.perf_counter()
+        now_ns = time.monotonic_ns()
         window = tail + data
         found = window.count(marker) - tail.count(marker)
-        if found:
-            if not first:
-                first = now
-            events += found
-            last = now
+        if found and not first:
+            first = time.perf_counter()
+        events += found
+        for match in STAMP.finditer(window):
+            if match.end() > len(tail):  # not counted with the read before
+                delays.append((now_ns - int(match.group(1))) / 1000)
         if end in window:
             break
         tail = window[-keep:]
     writer.close()
-    if not first:
+    if not events:
         raise RuntimeError(f"{target.name}: no content event in the answer")
     if target.expect and events != target.expect:
         raise RuntimeError(f"{target.name}: {events} content events, not {target.expect}")
-    per_event = (last - first) / max(events - 1, 1) * 1e6
-    return Sample((first - sent) * 1000, per_event, events)
+    if len(delays) != events:
+        raise RuntimeError(f"{target.name}: {len(delays)} stamped events of {events}")
+    # the first event is TTFT's; the rest are the stream's
+    delay = statistics.median(delays[1:]) if len(delays) > 1 else delays[0]
+    return Sample((first - sent) * 1000, delay, events)
 
 
 async def phase(target: Target, streams: int, requests: int, stagger_s: float = 0.0) -> None:
@@ -411,6 +437,9 @@ def main() -> None:
     )
     parser.add_argument("--steady-events", default="64,256", help="small,large (steady)")
     parser.add_argument("--steady-requests", type=int, default=256, help="per target (steady)")
+    parser.add_argument(
+        "--steady-rounds", type=int, default=1, help="interleaved rounds of the steady phases"
+    )
     parser.add_argument("--write", type=Path)
     args = parser.parse_args()
     small, large = (int(x) for x in args.events.split(","))
@@ -566,10 +595,12 @@ async def measure(
         steady = derive(pair, (steady_small, steady_large), model)
         load_before = os.getloadavg()
         started = time.monotonic()
-        for events in (steady_small, steady_large):
-            stagger = events * args.steady_gap_ms / 1000 / args.streams
-            for name in pair:
-                await phase(steady[(name, events)], args.streams, args.steady_requests, stagger)
+        for _ in range(args.steady_rounds):  # interleaved, so the machine's moods hit all alike
+            for events in (steady_small, steady_large):
+                stagger = events * args.steady_gap_ms / 1000 / args.streams
+                for name in pair:
+                    target = steady[(name, events)]
+                    await phase(target, args.streams, args.steady_requests, stagger)
         wall = time.monotonic() - started
         page += "\n" + render_steady(args, steady_small, steady_large, steady, wall, load_before)
     return page
@@ -635,7 +666,7 @@ class Figures:
     def table(self, names: list[str]) -> list[str]:
         lines = [
             "| target | events/answer | requests | failed | median TTFT ms | "
-            "median per-event µs | CPU ms/request |",
+            "median event delay µs | CPU ms/request |",
             "|---|---|---|---|---|---|---|",
         ]
         for events in (self.small, self.large):
@@ -734,8 +765,8 @@ def render_steady(
         "### Steady: streams kept in flight, staggered starts",
         "",
         f"{args.streams} streams in flight, started evenly over one answer's length, each "
-        f"asking again as its answer ends; {args.steady_requests} requests per target and "
-        f"size, upstream gap {args.steady_gap_ms:g} ms between chunks; TTFT over the "
+        f"asking again as its answer ends; {args.steady_rounds} interleaved rounds of "
+        f"{args.steady_requests} requests per target and size, upstream gap {args.steady_gap_ms:g} ms between chunks; TTFT over the "
         f"requests sent once all streams had started ({kept} of the bridge's at {small} "
         f"events); {wall:.0f} s, {load_note(load_before)}.",
         "",
