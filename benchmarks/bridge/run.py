@@ -766,7 +766,8 @@ def render_steady(
         "",
         f"{args.streams} streams in flight, started evenly over one answer's length, each "
         f"asking again as its answer ends; {args.steady_rounds} interleaved rounds of "
-        f"{args.steady_requests} requests per target and size, upstream gap {args.steady_gap_ms:g} ms between chunks; TTFT over the "
+        f"{args.steady_requests} requests per target and size, upstream gap "
+        f"{args.steady_gap_ms:g} ms between chunks; TTFT over the "
         f"requests sent once all streams had started ({kept} of the bridge's at {small} "
         f"events); {wall:.0f} s, {load_note(load_before)}.",
         "",
