@@ -331,3 +331,92 @@ def test_any_answer_survives_each_protocols_stream(events: list[Any], name: str,
     got = summarise(decode(module, chunks))
     want = summarise([e for e in events if not (isinstance(e, ToolCallDelta) and not e.arguments)])
     assert got == want
+
+
+# --- the chat decoder's typed path for text-only chunks ------------------------------------
+
+_odd = st.one_of(
+    st.none(), st.just(""), text, st.integers(-2, 2), st.booleans(), st.just([]), st.just({})
+)
+_delta = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": st.just("assistant"),
+        "content": _odd,
+        "reasoning_content": _odd,
+        "reasoning": _odd,
+        "tool_calls": st.one_of(st.none(), st.just([]), st.just([{"index": 0, "id": "c"}])),
+    },
+)
+_choice = st.fixed_dictionaries(
+    {},
+    optional={
+        "index": st.one_of(st.just(0), st.none(), st.just(1), st.just("0")),
+        "delta": st.one_of(_delta, st.none(), st.just("x")),
+        "message": st.one_of(_delta, st.none()),
+        "finish_reason": st.one_of(st.none(), st.just("stop"), st.just("")),
+        "logprobs": st.none(),
+    },
+)
+_chunk = st.fixed_dictionaries(
+    {"id": st.just("c1"), "object": st.just("chat.completion.chunk")},
+    optional={
+        "choices": st.one_of(st.lists(_choice, max_size=3), st.none(), st.just("x")),
+        "usage": st.one_of(st.none(), st.just({"prompt_tokens": 1, "completion_tokens": 2})),
+        "error": st.one_of(st.none(), st.just({"message": "boom"}), st.just("")),
+        "model": st.just("m"),
+    },
+)
+
+
+@st.composite
+def _near_text_only(draw: st.DrawFn) -> dict[str, Any]:
+    """A text-only chunk with some of its parts changed: each change alone is one the typed
+    path must hand to the general one (or read exactly as it would)."""
+    choice: dict[str, Any] = {"index": 0, "delta": {"content": draw(text)}, "finish_reason": None}
+    chunk: dict[str, Any] = {"id": "c1", "object": "chat.completion.chunk", "choices": [choice]}
+    changes = {
+        "usage": lambda: chunk.update(usage={"prompt_tokens": 1, "completion_tokens": 2}),
+        "error": lambda: chunk.update(error=draw(st.sampled_from([{"message": "x"}, "e", None]))),
+        "index": lambda: choice.update(index=draw(st.sampled_from([1, None, "0", True]))),
+        "finish": lambda: choice.update(finish_reason=draw(st.sampled_from(["stop", ""]))),
+        "content": lambda: choice["delta"].update(content=draw(_odd)),
+        "reasoning": lambda: choice["delta"].update(reasoning_content=draw(_odd)),
+        "reasoning2": lambda: choice["delta"].update(reasoning=draw(_odd)),
+        "calls": lambda: choice["delta"].update(tool_calls=[{"index": 0, "id": "c"}]),
+        "message": lambda: choice.update(message=choice.pop("delta")),
+        "second": lambda: chunk["choices"].append({"index": 1, "delta": {"content": "y"}}),
+    }
+    chosen = draw(st.sets(st.sampled_from(sorted(changes)), min_size=1, max_size=2))
+    for name in sorted(chosen, key=lambda name: name == "message"):  # it moves the delta
+        changes[name]()
+    return chunk
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_chunk, _near_text_only()))
+def test_the_typed_path_reads_any_chunk_as_the_general_path_does(chunk: dict[str, Any]) -> None:
+    _same_events(chunk)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_near_text_only())
+def test_the_typed_path_hands_on_every_other_chunk(chunk: dict[str, Any]) -> None:
+    _same_events(chunk)
+
+
+def _same_events(chunk: dict[str, Any]) -> None:
+    data = json.dumps(chunk)
+    started = '{"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}'
+    typed, general = chat.StreamDecoder(), chat.StreamDecoder()
+    typed.feed(started)
+    general.feed(started)
+    general_feed = general.feed
+    real = chat._text_only
+    try:
+        chat._text_only = lambda _: None  # type: ignore[assignment]  # the general path only
+        expected = general_feed(data)
+    finally:
+        chat._text_only = real  # type: ignore[assignment]
+    assert typed.feed(data) == expected
+    assert (typed.done, typed.native_finish) == (general.done, general.native_finish)
