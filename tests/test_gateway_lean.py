@@ -19,7 +19,7 @@ import pytest
 from loopback import LoopbackServer, Received, Reply, anthropic_stream, chat_stream
 
 from notes_cli.clients.endpoint import Endpoint
-from notes_cli.gateway import AsyncGatewayClient, StreamResult, errors
+from notes_cli.gateway import AsyncGatewayClient, StreamResult, _h1, errors
 from notes_cli.gateway._h1 import Origin, encode_request, supports
 
 KEY = "sk-test-0123456789abcdef"
@@ -439,3 +439,59 @@ def test_request_bytes_name_the_host_as_httpx_does() -> None:
     assert head.startswith(b"POST /api/x?a=1 HTTP/1.1\r\nhost: [::1]:8000\r\n")
     assert head.endswith(b"content-length: 2\r\n\r\n{}")
     assert b"host: gw.example\r\n" in encode_request("GET", Origin("https://gw.example/"), {}, None)
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.status = 0
+        self.body = bytearray()
+        self.calls = 0
+
+    def on_headers(self, status: int, reason: str, headers: Any) -> None:
+        self.status = status
+
+    def on_body(self, data: bytes) -> bool:
+        assert type(data) is bytes  # the sink's contract, whichever parsing path ran
+        self.calls += 1
+        self.body += data
+        return False
+
+
+class _Transport:
+    def write(self, data: bytes) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+
+def test_a_chunked_answer_split_at_every_byte_gives_the_same_body() -> None:
+    # the parser's paths: whole chunks in one read (one or several), a chunk cut anywhere,
+    # an extension, an upper-case size, the terminator and trailers
+    pieces = [b"data: one\n\n", b"data: two\n\n" * 3, b"x", b"data: four\n\n"]
+    chunks = [b"%x\r\n%s\r\n" % (len(p), p) for p in pieces]
+    chunks[2] = b"1;ext=1\r\nx\r\n"
+    chunks[3] = chunks[3].upper().replace(b"DATA: FOUR", b"data: four")
+    body = b"".join(chunks) + b"0\r\nx-trailer: 1\r\n\r\n"
+    head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+
+    async def run(reads: list[bytes]) -> _Recorder:
+        connection = _h1._Connection(asyncio.get_running_loop())
+        connection.transport = _Transport()  # type: ignore[assignment]
+        sink = _Recorder()
+        done = connection.send(b"GET / HTTP/1.1\r\n\r\n", sink, 5, 5)
+        for data in reads:
+            connection.data_received(data)
+        await asyncio.wait_for(done, 1)
+        return sink
+
+    whole = b"".join(pieces)
+    for cut in range(len(head) + 1, len(head) + len(body)):
+        wire = head + body
+        sink = asyncio.run(run([wire[:cut], wire[cut:]]))
+        assert (sink.status, bytes(sink.body)) == (200, whole), cut
+    one_by_one = asyncio.run(run([head] + chunks + [b"0\r\n\r\n"]))
+    assert bytes(one_by_one.body) == whole and one_by_one.calls == len(chunks)

@@ -416,8 +416,18 @@ class _Connection(asyncio.Protocol):
         event is one chunk, and this was a sixth of the bridge's CPU per event); returns how
         many bytes were taken. What is left (a partial chunk, the last chunk, anything odd) is
         for `_chunks` to parse."""
+        end = len(buf)
+        line_end = buf.find(b"\r\n", 0, _MAX_CHUNK_LINE)
+        if line_end > 0:  # a read of exactly one chunk, the commonest, without the loop
+            try:
+                size = int(buf[:line_end], 16)
+            except ValueError:
+                size = 0
+            if size > 0 and line_end + 4 + size == end and buf[end - 2 :] == b"\r\n":
+                self._deliver(bytes(buf[line_end + 2 : end - 2]))
+                return end
         pieces: list[bytes] = []
-        at, end = 0, len(buf)
+        at = 0
         while at < end:
             line_end = buf.find(b"\r\n", at, at + _MAX_CHUNK_LINE)
             if line_end < 0:
