@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from loopback import sse_event
@@ -43,6 +45,45 @@ def bridge_to(
         yield running
     finally:
         running.stop()
+
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@contextlib.contextmanager
+def asyncio_upstream(handle: Handler, lifetime_s: float = 30.0) -> Iterator[str]:
+    """An asyncio server on a free loopback port running `handle` for each connection, on a
+    thread, for at most `lifetime_s`; yields its base URL. Asyncio rather than the threaded
+    LoopbackServer when a test must see exactly what the socket does (a full buffer that
+    blocks the writer, the bridge hanging up)."""
+    loop = asyncio.new_event_loop()
+    ready, stop = threading.Event(), asyncio.Event()
+    port: list[int] = []
+
+    async def serve() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port.append(server.sockets[0].getsockname()[1])
+        ready.set()
+        async with server:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), lifetime_s)
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    ready.wait(5)
+    try:
+        yield f"http://127.0.0.1:{port[0]}"
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(5)
+        loop.close()
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    """One request's head and body (by its Content-Length), as an asyncio upstream reads it."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    return head + await reader.readexactly(length)
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:

@@ -8,12 +8,11 @@ import asyncio
 import contextlib
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-from bridge_support import bridge_to, chunk
+from bridge_support import asyncio_upstream, bridge_to, chunk, read_request
 from loopback import LoopbackServer, Reply
 
 DEAD_UPSTREAM = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
@@ -175,20 +174,15 @@ def test_expect_100_continue_is_answered_before_the_body() -> None:
 
 
 @contextlib.contextmanager
-def _firehose(total: int) -> Iterator[tuple[int, list[int]]]:
+def _firehose(total: int) -> Iterator[tuple[str, list[int]]]:
     """An upstream that streams `total` bytes of chat chunks as fast as the bridge reads them,
     and counts what it managed to send (asyncio, so a full socket really blocks it)."""
-    loop = asyncio.new_event_loop()
-    ready, stop = threading.Event(), asyncio.Event()
-    port: list[int] = []
     sent = [0]
     event = chunk({"content": "x" * 4000})
     framed = b"%x\r\n%s\r\n" % (len(event), event)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-        await reader.readexactly(length)
+        await read_request(reader)
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
             b"transfer-encoding: chunked\r\n\r\n"
@@ -200,31 +194,16 @@ def _firehose(total: int) -> Iterator[tuple[int, list[int]]]:
                 await writer.drain()
         writer.close()
 
-    async def serve() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        port.append(server.sockets[0].getsockname()[1])
-        ready.set()
-        async with server:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 30)
-
-    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
-    thread.start()
-    ready.wait(5)
-    try:
-        yield port[0], sent
-    finally:
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(5)
-        loop.close()
+    with asyncio_upstream(handle) as url:
+        yield url, sent
 
 
 def test_a_client_that_does_not_read_holds_the_upstream_back() -> None:
     total = 200 * 1024 * 1024
     body = json.dumps({"model": "m", "stream": True, "input": "hi", "store": False}).encode()
     with (
-        _firehose(total) as (port, sent),
-        bridge_to(f"http://127.0.0.1:{port}") as bridge,
+        _firehose(total) as (url, sent),
+        bridge_to(url) as bridge,
         socket.socket() as sock,
     ):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)

@@ -4,7 +4,6 @@ parallel tool calls, custom tools, dropped tools, and every way an upstream fail
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import threading
@@ -15,8 +14,10 @@ import httpx
 import pytest
 from bridge_support import (
     UPSTREAM_KEY,
+    asyncio_upstream,
     bridge_to,
     chunk,
+    read_request,
     sse_payloads,
     tool_call_stream,
     usage_chunk,
@@ -292,14 +293,9 @@ def test_a_stalled_upstream_is_bounded_by_the_idle_timeout() -> None:
 
 def test_a_client_disconnect_cancels_the_upstream_request() -> None:
     saw_eof = threading.Event()
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    port: list[int] = []
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-        await reader.readexactly(length)
+        await read_request(reader)
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
             b"transfer-encoding: chunked\r\n\r\n"
@@ -316,32 +312,14 @@ def test_a_client_disconnect_cancels_the_upstream_request() -> None:
         saw_eof.set()
         writer.close()
 
-    stop = asyncio.Event()
-
-    async def serve() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        port.append(server.sockets[0].getsockname()[1])
-        ready.set()
-        async with server:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 20)
-
-    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
-    thread.start()
-    ready.wait(5)
-    try:
-        with bridge_to(f"http://127.0.0.1:{port[0]}") as bridge:
-            with httpx.stream(
-                "POST", bridge.config.root_url + "/v1/responses", json=responses_body(), timeout=10
-            ) as reply:
-                for line in reply.iter_lines():
-                    if "output_text.delta" in line:
-                        break  # the client goes away mid-answer
-            assert saw_eof.wait(3), "the upstream never saw the bridge hang up"
-    finally:
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(5)
-        loop.close()
+    with asyncio_upstream(handle, lifetime_s=20) as url, bridge_to(url) as bridge:
+        with httpx.stream(
+            "POST", bridge.config.root_url + "/v1/responses", json=responses_body(), timeout=10
+        ) as reply:
+            for line in reply.iter_lines():
+                if "output_text.delta" in line:
+                    break  # the client goes away mid-answer
+        assert saw_eof.wait(3), "the upstream never saw the bridge hang up"
 
 
 # --------------------------------------------------------------------------- auth, routes
