@@ -10,6 +10,7 @@ import asyncio
 import gzip
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -495,3 +496,31 @@ def test_a_chunked_answer_split_at_every_byte_gives_the_same_body() -> None:
         assert (sink.status, bytes(sink.body)) == (200, whole), cut
     one_by_one = asyncio.run(run([head] + chunks + [b"0\r\n\r\n"]))
     assert bytes(one_by_one.body) == whole and one_by_one.calls == len(chunks)
+
+
+def test_each_request_carries_its_own_headers_though_heads_are_reused() -> None:
+    # the pool builds a request head once per method, URL and headers: a different key or
+    # accept header on the same URL must not reuse another request's head
+    sent = [
+        {"authorization": "Bearer first", "accept": "text/event-stream"},
+        {"authorization": "Bearer second", "accept": "application/json"},
+        {"authorization": "Bearer first", "accept": "text/event-stream"},
+    ]
+
+    async def go(url: str) -> None:
+        pool = _h1.Http1Pool(ssl.create_default_context())
+        try:
+            for headers in sent:
+                await pool.request(
+                    "POST", url, headers, b"{}", _Recorder(),
+                    connect_timeout=5, headers_timeout=5, idle_timeout=5,
+                )  # fmt: skip
+        finally:
+            await pool.aclose()
+
+    with LoopbackServer(Reply.json({"ok": True})) as server:
+        asyncio.run(asyncio.wait_for(go(server.url + "/v1/chat/completions"), 10))
+    seen = [
+        {name: r.headers[name] for name in ("authorization", "accept")} for r in server.requests
+    ]
+    assert seen == sent
