@@ -152,9 +152,7 @@ class BridgeApp:
         asyncio.get_running_loop().call_soon(pump.prepare)
         try:
             await self._upstream().stream("/chat/completions", plan.body, pump)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # worded for the client below, in its protocol
+        except Exception as exc:  # worded for the client below (a cancel is not an Exception)
             error = exc
         if not pump.opened:  # failed before the upstream answered
             self._error(response, leg, self._wire_error(error))
@@ -188,8 +186,6 @@ class BridgeApp:
     ) -> None:
         try:
             _, body = await self._upstream().fetch("POST", "/chat/completions", plan.body)
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:
             self._error(response, leg, self._wire_error(exc))
             return

@@ -26,6 +26,7 @@ import asyncio
 import collections
 import logging
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
@@ -39,32 +40,16 @@ LINGER_S = 1.0  # after refusing a request, its remaining bytes are read (and dr
 Handler = Callable[["Request", "Response"], Coroutine[Any, Any, None]]
 
 
+@dataclass(slots=True)
 class Request:
     """One whole request: `headers` are (lower-cased name, value) pairs, as sent."""
 
-    __slots__ = ("method", "path", "query", "headers", "body", "keep_alive")
-
-    def __init__(
-        self,
-        method: str,
-        path: str,
-        query: str,
-        headers: list[tuple[bytes, bytes]],
-        body: bytes,
-        keep_alive: bool,
-    ) -> None:
-        self.method = method
-        self.path = path
-        self.query = query
-        self.headers = headers
-        self.body = body
-        self.keep_alive = keep_alive
-
-    def header(self, name: bytes) -> bytes | None:
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return None
+    method: str
+    path: str
+    query: str
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    keep_alive: bool
 
 
 def _status_line(status: int) -> bytes:

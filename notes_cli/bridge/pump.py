@@ -22,6 +22,7 @@ import asyncio
 from typing import Any, Protocol
 
 from notes_cli.gateway._limits import MAX_EVENT_LINE_BYTES
+from notes_cli.gateway.relay import Reader
 from notes_cli.gateway.sse import EventTooLarge, ServerSentEvent, SSEParser
 from notes_cli.wire import events as ev
 from notes_cli.wire.errors import WireError
@@ -64,14 +65,6 @@ class ClientStream(Protocol):
     def write(self, data: bytes) -> None: ...
 
     def end(self, data: bytes = b"") -> None: ...
-
-
-class Reader(Protocol):
-    """The upstream connection's reading, as `gateway.relay` hands it over."""
-
-    def pause(self) -> None: ...
-
-    def resume(self) -> None: ...
 
 
 class MalformedStream(Exception):

@@ -50,12 +50,8 @@ class Sink(Protocol):
         is then read, briefly, so that the connection can be reused)."""
         ...
 
-
-class PausableSink(Sink, Protocol):
-    """A sink that can hold the answer back (a relay whose own client reads slowly): it gets
-    the connection once the request is sent, and calls its `pause()` / `resume()`."""
-
-    def on_reader(self, reader: _Connection) -> None: ...
+    # Optional: `on_reader(connection)`, called once the request is sent, for a sink that may
+    # hold the answer back (a relay whose own client reads slowly) with its pause() / resume().
 
 
 class _Stale(httpx.RemoteProtocolError):
@@ -95,7 +91,10 @@ def encode_request(
     method: str, origin: Origin, headers: dict[str, str], body: bytes | None
 ) -> bytes:
     """The request's bytes. A CR, LF or NUL in a header would let a value smuggle in headers."""
-    head = encode_head(method, origin, headers)
+    return _with_body(encode_head(method, origin, headers), body)
+
+
+def _with_body(head: bytes, body: bytes | None) -> bytes:
     if body is None:
         return head + b"\r\n"
     return head + b"content-length: %d\r\n\r\n" % len(body) + body
@@ -504,9 +503,7 @@ class Http1Pool:
             if len(self._heads) > 64:
                 self._heads.clear()
             head = self._heads[key] = encode_head(method, self.origin(url), headers)
-        if body is None:
-            return head + b"\r\n"
-        return head + b"content-length: %d\r\n\r\n" % len(body) + body
+        return _with_body(head, body)
 
     def origin(self, url: str) -> Origin:
         """`url` parsed (cached: a client posts to one or two URLs)."""
@@ -553,7 +550,7 @@ class Http1Pool:
         self, connection: _Connection, request: bytes, sink: Sink, headers_s: float, idle_s: float
     ) -> None:
         done = connection.send(request, sink, headers_s, idle_s)
-        on_reader = getattr(sink, "on_reader", None)  # a PausableSink
+        on_reader = getattr(sink, "on_reader", None)  # (optional: see `Sink`)
         if on_reader is not None:
             on_reader(connection)
         try:
