@@ -89,7 +89,7 @@ def test_pipelined_requests_are_answered_in_order() -> None:
 
 def test_a_connection_that_never_completes_its_head_is_cut() -> None:
     with (
-        bridge_to(DEAD_UPSTREAM, header_timeout_s=0.5) as bridge,
+        bridge_to(DEAD_UPSTREAM, request_timeout_s=0.5) as bridge,
         _connect(bridge.config.port) as silent,
         _connect(bridge.config.port) as slow,
     ):
@@ -101,6 +101,21 @@ def test_a_connection_that_never_completes_its_head_is_cut() -> None:
                 slow.sendall(b"x-slow: 1\r\n")
         assert _read_until_closed(slow, 5) == b""
         assert _read_until_closed(silent, 5) == b""
+        assert time.monotonic() - started < 4
+
+
+def test_a_body_sent_a_byte_at_a_time_is_cut_too() -> None:
+    with (
+        bridge_to(DEAD_UPSTREAM, request_timeout_s=0.5) as bridge,
+        _connect(bridge.config.port) as sock,
+    ):
+        sock.sendall(b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n")
+        started = time.monotonic()
+        with contextlib.suppress(OSError):
+            for _ in range(5):
+                time.sleep(0.2)
+                sock.sendall(b"{")
+        assert _read_until_closed(sock, 5) == b""
         assert time.monotonic() - started < 4
 
 

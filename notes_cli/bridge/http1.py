@@ -13,8 +13,9 @@ line, headers and first events go out in one write from the upstream's read call
 
 Kept to what the bridge's clients need: keep-alive, pipelined requests answered in order,
 `Expect: 100-continue`, Content-Length and chunked request bodies (httptools decodes both),
-chunked streamed answers. Bounded: a request's head must be complete within `header_timeout_s`
-of its first byte (or of the connection opening: slowloris) and fit in 256 KiB; a body over
+chunked streamed answers. Bounded: a request, head and body, must be complete within
+`request_timeout_s` of its first byte (or of the connection opening: slowloris, or a body
+sent a byte at a time), and its head must fit in 256 KiB; a body over
 `max_body` is refused with 413 before it is read; an idle keep-alive connection is closed after
 `keepalive_s`. A client that reads slower than the answer is produced gets `pause_writing`,
 which the app turns into pausing its upstream (no unbounded buffering).
@@ -197,7 +198,7 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self.server.connections.add(self)
-        self._arm(self.server.header_timeout_s)  # a connection that sends nothing is cut too
+        self._arm(self.server.request_timeout_s)  # a connection that sends nothing is cut too
 
     def data_received(self, data: bytes) -> None:
         if self.rejected:
@@ -241,7 +242,7 @@ class _Connection(asyncio.Protocol):
     def on_message_begin(self) -> None:
         self._reset()
         if self.task is None:
-            self._arm(self.server.header_timeout_s)
+            self._arm(self.server.request_timeout_s)
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -252,8 +253,6 @@ class _Connection(asyncio.Protocol):
         self._count(len(name) + len(value) + 4)
 
     def on_headers_complete(self) -> None:
-        if self.task is None:
-            self._disarm()
         for name, value in self.headers:
             if name == b"content-length" and value.strip().isdigit():
                 if int(value) > self.server.max_body:
@@ -268,6 +267,8 @@ class _Connection(asyncio.Protocol):
         self.body.append(body)
 
     def on_message_complete(self) -> None:
+        if self.task is None:
+            self._disarm()  # the whole request came in time (a body can drip too)
         method = self.parser.get_method().decode("latin-1")
         url = self.url
         if not url.startswith(b"/"):  # the absolute form a proxy would be sent
@@ -396,13 +397,13 @@ class HttpServer:
         self,
         handler: Handler,
         *,
-        header_timeout_s: float = 30.0,
+        request_timeout_s: float = 30.0,
         keepalive_s: float = 30.0,
         max_body: int = 16 * 1024 * 1024,
         graceful_s: float = 5.0,
     ) -> None:
         self.handler = handler
-        self.header_timeout_s = header_timeout_s
+        self.request_timeout_s = request_timeout_s
         self.keepalive_s = keepalive_s
         self.max_body = max_body
         self.graceful_s = graceful_s

@@ -25,7 +25,7 @@ from notes_cli.bridge.http1 import HttpServer
 # One way of binding for the engine and the bridge (port 0 known at once, TCP_NODELAY).
 from notes_cli.engine.http.server import bind_socket
 
-HEADER_TIMEOUT_S = 30.0  # a client that sends no complete request head in this long is cut
+REQUEST_TIMEOUT_S = 30.0  # a client that sends no complete request (head, body) in this long is cut
 KEEPALIVE_S = 30.0  # an idle keep-alive connection is closed after this long
 _STARTUP_TIMEOUT_S = 20.0
 
@@ -40,7 +40,7 @@ def build_app(config: BridgeConfig) -> BridgeApp:
 
 
 def _server(app: BridgeApp, graceful_s: float, **bounds: Any) -> HttpServer:
-    settings = {"header_timeout_s": HEADER_TIMEOUT_S, "keepalive_s": KEEPALIVE_S}
+    settings = {"request_timeout_s": REQUEST_TIMEOUT_S, "keepalive_s": KEEPALIVE_S}
     settings["max_body"] = MAX_BODY_BYTES
     return HttpServer(app.handle, graceful_s=graceful_s, **{**settings, **bounds})
 
@@ -129,7 +129,7 @@ def start_bridge(
 ) -> RunningBridge:
     """Serve `config` on a thread; returns once it accepts connections (`config.port` 0 picks
     a free port: the returned bridge's `.config` has the real one). `bounds` override the
-    server's `header_timeout_s`, `keepalive_s` and `max_body` (tests)."""
+    server's `request_timeout_s`, `keepalive_s` and `max_body` (tests)."""
     sock = bind_socket(config.host, config.port)
     config = replace(config, port=sock.getsockname()[1])
     app = app or build_app(config)
