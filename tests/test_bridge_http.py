@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import socket
+import threading
 import time
 from collections.abc import Iterator
 
@@ -189,10 +190,12 @@ def test_expect_100_continue_is_answered_before_the_body() -> None:
 
 
 @contextlib.contextmanager
-def _firehose(total: int) -> Iterator[tuple[str, list[int]]]:
+def _firehose(total: int) -> Iterator[tuple[str, list[int], threading.Event]]:
     """An upstream that streams `total` bytes of chat chunks as fast as the bridge reads them,
-    and counts what it managed to send (asyncio, so a full socket really blocks it)."""
+    counts what it managed to send (asyncio, so a full socket really blocks it), and notes
+    when the bridge hangs up on it."""
     sent = [0]
+    hung_up = threading.Event()
     event = chunk({"content": "x" * 4000})
     framed = b"%x\r\n%s\r\n" % (len(event), event)
 
@@ -202,22 +205,24 @@ def _firehose(total: int) -> Iterator[tuple[str, list[int]]]:
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
             b"transfer-encoding: chunked\r\n\r\n"
         )
-        with contextlib.suppress(ConnectionError):
+        try:
             while sent[0] < total:
                 writer.write(framed)
                 sent[0] += len(framed)
                 await writer.drain()
+        except ConnectionError:
+            hung_up.set()
         writer.close()
 
     with asyncio_upstream(handle) as url:
-        yield url, sent
+        yield url, sent, hung_up
 
 
 def test_a_client_that_does_not_read_holds_the_upstream_back() -> None:
     total = 200 * 1024 * 1024
     body = json.dumps({"model": "m", "stream": True, "input": "hi", "store": False}).encode()
     with (
-        _firehose(total) as (url, sent),
+        _firehose(total) as (url, sent, _),
         bridge_to(url) as bridge,
         socket.socket() as sock,
     ):
@@ -233,3 +238,20 @@ def test_a_client_that_does_not_read_holds_the_upstream_back() -> None:
     # Without the pause the bridge reads (and buffers) ~200 MB in that time; with it, the
     # upstream stops once the socket buffers between them are full (a few MB on Linux).
     assert held < 32 * 1024 * 1024, f"the upstream sent {held} bytes into a stalled client"
+
+
+def test_a_client_that_never_reads_ends_the_upstream_call_after_the_idle_timeout() -> None:
+    # held back, not silent: but not for as long as the client stays connected either
+    body = json.dumps({"model": "m", "stream": True, "input": "hi", "store": False}).encode()
+    with (
+        _firehose(200 * 1024 * 1024) as (url, _, hung_up),
+        bridge_to(url, idle_timeout=0.5) as bridge,
+        socket.socket() as sock,
+    ):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", bridge.config.port))
+        sock.sendall(
+            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        assert hung_up.wait(5), "the bridge kept the upstream call open for a stalled client"

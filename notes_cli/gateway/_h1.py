@@ -54,6 +54,11 @@ class Sink(Protocol):
     # hold the answer back (a relay whose own client reads slowly) with its pause() / resume().
 
 
+class StalledReader(httpx.ReadTimeout):
+    """The sink held the answer back (its own client read nothing) for the idle timeout: the
+    request is ended rather than kept open for as long as that client stays connected."""
+
+
 class _Stale(httpx.RemoteProtocolError):
     """A reused connection closed before any byte of the answer: the server had timed it out,
     so it never saw the request, which is safe to send again on a new connection."""
@@ -120,6 +125,7 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.reused = False
         self.paused = False  # reading held back by the sink (its client is slow)
+        self.paused_at = 0.0
         self.idle_since = 0.0
         self.release: Callable[[_Connection], None] | None = None
         self.on_lost: Callable[[_Connection], None] | None = None
@@ -224,9 +230,11 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
 
     def pause(self) -> None:
-        """Stop reading the answer (the idle timeout waits too) until `resume`."""
+        """Stop reading the answer until `resume`; the idle timeout then counts the pause (a
+        sink paused for that long fails the request with `StalledReader`)."""
         if not self.paused and self.transport is not None and not self.closed:
             self.paused = True
+            self.paused_at = self.loop.time()
             self.transport.pause_reading()
 
     def resume(self) -> None:
@@ -252,14 +260,14 @@ class _Connection(asyncio.Protocol):
         self._timer = None
         if self.state not in ("head", "body", "drain"):
             return
-        due = self.last + self.timeout
-        if self.paused:  # held back by the sink, not silent
-            due = self.loop.time() + self.timeout
+        due = (self.paused_at if self.paused else self.last) + self.timeout
         if self.loop.time() < due:
             self._timer = self.loop.call_at(due, self._check)
         elif self.state == "drain":
             self.reusable = False  # the body never ended: do not reuse the connection
             self._settle()
+        elif self.paused:
+            self._fail(StalledReader(f"the answer was held back for {self.timeout:g} s"))
         else:
             self._fail(httpx.ReadTimeout(f"no data for {self.timeout:g} s"))
 

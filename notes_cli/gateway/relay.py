@@ -162,7 +162,12 @@ class Upstream:
             async for chunk in response.aiter_raw():
                 if guard.on_body(chunk):
                     return
-                await gate.open.wait()
+                if not gate.open.is_set():
+                    try:
+                        await asyncio.wait_for(gate.open.wait(), self.idle_timeout)
+                    except TimeoutError:
+                        held = f"the answer was held back for {self.idle_timeout:g} s"
+                        raise _h1.StalledReader(held) from None
 
 
 class _Gate:
@@ -236,6 +241,14 @@ class _StatusGuard:
 
     def translate(self, exc: httpx.HTTPError, upstream: Upstream) -> errors.GatewayError:
         seen = self.headers_at is not None
+        if isinstance(exc, _h1.StalledReader):
+            return errors.IdleStreamTimeout(
+                f"the client stopped reading the stream from {self.url} for "
+                f"{upstream.idle_timeout:g} s; the upstream request was ended",
+                url=self.url,
+                seconds=upstream.idle_timeout,
+                fix="the client stalled; it can ask again",
+            )
         if seen and isinstance(exc, httpx.TransportError | httpx.DecodingError):
             if isinstance(exc, httpx.TimeoutException):
                 return errors.IdleStreamTimeout(
