@@ -43,13 +43,10 @@ def loads_object(data: str | bytes) -> dict[str, Any] | None:
     """`loads(data)` if it is a JSON object, else None (a decoder's per-event call: junk and
     errors are skipped, not raised)."""
     try:
-        obj = _decode(data)
-    except _REFUSED:
-        try:
-            obj = json.loads(data)
-        except (ValueError, RecursionError):
-            return None
-    return obj if type(obj) is dict else None
+        obj = loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def read(
