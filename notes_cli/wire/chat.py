@@ -673,11 +673,11 @@ class StreamDecoder:
             text = _text_only(data)
             if text is not None:
                 return [TextDelta(text)]
-        obj = f.parse_sse_json(data)  # first: nearly every event is a chunk, once `[DONE]`
+        if data.strip() == "[DONE]":  # before parsing: it is not JSON, and each refusal
+            self.closed = True  # (msgspec's, then json's) cost more than the whole check
+            return self._end_calls()
+        obj = f.parse_sse_json(data)
         if obj is None:
-            if data.strip() == "[DONE]":
-                self.closed = True
-                return self._end_calls()
             self.malformed += 1
             return []
         out: list[Event] = []
