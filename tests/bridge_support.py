@@ -1,4 +1,4 @@
-"""Bridges for tests: a real uvicorn bridge on a free loopback port in front of an upstream
+"""Bridges for tests: a real bridge server on a free loopback port in front of an upstream
 (the engine, a scripted loopback server, or an asyncio server that records what it saw)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+import httpx
 from loopback import sse_event
 
 from notes_cli.bridge.app import BridgeApp
@@ -29,10 +30,16 @@ def bridge_to(
     idle_timeout: float = 10.0,
     model_map: dict[str, str] | None = None,
     store_capacity: int = 256,
+    httpx_path: bool = False,
     **bounds: float,
 ) -> Iterator[RunningBridge]:
+    """`httpx_path`: relay through httpx, as for an upstream behind a proxy, instead of the
+    lean HTTP/1.1 client."""
     config = BridgeConfig(upstream=upstream_url, port=0, model_map=model_map or {})
-    upstream = Upstream(upstream_url, key, idle_timeout=idle_timeout, headers_timeout=10.0)
+    transport = httpx.AsyncHTTPTransport() if httpx_path else None
+    upstream = Upstream(
+        upstream_url, key, idle_timeout=idle_timeout, headers_timeout=10.0, transport=transport
+    )
     app = BridgeApp(
         config,
         upstream_key=key,
