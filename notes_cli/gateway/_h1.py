@@ -500,6 +500,19 @@ class Http1Pool:
         self._slots = asyncio.Semaphore(max_connections)
         self._open: set[_Connection] = set()  # idle, busy and draining
         self._closed = False
+        self._takes: dict[str, bool] = {}
+
+    def takes(self, url: str) -> bool:
+        """Whether requests to `url` go through this pool; the rest (a proxy applies, or a URL
+        this transport cannot send to) are httpx's. Cached: a client posts to one or two URLs."""
+        direct = self._takes.get(url)
+        if direct is None:
+            from notes_cli.proxy import select_proxy
+
+            if len(self._takes) > 64:
+                self._takes.clear()
+            direct = self._takes[url] = supports(url) and select_proxy(url) is None
+        return direct
 
     def _encode(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> bytes:
         """`encode_request`, its head built (and checked) once per method, URL and headers:

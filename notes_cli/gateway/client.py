@@ -31,7 +31,6 @@ from notes_cli.gateway._http import (
     AsyncConnectTrace,
     ConnectTrace,
     Watchdog,
-    proxy_for,
     safe_url,
     status_error,
     translate,
@@ -536,16 +535,10 @@ class AsyncGatewayClient(_BaseClient):
 
         self._pools = Pools(make, max_connections, shared=transport is not None)
         self._h1 = _h1.Http1Pool(kwargs["verify"], max_connections) if transport is None else None
-        self._direct: dict[str, bool] = {}
 
     def _lean(self, url: str) -> _h1.Http1Pool | None:
-        """The lean transport for `url`, unless a proxy applies to it (httpx handles those)."""
-        if self._h1 is None:
-            return None
-        direct = self._direct.get(url)
-        if direct is None:
-            direct = self._direct[url] = _h1.supports(url) and proxy_for(url) is None
-        return self._h1 if direct else None
+        """The lean transport, unless httpx must send to `url` (a proxy applies to it)."""
+        return self._h1 if self._h1 is not None and self._h1.takes(url) else None
 
     async def __aenter__(self) -> AsyncGatewayClient:
         return self

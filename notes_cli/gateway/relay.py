@@ -23,7 +23,7 @@ from typing import Protocol
 import httpx
 
 from notes_cli.gateway import _h1, errors
-from notes_cli.gateway._http import proxy_for, safe_url, status_error, translate
+from notes_cli.gateway._http import safe_url, status_error, translate
 
 _MAX_ERROR_BODY = 64 * 1024
 _MAX_WHOLE_BODY = 16 * 1024 * 1024
@@ -77,7 +77,6 @@ class Upstream:
             limits=httpx.Limits(max_connections=max_connections),
         )
         self._h1 = None if transport is not None else _h1.Http1Pool(verify, max_connections)
-        self._direct: dict[str, bool] = {}
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -143,12 +142,8 @@ class Upstream:
         await self._httpx.aclose()
 
     def _lean(self, url: str) -> _h1.Http1Pool | None:
-        if self._h1 is None:
-            return None
-        direct = self._direct.get(url)
-        if direct is None:
-            direct = self._direct[url] = _h1.supports(url) and proxy_for(url) is None
-        return self._h1 if direct else None
+        """The lean transport, unless httpx must send to `url` (a proxy applies to it)."""
+        return self._h1 if self._h1 is not None and self._h1.takes(url) else None
 
     async def _stream_httpx(
         self, url: str, headers: dict[str, str], body: bytes, guard: _StatusGuard
