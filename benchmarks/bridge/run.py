@@ -16,9 +16,10 @@ Two scenarios, both with --streams requests in flight:
   engines take 10-15 ms per token at batch 1-8 and more as the batch grows, DistServe's SLO
   is a P90 TPOT of 40 ms). Its TTFT counts only requests sent once every stream had started.
 
-Five processes, each in its own session (killed by group at the end): a fast fake chat upstream
+Up to six processes, each in its own session (killed by group at the end): a fast fake chat upstream
 (first chunk at once, then one chunk every --gap-ms), `pdnotes bridge serve` in front of it, a
 bare TCP relay in front of it (the floor: one more user-space hop, no HTTP, no translation),
+socat in front of it when installed (the same hop in C, a process per connection),
 LiteLLM's proxy in front of it (installed by this runner into benchmarks/.out/venv, never a
 pdnotes dependency; configured offline, no database), and this client, which keeps --streams
 requests in flight and notes when each event arrives. The targets are run interleaved,
@@ -45,6 +46,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -60,6 +62,7 @@ OUT = ROOT / "benchmarks" / ".out"
 VENV = OUT / "venv"
 LITELLM_VERSION = "1.106.12"  # newer releases need a `litellm-proxy` package PyPI lacks here
 MODEL = "bench-model"
+STEADY_TARGETS = ("direct", "relay", "socat", "bridge")  # LiteLLM is run in the burst only
 TICK = os.sysconf("SC_CLK_TCK")
 TEXT_DELTA = b'"response.output_text.delta"'
 COMPLETED = b'"response.completed"'
@@ -236,7 +239,7 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def group_cpu_s(pgid: int) -> float:
-    """User + system CPU seconds of every live process in the group (children included)."""
+    """User + system CPU seconds of every live process in the group and its reaped children."""
     total = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -246,7 +249,8 @@ def group_cpu_s(pgid: int) -> float:
         except OSError:
             continue
         if int(fields[2]) == pgid:  # fields[2] is pgrp (state is fields[0])
-            total += int(fields[11]) + int(fields[12])
+            # utime, stime, and the reaped children's (socat's, a process per connection)
+            total += sum(int(x) for x in fields[11:15])
     return total / TICK
 
 
@@ -526,6 +530,17 @@ def run(args: argparse.Namespace, small: int, large: int, processes: list) -> st
         time.sleep(0.05)
     relay_port = int(relay_file.read_text())
 
+    socat = shutil.which("socat")
+    if socat:  # the relay in C; `fork`: a process per connection, so streams run in parallel
+        socat_port = free_port()
+        socat_process = spawn(
+            [socat, f"TCP-LISTEN:{socat_port},bind=127.0.0.1,reuseaddr,fork,nodelay,backlog=1024",
+             f"TCP:127.0.0.1:{upstream_port},nodelay"],
+            OUT / "bridge-socat.log",
+        )  # fmt: skip
+        processes.append(socat_process)
+        wait_port(socat_port, 10, socat_process)
+
     bridge_port = free_port()
     bridge = spawn(
         [sys.executable, "-m", "notes_cli", "bridge", "serve", "--upstream", f"{upstream_url}/v1",
@@ -548,6 +563,11 @@ def run(args: argparse.Namespace, small: int, large: int, processes: list) -> st
             "bridge", bridge_port, "/v1/responses", TEXT_DELTA, COMPLETED, b"", pgid=bridge.pid
         ),
     }  # fmt: skip
+    if socat:
+        targets["socat"] = Target(
+            "socat", socat_port, "/v1/chat/completions", b'"content"', b"[DONE]", b"",
+            pgid=socat_process.pid,
+        )  # fmt: skip
     litellm_note = "not run (--no-litellm)"
     if not args.no_litellm:
         binary, litellm_note = ensure_litellm()
@@ -598,11 +618,12 @@ async def measure(
                     count = args.litellm_requests
                 await phase(results[(name, events)], args.streams, count)
     wall = time.monotonic() - started
-    page = render(args, small, large, results, list(targets), note, wall, load_before)
+    names = [name for name in (*STEADY_TARGETS, "litellm") if name in targets]
+    page = render(args, small, large, results, names, note, wall, load_before)
     if args.steady_gap_ms:
         steady_small, steady_large = (int(x) for x in args.steady_events.split(","))
         model = f"{MODEL}@{args.steady_gap_ms:g}ms"
-        pair = {name: targets[name] for name in ("direct", "relay", "bridge")}
+        pair = {name: targets[name] for name in STEADY_TARGETS if name in targets}
         steady = derive(pair, (steady_small, steady_large), model)
         load_before = os.getloadavg()
         started = time.monotonic()
@@ -717,6 +738,14 @@ class Figures:
                 f"{self.marginal_us('relay'):.1f} µs of CPU per event, "
                 f"{self.cpu_ms('relay', small):.2f} ms of CPU per request at {small} events"
             )
+        if ("socat", small) in self.results:
+            socat_ttft = self.ttft("socat", small) - self.ttft("direct", small)
+            socat_event = self.per_event("socat", large) - self.per_event("direct", large)
+            lines.append(
+                f"- the same hop in C, socat (a process per connection, forked as it "
+                f"connects): **{socat_ttft:+.3f} ms** TTFT, {socat_event:+.1f} µs per event, "
+                f"{self.marginal_us('socat'):.1f} µs of CPU per event"
+            )
         for (name, events), target in self.results.items():
             if target.failures:
                 reasons = sorted(set(target.failures))
@@ -783,7 +812,8 @@ def render_steady(
         f"events); {wall:.0f} s, {load_note(load_before)}.",
         "",
     ]
-    lines = header + figures.summary() + [""] + figures.table(["direct", "relay", "bridge"])
+    names = [name for name in STEADY_TARGETS if (name, small) in results]
+    lines = header + figures.summary() + [""] + figures.table(names)
     return "\n".join(lines) + "\n"
 
 
