@@ -15,15 +15,14 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from notes_cli.bridge.app import MAX_BODY_BYTES, BridgeApp
 from notes_cli.bridge.config import BridgeConfig
 from notes_cli.bridge.http1 import HttpServer
 
 # One way of binding for the engine and the bridge (port 0 known at once, TCP_NODELAY).
-from notes_cli.engine.http.server import bind_socket
+from notes_cli.engine.http.server import BackgroundServer, bind_socket
 
 REQUEST_TIMEOUT_S = 30.0  # a client that sends no complete request (head, body) in this long is cut
 KEEPALIVE_S = 30.0  # an idle keep-alive connection is closed after this long
@@ -64,7 +63,7 @@ async def _run(app: BridgeApp, server: HttpServer, sock: Any, on_ready: Callable
         await app.aclose()
 
 
-class RunningBridge:
+class RunningBridge(BackgroundServer):
     """A bridge serving on a background thread; `.stop()` or a `with` block ends it."""
 
     def __init__(
@@ -111,17 +110,6 @@ class RunningBridge:
         with contextlib.suppress(RuntimeError):  # the loop has just closed
             self._loop.call_soon_threadsafe(self._server.stop)
         self._thread.join(timeout)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def start_bridge(

@@ -59,7 +59,26 @@ class EngineAddress:
         return self.root_url + "/" + path.lstrip("/")
 
 
-class ServerThread:
+class BackgroundServer:
+    """A server on a background thread (the engine's, the bridge's): leaving a `with` block
+    stops it."""
+
+    def stop(self, timeout: float = 10.0) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class ServerThread(BackgroundServer):
     """A uvicorn server running on a background thread (the engine's); stop it
     with `.stop()` or a `with` block."""
 
@@ -74,17 +93,6 @@ class ServerThread:
         if self._thread.is_alive():
             self._server.force_exit = True
             self._thread.join(timeout)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 class RunningEngine(ServerThread):
