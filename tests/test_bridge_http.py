@@ -218,6 +218,17 @@ def _firehose(total: int) -> Iterator[tuple[str, list[int], threading.Event]]:
         yield url, sent, hung_up
 
 
+def _ask_and_never_read(sock: socket.socket, port: int) -> None:
+    """Ask the bridge for a stream on `sock` with a tiny receive buffer, then read nothing."""
+    body = json.dumps({"model": "m", "stream": True, "input": "hi", "store": False}).encode()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(
+        b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\n\r\n%s" % (len(body), body)
+    )
+
+
 def _until_still(sent: list[int], deadline_s: float = 20.0) -> int:
     """How much the upstream had sent once it stopped (no more for 0.5 s), or by the deadline."""
     end = time.monotonic() + deadline_s
@@ -234,18 +245,12 @@ PATHS = pytest.mark.parametrize("httpx_path", [False, True], ids=["lean", "httpx
 @PATHS
 def test_a_client_that_does_not_read_holds_the_upstream_back(httpx_path: bool) -> None:
     total = 200 * 1024 * 1024
-    body = json.dumps({"model": "m", "stream": True, "input": "hi", "store": False}).encode()
     with (
         _firehose(total) as (url, sent, _),
         bridge_to(url, httpx_path=httpx_path) as bridge,
         socket.socket() as sock,
     ):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.connect(("127.0.0.1", bridge.config.port))
-        sock.sendall(
-            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-            b"content-length: %d\r\n\r\n%s" % (len(body), body)
-        )
+        _ask_and_never_read(sock, bridge.config.port)
         held = _until_still(sent)  # the client reads nothing
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
     # Without the pause the bridge reads (and buffers) the whole 200 MB; with it, the upstream
@@ -258,16 +263,10 @@ def test_a_client_that_never_reads_ends_the_upstream_call_after_the_idle_timeout
     httpx_path: bool,
 ) -> None:
     # held back, not silent: but not for as long as the client stays connected either
-    body = json.dumps({"model": "m", "stream": True, "input": "hi", "store": False}).encode()
     with (
         _firehose(200 * 1024 * 1024) as (url, _, hung_up),
         bridge_to(url, idle_timeout=0.5, httpx_path=httpx_path) as bridge,
         socket.socket() as sock,
     ):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.connect(("127.0.0.1", bridge.config.port))
-        sock.sendall(
-            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-            b"content-length: %d\r\n\r\n%s" % (len(body), body)
-        )
+        _ask_and_never_read(sock, bridge.config.port)
         assert hung_up.wait(5), "the bridge kept the upstream call open for a stalled client"
