@@ -729,23 +729,19 @@ class Figures:
             f"**{self.setup_ms():.2f} ms** is per request (set-up and closing) rather than "
             "per event",
         ]
-        if ("relay", small) in self.results:
-            relay_ttft = self.ttft("relay", small) - self.ttft("direct", small)
-            relay_event = self.per_event("relay", large) - self.per_event("direct", large)
-            lines.append(
-                f"- the floor, a bare TCP relay on the same loop (no HTTP, no translation): "
-                f"**{relay_ttft:+.3f} ms** TTFT, {relay_event:+.1f} µs per event, "
-                f"{self.marginal_us('relay'):.1f} µs of CPU per event, "
-                f"{self.cpu_ms('relay', small):.2f} ms of CPU per request at {small} events"
-            )
-        if ("socat", small) in self.results:
-            socat_ttft = self.ttft("socat", small) - self.ttft("direct", small)
-            socat_event = self.per_event("socat", large) - self.per_event("direct", large)
-            lines.append(
-                f"- the same hop in C, socat (a process per connection, forked as it "
-                f"connects): **{socat_ttft:+.3f} ms** TTFT, {socat_event:+.1f} µs per event, "
-                f"{self.marginal_us('socat'):.1f} µs of CPU per event"
-            )
+        floors = {
+            "relay": "the floor, a bare TCP relay on the same loop (no HTTP, no translation)",
+            "socat": "the same hop in C, socat (a process per connection, forked as it connects)",
+        }
+        for name, label in floors.items():
+            if (name, small) in self.results:
+                ttft = self.ttft(name, small) - self.ttft("direct", small)
+                event = self.per_event(name, large) - self.per_event("direct", large)
+                lines.append(
+                    f"- {label}: **{ttft:+.3f} ms** TTFT, {event:+.1f} µs per event, "
+                    f"{self.marginal_us(name):.1f} µs of CPU per event, "
+                    f"{self.cpu_ms(name, small):.2f} ms of CPU per request at {small} events"
+                )
         for (name, events), target in self.results.items():
             if target.failures:
                 reasons = sorted(set(target.failures))
