@@ -94,6 +94,21 @@ def test_the_answer_is_remembered_as_a_neutral_message() -> None:
     assert pump.message().parts[2].arguments == CALLS[0][2]  # type: ignore[union-attr]
 
 
+def test_an_answer_too_long_to_keep_is_forgotten_not_kept_in_memory() -> None:
+    async def go(remember: int) -> Pump:
+        pump = Pump(chat.StreamDecoder(), responses.StreamEncoder("r", "m"), Recorder(), remember)
+        pump.on_headers(200, [])
+        pump.on_body(STREAM)
+        return pump
+
+    kept = asyncio.run(go(10_000))
+    assert kept.remembered and kept.texts
+    held = asyncio.run(go(3))  # the stream's reasoning alone is longer
+    assert not held.remembered
+    assert not (held.texts or held.reasoning or held.calls or held.order)
+    assert held.complete  # the client's stream is untouched
+
+
 def test_a_chunk_that_is_not_json_is_a_malformed_stream() -> None:
     with pytest.raises(MalformedStream):
         _run([chunk({"content": "a"}) + b"data: {oops\n\n" + usage_chunk()])

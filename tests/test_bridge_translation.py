@@ -198,6 +198,35 @@ def test_a_tool_history_goes_upstream_as_chat_tool_messages() -> None:
     assert sent[2]["tool_call_id"] == "call_1" and sent[2]["content"] == "hi"
 
 
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_conversation_too_large_to_store_is_not_stored(
+    stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from notes_cli.bridge import app
+
+    words = ["a" * 1000, "b"]
+    whole = {
+        "id": "c1",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "".join(words)},
+             "finish_reason": "stop"}
+        ],
+    }  # fmt: skip
+    answer = Reply.sse(chat_stream(words)) if stream else Reply.json(whole)
+    ask = responses_body(store=True, stream=stream)
+    with LoopbackServer(answer) as upstream, bridge_to(upstream.url) as bridge:
+        kept = post(bridge, "/v1/responses", ask)
+        monkeypatch.setattr(app, "MAX_BODY_BYTES", 1000)  # under the answer alone
+        large = post(bridge, "/v1/responses", ask)
+        for first, fits in ((kept, True), (large, False)):
+            reply = sse_payloads(first.content)[-1]["response"] if stream else first.json()
+            again = post(bridge, "/v1/responses", {**ask, "previous_response_id": reply["id"]})
+            assert (again.status_code == 200) is fits, again.text
+    assert "previous_response_id" in again.text and "MiB" in again.text
+
+
 def test_dropped_tool_types_are_named_in_one_log_line(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="pdnotes.bridge")
     namespace = {"type": "namespace", "name": "mcp_files", "tools": []}

@@ -136,8 +136,9 @@ class BridgeApp:
                 400,
                 "invalid_request",
                 f"previous_response_id {previous!r} is not known to this bridge: it keeps the "
-                f"last {self.store.capacity} responses in memory only (and forgets them when "
-                "restarted). Send the whole conversation in `input` instead.",
+                f"last {self.store.capacity} responses in memory only (conversations up to "
+                f"{MAX_BODY_BYTES // (1024 * 1024)} MiB; it forgets them when restarted). Send "
+                "the whole conversation in `input` instead.",
                 param="previous_response_id",
             )
         return stored
@@ -146,7 +147,11 @@ class BridgeApp:
         self, leg: translate.Leg, turn: Any, plan: translate.Plan, response: Response
     ) -> None:
         response_id = leg.new_id()
-        pump = Pump(plan.decoder(), leg.stream_encoder(response_id, turn.model), response)
+        # a conversation is stored only while it fits in a request body: past that, a client
+        # could not have sent it whole either (and the store's memory stays bounded)
+        room = MAX_BODY_BYTES - len(plan.body) if plan.store else -1
+        encoder = leg.stream_encoder(response_id, turn.model)
+        pump = Pump(plan.decoder(), encoder, response, remember=room)
         error: BaseException | None = None
         # runs once the request is written upstream: while the upstream works, not after
         asyncio.get_running_loop().call_soon(pump.prepare)
@@ -159,7 +164,7 @@ class BridgeApp:
             return
         tail, ok = self._stream_tail(pump, error)
         pump.end(tail)
-        if ok and plan.store:
+        if ok and pump.remembered:
             self.store.put(response_id, [*plan.history, pump.message()])
 
     def _stream_tail(self, pump: Pump, error: BaseException | None) -> tuple[bytes, bool]:
@@ -199,7 +204,7 @@ class BridgeApp:
             self._error(response, leg, WireError(502, "bad_gateway", self._scrub(message)))
             return
         response.send(200, _JSON_HEADERS, _json(document))
-        if plan.store:
+        if plan.store and len(plan.body) + len(body) <= MAX_BODY_BYTES:
             self.store.put(response_id, [*plan.history, Message("assistant", list(reply.parts))])
 
     def _wire_error(self, error: BaseException | None) -> WireError:

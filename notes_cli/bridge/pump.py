@@ -13,7 +13,8 @@ A client that reads slower than the upstream writes pauses the upstream's readin
 (`on_reader`), so an answer is never buffered whole in the bridge.
 
 It also keeps what the answer said (text, reasoning, tool calls) as a neutral assistant message,
-for the response store.
+for the response store: up to `remember` characters, past which it forgets the answer (an
+endless upstream would otherwise grow the bridge's memory for as long as the client reads).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from notes_cli.wire.errors import WireError
 from notes_cli.wire.turn import Message, Part, ReasoningPart, TextPart, ToolCallPart
 
 Headers = list[tuple[bytes, bytes]]
+REMEMBER_CHARS = 16 * 1024 * 1024  # the most of an answer kept for the store, by default
 SSE_HEADERS: Headers = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
@@ -86,9 +88,16 @@ class Pump:
         "calls",
         "order",
         "finish_seen",
+        "room",
     )
 
-    def __init__(self, decoder: ChunkDecoder, encoder: Any, client: ClientStream) -> None:
+    def __init__(
+        self,
+        decoder: ChunkDecoder,
+        encoder: Any,
+        client: ClientStream,
+        remember: int = REMEMBER_CHARS,
+    ) -> None:
         self.decoder = decoder
         self.encoder = encoder
         self.client = client
@@ -102,6 +111,7 @@ class Pump:
         self.calls: dict[int, list[str]] = {}  # index → [call_id, name, kind, arguments…]
         self.order: list[str] = []  # "text" / "reasoning" / "call:N", in order of first sight
         self.finish_seen = False  # a neutral FinishEvent went to the encoder
+        self.room = remember  # characters still to remember; below 0, the answer is forgotten
 
     def prepare(self) -> None:
         """Encode the opening events, numbered before any upstream byte is encoded. The app
@@ -221,15 +231,28 @@ class Pump:
         for event in events:
             if type(event) is ev.TextDelta:  # the per-token hot path: pre-rendered frames
                 text = event.text
-                if not self.texts:
-                    self.order.append("text")
-                self.texts.append(text)
+                if self.room >= 0:
+                    self._keep(text, self.texts, "text")
                 out.append(encoder.text(text))
             else:
                 self._remember(event)
                 out.append(encoder.encode(event))
         if decoder.closed:
             self.finished = True
+
+    def _keep(self, text: str, kept: list[str], item: str) -> None:
+        self.room -= len(text)
+        if self.room < 0:  # too long to store: what was kept is let go
+            self.texts, self.reasoning, self.calls, self.order = [], [], {}, []
+            return
+        if not kept:
+            self.order.append(item)
+        kept.append(text)
+
+    @property
+    def remembered(self) -> bool:
+        """Whether `message()` is the whole answer (it was not too long to keep)."""
+        return self.room >= 0
 
     @property
     def complete(self) -> bool:
@@ -239,25 +262,23 @@ class Pump:
     # --- what the answer said -----------------------------------------------------------
     def _remember(self, event: ev.Event) -> None:
         kind = type(event)
-        if kind is ev.TextDelta:
-            if not self.texts:
-                self.order.append("text")
-            self.texts.append(event.text)  # type: ignore[union-attr]
+        if kind is ev.FinishEvent:
+            self.finish_seen = True
+        elif self.room < 0:
+            return
+        elif kind is ev.TextDelta:
+            self._keep(event.text, self.texts, "text")  # type: ignore[union-attr]
         elif kind is ev.ReasoningDelta:
-            if not self.reasoning:
-                self.order.append("reasoning")
-            self.reasoning.append(event.text)  # type: ignore[union-attr]
+            self._keep(event.text, self.reasoning, "reasoning")  # type: ignore[union-attr]
         elif kind is ev.ToolCallBegin:
             begin: ev.ToolCallBegin = event  # type: ignore[assignment]
             self.calls[begin.index] = [begin.call_id, begin.name, begin.kind]
             self.order.append(f"call:{begin.index}")
-        elif kind is ev.FinishEvent:
-            self.finish_seen = True
         elif kind is ev.ToolCallDelta:
             delta: ev.ToolCallDelta = event  # type: ignore[assignment]
             call = self.calls.get(delta.index)
             if call is not None:
-                call.append(delta.arguments)
+                self._keep(delta.arguments, call, "")
 
     def message(self) -> Message:
         """The assistant's answer so far, as a neutral message."""
