@@ -48,7 +48,7 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     # uvloop where installed (a dependency off Windows): its C transports and loop cut the
     # bridge's CPU per streamed request by 15-25% and, with 64 streams opening at once, the
     # median added first-token time by a half to two thirds (benchmarks/bridge). The engine
-    # keeps its precise loop for its timers; the bridge has no timers to keep.
+    # keeps its precise loop for its timers; the bridge's timers (deadlines) need no precision.
     try:
         import uvloop
     except ImportError:
