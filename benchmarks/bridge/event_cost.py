@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import json
 import time
+from typing import cast
 
 from notes_cli.bridge import http1
 from notes_cli.bridge.pump import Pump
@@ -52,11 +53,12 @@ class CountingTransport:
 async def measure(events: int, profile: bool) -> None:
     loop = asyncio.get_running_loop()
     client = http1._Connection.__new__(http1._Connection)  # just what `Response` touches
-    client.transport, client.lost, client.write_paused = CountingTransport(), False, False
+    sent = CountingTransport()
+    client.transport, client.lost, client.write_paused = cast(asyncio.Transport, sent), False, False
     response = http1.Response(client, True, False)
     pump = Pump(chat.StreamDecoder(), responses.StreamEncoder("resp_x", "m"), response)
     upstream = _h1._Connection(loop)
-    upstream.transport = CountingTransport()
+    upstream.transport = cast(asyncio.Transport, CountingTransport())
     upstream.send(b"request", relay._StatusGuard(pump, "http://x/v1/chat/completions"), 300, 300)
     head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
     upstream.data_received(head + b"\r\n" + framed({"role": "assistant", "content": "t"}))
@@ -69,7 +71,7 @@ async def measure(events: int, profile: bool) -> None:
         for i in range(events):
             upstream.data_received(chunks[i % 100])
         best = min(best, (time.perf_counter() - started) / events)
-    writes = client.transport.writes
+    writes = sent.writes
     print(f"a lone streamed event, warm: {best * 1e6:.2f} µs (best of 7 × {events}; ", end="")
     print(f"{writes} writes)")
     if profile:
