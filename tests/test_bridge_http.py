@@ -16,6 +16,8 @@ import pytest
 from bridge_support import asyncio_upstream, bridge_to, chunk, read_request
 from loopback import LoopbackServer, Reply
 
+from notes_cli.bridge.server import RunningBridge
+
 DEAD_UPSTREAM = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
 
 
@@ -270,3 +272,166 @@ def test_a_client_that_never_reads_ends_the_upstream_call_after_the_idle_timeout
     ):
         _ask_and_never_read(sock, bridge.config.port)
         assert hung_up.wait(5), "the bridge kept the upstream call open for a stalled client"
+
+
+def _post(path: bytes, body: bytes, *headers: bytes) -> bytes:
+    head = b"POST %s HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n" % path
+    return (
+        head
+        + b"".join(h + b"\r\n" for h in headers)
+        + b"content-length: %d\r\n\r\n" % len(body)
+        + body
+    )
+
+
+def test_a_request_that_asks_to_upgrade_is_served_with_its_body() -> None:
+    # `curl --http2 http://...` asks for h2c this way; the bridge stays on HTTP/1.1, which
+    # must not cost the request its body, nor the pipelined request after it its answer
+    body = json.dumps({"model": "m", "input": "hi"}).encode()
+    upgrade = (b"connection: Upgrade, HTTP2-Settings", b"upgrade: h2c", b"http2-settings: AAMA")
+    with bridge_to(DEAD_UPSTREAM) as bridge, _connect(bridge.config.port) as sock:
+        sock.sendall(
+            _post(b"/v1/responses", body, *upgrade)
+            + b"GET /second HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+        )
+        answers = _answers(_read_until_closed(sock))
+    [(first, message), (second, _)] = answers
+    assert first == 502 and b"127.0.0.1:9" in message, message  # the body was read: upstream
+    assert second == 404
+
+
+def test_connect_is_refused() -> None:
+    with bridge_to(DEAD_UPSTREAM) as bridge, _connect(bridge.config.port) as sock:
+        sock.sendall(b"CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\r\n")
+        [(status, body)] = _answers(_read_until_closed(sock))
+    assert status == 405 and b"not a proxy" in body
+
+
+def _slow_stream() -> LoopbackServer:
+    events = [chunk({"content": "one "}), 0.4, chunk({"content": "two"}, "stop")]
+    return LoopbackServer(Reply.sse([*events, b"data: [DONE]\n\n"]))
+
+
+STREAM = json.dumps({"model": "m", "stream": True, "input": "hi", "store": False}).encode()
+
+
+def test_100_continue_for_a_pipelined_request_waits_for_the_answer_ahead() -> None:
+    # written at once, the interim answer would land inside the stream's chunked body
+    with (
+        _slow_stream() as upstream,
+        bridge_to(upstream.url) as bridge,
+        _connect(bridge.config.port) as sock,
+    ):
+        second = STREAM
+        sock.sendall(
+            _post(b"/v1/responses", STREAM)
+            + b"POST /v1/responses HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\n"
+            b"content-type: application/json\r\nconnection: close\r\n"
+            b"content-length: %d\r\n\r\n" % len(second)
+        )
+        data = b""
+        while b"100 Continue" not in data:
+            piece = sock.recv(65536)
+            assert piece, data
+            data += piece
+        sock.sendall(second)
+        data += _read_until_closed(sock)
+    stream, _, after = data.partition(b"\r\n0\r\n\r\n")  # the stream's terminating chunk
+    assert b"100 Continue" not in stream and b'"two"' in stream
+    assert after.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 "), after[:80]
+
+
+def test_a_body_over_the_limit_gets_no_100_continue_whatever_the_header_order() -> None:
+    with bridge_to(DEAD_UPSTREAM, max_body=1000) as bridge, _connect(bridge.config.port) as sock:
+        sock.sendall(
+            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\n"
+            b"content-length: 5000\r\n\r\n"
+        )
+        data = _read_until_closed(sock)
+    assert data.startswith(b"HTTP/1.1 413 "), data[:60]
+
+
+def test_a_bad_request_pipelined_behind_a_stream_does_not_cut_the_stream() -> None:
+    with (
+        _slow_stream() as upstream,
+        bridge_to(upstream.url, max_body=1000) as bridge,
+        _connect(bridge.config.port) as sock,
+    ):
+        sock.sendall(
+            _post(b"/v1/responses", STREAM)
+            + b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-length: 5000\r\n\r\n"
+        )
+        data = _read_until_closed(sock)
+    stream, _, after = data.partition(b"\r\n0\r\n\r\n")
+    assert b'"two"' in stream and b"response.completed" in stream
+    assert after.startswith(b"HTTP/1.1 413 "), after[:60]
+
+
+def test_too_many_headers_are_refused() -> None:
+    with bridge_to(DEAD_UPSTREAM) as bridge, _connect(bridge.config.port) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nhost: x\r\n" + b"a: b\r\n" * 200 + b"\r\n")
+        data = _read_until_closed(sock)
+    assert data.startswith(b"HTTP/1.1 431 ") and b"more than 128 request headers" in data
+
+
+def _write_buffered(bridge: RunningBridge) -> int:
+    """What the bridge holds, unsent, for its clients (read on the bridge's own loop)."""
+
+    async def total() -> int:
+        server = bridge._server
+        return sum(c.transport.get_write_buffer_size() for c in server.connections if c.transport)
+
+    return asyncio.run_coroutine_threadsafe(total(), bridge._loop).result(5)
+
+
+def test_pipelined_requests_from_a_client_that_does_not_read_are_not_answered_ahead() -> None:
+    # 100,000 small requests (2.5 MB) and nothing read: answering them all piled up their
+    # answers (some 17 MB) in the bridge; it stops starting them until the client reads
+    with bridge_to(DEAD_UPSTREAM) as bridge, socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", bridge.config.port))
+        sock.settimeout(5)
+        with contextlib.suppress(OSError):
+            sock.sendall(b"GET /nowhere HTTP/1.1\r\n\r\n" * 100_000)
+        held, deadline = -1, time.monotonic() + 15
+        while time.monotonic() < deadline:  # until the bridge stops adding to it
+            time.sleep(0.5)
+            last, held = held, _write_buffered(bridge)
+            if held == last or held > 4 * 1024 * 1024:
+                break
+    assert held < 1024 * 1024, f"the bridge buffered {held} bytes of unread answers"
+
+
+def test_a_chunked_body_of_tiny_chunks_takes_memory_in_proportion_to_its_size() -> None:
+    # 2 MiB sent in 2-byte chunks: kept as a list of pieces, it took ~70x its size
+    import tracemalloc
+
+    from notes_cli.bridge import http1
+
+    seen: list[int] = []
+
+    class Parsed:
+        def __init__(self) -> None:
+            self.server = http1.HttpServer(self.handle)
+            self.server.loop = asyncio.new_event_loop()
+
+        async def handle(self, request: http1.Request, response: http1.Response) -> None:
+            seen.append(len(request.body))
+
+    parsed = Parsed()
+    connection = http1._Connection(parsed.server)
+    head = b"POST /x HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n"
+    body = b"2\r\nab\r\n" * (1024 * 1024) + b"0\r\n\r\n"
+    tracemalloc.start()
+    try:
+        connection.data_received(head)
+        for at in range(0, len(body), 65536):
+            connection.data_received(body[at : at + 65536])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        connection._disarm()
+        parsed.server.loop.run_until_complete(asyncio.sleep(0))
+        parsed.server.loop.close()
+    assert seen == [2 * 1024 * 1024]
+    assert peak < 8 * 1024 * 1024, f"peak {peak} bytes for a 2 MiB body"

@@ -13,12 +13,17 @@ line, headers and first events go out in one write from the upstream's read call
 
 Kept to what the bridge's clients need: keep-alive, pipelined requests answered in order,
 `Expect: 100-continue`, Content-Length and chunked request bodies (httptools decodes both),
-chunked streamed answers. Bounded: a request, head and body, must be complete within
-`request_timeout_s` of its first byte (or of the connection opening: slowloris, or a body
-sent a byte at a time), and its head must fit in 256 KiB; a body over
-`max_body` is refused with 413 before it is read; an idle keep-alive connection is closed after
+chunked streamed answers. `Upgrade` (curl --http2 asks for h2c) is ignored, as RFC 9110
+allows: the request is served over HTTP/1.1, body and all. Bounded: a request, head and body,
+must be complete within `request_timeout_s` of its first byte (or of the connection opening:
+slowloris, or a body sent a byte at a time), and its head must fit in 64 KiB and 128 headers
+(nginx and Node stop at 8-16 KiB; Claude Code sends ~25 headers); a body over `max_body` is
+refused with 413 before it is read; an idle keep-alive connection is closed after
 `keepalive_s`. A client that reads slower than the answer is produced gets `pause_writing`,
-which the app turns into pausing its upstream (no unbounded buffering).
+which the app turns into pausing its upstream, and no pipelined request is started until it
+reads again (no unbounded buffering). A client that half-closes (shuts down its sending side)
+is taken as gone, as nginx takes it for a proxied request: that is how the bridge learns
+early that a client left, and its upstream call is cancelled.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ import httptools
 
 log = logging.getLogger("pdnotes.bridge")
 
-MAX_HEAD_BYTES = 256 * 1024
+MAX_HEAD_BYTES = 64 * 1024
+MAX_HEADERS = 128
 LINGER_S = 1.0  # after refusing a request, its remaining bytes are read (and dropped) this long
 
 Handler = Callable[["Request", "Response"], Coroutine[Any, Any, None]]
@@ -184,15 +190,17 @@ class _Connection(asyncio.Protocol):
         self.task: asyncio.Task[None] | None = None
         self.response: Response | None = None
         self.queue: collections.deque[Request] = collections.deque()
-        self.rejected = False  # answered with an error: what else comes is read and dropped
+        self.rejected = False  # refused: what else comes is read and dropped
+        self.deferred: _Reject | None = None  # a refusal due once the answers before it are out
         self._reset()
 
     def _reset(self) -> None:
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.head_size = 0
-        self.body: list[bytes] = []
-        self.body_size = 0
+        self.body: bytes | bytearray = b""  # (a bytearray once a second piece comes)
+        self.continue_due = False  # `Expect: 100-continue` waiting for the answers ahead
+        self.upgrading = False
 
     # --- asyncio.Protocol ----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -205,8 +213,8 @@ class _Connection(asyncio.Protocol):
             return
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            pass  # served as an ordinary request: the bridge upgrades nothing
+        except httptools.HttpParserUpgrade as upgrade:
+            self._without_upgrade(data[upgrade.args[0] :])
         except _Reject as reject:
             self._reject(reject)
         except httptools.HttpParserError as error:
@@ -237,6 +245,8 @@ class _Connection(asyncio.Protocol):
         response = self.response
         if response is not None and response.on_resume is not None:
             response.on_resume()
+        if self.task is None and (self.queue or self.deferred is not None):
+            self._next()
 
     # --- httptools callbacks -------------------------------------------------------------
     def on_message_begin(self) -> None:
@@ -251,22 +261,37 @@ class _Connection(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name.lower(), value))
         self._count(len(name) + len(value) + 4)
+        if len(self.headers) > MAX_HEADERS:
+            raise _Reject(431, "invalid_request", f"more than {MAX_HEADERS} request headers")
 
     def on_headers_complete(self) -> None:
-        for name, value in self.headers:
+        self.upgrading = self.parser.should_upgrade()  # (then httptools skips the body)
+        expect = False
+        for name, value in self.headers:  # the length first: refused before "continue"
             if name == b"content-length" and value.strip().isdigit():
                 if int(value) > self.server.max_body:
                     raise _Reject(413, "request_too_large", self._too_large())
             elif name == b"expect" and value.lower() == b"100-continue":
+                expect = True
+        if expect and not self.upgrading:
+            if self._idle():
                 self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            else:  # in the middle of another answer it would corrupt that answer
+                self.continue_due = True
 
     def on_body(self, body: bytes) -> None:
-        self.body_size += len(body)
-        if self.body_size > self.server.max_body:  # a chunked body has no length up front
+        if len(self.body) + len(body) > self.server.max_body:  # chunked: no length up front
             raise _Reject(413, "request_too_large", self._too_large())
-        self.body.append(body)
+        if not self.body:
+            self.body = body
+        else:  # one growing buffer: a list of 2-byte chunks took 70x the body's size
+            if isinstance(self.body, bytes):
+                self.body = bytearray(self.body)
+            self.body += body
 
     def on_message_complete(self) -> None:
+        if self.upgrading:
+            return  # `_without_upgrade` parses it again, body included
         if self.task is None:
             self._disarm()  # the whole request came in time (a body can drip too)
         method = self.parser.get_method().decode("latin-1")
@@ -278,18 +303,32 @@ class _Connection(asyncio.Protocol):
             except httptools.HttpParserInvalidURLError:
                 raise _Reject(400, "invalid_request", "malformed request target") from None
         path, _, query = url.partition(b"?")
-        body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
+        body = self.body if isinstance(self.body, bytes) else bytes(self.body)
         keep_alive = self.parser.should_keep_alive()
         request = Request(
             method, path.decode("latin-1"), query.decode("latin-1"), self.headers, body, keep_alive
         )
         self._reset()
-        if self.task is None and not self.queue:
+        if self._idle():
             self._dispatch(request)
-        else:  # pipelined behind the request being answered: read no more until it is
+        else:  # pipelined behind the answer under way: read no more until it is out
             self.queue.append(request)
             if self.transport is not None:
                 self.transport.pause_reading()
+
+    def _without_upgrade(self, rest: bytes) -> None:
+        """Serve a request that asked to switch protocols as the HTTP/1.1 request it also is:
+        its head again without `Upgrade`, then its body and whatever follows."""
+        if self.parser.get_method() == b"CONNECT":
+            self._reject(_Reject(405, "invalid_request", "CONNECT: the bridge is not a proxy"))
+            return
+        version = self.parser.get_http_version().encode("latin-1")
+        head = [self.parser.get_method(), b" ", self.url, b" HTTP/", version, b"\r\n"]
+        for name, value in self.headers:
+            if name != b"upgrade":
+                head += (name, b": ", value, b"\r\n")
+        self.parser = httptools.HttpRequestParser(self)
+        self.data_received(b"".join(head) + b"\r\n" + rest)
 
     # --- running handlers ----------------------------------------------------------------
     def _dispatch(self, request: Request) -> None:
@@ -318,11 +357,28 @@ class _Connection(asyncio.Protocol):
             return
         if not response.keep_alive:
             self.transport.close()
-        elif self.queue:
-            self._dispatch(self.queue.popleft())
-            if not self.queue:
-                self.transport.resume_reading()
         else:
+            self._next()
+
+    def _idle(self) -> bool:
+        """Nothing being answered or waiting, and a client that reads what it is sent."""
+        return self.task is None and not self.queue and not self.write_paused
+
+    def _next(self) -> None:
+        """Between answers: the next pipelined request, a refusal due, or waiting for more.
+        Not while the client leaves its answers unread (`resume_writing` comes back here)."""
+        if self.task is not None or self.write_paused or self.lost or self.transport is None:
+            return
+        if self.queue:
+            self._dispatch(self.queue.popleft())
+            if not self.queue and self.deferred is None:
+                self.transport.resume_reading()
+        elif self.deferred is not None:
+            self._refuse(self.deferred)
+        else:
+            if self.continue_due:  # the request after the last answer waits for its body
+                self.continue_due = False
+                self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             self._arm(self.server.keepalive_s)
 
     def write(self, data: bytes) -> None:
@@ -338,24 +394,33 @@ class _Connection(asyncio.Protocol):
     def _count(self, size: int) -> None:
         self.head_size += size
         if self.head_size > MAX_HEAD_BYTES:
-            raise _Reject(431, "invalid_request", "request head over 256 KiB")
+            raise _Reject(431, "invalid_request", "request head over 64 KiB")
 
     def _too_large(self) -> str:
         return f"request body over {self.server.max_body} bytes"
 
     def _reject(self, reject: _Reject) -> None:
+        """Refuse a request that cannot be read: at once, or after the answers to the
+        (pipelined) requests before it, which are not cut short for it."""
+        transport = self.transport
+        if transport is None or transport.is_closing() or self.rejected:
+            return
+        self.rejected = True
+        if self._idle():
+            self._refuse(reject)
+        else:
+            self.deferred = reject
+            transport.pause_reading()
+
+    def _refuse(self, reject: _Reject) -> None:
         """Answer `reject`, then close gently: closing with the client's bytes still unread
         would reset the connection, and the reset can destroy the answer before the client
         reads it. So the answer is followed by a half-close, and what the client still sends
         is read and dropped for a second (nginx's "lingering close")."""
         transport = self.transport
-        if transport is None or transport.is_closing() or self.rejected:
+        if transport is None or transport.is_closing():
             return
-        self.rejected = True
-        self.queue.clear()
-        if self.task is not None:  # an answer is under way; a second one would corrupt it
-            transport.close()
-            return
+        self.deferred = None
         body = _error_body(reject.kind, str(reject))
         head = _head(reject.status, _JSON, True)
         self.write(head + b"content-length: %d\r\n\r\n" % len(body) + body)
