@@ -5,6 +5,7 @@ and cancelling the call hangs up on the upstream."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -125,3 +126,67 @@ def test_cancelling_the_call_hangs_up_on_the_upstream():
 
     run(scenario())
     assert closed.is_set()
+
+
+# ------------------------------------------------------------ compressed answers (httpx path)
+
+
+def _gzipped(body: bytes, *, stream: bool = False, status: int = 200) -> Reply:
+    import gzip
+
+    kind = "text/event-stream" if stream else "application/json"
+    headers = {"content-type": kind, "content-encoding": "gzip"}
+    return Reply(status, headers, [gzip.compress(body)], stream=stream)
+
+
+async def _fetch(url: str, path: str = "/models") -> tuple[int, bytes]:
+    upstream = Upstream(url, key="sk-upstream-secret-0000")
+    try:
+        return await upstream.fetch("GET", path)
+    finally:
+        await upstream.aclose()
+
+
+def test_a_gzipped_whole_answer_is_decoded() -> None:
+    # nginx's `gzip on` or a CDN: `GET /models` and non-streamed turns read through httpx
+    models = json.dumps({"object": "list", "data": [{"id": "up-model"}]}).encode()
+    with LoopbackServer(_gzipped(models)) as server:
+        status, body = run(_fetch(server.url))
+        asked = server.requests[0].headers["accept-encoding"]
+    assert status == 200 and json.loads(body)["data"][0]["id"] == "up-model"
+    assert asked == "gzip, deflate"  # only what is decoded in bounded pieces (no br, no zstd)
+
+
+def test_a_gzipped_error_answer_keeps_the_upstreams_message() -> None:
+    error = json.dumps({"error": {"message": "model not found", "type": "x"}}).encode()
+    with (
+        LoopbackServer(_gzipped(error, status=404)) as server,
+        pytest.raises(gw.HttpStatusError) as caught,
+    ):
+        run(_fetch(server.url))
+    assert caught.value.error_message == "model not found"
+
+
+def test_a_gzip_bomb_as_a_whole_answer_stops_at_the_bound() -> None:
+    from hostile_gateway import BOMB_DECODED, _gzip_bomb
+
+    bomb = Reply(200, {"content-type": "application/json", "content-encoding": "gzip"})
+    bomb.chunks = [_gzip_bomb()]
+    with LoopbackServer(bomb) as server, pytest.raises(gw.GatewayError) as caught:
+        run(_fetch(server.url))
+    assert "16 MiB" in caught.value.message, caught.value.message
+    assert BOMB_DECODED > 16 * 1024 * 1024
+
+
+def test_a_gzipped_stream_through_httpx_is_decoded() -> None:
+    # an upstream behind a proxy is read through httpx, which must ask for no compression
+    # (events would come in lumps) and decode an upstream that compresses anyway
+    import httpx
+
+    events = b"".join(chat_stream(["a", "b"]))
+    with LoopbackServer(_gzipped(events, stream=True)) as server:
+        sink = Sink()
+        run(_stream(server.url, sink, transport=httpx.AsyncHTTPTransport()))
+        asked = server.requests[0].headers["accept-encoding"]
+    assert sink.body == events
+    assert asked == "identity"

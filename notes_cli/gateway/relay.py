@@ -17,12 +17,14 @@ that the client went away.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncGenerator
 from typing import Protocol
 
 import httpx
 
-from notes_cli.gateway import _h1, errors
+from notes_cli.gateway import _h1, _limits, errors
 from notes_cli.gateway._http import safe_url, status_error, translate
 
 _MAX_ERROR_BODY = 64 * 1024
@@ -121,16 +123,16 @@ class Upstream:
         url = self.url(path)
         collected = _Collect()
         guard = _StatusGuard(collected, url)
+        headers = {**self.headers(stream=False), "accept-encoding": _limits.ENCODINGS}
         try:
-            async with self._httpx.stream(
-                method, url, headers=self.headers(stream=False), content=body
-            ) as response:
+            async with self._httpx.stream(method, url, headers=headers, content=body) as response:
                 guard.on_headers(
                     response.status_code, response.reason_phrase, list(response.headers.items())
                 )
-                async for chunk in response.aiter_raw():
-                    if guard.on_body(chunk):
-                        break
+                async with contextlib.aclosing(_decoded(response)) as pieces:
+                    async for piece in pieces:
+                        if guard.on_body(piece):
+                            break
         except httpx.HTTPError as exc:
             raise guard.translate(exc, self) from exc
         guard.raise_for_status()
@@ -150,12 +152,16 @@ class Upstream:
     ) -> None:
         gate = _Gate()
         guard.on_reader(gate)
-        async with self._httpx.stream("POST", url, headers=headers, content=body) as response:
+        headers = {**headers, "accept-encoding": "identity"}  # (compressed, events come in lumps)
+        async with (
+            self._httpx.stream("POST", url, headers=headers, content=body) as response,
+            contextlib.aclosing(_decoded(response)) as pieces,
+        ):
             guard.on_headers(
                 response.status_code, response.reason_phrase, list(response.headers.items())
             )
-            async for chunk in response.aiter_raw():
-                if guard.on_body(chunk):
+            async for piece in pieces:
+                if guard.on_body(piece):
                     return
                 if not gate.open.is_set():
                     try:
@@ -163,6 +169,25 @@ class Upstream:
                     except TimeoutError:
                         held = f"the answer was held back for {self.idle_timeout:g} s"
                         raise _h1.StalledReader(held) from None
+
+
+async def _decoded(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    """The answer's bytes, decoded (an upstream may compress whatever was asked) in pieces of
+    at most 64 KiB (`_limits.Decoder`), so a bound on them stops a gzip bomb after one piece:
+    httpx's own decoding inflates a whole read at once."""
+    try:
+        decoder = _limits.Decoder(response.headers.get("content-encoding"))
+    except _limits.UnsupportedEncoding as exc:
+        raise httpx.DecodingError(str(exc)) from None
+    async for raw in response.aiter_raw():
+        try:
+            for piece in decoder.decode(raw):
+                yield piece
+        except _limits.UnsupportedEncoding as exc:
+            raise httpx.DecodingError(str(exc)) from None
+    rest = decoder.flush()
+    if rest:
+        yield rest
 
 
 class _Gate:
