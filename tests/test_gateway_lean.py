@@ -235,13 +235,19 @@ def test_a_chunked_answer_cut_at_any_two_bytes_delivers_the_same_body() -> None:
     [
         (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", errors.ProtocolError),
         (SSE_HEAD + b"transfer-encoding: chunked\r\n\r\nzz\r\n", errors.TruncatedStream),
+        # int("-1", 16) is -1: the bytes after it were taken for the body
+        (
+            SSE_HEAD + b"transfer-encoding: chunked\r\n\r\n-1\r\ndata: [DONE]\n\n",
+            errors.TruncatedStream,
+        ),
         (SSE_HEAD + b"content-encoding: br\r\ncontent-length: 3\r\n\r\nabc", errors.ProtocolError),
     ],
-    ids=["not-http", "bad-chunk-size", "unsupported-encoding"],
+    ids=["not-http", "bad-chunk-size", "negative-chunk-size", "unsupported-encoding"],
 )
 def test_a_malformed_answer_is_a_named_error(reply: bytes, expected: type[Exception]) -> None:
+    # the server keeps the connection open: the error must come from the bytes, not the close
     with (
-        RawServer(lambda n, head: reply, close_after=True) as server,
+        RawServer(lambda n, head: reply) as server,
         pytest.raises(expected) as info,
     ):
         url = server.url

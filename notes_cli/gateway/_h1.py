@@ -17,6 +17,7 @@ httpx's exception types, so `_http.translate` stays the one place that words the
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -28,6 +29,7 @@ from notes_cli.gateway._limits import MAX_HEAD_BYTES, Decoder, UnsupportedEncodi
 
 _MAX_HEAD = MAX_HEAD_BYTES  # status line + headers
 _MAX_CHUNK_LINE = 4 * 1024
+_HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
 # An idle connection older than this is not reused: uvicorn (and so vLLM and SGLang) closes
 # idle connections after 5 s, and a request written just as the server closes would be lost.
 KEEPALIVE_S = 4.0
@@ -403,10 +405,9 @@ class _Connection(asyncio.Protocol):
                 self.chunk_state = "size"
             elif self.chunk_state == "size":
                 size = line.split(b";", 1)[0].strip()
-                try:
-                    self.left = int(size, 16)
-                except ValueError:
-                    raise httpx.RemoteProtocolError(f"bad chunk size {size[:20]!r}") from None
+                if not _HEX_SIZE.fullmatch(size):  # int() would take -1, +5, 0x5, 0_5
+                    raise httpx.RemoteProtocolError(f"bad chunk size {size[:20]!r}")
+                self.left = int(size, 16)
                 self.chunk_state = "data" if self.left else "trailers"
             elif not line:  # the blank line that ends the (usually empty) trailers
                 self._finish_body()
@@ -430,6 +431,7 @@ class _Connection(asyncio.Protocol):
                 size = int(buf[:line_end], 16)
             except ValueError:
                 size = 0
+            # (int() also takes `+5` or `0x5` here: harmless, the chunk must end where it says)
             if size > 0 and line_end + 4 + size == end and buf[end - 2 :] == b"\r\n":
                 self._deliver(bytes(buf[line_end + 2 : end - 2]))
                 return end
