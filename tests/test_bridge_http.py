@@ -157,7 +157,7 @@ def test_a_chunked_body_over_the_limit_is_refused() -> None:
 def test_a_head_over_the_limit_is_refused() -> None:
     with bridge_to(DEAD_UPSTREAM) as bridge, _connect(bridge.config.port) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\nhost: x\r\n")
-        # 1.3 MB of headers: the bridge refuses after 256 KiB, with much still unsent
+        # 1.3 MB of headers: the bridge refuses after 64 KiB, with much still unsent
         with contextlib.suppress(OSError):  # if the bridge hangs up while we still send
             for _ in range(160):
                 sock.sendall(b"x-filler: " + b"y" * 8000 + b"\r\n")
