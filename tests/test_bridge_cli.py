@@ -3,6 +3,8 @@ banner, a clean stop on SIGTERM) and `pdnotes doctor` on a client that points at
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import re
@@ -16,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from bridge_support import bridge_to
+from bridge_support import asyncio_upstream, bridge_to
 
 from notes_cli.bridge.config import BridgeConfig, save_record
 
@@ -117,3 +119,49 @@ def test_an_upstream_url_carrying_a_key_is_refused_unshown(
     assert result.exit_code == 2, result.stdout + result.stderr
     assert "tt-SENTINEL" not in result.stdout + result.stderr
     assert not (isolated_home / ".pdnotes" / "bridge.json").exists()
+
+
+def test_the_bridges_terminal_shows_no_key_an_upstream_echoes(tmp_path: Path) -> None:
+    # the upstream puts the key it was sent in its status line; the bridge's log (a terminal,
+    # or a service's journal) printed it through httpx's request log
+    key = "sk-echoed-SENTINEL-0123456789abcdef"
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.closing(writer), contextlib.suppress(ConnectionError, EOFError):
+            while True:  # until the bridge hangs up (IncompleteReadError is an EOFError)
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = re.search(rb"content-length: *(\d+)", head, re.IGNORECASE)
+                await reader.readexactly(int(length.group(1)) if length else 0)
+                status = b"HTTP/1.1 401 Unauthorized %s\r\n" % key.encode()
+                writer.write(status + b"content-length: 0\r\n\r\n")
+                await writer.drain()
+
+    log = tmp_path / "bridge.log"  # a file, as a service's journal (with a pipe, no line came)
+    with asyncio_upstream(echo) as url, log.open("w") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "notes_cli", "bridge", "serve", "--port", "0"]
+            + ["--upstream", url + "/v1", "--upstream-key-env", "UP_KEY"],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, "NO_COLOR": "1", "UP_KEY": key},
+        )
+        try:
+            port = None
+            deadline = time.monotonic() + 30
+            while port is None and time.monotonic() < deadline and process.poll() is None:
+                time.sleep(0.1)
+                port = re.search(r"Codex base_url\s+http://127\.0\.0\.1:(\d+)/v1", log.read_text())
+            assert port, log.read_text()
+            root = f"http://127.0.0.1:{port.group(1)}"
+            assert httpx.get(root + "/v1/models", timeout=10).status_code == 401
+            turn = {"model": "m", "input": "hi", "stream": False}
+            answer = httpx.post(root + "/v1/responses", json=turn, timeout=10)
+            assert answer.status_code == 401 and key not in answer.text
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(15)
+    output = log.read_text()
+    assert key not in output
+    assert "SENTINEL-0123456789" not in output

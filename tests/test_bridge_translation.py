@@ -22,7 +22,7 @@ from bridge_support import (
     tool_call_stream,
     usage_chunk,
 )
-from loopback import LoopbackServer, Reply, chat_stream
+from loopback import LoopbackServer, Reply, chat_stream, sse_event
 
 CODEX_TOOLS = [
     {
@@ -258,7 +258,8 @@ def test_model_map_renames_the_model_upstream_only() -> None:
 @pytest.mark.parametrize("status", [401, 429, 500])
 def test_upstream_errors_keep_status_and_message_with_the_key_scrubbed(status: int) -> None:
     said = f"bad things ({status}) for key {UPSTREAM_KEY}"
-    upstream_reply = Reply.json({"error": {"message": said, "type": "x"}}, status=status)
+    error = {"message": said, "type": "x", "code": UPSTREAM_KEY}  # a code is its words too
+    upstream_reply = Reply.json({"error": error}, status=status)
     with LoopbackServer(upstream_reply) as upstream, bridge_to(upstream.url) as bridge:
         codex = post(bridge, "/v1/responses", responses_body())
         claude = post(bridge, "/v1/messages", messages_body())
@@ -268,6 +269,23 @@ def test_upstream_errors_keep_status_and_message_with_the_key_scrubbed(status: i
     assert f"bad things ({status})" in claude.json()["error"]["message"]
     assert UPSTREAM_KEY not in codex.text + claude.text
     assert UPSTREAM_KEY[-4:] in codex.text  # masked, not removed: the user can tell which key
+
+
+def test_an_error_event_mid_stream_reaches_the_client_scrubbed_and_ends_the_stream() -> None:
+    # after its 200 the upstream reports an error in the stream, echoing the key it was sent
+    echo = {"error": {"message": f"upstream rejected key {UPSTREAM_KEY}", "code": UPSTREAM_KEY}}
+    events = [chunk({"content": "po"}), sse_event(echo), b"data: [DONE]\n\n"]
+    with LoopbackServer(Reply.sse(events)) as upstream, bridge_to(upstream.url) as bridge:
+        codex = post(bridge, "/v1/responses", responses_body())
+        claude = post(bridge, "/v1/messages", messages_body())
+    assert UPSTREAM_KEY not in codex.text + claude.text
+    failed = [p for p in sse_payloads(codex.content) if p["type"] == "response.failed"]
+    [failure] = failed  # one: not a second "ended before its finish" after it
+    assert failure["response"]["error"]["message"].startswith("upstream rejected key sk-…")
+    assert sse_payloads(codex.content)[-1]["type"] == "response.failed"
+    errors = [p for p in sse_payloads(claude.content) if p["type"] == "error"]
+    assert len(errors) == 1 and UPSTREAM_KEY[-4:] in errors[0]["error"]["message"]
+    assert sse_payloads(claude.content)[-1]["type"] == "error"
 
 
 def test_a_dead_upstream_is_a_502_naming_its_url() -> None:

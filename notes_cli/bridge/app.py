@@ -151,7 +151,7 @@ class BridgeApp:
         # could not have sent it whole either (and the store's memory stays bounded)
         room = MAX_BODY_BYTES - len(plan.body) if plan.store else -1
         encoder = leg.stream_encoder(response_id, turn.model)
-        pump = Pump(plan.decoder(), encoder, response, remember=room)
+        pump = Pump(plan.decoder(), encoder, response, remember=room, scrub=self.scrub)
         error: BaseException | None = None
         # runs once the request is written upstream: while the upstream works, not after
         asyncio.get_running_loop().call_soon(pump.prepare)
@@ -171,6 +171,8 @@ class BridgeApp:
         """What the stream still needs once the upstream call is over: the closing events, or
         the protocol's error event when the upstream failed or stopped before its finish."""
         tail = b""
+        if pump.failed:  # the upstream's own error event went out: the stream is over
+            return tail, False
         if error is None:
             try:
                 tail = pump.close()
@@ -201,17 +203,25 @@ class BridgeApp:
         except (WireError, ValueError, TypeError, KeyError) as exc:
             message = f"the upstream {self.config.upstream} answered with a body the bridge "
             message += f"cannot read: {exc}"
-            self._error(response, leg, WireError(502, "bad_gateway", self._scrub(message)))
+            self._error(response, leg, WireError(502, "bad_gateway", self.scrub(message)))
             return
         response.send(200, _JSON_HEADERS, _json(document))
         if plan.store and len(plan.body) + len(body) <= MAX_BODY_BYTES:
             self.store.put(response_id, [*plan.history, Message("assistant", list(reply.parts))])
 
     def _wire_error(self, error: BaseException | None) -> WireError:
+        """`error` for the client, the bridge's keys scrubbed from all it says."""
+        wire_error = self._worded(error)
+        wire_error.message = self.scrub(wire_error.message)
+        if wire_error.code:  # an upstream's error `code` is its words too
+            wire_error.code = self.scrub(wire_error.code)
+        return wire_error
+
+    def _worded(self, error: BaseException | None) -> WireError:
         url = self.config.upstream
         if isinstance(error, gw.HttpStatusError):
             said = error.error_message or error.message
-            message = self._scrub(f"upstream {url} answered {error.status}: {said}")
+            message = self.scrub(f"upstream {url} answered {error.status}: {said}")
             headers = {}
             if error.retry_after is not None:
                 headers["retry-after"] = f"{error.retry_after:.0f}"
@@ -220,11 +230,11 @@ class BridgeApp:
                 status, kind_for_status(status), message, code=error.error_code, headers=headers
             )
         if isinstance(error, MalformedStream):
-            return WireError(502, "bad_gateway", self._scrub(f"upstream {url} sent {error}"))
+            return WireError(502, "bad_gateway", self.scrub(f"upstream {url} sent {error}"))
         if isinstance(error, gw.GatewayTimeout):
-            message = self._scrub(f"upstream {url}: {error.message}")
+            message = self.scrub(f"upstream {url}: {error.message}")
             return WireError(504, "server_error", message)
-        message = self._scrub(_describe(error, url))
+        message = self.scrub(_describe(error, url))
         log.warning("%s", message)
         return WireError(502, "bad_gateway", message)
 
@@ -253,19 +263,22 @@ class BridgeApp:
         except gw.GatewayError as exc:
             said = exc.message
             if isinstance(exc, gw.HttpStatusError):
-                report["upstream"] = {"ok": False, "status": exc.status, "error": self._scrub(said)}
+                report["upstream"] = {"ok": False, "status": exc.status, "error": self.scrub(said)}
             else:
-                report["upstream"] = {"ok": False, "status": None, "error": self._scrub(said)}
+                report["upstream"] = {"ok": False, "status": None, "error": self.scrub(said)}
         report["upstream"]["ms"] = round((time.perf_counter() - started) * 1000, 1)
         response.send(200, _JSON_HEADERS, _json(report))
 
     def _error(self, response: Response, leg: translate.Leg, error: WireError) -> None:
-        error.message = self._scrub(error.message)
+        error.message = self.scrub(error.message)
+        if error.code:
+            error.code = self.scrub(error.code)
         headers = list(_JSON_HEADERS)
         headers += [(k.encode(), v.encode()) for k, v in error.headers.items()]
         response.send(error.status, headers, _json(leg.encode_error(error)))
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
+        """`text` with the bridge's keys (and anything key-shaped) masked."""
         local = self._local_key.decode() if self._local_key else None
         return scrub(text, (k for k in (self._upstream_key, local) if k))
 

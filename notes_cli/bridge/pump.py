@@ -20,6 +20,7 @@ endless upstream would otherwise grow the bridge's memory for as long as the cli
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from notes_cli.gateway._limits import MAX_EVENT_LINE_BYTES
@@ -89,6 +90,8 @@ class Pump:
         "order",
         "finish_seen",
         "room",
+        "scrub",
+        "failed",
     )
 
     def __init__(
@@ -97,6 +100,7 @@ class Pump:
         encoder: Any,
         client: ClientStream,
         remember: int = REMEMBER_CHARS,
+        scrub: Callable[[str], str] = str,
     ) -> None:
         self.decoder = decoder
         self.encoder = encoder
@@ -112,6 +116,8 @@ class Pump:
         self.order: list[str] = []  # "text" / "reasoning" / "call:N", in order of first sight
         self.finish_seen = False  # a neutral FinishEvent went to the encoder
         self.room = remember  # characters still to remember; below 0, the answer is forgotten
+        self.scrub = scrub  # the bridge's keys out of the upstream's words (its error events)
+        self.failed = False  # the upstream's error event went to the client: the stream's end
 
     def prepare(self) -> None:
         """Encode the opening events, numbered before any upstream byte is encoded. The app
@@ -234,6 +240,13 @@ class Pump:
                 if self.room >= 0:
                     self._keep(text, self.texts, "text")
                 out.append(encoder.text(text))
+            elif type(event) is ev.ErrorEvent:  # an upstream may echo the key it was sent
+                code = self.scrub(event.code) if event.code else None
+                out.append(
+                    encoder.encode(ev.ErrorEvent(self.scrub(event.message), event.status, code))
+                )
+                self.failed = self.finished = True  # nothing more is relayed after it
+                return
             else:
                 self._remember(event)
                 out.append(encoder.encode(event))

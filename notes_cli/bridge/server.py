@@ -136,7 +136,7 @@ def serve_forever(
     sock = bind_socket(config.host, config.port)
     config = replace(config, port=sock.getsockname()[1])
     app.config = config
-    logging.basicConfig(level=logging.INFO, format="pdnotes bridge: %(message)s")
+    _log_to_stderr(app)
     server = _server(app, graceful_s=5)
     loop = _new_loop()
 
@@ -156,3 +156,26 @@ def serve_forever(
         loop.run_until_complete(_run(app, server, sock, ready))
     finally:
         loop.close()
+
+
+class _Scrubbed(logging.Formatter):
+    """A log line with the bridge's keys masked, its traceback included."""
+
+    def __init__(self, scrub: Callable[[str], str]) -> None:
+        super().__init__("pdnotes bridge: %(message)s")
+        self._scrub = scrub
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self._scrub(super().format(record))
+
+
+def _log_to_stderr(app: BridgeApp) -> None:
+    """The bridge's own lines on stderr, scrubbed. Only pdnotes' loggers: the root logger at
+    INFO turned on httpx's request log, which prints an upstream's status line as it came
+    (with a key the upstream echoed in its reason phrase)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(_Scrubbed(app.scrub))
+    logger = logging.getLogger("pdnotes")
+    logger.setLevel(logging.INFO)
+    logger.handlers = [handler]
+    logger.propagate = False
