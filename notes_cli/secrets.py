@@ -114,6 +114,27 @@ def looks_like_env_name(value: str) -> bool:
     return bool(_ENV_NAME.match(value)) and not looks_like_secret(value)
 
 
+def check_env_name(flag: str, name: str | None) -> None:
+    """A flag that takes a variable NAME must not be given a key (nor show it back)."""
+    from notes_cli.errors import UsageError
+
+    if name and not looks_like_env_name(name):
+        raise UsageError(
+            f"{flag} takes the NAME of an environment variable, not a key",
+            fix=f"export MY_KEY=<the key> and pass {flag} MY_KEY",
+        )
+
+
+def unsendable(value: str) -> str | None:
+    """Where `value` has a character an HTTP header cannot carry (beyond ASCII, or a control
+    character), said without the value: "U+201D at position 31 of 32". A key pasted with a
+    typographic quote or a line end crashed the HTTP client before anything was sent."""
+    for index, char in enumerate(value):
+        if not (" " <= char <= "~" or char == "\t"):
+            return f"U+{ord(char):04X} at position {index + 1} of {len(value)}"
+    return None
+
+
 def looks_like_secret(value: str) -> bool:
     """True for values shaped like API keys (so a pasted key in `env_key` is caught)."""
     if not value:

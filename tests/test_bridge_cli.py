@@ -121,6 +121,20 @@ def test_an_upstream_url_carrying_a_key_is_refused_unshown(
     assert not (isolated_home / ".pdnotes" / "bridge.json").exists()
 
 
+def test_bridge_serve_refuses_a_key_http_cannot_carry(
+    cli, monkeypatch: pytest.MonkeyPatch, sentinel_key: str
+) -> None:
+    monkeypatch.setenv("UP_KEY", sentinel_key + "\n")  # `export UP_KEY="$(cat key.txt)"`-ish
+    result = cli(
+        *["bridge", "serve", "--port", "0", "--upstream", "http://127.0.0.1:9/v1"],
+        "--upstream-key-env",
+        "UP_KEY",
+    )
+    assert result.exit_code == 2
+    assert "U+000A at position" in result.stderr
+    assert sentinel_key not in result.stdout + result.stderr
+
+
 def test_the_bridges_terminal_shows_no_key_an_upstream_echoes(tmp_path: Path) -> None:
     # the upstream puts the key it was sent in its status line; the bridge's log (a terminal,
     # or a service's journal) printed it through httpx's request log

@@ -306,3 +306,31 @@ def test_claude_without_a_credential_stops_like_claude(cli: Cli, isolated_home: 
     )
     result = cli("smoke", "--client", "claude")
     assert result.exit_code == 2 and "Not logged in" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["smoke", "bench"])
+def test_a_key_given_to_key_env_is_refused_without_being_shown(
+    cli: Cli, sentinel_key: str, command: str
+) -> None:
+    # --key-env takes a variable's NAME; the message once showed the pasted key twice
+    extra = ["-n", "1"] if command == "smoke" else ["--requests", "1"]
+    args = [command, "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+    result = cli(*args, "--key-env", sentinel_key, *extra, "--json")
+    assert result.exit_code == 2
+    assert "takes the NAME of an environment variable" in result.stdout + result.stderr
+    assert sentinel_key not in result.stdout + result.stderr
+    assert sentinel_key[-12:] not in result.stdout + result.stderr
+
+
+def test_a_key_with_a_character_http_cannot_carry_is_a_clear_failure(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, sentinel_key: str
+) -> None:
+    # pasted with a typographic quote: httpx raised UnicodeEncodeError, a traceback
+    monkeypatch.setenv("GW_KEY", sentinel_key + "\u201d")
+    args = ["smoke", "--client", "openai", "--base-url", "http://127.0.0.1:9/v1"]
+    result = cli(*args, "--key-env", "GW_KEY", "--model", "m", "-n", "1", "--json")
+    assert result.exit_code == 1, result.stderr
+    [run] = result.json()["runs"]
+    where = f"U+201D at position {len(sentinel_key) + 1} of {len(sentinel_key) + 1}"
+    assert where in run["problem"] and "$GW_KEY" in run["problem"]
+    assert sentinel_key not in result.stdout + result.stderr

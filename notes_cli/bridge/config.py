@@ -16,7 +16,7 @@ from typing import Any
 from notes_cli import fileio, paths
 from notes_cli.clients.urls import refuse_credentials
 from notes_cli.errors import InputError, UsageError
-from notes_cli.secrets import looks_like_env_name
+from notes_cli.secrets import check_env_name, unsendable
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
@@ -70,15 +70,6 @@ def parse_model_map(pairs: list[str]) -> dict[str, str]:
             )
         mapping[source.strip()] = target.strip()
     return mapping
-
-
-def check_env_name(flag: str, name: str | None) -> None:
-    """A flag that takes a variable NAME must not be given a key."""
-    if name and not looks_like_env_name(name):
-        raise UsageError(
-            f"{flag} takes the NAME of an environment variable, not a key",
-            fix=f"export MY_KEY=<the key> and pass {flag} MY_KEY",
-        )
 
 
 def record_path() -> Path:
@@ -181,6 +172,13 @@ def resolve(
             raise UsageError(
                 f"{flag} names {name}, which is unset or empty",
                 fix=f"export {name}=<the key> and run the command again",
+            )
+        where = unsendable(os.environ.get(name, "")) if name else None
+        if where is not None:  # every request would fail (or crash) with it
+            raise UsageError(
+                f"${name} ({flag}) has a character an HTTP header cannot carry ({where})",
+                fix=f"export {name} again with the key alone (a quote, a space or a line end "
+                "pasted with it?)",
             )
     return config
 

@@ -18,6 +18,7 @@ from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
 from notes_cli.clients.codex_config import CodexOptions, plan_codex
 from notes_cli.clients.plan import WritePlan
 from notes_cli.errors import UsageError
+from notes_cli.secrets import check_env_name
 
 BRIDGE_PRESET = "bridge"
 
@@ -39,7 +40,7 @@ def _upstream(
             fix="pass --base-url https://host/v1 (the URL before /chat/completions) or a --preset",
         )
     key_env = key_env or (preset.codex.env_key if preset and preset.codex else None)
-    bridge_config.check_env_name("--env-key", key_env)
+    check_env_name("--env-key", key_env)
     model = model or (preset.model if preset else None)
     if not model:
         raise UsageError(
@@ -52,7 +53,7 @@ def _upstream(
 def _record(
     url: str, key_env: str | None, model: str, options: BridgeOptions
 ) -> bridge_config.BridgeConfig:
-    bridge_config.check_env_name("--bridge-key-env", options.api_key_env)
+    check_env_name("--bridge-key-env", options.api_key_env)
     return bridge_config.new_record(
         upstream=url,
         upstream_key_env=key_env,

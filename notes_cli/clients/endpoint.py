@@ -79,7 +79,9 @@ def endpoint_from_flags(
     import os
 
     from notes_cli.errors import UsageError
+    from notes_cli.secrets import check_env_name
 
+    check_env_name("--key-env", key_env)  # before it is shown in any message
     name = key_env or default_key_env
     key = os.environ.get(name) if name else None
     if key_env and not key:

@@ -17,6 +17,8 @@ from typing import Any
 
 from notes_cli import __version__
 from notes_cli.clients.endpoint import Endpoint, join_url
+from notes_cli.gateway.errors import UnsendableHeader
+from notes_cli.secrets import mask_url, unsendable
 from notes_cli.wire import Message, Part, Sampling, TextPart, Turn
 from notes_cli.wire import anthropic as wire_anthropic
 from notes_cli.wire import chat as wire_chat
@@ -54,8 +56,35 @@ def base_headers(endpoint: Endpoint, *, stream: bool) -> dict[str, str]:
     if endpoint.protocol == "anthropic":
         headers["anthropic-version"] = ANTHROPIC_VERSION
     headers.update(endpoint.headers)
+    key_where = unsendable(endpoint.key) if endpoint.key else None
+    if key_where is not None:  # (its position in the key, not in "Bearer <key>")
+        raise _unsendable(endpoint, "authorization", key_where)
     headers.update(auth_headers(endpoint))
+    for name, value in headers.items():
+        where = unsendable(value)
+        if where is not None:
+            raise _unsendable(endpoint, name, where)
     return headers
+
+
+def _unsendable(endpoint: Endpoint, name: str, where: str) -> UnsendableHeader:
+    """Said without the value (it may be the key)."""
+    url = mask_url(endpoint.request_url())
+    if name in ("authorization", "x-api-key"):
+        source = f"${endpoint.key_env}" if endpoint.key_env else "the key"
+        return UnsendableHeader(
+            f"the key from {source} has a character an HTTP header cannot carry ({where}): "
+            "no request was sent",
+            url=url,
+            fix=f"set {source} again to the key alone (a quote, a space or a line end pasted "
+            "with it?)",
+        )
+    return UnsendableHeader(
+        f"the {name} header has a character an HTTP header cannot carry ({where}): no "
+        "request was sent",
+        url=url,
+        fix=f"fix the {name} value where it is configured (in {endpoint.source})",
+    )
 
 
 def build_body(

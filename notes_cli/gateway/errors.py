@@ -11,6 +11,7 @@
     ├── HttpStatusError      a 3xx/4xx/5xx answer, with the server's parsed error
     ├── TruncatedStream      the stream ended before its completion event
     ├── UpstreamError        the stream itself reported a failure (`response.failed`, `error`)
+    ├── UnsendableHeader     a key or header with a character HTTP cannot carry (nothing sent)
     └── ProtocolError        the answer is not what the protocol says (bad JSON, not SSE, bad URL)
         ├── ResponseTooLarge the answer (decoded) went over a byte bound (`gateway._limits`)
         └── HeadersTooLarge  the response headers went over their byte bound
@@ -45,6 +46,7 @@ __all__ = [
     "TotalTimeout",
     "TruncatedStream",
     "Unreachable",
+    "UnsendableHeader",
     "UpstreamError",
     "scrubbed",
 ]
@@ -196,6 +198,10 @@ class UpstreamError(_UrlError):
 
 class ProtocolError(_UrlError):
     kind = "protocol-error"
+
+
+class UnsendableHeader(_UrlError):
+    kind = "unsendable-header"
 
 
 class ResponseTooLarge(ProtocolError):
