@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 # Looks like a credential rather than an environment-variable name.
 _SECRET_SHAPE = re.compile(r"^(sk-|sk_|ak-|pk-|key-|Bearer\s)|^[A-Za-z0-9_\-\.]{32,}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KEY_PREFIX = re.compile(r"(sk-|sk_|ak-|pk-|key-)[A-Za-z0-9_\-\.]*$")
 
 _MIN_KNOWN = 8
 """Known secrets shorter than this are not searched for in text: replacing every `abc` in a
@@ -135,6 +136,13 @@ def unsendable(value: str) -> str | None:
     return None
 
 
+def looks_like_prefixed_key(value: str) -> bool:
+    """A key by its issuer's prefix (`sk-…`, `sk-ant-…`, `ak-…`), long enough to be one: what
+    pdnotes refuses in a URL's path. Unprefixed random runs (a Cloudflare account id, a UUID)
+    are masked when shown, but a path may legitimately hold them."""
+    return len(value) >= 20 and bool(_KEY_PREFIX.match(value))
+
+
 def looks_like_secret(value: str) -> bool:
     """True for values shaped like API keys (so a pasted key in `env_key` is caught)."""
     if not value:
@@ -208,14 +216,23 @@ def mask_url(url: str) -> str:
     if "@" in netloc:
         netloc = "***@" + netloc.rsplit("@", 1)[1]
     path = "/".join(
-        mask(s) if s and (looks_like_secret(unquote(s)) or looks_like_token(unquote(s))) else s
-        for s in parts.path.split("/")
+        ";".join(_mask_path_piece(piece) for piece in segment.split(";"))
+        for segment in parts.path.split("/")
     )
     query = (
         "&".join(_mask_query_pair(pair) for pair in parts.query.split("&")) if parts.query else ""
     )
     fragment = scrub(parts.fragment, _urls=False) if parts.fragment else ""
     return urlunsplit((parts.scheme, netloc, path, query, fragment))
+
+
+def _mask_path_piece(piece: str) -> str:
+    """A path segment, or one of its `;name=value` parameters, masked when it is key-shaped."""
+    name, sep, value = piece.partition("=")
+    if sep:
+        return f"{name}={_mask_path_piece(value)}" if value else piece
+    plain = unquote(piece)
+    return mask(plain) if piece and (looks_like_secret(plain) or looks_like_token(plain)) else piece
 
 
 def _mask_query_pair(pair: str) -> str:

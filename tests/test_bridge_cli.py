@@ -100,6 +100,7 @@ def test_doctor_on_the_chat_only_engine_gives_the_bridge_commands(
 KEYED_UPSTREAMS = [
     "https://user:tt-SENTINELabcdefghijklmnopq@gw.example/api",
     "https://gw.example/api?api_key=tt-SENTINELabcdefghijklmnopq",
+    "https://gw.example/sk-tt-SENTINELabcdefghijklmnopq/v1",
 ]
 
 

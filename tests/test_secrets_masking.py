@@ -131,6 +131,10 @@ def test_scrub_masks_credential_shapes_without_a_known_key() -> None:
           f"https://{TT_KEY}@gw/api"], "--env-key"),
         (["config", "claude", "--base-url", f"https://user:{TT_KEY}@gw/api"], "--token-env"),
         (["config", "claude", "--base-url", f"user:{TT_KEY}@gw/api"], "https://"),
+        # a key as a path segment or a `;param` is a key too
+        (["config", "codex", "--provider", "gw", "--model", "m", "--base-url",
+          f"https://gw/sk-{TT_KEY}/api"], "--env-key"),
+        (["config", "claude", "--base-url", f"https://gw/api;key=sk-{TT_KEY}"], "--token-env"),
     ],
 )  # fmt: skip
 def test_a_key_in_the_base_url_is_refused(cli, isolated_home: Path, args, fix: str) -> None:
@@ -156,6 +160,15 @@ def test_a_url_without_credentials_is_still_cleaned(cli, isolated_home: Path) ->
     )
 
 
+def test_a_path_with_random_ids_but_no_key_is_written(cli, isolated_home: Path) -> None:
+    # Cloudflare AI Gateway: /v1/{32-hex account id}/{gateway}/openai is not a key (and is
+    # masked when shown, like any random run)
+    url = "https://gateway.ai.cloudflare.com/v1/0123456789abcdef0123456789abcdef/gw/openai"
+    result = cli("config", "codex", "--provider", "cf", "--model", "m", "--base-url", url)
+    assert result.exit_code == 0, result.stderr
+    assert url in (isolated_home / ".codex" / "config.toml").read_text()
+
+
 # --------------------------------------------------------------------------- 11.4 key-in-file
 
 
@@ -172,13 +185,18 @@ CODEX_LITERALS = {
     "env_http_headers": f'env_http_headers = {{ "x-api-key" = "{TT_KEY}" }}',
     "experimental_bearer_token": f'experimental_bearer_token = "{TT_KEY}"',
     "user-info": None,
+    "a path segment": None,
 }
 
 
 @pytest.mark.parametrize("where", list(CODEX_LITERALS))
 def test_doctor_finds_each_literal_in_codex_config(cli, isolated_home: Path, where: str) -> None:
     line = CODEX_LITERALS[where]
-    base = f"https://u:{TT_KEY}@gw/api" if line is None else "https://gw/api"
+    base = {
+        "user-info": f"https://u:{TT_KEY}@gw/api",
+        "a path segment": f"https://gw/sk-{TT_KEY}/v1",
+    }
+    base = base.get(where, "https://gw/api")
     config = isolated_home / ".codex" / "config.toml"
     config.parent.mkdir()
     config.write_text(

@@ -18,7 +18,7 @@ from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
 from notes_cli.clients.codex_config import CodexOptions, plan_codex
 from notes_cli.clients.plan import WritePlan
 from notes_cli.errors import UsageError
-from notes_cli.secrets import check_env_name
+from notes_cli.secrets import check_env_name, mask_url
 
 BRIDGE_PRESET = "bridge"
 
@@ -107,7 +107,8 @@ def plan_claude_bridge(
 def _with_notes(plan: WritePlan, record: bridge_config.BridgeConfig) -> WritePlan:
     serve = "pdnotes bridge serve"
     notes = (
-        f"through the pdnotes bridge at {record.root_url} to {record.upstream}/chat/completions",
+        f"through the pdnotes bridge at {record.root_url} to "
+        f"{mask_url(record.upstream)}/chat/completions",
         f"records the upstream in {bridge_config.record_path()}; start the bridge with "
         f"`{serve}` (or keep it running: `pdnotes bridge install`)",
     )

@@ -11,10 +11,16 @@ user-info, or a credential-shaped query value — since writing it would put the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from notes_cli.errors import UsageError
-from notes_cli.secrets import is_credential_name, looks_like_secret, looks_like_token, mask_url
+from notes_cli.secrets import (
+    is_credential_name,
+    looks_like_prefixed_key,
+    looks_like_secret,
+    looks_like_token,
+    mask_url,
+)
 
 CODEX_ENDPOINT_SUFFIXES = ("/chat/completions", "/responses", "/completions")
 CLAUDE_ENDPOINT_SUFFIXES = ("/v1/messages", "/messages")
@@ -58,26 +64,36 @@ def has_v1_suffix(url: str) -> bool:
     return urlsplit(url).path.rstrip("/").endswith("/v1")
 
 
-def refuse_credentials(url: str, *, fix: str) -> None:
-    """Raise `UsageError` (never echoing the value) when `url` carries a credential: any
-    user-info, or a query parameter whose name (`api_key`, `token`, `sig`…) or value (`sk-…`,
-    a long random run) says it is a key."""
-    parts = urlsplit(url)
+def url_credential(url: str) -> str | None:
+    """Where `url` carries a credential, said without it: its user-info, a query parameter
+    whose name (`api_key`, `token`, `sig`…) or value (`sk-…`, a long random run) says it is
+    a key, or a path segment (or `;param`) that starts like a key (`/sk-ant-…/v1`); None when
+    it carries none. One judge for what `config` refuses and what `doctor` flags."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
     if "@" in parts.netloc:
-        raise UsageError(
-            f"the base URL carries credentials before the host ({mask_url(url)}); pdnotes "
-            "does not write a key into a config file",
-            fix=fix,
-        )
+        return "its user-info (user:key@host)"
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
         if any(looks_like_secret(v) or looks_like_token(v) for v in (name, value)):
-            what = "a query parameter"
-        elif is_credential_name(name) and value:
-            what = f"the query parameter {name!r}"
-        else:
-            continue
+            return "a query parameter"
+        if is_credential_name(name) and value:
+            return f"the query parameter {name!r}"
+    for segment in parts.path.split("/"):
+        for piece in unquote(segment).split(";"):
+            if looks_like_prefixed_key(piece.partition("=")[2] or piece):
+                return "a path segment"
+    return None
+
+
+def refuse_credentials(url: str, *, fix: str) -> None:
+    """Raise `UsageError` (never echoing the value) when `url` carries a credential
+    (`url_credential`)."""
+    where = url_credential(url)
+    if where is not None:
         raise UsageError(
-            f"the base URL carries a key in {what} ({mask_url(url)}); pdnotes does not write "
+            f"the base URL carries a key in {where} ({mask_url(url)}); pdnotes does not write "
             "a key into a config file",
             fix=fix,
         )

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from notes_cli.clients.files import line_of, toml_header_line, toml_key_line
 from notes_cli.clients.git import tracked_by_git
+from notes_cli.clients.urls import url_credential
 from notes_cli.doctor.findings import Finding, FindingClient
 from notes_cli.doctor.registry import make
 from notes_cli.secrets import (
@@ -77,7 +77,7 @@ def _codex_places(section: str, table: Mapping[str, Any]) -> list[tuple[str, str
             )
     base_url = table.get("base_url")
     if isinstance(base_url, str):
-        what = _url_secret(base_url)
+        what = url_credential(base_url)
         if what:
             places.append(("base_url", f"base_url carries a key in {what}"))
     return places
@@ -104,7 +104,7 @@ def claude_secrets(path: Path, text: str, data: Mapping[str, Any]) -> list[Findi
             _finding("claude", path, "ANTHROPIC_CUSTOM_HEADERS sends a literal credential", line)
         )
     base_url = env.get("ANTHROPIC_BASE_URL")
-    if isinstance(base_url, str) and (what := _url_secret(base_url)):
+    if isinstance(base_url, str) and (what := url_credential(base_url)):
         line = line_of(text, '"ANTHROPIC_BASE_URL"')
         found.append(_finding("claude", path, f"ANTHROPIC_BASE_URL carries a key in {what}", line))
     return found
@@ -141,20 +141,6 @@ def _is_query_secret(name: str, value: str) -> bool:
     if not value:
         return False
     return is_credential_name(name) or looks_like_secret(value) or looks_like_token(value)
-
-
-def _url_secret(url: str) -> str | None:
-    """ "its user-info" / "a query parameter" when the URL holds a key, else None."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    if "@" in parts.netloc:
-        return "its user-info (user:key@host)"
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if _is_query_secret(name, value):
-            return "a query parameter"
-    return None
 
 
 def _str_map(value: object) -> dict[str, str]:
