@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -26,6 +26,7 @@ from notes_cli.clients.endpoint import Endpoint
 from notes_cli.gateway import GatewayClient, proxy_for, request_url, safe_url
 from notes_cli.gateway import errors as gw
 from notes_cli.gateway.results import StreamResult
+from notes_cli.secrets import scrub
 
 DEFAULT_PROMPT = "In one short sentence: what does prefill/decode disaggregation separate?"
 DEFAULT_MAX_TOKENS = 512  # room for a reasoning model to think and still answer
@@ -183,9 +184,21 @@ def _one_run(
                 retried.append(f"{_short(exc)}; waited {wait:.1f} s")
                 sleep(wait)
                 continue
-            return _failed_run(index, exc, attempt, retried)
-        return _run_from(index, result, attempt, retried)
+            return _scrubbed(_failed_run(index, exc, attempt, retried), client.endpoint)
+        return _scrubbed(_run_from(index, result, attempt, retried), client.endpoint)
     raise AssertionError("unreachable: the loop always returns")
+
+
+def _scrubbed(run: SmokeRun, endpoint: Endpoint) -> SmokeRun:
+    """The run with the gateway's words (a finish reason, the answer's preview, a problem
+    quoting them) cleared of the key the turn sent: a gateway may echo it anywhere."""
+    sent = endpoint.sent_secrets()
+    return replace(
+        run,
+        finish_reason=scrub(run.finish_reason, sent) if run.finish_reason else None,
+        preview=scrub(run.preview, sent),
+        problem=scrub(run.problem, sent) if run.problem else None,
+    )
 
 
 def _retry_wait(exc: gw.GatewayError, attempt: int, timeout: float) -> float | None:

@@ -371,3 +371,20 @@ def test_a_bridge_whose_upstream_is_down_names_the_upstream() -> None:
     findings, _ = probe_endpoint(_via_bridge())
     assert ids(findings) == ["bridge-upstream-failed"]
     assert "gpu-box:23333" in findings[0].message
+
+
+@respx.mock
+def test_findings_mask_the_key_the_probes_sent_even_when_it_is_not_key_shaped() -> None:
+    # a vLLM started with `--api-key token-abc123` (its docs' example) whose model list, by a
+    # misconfiguration, lists the key: the finding quotes the served ids
+    key = "token-abc123"
+    served = httpx.Response(200, json={"data": [{"id": key}, {"id": "other"}]})
+    respx.get(f"{GW}/api/models").mock(return_value=served)
+    respx.post(f"{GW}/api/responses").mock(
+        return_value=httpx.Response(404, json={"error": {"code": "model_not_found"}})
+    )
+    endpoint = Endpoint("codex", f"{GW}/api", "responses", model="m", key=key, key_env="GW_KEY")
+    findings, _ = probe_endpoint(endpoint)
+    shown = " ".join(f.message + f.fix for f in findings)
+    assert findings and key not in shown, shown
+    assert "other" in shown  # the rest of what helps stays

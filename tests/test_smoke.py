@@ -334,3 +334,27 @@ def test_a_key_with_a_character_http_cannot_carry_is_a_clear_failure(
     where = f"U+201D at position {len(sentinel_key) + 1} of {len(sentinel_key) + 1}"
     assert where in run["problem"] and "$GW_KEY" in run["problem"]
     assert sentinel_key not in result.stdout + result.stderr
+
+
+def _echoing(kind: str, key: str) -> Reply:
+    """A gateway that puts the key it was sent somewhere smoke shows."""
+    if kind == "content-type":
+        return Reply(200, {"content-type": f"text/html; session={key}"}, [b"<html>login</html>"])
+    if kind == "finish-reason":
+        return Reply.sse(chat_stream(["po", "ng"], finish=key))
+    third = len(key) // 3  # split over three chunks: only the whole answer shows it
+    return Reply.sse(chat_stream(["your key: ", key[:third], key[third:], " ok"]))
+
+
+@pytest.mark.parametrize("kind", ["content-type", "finish-reason", "answer"])
+def test_smoke_masks_the_key_wherever_the_gateway_echoes_it(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    key = "tok-NOTKEYSHAPED"  # not key-shaped: only where it was sent says it is the key
+    monkeypatch.setenv("GW_KEY", key)
+    with LoopbackServer(_echoing(kind, key)) as gateway:
+        args = ["smoke", "--client", "openai", "--base-url", gateway.url, "--model", "m"]
+        for output in ([], ["--json"]):
+            result = cli(*args, "--key-env", "GW_KEY", "-n", "1", *output)
+            assert key not in result.stdout + result.stderr, (kind, output)
+            assert "…" in result.stdout + result.stderr  # masked, not dropped

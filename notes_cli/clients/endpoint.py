@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from notes_cli.secrets import mask
+from notes_cli.secrets import mask, position_secrets
 
 ClientName = Literal["codex", "claude", "openai"]
 Protocol = Literal["responses", "chat", "anthropic"]
@@ -32,6 +32,11 @@ class Endpoint:
     @property
     def masked_key(self) -> str:
         return mask(self.key)
+
+    def sent_secrets(self) -> tuple[str, ...]:
+        """What a request to this endpoint carries in credential positions (its key,
+        credential headers and query values): to scrub from whatever the gateway says."""
+        return position_secrets(self.key, self.headers, self.query_params, url=self.base_url)
 
     def request_url(self) -> str:
         """The exact URL the client sends its turn to, joined the way that client joins it:

@@ -42,6 +42,7 @@ from notes_cli.gateway import (
 )
 from notes_cli.gateway import errors as gw
 from notes_cli.gateway.results import StreamResult
+from notes_cli.secrets import scrub
 
 PROBE_PROMPT = "Reply with the single word: pong"
 # Big enough that a reasoning model can think a little and still answer.
@@ -472,6 +473,10 @@ class _Prober:
         file: str | None = None,
         line: int | None = None,
     ) -> None:
+        # a message may quote the gateway (its model list, an error): the key the probes
+        # sent is masked as well as anything key-shaped (Finding's own scrub)
+        sent = self.endpoint.sent_secrets()
+        message, fix = scrub(message, sent), scrub(fix, sent)
         self.findings.append(
             Finding(finding_id, "error", self.client, message, fix, file=file, line=line)
         )

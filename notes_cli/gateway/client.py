@@ -40,7 +40,6 @@ from notes_cli.gateway._pools import Pools
 from notes_cli.gateway._reader import StreamFailed, StreamReader, reply_result
 from notes_cli.gateway.results import ModelsResult, StreamResult, Timings
 from notes_cli.gateway.sse import EventTooLarge, SSEParser
-from notes_cli.secrets import position_secrets
 
 OnChunk = Callable[[str, float], None]
 Messages = list[dict[str, Any]] | str
@@ -139,10 +138,7 @@ class _Call:
 
     def sent_secrets(self) -> tuple[str, ...]:
         """What this request carried in credential positions (only computed on an error)."""
-        endpoint = self.endpoint
-        return position_secrets(
-            endpoint.key, endpoint.headers, endpoint.query_params, url=endpoint.base_url
-        )
+        return self.endpoint.sent_secrets()
 
     def deadline_error(self) -> errors.GatewayTimeout:
         """The wall clock (`total_timeout`) ran out: before the headers were complete (a
@@ -191,12 +187,13 @@ class _Call:
         ctype = response.headers.get("content-type", "")
         if self.endpoint.protocol == "anthropic" and "json" in ctype:
             return self.body_result(body)
-        raise errors.ProtocolError(
+        error = errors.ProtocolError(  # (a content-type is the gateway's words: scrubbed)
             f"{self.shown_url} answered {ctype or 'no content-type'}, not text/event-stream",
             url=self.shown_url,
             fix="the gateway ignored `stream: true`; the client would fail with "
             "'stream closed before completion': check the path and the gateway's streaming support",
         )
+        raise errors.scrubbed(error, self.sent_secrets())
 
     def body_result(self, body: bytes) -> StreamResult:
         try:
