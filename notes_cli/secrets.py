@@ -15,7 +15,7 @@ import base64
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 # Looks like a credential rather than an environment-variable name.
 _SECRET_SHAPE = re.compile(r"^(sk-|sk_|ak-|pk-|key-|Bearer\s)|^[A-Za-z0-9_\-\.]{32,}$")
@@ -353,8 +353,12 @@ def scrub(text: str, known: Iterable[str] = (), *, _urls: bool = True) -> str:
     `Bearer …`, `api_key=…` / `"token": "…"` and key-shaped words masked."""
     if not text:
         return text
-    for secret in sorted({s for s in known if s and len(s) >= _MIN_KNOWN}, key=len, reverse=True):
-        text = text.replace(secret, mask(secret))
+    secrets = {s for s in known if s and len(s) >= _MIN_KNOWN}
+    for secret in sorted(secrets, key=len, reverse=True):
+        for form in _echoed_forms(secret):
+            text = text.replace(form, mask(secret))
+    for secret in secrets:
+        text = _mask_fragments(text, secret)
     if _urls:
         text = _URL_IN_TEXT.sub(lambda m: mask_url(m.group(0)), text)
     text = _AUTH_IN_TEXT.sub(lambda m: f"{m[1]}{m[2]}{mask(m[3])}", text)
@@ -363,6 +367,39 @@ def scrub(text: str, known: Iterable[str] = (), *, _urls: bool = True) -> str:
     return _LONG_TOKEN.sub(
         lambda m: mask(m.group(0)) if looks_like_token(m.group(0)) else m.group(0), text
     )
+
+
+def _echoed_forms(secret: str) -> tuple[str, ...]:
+    """The ways a server echoes a secret whole: as is, and URL-quoted (a base64 key's `+/=`
+    become `%2B…`, leaving no run long enough for `_mask_fragments`). Escapes that leave runs
+    as they were (JSON's `\u002d`) are `_mask_fragments`' to catch; a base64 `Basic` value is
+    masked by its shape."""
+    quoted = quote(secret, safe="")
+    return (quoted, secret) if quoted != secret else (secret,)
+
+
+_FRAGMENT = 12  # a run of 12 characters of a key is the key's, not chance
+_RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.+/=%")
+
+
+def _mask_fragments(text: str, secret: str) -> str:
+    """Mask any run of `text` holding 12 or more consecutive characters of `secret`: a key
+    wrapped over two lines, or cut short, leaves such pieces where `replace` finds none."""
+    if len(secret) < _FRAGMENT + 4:
+        return text
+    for start in range(len(secret) - _FRAGMENT + 1):
+        window = secret[start : start + _FRAGMENT]
+        at = text.find(window)
+        while at >= 0:
+            begin, end = at, at + _FRAGMENT
+            while begin > 0 and text[begin - 1] in _RUN_CHARS:
+                begin -= 1
+            while end < len(text) and text[end] in _RUN_CHARS:
+                end += 1
+            shown = "…" + secret[-4:] if secret.endswith(text[end - 4 : end]) else "…"
+            text = text[:begin] + shown + text[end:]
+            at = text.find(window, begin + len(shown))
+    return text
 
 
 def _mask_assignment(match: re.Match[str]) -> str:

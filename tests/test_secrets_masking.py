@@ -258,3 +258,27 @@ def test_a_settings_file_symlinked_into_a_tracked_repo_is_tracked(
 
     assert [f["severity"] for f in found] == ["error"]
     assert "git tracks" in found[0]["message"]
+
+
+@pytest.mark.parametrize(
+    "echo",
+    [
+        lambda k: f"bad key {k[:14]}\n{k[14:]}",  # wrapped over two lines
+        lambda k: f"bad key {k[:-6]}...",  # cut short
+        lambda k: "next=%2Fv1%3Fkey%3D" + __import__("urllib.parse").parse.quote(k, safe=""),
+        lambda k: "Basic " + __import__("base64").b64encode(k.encode()).decode(),
+        lambda k: '{"message": "bad key ' + k.replace("-", "\\u002d") + '"}',
+        lambda k: "<p>" + k + "</p>",
+    ],
+    ids=["wrapped", "cut", "url-quoted", "base64", "json-escaped", "as-is-in-html"],
+)
+@pytest.mark.parametrize(
+    "key",
+    ["sk-test-SECRETSECRETSECRET1234", "AKIAIOSFODNN7EXAMPLEKEY", "Zm9vYmFy+c2VjcmV0/a2V5cw=="],
+)
+def test_a_known_key_echoed_in_another_form_or_in_pieces_is_masked(echo, key: str) -> None:
+    text = echo(key)
+    shown = secrets.scrub(text, [key])
+    for start in range(len(key) - 11):  # no 12 characters of it in a row
+        assert key[start : start + 12] not in shown, (text, shown)
+    assert __import__("urllib.parse").parse.quote(key, safe="") not in shown
