@@ -181,8 +181,14 @@ def undo(client: str) -> UndoResult | None:
 
 def _undo_locked(client: str, backup: Backup) -> UndoResult:
     data = fileio.read_bytes(backup.data_path) if backup.existed else None
-    if backup.existed and data is None:
-        data = b""
+    if backup.existed and data is None:  # deleted by hand or by a cleaner: never restore b""
+        raise ConfigWriteError(
+            f"the newest {client} backup is incomplete: {backup.meta_path} is there but its "
+            f"data file {backup.data_path} is missing, so {backup.original} cannot be restored; "
+            "nothing was changed",
+            fix=f"to undo to the backup before it, remove the incomplete one: "
+            f"rm {backup.meta_path}",
+        )
     saved_current = save(
         client,
         backup.original,

@@ -114,3 +114,24 @@ def test_undo_from_another_folder_restores_a_relative_project_path(cli, tmp_path
 
     assert cli("config", "undo", "--client", "claude").exit_code == 0
     assert not written.exists()
+
+
+def test_undo_refuses_a_backup_whose_data_file_is_missing(cli, isolated_home: Path) -> None:
+    """A backup's .bak deleted by hand or a cleaner: undo used to "restore" an empty file."""
+    path = isolated_home / ".codex" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text('model = "mine"\n[tui]\nnotifications = true\n')
+    assert cli("config", "codex", "--preset", "mock", "--model", "m").exit_code == 0
+    written = path.read_bytes()
+    folder = isolated_home / ".pdnotes" / "backups" / "codex"
+    (bak,) = folder.glob("*.bak")
+    bak.unlink()
+
+    result = cli("config", "undo", "--client", "codex")
+
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert "backup is incomplete" in result.stderr and str(bak) in result.stderr
+    assert "nothing was changed" in result.stderr and "restored" not in result.stdout
+    assert path.read_bytes() == written  # not emptied
+    assert len(list(folder.glob("*.json"))) == 1  # the backup is not consumed
+    assert not (folder / "undone").exists() or not list((folder / "undone").iterdir())
