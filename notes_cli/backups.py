@@ -83,8 +83,6 @@ def save(
     folder = backups_dir(client, undone=undone)
     original = original.absolute()  # undo may run from another folder
     data = fileio.read_bytes(original)
-    stamp = _unique_stamp(folder)
-    data_path, meta_path = folder / f"{stamp}.bak", folder / f"{stamp}.json"
     meta: dict[str, object] = {
         "original": str(original),
         "existed": data is not None,
@@ -94,18 +92,39 @@ def save(
         meta["pending"] = pending
     if consumes is not None:
         meta["consumes"] = consumes
+    data_path: Path | None = None
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # may hold copies of tokens
+        stamp = _unique_stamp(folder)
+        data_path, meta_path = folder / f"{stamp}.bak", folder / f"{stamp}.json"
         if data is not None:
             fileio.atomic_write(data_path, data, mode=0o600)
         fileio.atomic_write(meta_path, json.dumps(meta, indent=2) + "\n", mode=0o600)
-    except ConfigWriteError as exc:
+    except (ConfigWriteError, OSError) as exc:
+        if data is not None and data_path is not None:  # a copy no meta points at
+            with contextlib.suppress(OSError):
+                data_path.unlink(missing_ok=True)
         raise ConfigWriteError(
-            f"cannot save a backup in {folder}, so nothing was changed ({exc.message})",
-            fix="make $PDNOTES_HOME writable or point it elsewhere: export PDNOTES_HOME=…",
+            f"cannot save a backup in {folder}, so nothing was changed "
+            f"({_save_reason(exc, folder)})",
+            fix=f"make {folder} a writable folder, or point $PDNOTES_HOME elsewhere: "
+            "export PDNOTES_HOME=…",
         ) from exc
     _prune(folder)
     return _load(client, meta_path)
+
+
+def _save_reason(exc: ConfigWriteError | OSError, folder: Path) -> str:
+    if isinstance(exc, ConfigWriteError):
+        return exc.message
+    if isinstance(exc, FileExistsError) and exc.filename:  # mkdir met a file
+        return f"{exc.filename} is a file, not a folder"
+    if isinstance(exc, NotADirectoryError):
+        return "a folder on the way to it is a file"
+    reason = exc.strerror or str(exc)
+    if exc.filename and Path(exc.filename) != folder:
+        return f"{exc.filename}: {reason}"
+    return reason
 
 
 def commit(backup: Backup) -> None:

@@ -92,6 +92,24 @@ def sentinel_key() -> Iterator[str]:
     yield "sk-SENTINEL0123456789abcdefXYZW"
 
 
+@pytest.fixture
+def modes_deny(tmp_path: Path) -> None:
+    """Skips the test where chmod 000 does not deny access: as root (CAP_DAC_OVERRIDE), which
+    the suite usually runs as. Every test using it has a twin that simulates the same OSError,
+    so the code path is covered either way; this one checks the real thing for a normal user
+    (or root without the capability: setpriv --bounding-set=-dac_override,-dac_read_search)."""
+    probe = tmp_path / "mode-probe"
+    probe.mkdir(mode=0o700)
+    probe.chmod(0)
+    try:
+        os.listdir(probe)
+    except PermissionError:
+        return
+    finally:
+        probe.chmod(0o700)
+    pytest.skip("chmod 000 does not deny here (root); the simulated twin covers this path")
+
+
 # --- engine_server (owned by the engine HTTP helper) -----------------------------------------
 # A real engine on 127.0.0.1 and a free port, run in a background thread and stopped after the
 # test. `engine_server` is the default engine (preset h800-h20-rdma, model "pd-mock-1"), its

@@ -374,6 +374,97 @@ def test_only_the_last_ten_backups_are_kept(cli, isolated_home: Path) -> None:
     assert 'model = "m11"' in newest
 
 
+def test_a_file_where_the_backup_folder_goes_is_a_clear_error(cli, isolated_home: Path) -> None:
+    path = write_config(isolated_home, 'model = "x"\n')
+    folder = isolated_home / ".pdnotes" / "backups" / "codex"
+    folder.parent.mkdir(parents=True)
+    folder.write_text("not a folder")
+
+    result = cli("config", "codex", "--preset", "mock")
+
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert f"cannot save a backup in {folder}, so nothing was changed" in result.stderr
+    assert "is a file, not a folder" in result.stderr
+    assert path.read_text() == 'model = "x"\n' and folder.read_text() == "not a folder"
+
+
+def test_undo_when_the_undone_folder_cannot_be_made_changes_nothing(
+    cli, isolated_home: Path
+) -> None:
+    path = config_path(isolated_home)
+    for model in ("a", "b"):
+        assert cli("config", "codex", "--preset", "mock", "--model", model).exit_code == 0
+    (isolated_home / ".pdnotes" / "backups" / "codex" / "undone").write_text("")
+
+    result = cli("config", "undo", "--client", "codex")
+
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert "cannot save a backup in" in result.stderr and "nothing was changed" in result.stderr
+    assert 'model = "b"' in path.read_text() and len(backups(isolated_home)) == 2
+
+
+def test_a_backup_folder_that_cannot_be_created_is_a_clear_error(
+    cli, isolated_home, monkeypatch
+) -> None:
+    """`backups/` read-only and `backups/codex` not made yet. Root ignores folder modes, so
+    the refusal is simulated at the mkdir; the real chmod is
+    test_a_read_only_backups_folder_is_a_clear_error (skipped as root)."""
+    path = write_config(isolated_home, 'model = "x"\n')
+    folder = isolated_home / ".pdnotes" / "backups" / "codex"
+    real_mkdir = Path.mkdir
+
+    def refuse(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if self == folder:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Path, "mkdir", refuse)
+        result = cli("config", "codex", "--preset", "mock")
+
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert f"cannot save a backup in {folder}, so nothing was changed" in result.stderr
+    assert "Permission denied" in result.stderr
+    assert path.read_text() == 'model = "x"\n' and not folder.exists()
+
+
+def test_a_backup_whose_meta_cannot_be_written_leaves_no_copy(
+    cli, isolated_home, monkeypatch
+) -> None:
+    from notes_cli import fileio
+
+    path = write_config(isolated_home, 'model = "x"\n')
+    real_write = fileio.atomic_write
+
+    def meta_fails(target, data, **kwargs):  # type: ignore[no-untyped-def]
+        if Path(target).suffix == ".json":
+            raise OSError(28, "No space left on device")
+        return real_write(target, data, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(fileio, "atomic_write", meta_fails)
+        result = cli("config", "codex", "--preset", "mock")
+
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert "cannot save a backup in" in result.stderr and "No space left" in result.stderr
+    assert path.read_text() == 'model = "x"\n'
+    assert not list((isolated_home / ".pdnotes" / "backups" / "codex").iterdir())
+
+
+def test_a_read_only_backups_folder_is_a_clear_error(cli, isolated_home, modes_deny) -> None:
+    path = write_config(isolated_home, 'model = "x"\n')
+    assert cli("config", "claude", "--preset", "mock").exit_code == 0
+    (isolated_home / ".pdnotes" / "backups").chmod(0o555)
+    try:
+        result = cli("config", "codex", "--preset", "mock")
+    finally:
+        (isolated_home / ".pdnotes" / "backups").chmod(0o755)
+
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert "cannot save a backup in" in result.stderr and "Permission denied" in result.stderr
+    assert path.read_text() == 'model = "x"\n'
+
+
 def test_repeated_undo_walks_back_through_history(cli, isolated_home: Path) -> None:
     path = config_path(isolated_home)
     for model in ("a", "b", "c"):
