@@ -11,11 +11,16 @@ produce) and committed once the write succeeded; a write that fails discards its
 process is sorted out by `recover` on the next run, under the file's lock: committed if the
 file holds the intended state (the replace happened), discarded otherwise. Pending backups are
 invisible to `list_backups`, `latest` and `undo`.
+
+A backup that is there but cannot be read or understood (a folder or meta file without read
+permission, a meta that is not pdnotes JSON, a meta whose .bak is gone) is an error naming it,
+for `undo` and for writes alike: skipping it would have `undo` restore an older state.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -25,7 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from notes_cli import fileio, paths
-from notes_cli.errors import ConfigWriteError
+from notes_cli.errors import ConfigWriteError, InputError
 
 KEEP = 10
 
@@ -157,7 +162,8 @@ def recover(client: str, original: Path) -> None:
             if backup.consumes:  # the undo restored it but died before deleting it
                 consumed = backups_dir(client) / f"{backup.consumes}.json"
                 if consumed.exists():
-                    discard(_load(client, consumed))
+                    with contextlib.suppress(FileNotFoundError):  # pruned meanwhile
+                        discard(_load(client, consumed))
             commit(backup)
 
 
@@ -167,13 +173,25 @@ def list_backups(client: str, *, undone: bool = False) -> list[Backup]:
 
 
 def _all_backups(client: str, *, undone: bool) -> list[Backup]:
+    """Every backup in the folder, oldest first. One that is there but cannot be read raises
+    `InputError` naming it: skipping it would have `undo` restore an older state."""
     folder = backups_dir(client, undone=undone)
-    if not folder.is_dir():
-        return []
+    try:
+        names = sorted(name for name in os.listdir(folder) if name.endswith(".json"))
+    except (FileNotFoundError, NotADirectoryError):
+        return []  # none saved yet (a file in the folder's place is reported by `save`)
+    except OSError as exc:
+        raise InputError(
+            f"cannot read the {client} backups in {folder}: {_reason(exc)}; pdnotes will not "
+            "skip backups it cannot see, so nothing was changed",
+            fix=f"check the folder's owner and mode: ls -ld {folder}",
+        ) from exc
     found = []
-    for meta in sorted(folder.glob("*.json")):
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            found.append(_load(client, meta))  # a meta cut short by a crash is skipped
+    for name in names:
+        try:
+            found.append(_load(client, folder / name))
+        except FileNotFoundError:
+            continue  # pruned or discarded by another pdnotes since the listing
     return found
 
 
@@ -232,18 +250,47 @@ def _undo_locked(client: str, backup: Backup) -> UndoResult:
     )
 
 
+_MAX_META_BYTES = 64 * 1024
+
+
 def _load(client: str, meta_path: Path) -> Backup:
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    return Backup(
-        client=client,
-        original=Path(meta["original"]),
-        existed=bool(meta["existed"]),
-        mode=meta.get("mode"),
-        data_path=meta_path.with_suffix(".bak"),
-        meta_path=meta_path,
-        pending=meta.get("pending"),
-        consumes=meta.get("consumes"),
+    """The backup `meta_path` describes. Raises `InputError` naming it when it cannot be read
+    or is not a pdnotes backup, `FileNotFoundError` when it is gone."""
+    aside = (
+        f"to skip it, so undo goes to the backup before it, move it aside: "
+        f"mv {meta_path} {meta_path}.broken"
     )
+    try:
+        raw = fileio.read_bytes(meta_path, max_bytes=_MAX_META_BYTES)
+    except InputError as exc:
+        raise InputError(
+            f"{exc.message} (a {client} backup); pdnotes will not skip it, so nothing was changed",
+            fix=f"check its owner and mode (ls -l {meta_path}); {aside}",
+        ) from exc
+    if raw is None:
+        raise FileNotFoundError(errno.ENOENT, "no such backup", str(meta_path))
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+        return Backup(
+            client=client,
+            original=Path(meta["original"]),
+            existed=bool(meta["existed"]),
+            mode=meta.get("mode"),
+            data_path=meta_path.with_suffix(".bak"),
+            meta_path=meta_path,
+            pending=meta.get("pending"),
+            consumes=meta.get("consumes"),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InputError(
+            f"{meta_path} is not a {client} backup pdnotes can read ({type(exc).__name__}: "
+            f"{exc}); pdnotes will not skip it, so nothing was changed",
+            fix=aside,
+        ) from exc
+
+
+def _reason(exc: OSError) -> str:
+    return "permission denied" if isinstance(exc, PermissionError) else exc.strerror or str(exc)
 
 
 def _unique_stamp(folder: Path) -> str:

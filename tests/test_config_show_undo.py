@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+import pytest
 
 
 def test_show_names_values_sources_and_request_urls(cli, isolated_home, monkeypatch) -> None:
@@ -135,3 +138,118 @@ def test_undo_refuses_a_backup_whose_data_file_is_missing(cli, isolated_home: Pa
     assert path.read_bytes() == written  # not emptied
     assert len(list(folder.glob("*.json"))) == 1  # the backup is not consumed
     assert not (folder / "undone").exists() or not list((folder / "undone").iterdir())
+
+
+def _three_states(cli, home: Path) -> tuple[Path, list[Path]]:
+    """config.toml at v3 with backups of v1 and v2 (oldest first)."""
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text('model = "v1"\n')
+    for model in ("v2", "v3"):
+        assert cli("config", "codex", "--preset", "mock", "--model", model).exit_code == 0
+    metas = sorted((home / ".pdnotes" / "backups" / "codex").glob("*.json"))
+    assert len(metas) == 2
+    return path, metas
+
+
+def _assert_refused_naming(result, name: Path, path: Path, before: bytes) -> None:
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert str(name) in result.stderr and "permission denied" in result.stderr
+    assert "nothing was changed" in result.stderr and "restored" not in result.stdout
+    assert "nothing to undo" not in result.stdout
+    assert path.read_bytes() == before
+
+
+def test_undo_refuses_when_the_newest_backup_cannot_be_read(cli, isolated_home, monkeypatch):
+    """Skipping it restored the OLDER state, silently. Root reads any mode, so the refusal is
+    simulated where the meta is opened (the real chmod is the next test)."""
+    path, metas = _three_states(cli, isolated_home)
+    before = path.read_bytes()
+    real_open = os.open
+
+    def deny(name, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if Path(name) == metas[-1]:
+            raise PermissionError(13, "Permission denied")
+        return real_open(name, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "open", deny)
+        result = cli("config", "undo", "--client", "codex")
+
+    _assert_refused_naming(result, metas[-1], path, before)
+    assert sorted(metas[0].parent.glob("*.json")) == metas  # nothing consumed
+
+
+def test_undo_refuses_a_newest_backup_with_mode_000(cli, isolated_home, modes_deny) -> None:
+    path, metas = _three_states(cli, isolated_home)
+    before = path.read_bytes()
+    metas[-1].chmod(0)
+    try:
+        result = cli("config", "undo", "--client", "codex")
+    finally:
+        metas[-1].chmod(0o600)
+
+    _assert_refused_naming(result, metas[-1], path, before)
+
+
+def test_undo_refuses_when_the_backup_folder_cannot_be_read(cli, isolated_home, monkeypatch):
+    """It said "nothing to undo", exit 0. Simulated (root lists any folder); the real chmod
+    is the next test."""
+    path, metas = _three_states(cli, isolated_home)
+    before = path.read_bytes()
+    folder = metas[0].parent
+    real_listdir = os.listdir
+
+    def deny(name=".", *args, **kwargs):  # type: ignore[no-untyped-def]
+        if Path(name) == folder:
+            raise PermissionError(13, "Permission denied", str(name))
+        return real_listdir(name, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "listdir", deny)
+        result = cli("config", "undo", "--client", "codex")
+
+    _assert_refused_naming(result, folder, path, before)
+
+
+def test_undo_refuses_a_backup_folder_with_mode_000(cli, isolated_home, modes_deny) -> None:
+    path, metas = _three_states(cli, isolated_home)
+    before = path.read_bytes()
+    folder = metas[0].parent
+    folder.chmod(0)
+    try:
+        result = cli("config", "undo", "--client", "codex")
+    finally:
+        folder.chmod(0o700)
+
+    _assert_refused_naming(result, folder, path, before)
+
+
+@pytest.mark.parametrize("garbage", [b"{cut sho", b"[]", b'{"existed": true}', b"\xff\xfe"])
+def test_undo_refuses_a_backup_it_cannot_understand(cli, isolated_home, garbage) -> None:
+    path, metas = _three_states(cli, isolated_home)
+    before = path.read_bytes()
+    metas[-1].write_bytes(garbage)
+
+    result = cli("config", "undo", "--client", "codex")
+
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert f"{metas[-1]} is not a codex backup pdnotes can read" in result.stderr
+    assert f"mv {metas[-1]} {metas[-1]}.broken" in result.stderr
+    assert path.read_bytes() == before
+    metas[-1].rename(metas[-1].with_name(metas[-1].name + ".broken"))  # the fix it gives
+    assert cli("config", "undo", "--client", "codex").exit_code == 0
+    assert path.read_text() == 'model = "v1"\n'
+
+
+def test_a_write_refuses_while_a_backup_cannot_be_understood(cli, isolated_home) -> None:
+    """The write's recovery step reads every backup (one may be its own, left pending)."""
+    path, metas = _three_states(cli, isolated_home)
+    before = path.read_bytes()
+    metas[0].write_bytes(b"{cut sho")
+
+    result = cli("config", "codex", "--preset", "mock", "--model", "v4")
+
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert f"{metas[0]} is not a codex backup pdnotes can read" in result.stderr
+    assert path.read_bytes() == before
