@@ -12,6 +12,10 @@ process is sorted out by `recover` on the next run, under the file's lock: commi
 file holds the intended state (the replace happened), discarded otherwise. Pending backups are
 invisible to `list_backups`, `latest` and `undo`.
 
+Writes into a backups folder hold that folder's lock (`fileio.locked(folder)`) as well as the
+file's: the backups of several files of one client share the folder. Holding it, a save removes
+the temp files a killed save left there (copies of the file, a token included).
+
 A backup that is there but cannot be read or understood (a folder or meta file without read
 permission, a meta that is not pdnotes JSON, a meta whose .bak is gone) is an error naming it,
 for `undo` and for writes alike: skipping it would have `undo` restore an older state.
@@ -24,6 +28,7 @@ import errno
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -99,12 +104,14 @@ def save(
         meta["consumes"] = consumes
     data_path: Path | None = None
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # may hold copies of tokens
-        stamp = _unique_stamp(folder)
-        data_path, meta_path = folder / f"{stamp}.bak", folder / f"{stamp}.json"
-        if data is not None:
-            fileio.atomic_write(data_path, data, mode=0o600)
-        fileio.atomic_write(meta_path, json.dumps(meta, indent=2) + "\n", mode=0o600)
+        with _folder_locked(folder):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # may hold copies of tokens
+            stamp = _unique_stamp(folder)
+            data_path, meta_path = folder / f"{stamp}.bak", folder / f"{stamp}.json"
+            if data is not None:
+                fileio.atomic_write(data_path, data, mode=0o600)
+            fileio.atomic_write(meta_path, json.dumps(meta, indent=2) + "\n", mode=0o600)
+            _prune(folder)
     except (ConfigWriteError, OSError) as exc:
         if data is not None and data_path is not None:  # a copy no meta points at
             with contextlib.suppress(OSError):
@@ -115,8 +122,18 @@ def save(
             fix=f"make {folder} a writable folder, or point $PDNOTES_HOME elsewhere: "
             "export PDNOTES_HOME=…",
         ) from exc
-    _prune(folder)
     return _load(client, meta_path)
+
+
+@contextlib.contextmanager
+def _folder_locked(folder: Path) -> Iterator[None]:
+    """Hold the lock every write into a backups folder holds (the backups of several files of
+    one client share the folder, under different file locks), and, holding it, remove the
+    temp files a killed pdnotes left there: no other pdnotes is writing into the folder now,
+    so each is stale — and a backup's holds a copy of the file, token included."""
+    with fileio.locked(folder):
+        fileio.remove_stale_temps_in(folder)
+        yield
 
 
 def _save_reason(exc: ConfigWriteError | OSError, folder: Path) -> str:
@@ -134,10 +151,11 @@ def _save_reason(exc: ConfigWriteError | OSError, folder: Path) -> str:
 
 def commit(backup: Backup) -> None:
     """Make a pending backup visible: the write it precedes has happened."""
-    meta = json.loads(backup.meta_path.read_text(encoding="utf-8"))
-    meta.pop("pending", None)
-    meta.pop("consumes", None)
-    fileio.atomic_write(backup.meta_path, json.dumps(meta, indent=2) + "\n", mode=0o600)
+    with _folder_locked(backup.meta_path.parent):
+        meta = json.loads(backup.meta_path.read_text(encoding="utf-8"))
+        meta.pop("pending", None)
+        meta.pop("consumes", None)
+        fileio.atomic_write(backup.meta_path, json.dumps(meta, indent=2) + "\n", mode=0o600)
 
 
 def discard(backup: Backup) -> None:

@@ -207,11 +207,25 @@ def remove_stale_temps(path: Path) -> list[Path]:
     Call it only while holding `locked(path)`: then no other pdnotes is writing that file, so
     every temp of it is stale (and may hold a copy of a token). Returns what was removed."""
     target = write_target(path)
+    return _remove_temps(target.parent, f".{target.name}.")
+
+
+def remove_stale_temps_in(folder: Path) -> list[Path]:
+    """Delete every temp file a killed `atomic_write` left in `folder`: one of pdnotes' own
+    folders (a backups folder) whose every writer holds `locked(folder)` while it writes there.
+
+    Call it only while holding `locked(folder)`: then no other pdnotes is writing into the
+    folder, so every temp in it is stale (and a backup's may hold a copy of a token). Returns
+    what was removed."""
+    return _remove_temps(folder, ".")
+
+
+def _remove_temps(folder: Path, prefix: str) -> list[Path]:
     removed = []
     with contextlib.suppress(OSError):
-        for entry in target.parent.iterdir():
+        for entry in folder.iterdir():
             name = entry.name
-            if name.startswith(f".{target.name}.") and name.endswith(_TEMP_SUFFIX):
+            if name.startswith(prefix) and name.endswith(_TEMP_SUFFIX):
                 with contextlib.suppress(OSError):
                     if stat.S_ISREG(entry.lstat().st_mode):
                         entry.unlink()

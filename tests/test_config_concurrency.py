@@ -195,3 +195,73 @@ def test_a_held_lock_gives_a_clear_error_after_the_wait(
     # the kernel dropped the dead holder's lock:
     assert cli("config", "codex", "--provider", "gw", "--base-url", "https://x.example",
                "--model", "m").exit_code == 0  # fmt: skip
+
+
+def test_temp_files_of_a_killed_backup_write_are_removed_by_the_next_run(
+    cli, isolated_home: Path, monkeypatch
+) -> None:
+    """A SIGKILL while a backup is written leaves a 0600 temp beside it, holding a copy of the
+    settings (token included); the next run holding the folder's lock removes it."""
+    monkeypatch.setenv("GW_TOKEN", "sk-ant-LEFTBYAKILLEDBACKUP0123")
+    settings = isolated_home / ".claude" / "settings.json"
+    write = ("config", "claude", "--base-url", "https://gw.example/api",
+             "--write-token-from-env", "GW_TOKEN")  # fmt: skip
+    assert cli(*write, "--model", "a").exit_code == 0
+    first = settings.read_bytes()
+    assert b"sk-ant-LEFTBYAKILLEDBACKUP0123" in first
+    folder = isolated_home / ".pdnotes" / "backups" / "claude"
+    stale = [
+        folder / ".20260101T000000000000Z-00-4242.bak.k1ll3d.pdnotes-tmp",
+        folder / ".20260101T000000000000Z-00-4242.json.k1ll3d.pdnotes-tmp",
+        folder / "undone" / ".20260101T000000000001Z-00-4242.bak.k1ll3d.pdnotes-tmp",
+    ]
+    (folder / "undone").mkdir()
+    for temp in stale:
+        temp.write_bytes(first)
+        temp.chmod(0o600)
+    kept = [folder / "my-notes.txt", folder / ".not-a-temp"]
+    for other in kept:
+        other.write_text("mine")
+    backed_up = sorted(p.name for p in folder.glob("*.json"))
+
+    assert cli(*write, "--model", "b").exit_code == 0
+    assert not stale[0].exists() and not stale[1].exists()
+    assert cli("config", "undo", "--client", "claude").exit_code == 0
+    assert not stale[2].exists()
+
+    assert not [p for p in folder.rglob("*.pdnotes-tmp")]
+    assert all(other.read_text() == "mine" for other in kept)
+    assert set(backed_up) <= {p.name for p in folder.glob("*.json")}
+    assert settings.read_bytes() == first
+
+
+def test_a_backup_write_in_progress_keeps_its_temp_file(
+    cli, isolated_home: Path, monkeypatch
+) -> None:
+    """The temps are judged stale only under the folder's lock, which every backup write
+    holds: while another pdnotes holds it, its temp is left alone (the run waits, then fails
+    with nothing changed)."""
+    folder = isolated_home / ".pdnotes" / "backups" / "codex"
+    folder.mkdir(parents=True)
+    live = folder / ".20260101T000000000000Z-00-4242.bak.l1v3.pdnotes-tmp"
+    live.write_text("being written")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pathlib import Path; from notes_cli import fileio\n"
+         "with fileio.locked(Path(sys.argv[1])):\n"
+         "    print('held', flush=True); time.sleep(30)", str(folder)],
+        stdout=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setenv("PDNOTES_LOCK_WAIT", "0.3")
+        result = cli("config", "codex", "--provider", "gw", "--base-url", "https://x.example",
+                     "--model", "m")  # fmt: skip
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+        holder.stdout.close()  # type: ignore[union-attr]
+
+    assert result.exit_code == 1 and "nothing was changed" in result.stderr
+    assert live.read_text() == "being written"
+    assert not config(isolated_home).exists()
