@@ -155,8 +155,30 @@ def read_document(path: Path, *, max_bytes: int, what: str = "file") -> bytes:
 
 
 def write_target(path: Path) -> Path:
-    """The file a write to `path` really changes: a symlink's final target."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+    """The file a write to `path` really changes: a symlink's final target. Raises `InputError`
+    (nothing touched) when pdnotes cannot even look at `path`: a folder above it it may not
+    enter, a name too long for the file system."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return path  # absent (or unreachable in a way the read / write itself reports)
+        raise _path_error(path, exc) from exc
+    return Path(os.path.realpath(path)) if stat.S_ISLNK(info.st_mode) else path
+
+
+def _path_error(path: Path, exc: OSError) -> InputError:
+    if isinstance(exc, PermissionError):
+        return InputError(
+            f"cannot reach {path}: permission denied on a folder above it; nothing was changed",
+            fix=f"check the folders' owner and mode: ls -ld {path.parent}",
+        )
+    if exc.errno == errno.ENAMETOOLONG:
+        return InputError(
+            f"{path} is a name too long for the file system; nothing was changed",
+            fix="use a shorter path (each folder or file name up to 255 bytes)",
+        )
+    return InputError(f"cannot reach {path}: {exc.strerror or exc}; nothing was changed")
 
 
 def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> Path:
@@ -166,7 +188,8 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> P
     file lives in the target's folder so `os.replace` never crosses a file system. Mode bits:
     `mode` if given (0o600 for files that hold a secret), else the existing file's, else 0o666
     minus the umask. Missing parent folders are created. Returns the path actually written.
-    Raises `InputError` (nothing touched) when the target exists but is not a regular file, and
+    Raises `InputError` (nothing touched) when the target exists but is not a regular file or
+    cannot be looked at (see `write_target`), and
     `ConfigWriteError` (nothing changed) when the folder or file cannot be written.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data

@@ -199,6 +199,17 @@ def test_unparseable_settings_are_never_overwritten(cli, isolated_home: Path, br
     assert not (isolated_home / ".pdnotes" / "backups").exists()
 
 
+def test_a_claude_home_with_a_name_too_long_is_a_clear_error(cli, tmp_path: Path) -> None:
+    home = tmp_path / ("a" * 300)  # over the 255 bytes a folder name may have
+
+    result = cli("config", "claude", "--preset", "mock", "--claude-home", str(home))
+
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert "name too long for the file system" in result.stderr
+    assert "nothing was changed" in result.stderr and "use a shorter path" in result.stderr
+    assert not (tmp_path / "home" / ".pdnotes" / "backups").exists()
+
+
 def test_non_object_env_is_refused(cli, isolated_home: Path) -> None:
     path = write_settings(user_settings(isolated_home), '{"env": ["A=1"]}\n')
     result = cli("config", "claude", "--preset", "mock")

@@ -322,6 +322,41 @@ def test_permission_denied_on_read_is_an_input_error(cli, isolated_home, monkeyp
     assert "permission denied" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_a_codex_home_it_may_not_enter_is_an_input_error(cli, isolated_home, monkeypatch):
+    """CODEX_HOME mode 000: looking for a symlink at config.toml raised PermissionError before
+    any read. Root enters any folder, so the lstat's refusal is simulated; the real chmod is
+    test_a_codex_home_with_mode_000_is_an_input_error."""
+    path = write_config(isolated_home, 'model = "x"\n')
+    real_lstat = os.lstat
+
+    def deny(name, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if Path(name).parent == path.parent:
+            raise PermissionError(13, "Permission denied", str(name))
+        return real_lstat(name, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "lstat", deny)
+        result = cli("config", "codex", "--preset", "mock")
+
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert f"cannot reach {path}: permission denied" in result.stderr
+    assert "nothing was changed" in result.stderr
+    assert path.read_text() == 'model = "x"\n' and backups(isolated_home) == []
+
+
+def test_a_codex_home_with_mode_000_is_an_input_error(cli, isolated_home, modes_deny) -> None:
+    path = write_config(isolated_home, 'model = "x"\n')
+    path.parent.chmod(0)
+    try:
+        result = cli("config", "codex", "--preset", "mock")
+    finally:
+        path.parent.chmod(0o755)
+
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert f"cannot reach {path}: permission denied" in result.stderr
+    assert path.read_text() == 'model = "x"\n' and backups(isolated_home) == []
+
+
 def test_symlinked_config_is_written_through_to_its_target(cli, isolated_home, tmp_path) -> None:
     target = tmp_path / "dotfiles" / "codex.toml"
     target.parent.mkdir()

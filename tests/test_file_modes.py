@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from notes_cli.errors import InputError
 from notes_cli.notes.export import write_note
 
 
@@ -41,6 +42,15 @@ def test_a_rewritten_note_keeps_its_mode(tmp_path: Path, existing: int) -> None:
     write_note(note, "new")
 
     assert note.read_text() == "new" and mode(note) == existing
+
+
+@pytest.mark.parametrize("name", ["a" * 300 + ".md", "a" * 300 + "/pd.md"])
+def test_a_note_name_too_long_is_an_input_error(tmp_path: Path, name: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(InputError, match="name too long for the file system"):
+        write_note(out / name, "| a |\n")
+    assert list(out.iterdir()) == []
 
 
 def test_a_new_codex_config_honours_the_umask_and_backups_are_private(

@@ -56,6 +56,16 @@ def test_json_report_names_model_endpoint_and_no_repairs(
     assert note["missing_concepts"] == [] and note["score"] == 1.0
 
 
+def test_an_output_name_too_long_is_a_clear_error(
+    engine_server: Any, cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    result = _generate(cli, engine_server, "-o", str(tmp_path / ("n" * 300 + ".md")))
+
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert "name too long for the file system" in result.stderr
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("n")]
+
+
 def test_configured_codex_client_is_used(
     engine_server: Any, cli: Callable[..., CliResult], isolated_home: Path, tmp_path: Path
 ) -> None:
