@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -54,3 +56,28 @@ def test_doctor_offline_does_not_import_rich_when_piped(tmp_path) -> None:
     )
     assert "config-missing" in run.stdout
     assert run.stderr.strip().splitlines()[-1] == "False"
+
+
+def _pdnotes_with_closed(redirects: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run pdnotes with the standard streams `redirects` closes (`>&-`, `2>&-`, `<&-`)."""
+    return subprocess.run(
+        ["sh", "-c", f'exec "$@" {redirects}', "sh", sys.executable, "-m", "notes_cli", *args],
+        capture_output=True, text=True, timeout=60, env=os.environ.copy(),
+    )  # fmt: skip
+
+
+def test_a_closed_stdout_neither_crashes_nor_hides_the_result(isolated_home: Path) -> None:
+    """`pdnotes config codex … >&-` wrote the file, then died rendering (exit 1, traceback)."""
+    config = isolated_home / ".codex" / "config.toml"
+
+    wrote = _pdnotes_with_closed(">&-", "config", "codex", "--preset", "mock", "--model", "zz")
+    as_json = _pdnotes_with_closed(">&- <&-", "config", "codex", "--preset", "mock", "--json")
+    refused = _pdnotes_with_closed(">&-", "config", "undo", "--client", "bogus")
+    silent = _pdnotes_with_closed(">&- 2>&-", "config", "undo", "--client", "bogus")
+
+    assert (wrote.returncode, wrote.stderr) == (0, ""), wrote.stderr
+    assert (as_json.returncode, as_json.stderr) == (0, ""), as_json.stderr
+    assert 'model = "pd-mock-1"' in config.read_text() and "schema" not in config.read_text()
+    assert refused.returncode == 2 and "error: unknown --client 'bogus'" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert silent.returncode == 2

@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     standalone mode handles usage errors (exit 2), Exit and Ctrl-C."""
     from notes_cli.errors import PdnotesError
 
+    _reopen_closed_std_streams()
     args = sys.argv[1:] if argv is None else argv
     try:
         command()(args=args, prog_name="pdnotes")
@@ -116,6 +117,29 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+def _reopen_closed_std_streams() -> None:
+    """Point a standard stream the caller closed (`pdnotes … >&-`, some cron and daemon
+    setups) at /dev/null. Python makes such a stream None, so the first output crashed with a
+    traceback (exit 1) after the command had done its work; and the next file pdnotes opened
+    would get the free descriptor 0, 1 or 2, where a stray write would land in it."""
+    import os
+
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        mode = "r" if fd == 0 else "w"
+        try:
+            os.fstat(fd)
+        except OSError:  # closed: put /dev/null on it and use that
+            null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))  # noqa: SIM115
+        else:  # the descriptor already belongs to some file: leave it alone
+            setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115
 
 
 def _report_error(message: str, fix: str | None, code: int, as_json: bool) -> None:
