@@ -183,3 +183,84 @@ def test_install_without_a_record_says_what_to_run_first(cli):
     result = cli("bridge", "install", "--dry-run")
     assert result.exit_code == 2
     assert "--bridge" in result.stderr
+
+
+def _up(extra: str) -> str:
+    """A record with a good upstream and `extra` (`, "port": 1`)."""
+    return '{"upstream": "http://gpu-box:23333/v1"' + extra + "}"
+
+
+DAMAGED_RECORDS = {
+    "port-overflows": _up(', "port": 1e400'),
+    "port-out-of-range": _up(', "port": 70000'),
+    "port-a-string": _up(', "port": "8787"'),
+    "key-env-a-number": _up(', "upstream_key_env": 5'),
+    "key-env-a-key": _up(', "api_key_env": "sk-live-0123456789abcdef0123"'),
+    "upstream-a-list": '{"upstream": ["http://gpu-box:23333/v1"]}',
+    "model-map-nested": _up(', "model_map": {"a": {"b": 1}}'),
+    "not-an-object": "[1, 2]",
+    "not-json": '{"upstream": ',
+    "nested-too-deeply": "[" * 100_000 + "]" * 100_000,
+}
+
+
+@pytest.mark.parametrize("text", DAMAGED_RECORDS.values(), ids=DAMAGED_RECORDS.keys())
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("bridge", "install", "--no-start"),
+        ("bridge", "serve", "--port", "0"),
+    ],
+    ids=["install", "serve"],
+)
+def test_a_damaged_record_is_bad_input_naming_the_file(
+    cli, isolated_home, monkeypatch, command, text
+):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
+    monkeypatch.setattr("sys.platform", "linux")
+    monkeypatch.setenv("PDNOTES_SERVICE_MANAGER", "skip")
+
+    def served(config, **_):
+        raise AssertionError(f"served {config} from a damaged record")
+
+    monkeypatch.setattr("notes_cli.bridge.server.serve_forever", served)  # never blocks
+    record = isolated_home / ".pdnotes" / "bridge.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(text)
+    result = cli(*command)  # a traceback would raise here
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert f"{record} is not a bridge record" in result.stderr.replace("\n", "")
+    assert "0123456789abcdef0123" not in result.stdout + result.stderr
+    assert not (isolated_home / "xdg" / "systemd").exists()
+    assert record.read_text() == text  # reported, not rewritten
+
+
+@pytest.mark.parametrize("text", DAMAGED_RECORDS.values(), ids=DAMAGED_RECORDS.keys())
+def test_config_bridge_rewrites_a_damaged_record(cli, isolated_home, text):
+    record = isolated_home / ".pdnotes" / "bridge.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(text)
+    result = cli(
+        "config", "codex", "--bridge", "--base-url", "http://gpu-box:23333/v1", "--model", "m",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    loaded = bridge_config.load_record()
+    assert loaded is not None and (loaded.upstream, loaded.port) == (
+        "http://gpu-box:23333/v1",
+        8787,
+    )
+
+
+def test_uninstall_removes_the_unit_even_with_a_damaged_record(cli, isolated_home, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
+    monkeypatch.setattr("sys.platform", "linux")
+    monkeypatch.setenv("PDNOTES_SERVICE_MANAGER", "skip")
+    _record()
+    assert cli("bridge", "install", "--no-start").exit_code == 0
+    unit = isolated_home / "xdg" / "systemd" / "user" / "pdnotes-bridge.service"
+    assert unit.exists()
+    (isolated_home / ".pdnotes" / "bridge.json").write_text('{"upstream": ')
+    result = cli("bridge", "uninstall")
+    assert result.exit_code == 0, result.stderr
+    assert not unit.exists()
+    assert f"removed {unit}" in result.stdout.replace("\n", "")

@@ -16,7 +16,7 @@ from typing import Any
 from notes_cli import fileio, paths
 from notes_cli.clients.urls import refuse_credentials
 from notes_cli.errors import InputError, UsageError
-from notes_cli.secrets import check_env_name, unsendable
+from notes_cli.secrets import check_env_name, looks_like_env_name, unsendable
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
@@ -77,27 +77,71 @@ def record_path() -> Path:
 
 
 def load_record() -> BridgeConfig | None:
-    """The recorded bridge, or None when `pdnotes config --bridge` never ran."""
+    """The recorded bridge, or None when `pdnotes config --bridge` never ran. A record that is
+    not JSON, or holds a value of the wrong kind (a port that is not 0-65535, a variable name
+    that is not one), is an `InputError` naming the file: nothing downstream sees it."""
     path = record_path()
     text = fileio.read_text(path)
     if text is None:
         return None
     try:
         data = json.loads(text)
-        return BridgeConfig(
-            upstream=str(data["upstream"]),
-            upstream_key_env=data.get("upstream_key_env"),
-            host=str(data.get("host", DEFAULT_HOST)),
-            port=int(data.get("port", DEFAULT_PORT)),
-            model_map={str(k): str(v) for k, v in dict(data.get("model_map", {})).items()},
-            api_key_env=data.get("api_key_env"),
-            model=data.get("model"),
-        )
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(
-            f"{path} is not a bridge record ({exc})",
-            fix="run `pdnotes config codex --bridge --upstream URL …` again to rewrite it",
-        ) from exc
+    except RecursionError as exc:  # `[[[[…` nested past Python's recursion limit
+        raise _bad_record(path, "it is nested too deeply to be one") from exc
+    except ValueError as exc:  # not JSON, or an integer of more than 4300 digits
+        raise _bad_record(path, f"it is not JSON: {exc}") from exc
+    return _record_from(path, data)
+
+
+def _bad_record(path: Path, why: str) -> InputError:
+    return InputError(
+        f"{path} is not a bridge record ({why})",
+        fix="rewrite it: run `pdnotes config codex --bridge --base-url URL --model ID` again "
+        "(or correct the value in the file)",
+    )
+
+
+def _record_from(path: Path, data: object) -> BridgeConfig:
+    """`data` (the parsed record) as a BridgeConfig, every value checked for its kind."""
+    if not isinstance(data, dict):
+        raise _bad_record(path, f"a JSON {_kind(data)}, not an object")
+    upstream = data.get("upstream")
+    if not isinstance(upstream, str) or not upstream.startswith(("http://", "https://")):
+        raise _bad_record(path, '"upstream" must be an http:// or https:// URL')
+    host = data.get("host", DEFAULT_HOST)
+    if not isinstance(host, str) or not host.strip():
+        raise _bad_record(path, '"host" must be a host name or address')
+    port = data.get("port", DEFAULT_PORT)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise _bad_record(path, '"port" must be a whole number from 0 to 65535')
+    names = {}
+    for key in ("upstream_key_env", "api_key_env"):
+        name = data.get(key)
+        if name is not None and not (isinstance(name, str) and looks_like_env_name(name)):
+            # the value is not shown: it may be a key pasted in place of the name
+            raise _bad_record(path, f'"{key}" must be the NAME of an environment variable or null')
+        names[key] = name
+    model = data.get("model")
+    if model is not None and not isinstance(model, str):
+        raise _bad_record(path, '"model" must be a string or null')
+    mapping = data.get("model_map", {})
+    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+        raise _bad_record(path, '"model_map" must be an object of model id to model id')
+    return BridgeConfig(
+        upstream=upstream,
+        upstream_key_env=names["upstream_key_env"],
+        host=host,
+        port=port,
+        model_map=dict(mapping),
+        api_key_env=names["api_key_env"],
+        model=model,
+    )
+
+
+def _kind(value: object) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number"
+    )
 
 
 def save_record(config: BridgeConfig) -> Path:

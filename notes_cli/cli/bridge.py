@@ -108,8 +108,8 @@ def uninstall(
     from notes_cli.bridge import service
     from notes_cli.render import bridge as render_bridge
 
-    record = bridge_config.load_record() or bridge_config.BridgeConfig(upstream="-")
-    plan = service.plan_service(record)
+    # the record is not needed to find or remove the unit: a damaged one must not block this
+    plan = service.plan_service(bridge_config.BridgeConfig(upstream="-"))
     removed = plan.path.exists()
     if not dry_run:
         removed = service.uninstall(plan, runner=_runner())
