@@ -264,3 +264,45 @@ def test_uninstall_removes_the_unit_even_with_a_damaged_record(cli, isolated_hom
     assert result.exit_code == 0, result.stderr
     assert not unit.exists()
     assert f"removed {unit}" in result.stdout.replace("\n", "")
+
+
+def test_config_bridge_changes_nothing_when_the_record_cannot_be_written(cli, isolated_home):
+    config = isolated_home / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('model = "old"\n')
+    (isolated_home / ".pdnotes" / "bridge.json").mkdir(parents=True)  # cannot be replaced
+    result = cli(
+        "config", "codex", "--bridge", "--base-url", "http://gpu-box:23333/v1", "--model", "m",
+    )  # fmt: skip
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "bridge.json is a folder" in result.stderr.replace("\n", "")
+    assert "wrote" not in result.stdout
+    assert config.read_text() == 'model = "old"\n'  # Codex still points where it did
+
+
+@pytest.mark.parametrize("had_record", [True, False], ids=["record", "no-record"])
+def test_config_bridge_puts_the_record_back_when_the_client_file_fails(
+    cli, isolated_home, monkeypatch, had_record
+):
+    from notes_cli import fileio
+    from notes_cli.errors import ConfigWriteError
+
+    record = isolated_home / ".pdnotes" / "bridge.json"
+    if had_record:
+        _record(model_map={"gpt-5.5": "qwen3"})
+    before = record.read_bytes() if had_record else None
+    real_write = fileio.atomic_write
+
+    def failing(path, data, **kw):
+        if path.name == "config.toml":
+            raise ConfigWriteError(f"cannot write {path}: disk full; nothing was changed")
+        return real_write(path, data, **kw)
+
+    monkeypatch.setattr(fileio, "atomic_write", failing)
+    result = cli(
+        "config", "codex", "--bridge", "--base-url", "http://other:8000/v1", "--model", "m",
+    )  # fmt: skip
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "nothing was changed" in result.stderr
+    assert not (isolated_home / ".codex" / "config.toml").exists()
+    assert (record.read_bytes() if record.exists() else None) == before

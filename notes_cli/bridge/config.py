@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,23 @@ def save_record(config: BridgeConfig) -> Path:
     """Write the record (only names of variables; no secret can be in it)."""
     text = json.dumps(config.to_json(), indent=2, sort_keys=True) + "\n"
     return fileio.atomic_write(record_path(), text)
+
+
+def save_record_undoably(config: BridgeConfig) -> Callable[[], None]:
+    """Write the record; return what puts the file back as it was (removes it if it was not
+    there). What is there is read first, so a record that cannot be read or replaced (a
+    folder, say) fails before anything is written."""
+    path = record_path()
+    previous = fileio.read_bytes(path)
+    save_record(config)
+
+    def undo() -> None:
+        if previous is None:
+            fileio.remove_file(path)
+        else:
+            fileio.atomic_write(path, previous)
+
+    return undo
 
 
 def new_record(

@@ -14,7 +14,7 @@ from notes_cli.cli import layer_options
 
 if TYPE_CHECKING:
     from notes_cli.bridge.config import BridgeConfig
-    from notes_cli.clients.plan import WritePlan
+    from notes_cli.clients.plan import WritePlan, WriteResult
 
 app = typer.Typer(
     help="Write, show and undo the Codex / Claude Code configuration for a gateway.",
@@ -148,26 +148,64 @@ Plan = Callable[[], "tuple[WritePlan, BridgeConfig | None]"]
 
 
 def _write(path: Path, build: Plan, dry_run: bool, as_json: bool) -> None:
-    """Plan and write under the file's lock (`clients.plan.write`), record the bridge's
-    upstream when the plan goes through one, then render."""
+    """Plan and write under the file's lock (`clients.plan.write`), with the bridge's record
+    when the plan goes through one, then render."""
     from notes_cli.clients.plan import write
     from notes_cli.render import config as render
 
-    bridge_record: list[BridgeConfig | None] = [None]
-
-    def plan_only() -> WritePlan:
-        plan, bridge_record[0] = build()
-        return plan
-
-    result = write(path, plan_only, dry_run=dry_run)
-    if bridge_record[0] is not None and not dry_run:
-        from notes_cli.bridge.config import save_record
-
-        save_record(bridge_record[0])
+    if dry_run:
+        result = write(path, lambda: build()[0], dry_run=True)
+    else:
+        result = _write_with_record(path, build)
     if as_json:
         render.write_json(result, dry_run=dry_run)
     else:
         render.write_human(result, dry_run=dry_run)
+
+
+def _write_with_record(path: Path, build: Plan) -> WriteResult:
+    """The client file and the bridge record change together or not at all. The record is
+    written first, once the plan is built: a record that cannot be written stops the command
+    before the client file is touched. If the client file then cannot be written, the record
+    is put back as it was (a client pointed at a bridge with no upstream, or a bridge serving
+    an upstream no client was pointed at, is what this prevents)."""
+    import contextlib
+
+    from notes_cli import fileio
+    from notes_cli.bridge import config as bridge_config
+    from notes_cli.clients.plan import write
+
+    undo: list[Callable[[], None]] = []
+    with contextlib.ExitStack() as stack:
+
+        def plan_only() -> WritePlan:
+            plan, record = build()
+            if record is not None:
+                stack.enter_context(fileio.locked(bridge_config.record_path()))
+                undo.append(bridge_config.save_record_undoably(record))
+            return plan
+
+        try:
+            return write(path, plan_only)
+        except BaseException as exc:
+            for restore in undo:
+                _restore_record(restore, exc)
+            raise
+
+
+def _restore_record(restore: Callable[[], None], failure: BaseException) -> None:
+    from notes_cli.bridge.config import record_path
+    from notes_cli.errors import PdnotesError
+
+    try:
+        restore()
+    except PdnotesError as exc:
+        first = str(failure).removesuffix("; nothing was changed")
+        raise PdnotesError(
+            f"{first}; the bridge record {record_path()}, already rewritten, could not be put "
+            f"back ({exc}): it names the new upstream",
+            fix="fix the first problem and run the command again",
+        ) from failure
 
 
 @app.command("show")

@@ -3,8 +3,8 @@ that serves only chat completions, and record that upstream for `pdnotes bridge 
 
 With `--bridge`, `--base-url` / `--env-key` (Claude: `--token-env`) / the preset describe the
 UPSTREAM, as they would without it; the client file gets the bridge preset's URL on
-`--bridge-port` instead. The record (`$PDNOTES_HOME/bridge.json`) is written only when the
-client file is, and holds variable names, never keys.
+`--bridge-port` instead. The record (`$PDNOTES_HOME/bridge.json`) and the client file change
+together or not at all (`cli.config._write_with_record`); it holds variable names, never keys.
 """
 
 from __future__ import annotations
