@@ -306,3 +306,28 @@ def test_config_bridge_puts_the_record_back_when_the_client_file_fails(
     assert "nothing was changed" in result.stderr
     assert not (isolated_home / ".codex" / "config.toml").exists()
     assert (record.read_bytes() if record.exists() else None) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("config", "codex", "--bridge", "--bridge-port", "70000"),
+        ("config", "claude", "--bridge", "--bridge-port", "65536"),
+        ("config", "codex", "--bridge", "--bridge-port", "0"),  # a client cannot call port 0
+        ("config", "codex", "--bridge", "--bridge-port", "-1"),
+        ("bridge", "serve", "--port", "70000"),
+        ("bridge", "serve", "--port", "-1"),
+    ],
+    ids=lambda a: f"{a[1]}{a[-2]}={a[-1]}",
+)
+def test_a_port_outside_the_tcp_range_is_a_usage_error(cli, isolated_home, monkeypatch, args):
+    def served(config, **_):
+        raise AssertionError(f"served on port {config.port}")
+
+    monkeypatch.setattr("notes_cli.bridge.server.serve_forever", served)  # never blocks
+    upstream = ["--base-url" if args[0] == "config" else "--upstream", "http://gpu-box:23333/v1"]
+    result = cli(*args, *upstream, *(["--model", "m"] if args[0] == "config" else []))
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert f"Invalid value for '{args[-2]}'" in result.stderr
+    assert not (isolated_home / ".codex").exists() and not (isolated_home / ".claude").exists()
+    assert not (isolated_home / ".pdnotes" / "bridge.json").exists()

@@ -50,6 +50,8 @@ def test_engine_help_lists_its_commands(cli: Callable[..., Any]) -> None:
         (["--fault", "500@sometimes"], "bad schedule"),
         (["--speed", "0"], "--speed"),
         (["--api-key-env", "PDNOTES_TEST_UNSET_KEY"], "PDNOTES_TEST_UNSET_KEY"),
+        (["--port", "70000"], "'--port'"),  # was an OverflowError traceback from bind()
+        (["--port", "-1"], "'--port'"),
     ],
 )
 def test_serve_rejects_bad_flags_with_exit_2(

@@ -24,7 +24,9 @@ _UPSTREAM_KEY_ENV = typer.Option(
     None, "--upstream-key-env", help="NAME of the variable holding the upstream's key."
 )
 _HOST = typer.Option(None, "--host", help="Interface to listen on (default 127.0.0.1).")
-_PORT = typer.Option(None, "--port", help="TCP port (default 8787; 0 picks a free one).")
+_PORT = typer.Option(
+    None, "--port", min=0, max=65535, help="TCP port (default 8787; 0 picks a free one)."
+)
 _MODEL_MAP = typer.Option(
     [], "--model-map", help="Rename a client model id upstream: FROM=TO (repeatable)."
 )
@@ -62,9 +64,10 @@ def serve(
 
     try:
         serve_forever(config, on_ready=render_bridge.banner)
-    except OSError as exc:
+    except (OSError, OverflowError) as exc:  # OverflowError: a port bind() refuses
+        why = getattr(exc, "strerror", None) or exc
         raise PdnotesError(
-            f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}",
+            f"cannot listen on {config.host}:{config.port}: {why}",
             fix="pick another --port (or --port 0 for a free one); is a bridge already running?",
         ) from exc
     render.note("bridge stopped")

@@ -43,7 +43,13 @@ _BRIDGE = typer.Option(
     help="The endpoint serves only chat completions: point the client at `pdnotes bridge "
     "serve` and record this endpoint as the bridge's upstream (see docs/bridge.md).",
 )
-_BRIDGE_PORT = typer.Option(8787, "--bridge-port", help="With --bridge: the bridge's port.")
+_BRIDGE_PORT = typer.Option(
+    8787,
+    "--bridge-port",
+    min=1,  # the client calls this port: 0 (pick a free one) only means something to serve
+    max=65535,
+    help="With --bridge: the bridge's port.",
+)
 _BRIDGE_KEY_ENV = typer.Option(
     None, "--bridge-key-env", help="With --bridge: the bridge's own key (its --api-key-env)."
 )

@@ -19,7 +19,9 @@ app.command("plan")(plan.plan)
 @app.command("serve")
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
-    port: int = typer.Option(8000, "--port", help="TCP port (0 picks a free one)."),
+    port: int = typer.Option(
+        8000, "--port", min=0, max=65535, help="TCP port (0 picks a free one)."
+    ),
     prefix: str = typer.Option("/api", "--prefix", help="Path the OpenAI routes live under."),
     api_key_env: str | None = typer.Option(
         None,
@@ -107,9 +109,10 @@ def serve(
             protocols=served,
             on_ready=banner.show,
         )
-    except OSError as exc:
+    except (OSError, OverflowError) as exc:  # OverflowError: a port bind() refuses
+        why = getattr(exc, "strerror", None) or exc
         raise PdnotesError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            f"cannot listen on {host}:{port}: {why}",
             fix="pick another --port (or --port 0 for a free one)",
         ) from exc
     render.note("engine stopped")
