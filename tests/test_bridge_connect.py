@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -331,3 +333,81 @@ def test_a_port_outside_the_tcp_range_is_a_usage_error(cli, isolated_home, monke
     assert f"Invalid value for '{args[-2]}'" in result.stderr
     assert not (isolated_home / ".codex").exists() and not (isolated_home / ".claude").exists()
     assert not (isolated_home / ".pdnotes" / "bridge.json").exists()
+
+
+HOSTILE_HOME = "My %20 Notes $HOME \"q' \\z é"  # URL-encoded space, a specifier, quotes, …
+
+
+def _unit_for(isolated_home, monkeypatch, cli, pdnotes_home: str, pythonpath: str) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
+    monkeypatch.setattr("sys.platform", "linux")
+    monkeypatch.setenv("PDNOTES_SERVICE_MANAGER", "skip")
+    monkeypatch.setenv("PDNOTES_HOME", pdnotes_home)
+    monkeypatch.setenv("PYTHONPATH", pythonpath)
+    _record()
+    result = cli("bridge", "install", "--no-start")
+    assert result.exit_code == 0, result.stderr
+    return isolated_home / "xdg" / "systemd" / "user" / "pdnotes-bridge.service"
+
+
+def test_unit_values_are_escaped_for_systemd(cli, isolated_home, monkeypatch):
+    home = str(isolated_home / HOSTILE_HOME)
+    unit = _unit_for(isolated_home, monkeypatch, cli, home, "/src/a%1:/src/$X")
+    lines = unit.read_text().splitlines()
+    quoted = home.replace("%", "%%").replace("\\", "\\\\").replace('"', '\\"')
+    assert f'Environment="PDNOTES_HOME={quoted}"' in lines
+    assert 'Environment="PYTHONPATH=/src/a%%1:/src/$X"' in lines  # `$` is literal here
+    assert f"EnvironmentFile=-{home.replace('%', '%%')}/bridge.env" in lines  # read as written
+    assert not any("%20" in line.replace("%%", "") for line in lines)
+
+
+@pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="needs systemd-analyze")
+def test_systemd_reads_back_exactly_the_paths_pdnotes_meant(cli, isolated_home, monkeypatch):
+    home = str(isolated_home / HOSTILE_HOME)
+    unit = _unit_for(isolated_home, monkeypatch, cli, home, "/src/a%1:/src/$X")
+    copy = isolated_home / "pdnotes-verify.service"  # verify wants a unit name it can load
+    copy.write_text(unit.read_text())
+    checked = subprocess.run(
+        ["systemd-analyze", "verify", str(copy)],
+        capture_output=True, text=True, timeout=30,
+        env={**os.environ, "SYSTEMD_LOG_LEVEL": "debug"},
+    )  # fmt: skip
+    log = checked.stdout + checked.stderr
+    assert "specifier" not in log and "bad unit file setting" not in log, log
+    assert f"Environment: PDNOTES_HOME={home}\n" in log, log
+    assert "Environment: PYTHONPATH=/src/a%1:/src/$X\n" in log
+    assert f"EnvironmentFile: -{home}/bridge.env\n" in log
+
+
+@pytest.mark.parametrize(
+    ("executable", "pdnotes_home"),
+    [("/opt/it's/bin/python3", None), (None, "two\nlines")],
+    ids=["quote-in-python", "line-end-in-home"],
+)
+def test_a_path_a_unit_cannot_carry_is_refused(
+    cli, isolated_home, monkeypatch, executable, pdnotes_home
+):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
+    monkeypatch.setattr("sys.platform", "linux")
+    monkeypatch.setenv("PDNOTES_SERVICE_MANAGER", "skip")
+    if pdnotes_home:
+        monkeypatch.setenv("PDNOTES_HOME", str(isolated_home / pdnotes_home))
+    _record()
+    if executable:
+        monkeypatch.setattr("sys.executable", executable)
+    result = cli("bridge", "install", "--no-start")
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "cannot carry" in result.stderr and "no service file" in result.stderr
+    assert not (isolated_home / "xdg").exists()
+
+
+def test_launchd_agent_escapes_xml_and_refuses_control_characters(isolated_home, monkeypatch):
+    import plistlib
+
+    monkeypatch.setenv("PDNOTES_HOME", str(isolated_home / "a <&> b"))
+    plan = service.plan_service(_record(), platform="darwin")
+    agent = plistlib.loads(plan.text.encode())
+    assert agent["EnvironmentVariables"]["PDNOTES_HOME"] == str(isolated_home / "a <&> b")
+    monkeypatch.setenv("PYTHONPATH", "/src\x01")
+    with pytest.raises(UsageError, match="launchd service cannot carry"):
+        service.plan_service(_record(), platform="darwin")

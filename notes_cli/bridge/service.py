@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import plistlib
+import re
 import shlex
 import subprocess
 import sys
@@ -66,6 +67,10 @@ def plan_service(config: BridgeConfig, *, platform: str | None = None) -> Servic
     kind = platform_kind(platform)
     env = _service_env()
     names = [n for n in (config.upstream_key_env, config.api_key_env) if n]
+    _check_writable("the Python running pdnotes", sys.executable, kind, executable=True)
+    _check_writable("$PDNOTES_HOME", str(paths.pdnotes_home()), kind)
+    for name, value in env.items():
+        _check_writable(f"${name}", value, kind)
     if kind == "systemd":
         return _systemd(env, names)
     return _launchd(env, names)
@@ -96,11 +101,12 @@ def _systemd(env: dict[str, str], names: list[str]) -> ServicePlan:
         "After=network-online.target",
         "",
         "[Service]",
-        "ExecStart=" + shlex.join(serve_command()),
-        *(f"Environment={shlex.quote(f'{k}={v}')}" for k, v in env.items()),
+        "ExecStart=" + _exec_line(serve_command()),
+        *(f"Environment={_unit_word(f'{k}={v}')}" for k, v in env.items()),
         # Keys: never in this file. From the user manager's environment, or a file you write.
         *([f"PassEnvironment={' '.join(names)}"] if names else []),
-        f"EnvironmentFile=-{env_file}",
+        # a path, read as written (no quotes, no escapes) but for the specifiers
+        f"EnvironmentFile=-{_no_specifiers(str(env_file))}",
         "Restart=on-failure",
         "RestartSec=2",
         "",
@@ -129,6 +135,59 @@ def _systemd(env: dict[str, str], names: list[str]) -> ServicePlan:
         ),
         key_hint=hint,
     )
+
+
+# -- writing values into a unit (systemd.syntax(7), systemd.service(5)) --------------------------
+#
+# `%` starts a specifier in ExecStart=, Environment= and EnvironmentFile= (`%20` in a path made
+# systemd drop the line or refuse the unit): it is written `%%`. ExecStart= also expands `$NAME`
+# in its arguments: a literal `$` is written `$$`. A word with a space or a quote is written in
+# double quotes, `\` and `"` escaped. systemd refuses to run an executable whose path holds a
+# quote or a backslash, and expands `$` in argv[0], so such a Python is refused up front.
+
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+_EXECUTABLE_REFUSED = frozenset("\\\"'$")
+
+
+def _no_specifiers(value: str) -> str:
+    return value.replace("%", "%%")
+
+
+def _unit_word(value: str) -> str:
+    """One word of an ExecStart= / Environment= line, as systemd will unquote it."""
+    value = _no_specifiers(value)
+    if _PLAIN_WORD.fullmatch(value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _exec_line(argv: list[str]) -> str:
+    executable, *args = argv
+    return " ".join([_unit_word(executable), *(_unit_word(a.replace("$", "$$")) for a in args)])
+
+
+def _check_writable(what: str, value: str, kind: str, *, executable: bool = False) -> None:
+    """Refuse a value the service file cannot carry exactly (rather than write a unit that
+    runs something else, or that systemd rejects): a control character (a line end would
+    start a new setting; a plist cannot hold one), a byte that is not UTF-8, and on systemd
+    the characters it will not run an executable from."""
+    manager = "systemd" if kind == "systemd" else "launchd"
+    refused = _EXECUTABLE_REFUSED if executable and kind == "systemd" else frozenset()
+    bad = next(
+        (
+            c
+            for c in value
+            if ord(c) < 0x20 or ord(c) == 0x7F or 0xD800 <= ord(c) <= 0xDFFF or c in refused
+        ),
+        None,
+    )
+    if bad is not None:
+        raise UsageError(
+            f"{what} ({value!r}) has a character a {manager} service cannot carry "
+            f"(U+{ord(bad):04X}), so pdnotes writes no service file",
+            fix="use a path without it (a symlink to a plain path works), or run `pdnotes "
+            "bridge serve` from your own service manager",
+        )
 
 
 def _launchd(env: dict[str, str], names: list[str]) -> ServicePlan:
