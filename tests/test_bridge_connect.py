@@ -411,3 +411,63 @@ def test_launchd_agent_escapes_xml_and_refuses_control_characters(isolated_home,
     monkeypatch.setenv("PYTHONPATH", "/src\x01")
     with pytest.raises(UsageError, match="launchd service cannot carry"):
         service.plan_service(_record(), platform="darwin")
+
+
+USER_EDIT = "MemoryMax=200M\nEnvironment=HTTPS_PROXY=http://proxy:3128\n"
+
+
+def _installed(cli, isolated_home, monkeypatch, **record) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
+    monkeypatch.setattr("sys.platform", "linux")
+    monkeypatch.setenv("PDNOTES_SERVICE_MANAGER", "skip")
+    _record(**record)
+    assert cli("bridge", "install", "--no-start").exit_code == 0
+    return isolated_home / "xdg" / "systemd" / "user" / "pdnotes-bridge.service"
+
+
+def _edit(unit: Path) -> str:
+    edited = unit.read_text().replace("RestartSec=2\n", "RestartSec=2\n" + USER_EDIT)
+    unit.write_text(edited)
+    return edited
+
+
+def test_install_refuses_to_replace_an_edited_unit_without_force(cli, isolated_home, monkeypatch):
+    unit = _installed(cli, isolated_home, monkeypatch)
+    edited = _edit(unit)
+    refused = cli("bridge", "install", "--no-start")
+    assert refused.exit_code == 1, refused.stdout + refused.stderr
+    assert unit.read_text() == edited  # the user's lines are still there
+    assert "-MemoryMax=200M" in refused.stderr  # the diff says what would be lost
+    assert "nothing was changed" in refused.stderr and "--force" in refused.stderr
+    dry = cli("bridge", "install", "--dry-run")
+    assert dry.exit_code == 0 and "refuse" in dry.stdout and unit.read_text() == edited
+    forced = cli("bridge", "install", "--no-start", "--force")
+    assert forced.exit_code == 0, forced.stderr
+    assert "MemoryMax" not in unit.read_text()
+    (backup,) = (isolated_home / ".pdnotes" / "backups" / "bridge-service").glob("*.bak")
+    assert backup.read_text() == edited  # kept, and the report says where
+    assert str(backup) in forced.stdout.replace("\n", "")
+
+
+def test_install_replaces_the_unit_an_earlier_install_wrote(cli, isolated_home, monkeypatch):
+    unit = _installed(cli, isolated_home, monkeypatch)
+    _record(upstream_key_env="GPU_KEY")  # the unit pdnotes writes changes (PassEnvironment=)
+    result = cli("bridge", "install", "--no-start")
+    assert result.exit_code == 0, result.stderr
+    assert "PassEnvironment=GPU_KEY" in unit.read_text()
+    assert not (isolated_home / ".pdnotes" / "backups" / "bridge-service").exists()
+
+
+def test_uninstall_keeps_a_copy_of_an_edited_unit(cli, isolated_home, monkeypatch):
+    unit = _installed(cli, isolated_home, monkeypatch, upstream_key_env="GPU_KEY")
+    edited = _edit(unit)
+    result = cli("bridge", "uninstall")
+    assert result.exit_code == 0, result.stderr
+    assert not unit.exists()
+    (backup,) = (isolated_home / ".pdnotes" / "backups" / "bridge-service").glob("*.bak")
+    assert backup.read_text() == edited
+    assert str(backup) in result.stdout.replace("\n", "")
+    unit = _installed(cli, isolated_home, monkeypatch, upstream_key_env="GPU_KEY")
+    assert cli("bridge", "uninstall").exit_code == 0  # unedited: removed, no second copy
+    assert not unit.exists()
+    assert len(list((isolated_home / ".pdnotes" / "backups" / "bridge-service").glob("*.bak"))) == 1

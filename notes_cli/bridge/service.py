@@ -8,12 +8,17 @@ recorded by `pdnotes config … --bridge`. No key is ever written: the unit pass
 variable through from the service manager's environment (`systemctl --user import-environment
 NAME` / `launchctl setenv NAME …`), or reads an env file the user writes themselves.
 
+A service file with changes pdnotes did not write is never replaced or removed silently (see
+"a unit the user edited" below).
+
 The service-manager commands are data (`ServicePlan.enable` / `.disable`) run by one injectable
 function, so tests (and `--no-start`) never touch the real systemctl / launchctl.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import plistlib
 import re
@@ -23,10 +28,12 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-from notes_cli import fileio, paths
+from notes_cli import backups, fileio, paths
 from notes_cli.bridge.config import BridgeConfig
 from notes_cli.errors import PdnotesError, UsageError
+from notes_cli.secrets import scrub
 
 UNIT_NAME = "pdnotes-bridge.service"
 AGENT_LABEL = "net.pdnotes.bridge"
@@ -63,17 +70,27 @@ def serve_command() -> list[str]:
     return [sys.executable, "-m", "notes_cli", "bridge", "serve"]
 
 
-def plan_service(config: BridgeConfig, *, platform: str | None = None) -> ServicePlan:
+def plan_service(
+    config: BridgeConfig, *, platform: str | None = None, removal: bool = False
+) -> ServicePlan:
+    """The service file for `config` and the commands that start / stop it. With `removal`
+    (uninstall needs only the path and the stop commands) the values are not checked, so a
+    path a new unit could not carry does not keep an old one installed."""
     kind = platform_kind(platform)
     env = _service_env()
     names = [n for n in (config.upstream_key_env, config.api_key_env) if n]
+    if not removal:
+        _check_all(kind, env)
+    if kind == "systemd":
+        return _systemd(env, names)
+    return _launchd(env, names)
+
+
+def _check_all(kind: str, env: dict[str, str]) -> None:
     _check_writable("the Python running pdnotes", sys.executable, kind, executable=True)
     _check_writable("$PDNOTES_HOME", str(paths.pdnotes_home()), kind)
     for name, value in env.items():
         _check_writable(f"${name}", value, kind)
-    if kind == "systemd":
-        return _systemd(env, names)
-    return _launchd(env, names)
 
 
 def _service_env() -> dict[str, str]:
@@ -232,20 +249,133 @@ def run_manager(command: Sequence[str]) -> int:
         ) from exc
 
 
-def install(plan: ServicePlan, *, start: bool = True, runner: Runner = run_manager) -> None:
-    fileio.atomic_write(plan.path, plan.text)
+# -- a unit the user edited --------------------------------------------------------------------
+#
+# `install` and `uninstall` never silently destroy a service file pdnotes did not write as it
+# is: what pdnotes writes is remembered by digest in $PDNOTES_HOME/bridge-service.json, so an
+# unchanged file from an earlier pdnotes is just replaced, while an edited (or unknown) one is
+# refused by `install` unless --force, and backed up under $PDNOTES_HOME/backups/bridge-service/
+# before --force replaces it or `uninstall` removes it.
+
+BACKUP_CLIENT = "bridge-service"
+WRITTEN_NAME = "bridge-service.json"
+
+FileState = Literal["absent", "same", "ours", "edited"]
+
+
+class UnitEditedError(PdnotesError):
+    """`install` found a service file with changes pdnotes did not write; `diff` shows them."""
+
+    def __init__(self, plan: ServicePlan, diff: str) -> None:
+        super().__init__(
+            f"{plan.path} has changes pdnotes did not write (the diff above turns it into what "
+            "pdnotes would write); nothing was changed",
+            fix="keep your settings in a drop-in, which pdnotes never touches (`systemctl "
+            "--user edit pdnotes-bridge`), or pass --force to replace the file (a copy of it "
+            f"is kept in {backups.backups_dir(BACKUP_CLIENT)})"
+            if plan.kind == "systemd"
+            else "pass --force to replace the file (a copy of it is kept in "
+            f"{backups.backups_dir(BACKUP_CLIENT)})",
+        )
+        self.diff = diff
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What install / uninstall found at the path and did about it."""
+
+    state: FileState
+    backup: Path | None = None  # the copy of an edited file, kept before replacing / removing
+
+
+def file_state(plan: ServicePlan) -> FileState:
+    """What is at `plan.path`: nothing, what `plan` would write, what pdnotes last wrote there,
+    or something else (edited by the user, or by something that is not pdnotes)."""
+    data = fileio.read_bytes(plan.path)
+    if data is None:
+        return "absent"
+    if data == plan.text.encode("utf-8"):
+        return "same"
+    return "ours" if _written_digest(plan.path) == backups.state_digest(data) else "edited"
+
+
+def edited_diff(plan: ServicePlan) -> str:
+    """The change from the file at `plan.path` to `plan.text`, secrets masked (a user may have
+    put `Environment=API_KEY=…` in their copy)."""
+    import difflib
+
+    current = fileio.read_text(plan.path) or ""
+    lines = difflib.unified_diff(
+        current.splitlines(keepends=True),
+        plan.text.splitlines(keepends=True),
+        fromfile=f"{plan.path} (now)",
+        tofile=f"{plan.path} (pdnotes)",
+    )
+    return scrub("".join(line if line.endswith("\n") else line + "\n" for line in lines))
+
+
+def install(
+    plan: ServicePlan, *, start: bool = True, force: bool = False, runner: Runner = run_manager
+) -> Outcome:
+    """Write the service file (refusing to replace an edited one unless `force`, and keeping a
+    copy of it then) and, with `start`, enable and start it."""
+    with fileio.locked(plan.path):
+        state = file_state(plan)
+        backup = None
+        if state == "edited":
+            if not force:
+                raise UnitEditedError(plan, edited_diff(plan))
+            backup = backups.save(BACKUP_CLIENT, plan.path).data_path
+        _remember_written(plan.path, plan.text)
+        fileio.atomic_write(plan.path, plan.text)
     if start:
         _run_all(plan.enable, runner)
+    return Outcome(state, backup)
 
 
-def uninstall(plan: ServicePlan, *, stop: bool = True, runner: Runner = run_manager) -> bool:
-    """Stop and remove the service; False when there was nothing installed."""
-    if not plan.path.exists():
-        return False
-    if stop:
-        _run_all(plan.disable, runner)
-    fileio.remove_file(plan.path)
-    return True
+def uninstall(plan: ServicePlan, *, stop: bool = True, runner: Runner = run_manager) -> Outcome:
+    """Stop and remove the service, keeping a copy of a file pdnotes did not write as it is;
+    state "absent" when there was nothing installed."""
+    with fileio.locked(plan.path):
+        state = file_state(plan)
+        if state == "absent":
+            return Outcome(state)
+        backup = backups.save(BACKUP_CLIENT, plan.path).data_path if state == "edited" else None
+        if stop:
+            _run_all(plan.disable, runner)
+        fileio.remove_file(plan.path)
+        _remember_written(plan.path, None)
+    return Outcome(state, backup)
+
+
+def _written_path() -> Path:
+    return paths.pdnotes_home() / WRITTEN_NAME
+
+
+def _written_digest(path: Path) -> str | None:
+    """The digest of what pdnotes last wrote at `path`; None when unknown (a missing or damaged
+    note counts as unknown, so the file is treated as edited: kept, never lost)."""
+    try:
+        text = fileio.read_text(_written_path())
+        data = json.loads(text) if text else None
+    except (PdnotesError, ValueError, RecursionError):
+        return None
+    if isinstance(data, dict) and data.get("path") == str(path.absolute()):
+        digest = data.get("sha256")
+        return digest if isinstance(digest, str) else None
+    return None
+
+
+def _remember_written(path: Path, text: str | None) -> None:
+    """Note the digest of what is about to be written at `path` (before writing it: if this
+    fails, nothing was changed); `None` forgets it (the file is being removed)."""
+    note = _written_path()
+    if text is None:
+        with contextlib.suppress(PdnotesError):
+            fileio.remove_file(note)
+        return
+    digest = backups.state_digest(text.encode("utf-8"))
+    fileio.atomic_write(note, json.dumps({"path": str(path.absolute()), "sha256": digest}) + "\n")
 
 
 def _run_all(commands: tuple[tuple[str, ...], ...], runner: Runner) -> None:

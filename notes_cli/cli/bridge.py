@@ -81,6 +81,12 @@ def install(
     no_start: bool = typer.Option(
         False, "--no-start", help="Write the service file but do not enable or start it."
     ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Replace a service file that has changes pdnotes did not write (a copy of it is "
+        "kept in $PDNOTES_HOME/backups/bridge-service/).",
+    ),
 ) -> None:
     """Keep `pdnotes bridge serve` running as a user service (systemd on Linux, launchd on macOS)
     for the upstream `pdnotes config … --bridge` recorded."""
@@ -97,9 +103,17 @@ def install(
             "(or the same for claude)",
         )
     plan = service.plan_service(record)
-    if not dry_run:
-        service.install(plan, start=not no_start, runner=_runner())
-    render_bridge.install_report(plan, record, dry_run=dry_run, started=not no_start)
+    if dry_run:
+        outcome = service.Outcome(service.file_state(plan))
+    else:
+        try:
+            outcome = service.install(plan, start=not no_start, force=force, runner=_runner())
+        except service.UnitEditedError as exc:
+            render_bridge.edited_diff(exc.diff)
+            raise
+    render_bridge.install_report(
+        plan, record, outcome, dry_run=dry_run, started=not no_start, force=force
+    )
 
 
 @app.command("uninstall")
@@ -112,11 +126,14 @@ def uninstall(
     from notes_cli.render import bridge as render_bridge
 
     # the record is not needed to find or remove the unit: a damaged one must not block this
-    plan = service.plan_service(bridge_config.BridgeConfig(upstream="-"))
-    removed = plan.path.exists()
-    if not dry_run:
-        removed = service.uninstall(plan, runner=_runner())
-    render_bridge.uninstall_report(plan, removed=removed, dry_run=dry_run)
+    plan = service.plan_service(bridge_config.BridgeConfig(upstream="-"), removal=True)
+    if dry_run:
+        state = service.file_state(plan)
+        # what the file is judged by here is what pdnotes last wrote: plan.text has no names
+        outcome = service.Outcome("ours" if state == "same" else state)
+    else:
+        outcome = service.uninstall(plan, runner=_runner())
+    render_bridge.uninstall_report(plan, outcome, dry_run=dry_run)
 
 
 def _runner() -> Runner:

@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from notes_cli.render import out
+from notes_cli.render import err, out
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from notes_cli.bridge.config import BridgeConfig
-    from notes_cli.bridge.service import ServicePlan
+    from notes_cli.bridge.service import Outcome, ServicePlan
 
 
 def config_commands(config: BridgeConfig, model: str | None = None) -> tuple[str, str]:
@@ -57,12 +59,38 @@ def banner(config: BridgeConfig) -> None:
 
 
 def install_report(
-    plan: ServicePlan, record: BridgeConfig, *, dry_run: bool, started: bool
+    plan: ServicePlan,
+    record: BridgeConfig,
+    outcome: Outcome,
+    *,
+    dry_run: bool,
+    started: bool,
+    force: bool,
 ) -> None:
+    from notes_cli.bridge.service import edited_diff
+
     console = out()
+    edited = outcome.state == "edited"
+    if dry_run and edited:
+        console.print(escape(edited_diff(plan).rstrip("\n")), highlight=False, soft_wrap=True)
+        if force:
+            console.print(
+                f"[yellow]note:[/] {escape(str(plan.path))} has changes pdnotes did not write "
+                f"(above): a copy of it would be kept in {escape(str(_backups()))}"
+            )
+        else:
+            console.print(
+                f"[yellow]warning:[/] {escape(str(plan.path))} has changes pdnotes did not "
+                "write (above): install would refuse to replace it without --force"
+            )
     verb = "would write" if dry_run else "wrote"
     console.print(f"[bold]{verb}[/] {escape(str(plan.path))} ({plan.kind}):")
     console.print(escape(plan.text), markup=True, highlight=False, soft_wrap=True)
+    if outcome.backup is not None:
+        console.print(
+            f"[yellow]note:[/] the file it replaced had changes pdnotes did not write; a copy "
+            f"is in {escape(str(outcome.backup))}"
+        )
     commands = [shlex.join(c) for c in plan.enable]
     if dry_run:
         console.print(f"[bold]would run[/]: {escape('; '.join(commands))}")
@@ -75,11 +103,33 @@ def install_report(
         console.print(f"[yellow]note:[/] {escape(plan.key_hint)}")
 
 
-def uninstall_report(plan: ServicePlan, *, removed: bool, dry_run: bool) -> None:
+def edited_diff(diff: str) -> None:
+    """Before `install` refuses an edited service file: what replacing it would change."""
+    err().print(escape(diff.rstrip("\n")), highlight=False, soft_wrap=True)
+
+
+def uninstall_report(plan: ServicePlan, outcome: Outcome, *, dry_run: bool) -> None:
     console = out()
-    if not removed:
+    if outcome.state == "absent":
         console.print(f"nothing installed at {escape(str(plan.path))}")
         return
     verb = "would remove" if dry_run else "removed"
     commands = "; ".join(shlex.join(c) for c in plan.disable)
     console.print(f"[bold]{verb}[/] {escape(str(plan.path))} ({escape(commands)})")
+    if outcome.backup is not None:
+        console.print(
+            "[yellow]note:[/] it had changes pdnotes did not write (or pdnotes has no record "
+            f"of writing it); a copy is in {escape(str(outcome.backup))}"
+        )
+    elif dry_run and outcome.state == "edited":
+        console.print(
+            "[yellow]note:[/] it has changes pdnotes did not write (or pdnotes has no record "
+            f"of writing it); a copy would be kept in {escape(str(_backups()))}"
+        )
+
+
+def _backups() -> Path:
+    from notes_cli import backups
+    from notes_cli.bridge.service import BACKUP_CLIENT
+
+    return backups.backups_dir(BACKUP_CLIENT)
