@@ -114,7 +114,8 @@ def test_serve_resolves_the_record_and_flags_override_it(monkeypatch):
 def test_serve_without_any_upstream_says_how_to_get_one(cli):
     result = cli("bridge", "serve")
     assert result.exit_code == 2
-    assert "--upstream" in result.stderr and "pdnotes config codex --bridge" in result.stderr
+    assert "--upstream" in result.stderr
+    assert "pdnotes config codex --bridge --base-url" in result.stderr.replace("\n", " ")
 
 
 def test_serve_refuses_an_unset_key_variable(cli):
@@ -184,7 +185,7 @@ def test_launchd_agent_on_macos(isolated_home):
 def test_install_without_a_record_says_what_to_run_first(cli):
     result = cli("bridge", "install", "--dry-run")
     assert result.exit_code == 2
-    assert "--bridge" in result.stderr
+    assert "pdnotes config codex --bridge --base-url" in result.stderr.replace("\n", " ")
 
 
 def _up(extra: str) -> str:

@@ -209,7 +209,7 @@ def resolve(
         raise UsageError(
             "no upstream to bridge to",
             fix="pass --upstream https://host/v1 (the URL before /chat/completions), or record "
-            "one with `pdnotes config codex --bridge --upstream URL --model ID`",
+            "one with `pdnotes config codex --bridge --base-url URL --model ID`",
         )
     base = record or BridgeConfig(upstream=str(upstream))
     if upstream is not None and record is not None and upstream != record.upstream:

@@ -99,7 +99,7 @@ def install(
     if record is None:
         raise UsageError(
             "no bridge recorded: the service would not know its upstream",
-            fix="first run `pdnotes config codex --bridge --upstream URL --model ID` "
+            fix="first run `pdnotes config codex --bridge --base-url URL --model ID` "
             "(or the same for claude)",
         )
     plan = service.plan_service(record)
