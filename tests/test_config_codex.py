@@ -726,3 +726,51 @@ def test_provider_shapes_it_cannot_merge_are_refused(cli, isolated_home, text) -
     assert result.exit_code == 2
     assert "is not a table" in result.stderr and "Traceback" not in result.stderr
     assert path.read_text() == text
+
+
+GW_ARGS = ("config", "codex", "--provider", "gw", "--model", "m")
+GW_ARGS += ("--base-url", "https://gw.example/api")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "model_providers.other.name = 'Other'\n",
+        "model_providers.other.name = 'Other'\ntui.notifications = true\n",
+        "model_providers.other.name = 'Other'\n[model_providers.q]\nname = 'Q'\n",
+        "approval_policy = 'never'\nmodel_providers.other.name = 'Other'\n[tui]\nx = 1\n",
+    ],
+)
+def test_a_new_provider_beside_dotted_providers_leaves_top_level_keys_top_level(
+    cli, isolated_home, text
+) -> None:
+    import tomllib
+
+    path = write_config(isolated_home, text)
+    result = cli(*GW_ARGS)
+    assert result.exit_code == 0, result.stderr
+
+    before, after = tomllib.loads(text), tomllib.loads(path.read_text())
+    assert after.pop("model") == "m" and after.pop("model_provider") == "gw"
+    provider = after["model_providers"].pop("gw")
+    assert provider == {"name": "gw", "base_url": "https://gw.example/api", "wire_api": "responses"}
+    assert after == before  # the user's `tui` and other providers mean what they meant
+
+
+def test_an_edit_toml_would_read_differently_is_refused_and_nothing_is_written(
+    cli, isolated_home, monkeypatch
+) -> None:
+    from notes_cli.clients import codex_config
+
+    # Without the dotted-key handling, tomlkit puts [model_providers.gw] above `model = …`.
+    monkeypatch.setattr(codex_config, "_dotted_piece", lambda doc, key: None)
+    text = "model_providers.other.name = 'Other'\ntui.notifications = true\n"
+    path = write_config(isolated_home, text)
+
+    for args in (GW_ARGS, (*GW_ARGS, "--dry-run")):
+        result = cli(*args)
+        assert result.exit_code == 1, result.stdout + result.stderr
+        assert "top-level model / model_provider" in result.stderr
+        assert "nothing was written" in result.stderr and "Traceback" not in result.stderr
+    assert path.read_text() == text
+    assert backups(isolated_home) == []

@@ -5,11 +5,19 @@ set here (`name`, `base_url`, `env_key`, `wire_api`, `query_params`). Everything
 order, blank lines, other providers, MCP servers, trust entries, profiles, unknown keys — keeps
 its bytes, because the document is edited in place with tomlkit and a key is only assigned when
 its value really changes.
+
+tomlkit renders a document in its own order, so an edit can land where TOML reads it as part of
+another table (a `[model_providers.x]` header placed above `model = …`). The new text is
+therefore parsed again and must mean exactly the old file plus pdnotes' keys; otherwise the
+write is refused (`ConfigWriteError`) and nothing is written.
 """
 
 from __future__ import annotations
 
+import copy
+import math
 import os
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +66,7 @@ def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> Writ
             fix=f"edit [model_providers.{target.provider_id}] by hand, or move the file aside "
             "and run the command again",
         ) from exc
+    _check_meaning(path, old_text, new_text, target)
     return WritePlan(
         client="codex",
         path=path,
@@ -224,6 +233,14 @@ def _is_table(item: object) -> bool:
     return isinstance(item, (Table, tomlkit.items.AoT))
 
 
+def _dotted_piece(doc: TOMLDocument, key: str) -> Table | None:
+    """The top-level `key.…` dotted-key table (`model_providers.other.name = …`), if any."""
+    for item_key, item in doc.body:
+        if item_key is not None and item_key.key == key and item_key.is_dotted():
+            return item if isinstance(item, Table) else None
+    return None
+
+
 def _merge_provider(doc: TOMLDocument, provider_id: str, owned: dict[str, Any]) -> None:
     providers = doc.get("model_providers")
     if providers is None:
@@ -235,6 +252,14 @@ def _merge_provider(doc: TOMLDocument, provider_id: str, owned: dict[str, Any]) 
             fix="make it [model_providers.<id>] tables",
         )
     table = providers.get(provider_id)
+    dotted = _dotted_piece(doc, "model_providers")
+    if table is None and dotted is not None:
+        # The file defines providers with top-level dotted keys: a [model_providers.<id>]
+        # table added there would render above the top-level keys and swallow them, so the
+        # new provider is dotted keys too (`model_providers.<id>.name = …`).
+        for key, value in owned.items():
+            dotted.append(tomlkit.key([provider_id, key]), _toml_value(value))
+        return
     if table is None:
         # Match the file's style: an inline `model_providers = {…}` gets an inline entry.
         inline = isinstance(providers, tomlkit.items.InlineTable)
@@ -259,3 +284,50 @@ def _toml_value(value: Any) -> Any:
         inline.update(value)
         return inline
     return value
+
+
+def _check_meaning(path: Path, old_text: str | None, new_text: str, target: _Target) -> None:
+    """Refuse the edit unless `new_text`, read as TOML, is the old file with the top-level
+    `model` / `model_provider` and the provider's owned keys set, and nothing else changed."""
+    expected = copy.deepcopy(files.parse_toml_data(old_text, path)) if old_text else {}
+    expected["model"] = target.model
+    expected["model_provider"] = target.provider_id
+    providers = expected.setdefault("model_providers", {})
+    provider = providers.setdefault(target.provider_id, {}) if isinstance(providers, dict) else None
+    if isinstance(provider, dict):
+        provider.update(target.owned)
+    try:
+        after = tomllib.loads(new_text)
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError):
+        what = "the new text would not be valid TOML"
+    else:
+        if _same(after, expected):
+            return
+        written = after.get("model_providers")
+        if not (
+            _same(after.get("model"), target.model)
+            and _same(after.get("model_provider"), target.provider_id)
+        ):
+            what = "TOML would not read the top-level model / model_provider pdnotes set"
+        elif not isinstance(written, dict) or not _same(written.get(target.provider_id), provider):
+            what = f"TOML would not read [model_providers.{target.provider_id}] as pdnotes set it"
+        else:
+            what = "other settings in the file would change meaning"
+    raise ConfigWriteError(
+        f"cannot merge the provider into {path} as it is laid out: {what}; nothing was written",
+        fix=f"set model, model_provider and [model_providers.{target.provider_id}] by hand, "
+        "or move the file aside and run the command again",
+    )
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as TOML values: same types (so `true` is not `1`), NaN equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b)
