@@ -113,3 +113,67 @@ def test_the_parse_error_names_where_the_bad_number_is(cli, isolated_home: Path)
     place(isolated_home, "claude", '{\n  "env": {},\n  "x": 1e400\n}\n')
     result = cli(*WRITE["claude"])
     assert result.exit_code == 2 and "settings.json:3:8: 1e400" in result.stderr
+
+
+# Far under the 10 MB cap, yet tomllib or tomlkit would take minutes (or hundreds of MB) on them.
+SLOW_CODEX_CASES = {
+    "a key of 100,000 dotted parts (200 KB)": ".".join(["a"] * 100_000) + " = 1\n",
+    "60 ten-part dotted keys repeating a prefix in one table (2 KB)": "[t]\n"
+    + "".join(".".join(["p"] * 9) + f".k{i} = 1\n" for i in range(60)),
+    "500 top-level dotted keys of 16 parts (40 KB)": "".join(
+        ".".join(["p"] * 15) + f".k{i} = 1\n" for i in range(500)
+    ),
+    "40,000 tables (0.3 MB)": "".join(f"[t{i}]\n" for i in range(40_000)),
+    "an inline table of 200,000 entries (1.9 MB)": "x = {"
+    + ",".join(f"k{i}=1" for i in range(200_000))
+    + "}\n",
+    "tables re-opened 2,000 times": "".join(f"[a.b.k{i}]\n[a.c.k{i}]\n" for i in range(1_000)),
+    "80,000 trust entries (5 MB)": "".join(
+        f'[projects."/home/u/src/project-{i}"]\ntrust_level = "trusted"\n\n' for i in range(80_000)
+    ),
+}
+
+
+@pytest.mark.timeout(30)  # without the pre-scan, each runs for minutes
+@pytest.mark.parametrize("case", list(SLOW_CODEX_CASES))
+def test_a_file_the_parsers_would_take_unbounded_time_on_is_refused_at_once(
+    cli, isolated_home: Path, case: str
+) -> None:
+    path = place(isolated_home, "codex", SLOW_CODEX_CASES[case])
+    before = path.read_bytes()
+
+    for args in (WRITE["codex"], ["config", "show", "--client", "codex"]):
+        started = time.monotonic()
+        result = cli(*args)
+        assert time.monotonic() - started < 5, args  # refused by the pre-scan: ~0.1 s
+        assert result.exit_code == 2, (args, result.stderr)
+        assert str(path) in result.stderr and "Traceback" not in result.stderr
+        assert "the file was not changed" in result.stderr
+    doctor = cli("doctor", "--offline", "--client", "codex", "--json")
+    assert doctor.exit_code == 1 and "Traceback" not in doctor.stderr
+    assert "file-unreadable" in {f["id"] for f in doctor.json()["findings"]}
+    assert path.read_bytes() == before
+    assert not (isolated_home / ".pdnotes" / "backups").exists()
+
+
+def _projects(count: int) -> str:
+    entries = (
+        f'[projects."/Users/someone/src/github.com/org/repo-{i}"]\ntrust_level = "trusted"\n\n'
+        for i in range(count)
+    )
+    return 'model = "x"\n\n' + "".join(entries)
+
+
+def test_the_limits_keep_real_configs_thousands_of_trust_entries_included() -> None:
+    from notes_cli.clients import toml_bounds
+
+    for text in (
+        (Path(__file__).parent / "fixtures" / "config" / "rich.toml").read_text("utf-8"),
+        _projects(5_000),
+        "[mcp_servers.gh]\n" + "".join(f'env.VAR_{i} = "v"\n' for i in range(200)),
+        "".join(
+            f"profiles.p{i}.sandbox_workspace_write.network_access = true\n" for i in range(500)
+        ),
+        "".join(f"[t{i % 2}.x{i}]\n" for i in range(400)),  # a table re-opened 398 times
+    ):
+        toml_bounds.check(text, Path("config.toml"))

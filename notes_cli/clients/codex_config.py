@@ -14,7 +14,6 @@ write is refused (`ConfigWriteError`) and nothing is written.
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 import tomllib
@@ -289,7 +288,7 @@ def _toml_value(value: Any) -> Any:
 def _check_meaning(path: Path, old_text: str | None, new_text: str, target: _Target) -> None:
     """Refuse the edit unless `new_text`, read as TOML, is the old file with the top-level
     `model` / `model_provider` and the provider's owned keys set, and nothing else changed."""
-    expected = copy.deepcopy(files.parse_toml_data(old_text, path)) if old_text else {}
+    expected = tomllib.loads(old_text) if old_text else {}  # parse_toml read it already
     expected["model"] = target.model
     expected["model_provider"] = target.provider_id
     providers = expected.setdefault("model_providers", {})

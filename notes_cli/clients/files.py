@@ -9,6 +9,9 @@ Hostile input never becomes a traceback: nesting deeper than `MAX_NESTING` (chec
 parsed result, and a parser's RecursionError caught), integers past the interpreter's digit
 limit or TOML's 64 bits, lone surrogates, NaN / Infinity and numbers a double cannot hold
 (`1e400`, which a rewrite would turn into the invalid `Infinity`) are each a `ConfigParseError`.
+A config.toml the parsers would take unbounded time or memory on (far under the 10 MB read cap:
+tomllib is quadratic in a dotted key's parts, tomlkit slow on many shapes) is refused before
+parsing, by the linear scan in `toml_bounds`.
 
 settings.json is edited number-spelling-preserving: `load_json_for_edit` wraps every number in
 a `JsonNumber` that keeps the literal the user wrote (`1.0`, `1e3`, `10E2`), and `dump_json`
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from notes_cli import fileio
+from notes_cli.clients import toml_bounds
 from notes_cli.errors import ConfigParseError
 
 if TYPE_CHECKING:
@@ -207,7 +211,9 @@ def _surrogate(path: Path, where: str) -> ConfigParseError:
 
 
 def parse_toml_data(text: str, path: Path) -> dict[str, Any]:
-    """Parse config.toml read-only into plain dicts; same errors as `parse_toml`."""
+    """Parse config.toml read-only into plain dicts; same errors as `parse_toml`. A file the
+    parsers would take unbounded time or memory on is refused first (`toml_bounds`)."""
+    toml_bounds.check(text, path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
