@@ -311,3 +311,46 @@ def test_generated_settings_keep_other_keys_and_undo_restores_them(
     assert cli("config", "undo", "--client", "claude").exit_code == 0
     assert path.read_bytes() == document.encode("utf-8")
     path.unlink()
+
+
+GATEWAY = ("config", "claude", "--base-url", "https://gw.example", "--model", "m")
+
+
+def test_a_rewrite_past_the_read_limit_is_refused_and_nothing_is_written(
+    cli, isolated_home: Path
+) -> None:
+    # 200 KB compact; written indented, each of its 100,000 items 61 levels deep takes a
+    # 125-byte line: 12.5 MB, which pdnotes would then refuse to read (show, config, undo).
+    nested = "[" * 60 + ",".join(["1"] * 100_000) + "]" * 60
+    path = write_settings(user_settings(isolated_home), '{"deep":' + nested + "}")
+    before = path.read_bytes()
+
+    for args in (GATEWAY, (*GATEWAY, "--dry-run")):
+        result = cli(*args)
+        assert result.exit_code == 1, result.stdout + result.stderr
+        assert "more than the 10.5 MB pdnotes reads" in result.stderr, result.stderr
+        assert "nothing was written" in result.stderr and "Traceback" not in result.stderr
+    assert path.read_bytes() == before
+    assert not (isolated_home / ".pdnotes" / "backups").exists()
+    assert cli("config", "show", "--client", "claude").exit_code == 0
+
+
+def test_a_settings_file_near_the_read_limit_is_written_and_undone(
+    cli, isolated_home: Path
+) -> None:
+    from notes_cli.fileio import MAX_CONFIG_BYTES
+
+    filler = "x" * (MAX_CONFIG_BYTES - 2_000)
+    path = write_settings(user_settings(isolated_home), json.dumps({"notes": filler}, indent=2))
+    before = path.read_bytes()
+
+    assert cli(*GATEWAY).exit_code == 0
+    assert MAX_CONFIG_BYTES - 2_000 < path.stat().st_size <= MAX_CONFIG_BYTES
+    assert cli("config", "show", "--client", "claude").exit_code == 0
+    undo = cli("config", "undo", "--client", "claude")
+    assert undo.exit_code == 0, undo.stderr
+    assert path.read_bytes() == before
+
+    path.write_text(json.dumps({"notes": "x" * (MAX_CONFIG_BYTES - 20)}), encoding="utf-8")
+    result = cli(*GATEWAY)  # the env block would push it past the limit
+    assert result.exit_code == 1 and "could not read it back" in result.stderr

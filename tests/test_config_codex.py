@@ -774,3 +774,18 @@ def test_an_edit_toml_would_read_differently_is_refused_and_nothing_is_written(
         assert "nothing was written" in result.stderr and "Traceback" not in result.stderr
     assert path.read_text() == text
     assert backups(isolated_home) == []
+
+
+def test_an_edit_that_would_pass_the_toml_limits_is_refused(
+    cli, isolated_home, monkeypatch
+) -> None:
+    from notes_cli.clients import toml_bounds
+
+    text = "".join(f"k{i} = 1\n" for i in range(40))  # 80 pieces
+    monkeypatch.setattr(toml_bounds, "MAX_PIECES", 85)  # the provider's lines pass it
+    path = write_config(isolated_home, text)
+
+    result = cli(*GW_ARGS)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "could not read it back; nothing was written" in result.stderr
+    assert path.read_text() == text and backups(isolated_home) == []

@@ -17,7 +17,7 @@ from notes_cli import paths
 from notes_cli.clients import files, presets, urls
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.git import tracked_by_git
-from notes_cli.clients.plan import WritePlan, secret_values
+from notes_cli.clients.plan import WritePlan, secret_values, too_large
 from notes_cli.errors import UsageError
 from notes_cli.secrets import looks_like_env_name, mask
 
@@ -88,11 +88,15 @@ def plan_claude(
     notes += _drop_replaced_credential(options, new_data, new_env)
     new_data["env"] = new_env
     unchanged = new_data == data and old_text is not None
+    try:
+        new_text = old_text if unchanged and old_text else files.dump_json(new_data, old_text)
+    except files.OutputTooLarge:
+        raise too_large(path, None) from None
     return WritePlan(
         client="claude",
         path=path,
         old_text=old_text,
-        new_text=old_text if unchanged and old_text else files.dump_json(new_data, old_text),
+        new_text=new_text,
         request_url=join_url(cleaned.base_url, "/v1/messages"),
         export_line=credential_note,
         notes=notes,

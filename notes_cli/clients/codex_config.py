@@ -27,11 +27,11 @@ from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
 
 from notes_cli import paths
-from notes_cli.clients import files, presets, urls
+from notes_cli.clients import files, presets, toml_bounds, urls
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.plan import WritePlan, secret_values
 from notes_cli.clients.resolve import RESERVED_PROVIDER_IDS
-from notes_cli.errors import ConfigWriteError, UsageError
+from notes_cli.errors import ConfigWriteError, InputError, UsageError
 from notes_cli.secrets import looks_like_env_name, mask
 
 
@@ -66,6 +66,7 @@ def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> Writ
             "and run the command again",
         ) from exc
     _check_meaning(path, old_text, new_text, target)
+    _check_readable(path, new_text)
     return WritePlan(
         client="codex",
         path=path,
@@ -317,6 +318,20 @@ def _check_meaning(path: Path, old_text: str | None, new_text: str, target: _Tar
         fix=f"set model, model_provider and [model_providers.{target.provider_id}] by hand, "
         "or move the file aside and run the command again",
     )
+
+
+def _check_readable(path: Path, new_text: str) -> None:
+    """Refuse an edit pdnotes could not read back: a file just under a `toml_bounds` limit
+    that the provider's few lines push past it."""
+    try:
+        toml_bounds.check(new_text, path)
+    except InputError as exc:
+        raise ConfigWriteError(
+            f"the rewritten {path} would be past the limits pdnotes reads config.toml within, "
+            "so pdnotes could not read it back; nothing was written",
+            fix=f'make {path} smaller (old [projects."…"] trust entries, say) and run the '
+            "command again",
+        ) from exc
 
 
 def _same(a: Any, b: Any) -> bool:

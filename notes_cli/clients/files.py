@@ -291,36 +291,57 @@ def json_indent(text: str | None) -> int | str:
     return 2
 
 
+class OutputTooLarge(Exception):
+    """What `dump_json` would write is past `fileio.MAX_CONFIG_BYTES`, so pdnotes could not
+    read it back; raised as soon as the output passes it, so a compact file that indents to
+    hundreds of MB (deep nesting multiplies the padding) never sits in memory."""
+
+
 def dump_json(data: dict[str, Any], like: str | None) -> str:
     """Serialise `data` with the indentation, line endings and final newline of the text it
     replaces, writing `JsonNumber`s as spelled. The layout is json.dumps(indent=…) exactly;
-    written by hand because json's encoder cannot emit a number literal verbatim."""
+    written by hand because json's encoder cannot emit a number literal verbatim. Raises
+    `OutputTooLarge` past `fileio.MAX_CONFIG_BYTES` characters."""
     unit = json_indent(like)
     pad = unit if isinstance(unit, str) else " " * unit
-    body = _encode(data, pad, 0)
+    body = _encode(data, pad, 0, [fileio.MAX_CONFIG_BYTES])
     newline = "\n" if like is None or like.endswith("\n") else ""
     return match_newlines(body + newline, like)
 
 
-def _encode(value: Any, pad: str, level: int) -> str:
+def _encode(value: Any, pad: str, level: int, left: list[int]) -> str:
+    """`value` as indented JSON; `left[0]` is the characters still allowed (all levels)."""
+    if isinstance(value, (dict, list)):
+        if not value:
+            return "{}" if isinstance(value, dict) else "[]"
+        inner = "\n" + pad * (level + 1)
+        _spend(left, (len(inner) + 1) * len(value) + len(pad) * level + 2)
+        if isinstance(value, dict):
+            items = (
+                f"{_leaf(str(k), left)}: {_encode(v, pad, level + 1, left)}"
+                for k, v in value.items()
+            )
+            brackets = "{}"
+        else:
+            items = (_encode(v, pad, level + 1, left) for v in value)
+            brackets = "[]"
+        return brackets[0] + inner + ("," + inner).join(items) + "\n" + pad * level + brackets[1]
+    return _leaf(value, left)
+
+
+def _leaf(value: Any, left: list[int]) -> str:
     if isinstance(value, JsonNumber):
-        return value.literal
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        inner = "\n" + pad * (level + 1)
-        items = (
-            f"{json.dumps(str(k), ensure_ascii=False)}: {_encode(v, pad, level + 1)}"
-            for k, v in value.items()
-        )
-        return "{" + inner + ("," + inner).join(items) + "\n" + pad * level + "}"
-    if isinstance(value, list):
-        if not value:
-            return "[]"
-        inner = "\n" + pad * (level + 1)
-        items = (_encode(v, pad, level + 1) for v in value)
-        return "[" + inner + ("," + inner).join(items) + "\n" + pad * level + "]"
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text = value.literal
+    else:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    _spend(left, len(text))
+    return text
+
+
+def _spend(left: list[int], size: int) -> None:
+    left[0] -= size
+    if left[0] < 0:
+        raise OutputTooLarge
 
 
 def json_type_name(value: object) -> str:

@@ -4,7 +4,9 @@
 the URL the client will call); `--dry-run` shows its diff, a real run `apply`s it: check the file
 did not change meanwhile, save a backup, write atomically — all while holding the file's lock
 (`fileio.locked`), so two pdnotes never interleave and no reported write is lost. `write` holds
-the lock over the planning read as well, so concurrent runs queue instead of failing.
+the lock over the planning read as well, so concurrent runs queue instead of failing. A plan whose
+new text is past `fileio.MAX_CONFIG_BYTES` cannot be made (`check_size`): pdnotes never writes
+a file it would then refuse to read.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ class WritePlan:
     """Mode bits to force (0o600 when the file will hold a token); None keeps the file's."""
     redact: tuple[str, ...] = field(default=(), repr=False)
     """Secrets the new text holds; `diff` shows them masked."""
+
+    def __post_init__(self) -> None:
+        check_size(self.path, len(self.new_text.encode("utf-8", "surrogatepass")))
 
     @property
     def changed(self) -> bool:
@@ -90,6 +95,7 @@ def apply(plan: WritePlan) -> WriteResult:
             )
         bom = fileio.UTF8_BOM if raw is not None and raw.startswith(fileio.UTF8_BOM) else b""
         payload = bom + plan.new_text.encode("utf-8")
+        check_size(plan.path, len(payload))
         backup = backups.save(plan.client, plan.path, pending=backups.state_digest(payload))
         try:
             written = fileio.atomic_write(plan.path, payload, mode=plan.mode)
@@ -99,6 +105,25 @@ def apply(plan: WritePlan) -> WriteResult:
         backups.commit(backup)
     saved = backup.data_path if backup.existed else backup.meta_path
     return WriteResult(plan, written, saved, plan.warnings)
+
+
+def check_size(path: Path, size: int) -> None:
+    """Refuse (`ConfigWriteError`) to write more than `fileio.MAX_CONFIG_BYTES` to `path`:
+    pdnotes would then refuse to read its own file (show, the next config, undo)."""
+    if size > fileio.MAX_CONFIG_BYTES:
+        raise too_large(path, size)
+
+
+def too_large(path: Path, size: int | None) -> ConfigWriteError:
+    """The refusal of `check_size`; `size` None when the writer stopped past the limit."""
+    what = f"{size / 1e6:.1f} MB, " if size is not None else ""
+    return ConfigWriteError(
+        f"the rewritten {path} would be {what}more than the "
+        f"{fileio.MAX_CONFIG_BYTES / 1e6:.1f} MB pdnotes reads, so pdnotes could not read it "
+        "back; nothing was written",
+        fix=f"make {path} smaller (settings.json is written indented, one value a line), or "
+        "make the change by hand",
+    )
 
 
 def secret_values(*documents: object, public: Collection[str] = ()) -> tuple[str, ...]:
