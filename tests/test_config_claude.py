@@ -354,3 +354,38 @@ def test_a_settings_file_near_the_read_limit_is_written_and_undone(
     path.write_text(json.dumps({"notes": "x" * (MAX_CONFIG_BYTES - 20)}), encoding="utf-8")
     result = cli(*GATEWAY)  # the env block would push it past the limit
     assert result.exit_code == 1 and "could not read it back" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "where"),
+    [
+        (
+            "{\n"
+            '  "permissions": {"allow": ["Bash(npm test)", "Bash(git diff:*)"]},\n'
+            '  "model": "opus",\n'
+            '  "permissions": {"deny": ["Read(./.env)"]}\n'
+            "}\n",
+            "permissions",
+            "settings.json:4:3",
+        ),
+        (
+            '{"env": {"ANTHROPIC_MODEL": "a",\n "X": {"ANTHROPIC_MODEL": 1},\n'
+            ' "\\u0041NTHROPIC_MODEL": "b"}}',
+            "ANTHROPIC_MODEL",
+            "settings.json:3:2",
+        ),
+    ],
+)
+def test_a_repeated_key_is_refused_rather_than_silently_dropped(
+    cli, isolated_home: Path, text: str, key: str, where: str
+) -> None:
+    path = write_settings(user_settings(isolated_home), text)
+
+    for args in (GATEWAY, (*GATEWAY, "--dry-run")):
+        result = cli(*args)
+        assert result.exit_code == 2, result.stdout + result.stderr
+        assert f'{where}: the key "{key}" appears twice in one object' in result.stderr
+        assert "the file was not changed" in result.stderr and "Traceback" not in result.stderr
+    assert path.read_text() == text
+    assert not (isolated_home / ".pdnotes" / "backups").exists()
+    assert cli("config", "show", "--client", "claude").exit_code == 0  # reading is fine

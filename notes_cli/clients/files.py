@@ -13,10 +13,11 @@ A config.toml the parsers would take unbounded time or memory on (far under the 
 tomllib is quadratic in a dotted key's parts, tomlkit slow on many shapes) is refused before
 parsing, by the linear scan in `toml_bounds`.
 
-settings.json is edited number-spelling-preserving: `load_json_for_edit` wraps every number in
-a `JsonNumber` that keeps the literal the user wrote (`1.0`, `1e3`, `10E2`), and `dump_json`
-writes it back verbatim. Both writers keep CRLF line endings when the file used them (the BOM
-is kept by `clients.plan.apply`, which writes the bytes)."""
+settings.json is edited only when no object repeats a key (Claude Code keeps the last copy; a
+rewrite would silently drop the others), and number-spelling-preserving: `load_json_for_edit`
+wraps every number in a `JsonNumber` that keeps the literal the user wrote (`1.0`, `1e3`,
+`10E2`), and `dump_json` writes it back verbatim. Both writers keep CRLF line endings when the
+file used them (the BOM is kept by `clients.plan.apply`, which writes the bytes)."""
 
 from __future__ import annotations
 
@@ -95,9 +96,25 @@ def _parse_json(text: str, path: Path, *, keep_numbers: bool) -> dict[str, Any]:
     def constant(name: str) -> Any:
         raise _BadNumber(name)
 
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        data = dict(pairs)
+        if len(data) < len(pairs):  # a rewrite would keep only the last: refuse to edit
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    raise _DuplicateKey(key)
+                seen.add(key)
+        return data
+
     try:
         data = (
-            json.loads(text, parse_int=number, parse_float=number, parse_constant=constant)
+            json.loads(
+                text,
+                parse_int=number,
+                parse_float=number,
+                parse_constant=constant,
+                object_pairs_hook=unique if keep_numbers else None,
+            )
             if text.strip()
             else {}
         )
@@ -123,6 +140,19 @@ def _parse_json(text: str, path: Path, *, keep_numbers: bool) -> dict[str, Any]:
             column=column,
             fix=f"write a finite number at line {line}, column {column} of {path}",
         ) from exc
+    except _DuplicateKey as exc:
+        line, column = _duplicate_at(text, exc.key)
+        where = f"{path}:{line}:{column}" if line else str(path)
+        raise ConfigParseError(
+            f"{where}: the key {json.dumps(exc.key, ensure_ascii=False)} appears twice in one "
+            "object; Claude Code uses only the last one, and a rewrite would drop the other, "
+            "so pdnotes will not edit the file; the file was not changed",
+            path=str(path),
+            line=line,
+            column=column,
+            fix=f"merge the two {json.dumps(exc.key, ensure_ascii=False)} entries into one "
+            f"(keep what you need from both) in {path}, and run the command again",
+        ) from exc
     except RecursionError as exc:
         raise _too_deep(path, "JSON") from exc
     if not isinstance(data, dict):
@@ -141,6 +171,45 @@ class _BadNumber(Exception):
     def __init__(self, literal: str) -> None:
         super().__init__(literal)
         self.literal = literal
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+"\s*+(:)?|[{}]')
+
+
+def _duplicate_at(text: str, key: str) -> tuple[int | None, int | None]:
+    """Line and column of the first repeat of `key` within one object (only run when the
+    parse found one): a walk over strings and braces keeping each open object's sightings."""
+    open_objects: list[bool] = []  # per open object: `key` seen in it yet
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token == "{":
+            open_objects.append(False)
+        elif token == "}":
+            if open_objects:
+                open_objects.pop()
+        elif match.group(1) and open_objects and _is_key(token, key):
+            if open_objects[-1]:
+                start = match.start()
+                line = text.count("\n", 0, start) + 1
+                return line, start - (text.rfind("\n", 0, start) + 1) + 1
+            open_objects[-1] = True
+    return None, None
+
+
+def _is_key(token: str, key: str) -> bool:
+    raw = token[: token.rindex(":")].rstrip()
+    if "\\" not in raw:
+        return raw[1:-1] == key
+    try:
+        return bool(json.loads(raw) == key)
+    except ValueError:
+        return False
 
 
 def _where(text: str, needle: str) -> tuple[int | None, int | None]:
