@@ -385,7 +385,7 @@ def test_a_cancelled_stream_closes_its_connection() -> None:
 def test_a_header_that_would_smuggle_another_is_refused_before_sending() -> None:
     with RawServer(lambda n, head: sse_chunked()) as server:
         target = endpoint(server.url, headers={"x-team": "a\r\nx-admin: yes"})
-        with pytest.raises(errors.ProtocolError):
+        with pytest.raises(errors.UnsendableHeader):
             stream(target, timeout=3)
     assert server.requests == []
 
