@@ -472,3 +472,34 @@ def test_uninstall_keeps_a_copy_of_an_edited_unit(cli, isolated_home, monkeypatc
     assert cli("bridge", "uninstall").exit_code == 0  # unedited: removed, no second copy
     assert not unit.exists()
     assert len(list((isolated_home / ".pdnotes" / "backups" / "bridge-service").glob("*.bak"))) == 1
+
+
+@pytest.mark.parametrize("edited", [False, True], ids=["as-written", "user-edited"])
+def test_a_unit_an_older_pdnotes_wrote_is_replaced_unless_edited(
+    cli, isolated_home, monkeypatch, edited: bool
+):
+    # before pdnotes kept a note of what it wrote, there is no digest to compare with
+    unit = _installed(cli, isolated_home, monkeypatch)
+    (isolated_home / ".pdnotes" / "bridge-service.json").unlink()
+    before = _edit(unit) if edited else unit.read_text()
+    _record(upstream_key_env="GPU_KEY")  # the unit pdnotes writes changes
+    result = cli("bridge", "install", "--no-start")
+    if edited:
+        assert result.exit_code == 1 and unit.read_text() == before
+    else:
+        assert result.exit_code == 0, result.stderr
+        assert "PassEnvironment=GPU_KEY" in unit.read_text()
+
+
+def test_a_launchd_agent_an_older_pdnotes_wrote_counts_as_its_own(isolated_home, monkeypatch):
+    import plistlib
+
+    monkeypatch.setenv("HOME", str(isolated_home))
+    plan = service.plan_service(_record(), platform="darwin")
+    agent = plistlib.loads(plan.text.encode())
+    plan.path.parent.mkdir(parents=True)
+    agent["ProgramArguments"] = ["/old/python", "-m", "notes_cli", "bridge", "serve"]
+    plan.path.write_bytes(plistlib.dumps(agent))
+    assert service.file_state(plan) == "ours"  # only what pdnotes writes, an older command
+    plan.path.write_bytes(plistlib.dumps({**agent, "Nice": 5}))  # a key the user added
+    assert service.file_state(plan) == "edited"

@@ -435,3 +435,82 @@ def test_a_chunked_body_of_tiny_chunks_takes_memory_in_proportion_to_its_size() 
         parsed.server.loop.close()
     assert seen == [2 * 1024 * 1024]
     assert peak < 8 * 1024 * 1024, f"peak {peak} bytes for a 2 MiB body"
+
+
+@contextlib.contextmanager
+def _big_answers(**bounds: float) -> Iterator[int]:
+    """The bridge's server alone on a free port, answering `GET /big` with 8 MiB in one
+    `send` (as a large model list or a whole turn goes out) and anything else with `ok`."""
+    from notes_cli.bridge import http1
+
+    async def handle(request: http1.Request, response: http1.Response) -> None:
+        body = b"x" * (8 * 1024 * 1024) if request.path == "/big" else b"ok"
+        response.send(200, [(b"content-type", b"text/plain")], body)
+
+    server = http1.HttpServer(handle, **bounds)
+    loop = asyncio.new_event_loop()
+    sock = socket.create_server(("127.0.0.1", 0))
+    ready = threading.Event()
+    thread = threading.Thread(
+        target=loop.run_until_complete, args=(server.serve(sock, ready.set),), daemon=True
+    )
+    thread.start()
+    assert ready.wait(5)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        loop.call_soon_threadsafe(server.stop)
+        thread.join(10)
+        loop.close()
+
+
+def _slow_reader(port: int) -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.settimeout(5)
+    return sock
+
+
+def _read_big_answer(sock: socket.socket) -> bytes:
+    """The 8 MiB answer, read to its end; returns what came after it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, data = data.partition(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+    while len(data) < length:
+        piece = sock.recv(1 << 20)
+        assert piece, "the answer was cut short"
+        data += piece
+    return data[length:]
+
+
+def test_an_answer_that_ends_while_the_client_is_behind_still_ends_in_the_keep_alive() -> None:
+    # the handler finishes with its answer unread in the bridge: once the client has read it,
+    # the idle connection must still be closed after keepalive_s (it stayed open for good)
+    with _big_answers(keepalive_s=0.5) as port, _slow_reader(port) as sock:
+        sock.sendall(b"GET /big HTTP/1.1\r\nhost: x\r\n\r\n")
+        time.sleep(1.0)  # the handler is done; its answer waits for this client
+        assert _read_big_answer(sock) == b""
+        started = time.monotonic()
+        assert _read_until_closed(sock, 5) == b""
+        assert time.monotonic() - started < 4
+
+
+def test_100_continue_due_behind_an_unread_answer_is_sent_once_it_is_read() -> None:
+    with _big_answers() as port, _slow_reader(port) as sock:
+        sock.sendall(b"GET /big HTTP/1.1\r\nhost: x\r\n\r\n")
+        time.sleep(1.0)
+        sock.sendall(
+            b"POST /p HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 2\r\n\r\n"
+        )
+        time.sleep(0.3)
+        after = _read_big_answer(sock)
+        while b"\r\n\r\n" not in after:
+            piece = sock.recv(65536)
+            assert piece, after
+            after += piece
+        assert after.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), after
+        sock.sendall(b"hi")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")

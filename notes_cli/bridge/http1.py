@@ -245,8 +245,8 @@ class _Connection(asyncio.Protocol):
         response = self.response
         if response is not None and response.on_resume is not None:
             response.on_resume()
-        if self.task is None and (self.queue or self.deferred is not None):
-            self._next()
+        if self.task is None:  # an answer ended while paused: what was due between answers
+            self._next()  # (the next request, a refusal, a 100 Continue, the keep-alive timer)
 
     # --- httptools callbacks -------------------------------------------------------------
     def on_message_begin(self) -> None:

@@ -296,7 +296,49 @@ def file_state(plan: ServicePlan) -> FileState:
         return "absent"
     if data == plan.text.encode("utf-8"):
         return "same"
-    return "ours" if _written_digest(plan.path) == backups.state_digest(data) else "edited"
+    digest = _written_digest(plan.path)
+    if digest is None:  # written before pdnotes kept a note of it, or the note is lost
+        return "ours" if _looks_generated(plan, data) else "edited"
+    return "ours" if digest == backups.state_digest(data) else "edited"
+
+
+_VARYING = ("ExecStart=", "Environment=", "PassEnvironment=", "EnvironmentFile=")
+_AGENT_KEYS = frozenset(
+    {"Label", "ProgramArguments", "RunAtLoad", "KeepAlive", "StandardOutPath"}
+    | {"StandardErrorPath", "EnvironmentVariables"}
+)
+
+
+def _looks_generated(plan: ServicePlan, data: bytes) -> bool:
+    """A service file with no note of pdnotes writing it (an older pdnotes installed it) is
+    pdnotes' own when it has only what pdnotes writes: the template's lines, and for the lines
+    that vary (the command, the environment) only such lines. A line the user added
+    (`MemoryMax=`, a proxy) makes it edited."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    if plan.kind == "launchd":
+        try:
+            agent = plistlib.loads(data)
+        except Exception:  # plistlib raises several kinds on a damaged file
+            return False
+        return (
+            isinstance(agent, dict)
+            and set(agent) <= _AGENT_KEYS
+            and agent.get("Label") == AGENT_LABEL
+            and "bridge" in map(str, agent.get("ProgramArguments") or ())
+        )
+    template = set(plan.text.splitlines())
+    lines = text.splitlines()
+    command = [line for line in lines if line.startswith("ExecStart=")]
+    return (
+        bool(lines)
+        and lines[0] == plan.text.splitlines()[0]  # pdnotes' header comment
+        and len(command) == 1
+        and "bridge serve" in command[0]
+        and all(line in template or line.startswith(_VARYING) for line in lines)
+    )
 
 
 def edited_diff(plan: ServicePlan) -> str:
