@@ -138,10 +138,13 @@ def unsendable(value: str) -> str | None:
 
 
 def looks_like_prefixed_key(value: str) -> bool:
-    """A key by its issuer's prefix (`sk-…`, `sk-ant-…`, `ak-…`), long enough to be one: what
-    pdnotes refuses in a URL's path. Unprefixed random runs (a Cloudflare account id, a UUID)
-    are masked when shown, but a path may legitimately hold them."""
-    return len(value) >= 20 and bool(_KEY_PREFIX.match(value))
+    """A key by its issuer's prefix (`sk-…`, `sk-ant-…`, `ak-…`), long enough to be one and
+    with the long random run a key has (`/key-value-gateway-service/` is words): what pdnotes
+    refuses in a URL's path. Unprefixed random runs (a Cloudflare account id, a UUID) are
+    masked when shown, but a path may legitimately hold them."""
+    if len(value) < 20 or not _KEY_PREFIX.match(value):
+        return False
+    return any(len(run) >= 12 for run in re.split(r"[-_.]", value))  # a random run, not words
 
 
 def looks_like_secret(value: str) -> bool:

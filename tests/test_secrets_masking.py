@@ -163,10 +163,13 @@ def test_a_url_without_credentials_is_still_cleaned(cli, isolated_home: Path) ->
 def test_a_path_with_random_ids_but_no_key_is_written(cli, isolated_home: Path) -> None:
     # Cloudflare AI Gateway: /v1/{32-hex account id}/{gateway}/openai is not a key (and is
     # masked when shown, like any random run)
-    url = "https://gateway.ai.cloudflare.com/v1/0123456789abcdef0123456789abcdef/gw/openai"
-    result = cli("config", "codex", "--provider", "cf", "--model", "m", "--base-url", url)
-    assert result.exit_code == 0, result.stderr
-    assert url in (isolated_home / ".codex" / "config.toml").read_text()
+    for url in (
+        "https://gateway.ai.cloudflare.com/v1/0123456789abcdef0123456789abcdef/gw/openai",
+        "https://gw.example/key-value-gateway-service/v1",  # a name that starts like a key
+    ):
+        result = cli("config", "codex", "--provider", "cf", "--model", "m", "--base-url", url)
+        assert result.exit_code == 0, result.stderr
+        assert url in (isolated_home / ".codex" / "config.toml").read_text()
 
 
 # --------------------------------------------------------------------------- 11.4 key-in-file
