@@ -285,3 +285,14 @@ def test_a_known_key_echoed_in_another_form_or_in_pieces_is_masked(echo, key: st
     for start in range(len(key) - 11):  # no 12 characters of it in a row
         assert key[start : start + 12] not in shown, (text, shown)
     assert __import__("urllib.parse").parse.quote(key, safe="") not in shown
+
+
+def test_a_diff_masks_a_short_secret_only_where_it_stands_alone(tmp_path: Path) -> None:
+    # a one-character credential header value masked every `o` of the diff ("m…del")
+    from notes_cli.clients.plan import WritePlan
+
+    new = 'model = "gpt-o"\nhttp_headers = { "x-api-key" = "o" }\n'
+    plan = WritePlan("codex", tmp_path / "config.toml", None, new, "http://x", redact=("o",))
+    diff = plan.diff()
+    assert '+model = "gpt-o"' in diff  # words holding the letter keep it
+    assert '"x-api-key" = "…"' in diff  # the value itself is masked

@@ -11,6 +11,7 @@ a file it would then refuse to read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +57,11 @@ class WritePlan:
         )
         text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
         for secret in self.redact:
-            text = text.replace(secret, mask(secret))
+            if len(secret) >= 8:
+                text = text.replace(secret, mask(secret))
+            else:  # a short value only where it stands alone: `"o"` masked, `model` kept
+                alone = re.compile(rf"(?<![\w-]){re.escape(secret)}(?![\w-])")
+                text = alone.sub(mask(secret), text)
         return text
 
 
