@@ -203,7 +203,7 @@ class BridgeApp:
         except (WireError, ValueError, TypeError, KeyError) as exc:
             message = f"the upstream {self.config.upstream} answered with a body the bridge "
             message += f"cannot read: {exc}"
-            self._error(response, leg, WireError(502, "bad_gateway", self.scrub(message)))
+            self._error(response, leg, WireError(502, "bad_gateway", message))  # (scrubbed)
             return
         response.send(200, _JSON_HEADERS, _json(document))
         if plan.store and len(plan.body) + len(body) <= MAX_BODY_BYTES:
@@ -211,13 +211,6 @@ class BridgeApp:
 
     def _wire_error(self, error: BaseException | None) -> WireError:
         """`error` for the client, the bridge's keys scrubbed from all it says."""
-        wire_error = self._worded(error)
-        wire_error.message = self.scrub(wire_error.message)
-        if wire_error.code:  # an upstream's error `code` is its words too
-            wire_error.code = self.scrub(wire_error.code)
-        return wire_error
-
-    def _worded(self, error: BaseException | None) -> WireError:
         url = self.config.upstream
         if isinstance(error, gw.HttpStatusError):
             said = error.error_message or error.message
@@ -226,9 +219,8 @@ class BridgeApp:
             if error.retry_after is not None:
                 headers["retry-after"] = f"{error.retry_after:.0f}"
             status = error.status if 400 <= error.status < 600 else 502
-            return WireError(
-                status, kind_for_status(status), message, code=error.error_code, headers=headers
-            )
+            code = self.scrub(error.error_code) if error.error_code else None  # its words too
+            return WireError(status, kind_for_status(status), message, code=code, headers=headers)
         if isinstance(error, MalformedStream):
             return WireError(502, "bad_gateway", self.scrub(f"upstream {url} sent {error}"))
         if isinstance(error, gw.GatewayTimeout):

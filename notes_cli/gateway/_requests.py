@@ -55,15 +55,17 @@ def base_headers(endpoint: Endpoint, *, stream: bool) -> dict[str, str]:
     headers = {"user-agent": USER_AGENT, "accept": accept}
     if endpoint.protocol == "anthropic":
         headers["anthropic-version"] = ANTHROPIC_VERSION
-    headers.update(endpoint.headers)
+    # What the user supplied, checked once (pdnotes' own values are ASCII constants): the key
+    # (its position in the key, not in "Bearer <key>") and the configured headers.
     key_where = unsendable(endpoint.key) if endpoint.key else None
-    if key_where is not None:  # (its position in the key, not in "Bearer <key>")
+    if key_where is not None:
         raise _unsendable(endpoint, "authorization", key_where)
-    headers.update(auth_headers(endpoint))
-    for name, value in headers.items():
+    for name, value in endpoint.headers.items():
         where = unsendable(value)
         if where is not None:
             raise _unsendable(endpoint, name, where)
+    headers.update(endpoint.headers)
+    headers.update(auth_headers(endpoint))
     return headers
 
 
