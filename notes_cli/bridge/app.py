@@ -210,7 +210,7 @@ class BridgeApp:
             self.store.put(response_id, [*plan.history, Message("assistant", list(reply.parts))])
 
     def _wire_error(self, error: BaseException | None) -> WireError:
-        """`error` for the client, the bridge's keys scrubbed from all it says."""
+        """`error` for the client in the protocol-neutral form, its message scrubbed."""
         url = self.config.upstream
         if isinstance(error, gw.HttpStatusError):
             said = error.error_message or error.message
@@ -219,8 +219,9 @@ class BridgeApp:
             if error.retry_after is not None:
                 headers["retry-after"] = f"{error.retry_after:.0f}"
             status = error.status if 400 <= error.status < 600 else 502
-            code = self.scrub(error.error_code) if error.error_code else None  # its words too
-            return WireError(status, kind_for_status(status), message, code=code, headers=headers)
+            return WireError(
+                status, kind_for_status(status), message, code=error.error_code, headers=headers
+            )  # (its code is its words too: `_error` scrubs it, as every error the client gets)
         if isinstance(error, MalformedStream):
             return WireError(502, "bad_gateway", self.scrub(f"upstream {url} sent {error}"))
         if isinstance(error, gw.GatewayTimeout):
