@@ -152,7 +152,10 @@ def _save_reason(exc: ConfigWriteError | OSError, folder: Path) -> str:
 def commit(backup: Backup) -> None:
     """Make a pending backup visible: the write it precedes has happened."""
     with _folder_locked(backup.meta_path.parent):
-        meta = json.loads(backup.meta_path.read_text(encoding="utf-8"))
+        raw = fileio.read_bytes(backup.meta_path, max_bytes=_MAX_META_BYTES)
+        if raw is None:
+            raise FileNotFoundError(errno.ENOENT, "no such backup", str(backup.meta_path))
+        meta = json.loads(raw)
         meta.pop("pending", None)
         meta.pop("consumes", None)
         fileio.atomic_write(backup.meta_path, json.dumps(meta, indent=2) + "\n", mode=0o600)
