@@ -4,6 +4,7 @@ removed by the next run; a write that failed leaves no backup for `undo` to "res
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -165,28 +167,35 @@ def test_a_killed_write_is_settled_by_the_next_run(cli, isolated_home: Path) -> 
     assert path.read_text() == 'model = "a"\n'
 
 
-def test_a_held_lock_gives_a_clear_error_after_the_wait(
-    cli, isolated_home: Path, monkeypatch
-) -> None:
-    path = config(isolated_home)
+@contextlib.contextmanager
+def _another_pdnotes_holding(path: Path) -> Iterator[subprocess.Popen[str]]:
+    """A second process holding `fileio.locked(path)` until the block ends (killed then)."""
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time; from pathlib import Path; from notes_cli import fileio\n"
          "with fileio.locked(Path(sys.argv[1])):\n"
          "    print('held', flush=True); time.sleep(30)", str(path)],
-        stdout=subprocess.PIPE, text=True, env=os.environ.copy(),
+        stdout=subprocess.PIPE, text=True, env=os.environ.copy(), start_new_session=True,
     )  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield holder
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait(timeout=10)
+        holder.stdout.close()  # type: ignore[union-attr]
+
+
+def test_a_held_lock_gives_a_clear_error_after_the_wait(
+    cli, isolated_home: Path, monkeypatch
+) -> None:
+    path = config(isolated_home)
+    with _another_pdnotes_holding(path) as holder:
         monkeypatch.setenv("PDNOTES_LOCK_WAIT", "0.3")
         started = time.monotonic()
         result = cli("config", "codex", "--provider", "gw", "--base-url", "https://x.example",
                      "--model", "m")  # fmt: skip
         waited = time.monotonic() - started
-    finally:
-        holder.kill()
-        holder.wait(timeout=10)
-        holder.stdout.close()  # type: ignore[union-attr]
 
     assert result.exit_code == 1
     assert f"another pdnotes is writing {path} (pid {holder.pid})" in result.stderr
@@ -245,22 +254,10 @@ def test_a_backup_write_in_progress_keeps_its_temp_file(
     folder.mkdir(parents=True)
     live = folder / ".20260101T000000000000Z-00-4242.bak.l1v3.pdnotes-tmp"
     live.write_text("being written")
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from notes_cli import fileio\n"
-         "with fileio.locked(Path(sys.argv[1])):\n"
-         "    print('held', flush=True); time.sleep(30)", str(folder)],
-        stdout=subprocess.PIPE, text=True, env=os.environ.copy(),
-    )  # fmt: skip
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with _another_pdnotes_holding(folder):
         monkeypatch.setenv("PDNOTES_LOCK_WAIT", "0.3")
         result = cli("config", "codex", "--provider", "gw", "--base-url", "https://x.example",
                      "--model", "m")  # fmt: skip
-    finally:
-        holder.kill()
-        holder.wait(timeout=10)
-        holder.stdout.close()  # type: ignore[union-attr]
 
     assert result.exit_code == 1 and "nothing was changed" in result.stderr
     assert live.read_text() == "being written"
