@@ -207,6 +207,13 @@ DAMAGED_RECORDS = {
 }
 
 
+def _on_linux_without_systemctl(isolated_home, monkeypatch) -> None:
+    """`bridge install` as on Linux, its unit under the test's home, systemctl not run."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
+    monkeypatch.setattr("sys.platform", "linux")
+    monkeypatch.setenv("PDNOTES_SERVICE_MANAGER", "skip")
+
+
 @pytest.mark.parametrize("text", DAMAGED_RECORDS.values(), ids=DAMAGED_RECORDS.keys())
 @pytest.mark.parametrize(
     "command",
@@ -219,9 +226,7 @@ DAMAGED_RECORDS = {
 def test_a_damaged_record_is_bad_input_naming_the_file(
     cli, isolated_home, monkeypatch, command, text
 ):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
-    monkeypatch.setattr("sys.platform", "linux")
-    monkeypatch.setenv("PDNOTES_SERVICE_MANAGER", "skip")
+    _on_linux_without_systemctl(isolated_home, monkeypatch)
 
     def served(config, **_):
         raise AssertionError(f"served {config} from a damaged record")
@@ -255,9 +260,7 @@ def test_config_bridge_rewrites_a_damaged_record(cli, isolated_home, text):
 
 
 def test_uninstall_removes_the_unit_even_with_a_damaged_record(cli, isolated_home, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
-    monkeypatch.setattr("sys.platform", "linux")
-    monkeypatch.setenv("PDNOTES_SERVICE_MANAGER", "skip")
+    _on_linux_without_systemctl(isolated_home, monkeypatch)
     _record()
     assert cli("bridge", "install", "--no-start").exit_code == 0
     unit = isolated_home / "xdg" / "systemd" / "user" / "pdnotes-bridge.service"
@@ -340,9 +343,7 @@ HOSTILE_HOME = "My %20 Notes $HOME \"q' \\z é"  # URL-encoded space, a specifie
 
 
 def _unit_for(isolated_home, monkeypatch, cli, pdnotes_home: str, pythonpath: str) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
-    monkeypatch.setattr("sys.platform", "linux")
-    monkeypatch.setenv("PDNOTES_SERVICE_MANAGER", "skip")
+    _on_linux_without_systemctl(isolated_home, monkeypatch)
     monkeypatch.setenv("PDNOTES_HOME", pdnotes_home)
     monkeypatch.setenv("PYTHONPATH", pythonpath)
     _record()
@@ -388,9 +389,7 @@ def test_systemd_reads_back_exactly_the_paths_pdnotes_meant(cli, isolated_home, 
 def test_a_path_a_unit_cannot_carry_is_refused(
     cli, isolated_home, monkeypatch, executable, pdnotes_home
 ):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
-    monkeypatch.setattr("sys.platform", "linux")
-    monkeypatch.setenv("PDNOTES_SERVICE_MANAGER", "skip")
+    _on_linux_without_systemctl(isolated_home, monkeypatch)
     if pdnotes_home:
         monkeypatch.setenv("PDNOTES_HOME", str(isolated_home / pdnotes_home))
     _record()
@@ -418,9 +417,7 @@ USER_EDIT = "MemoryMax=200M\nEnvironment=HTTPS_PROXY=http://proxy:3128\n"
 
 
 def _installed(cli, isolated_home, monkeypatch, **record) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
-    monkeypatch.setattr("sys.platform", "linux")
-    monkeypatch.setenv("PDNOTES_SERVICE_MANAGER", "skip")
+    _on_linux_without_systemctl(isolated_home, monkeypatch)
     _record(**record)
     assert cli("bridge", "install", "--no-start").exit_code == 0
     return isolated_home / "xdg" / "systemd" / "user" / "pdnotes-bridge.service"
