@@ -4,9 +4,18 @@
     ├── UsageError               exit 2  bad flags or arguments
     ├── InputError               exit 2  an input file is missing, unreadable or unparseable
     │   ├── ConfigParseError             a client config (TOML / JSON) does not parse
-    │   └── KitError                     a note kit is malformed
+    │   ├── KitError                     a note kit is malformed
+    │   └── AnswerTooLarge               a model's answer is too large to parse (notes.tables)
     ├── ConfigWriteError         exit 1  a client file could not be written (nothing changed)
+    ├── UnitEditedError          exit 1  a service file holds changes pdnotes did not write
+    │                                    (bridge.service)
+    ├── NoteRefused              exit 1  the model refused to write the note (notes.generate)
+    ├── NoteIncomplete           exit 1  no complete table after the repairs (notes.generate)
     └── GatewayError             exit 1  an HTTP call to a gateway failed (see gateway.errors)
+        └── FetchError           exit 2  a source URL could not be fetched (gateway.fetch)
+
+The classes that belong to one area live in that area's module (named in brackets) and derive
+from these.
 
 Lower-level exceptions (OSError, tomlkit / json errors, httpx errors) are re-raised as one of
 these, `from exc`, at exactly one boundary: the module that owns the outside thing.

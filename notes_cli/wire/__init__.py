@@ -69,7 +69,7 @@ Per protocol: `notes_cli.wire.chat`, `.responses`, `.anthropic`, each with
     belongs, a list as an index) as junk: they never raise on what a server sends.
 
 JSON (`notes_cli.wire.fastjson`): `loads(data)` / `dumps(value) -> bytes`, json's answers
-through orjson where it gives the same ones (the codecs' per-event cost; the bridge uses them).
+through msgspec where it gives the same ones (the codecs' per-event cost; the bridge uses them).
 
 Tool kinds: a function tool keeps its JSON schema in `parameters`; Responses custom/freeform
 tools are kind "custom" (their input is raw text, not JSON); any other type (`namespace`,
