@@ -1,4 +1,4 @@
-"""The roofline cost model against the sanity ranges of pd-serving.md."""
+"""The roofline cost model against published sanity ranges (docs/validation.md)."""
 
 from __future__ import annotations
 

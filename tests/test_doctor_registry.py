@@ -1,4 +1,4 @@
-"""The finding registry is the contract's single source: every DESIGN.md id is in it, ids are
+"""The finding registry is the contract's single source: every documented id is in it, ids are
 stable kebab-case, every fix template renders, and docs/findings.md lists exactly these ids."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`pdnotes doctor --offline`: each static finding of DESIGN.md's table (and the extras), the
+"""`pdnotes doctor --offline`: each static finding of the registry (and the extras), the
 source article's config and its six common errors, and the JSON / exit-code contract."""
 
 from __future__ import annotations

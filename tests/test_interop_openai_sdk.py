@@ -14,10 +14,10 @@ pytestmark = pytest.mark.interop
 PD_TIMING_KEYS = {
     "queue_ms", "prefill_ms", "transfer_ms", "decode_ms", "ttft_ms", "tpot_ms",
     "prefill_node", "decode_node", "mode",
-    "speed",  # the engine's --speed, added to DESIGN.md's fields
+    "speed",  # the engine's --speed, beyond the documented base fields
     "overhead_ms",  # fixed per-request cost, docs/engine.md
     "transfer_overlap_ms",  # layer-wise KV transfer, docs/engine.md
-    "admission_wall_ms",  # the engine's own handling in wall ms, added to DESIGN.md's fields
+    "admission_wall_ms",  # the engine's own handling in wall ms, beyond the documented base fields
 }  # fmt: skip
 
 

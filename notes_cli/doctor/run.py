@@ -34,7 +34,7 @@ class DoctorReport:
 
     @property
     def ok(self) -> bool:
-        """False iff some finding is an error (DESIGN.md); the exit code follows it."""
+        """False iff some finding is an error (docs/architecture.md); the exit code follows it."""
         return not any(f.severity == "error" for f in self.findings)
 
     def to_json(self) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The engine's HTTP app: a thin Starlette adapter over `api.EngineService`.
 
-Routes (DESIGN.md "Engine HTTP API"), under `prefix` (default `/api`):
+Routes (docs/engine.md), under `prefix` (default `/api`):
 
     GET  {prefix}/models                 POST {prefix}/chat/completions
     POST {prefix}/responses              POST {prefix}/anthropic/v1/messages[?beta=true]
