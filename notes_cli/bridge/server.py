@@ -23,6 +23,7 @@ from notes_cli.bridge.http1 import HttpServer
 
 # One way of binding for the engine and the bridge (port 0 known at once, TCP_NODELAY).
 from notes_cli.engine.http.server import BackgroundServer, bind_socket
+from notes_cli.render import visible
 
 REQUEST_TIMEOUT_S = 30.0  # a client that sends no complete request (head, body) in this long is cut
 KEEPALIVE_S = 30.0  # an idle keep-alive connection is closed after this long
@@ -159,14 +160,15 @@ def serve_forever(
 
 
 class _Scrubbed(logging.Formatter):
-    """A log line with the bridge's keys masked, its traceback included."""
+    """A log line with the bridge's keys masked, its traceback included, and what an upstream
+    or client sent made visible (render.visible: no escape sequence reaches the terminal)."""
 
     def __init__(self, scrub: Callable[[str], str]) -> None:
         super().__init__("pdnotes bridge: %(message)s")
         self._scrub = scrub
 
     def format(self, record: logging.LogRecord) -> str:
-        return self._scrub(super().format(record))
+        return visible(self._scrub(super().format(record)))
 
 
 def _log_to_stderr(app: BridgeApp) -> None:
