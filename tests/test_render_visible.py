@@ -83,6 +83,25 @@ def test_visible_shows_each_control_character_and_keeps_the_rest() -> None:
     assert visible("ok ✓\n\tnext [bold]") == "ok ✓\n\tnext [bold]"
 
 
+def test_a_renderable_built_without_a_string_is_shown_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A `Text` or a table of them never passes rich's render_str; the console's last step
+    before the stream catches it."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from notes_cli import render
+
+    table = Table("cell")
+    table.add_row(Text("A\x1b[2JB"))
+    render.out().print(Text("A\x1b]0;pwned\x9cB"), table)
+    written = capsys.readouterr().out
+    assert_inert(written)
+    assert "A\\x1b]0;pwned\\x9cB" in written
+    assert "A\\x1b[2JB" in written
+
+
 # --------------------------------------------------------------------------- smoke
 
 
@@ -106,9 +125,9 @@ def test_smoke_error_lines_show_the_gateways_escapes_and_json_keeps_them(
     result = smoke(cli, gateway.base("escape-error"))
     assert result.exit_code == 1  # type: ignore[attr-defined]
     assert_inert(result.stdout + result.stderr)  # type: ignore[attr-defined]
-    assert f"run 1: FAIL - http-status 400" in result.stderr  # type: ignore[attr-defined]
+    assert "run 1: FAIL - http-status 400" in result.stderr  # type: ignore[attr-defined]
     assert result.stderr.rstrip().endswith(SHOWN)  # type: ignore[attr-defined]
-    assert f"did not return: http-status 400" in result.stdout  # type: ignore[attr-defined]
+    assert "did not return: http-status 400" in result.stdout  # type: ignore[attr-defined]
     assert SHOWN in result.stdout  # type: ignore[attr-defined]
 
     as_json = smoke(cli, gateway.base("escape-error"), "--json")
@@ -180,9 +199,7 @@ def test_a_colour_terminal_gets_pdnotes_colours_and_no_planted_escape(
 # --------------------------------------------------------------------------- notes, click, logs
 
 
-def test_notes_sources_shows_a_titles_escapes_and_json_keeps_them(
-    cli: Run, tmp_path: Path
-) -> None:
+def test_notes_sources_shows_a_titles_escapes_and_json_keeps_them(cli: Run, tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(f"# Title {TERMINAL_ATTACK}\n\nSome text about prefill and decode.\n")
     result = cli("notes", "sources", str(page))
