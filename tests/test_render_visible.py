@@ -196,6 +196,28 @@ def test_a_colour_terminal_gets_pdnotes_colours_and_no_planted_escape(
     assert "http://gw.example/v1\\x1b]0;" in shown
 
 
+def test_the_live_status_line_still_returns_to_its_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pdnotes' own cursor moves are rich control segments, not text, so they still act: the
+    streaming status line is redrawn in place (a "\\r" printed as text would be shown)."""
+    from notes_cli.render.notes import StreamProgress
+
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("TERM", "xterm-256color")
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    status = StreamProgress("answer 1")
+    for text in ("a", "b"):
+        status._last_draw = float("-inf")  # draw every chunk, whatever the clock says
+        status.on_chunk(text, 0.0)
+    status.done("2 tokens")
+    shown = terminal.getvalue()
+    assert shown.count("\r\x1b[2K") == 3  # before each redraw and before the summary
+    assert "\\x0d" not in shown
+    assert shown.endswith("2 tokens\x1b[0m\n")
+
+
 # --------------------------------------------------------------------------- notes, click, logs
 
 
