@@ -4,6 +4,9 @@ it misbehaves, so one server serves every case.
     with HostileGateway() as gw:
         gw.base("endless-sse")      # http://127.0.0.1:PORT/endless-sse  (use as a base URL)
 
+`MODES` attack the client (its clock, memory, parser); `TERMINAL_MODES` send text that would act
+on the user's terminal (`TERMINAL_ATTACK`) where pdnotes shows what the gateway said.
+
 Every request under that base (`/models`, `/responses`, `/v1/messages?beta=true`,
 `/chat/completions`, with or without `/v1`) gets the mode's answer. Every endless answer stops
 when the client hangs up, when the server stops, or after `MAX_SECONDS`, so no test can hang
@@ -45,6 +48,13 @@ MODES = (
     "deep-json",  # JSON (and an SSE data line) nested 100,000 deep
     "big-int",  # a 5,000-digit integer in the JSON and in an event
 )
+# Writes the clipboard (OSC 52), sets the window title (OSC 0), clears the screen (CSI 2J, once
+# with ESC [ and once with the one-character C1 CSI), and returns to the line's start (CR).
+TERMINAL_ATTACK = "A\x1b]52;c;cm0gLXJmIH4K\x07B\x1b]0;pwned\x07C\x1b[2JD\x9b2JE\rF"
+TERMINAL_MODES = (
+    "escape-answer",  # a complete chat-completions stream whose text is TERMINAL_ATTACK
+    "escape-error",  # 400 whose error message (JSON) is TERMINAL_ATTACK, to every request
+)
 
 
 class HostileGateway:
@@ -59,7 +69,7 @@ class HostileGateway:
         self._bomb = _gzip_bomb()
 
     def base(self, mode: str) -> str:
-        assert mode in MODES, mode
+        assert mode in MODES + TERMINAL_MODES, mode
         return f"http://127.0.0.1:{self.port}/{mode}"
 
     def __enter__(self) -> HostileGateway:
@@ -245,10 +255,30 @@ class HostileGateway:
             await _send(w, 200, {"content-type": "text/event-stream"}, body + b"}\n\n")
         return True
 
+    async def escape_answer(self, w: asyncio.StreamWriter, is_get: bool, *_: Any) -> bool:
+        if is_get:
+            body = json.dumps({"object": "list", "data": [{"id": "pd-mock-1"}]}).encode()
+            await _send(w, 200, {"content-type": "application/json"}, body)
+            return True
+        events = [
+            {"choices": [{"index": 0, "delta": {"role": "assistant"}}]},
+            {"choices": [{"index": 0, "delta": {"content": TERMINAL_ATTACK}}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        ]
+        body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+        await _send(w, 200, {"content-type": "text/event-stream"}, body + b"data: [DONE]\n\n")
+        return True
+
+    async def escape_error(self, w: asyncio.StreamWriter, *_: Any) -> bool:
+        error = {"message": TERMINAL_ATTACK, "type": "invalid_request_error"}
+        body = json.dumps({"type": "error", "error": error}).encode()
+        await _send(w, 400, {"content-type": "application/json"}, body)
+        return True
+
 
 Handler = Callable[[HostileGateway, asyncio.StreamWriter, bool, str, str], Awaitable[bool]]
 _HANDLERS: dict[str, Handler] = {
-    mode: getattr(HostileGateway, mode.replace("-", "_")) for mode in MODES
+    mode: getattr(HostileGateway, mode.replace("-", "_")) for mode in MODES + TERMINAL_MODES
 }
 
 

@@ -23,6 +23,7 @@ from notes_cli.bridge.http1 import HttpServer
 
 # One way of binding for the engine and the bridge (port 0 known at once, TCP_NODELAY).
 from notes_cli.engine.http.server import BackgroundServer, bind_socket
+from notes_cli.render.log import stderr_handler
 
 REQUEST_TIMEOUT_S = 30.0  # a client that sends no complete request (head, body) in this long is cut
 KEEPALIVE_S = 30.0  # an idle keep-alive connection is closed after this long
@@ -158,23 +159,11 @@ def serve_forever(
         loop.close()
 
 
-class _Scrubbed(logging.Formatter):
-    """A log line with the bridge's keys masked, its traceback included."""
-
-    def __init__(self, scrub: Callable[[str], str]) -> None:
-        super().__init__("pdnotes bridge: %(message)s")
-        self._scrub = scrub
-
-    def format(self, record: logging.LogRecord) -> str:
-        return self._scrub(super().format(record))
-
-
 def _log_to_stderr(app: BridgeApp) -> None:
     """The bridge's own lines on stderr, scrubbed. Only pdnotes' loggers: the root logger at
     INFO turned on httpx's request log, which prints an upstream's status line as it came
     (with a key the upstream echoed in its reason phrase)."""
-    handler = logging.StreamHandler()
-    handler.setFormatter(_Scrubbed(app.scrub))
+    handler = stderr_handler("pdnotes bridge", app.scrub)
     logger = logging.getLogger("pdnotes")
     logger.setLevel(logging.INFO)
     logger.handlers = [handler]

@@ -27,7 +27,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"pdnotes {__version__}")
+        from notes_cli import render
+
+        render.text(f"pdnotes {__version__}\n")
         raise typer.Exit()
 
 

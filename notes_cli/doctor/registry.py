@@ -696,6 +696,6 @@ def markdown() -> str:
 
 
 if __name__ == "__main__":
-    import sys
+    from notes_cli import render
 
-    sys.stdout.write(markdown())
+    render.text(markdown())

@@ -1,9 +1,24 @@
-"""The only package that draws with rich, and the JSON writer.
+r"""The only package that writes to the terminal: rich drawing, plain lines, and the JSON writer.
 
 Core modules return typed results and never print; CLI modules hand those results to a function
 here. Submodules hold the drawing for one command group each (render.doctor, render.config, …).
 Colour is off under NO_COLOR or when the stream is not a terminal (rich's own rules), and the
 width is pinned when not a terminal so output is stable for scripts and golden tests.
+
+Nothing a gateway, a model, a web page, a file or the environment sends reaches the terminal
+raw. `visible` shows every control character (C0 but `\n` and `\t`, DEL, C1; so ESC and `\r`
+too: `\r` returns to the line's start and overwrites what was shown) as `\xNN`, so no text can
+move the cursor, clear the screen, set the title (OSC 0) or write the clipboard (OSC 52). It
+runs where text becomes output, not at each call site:
+- the consoles (`out()`, `err()`) are `render._console.SafeConsole`: every string is made
+  visible before rich parses its markup (`render_str`, which rich calls for print, table cells,
+  rules), and every text segment once more just before it is written (`_render_buffer`), which
+  catches renderables built from untrusted text without a string (a `Text`). Rich's own colour
+  codes are made from styles after that and are untouched; its cursor moves are control
+  segments, also untouched;
+- the plain writers here (`line` when stdout is not a terminal, `text`) call it themselves;
+- `emit_json` keeps the exact text: JSON escapes C0, and DEL and C1 are written as `\u00XX`.
+Nothing outside this package writes to stdout or stderr (tests/test_render_visible.py checks).
 """
 
 from __future__ import annotations
@@ -20,11 +35,11 @@ if TYPE_CHECKING:
 
 
 def _make_console(stderr: bool) -> Console:
-    from rich.console import Console
+    from notes_cli.render._console import SafeConsole
 
     stream = sys.stderr if stderr else sys.stdout
     is_tty = stream.isatty()
-    return Console(
+    return SafeConsole(
         file=stream,
         stderr=stderr,
         no_color=bool(os.environ.get("NO_COLOR")) or not is_tty,
@@ -49,6 +64,19 @@ def err() -> Console:
     return _consoles(id(sys.stdout), id(sys.stderr))[1]
 
 
+# Every control character but line feed and tab: C0, DEL and C1 (ESC is C0, CSI is C1 too).
+_CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0)]
+_VISIBLE = {c: f"\\x{c:02x}" for c in _CONTROLS if chr(c) not in "\n\t"}
+# JSON already escapes C0; DEL and C1 it writes raw, and a terminal may act on C1.
+_JSON_RAW = {c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)}
+
+
+def visible(text: str) -> str:
+    """`text` with each control character but `\\n` and `\\t` shown as `\\xNN` (ESC as
+    `\\x1b`), so it cannot act on the terminal. Linear time; no-op on clean text."""
+    return text.translate(_VISIBLE)
+
+
 # rich's markup tag and escape rules (rich.markup), so plain output can skip importing rich.
 _TAG = re.compile(r"(?<!\\)\[[a-z#/@][^\[]*?\]")
 _ESCAPABLE = re.compile(r"(\\*)(\[[a-z#/@][^\[]*?])")
@@ -69,14 +97,21 @@ def line(markup: str) -> None:
     if sys.stdout.isatty():
         out().print(markup)
         return
-    sys.stdout.write(_TAG.sub("", markup).replace("\\[", "[") + "\n")
+    sys.stdout.write(visible(_TAG.sub("", markup).replace("\\[", "[")) + "\n")
+
+
+def text(content: str) -> None:
+    """Write plain text (no markup, no styling) to stdout as it is, but made `visible`."""
+    sys.stdout.write(visible(content))
+    sys.stdout.flush()
 
 
 def emit_json(document: dict[str, Any]) -> None:
     """Write exactly one JSON document to stdout. `schema` must name kind and version."""
     if "schema" not in document:
         raise ValueError("a --json document needs a 'schema' field")
-    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2, default=str) + "\n")
+    encoded = json.dumps(document, ensure_ascii=False, indent=2, default=str)
+    sys.stdout.write(encoded.translate(_JSON_RAW) + "\n")
     sys.stdout.flush()
 
 

@@ -3,7 +3,6 @@ and copy, so no colour or tables), or its JSON."""
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,4 +15,4 @@ def sketch(result: LaunchSketch, *, as_json: bool) -> None:
     if as_json:
         render.emit_json({"schema": "pdnotes.launch-sketch/1", **result.to_json()})
     else:
-        sys.stdout.write(result.text())
+        render.text(result.text())

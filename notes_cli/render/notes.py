@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.control import Control, ControlType
 from rich.markup import escape
 from rich.table import Table
 
@@ -103,6 +104,11 @@ def _row_lines(row: RowResult) -> None:
             console.print(f"      [red]✗[/] {label}")
 
 
+# Back to the start of the status line and clear it: a control segment, which is rich's own and
+# reaches the terminal as it is (a "\r" in printed text is shown as \x0d, see render.visible).
+_REDRAW = Control(ControlType.CARRIAGE_RETURN, (ControlType.ERASE_IN_LINE, 2))
+
+
 class StreamProgress:
     """One status line on stderr while the answer streams: tokens so far and elapsed time.
     Redrawn at most ten times a second; silent when stderr is not a terminal except for a
@@ -120,11 +126,12 @@ class StreamProgress:
         now = time.monotonic()
         if self._live and now - self._last_draw >= 0.1:
             self._last_draw = now
-            err().print(f"\r{self._status()}", end="", markup=False, highlight=False)
+            err().control(_REDRAW)
+            err().print(self._status(), end="", markup=False, highlight=False)
 
     def done(self, outcome: str) -> None:
         if self._live:
-            err().print("\r", end="")
+            err().control(_REDRAW)
         err().print(f"[dim]{escape(self._status())} — {escape(outcome)}[/]")
 
     def _status(self) -> str:

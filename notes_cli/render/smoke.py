@@ -11,7 +11,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from notes_cli.render import err, out
+from notes_cli.render import err, out, visible
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -120,8 +120,9 @@ def _runs_table(runs: list[SmokeRun]) -> Table:
 
 
 def _preview_cell(preview: str) -> Text:
-    """One line, cut with an ellipsis at the width left over (never wrapped)."""
-    return Text(preview, no_wrap=True, overflow="ellipsis")
+    """One line, cut with an ellipsis at the width left over (never wrapped). Made visible
+    here, before rich measures it, so a control character takes its shown width."""
+    return Text(visible(preview), no_wrap=True, overflow="ellipsis")
 
 
 def _breakdown_line(b: Breakdown) -> str:
