@@ -17,7 +17,7 @@ Regimes (`--regime`), all with at most `--concurrency` (64) streams in flight:
 - `saturated`: the closed loop against `--speed 1000`, as fast as both processes go: queueing in
   two saturated Python processes (Little's law), kept for comparison with earlier numbers.
 
-`--sweep` runs the table recorded in docs/benchmarks-simulate-bench.md: each configuration
+`--sweep` runs the table recorded in docs/benchmarks/simulate-bench.md: each configuration
 `--repeat` times (default 3), interleaved so that a slow spell of the machine hits them all, and
 reports the median of the per-run medians with each run's median in brackets.
 

@@ -2,7 +2,7 @@
 directly, and CPU per request beside LiteLLM's proxy doing the same Responses → chat bridging.
 
     python benchmarks/bridge/run.py [--streams 64] [--requests 256] [--events 64,512]
-                                    [--gap-ms 1] [--no-litellm] [--write docs/benchmarks-bridge.md]
+                                    [--gap-ms 1] [--no-litellm] [--write docs/benchmarks/bridge.md]
                                     [--steady-gap-ms 25] [--steady-events 64,256]
                                     [--steady-requests 256] [--steady-rounds 1]
 

@@ -5,7 +5,7 @@ with the same command names (bare_app.py). Goal: pdnotes within 1.2x of the bare
 
 Each command runs N times in a fresh interpreter (its own process group, 60 s bound), pdnotes
 and the bare app alternating, in a throwaway HOME holding a mock-preset Codex and Claude config;
-median CPU and wall times are printed and written to docs/benchmarks-cold-start.md.
+median CPU and wall times are printed and written to docs/benchmarks/cold-start.md.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-DOC = ROOT / "docs" / "benchmarks-cold-start.md"
+DOC = ROOT / "docs" / "benchmarks" / "cold-start.md"
 GOAL = 1.2
 
 

@@ -1,7 +1,7 @@
 """Engine-core benchmarks: simulator speed and the live driver's pacing and CPU cost.
 
     python benchmarks/engine_core/run.py            # print the results as Markdown
-    python benchmarks/engine_core/run.py --write    # also write docs/benchmarks-engine-core.md
+    python benchmarks/engine_core/run.py --write    # also write docs/benchmarks/engine-core.md
 
 1. simulate(): simulated requests per wall second for 1P1D presets (512-token prompts, 64-token
    outputs, Poisson arrivals at ~70% of the prefill node's capacity), and the process's peak RSS
@@ -38,7 +38,7 @@ from notes_cli.engine.core.profiles import load_catalog
 from notes_cli.engine.core.simcore import SimRequest, simulate
 from notes_cli.engine.live.service import create_service
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "benchmarks-engine-core.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "benchmarks" / "engine-core.md"
 _NOTES = "## Notes"  # --write keeps this section (and what follows) of the existing page
 
 
@@ -197,7 +197,7 @@ def main() -> None:
         "`TPOT measured / modelled` is each request's client-side (last - first token) / (n - 1) "
         "over its `pd_timing.tpot_ms`. `gap excess` is each measured gap minus the same gap in "
         "the request's modelled `itl_ms`: what live pacing adds, whatever the model's own "
-        "spread. The HTTP path (`benchmarks-engine.md`) adds SSE encoding on top.",
+        "spread. The HTTP path (`docs/benchmarks/engine.md`) adds SSE encoding on top.",
         "",
         "| prompt tokens / max_tokens | modelled TPOT p50 (ms) | measured/modelled TPOT p50 | "
         "ITL p50 (ms) | ITL p99 measured / modelled (ms) | gap excess p99 (ms) | "

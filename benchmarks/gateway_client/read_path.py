@@ -9,7 +9,7 @@ streamed answer takes after the transport: SSE framing, the protocol's `StreamDe
 reader's timing and counting. No sockets, so the figure is the parser's, not the network's.
 `--once` reads one stream and exits, for an instruction count that a loaded machine cannot
 disturb: run it under `valgrind --tool=callgrind` at two `--chunks` sizes and divide the
-difference of the totals by the difference of the sizes (docs/benchmarks-gateway.md).
+difference of the totals by the difference of the sizes (docs/benchmarks/gateway.md).
 """
 
 from __future__ import annotations

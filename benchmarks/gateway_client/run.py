@@ -2,7 +2,7 @@
 `openai` SDK, against the same local server in one run.
 
     python benchmarks/gateway_client/run.py [--chunks 4000] [--streams 1,16,64] [--repeat 3]
-                                            [--write docs/benchmarks-gateway.md]
+                                            [--write docs/benchmarks/gateway.md]
 
 The server is a separate process (its own session, killed by group) that answers every POST
 with one pre-built chat-completions SSE stream, written in large blocks, so the clients' parsing
@@ -222,7 +222,7 @@ def report(rows: list[tuple[int, float, float]], chunks: int, repeat: int, sdk: 
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
         f"{platform.python_version()}, {platform.system()}.",
         "",
-        "Run: `python benchmarks/gateway_client/run.py --write docs/benchmarks-gateway.md`",
+        "Run: `python benchmarks/gateway_client/run.py --write docs/benchmarks/gateway.md`",
         "",
         "| concurrent streams | pdnotes chunks/s | openai SDK chunks/s | ratio |",
         "|---:|---:|---:|---:|",

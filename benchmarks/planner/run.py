@@ -6,7 +6,7 @@ per phase, 1-4 nodes per group, up to 16 chips per instance; ShareGPT-like log-n
 (median 1024 in, 128 out), P90 TTFT <= 1 s and P90 TPOT <= 50 ms. Target: >= 500 candidates in
 < 60 s on this 2-core machine. Records wall time, CPU time and the load average before and
 after (the machine may be shared), and prints a Markdown section for
-docs/benchmarks-planner.md. The same run from the command line:
+docs/benchmarks/planner.md. The same run from the command line:
 
     pdnotes engine plan --model qwen3-8b --chip h800 --chip h20 --link roce-200g \\
         --input-len 1024 --output-len 128 --dist lognormal \\

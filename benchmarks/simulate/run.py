@@ -6,7 +6,7 @@
    the engine's simcore alone. Target: >= 10,000/s on one core.
 2. Memory: tracemalloc peak of the same run at 10k and 100k requests; flat means the peak does
    not grow with the trace.
-Prints a Markdown section for docs/benchmarks-simulate-bench.md.
+Prints a Markdown section for docs/benchmarks/simulate-bench.md.
 """
 
 from __future__ import annotations

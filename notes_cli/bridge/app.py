@@ -7,7 +7,7 @@
     GET  /health                 the bridge and its upstream (for `pdnotes doctor`)
 
 No framework: seven routes, and the streaming path is the one place where per-request and
-per-event cost shows (docs/benchmarks-bridge.md), so nothing sits between the upstream's read
+per-event cost shows (docs/benchmarks/bridge.md), so nothing sits between the upstream's read
 callback and the client's socket but the translation itself (`pump`).
 
 Failures become the client protocol's error object: the bridge's own refusals (bad body,

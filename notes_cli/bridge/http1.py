@@ -4,7 +4,7 @@ handing each whole request to the app with a `Response` that writes straight to 
 Why not uvicorn, which the engine keeps: the bridge is a relay, and its cost is what it adds
 to every request and every event (issue 17's goals: < 1 ms of first-token time, < 20 µs per
 event). Timed inside the bridge on this 2-core machine, one request at a time
-(benchmarks/bridge; docs/benchmarks-bridge.md has the before and after), uvicorn and ASGI took
+(benchmarks/bridge; docs/benchmarks/bridge.md has the before and after), uvicorn and ASGI took
 ~90 µs from a request's bytes to the app, a task per request plus one to watch for the
 client's disconnect, a loop turn between the upstream's first bytes and the client's, and three
 writes (headers, the head events, the first text) before the first token left. Here the app

@@ -5,7 +5,7 @@ run. Through httpx (httpcore, h11, anyio) a streamed request spends ~1.2 ms of P
 "send" and its first byte on the wire, ~0.6 ms between a chunk's arrival and its delivery, and
 ~60 µs per chunk. Here a response is parsed inside `data_received`, the moment its bytes are
 read, with no task switch: ~0.3 ms for a whole round trip over loopback
-(docs/benchmarks-simulate-bench.md).
+(docs/benchmarks/simulate-bench.md).
 
 Kept small on purpose: one request at a time per connection, a keep-alive pool per origin,
 Content-Length, chunked and close-delimited bodies, gzip / deflate (decoded in bounded pieces,

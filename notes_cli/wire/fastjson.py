@@ -4,7 +4,7 @@ Why: a bridged token is one chat chunk decoded and one event encoded, and the st
 largest single part of that. Measured on the 2-core benchmark machine (best of 11 × 20,000,
 under load): a chat chunk decodes in 0.74 µs with msgspec vs 5.0 µs with `json.loads`; a
 Responses event object encodes in 0.39 µs vs 5.3 µs with `json.dumps(separators=…)`
-(docs/benchmarks-bridge.md has what that does to the bridge's CPU per request and per event).
+(docs/benchmarks/bridge.md has what that does to the bridge's CPU per request and per event).
 msgspec rather than orjson: orjson reads an integer beyond 64 bits as a float, msgspec keeps
 the int as json does (and checking for long digit runs first cost more than orjson's parse).
 

@@ -9,7 +9,7 @@ three timed events before it (arrival, prefill, KV transfer).
 `PreciseEpollSelector` waits on the epoll descriptor itself with `select()`, whose timeout has
 microsecond resolution (epoll(7): an epoll fd is readable when it has events), then collects the
 events with a zero-timeout epoll. No spinning: the process sleeps as before, just not too long.
-Measured: 0.1 ms late at the median instead of 0.6 ms (docs/benchmarks-simulate-bench.md).
+Measured: 0.1 ms late at the median instead of 0.6 ms (docs/benchmarks/simulate-bench.md).
 """
 
 from __future__ import annotations
