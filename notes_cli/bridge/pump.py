@@ -225,7 +225,7 @@ class Pump:
         malformed = decoder.malformed
         try:
             events = decoder.feed(data, None if name == "message" else name)
-        except (WireError, ValueError, TypeError, KeyError) as exc:
+        except (WireError, ValueError, TypeError, KeyError, RecursionError) as exc:
             raise MalformedStream(
                 f"an event the bridge cannot read ({exc}): {data[:80]!r}"
             ) from None

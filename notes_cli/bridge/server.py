@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from notes_cli.bridge.app import MAX_BODY_BYTES, BridgeApp
+from notes_cli.bridge.app import LOG_CHARS, MAX_BODY_BYTES, BridgeApp
 from notes_cli.bridge.config import BridgeConfig
 from notes_cli.bridge.http1 import HttpServer
 
@@ -159,14 +159,14 @@ def serve_forever(
 
 
 class _Scrubbed(logging.Formatter):
-    """A log line with the bridge's keys masked, its traceback included."""
+    """A log line with the bridge's keys masked, its traceback included (at most LOG_CHARS)."""
 
-    def __init__(self, scrub: Callable[[str], str]) -> None:
+    def __init__(self, scrub: Callable[[str, int], str]) -> None:
         super().__init__("pdnotes bridge: %(message)s")
         self._scrub = scrub
 
     def format(self, record: logging.LogRecord) -> str:
-        return self._scrub(super().format(record))
+        return self._scrub(super().format(record), LOG_CHARS)
 
 
 def _log_to_stderr(app: BridgeApp) -> None:
