@@ -104,7 +104,7 @@ def test_a_streamed_event_nested_too_deep_ends_the_stream_with_an_error_naming_t
     assert_no_traceback(caplog)
 
 
-# ------------------------------------------------------------------ long text, cut before it is scrubbed
+# ------------------------------------------------- long text, cut before it is scrubbed
 
 
 @pytest.mark.timeout(60)
