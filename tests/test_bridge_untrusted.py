@@ -282,3 +282,17 @@ def test_the_bridge_relays_no_bad_usage_count_streamed_or_whole(
         assert usage["input_tokens"] == 0 and usage["output_tokens"] == 0, usage
     assert _warned(caplog, "usage.prompt_tokens") and _warned(caplog, "usage.completion_tokens")
     assert_no_traceback(caplog)
+
+
+@pytest.mark.timeout(60)
+def test_a_log_line_is_cut_before_it_is_scrubbed_and_keeps_no_key() -> None:
+    from notes_cli.bridge.app import LOG_CHARS, BridgeApp
+    from notes_cli.bridge.config import BridgeConfig
+    from notes_cli.bridge.server import _Scrubbed
+
+    app = BridgeApp(BridgeConfig(upstream="http://127.0.0.1:9/v1"), upstream_key=UPSTREAM_KEY)
+    said = "q" * (LOG_CHARS - 40) + UPSTREAM_KEY + "r" * 1_000_000  # a megabyte to the log
+    record = logging.LogRecord("pdnotes.bridge", logging.WARNING, __file__, 1, said, None, None)
+    line = _Scrubbed(app.scrub).format(record)
+    assert line.startswith("pdnotes bridge: qqq") and len(line) < LOG_CHARS + 100
+    assert "SENTINEL" not in line and "0123456789" not in line
