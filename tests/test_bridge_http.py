@@ -555,9 +555,9 @@ def test_a_thousand_pipelined_upgrade_requests_are_each_answered(
 def test_upgrade_requests_mixed_with_others_get_answers_or_a_refusal(
     stream: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with bridge_to(DEAD_UPSTREAM) as bridge, _connect(bridge.config.port) as sock:
+    with bridge_to(DEAD_UPSTREAM) as bridge, _connect(bridge.config.port, timeout=30) as sock:
         sock.sendall(stream)
-        answers = _answers(_read_until_closed(sock))
+        answers = _answers(_read_until_closed(sock, deadline_s=30))
     assert answers, "no answer at all"
     assert all(status in (400, 404, 431) for status, _ in answers), answers
     assert "Traceback" not in caplog.text and not any(r.exc_info for r in caplog.records)
