@@ -514,3 +514,50 @@ def test_100_continue_due_behind_an_unread_answer_is_sent_once_it_is_read() -> N
         assert after.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), after
         sock.sendall(b"hi")
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+
+
+_UPGRADE = b"connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\nhttp2-settings: AAMA\r\n"
+
+
+@pytest.mark.timeout(120)
+def test_a_thousand_pipelined_upgrade_requests_are_each_answered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # each asks for h2c in one send: served one after another, not by one call per request
+    # nested in the last (that recursed into a RecursionError and a 5,900-line traceback)
+    count = 1000
+    ask = b"GET /nowhere HTTP/1.1\r\nhost: x\r\n" + _UPGRADE + b"\r\n"
+    last = b"GET /last HTTP/1.1\r\nhost: x\r\n" + _UPGRADE + b"connection: close\r\n\r\n"
+    with bridge_to(DEAD_UPSTREAM) as bridge, _connect(bridge.config.port, timeout=60) as sock:
+        sock.sendall(ask * (count - 1) + last)
+        answers = _answers(_read_until_closed(sock, deadline_s=60))
+    assert [status for status, _ in answers] == [404] * count
+    assert b"/last" in answers[-1][1]
+    assert "Traceback" not in caplog.text and not any(r.exc_info for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        # an upgrade with a body, then one with a chunked body, then a plain request
+        _post(b"/nowhere", b"{}", _UPGRADE.strip())
+        + b"POST /nowhere HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n"
+        + _UPGRADE
+        + b"\r\n2\r\n{}\r\n0\r\n\r\n"
+        + b"GET /end HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        # an upgrade, then garbage: the answer, then a 400
+        b"GET /nowhere HTTP/1.1\r\nhost: x\r\n" + _UPGRADE + b"\r\n" + b"\x00\x01 junk\r\n\r\n",
+        # an upgrade whose head is over the bound once it is parsed again
+        b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\nhost: x\r\n" + _UPGRADE + b"\r\n",
+    ],
+    ids=["bodies", "garbage-after", "long-head"],
+)
+def test_upgrade_requests_mixed_with_others_get_answers_or_a_refusal(
+    stream: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    with bridge_to(DEAD_UPSTREAM) as bridge, _connect(bridge.config.port, timeout=30) as sock:
+        sock.sendall(stream)
+        answers = _answers(_read_until_closed(sock, deadline_s=30))
+    assert answers, "no answer at all"
+    assert all(status in (400, 404, 431) for status, _ in answers), answers
+    assert "Traceback" not in caplog.text and not any(r.exc_info for r in caplog.records)

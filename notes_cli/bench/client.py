@@ -1,5 +1,6 @@
 """The bench load generator: send a workload to an OpenAI-compatible endpoint, measure each
-streamed response with vLLM's metric definitions (`vllm bench serve`; docs/simulate-bench.md, "Metric definitions"), and summarise.
+streamed response with vLLM's metric definitions (`vllm bench serve`; docs/simulate-bench.md,
+"Metric definitions"), and summarise.
 
 The HTTP side is one injected coroutine, `send(item) -> Outcome`; `gateway_sender()` builds it
 over the gateway's async client (the only HTTP code in pdnotes), tests inject their own. The run

@@ -41,6 +41,14 @@ from notes_cli.wire.turn import Message
 log = logging.getLogger("pdnotes.bridge")
 
 MAX_BODY_BYTES = 16 * 1024 * 1024  # the server refuses larger bodies with 413
+SHOWN_CHARS = 2000
+"""The most of any text from outside (a path, an upstream's error message) the bridge puts in
+an answer; its log lines keep `LOG_CHARS`. Text is cut to this *before* it is scrubbed:
+scrubbing costs more than linear time in the text, and one request must not hold the
+single-threaded bridge for its other clients (a 60 KB path held it a minute)."""
+LOG_CHARS = 8000  # a log line, its traceback included
+_KEY_MARGIN = 256  # scrubbed past the cut as well, so a key across it is still seen whole
+MAX_ID_CHARS = 256  # a longer previous_response_id is no id this bridge gave out (they are 29)
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
@@ -80,7 +88,10 @@ class BridgeApp:
             response.send(200, _JSON_HEADERS)
         else:
             leg = translate.ANTHROPIC if _is_anthropic(request) else translate.RESPONSES
-            message = f"no route {method} {path} on the pdnotes bridge"
+            if not self._authorised(request):  # nothing of the request is read or echoed
+                self._error(response, leg, WireError(401, "authentication", leg.bad_key_message))
+                return
+            message = f"no route {method} {path} on the pdnotes bridge"  # (cut by `_error`)
             hint = _route_hint(path)
             self._error(response, leg, WireError(404, "not_found", message + hint))
 
@@ -130,6 +141,14 @@ class BridgeApp:
         previous = turn.extra.get("previous_response_id")
         if not previous:
             return []
+        if len(previous) > MAX_ID_CHARS:  # (not echoed: ids this long are no id at all)
+            raise WireError(
+                400,
+                "invalid_request",
+                f"previous_response_id is {len(previous)} characters long; this bridge's ids "
+                f"are {len(translate.RESPONSES.new_id())}. Send the id of a response it gave.",
+                param="previous_response_id",
+            )
         stored = self.store.get(str(previous))
         if stored is None:
             raise WireError(
@@ -200,14 +219,19 @@ class BridgeApp:
         try:
             reply = replace(plan.reply(body), id=response_id, model=turn.model)
             document = leg.encode_reply(reply)
-        except (WireError, ValueError, TypeError, KeyError) as exc:
-            message = f"the upstream {self.config.upstream} answered with a body the bridge "
-            message += f"cannot read: {exc}"
-            self._error(response, leg, WireError(502, "bad_gateway", message))  # (scrubbed)
+        except _UNREADABLE as exc:
+            self._error(response, leg, self._unreadable(exc))
             return
         response.send(200, _JSON_HEADERS, _json(document))
         if plan.store and len(plan.body) + len(body) <= MAX_BODY_BYTES:
             self.store.put(response_id, [*plan.history, Message("assistant", list(reply.parts))])
+
+    def _unreadable(self, exc: BaseException) -> WireError:
+        """A 2xx answer the bridge cannot read (not JSON, nested too deep, not the shape it
+        should have): the upstream's fault, so a 502 naming it."""
+        said = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+        message = f"the upstream {self.config.upstream} answered with a body the bridge "
+        return WireError(502, "bad_gateway", message + f"cannot read: {said}")
 
     def _wire_error(self, error: BaseException | None) -> WireError:
         """`error` for the client in the protocol-neutral form, its message scrubbed."""
@@ -239,9 +263,13 @@ class BridgeApp:
             return
         try:
             _, body = await self._upstream().fetch("GET", "/models")
-            ids = translate.model_ids(body)
-        except (gw.GatewayError, ValueError) as exc:
+        except gw.GatewayError as exc:
             self._error(response, leg, self._wire_error(exc))
+            return
+        try:
+            ids = translate.model_ids(body)
+        except _UNREADABLE as exc:
+            self._error(response, leg, self._unreadable(exc))
             return
         response.send(200, _JSON_HEADERS, _json(translate.models_body(ids, self.config)))
 
@@ -270,10 +298,15 @@ class BridgeApp:
         headers += [(k.encode(), v.encode()) for k, v in error.headers.items()]
         response.send(error.status, headers, _json(leg.encode_error(error)))
 
-    def scrub(self, text: str) -> str:
-        """`text` with the bridge's keys (and anything key-shaped) masked."""
+    def scrub(self, text: str, limit: int = SHOWN_CHARS) -> str:
+        """`text` as the bridge shows it: at most `limit` characters (cut before scrubbing),
+        the bridge's keys (and anything key-shaped) masked."""
         local = self._local_key.decode() if self._local_key else None
-        return scrub(text, (k for k in (self._upstream_key, local) if k))
+        keys = [k for k in (self._upstream_key, local) if k]
+        if len(text) <= limit:
+            return scrub(text, keys)
+        margin = max([_KEY_MARGIN, *map(len, keys)])
+        return scrub(text[: limit + margin], keys)[:limit] + f"… (cut at {limit} characters)"
 
 
 def _describe(error: BaseException | None, url: str) -> str:
@@ -284,6 +317,10 @@ def _describe(error: BaseException | None, url: str) -> str:
     if isinstance(error, WireError):
         return f"upstream {url} sent a chunk the bridge cannot read: {error.message}"
     return f"upstream {url} failed: {type(error).__name__}: {error}"
+
+
+_UNREADABLE = (WireError, ValueError, TypeError, KeyError, RecursionError)
+"""What reading an upstream's 2xx body can raise (RecursionError: JSON nested thousands deep)."""
 
 
 def _json(document: Any) -> bytes:

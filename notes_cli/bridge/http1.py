@@ -209,12 +209,18 @@ class _Connection(asyncio.Protocol):
         self._arm(self.server.request_timeout_s)  # a connection that sends nothing is cut too
 
     def data_received(self, data: bytes) -> None:
-        if self.rejected:
-            return
+        # A loop, not recursion: each request that asks to upgrade hands back the bytes to
+        # parse next (a thousand pipelined `Upgrade: h2c` requests recursed past Python's limit)
+        pending: bytes | None = data
+        while pending is not None and not self.rejected:
+            pending = self._feed(pending)
+
+    def _feed(self, data: bytes) -> bytes | None:
+        """Parse `data`; what is still to parse after a request that asked to upgrade."""
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
-            self._without_upgrade(data[upgrade.args[0] :])
+            return self._without_upgrade(data[upgrade.args[0] :])
         except _Reject as reject:
             self._reject(reject)
         except httptools.HttpParserError as error:
@@ -223,6 +229,7 @@ class _Connection(asyncio.Protocol):
                 self._reject(cause)
             else:
                 self._reject(_Reject(400, "invalid_request", "malformed HTTP request"))
+        return None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
@@ -316,19 +323,20 @@ class _Connection(asyncio.Protocol):
             if self.transport is not None:
                 self.transport.pause_reading()
 
-    def _without_upgrade(self, rest: bytes) -> None:
+    def _without_upgrade(self, rest: bytes) -> bytes | None:
         """Serve a request that asked to switch protocols as the HTTP/1.1 request it also is:
-        its head again without `Upgrade`, then its body and whatever follows."""
+        the bytes to parse instead (its head again without `Upgrade`, then its body and
+        whatever follows), for a fresh parser; None when it is refused."""
         if self.parser.get_method() == b"CONNECT":
             self._reject(_Reject(405, "invalid_request", "CONNECT: the bridge is not a proxy"))
-            return
+            return None
         version = self.parser.get_http_version().encode("latin-1")
         head = [self.parser.get_method(), b" ", self.url, b" HTTP/", version, b"\r\n"]
         for name, value in self.headers:
             if name != b"upgrade":
                 head += (name, b": ", value, b"\r\n")
         self.parser = httptools.HttpRequestParser(self)
-        self.data_received(b"".join(head) + b"\r\n" + rest)
+        return b"".join(head) + b"\r\n" + rest
 
     # --- running handlers ----------------------------------------------------------------
     def _dispatch(self, request: Request) -> None:

@@ -225,9 +225,10 @@ class Pump:
         malformed = decoder.malformed
         try:
             events = decoder.feed(data, None if name == "message" else name)
-        except (WireError, ValueError, TypeError, KeyError) as exc:
+        except (WireError, ValueError, TypeError, KeyError, RecursionError) as exc:
+            said = "nested too deep" if isinstance(exc, RecursionError) else exc
             raise MalformedStream(
-                f"an event the bridge cannot read ({exc}): {data[:80]!r}"
+                f"an event the bridge cannot read ({said}): {data[:80]!r}"
             ) from None
         if decoder.malformed != malformed and data.strip():
             # The decoder skips junk; for the bridge a garbled chunk means lost output, so the

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from notes_cli.bridge.app import MAX_BODY_BYTES, BridgeApp
+from notes_cli.bridge.app import LOG_CHARS, MAX_BODY_BYTES, BridgeApp
 from notes_cli.bridge.config import BridgeConfig
 from notes_cli.bridge.http1 import HttpServer
 
@@ -159,11 +159,16 @@ def serve_forever(
         loop.close()
 
 
+def log_handler(app: BridgeApp) -> logging.Handler:
+    """The bridge's log lines: cut to LOG_CHARS, then keys masked, then made visible."""
+    return stderr_handler("pdnotes bridge", lambda text: app.scrub(text, LOG_CHARS))
+
+
 def _log_to_stderr(app: BridgeApp) -> None:
     """The bridge's own lines on stderr, scrubbed. Only pdnotes' loggers: the root logger at
     INFO turned on httpx's request log, which prints an upstream's status line as it came
     (with a key the upstream echoed in its reason phrase)."""
-    handler = stderr_handler("pdnotes bridge", app.scrub)
+    handler = log_handler(app)
     logger = logging.getLogger("pdnotes")
     logger.setLevel(logging.INFO)
     logger.handlers = [handler]

@@ -90,7 +90,8 @@ def check_claude(
         file_findings = check_settings_file(path, text, data, scope)
         dropped = any(f.id == "claude-settings-ignored" for f in file_findings)
         if dropped and scope == "managed":
-            # Claude Code keeps a managed file and drops only its bad keys (Claude Code's settings docs: managed settings).
+            # Claude Code keeps a managed file and drops only its bad keys (its settings docs,
+            # managed settings).
             file_findings = [_managed_key_dropped(f) for f in file_findings]
             valid.append((path, _without_bad_keys(data)))
         elif not dropped:

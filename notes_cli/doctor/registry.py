@@ -1,7 +1,8 @@
-"""The registry of doctor finding ids: a public contract (docs/architecture.md). Each entry says when the
-finding fires, shows an example and carries the fix template; checks build findings only through
-`make`, so every finding has a registered id and a concrete fix. docs/findings.md is generated
-from here (`python -m notes_cli.doctor.registry > docs/findings.md`; a test keeps it in step).
+"""The registry of doctor finding ids: a public contract (docs/architecture.md). Each entry says
+when the finding fires, shows an example and carries the fix template; checks build findings only
+through `make`, so every finding has a registered id and a concrete fix. docs/findings.md is
+generated from here (`python -m notes_cli.doctor.registry > docs/findings.md`; a test keeps it in
+step).
 """
 
 from __future__ import annotations

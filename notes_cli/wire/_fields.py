@@ -9,6 +9,7 @@ as the protocol spells it; the callers build it.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from typing import Any
 
@@ -16,6 +17,11 @@ from notes_cli.wire import fastjson
 from notes_cli.wire.errors import invalid
 
 _MISSING = object()
+log = logging.getLogger("pdnotes.wire")
+
+MAX_TOKEN_COUNT = 2**31
+"""A usage count at or above this is absurd (no context or answer holds two billion tokens):
+it is dropped, as are negative, non-integer and non-numeric counts (`token_count`)."""
 
 
 def _reject_constant(name: str) -> float:
@@ -236,3 +242,38 @@ def as_object(value: Any) -> dict[str, Any]:
 def as_list(value: Any) -> list[Any]:
     """`value` if it is a JSON array, else an empty one (see `as_object`)."""
     return value if isinstance(value, list) else []
+
+
+def token_count(usage: dict[str, Any], key: str, where: str) -> int | None:
+    """`usage[key]` when it is a token count (an integer from 0 to below MAX_TOKEN_COUNT);
+    None when it is absent or `null`, and when it is something else (a negative number, a
+    float, a string, 1e30), which is dropped and logged: a relayed `input_tokens: -5` breaks
+    whatever the client adds up. `where` names the field in the log (`usage.prompt_tokens`)."""
+    value = usage.get(key)
+    if value is None:
+        return None
+    if type(value) is int and 0 <= value < MAX_TOKEN_COUNT:
+        return value
+    log.warning(
+        "the upstream's %s is %s, not a token count (an integer from 0 to 2**31): dropped",
+        where,
+        _describe_number(value),
+    )
+    return None
+
+
+def _describe_number(value: Any) -> str:
+    """A bad count as the log shows it: a number (not its 5,000 digits), or only its type
+    (a string might be anything, a key included)."""
+    if type(value) is int:
+        return str(value) if abs(value) < 10**15 else "an integer beyond 10**15"
+    if type(value) is float:
+        return f"{value:.6g}"
+    return f"a JSON {type(value).__name__}".replace("dict", "object").replace("list", "array")
+
+
+def extra_fields(extra: dict[str, Any], known: dict[str, Any]) -> dict[str, Any]:
+    """What a server added to its usage object (the engine's `pd_timing`), less the fields
+    the protocol's own usage JSON holds: a chat upstream's stray `input_tokens: -5` must not
+    override the checked count a Responses client gets."""
+    return {k: v for k, v in extra.items() if k not in known}

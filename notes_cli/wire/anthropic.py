@@ -465,7 +465,7 @@ def usage_json(usage: Usage) -> dict[str, Any]:
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": usage.cached_input_tokens,
     }
-    out.update(usage.extra)
+    out.update(f.extra_fields(usage.extra, out))
     return out
 
 
@@ -478,18 +478,14 @@ def decode_usage(raw: Any, base: Usage | None = None) -> Usage | None:
         "cache_read_input_tokens", "server_tool_use", "service_tier", "cache_creation",
     }  # fmt: skip
     base = base or Usage()
-    inputs = raw.get("input_tokens")
-    cached = raw.get("cache_read_input_tokens")
+    inputs = f.token_count(raw, "input_tokens", "usage.input_tokens")
+    cached = f.token_count(raw, "cache_read_input_tokens", "usage.cache_read_input_tokens")
     return Usage(
-        input_tokens=inputs if isinstance(inputs, int) else base.input_tokens,
-        output_tokens=_int(raw.get("output_tokens")),
-        cached_input_tokens=cached if isinstance(cached, int) else base.cached_input_tokens,
+        input_tokens=base.input_tokens if inputs is None else inputs,
+        output_tokens=f.token_count(raw, "output_tokens", "usage.output_tokens") or 0,
+        cached_input_tokens=base.cached_input_tokens if cached is None else cached,
         extra={k: v for k, v in raw.items() if k not in known},
     )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def encode_reply(

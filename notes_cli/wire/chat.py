@@ -387,7 +387,7 @@ def usage_json(usage: Usage) -> dict[str, Any]:
         out["prompt_tokens_details"] = {"cached_tokens": usage.cached_input_tokens}
     if usage.reasoning_tokens:
         out["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
-    out.update(usage.extra)
+    out.update(f.extra_fields(usage.extra, out))
     return out
 
 
@@ -401,16 +401,18 @@ def decode_usage(raw: Any) -> Usage | None:
         "prompt_tokens_details", "completion_tokens_details",
     }  # fmt: skip
     return Usage(
-        input_tokens=_int(raw.get("prompt_tokens")),
-        output_tokens=_int(raw.get("completion_tokens")),
-        reasoning_tokens=_int(completion.get("reasoning_tokens")),
-        cached_input_tokens=_int(prompt.get("cached_tokens")),
+        input_tokens=f.token_count(raw, "prompt_tokens", "usage.prompt_tokens") or 0,
+        output_tokens=f.token_count(raw, "completion_tokens", "usage.completion_tokens") or 0,
+        reasoning_tokens=f.token_count(
+            completion, "reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"
+        )
+        or 0,
+        cached_input_tokens=f.token_count(
+            prompt, "cached_tokens", "usage.prompt_tokens_details.cached_tokens"
+        )
+        or 0,
         extra={k: v for k, v in raw.items() if k not in known},
     )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def encode_reply(

@@ -407,7 +407,7 @@ def usage_json(usage: Usage) -> dict[str, Any]:
         "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         "total_tokens": usage.input_tokens + usage.output_tokens,
     }
-    out.update(usage.extra)
+    out.update(f.extra_fields(usage.extra, out))
     return out
 
 
@@ -421,16 +421,18 @@ def decode_usage(raw: Any) -> Usage | None:
         "input_tokens_details", "output_tokens_details",
     }  # fmt: skip
     return Usage(
-        input_tokens=_int(raw.get("input_tokens")),
-        output_tokens=_int(raw.get("output_tokens")),
-        reasoning_tokens=_int(outputs.get("reasoning_tokens")),
-        cached_input_tokens=_int(inputs.get("cached_tokens")),
+        input_tokens=f.token_count(raw, "input_tokens", "usage.input_tokens") or 0,
+        output_tokens=f.token_count(raw, "output_tokens", "usage.output_tokens") or 0,
+        reasoning_tokens=f.token_count(
+            outputs, "reasoning_tokens", "usage.output_tokens_details.reasoning_tokens"
+        )
+        or 0,
+        cached_input_tokens=f.token_count(
+            inputs, "cached_tokens", "usage.input_tokens_details.cached_tokens"
+        )
+        or 0,
         extra={k: v for k, v in raw.items() if k not in known},
     )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _status(finish: FinishReason) -> tuple[str, dict[str, Any] | None]:

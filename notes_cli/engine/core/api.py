@@ -40,8 +40,9 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class PdTiming:
-    """`usage.pd_timing` (docs/engine.md, "pd_timing"). Times are simulated hardware ms; `speed` is the engine's
-    --speed (wall time = simulated time / speed), so clients can convert without being told.
+    """`usage.pd_timing` (docs/engine.md). Times are simulated hardware ms; `speed` is the
+    engine's --speed (wall time = simulated time / speed), so clients can convert without being
+    told.
     `admission_wall_ms` is the one wall-clock field: the engine's own handling of the request
     (reading and parsing it, admission, the driver's turn) before its simulated hardware had
     it, so a server's TTFT in wall time is `ttft_ms / speed + admission_wall_ms`."""
