@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from notes_cli.engine.core.profiles import Catalog, Deployment, ModelShape
     from notes_cli.plan.launch import LaunchSketch
     from notes_cli.plan.planner import Executor
-    from notes_cli.plan.space import ChipOption
+    from notes_cli.plan.space import ChipOption, SearchSpace
     from notes_cli.plan.workload import PlanWorkload
 
 
@@ -202,13 +202,13 @@ def plan(
         if engine not in ENGINES:
             raise UsageError(f"--sketch: unknown engine {engine!r}; choose {', '.join(ENGINES)}")
     space = SearchSpace(
-            chips=chips,
-            modes=mode_list,
-            max_tp=max_tp,
-            max_chips=max_chips,
-            max_instances=max_instances,
-            max_batches=_ints(max_batch, "--max-batch", MAX_BATCH),
-            chunk_sizes=_ints(chunk_tokens, "--chunk-tokens", MAX_CHUNK_TOKENS),
+        chips=chips,
+        modes=mode_list,
+        max_tp=max_tp,
+        max_chips=max_chips,
+        max_instances=max_instances,
+        max_batches=_ints(max_batch, "--max-batch", MAX_BATCH),
+        chunk_sizes=_ints(chunk_tokens, "--chunk-tokens", MAX_CHUNK_TOKENS),
     )
     _refuse_huge(space, catalog.models[model])
     request = PlanRequest(
@@ -220,7 +220,7 @@ def plan(
         target_rate=rate,
         seed=seed,
         tolerance=tolerance,
-        window_s=window_s if window_s is not None else min(MAX_WINDOW_S, max(10.0, slo_ttft_ms / 100)),
+        window_s=_window(window_s, slo_ttft_ms),
         prune=not no_prune,
         top=top,
         curves=min(top, 4) if plot is not None else 0,
@@ -270,6 +270,14 @@ def _sketches(best: Deployment, catalog: Catalog, engines: list[str]) -> list[La
             )
         out.append(result)
     return out
+
+
+def _window(window_s: float | None, slo_ttft_ms: float) -> float:
+    """--window-s, or by default 10 x the TTFT objective: at least 10 s, at most the most
+    --window-s takes."""
+    if window_s is not None:
+        return window_s
+    return min(MAX_WINDOW_S, max(10.0, slo_ttft_ms / 100))
 
 
 def _refuse_huge(space: SearchSpace, model: ModelShape) -> None:

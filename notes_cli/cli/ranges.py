@@ -26,6 +26,7 @@ INPUT_LEN = (1, 1_048_576)  # a 1M-token context
 OUTPUT_LEN = (1, 131_072)
 SLO_MS = (0.001, 600_000.0)  # a microsecond to ten minutes
 SEED = (0, 2**32 - 1)
+SPEED = (0.001, 10_000.0)  # the engine clock's speed-up over simulated hardware time
 
 
 def within(low: N, high: N) -> Callable[[N | None], N | None]:
@@ -55,4 +56,3 @@ def _show(x: float) -> str:
 def ranged(default: Any, *names: str, low: float, high: float, help: str) -> Any:
     """`typer.Option(default, *names, help=...)` that accepts only finite values in range."""
     return typer.Option(default, *names, help=help, callback=within(low, high))
-
