@@ -32,6 +32,7 @@ set_hypothesis_home_dir(_HYPOTHESIS_HOME)
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
 
+
 _SCRUBBED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "CODEX_", "CLAUDE_", "TAOTOKEN_", "DEEPSEEK_")
 _SCRUBBED = {
     "HTTP_PROXY",
