@@ -64,7 +64,7 @@ def bench(
         100, "-n", "--requests", low=1, high=REQUESTS[1], help="Requests to send."
     ),
     input_len: int = ranged(
-        128, "--input-len", low=INPUT_LEN[0], high=INPUT_LEN[1], help="Prompt tokens (approx.)."
+        128, "--input-len", low=INPUT_LEN[0], high=INPUT_LEN[1], help="Prompt tokens (approximate)."
     ),
     output_len: int = ranged(
         64, "--output-len", low=OUTPUT_LEN[0], high=OUTPUT_LEN[1], help="max_tokens asked for."
@@ -104,7 +104,9 @@ def bench(
         help="The engine's --speed, to convert usage.pd_timing to wall ms (default: the speed "
         "the server reports in pd_timing, else 1).",
     ),
-    seed: int = ranged(0, "--seed", low=SEED[0], high=SEED[1], help="Seed for arrivals, lengths."),
+    seed: int = ranged(
+        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for arrivals and lengths."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.bench/1 document."),
 ) -> None:
     """Send a bounded load to an OpenAI-compatible endpoint and measure it (vLLM metrics)."""

@@ -56,10 +56,18 @@ def plan(
         help="Target request rate (req/s): also report the replicas it needs.",
     ),
     input_len: int = ranged(
-        512, "--input-len", low=INPUT_LEN[0], high=INPUT_LEN[1], help="Prompt tokens (median)."
+        512,
+        "--input-len",
+        low=INPUT_LEN[0],
+        high=INPUT_LEN[1],
+        help="Prompt tokens (median if lognormal).",
     ),
     output_len: int = ranged(
-        64, "--output-len", low=OUTPUT_LEN[0], high=OUTPUT_LEN[1], help="Output tokens (median)."
+        64,
+        "--output-len",
+        low=OUTPUT_LEN[0],
+        high=OUTPUT_LEN[1],
+        help="Output tokens (median if lognormal).",
     ),
     dist: str = typer.Option(
         "fixed",
@@ -71,7 +79,11 @@ def plan(
         None, "--trace", help="JSONL trace whose lengths are replayed (its times are not)."
     ),
     burstiness: float = ranged(
-        1.0, "--burstiness", low=BURSTINESS[0], high=BURSTINESS[1], help="Gamma shape of gaps."
+        1.0,
+        "--burstiness",
+        low=BURSTINESS[0],
+        high=BURSTINESS[1],
+        help="Gamma shape of arrival gaps.",
     ),
     requests: int = ranged(
         300,
@@ -134,7 +146,9 @@ def plan(
     chunk_tokens: str = typer.Option(
         "512", "--chunk-tokens", help="Chunk sizes for chunked mode (comma list)."
     ),
-    seed: int = ranged(0, "--seed", low=SEED[0], high=SEED[1], help="Seed for lengths, arrivals."),
+    seed: int = ranged(
+        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for lengths and arrivals."
+    ),
     tolerance: float = ranged(
         0.05,
         "--tolerance",

@@ -124,7 +124,9 @@ def simulate(
         "--goodput",
         help="Search the highest per-chip rate meeting the SLOs (--attainment, else percentiles).",
     ),
-    seed: int = ranged(0, "--seed", low=SEED[0], high=SEED[1], help="Seed for arrivals, lengths."),
+    seed: int = ranged(
+        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for arrivals and lengths."
+    ),
     plot: Path | None = typer.Option(
         None, "--plot", help="Write SLO attainment vs rate to FILE.html (or .svg)."
     ),
