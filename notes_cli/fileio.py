@@ -167,6 +167,20 @@ def write_target(path: Path) -> Path:
     return Path(os.path.realpath(path)) if stat.S_ISLNK(info.st_mode) else path
 
 
+def require_output_folder(path: Path, flag: str) -> None:
+    """`InputError` (exit 2) unless the folder `path` is to be written in exists. Checked by
+    every command that writes a file the user names (`-o`, `--out`, `--plot`) before it does
+    any work: pdnotes does not create folders nobody asked for (a typo in a folder name would
+    leave the result somewhere unexpected). `atomic_write` itself still creates the folders
+    pdnotes owns, such as ~/.codex."""
+    folder = path.expanduser().absolute().parent
+    if not folder.is_dir():
+        raise InputError(
+            f"{flag} {path}: the folder {folder} does not exist",
+            fix=f"create it first (mkdir -p {folder}) or name a file in an existing folder",
+        )
+
+
 def _path_error(path: Path, exc: OSError) -> InputError:
     if isinstance(exc, PermissionError):
         return InputError(

@@ -6,12 +6,32 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# Every property test draws the same examples on every run and remembers none: no
+# `.hypothesis/` example database whose saved failure would make a later run of the same
+# checkout fail (or pass) by what an earlier run found. A test's own @settings only adds to
+# this profile (max_examples, deadline); none may set database or derandomize.
+settings.register_profile("pdnotes", derandomize=True, database=None, print_blob=False)
+settings.load_profile("pdnotes")
+# Hypothesis still keeps a cache (the constants it collects from the source) under
+# ./.hypothesis: each test process gets its own throw-away folder instead (removed at the end).
+_HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="pdnotes-hypothesis-")
+set_hypothesis_home_dir(_HYPOTHESIS_HOME)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
+
 
 _SCRUBBED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "CODEX_", "CLAUDE_", "TAOTOKEN_", "DEEPSEEK_")
 _SCRUBBED = {

@@ -66,6 +66,27 @@ def test_the_articles_config_yields_chat_removed_and_env_key_unset(codex_doctor)
     assert doc["ok"] is False
 
 
+KEYED = GOOD_PROVIDER + 'env_key = "GW_KEY"\n'
+KEYED_CONFIG = 'model = "m"\nmodel_provider = "gw"\n' + KEYED
+
+
+@pytest.mark.parametrize(("value", "state"), [("", "empty"), ("sk-live-0123456789abcdef", None)])
+def test_an_exported_but_empty_key_variable_is_not_a_key(
+    cli, codex_doctor, value: str, state: str | None
+) -> None:
+    # `export GW_KEY=` (a line left blank in a .env file): the variable exists, Codex still
+    # stops with "Missing environment variable", so doctor must say so and not pass.
+    doc = codex_doctor(KEYED_CONFIG, GW_KEY=value)
+    if state is None:
+        assert "env-key-unset" not in ids(doc)
+        return
+    unset = finding(doc, "env-key-unset")
+    assert unset["severity"] == "error" and "$GW_KEY is empty" in unset["message"]
+    assert doc["ok"] is False
+    text = cli("doctor", "--offline", "--client", "codex")
+    assert text.exit_code == 1 and "GW_KEY is empty" in " ".join(text.stdout.split())
+
+
 ARTICLE_ERRORS = [
     # 1. an extra /v1 on a gateway whose root has none
     (

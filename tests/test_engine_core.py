@@ -195,15 +195,14 @@ def test_observers_get_request_records_and_step_stats() -> None:
 
 def test_queue_full_is_raised_before_the_first_token() -> None:
     async def body(service: LiveEngineService) -> None:
-        # a 6000-token prompt: it waits in prefill for ~250 ms of wall time
+        # a 6000-token prompt: it waits in prefill for ~250 ms of wall time. The next request
+        # is sent the moment this one is admitted (not after a sleep, which under load could
+        # outlast the prefill and find the queue empty again).
         stream = service.generate(request("a long prompt " * 2000)).__aiter__()
-        task = asyncio.ensure_future(stream.__anext__())
-        await asyncio.sleep(0.01)
+        assert isinstance(await stream.__anext__(), Admitted)
         with pytest.raises(QueueFull) as info:
             await anext(service.generate(request("another")))
         assert info.value.retry_after_s >= 1.0
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
         await stream.aclose()  # type: ignore[attr-defined]
 
     with_service(EngineConfig(speed=1, max_queue=1), body)
@@ -232,8 +231,16 @@ def test_a_client_that_goes_away_frees_its_slot() -> None:
         await stream.__anext__()  # admitted
         assert isinstance(await stream.__anext__(), TokenChunk)  # decoding, holding KV
         await stream.aclose()  # type: ignore[attr-defined]
-        await asyncio.sleep(0.05)
-        return service.state()
+        # The engine frees the slot as soon as its loop turns, not when a timer fires: give it
+        # turns of the event loop, no wall time (a sleep could be stretched by load, or let the
+        # request finish on its own and hide a slot that was never freed).
+        for _ in range(1000):
+            state = service.state()
+            decode = next(n for n in state["nodes"] if n["role"] == "decode")
+            if decode["batch_size"] == 0:
+                break
+            await asyncio.sleep(0)
+        return state
 
     state = with_service(EngineConfig(speed=10), body)
     decode = next(n for n in state["nodes"] if n["role"] == "decode")

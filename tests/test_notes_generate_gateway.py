@@ -112,6 +112,26 @@ def test_answer_cut_by_the_token_limit_leaves_no_note(
 
 
 @respx.mock
+def test_a_whole_looking_table_stopped_by_the_token_limit_is_not_a_pass(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    # The table's last row closed before the limit hit, in the paragraph after it: nothing in
+    # the text looks cut, only finish_reason "length" says the answer is not whole.
+    stopped = GOOD + "\nA few notes on the table:\n1. Prefill runs once per request and is"
+    respx.post(URL).mock(return_value=answer(stopped, finish="length"))
+    result = generate(cli, "--no-repair", "--json")
+    assert result.exit_code == 1
+    document = result.json()
+    assert document["schema"] == "pdnotes.error/1"
+    assert "truncated" in document["error"] and "PASS" not in result.stderr
+    assert_no_note(tmp_path)
+    # The same answer with finish_reason "stop" is a passing note: the limit alone decided.
+    respx.post(URL).mock(return_value=answer(stopped, finish="stop"))
+    assert generate(cli, "--no-repair").exit_code == 0
+    assert (tmp_path / "note.md").exists()
+
+
+@respx.mock
 def test_refusal_is_not_repaired_and_leaves_no_note(
     cli: Callable[..., CliResult], tmp_path: Path
 ) -> None:

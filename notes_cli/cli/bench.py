@@ -14,6 +14,17 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from notes_cli.cli.ranges import (
+    BURSTINESS,
+    INPUT_LEN,
+    OUTPUT_LEN,
+    RATE,
+    REQUESTS,
+    SEED,
+    SLO_MS,
+    SPEED,
+    ranged,
+)
 from notes_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -22,6 +33,8 @@ if TYPE_CHECKING:
     from notes_cli.clients.endpoint import Endpoint
 
 INTERRUPTED_EXIT = 130
+MAX_IN_FLIGHT = 10_000  # requests in flight: each is a connection
+MAX_SECONDS = 86_400.0  # a day, for --timeout and --duration
 
 
 def bench(
@@ -33,34 +46,67 @@ def bench(
         None, "--key-env", help="Environment variable holding the API key (never printed)."
     ),
     api: str = typer.Option("chat", "--api", help="chat (chat completions) or responses."),
-    rate: float | None = typer.Option(None, "--rate", help="Poisson arrival rate (req/s)."),
-    burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape; 1 = Poisson."),
-    concurrency: int | None = typer.Option(
-        None, "--concurrency", "-c", help="At most this many requests in flight."
+    rate: float | None = ranged(
+        None, "--rate", low=RATE[0], high=RATE[1], help="Poisson arrival rate (req/s)."
     ),
-    requests: int = typer.Option(100, "-n", "--requests", help="Requests to send."),
-    input_len: int = typer.Option(128, "--input-len", help="Prompt tokens (approximate)."),
-    output_len: int = typer.Option(64, "--output-len", help="max_tokens asked for."),
+    burstiness: float = ranged(
+        1.0, "--burstiness", low=BURSTINESS[0], high=BURSTINESS[1], help="Gamma shape; 1 = Poisson."
+    ),
+    concurrency: int | None = ranged(
+        None,
+        "--concurrency",
+        "-c",
+        low=1,
+        high=MAX_IN_FLIGHT,
+        help="At most this many requests in flight.",
+    ),
+    requests: int = ranged(
+        100, "-n", "--requests", low=1, high=REQUESTS[1], help="Requests to send."
+    ),
+    input_len: int = ranged(
+        128, "--input-len", low=INPUT_LEN[0], high=INPUT_LEN[1], help="Prompt tokens (approximate)."
+    ),
+    output_len: int = ranged(
+        64, "--output-len", low=OUTPUT_LEN[0], high=OUTPUT_LEN[1], help="max_tokens asked for."
+    ),
     dist: str = typer.Option("fixed", "--dist", help="Length distribution: fixed or lognormal."),
     dataset: Path | None = typer.Option(
         None, "--dataset", help="JSONL: input_tokens and output_tokens per line (arrival_ms too)."
     ),
-    slo_ttft_ms: float | None = typer.Option(None, "--slo-ttft-ms", help="TTFT objective (ms)."),
-    slo_tpot_ms: float | None = typer.Option(None, "--slo-tpot-ms", help="TPOT objective (ms)."),
-    slo_tbt_ms: float | None = typer.Option(
-        None, "--slo-tbt-ms", help="Largest inter-chunk gap a good request may have (ms)."
+    slo_ttft_ms: float | None = ranged(
+        None, "--slo-ttft-ms", low=SLO_MS[0], high=SLO_MS[1], help="TTFT objective (ms)."
     ),
-    timeout: float = typer.Option(60.0, "--timeout", help="Per-request timeout (s)."),
-    duration: float | None = typer.Option(
-        None, "--duration", help="Stop sending, and cancel what is in flight, after S seconds."
+    slo_tpot_ms: float | None = ranged(
+        None, "--slo-tpot-ms", low=SLO_MS[0], high=SLO_MS[1], help="TPOT objective (ms)."
     ),
-    server_speed: float | None = typer.Option(
+    slo_tbt_ms: float | None = ranged(
+        None,
+        "--slo-tbt-ms",
+        low=SLO_MS[0],
+        high=SLO_MS[1],
+        help="Largest inter-chunk gap a good request may have (ms).",
+    ),
+    timeout: float = ranged(
+        60.0, "--timeout", low=0.1, high=MAX_SECONDS, help="Per-request timeout (s)."
+    ),
+    duration: float | None = ranged(
+        None,
+        "--duration",
+        low=0.1,
+        high=MAX_SECONDS,
+        help="Stop sending, and cancel what is in flight, after S seconds.",
+    ),
+    server_speed: float | None = ranged(
         None,
         "--server-speed",
+        low=SPEED[0],
+        high=SPEED[1],
         help="The engine's --speed, to convert usage.pd_timing to wall ms (default: the speed "
         "the server reports in pd_timing, else 1).",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed for arrivals and lengths."),
+    seed: int = ranged(
+        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for arrivals and lengths."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.bench/1 document."),
 ) -> None:
     """Send a bounded load to an OpenAI-compatible endpoint and measure it (vLLM metrics)."""
@@ -70,13 +116,6 @@ def bench(
 
     if api not in ("chat", "responses"):
         raise UsageError(f"--api must be chat or responses, not {api!r}")
-    for flag, value in (("--timeout", timeout), ("--server-speed", server_speed)):
-        if value is not None and not value > 0:
-            raise UsageError(f"{flag} must be positive")
-    if duration is not None and not duration > 0:
-        raise UsageError("--duration must be positive")
-    if concurrency is not None and concurrency < 1:
-        raise UsageError("--concurrency must be at least 1")
     plan = BenchPlan(
         requests=requests,
         concurrency=concurrency,

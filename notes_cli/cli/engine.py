@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from notes_cli.cli import plan, simulate, sketch
+from notes_cli.cli.ranges import SEED, SPEED, ranged
 
 app = typer.Typer(
     help="The bundled mock PD engine: serve it over HTTP, list its presets, simulate offline, "
@@ -42,15 +43,25 @@ def serve(
         help="Inject a fault: KIND[:SECONDS][@SCHEDULE], e.g. 500@first:2, 503@rate:0.2:seed:7, "
         "stall-mid-stream:10s@every:3, kv-tcp-fallback (repeatable; see docs/engine.md).",
     ),
-    speed: float = typer.Option(
-        1.0, "--speed", help="Run the wall clock X times faster than simulated hardware time."
+    speed: float = ranged(
+        1.0,
+        "--speed",
+        low=SPEED[0],
+        high=SPEED[1],
+        help="Run the wall clock X times faster than simulated hardware time.",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed for the deterministic answers."),
+    seed: int = ranged(
+        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for the deterministic answers."
+    ),
     model: list[str] = typer.Option(
         [], "--model", help="Model id to serve (repeatable; default pd-mock-1). Exact match."
     ),
-    max_queue: int = typer.Option(
-        512, "--max-queue", help="Waiting requests before new ones get 429 + Retry-After."
+    max_queue: int = ranged(
+        512,
+        "--max-queue",
+        low=1,
+        high=1_000_000,
+        help="Waiting requests before new ones get 429 + Retry-After.",
     ),
     protocols: str = typer.Option(
         "chat,responses,anthropic",
@@ -72,10 +83,6 @@ def serve(
 
     if mode is not None and mode not in MODES:
         raise UsageError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
-    if speed <= 0:
-        raise UsageError("--speed must be greater than 0")
-    if max_queue < 1:
-        raise UsageError("--max-queue must be at least 1")
     served = _protocols(protocols)
     deployment = resolve_preset(preset)[0].with_mode(mode)  # Usage/InputError if unknown or bad
     try:

@@ -110,6 +110,10 @@ def generate(
     if protocol not in ("chat", "responses", "anthropic"):
         raise UsageError(f"--protocol {protocol}: use chat, responses or anthropic")
     export_format = _export_format(fmt, output, FORMATS)
+    if output is not None:
+        from notes_cli.fileio import require_output_folder
+
+        require_output_folder(output, "-o")
     path = output or Path(f"{chosen.name}-{language}-{_stamp()}.{export_format}")
     endpoint = gen.choose_endpoint(
         client, base_url=base_url, model=model, key_env=key_env, protocol=protocol
@@ -197,13 +201,14 @@ def cards(
     note has no table to make cards from."""
     from notes_cli import render
     from notes_cli.errors import PdnotesError, UsageError
-    from notes_cli.fileio import atomic_write
+    from notes_cli.fileio import atomic_write, require_output_folder
     from notes_cli.notes import cards as flash
     from notes_cli.notes.kits import load_kit
 
     suffix = output.suffix.lower()
     if suffix not in (".apkg", ".csv"):
         raise UsageError(f"-o {output}: name a .apkg (Anki deck) or .csv file")
+    require_output_folder(output, "-o")
     chosen = load_kit(kit)
     checked = _read_note(note, chosen)
     found = flash.cards_from(checked)

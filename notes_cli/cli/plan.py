@@ -9,13 +9,34 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from notes_cli.cli.ranges import (
+    BURSTINESS,
+    INPUT_LEN,
+    OUTPUT_LEN,
+    RATE,
+    REQUESTS,
+    SEED,
+    SLO_MS,
+    ranged,
+)
 from notes_cli.errors import UsageError
 
+# The planner's documented limits (docs/planner.md): each is more than a real deployment needs,
+# and together they keep one plan within hours on a laptop rather than unbounded.
+MAX_TP = 64  # tensor parallelism beyond one 64-chip scale-up domain is not used in practice
+MAX_CHIPS = 4096  # chips per instance
+MAX_INSTANCES = 64  # nodes per group
+MAX_BATCH = 16384  # decode batch limit (vLLM's max_num_seqs defaults to 256)
+MAX_CHUNK_TOKENS = 131072  # chunked-prefill chunk size
+MAX_CANDIDATES = 5000  # the default space has 596; each candidate is several simulations
+MAX_WINDOW_S = 600.0  # a probe's arrivals span at most ten minutes of simulated time
+MAX_PLAN_REQUESTS = REQUESTS[1] // 10  # 100,000 distinct lengths per probe
+
 if TYPE_CHECKING:
-    from notes_cli.engine.core.profiles import Catalog, Deployment
+    from notes_cli.engine.core.profiles import Catalog, Deployment, ModelShape
     from notes_cli.plan.launch import LaunchSketch
     from notes_cli.plan.planner import Executor
-    from notes_cli.plan.space import ChipOption
+    from notes_cli.plan.space import ChipOption, SearchSpace
     from notes_cli.plan.workload import PlanWorkload
 
 
@@ -27,11 +48,27 @@ def plan(
         help="A chip kind you can deploy, NAME or NAME:PRICE per chip-hour (repeatable).",
     ),
     link: str = typer.Option("roce-200g", "--link", help="KV-transfer link between nodes."),
-    rate: float | None = typer.Option(
-        None, "--rate", help="Target request rate (req/s): also report the replicas it needs."
+    rate: float | None = ranged(
+        None,
+        "--rate",
+        low=RATE[0],
+        high=RATE[1],
+        help="Target request rate (req/s): also report the replicas it needs.",
     ),
-    input_len: int = typer.Option(512, "--input-len", help="Prompt tokens (median if lognormal)."),
-    output_len: int = typer.Option(64, "--output-len", help="Output tokens (median if lognormal)."),
+    input_len: int = ranged(
+        512,
+        "--input-len",
+        low=INPUT_LEN[0],
+        high=INPUT_LEN[1],
+        help="Prompt tokens (median if lognormal).",
+    ),
+    output_len: int = ranged(
+        64,
+        "--output-len",
+        low=OUTPUT_LEN[0],
+        high=OUTPUT_LEN[1],
+        help="Output tokens (median if lognormal).",
+    ),
     dist: str = typer.Option(
         "fixed",
         "--dist",
@@ -41,33 +78,66 @@ def plan(
     trace: Path | None = typer.Option(
         None, "--trace", help="JSONL trace whose lengths are replayed (its times are not)."
     ),
-    burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape of arrival gaps."),
-    requests: int = typer.Option(
-        300, "-n", "--requests", help="Distinct requests (lengths) per probe, at least."
+    burstiness: float = ranged(
+        1.0,
+        "--burstiness",
+        low=BURSTINESS[0],
+        high=BURSTINESS[1],
+        help="Gamma shape of arrival gaps.",
     ),
-    window_s: float | None = typer.Option(
+    requests: int = ranged(
+        300,
+        "-n",
+        "--requests",
+        low=1,
+        high=MAX_PLAN_REQUESTS,
+        help="Distinct requests (lengths) per probe, at least.",
+    ),
+    window_s: float | None = ranged(
         None,
         "--window-s",
+        low=1.0,
+        high=MAX_WINDOW_S,
         help="A probe's arrivals span at least this long, replaying the lengths as needed "
         "(default: 10 x the TTFT objective, at least 10 s).",
     ),
-    slo_ttft_ms: float = typer.Option(..., "--slo-ttft-ms", help="TTFT objective (ms)."),
-    slo_tpot_ms: float | None = typer.Option(None, "--slo-tpot-ms", help="TPOT objective (ms)."),
-    slo_tbt_ms: float | None = typer.Option(
-        None, "--slo-tbt-ms", help="Inter-token gap objective (ms), judged at P99."
+    slo_ttft_ms: float = ranged(
+        ..., "--slo-ttft-ms", low=SLO_MS[0], high=SLO_MS[1], help="TTFT objective (ms)."
     ),
-    percentile: float = typer.Option(
-        90.0, "--percentile", help="Percentile TTFT and TPOT are judged at (90 or 99)."
+    slo_tpot_ms: float | None = ranged(
+        None, "--slo-tpot-ms", low=SLO_MS[0], high=SLO_MS[1], help="TPOT objective (ms)."
     ),
-    attainment: float | None = typer.Option(
+    slo_tbt_ms: float | None = ranged(
+        None,
+        "--slo-tbt-ms",
+        low=SLO_MS[0],
+        high=SLO_MS[1],
+        help="Inter-token gap objective (ms), judged at P99.",
+    ),
+    percentile: float = ranged(
+        90.0,
+        "--percentile",
+        low=50.0,
+        high=99.99,
+        help="Percentile TTFT and TPOT are judged at (90 or 99).",
+    ),
+    attainment: float | None = ranged(
         None,
         "--attainment",
+        low=0.01,
+        high=1.0,
         help="Judge per request instead: this share (e.g. 0.9) must meet every objective.",
     ),
-    max_chips: int = typer.Option(16, "--max-chips", help="Chips per instance at most."),
-    max_tp: int = typer.Option(8, "--max-tp", help="Tensor-parallel degree at most."),
-    max_instances: int = typer.Option(
-        4, "--max-instances", help="Nodes per group (prefill, decode, colocated) at most."
+    max_chips: int = ranged(
+        16, "--max-chips", low=1, high=MAX_CHIPS, help="Chips per instance at most."
+    ),
+    max_tp: int = ranged(8, "--max-tp", low=1, high=MAX_TP, help="Tensor-parallel degree at most."),
+    max_instances: int = ranged(
+        4,
+        "--max-instances",
+        low=1,
+        high=MAX_INSTANCES,
+        help="Nodes per group (prefill, decode, colocated) at most.",
     ),
     modes: str = typer.Option(
         "disagg,colocated,chunked", "--modes", help="Serving modes to search (comma list)."
@@ -76,12 +146,20 @@ def plan(
     chunk_tokens: str = typer.Option(
         "512", "--chunk-tokens", help="Chunk sizes for chunked mode (comma list)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed for lengths and arrivals."),
-    tolerance: float = typer.Option(
-        0.05, "--tolerance", help="Capacity search stops within this relative bracket."
+    seed: int = ranged(
+        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for lengths and arrivals."
     ),
-    top: int = typer.Option(5, "--top", help="Candidates to show."),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Local processes (default: cores)."),
+    tolerance: float = ranged(
+        0.05,
+        "--tolerance",
+        low=0.001,
+        high=0.5,
+        help="Capacity search stops within this relative bracket.",
+    ),
+    top: int = ranged(5, "--top", low=1, high=100, help="Candidates to show."),
+    jobs: int | None = ranged(
+        None, "--jobs", "-j", low=1, high=256, help="Local processes (default: cores)."
+    ),
     ray: str | None = typer.Option(
         None, "--ray", help="Spread the search over a Ray cluster: ADDRESS or auto."
     ),
@@ -110,6 +188,7 @@ def plan(
     from notes_cli import render
     from notes_cli.engine.core.config import MODES
     from notes_cli.engine.core.profiles import load_catalog
+    from notes_cli.fileio import require_output_folder
     from notes_cli.plan.planner import PlanRequest
     from notes_cli.plan.planner import plan as run_plan
     from notes_cli.plan.slo import PlanSlo
@@ -126,52 +205,36 @@ def plan(
             raise UsageError(f"--modes: unknown mode {m!r}; choose from {', '.join(MODES)}")
     if not mode_list:
         raise UsageError("--modes needs at least one mode")
-    if not 50 <= percentile < 100:
-        raise UsageError("--percentile must be between 50 and 100, e.g. 90 or 99")
-    if attainment is not None and not 0 < attainment <= 1:
-        raise UsageError("--attainment is a share between 0 and 1, e.g. 0.9")
-    for name, value in (
-        ("--max-chips", max_chips),
-        ("--max-tp", max_tp),
-        ("--max-instances", max_instances),
-        ("-n", requests),
-        ("--top", top),
-    ):
-        if value < 1:
-            raise UsageError(f"{name} must be at least 1")
-    if rate is not None and not rate > 0:
-        raise UsageError("--rate must be positive")
-    if window_s is not None and not window_s > 0:
-        raise UsageError("--window-s must be positive")
-    if not 0 < tolerance < 1:
-        raise UsageError("--tolerance must be between 0 and 1, e.g. 0.05")
-    if jobs is not None and jobs < 1:
-        raise UsageError("--jobs must be at least 1")
     if plot is not None and plot.suffix.lower() not in (".html", ".htm", ".svg"):
         raise UsageError(f"cannot plot to {plot.name}: use a .html or .svg file")
+    for flag, path in (("--plot", plot), ("--out", out)):
+        if path is not None:
+            require_output_folder(path, flag)
     from notes_cli.plan.launch import ENGINES
 
     for engine in sketch:
         if engine not in ENGINES:
             raise UsageError(f"--sketch: unknown engine {engine!r}; choose {', '.join(ENGINES)}")
+    space = SearchSpace(
+        chips=chips,
+        modes=mode_list,
+        max_tp=max_tp,
+        max_chips=max_chips,
+        max_instances=max_instances,
+        max_batches=_ints(max_batch, "--max-batch", MAX_BATCH),
+        chunk_sizes=_ints(chunk_tokens, "--chunk-tokens", MAX_CHUNK_TOKENS),
+    )
+    _refuse_huge(space, catalog.models[model])
     request = PlanRequest(
         model=model,
         link=link,
-        space=SearchSpace(
-            chips=chips,
-            modes=mode_list,
-            max_tp=max_tp,
-            max_chips=max_chips,
-            max_instances=max_instances,
-            max_batches=_ints(max_batch, "--max-batch"),
-            chunk_sizes=_ints(chunk_tokens, "--chunk-tokens"),
-        ),
+        space=space,
         slo=PlanSlo(slo_ttft_ms, slo_tpot_ms, slo_tbt_ms, percentile / 100, attainment),
         workload=_workload(input_len, output_len, dist, trace, requests, burstiness, seed),
         target_rate=rate,
         seed=seed,
         tolerance=tolerance,
-        window_s=window_s if window_s is not None else max(10.0, slo_ttft_ms / 100.0),
+        window_s=_window(window_s, slo_ttft_ms),
         prune=not no_prune,
         top=top,
         curves=min(top, 4) if plot is not None else 0,
@@ -223,6 +286,34 @@ def _sketches(best: Deployment, catalog: Catalog, engines: list[str]) -> list[La
     return out
 
 
+def _window(window_s: float | None, slo_ttft_ms: float) -> float:
+    """--window-s, or by default 10 x the TTFT objective: at least 10 s, at most the most
+    --window-s takes."""
+    if window_s is not None:
+        return window_s
+    return min(MAX_WINDOW_S, max(10.0, slo_ttft_ms / 100))
+
+
+def _refuse_huge(space: SearchSpace, model: ModelShape) -> None:
+    """Refuse a search space of more than MAX_CANDIDATES candidates before enumerating it (a
+    space of 100,000 TP degrees, chips and instances took 6 GB and never finished), naming the
+    numbers that make it large."""
+    from notes_cli.plan.space import count_candidates
+
+    n = count_candidates(space, model)
+    if n > MAX_CANDIDATES:
+        raise UsageError(
+            f"the search space has {n:,} candidates, more than the {MAX_CANDIDATES:,} one plan "
+            f"searches: {len(space.chips)} chip kind(s) x {len(space.tp_choices(model))} TP "
+            f"degree(s) per group (--max-tp {space.max_tp}) x up to {space.max_instances} nodes "
+            f"per group (--max-instances) within --max-chips {space.max_chips}, x "
+            f"{len(space.max_batches)} --max-batch x {len(space.chunk_sizes)} --chunk-tokens "
+            f"value(s), over {len(space.modes)} mode(s)",
+            fix="narrow it: fewer --chip kinds, --modes, --max-batch or --chunk-tokens values, "
+            "or a lower --max-tp, --max-instances or --max-chips",
+        )
+
+
 def _chips(specs: list[str], catalog: Catalog) -> tuple[ChipOption, ...]:
     from notes_cli.plan.space import ChipOption
 
@@ -258,14 +349,14 @@ def _known(kind: str, name: str, table: Mapping[str, object]) -> None:
         )
 
 
-def _ints(text: str, flag: str) -> tuple[int, ...]:
+def _ints(text: str, flag: str, high: int) -> tuple[int, ...]:
     values = []
     for part in text.split(","):
         part = part.strip()
         if not part:
             continue
-        if not part.isdigit() or int(part) < 1:
-            raise UsageError(f"{flag}: {part!r} is not a positive integer")
+        if not part.isdigit() or not 1 <= int(part) <= high:
+            raise UsageError(f"{flag}: {part!r} is not a whole number from 1 to {high}")
         values.append(int(part))
     if not values:
         raise UsageError(f"{flag} needs at least one value")
@@ -284,8 +375,6 @@ def _workload(
     from notes_cli.bench.workload import LengthSpec
     from notes_cli.plan.workload import drawn, from_trace
 
-    if not burstiness > 0:
-        raise UsageError("--burstiness must be positive (1 = Poisson)")
     if trace is not None:
         return from_trace(trace, requests, burstiness=burstiness)
     spec = LengthSpec(input_len, output_len, dist)  # type: ignore[arg-type]

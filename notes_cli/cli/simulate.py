@@ -7,7 +7,22 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from notes_cli.cli.ranges import (
+    BURSTINESS,
+    INPUT_LEN,
+    OUTPUT_LEN,
+    RATE,
+    REQUESTS,
+    SEED,
+    SLO_MS,
+    ranged,
+    require,
+)
 from notes_cli.errors import UsageError
+
+MAX_CONCURRENCY = 100_000  # closed-loop clients
+MAX_RATES = 64  # rates in one --rates sweep
+MAX_PD_RATIO = 64  # nodes per side of a --pd-ratio
 
 if TYPE_CHECKING:
     from notes_cli.bench.simulate import SimConfig
@@ -27,11 +42,19 @@ def simulate(
     pd_ratio: str | None = typer.Option(
         None, "--pd-ratio", help="Prefill:decode node ratios to compare, e.g. 1:1,2:1."
     ),
-    input_len: int | None = typer.Option(
-        None, "--input-len", help="Prompt tokens (median if lognormal). Default 512."
+    input_len: int | None = ranged(
+        None,
+        "--input-len",
+        low=INPUT_LEN[0],
+        high=INPUT_LEN[1],
+        help="Prompt tokens (median if lognormal). Default 512.",
     ),
-    output_len: int | None = typer.Option(
-        None, "--output-len", help="Output tokens (median if lognormal). Default 64."
+    output_len: int | None = ranged(
+        None,
+        "--output-len",
+        low=OUTPUT_LEN[0],
+        high=OUTPUT_LEN[1],
+        help="Output tokens (median if lognormal). Default 64.",
     ),
     dist: str | None = typer.Option(
         None, "--dist", help="Length distribution: fixed (default) or lognormal."
@@ -47,26 +70,53 @@ def simulate(
         help="Trace file: JSONL requests (input_tokens, output_tokens, arrival_ms), or a vLLM / "
         "SGLang benchmark result with input_lens and output_lens.",
     ),
-    rate: float | None = typer.Option(None, "--rate", help="Poisson arrival rate (req/s)."),
+    rate: float | None = ranged(
+        None, "--rate", low=RATE[0], high=RATE[1], help="Poisson arrival rate (req/s)."
+    ),
     rates: str | None = typer.Option(None, "--rates", help="Several rates to sweep: 1,2,4."),
-    burstiness: float = typer.Option(
-        1.0, "--burstiness", help="Gamma shape of arrival gaps: 1 = Poisson, <1 burstier."
+    burstiness: float = ranged(
+        1.0,
+        "--burstiness",
+        low=BURSTINESS[0],
+        high=BURSTINESS[1],
+        help="Gamma shape of arrival gaps: 1 = Poisson, <1 burstier.",
     ),
-    concurrency: int | None = typer.Option(
-        None, "--concurrency", "-c", help="Closed loop: C clients, each sending on completion."
+    concurrency: int | None = ranged(
+        None,
+        "--concurrency",
+        "-c",
+        low=1,
+        high=MAX_CONCURRENCY,
+        help="Closed loop: C clients, each sending on completion.",
     ),
-    requests: int = typer.Option(1000, "-n", "--requests", help="Requests per simulated run."),
-    slo_ttft_ms: float | None = typer.Option(None, "--slo-ttft-ms", help="TTFT objective (ms)."),
-    slo_tpot_ms: float | None = typer.Option(None, "--slo-tpot-ms", help="TPOT objective (ms)."),
-    slo_tbt_ms: float | None = typer.Option(
-        None, "--slo-tbt-ms", help="Inter-token gap objective (ms), judged at P99 (TBT)."
+    requests: int = ranged(
+        1000, "-n", "--requests", low=1, high=REQUESTS[1], help="Requests per simulated run."
     ),
-    slo_percentile: float = typer.Option(
-        90.0, "--slo-percentile", help="Percentile judging TTFT and TPOT: 90 (DistServe) or 99."
+    slo_ttft_ms: float | None = ranged(
+        None, "--slo-ttft-ms", low=SLO_MS[0], high=SLO_MS[1], help="TTFT objective (ms)."
     ),
-    attainment: float | None = typer.Option(
+    slo_tpot_ms: float | None = ranged(
+        None, "--slo-tpot-ms", low=SLO_MS[0], high=SLO_MS[1], help="TPOT objective (ms)."
+    ),
+    slo_tbt_ms: float | None = ranged(
+        None,
+        "--slo-tbt-ms",
+        low=SLO_MS[0],
+        high=SLO_MS[1],
+        help="Inter-token gap objective (ms), judged at P99 (TBT).",
+    ),
+    slo_percentile: float = ranged(
+        90.0,
+        "--slo-percentile",
+        low=1.0,
+        high=99.99,
+        help="Percentile judging TTFT and TPOT: 90 (DistServe) or 99.",
+    ),
+    attainment: float | None = ranged(
         None,
         "--attainment",
+        low=0.01,
+        high=1.0,
         help="Target share of good requests (each meeting every SLO), e.g. 0.9 (DistServe).",
     ),
     goodput: bool = typer.Option(
@@ -74,7 +124,9 @@ def simulate(
         "--goodput",
         help="Search the highest per-chip rate meeting the SLOs (--attainment, else percentiles).",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed for arrivals and lengths."),
+    seed: int = ranged(
+        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for arrivals and lengths."
+    ),
     plot: Path | None = typer.Option(
         None, "--plot", help="Write SLO attainment vs rate to FILE.html (or .svg)."
     ),
@@ -87,12 +139,10 @@ def simulate(
     from notes_cli.bench.stats import Slo
     from notes_cli.bench.workload import LengthSpec
 
-    if not 0 < slo_percentile < 100:
-        raise UsageError("--slo-percentile must be between 0 and 100, e.g. 90 or 99")
-    if attainment is not None and attainment > 1:
-        raise UsageError(
-            f"--attainment is a fraction, got {attainment:g}", fix="e.g. --attainment 0.9 for 90%"
-        )
+    if plot is not None:
+        from notes_cli.fileio import require_output_folder
+
+        require_output_folder(plot, "--plot")
     slo = Slo(
         slo_ttft_ms,
         slo_tpot_ms,
@@ -106,18 +156,13 @@ def simulate(
             f"{'--goodput' if goodput else '--attainment'} needs an objective",
             fix="add --slo-ttft-ms, --slo-tpot-ms and/or --slo-tbt-ms",
         )
-    if requests < 1:
-        raise UsageError("-n must be at least 1")
     sweep = _rates(rate, rates)
     if goodput and sweep == [None] and trace is None:
         sweep = []  # only the search: a burst of every request at t=0 would say nothing
-    if concurrency is not None:
-        if concurrency < 1:
-            raise UsageError("--concurrency must be at least 1")
-        if sweep != [None] or goodput or trace is not None:
-            raise UsageError(
-                "--concurrency is a closed loop: it takes no --rate / --rates / --goodput / --trace"
-            )
+    if concurrency is not None and (sweep != [None] or goodput or trace is not None):
+        raise UsageError(
+            "--concurrency is a closed loop: it takes no --rate / --rates / --goodput / --trace"
+        )
     if plot is not None and (not slo.any or len(sweep) < 2):
         raise UsageError(
             "--plot draws SLO attainment against rate",
@@ -175,22 +220,23 @@ def _rates(rate: float | None, rates: str | None) -> list[float | None]:
     if rate is not None and rates is not None:
         raise UsageError("give --rate or --rates, not both")
     if rates is not None:
-        values = [_positive(part, "--rates") for part in rates.split(",") if part.strip()]
+        values = [_rate(part) for part in rates.split(",") if part.strip()]
         if not values:
             raise UsageError("--rates needs at least one rate, e.g. --rates 1,2,4")
+        if len(values) > MAX_RATES:
+            raise UsageError(f"--rates: {len(values)} rates, at most {MAX_RATES}")
         return sorted(set(values))  # type: ignore[return-value]
     if rate is not None:
-        return [_positive(str(rate), "--rate")]
+        return [rate]
     return [None]
 
 
-def _positive(text: str, flag: str) -> float:
+def _rate(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise UsageError(f"{flag}: {text!r} is not a number") from None
-    if not value > 0:
-        raise UsageError(f"{flag}: rates must be positive, got {text}")
+        raise UsageError(f"--rates: {text.strip()!r} is not a number") from None
+    require(value, *RATE, flag="--rates")
     return value
 
 
@@ -215,9 +261,12 @@ def _ratios(text: str) -> list[tuple[int, int]]:
     ratios = []
     for part in text.split(","):
         p, sep, d = part.strip().partition(":")
-        if not sep or not p.isdigit() or not d.isdigit() or int(p) < 1 or int(d) < 1:
+        if not (sep and p.isdigit() and d.isdigit()) or not (
+            1 <= int(p) <= MAX_PD_RATIO and 1 <= int(d) <= MAX_PD_RATIO
+        ):
             raise UsageError(
-                f"--pd-ratio: {part.strip()!r} is not PREFILL:DECODE", fix="e.g. --pd-ratio 1:1,2:1"
+                f"--pd-ratio: {part.strip()!r} is not PREFILL:DECODE, each 1 to {MAX_PD_RATIO}",
+                fix="e.g. --pd-ratio 1:1,2:1",
             )
         ratios.append((int(p), int(d)))
     return ratios

@@ -186,3 +186,35 @@ def _shapes(
                     for batch in space.max_batches:
                         for chunk in chunks:
                             yield mode, groups, batch, chunk
+
+
+def count_candidates(space: SearchSpace, model: ModelShape) -> int:
+    """How many candidates `enumerate_candidates` would return, counted without building them
+    (the CLI refuses a space too large to search before it takes memory)."""
+    tps = space.tp_choices(model)
+    kinds = len(space.chips)
+    batches = len(space.max_batches)
+
+    def fits(tp: int) -> int:  # nodes of one group of TP `tp` within max_chips
+        return max(0, min(space.max_instances, space.max_chips // tp))
+
+    total = 0
+    for mode in space.modes:
+        if mode == "disagg":
+            pairs = sum(
+                _fits_beside(space, np_ * ptp, dtp)
+                for ptp in tps
+                for dtp in tps
+                for np_ in range(1, fits(ptp) + 1)
+            )
+            total += kinds * kinds * pairs * batches
+        else:
+            chunks = len(space.chunk_sizes) if mode == "chunked" else 1
+            total += kinds * sum(fits(tp) for tp in tps) * batches * chunks
+    return total
+
+
+def _fits_beside(space: SearchSpace, used: int, tp: int) -> int:
+    """Nodes of TP `tp` that fit beside `used` chips: how many decode counts pair with one
+    prefill count."""
+    return max(0, min(space.max_instances, (space.max_chips - used) // tp))
