@@ -44,6 +44,8 @@ from notes_cli.engine.core.profiles import (
     NodeGroup,
 )
 
+FP8_GEMM_DTYPES = ("fp8", "fp4", "nvfp4", "mxfp4")
+"""Weight precisions whose GEMMs take fp8 (or narrower) activations, so an EP dispatch sends fp8."""
 _TFLOPS = 1e12
 _TB = 1e12
 _MS_PER_S = 1e3
@@ -193,24 +195,31 @@ class NodeCost:
 
     def alltoall_ms(self, new_tokens: float) -> float:
         """Expert parallelism, one MoE layer: dispatch sends each token's activations to the
-        GPUs holding its experts, combine brings the results back. Each of the tp x dp GPUs
-        sends its share of the step's tokens (new_tokens / (tp x dp)), each token to
-        min(k, ep) GPUs of which (ep-1)/ep are remote:
-            bytes = tokens/GPU * hidden * dtype * min(k, ep) * (ep-1)/ep   per direction,
-            time  = 2 * (latency + bytes / bandwidth),
-        over NVLink (intra_gbps, allreduce_us) when the ep GPUs fit in one NVLink domain
-        (chip.node_gpus), else over each GPU's own NIC (scaleout_gbps, scaleout_us)."""
+        GPUs holding its experts, combine brings the results back (DeepEP's pattern). Each of
+        the tp x dp GPUs sends its share of the step's tokens, each token to min(k, ep) GPUs:
+            bytes = new_tokens / (tp x dp) * hidden * dtype * min(k, ep)   per direction,
+        of which (ep - 1) / ep go to other GPUs (the formula's tokens*hidden*bytes*(ep-1)/ep).
+        With the ep GPUs in one NVLink domain (ep <= chip.node_gpus) they all cross NVLink
+        (intra_gbps, allreduce_us); beyond it the share bound for other nodes, (ep -
+        node_gpus) / ep, crosses each GPU's own NIC (scaleout_gbps, scaleout_us) while the rest
+        crosses NVLink at the same time. Dispatch is in fp8 when the experts' GEMMs are (fp8 or
+        fp4 weights), combine in the activations' dtype. Time = 2 latencies + the slower share
+        of each direction; not overlapped with compute."""
         if self.ep <= 1:
             return 0.0
-        m = self.model
-        per_gpu = new_tokens / (self.tp * self.dp)
-        copies = min(m.active_experts, self.ep) * (self.ep - 1) / self.ep
-        message = per_gpu * m.hidden * m.dtype_bytes * copies
-        if self.ep <= self.chip.node_gpus:
-            gbps, latency_us = self.chip.intra_gbps, self.chip.allreduce_us
-        else:
-            gbps, latency_us = self.chip.scaleout_gbps, self.chip.scaleout_us
-        return 2.0 * (latency_us / 1000.0 + message / (gbps * 1e9) * _MS_PER_S)
+        m, chip = self.model, self.chip
+        per_gpu = new_tokens / (self.tp * self.dp) * m.hidden * min(m.active_experts, self.ep)
+        local = min(self.ep, chip.node_gpus)
+        on_share = (local - 1) / self.ep
+        off_share = (self.ep - local) / self.ep
+        latency_us = chip.scaleout_us if off_share else chip.allreduce_us
+        total = 0.0
+        for dtype in (self._shape.dispatch_bytes, float(m.dtype_bytes)):
+            message = per_gpu * dtype
+            on = message * on_share / (chip.intra_gbps * 1e9) if chip.intra_gbps > 0 else 0.0
+            off = message * off_share / (chip.scaleout_gbps * 1e9) if off_share else 0.0
+            total += latency_us / 1000.0 + max(on, off) * _MS_PER_S
+        return total
 
     def stage_hops_ms(self, new_tokens: float) -> float:
         """Pipeline parallelism: the step's activations (new_tokens x hidden) hop from each
@@ -324,6 +333,7 @@ class _StepShape:
     experts, miss     E and 1 - k/E: a step of T tokens touches E * (1 - miss^T) experts
     kv_full/slid      KV bytes per GPU per context token read, full / sliding layers
     kv_per_elem, weight_per_param   the served precisions' bytes
+    dispatch_bytes    bytes per activation an EP dispatch sends (1 with fp8 / fp4 weights)
     """
 
     linear_flops: float
@@ -340,6 +350,7 @@ class _StepShape:
     kv_slid: float
     kv_per_elem: float
     weight_per_param: float
+    dispatch_bytes: float
 
     @classmethod
     def of(cls, cost: NodeCost) -> _StepShape:
@@ -368,6 +379,7 @@ class _StepShape:
             kv_slid=kv_token * slid_layers,
             kv_per_elem=per_elem,
             weight_per_param=per_param,
+            dispatch_bytes=1.0 if wdtype in FP8_GEMM_DTYPES else float(m.dtype_bytes),
         )
 
 
