@@ -351,9 +351,10 @@ def _build_deployment(name: str, row: dict[str, Any]) -> Deployment:
                 *(int(group.get(key, 1)) for key in GROUP_KEYS[2:]),
             )
             g = row[role]
-            if min(g.count, g.tp, g.pp, g.ep, g.dp) < 1:
+            small = [k for k in GROUP_KEYS if k != "chip" and getattr(g, k) < 1]
+            if small:
                 raise InputError(
-                    f"{where}: [{name}.{role}] count, tp, pp, ep and dp must be at least 1"
+                    f"{where}: [{name}.{role}] {' and '.join(small)} must be at least 1"
                 )
             if g.stage_gpus % g.ep:
                 raise InputError(
