@@ -310,3 +310,14 @@ def test_simulate_serves_a_preset_in_another_precision(cli: Any) -> None:
     # Half the KV bytes to read and to move: every request's first token comes sooner.
     shipped_ttft = as_shipped["points"][0]["metrics"]["ttft_ms"]["mean"]
     assert fp8["points"][0]["metrics"]["ttft_ms"]["mean"] < shipped_ttft
+
+
+def test_a_launch_sketch_says_what_it_cannot_write(catalog: Catalog) -> None:
+    from notes_cli.plan.launch import launch_sketch
+
+    sketch = launch_sketch(catalog.deployment("deepseek-r1-h200-disagg"), catalog, "sglang")
+    (note,) = [n for n in sketch.notes if n.startswith("Not written as flags")]
+    assert "decode ep 16 / dp 16" in note and "weights in fp8" in note
+    assert "deepseek-ai/DeepSeek-R1" in sketch.text()
+    dense = launch_sketch(catalog.deployment("h100-disagg"), catalog, "sglang")
+    assert not any(n.startswith("Not written as flags") for n in dense.notes)
