@@ -4,6 +4,7 @@ expected number is worked out by hand from the model's config.json (docs/engine-
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,8 @@ def test_sliding_window_layers_keep_at_most_the_window(catalog: Catalog) -> None
     long_read = cost.decode_step_ms(1, 100_000) - cost.decode_step_ms(1, 0)
     plain_read = plain.decode_step_ms(1, 100_000) - plain.decode_step_ms(1, 0)
     assert long_read == pytest.approx(plain_read * (100_000 + 128) / 200_000, rel=0.01)
+    # A model without windows never turns an empty step into NaN (0 tokens x no window).
+    assert math.isfinite(plain.decode_step_ms(0, 0))
 
 
 def test_attention_flops_use_heads_times_head_dim_not_hidden(catalog: Catalog) -> None:
