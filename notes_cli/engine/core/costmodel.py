@@ -54,7 +54,8 @@ _MS_PER_S = 1e3
 
 @dataclass(frozen=True)
 class NodeCost:
-    """Step times of one model on one node (a chip times tensor-parallel x pipeline degrees)."""
+    """Step times of one model on one node: tp x dp x pp chips, with ep-way expert parallelism,
+    serving weights and KV at the given precision."""
 
     model: ModelShape
     chip: Chip
