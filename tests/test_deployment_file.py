@@ -166,7 +166,7 @@ def test_a_file_carries_the_users_own_rows_with_it(
     }
 
     user_rows.write_text(  # the custom chip gone, h20 redefined, the preset given an overhead
-        "[chips.h20]\ntflops = 1.0\nhbm_gb = 1.0\nhbm_tbps = 0.1\n"
+        "[chips.h20]\ntflops = 1.0\nhbm_gb = 40.0\nhbm_tbps = 0.1\n"
         "[deployments.h800-h20-rdma]\nrequest_overhead_ms = 900.0\n"
     )
     for path, before in expected.items():

@@ -322,3 +322,10 @@ def test_a_launch_sketch_says_what_it_cannot_write(catalog: Catalog) -> None:
     assert "deepseek-ai/DeepSeek-R1" in sketch.text()
     dense = launch_sketch(catalog.deployment("h100-disagg"), catalog, "sglang")
     assert not any(n.startswith("Not written as flags") for n in dense.notes)
+
+
+def test_simulate_refuses_a_node_whose_weights_leave_no_room_for_kv(cli: Any) -> None:
+    bf16 = cli("engine", "simulate", "-p", "deepseek-r1-h200-disagg", "--weight-dtype", "bf16")
+    assert bf16.exit_code == 2
+    assert "a prefill node (8 x h200) holds 1,581 GB of deepseek-r1 weights" in bf16.stderr
+    assert "1,015 GB usable" in bf16.stderr
