@@ -112,6 +112,15 @@ def test_every_new_key_survives_the_round_trip(cli: Callable[..., Any], tmp_path
     )
     assert config["prefill_chips"] == 2 * 4 * 2 and config["decode_chips"] == 2 * 2 * 8
     assert config["label"].endswith("weights fp8 KV fp8")
+    # A dense row leaves the MoE, MLA and window keys out (zero means absent) and reads back.
+    dense = replace(catalog.models["llama-3.1-8b"], name="my-dense")
+    plain = replace(catalog.deployment("h100-disagg"), name="plain", model="my-dense")
+    ours = replace(catalog, models={**catalog.models, "my-dense": dense})
+    text = dump_deployment(plain, ours)
+    assert "experts" not in text and "kv_lora_rank" not in text and "sliding" not in text
+    assert "layerwise_transfer = false" in text  # a false is still written
+    again, with_file = resolve_preset(str(_write(tmp_path / "dense.toml", text)))
+    assert again == plain and with_file.models["my-dense"] == dense
 
 
 def test_simulating_the_file_gives_the_presets_numbers(
