@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import statistics
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -165,17 +164,23 @@ def test_generate_streams_tokens_then_a_completion_with_pd_timing() -> None:
 
 
 def test_tokens_arrive_when_the_scheduler_produces_them() -> None:
+    """Each token leaves no earlier than the simulated step that produced it (paced, not sent
+    in a burst). Only the lower bound is asserted: a loaded machine can make a token late, never
+    early, so this cannot fail by chance."""
     text = "Explain prefill. " * 200
-    chunks, done = with_service(
-        EngineConfig(speed=1), lambda s: collect(s, request(text, max_tokens=40))
-    )
+    seen: list[object] = []
+
+    async def body(service: LiveEngineService) -> Any:
+        service.add_observer(seen.append)
+        return await collect(service, request(text, max_tokens=40))
+
+    chunks, done = with_service(EngineConfig(speed=1), body)
     assert done.finish_reason == "length" and [c.index for _, c in chunks] == list(range(40))
-    timing = done.pd_timing
-    times = [t for t, _ in chunks]
-    assert times[0] >= timing.ttft_ms * 0.99  # never early ...
-    assert times[-1] >= (timing.ttft_ms + timing.decode_ms) * 0.99
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert statistics.median(gaps) == pytest.approx(timing.tpot_ms, rel=0.3)  # ... and paced
+    [record] = [x for x in seen if isinstance(x, RequestRecord)]
+    released = [record.ttft_ms, *(record.ttft_ms + g for g in itertools.accumulate(record.itl_ms))]
+    assert len(released) == 40 and released[-1] == pytest.approx(record.e2e_ms)
+    for (arrived, chunk), due in zip(chunks, released, strict=True):
+        assert arrived >= due * 0.99, (chunk.index, arrived, due)
 
 
 def test_observers_get_request_records_and_step_stats() -> None:

@@ -251,10 +251,13 @@ def test_cli_attainment_and_tbt_in_json_and_text(cli) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--slo-ttft-ms", "100", "--attainment", "90"), "--attainment is a fraction"),
+        (
+            ("--slo-ttft-ms", "100", "--attainment", "90"),
+            "'--attainment': 90 is outside the range 0.01 to 1",
+        ),
         (("--attainment", "0.9"), "--attainment needs an objective"),
         (("--slo-ttft-ms", "100", "--slo-percentile", "100"), "--slo-percentile"),
-        (("--slo-tbt-ms", "0"), "TBT SLO"),
+        (("--slo-tbt-ms", "0"), "'--slo-tbt-ms': 0 is outside the range"),
     ],
 )
 def test_cli_bad_slo_flags_exit_2(cli, args: tuple[str, ...], message: str) -> None:
