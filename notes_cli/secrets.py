@@ -409,8 +409,8 @@ def _mask_fragments(text: str, secret: str) -> str:
         while at >= 0:
             backwards = backwards or text[::-1]
             behind = len(text) - at  # where text[at - 1] sits in `backwards`
-            begin = at - (_RUN.match(backwards, behind).end() - behind)
-            end = _RUN.match(text, at + _FRAGMENT).end()
+            begin = at - (_run_end(backwards, behind) - behind)
+            end = _run_end(text, at + _FRAGMENT)
             spans.append((begin, end))
             at = text.find(window, end)
     if not spans:
@@ -430,6 +430,11 @@ def _mask_fragments(text: str, secret: str) -> str:
         shown_to = end
     pieces.append(text[shown_to:])
     return "".join(pieces)
+
+
+def _run_end(text: str, at: int) -> int:
+    found = _RUN.match(text, at)  # always matches (`*`), perhaps empty
+    return found.end() if found else at
 
 
 def _mask_assignment(match: re.Match[str]) -> str:

@@ -44,7 +44,11 @@ MODES = (
     "echo-key-500",  # 500 whose body repeats the credential the client sent
     "deep-json",  # JSON (and an SSE data line) nested 100,000 deep
     "big-int",  # a 5,000-digit integer in the JSON and in an event
+    "error-400-60k",  # 400 whose JSON error message is 60 KB of letters
+    "error-400-1mb",  # 400 whose JSON error message is 1 MB of letters
+    "endless-400",  # 400 whose JSON error body never ends
 )
+ERROR_400_PREFIX = "the prompt is too long "  # how each 400's message starts (no `name:`)
 
 
 class HostileGateway:
@@ -244,6 +248,26 @@ class HostileGateway:
             body = b'data: {"choices":[{"index":0,"delta":{"content":"x"}}],"n":' + number
             await _send(w, 200, {"content-type": "text/event-stream"}, body + b"}\n\n")
         return True
+
+    async def error_400_60k(self, w: asyncio.StreamWriter, *_: Any) -> bool:
+        await _send(w, 400, {"content-type": "application/json"}, _error_body(60_000))
+        return True
+
+    async def error_400_1mb(self, w: asyncio.StreamWriter, *_: Any) -> bool:
+        await _send(w, 400, {"content-type": "application/json"}, _error_body(1_000_000))
+        return True
+
+    async def endless_400(self, w: asyncio.StreamWriter, *_: Any) -> bool:
+        await _head(w, 400, {"content-type": "application/json"})
+        w.write(b'{"error": {"type": "invalid_request_error", "message": "' + b"a" * 1000)
+        while True:
+            w.write(b"a" * 65536)
+            await w.drain()
+
+
+def _error_body(size: int) -> bytes:
+    message = ERROR_400_PREFIX + "a" * size  # a run of letters: what made scrubbing quadratic
+    return json.dumps({"error": {"type": "invalid_request_error", "message": message}}).encode()
 
 
 Handler = Callable[[HostileGateway, asyncio.StreamWriter, bool, str, str], Awaitable[bool]]

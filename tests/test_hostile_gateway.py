@@ -60,6 +60,9 @@ DOCTOR_FINDING = {
     "echo-key-500": "probe-failed",
     "deep-json": "probe-failed",
     "big-int": "probe-failed",
+    "error-400-60k": "probe-failed",
+    "error-400-1mb": "probe-failed",
+    "endless-400": "probe-failed",
 }
 # The typed error (`error.kind` in smoke's JSON) for each mode.
 ERROR_KIND = {
@@ -79,6 +82,9 @@ ERROR_KIND = {
     "echo-key-500": "http-status",
     "deep-json": "truncated-stream",
     "big-int": "truncated-stream",
+    "error-400-60k": "http-status",
+    "error-400-1mb": "http-status",
+    "endless-400": "http-status",
 }
 ECHO = ("echo-key-401", "echo-key-500")
 OTHER_MODES = [m for m in MODES if m not in ECHO]
