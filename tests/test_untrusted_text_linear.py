@@ -76,3 +76,50 @@ def test_mask_url_is_linear(unit: str) -> None:
 @pytest.mark.parametrize("unit", ["a", "a1", "a-", "1"])
 def test_looks_like_token_is_linear(unit: str) -> None:
     assert secrets.looks_like_token(_repeat(unit)) == (unit == "a1")
+
+
+# --------------------------------------------------------------------------- beyond scrubbing
+
+
+@linear
+@pytest.mark.parametrize("unit", ["pdnotes map step 1 of 2 (", "pdnotes map step 1 of 2 (x:"])
+def test_the_engine_reads_a_prompt_made_of_map_step_headers_linearly(unit: str) -> None:
+    from notes_cli.notes.knowledge import answer_for
+
+    # A client of the mock engine sends any prompt; it is read for a map step's header.
+    answer_for(_repeat(unit))
+    step = answer_for(_repeat(unit) + "\npdnotes map step 1 of 1 (note kit: pd-disagg).\n")
+    assert step is not None
+
+
+@linear
+@pytest.mark.parametrize("unit", ["[S1 ", "[S1 p", "[S1;", "【S1 p. 2"])
+def test_citations_in_a_model_answer_are_read_linearly(unit: str) -> None:
+    from notes_cli.notes.passages import citations, without_citations
+
+    text = _repeat(unit) + " see [S2 p. 3]"
+    assert citations(text)[-1].source == 2
+    assert "[S2 p. 3]" not in without_citations(text)
+
+
+@linear
+@pytest.mark.parametrize(
+    "body",
+    [
+        _repeat("<title>a"),  # a <title> never closed: each one scanned to the end
+        _repeat("<title"),
+        '{"error": {"message": "' + _repeat("\\a"),
+        _repeat('{"message":"'),
+    ],
+)
+def test_an_error_body_is_read_linearly(body: str) -> None:
+    from notes_cli.gateway._http import parse_error_body
+    from notes_cli.gateway._limits import MAX_ERROR_BODY
+    from notes_cli.gateway.model_errors import model_unknown_gateway
+
+    # The client keeps MAX_ERROR_BODY bytes; the parser is linear beyond that too.
+    for kept in (body.encode()[:MAX_ERROR_BODY], body.encode()):
+        message, _, _ = parse_error_body(kept)
+        assert message
+        assert model_unknown_gateway(404, message) is None
+    assert parse_error_body(b"<html><title>502 " + b"a" * MB + b"</title>")[0]
