@@ -47,6 +47,7 @@ MODES = (
     "error-400-60k",  # 400 whose JSON error message is 60 KB of letters
     "error-400-1mb",  # 400 whose JSON error message is 1 MB of letters
     "endless-400",  # 400 whose JSON error body never ends
+    "drip-400",  # 400, then its JSON error body one byte at a time
 )
 ERROR_400_PREFIX = "the prompt is too long "  # how each 400's message starts (no `name:`)
 
@@ -263,6 +264,14 @@ class HostileGateway:
         while True:
             w.write(b"a" * 65536)
             await w.drain()
+
+    async def drip_400(self, w: asyncio.StreamWriter, *_: Any) -> bool:
+        await _head(w, 400, {"content-type": "application/json"})
+        for byte in itertools.cycle(_error_body(100)):
+            w.write(bytes([byte]))
+            await w.drain()
+            await asyncio.sleep(self.drip_interval)
+        return False  # not reached: the client hangs up, or MAX_SECONDS ends it
 
 
 def _error_body(size: int) -> bytes:

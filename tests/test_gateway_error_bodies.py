@@ -6,6 +6,7 @@ the minutes a quadratic scrub costs; no wall clock is compared."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +14,9 @@ from pathlib import Path
 import pytest
 from hostile_gateway import ERROR_400_PREFIX, HostileGateway
 
+from notes_cli.clients.endpoint import Endpoint
+from notes_cli.gateway import AsyncGatewayClient, GatewayClient
+from notes_cli.gateway import errors as gw
 from notes_cli.gateway._limits import MAX_SHOWN_CHARS
 
 KEY = "sk-HOSTILE0123456789abcdefXYZW"
@@ -93,3 +97,41 @@ def test_notes_generate_reports_the_400(
     assert result.exit_code == 1  # type: ignore[attr-defined]
     _names_the_400(result.stdout + result.stderr, mode)  # type: ignore[attr-defined]
     assert not (tmp_path / "note.md").exists()
+
+
+@bounded
+@pytest.mark.parametrize("transport", ["httpx-sync", "httpx-async", "lean"])
+def test_a_400_whose_body_trickles_is_the_400_cut_at_the_deadline(
+    hostile: HostileGateway, transport: str
+) -> None:
+    """The wall clock cuts the error body (it would drip for 30 s), and the error is the 400
+    with what arrived, not "the stream never finished"."""
+    endpoint = Endpoint("openai", hostile.base("drip-400"), "chat", model="m", key=KEY)
+    seconds = 0.5
+    with pytest.raises(gw.HttpStatusError) as caught:
+        if transport == "httpx-sync":
+            with GatewayClient(endpoint, timeout=seconds, total_timeout=seconds) as client:
+                client.stream("hi")
+        else:
+
+            async def main() -> None:
+                async with AsyncGatewayClient(
+                    endpoint, timeout=seconds, total_timeout=seconds
+                ) as client:
+                    if transport == "httpx-async":
+                        client._h1 = None  # the httpx path (taken when a proxy applies)
+                    await client.stream("hi")
+
+            asyncio.run(main())
+    assert caught.value.status == 400
+    assert "still arriving after 0.5 s" in caught.value.message
+
+
+@bounded
+def test_smoke_reports_a_trickling_400_as_the_400(cli: Run, hostile: HostileGateway) -> None:
+    args = ["smoke", "--base-url", hostile.base("drip-400"), "--model", "m"]
+    result = cli(*args, "--key-env", KEY_ENV, "-n", "1", "--timeout", "1", "--json")
+    assert result.exit_code == 1  # type: ignore[attr-defined]
+    error = result.json()["runs"][0]["error"]  # type: ignore[attr-defined]
+    assert error["kind"] == "http-status" and error["status"] == 400
+    assert "still arriving after 1 s" in error["message"]
