@@ -7,6 +7,12 @@ position says nothing (free text) does its shape decide. `scrub` cleans text tha
 outside (a gateway's error body): it replaces the secrets a request actually sent, then anything
 credential-shaped. Everything that shows a URL, a header, a helper command or gateway text calls
 one of these functions; nothing else in pdnotes decides what is secret.
+
+`scrub` takes time linear in the length of its text, whatever the text (a gateway, a model or a
+client of the bridge chooses it): each free-text pattern starts a match only where a run of its
+characters starts and gives nothing back (`*+`), and a key's pieces are masked in one rebuild.
+It examines all of its text (no cap); what is shown is cut afterwards by the caller
+(`gateway.errors.shortened`), so a cut never leaves part of a key unmasked.
 """
 
 from __future__ import annotations
