@@ -123,3 +123,13 @@ def test_an_error_body_is_read_linearly(body: str) -> None:
         assert message
         assert model_unknown_gateway(404, message) is None
     assert parse_error_body(b"<html><title>502 " + b"a" * MB + b"</title>")[0]
+
+
+@linear
+@pytest.mark.parametrize("unit", ["1", "1.", "1.1.", "v"])
+def test_a_clients_version_output_is_read_linearly(unit: str) -> None:
+    from notes_cli.doctor.version import parse_version
+
+    # `codex --version` prints what the binary on PATH (or $PDNOTES_CODEX_BIN) chooses.
+    assert parse_version(_repeat(unit) + " codex-cli 0.171.0") in ((0, 171, 0), (1, 1, 1))
+    assert parse_version("codex-cli " + "7" * 5000 + ".1.2") is None  # no traceback from int()
