@@ -133,3 +133,28 @@ def test_a_clients_version_output_is_read_linearly(unit: str) -> None:
     # `codex --version` prints what the binary on PATH (or $PDNOTES_CODEX_BIN) chooses.
     assert parse_version(_repeat(unit) + " codex-cli 0.171.0") in ((0, 171, 0), (1, 1, 1))
     assert parse_version("codex-cli " + "7" * 5000 + ".1.2") is None  # no traceback from int()
+
+
+# The mock engine is a server: any client chooses the prompt it reads.
+@linear
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        _repeat("<system-reminder>"),  # opening tags never closed
+        "say a" + " " * MB + "b",  # inner spaces before the end of an echo request
+        "run: a" + " " * MB + "b",
+        "请说a" + " " * MB + "b",
+    ],
+    ids=["reminders", "say", "run", "say-zh"],
+)
+def test_the_engine_reads_a_prompt_linearly(prompt: str) -> None:
+    from notes_cli.engine.core.responder import echo_request, without_reminders
+    from notes_cli.engine.core.tool_rule import run_command
+
+    assert without_reminders(prompt) == prompt  # nothing closed: nothing to remove
+    assert prompt.startswith("<") or echo_request(prompt) or run_command(prompt)
+    ask = prompt + "\n<system-reminder>hidden</system-reminder>say pong.\nrun: ls  "
+    assert echo_request(ask) == "pong"
+    assert run_command(ask) == "ls"
+    shown = without_reminders(ask)
+    assert "hidden" not in shown and shown.endswith("say pong.\nrun: ls  ")
