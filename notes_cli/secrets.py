@@ -7,6 +7,12 @@ position says nothing (free text) does its shape decide. `scrub` cleans text tha
 outside (a gateway's error body): it replaces the secrets a request actually sent, then anything
 credential-shaped. Everything that shows a URL, a header, a helper command or gateway text calls
 one of these functions; nothing else in pdnotes decides what is secret.
+
+`scrub` takes time linear in the length of its text, whatever the text (a gateway, a model or a
+client of the bridge chooses it): each free-text pattern starts a match only where a run of its
+characters starts and gives nothing back (`*+`), and a key's pieces are masked in one rebuild.
+It examines all of its text (no cap); what is shown is cut afterwards by the caller
+(`gateway.errors.shortened`), so a cut never leaves part of a key unmasked.
 """
 
 from __future__ import annotations
@@ -87,11 +93,20 @@ _FLAG = re.compile(r"^--?[A-Za-z][A-Za-z0-9-]{0,30}$")
 _CAMEL = re.compile(r"[a-z0-9]+|[A-Z][a-z0-9]*")
 
 # Free text: what a key looks like when nothing says where it sits.
-_URL_IN_TEXT = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>`]+")
+# Every pattern that runs on free text is linear in its length (a gateway's body is untrusted):
+# a match may only start where a run of its characters starts (the lookbehinds), and possessive
+# quantifiers (`*+`) never give back what the next token cannot use. `\b` before the scheme let
+# a match start after every `.` of `a.a.a.a…`, each scanning to the run's end: quadratic.
+_URL_IN_TEXT = re.compile(
+    r"(?<![a-zA-Z0-9+.-])([0-9+.-]*+)([a-zA-Z][a-zA-Z0-9+.-]*+://[^\s\"'<>`]++)"
+)
 # Case-sensitive, the value 8+ characters: "a token in settings.json" is prose, not a header.
-_AUTH_IN_TEXT = re.compile(r"\b(Bearer|bearer|Basic|Token)(\s+)([^\s\"',;)…]{8,})")
+_AUTH_IN_TEXT = re.compile(r"\b(Bearer|bearer|Basic|Token)(\s++)([^\s\"',;)…]{8,})")
+# The name starts where its run starts (`x1` in `_x1_token=` is a prefix kept as it is): once
+# let start at every letter of a 10 KB run of letters, this pattern took seconds.
 _ASSIGNMENT_IN_TEXT = re.compile(
-    r"([\"']?)([A-Za-z][A-Za-z0-9_.-]*)\1(\s*[:=]\s*)([\"']?)([^\s\"',;&)}\]]+)"
+    r"([\"']?)(?<![A-Za-z0-9_.-])([0-9_.-]*+)([A-Za-z][A-Za-z0-9_.-]*+)\1"
+    r"(\s*+[:=]\s*+)([\"']?)([^\s\"',;&)}\]]++)"
 )
 _PREFIXED_KEY = re.compile(r"(?<![A-Za-z0-9])(?:sk|ak|pk)[-_][A-Za-z0-9_\-]{6,}")
 _LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-.+=])[A-Za-z0-9_\-.+=]{16,}")
@@ -364,7 +379,7 @@ def scrub(text: str, known: Iterable[str] = (), *, _urls: bool = True) -> str:
     for secret in secrets:
         text = _mask_fragments(text, secret)
     if _urls:
-        text = _URL_IN_TEXT.sub(lambda m: mask_url(m.group(0)), text)
+        text = _URL_IN_TEXT.sub(lambda m: m[1] + mask_url(m[2]), text)
     text = _AUTH_IN_TEXT.sub(lambda m: f"{m[1]}{m[2]}{mask(m[3])}", text)
     text = _ASSIGNMENT_IN_TEXT.sub(_mask_assignment, text)
     text = _PREFIXED_KEY.sub(lambda m: mask(m.group(0)), text)
@@ -383,34 +398,56 @@ def _echoed_forms(secret: str) -> tuple[str, ...]:
 
 
 _FRAGMENT = 12  # a run of 12 characters of a key is the key's, not chance
-_RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.+/=%")
+_RUN = re.compile(r"[A-Za-z0-9_\-.+/=%]*+")  # the characters a key's run is made of
 
 
 def _mask_fragments(text: str, secret: str) -> str:
     """Mask any run of `text` holding 12 or more consecutive characters of `secret`: a key
-    wrapped over two lines, or cut short, leaves such pieces where `replace` finds none."""
+    wrapped over two lines, or cut short, leaves such pieces where `replace` finds none.
+    Linear in `text` for each of the key's windows: the runs are found first, then the text is
+    rebuilt once (replacing in place, one copy of the text per piece, was quadratic)."""
     if len(secret) < _FRAGMENT + 4:
         return text
-    for start in range(len(secret) - _FRAGMENT + 1):
-        window = secret[start : start + _FRAGMENT]
+    spans: list[tuple[int, int]] = []
+    backwards = ""
+    for window in {secret[i : i + _FRAGMENT] for i in range(len(secret) - _FRAGMENT + 1)}:
         at = text.find(window)
         while at >= 0:
-            begin, end = at, at + _FRAGMENT
-            while begin > 0 and text[begin - 1] in _RUN_CHARS:
-                begin -= 1
-            while end < len(text) and text[end] in _RUN_CHARS:
-                end += 1
-            shown = "…" + secret[-4:] if secret.endswith(text[end - 4 : end]) else "…"
-            text = text[:begin] + shown + text[end:]
-            at = text.find(window, begin + len(shown))
-    return text
+            backwards = backwards or text[::-1]
+            behind = len(text) - at  # where text[at - 1] sits in `backwards`
+            begin = at - (_run_end(backwards, behind) - behind)
+            end = _run_end(text, at + _FRAGMENT)
+            spans.append((begin, end))
+            at = text.find(window, end)
+    if not spans:
+        return text
+    pieces: list[str] = []
+    shown_to = 0
+    merged: list[list[int]] = []
+    for begin, end in sorted(spans):
+        if merged and begin < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([begin, end])
+    for begin, end in merged:
+        pieces += [text[shown_to:begin], "…"]
+        if secret.endswith(text[end - 4 : end]):
+            pieces.append(secret[-4:])
+        shown_to = end
+    pieces.append(text[shown_to:])
+    return "".join(pieces)
+
+
+def _run_end(text: str, at: int) -> int:
+    found = _RUN.match(text, at)  # always matches (`*`), perhaps empty
+    return found.end() if found else at
 
 
 def _mask_assignment(match: re.Match[str]) -> str:
-    quote, name, sep, vquote, value = match.groups()
+    quote, lead, name, sep, vquote, value = match.groups()
     if not is_credential_name(name) or not _assigned_secret(value):
         return match.group(0)
-    return f"{quote}{name}{quote}{sep}{vquote}{mask(value)}"
+    return f"{quote}{lead}{name}{quote}{sep}{vquote}{mask(value)}"
 
 
 def _assigned_secret(value: str) -> bool:

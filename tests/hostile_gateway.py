@@ -47,6 +47,10 @@ MODES = (
     "echo-key-500",  # 500 whose body repeats the credential the client sent
     "deep-json",  # JSON (and an SSE data line) nested 100,000 deep
     "big-int",  # a 5,000-digit integer in the JSON and in an event
+    "error-400-60k",  # 400 whose JSON error message is 60 KB of letters
+    "error-400-1mb",  # 400 whose JSON error message is 1 MB of letters
+    "endless-400",  # 400 whose JSON error body never ends
+    "drip-400",  # 400, then its JSON error body one byte at a time
 )
 # Writes the clipboard (OSC 52), sets the window title (OSC 0), clears the screen (CSI 2J, once
 # with ESC [ and once with the one-character C1 CSI), and returns to the line's start (CR).
@@ -55,6 +59,7 @@ TERMINAL_MODES = (
     "escape-answer",  # a complete chat-completions stream whose text is TERMINAL_ATTACK
     "escape-error",  # 400 whose error message (JSON) is TERMINAL_ATTACK, to every request
 )
+ERROR_400_PREFIX = "the prompt is too long "  # how each 400's message starts (no `name:`)
 
 
 class HostileGateway:
@@ -274,6 +279,34 @@ class HostileGateway:
         body = json.dumps({"type": "error", "error": error}).encode()
         await _send(w, 400, {"content-type": "application/json"}, body)
         return True
+
+    async def error_400_60k(self, w: asyncio.StreamWriter, *_: Any) -> bool:
+        await _send(w, 400, {"content-type": "application/json"}, _error_body(60_000))
+        return True
+
+    async def error_400_1mb(self, w: asyncio.StreamWriter, *_: Any) -> bool:
+        await _send(w, 400, {"content-type": "application/json"}, _error_body(1_000_000))
+        return True
+
+    async def endless_400(self, w: asyncio.StreamWriter, *_: Any) -> bool:
+        await _head(w, 400, {"content-type": "application/json"})
+        w.write(b'{"error": {"type": "invalid_request_error", "message": "' + b"a" * 1000)
+        while True:
+            w.write(b"a" * 65536)
+            await w.drain()
+
+    async def drip_400(self, w: asyncio.StreamWriter, *_: Any) -> bool:
+        await _head(w, 400, {"content-type": "application/json"})
+        for byte in itertools.cycle(_error_body(100)):
+            w.write(bytes([byte]))
+            await w.drain()
+            await asyncio.sleep(self.drip_interval)
+        return False  # not reached: the client hangs up, or MAX_SECONDS ends it
+
+
+def _error_body(size: int) -> bytes:
+    message = ERROR_400_PREFIX + "a" * size  # a run of letters: what made scrubbing quadratic
+    return json.dumps({"error": {"type": "invalid_request_error", "message": message}}).encode()
 
 
 Handler = Callable[[HostileGateway, asyncio.StreamWriter, bool, str, str], Awaitable[bool]]

@@ -15,7 +15,9 @@ import signal
 import subprocess
 
 TIMEOUT_S = 5.0
-_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+# Starts only where a run of digits starts, each part at most 9 digits: `(\d+)\.` from every
+# digit of a long run of them was quadratic, and int() refuses 5,000-digit parts.
+_VERSION = re.compile(r"(?<!\d)(\d{1,9}+)\.(\d{1,9}+)\.(\d{1,9}+)")
 
 
 def codex_version() -> tuple[int, int, int] | None:

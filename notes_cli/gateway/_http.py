@@ -23,7 +23,14 @@ from notes_cli.gateway._limits import MAX_ERROR_BODY, MAX_HEAD_BYTES, human
 from notes_cli.gateway.results import StreamResult
 from notes_cli.secrets import mask_url
 
-_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+# A JSON error body cut at MAX_ERROR_BODY: where its message starts (looked for in the first
+# bytes), then the string's characters. Linear: the alternatives start with different
+# characters, and `*+` gives nothing back.
+_JSON_MESSAGE_KEY = re.compile(rb'\A\s*+\{.{0,400}?"(?:message|detail)"\s*+:\s*+"', re.DOTALL)
+_JSON_STRING_CHARS = re.compile(rb'(?:[^"\\]|\\.)*+', re.DOTALL)
+# Linear (`[^<]` stops at the next tag): `(.*?)</title>` scanned to the end from every
+# `<title>` of a body that never closes one.
+_TITLE = re.compile(rb"<title[^<>]*+>([^<]*+)</title>", re.IGNORECASE)
 _MAX_ERROR_BODY = MAX_ERROR_BODY
 # How h11 (httpx) and `_h1` say the response head went over their bound.
 HEADERS_TOO_LARGE = ("Receive buffer too long", "response headers larger than")
@@ -144,6 +151,13 @@ def parse_error_body(body: bytes) -> tuple[str | None, str | None, str | None]:
                 _str(code) if code is not None else None,
             )
         return _str(error), None, None
+    key = _JSON_MESSAGE_KEY.match(text) if len(body) >= _MAX_ERROR_BODY else None
+    if key:  # JSON cut at the bound (a 400 quoting a huge prompt): the message's start
+        chars = _JSON_STRING_CHARS.match(text, key.end())
+        message = (chars.group() if chars else b"").decode("utf-8", "replace")
+        with contextlib.suppress(ValueError):
+            message = json.loads(f'"{message}"')
+        return f"{message}… (cut at {human(_MAX_ERROR_BODY)})", None, None
     match = _TITLE.search(text)
     if match:
         title = re.sub(r"\s+", " ", match.group(1).decode("utf-8", "replace")).strip()

@@ -21,6 +21,9 @@ MAX_EVENT_LINE_BYTES = 4 * 1024 * 1024
 """One SSE line (a Responses `response.completed` repeats the whole answer in one line)."""
 MAX_ERROR_BODY = 64 * 1024
 """What is kept of an error answer: enough for any error JSON or the <title> of a page."""
+MAX_SHOWN_CHARS = 1000
+"""What is shown (human or JSON) of each text of a gateway error: the start of the message,
+then how many characters were left out."""
 DECODE_PIECE = 64 * 1024
 """Decompressed output per step: memory stays this small whatever the compression ratio."""
 

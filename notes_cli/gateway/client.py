@@ -140,10 +140,14 @@ class _Call:
         """What this request carried in credential positions (only computed on an error)."""
         return self.endpoint.sent_secrets()
 
-    def deadline_error(self) -> errors.GatewayTimeout:
+    def deadline_error(self) -> errors.GatewayError:
         """The wall clock (`total_timeout`) ran out: before the headers were complete (a
-        server that never answers, or sends its head a byte at a time) or during the body."""
+        server that never answers, or sends its head a byte at a time) or during the body.
+        When an error status had arrived, that status is the answer: a 400 whose message
+        trickles in is reported as the 400, not as a stream that never finished."""
         seconds = self.total_timeout or 0.0
+        if self.headers_seen and self.status >= 300:
+            return self.cut_at_deadline(self.status_error(httpx.Response(self.status), b""))
         if not self.headers_seen:
             return errors.HeadersTimeout(
                 f"connected to {self.shown_url} but no complete response headers within "
@@ -163,6 +167,13 @@ class _Call:
             "keep-alive pings only, or a trickle): check the gateway, or raise --timeout if "
             "the model is just slow",
         )
+
+    def cut_at_deadline(self, error: errors.HttpStatusError) -> errors.HttpStatusError:
+        """A status error whose body the wall clock cut: said so after what did arrive."""
+        seconds = self.total_timeout or 0.0
+        error.message += f" (its error body was still arriving after {seconds:g} s)"
+        error.args = (error.message,)
+        return error
 
     def too_large(self, exc: _limits.TooLarge) -> errors.ResponseTooLarge:
         return errors.ResponseTooLarge(
@@ -455,6 +466,8 @@ class GatewayClient(_BaseClient):
                     raise call.deadline_error() from exc
                 raise call.translate(exc) from exc
             except errors.GatewayError as exc:
+                if watchdog.expired and isinstance(exc, errors.HttpStatusError):
+                    raise call.cut_at_deadline(exc) from None  # with what of its body came
                 if watchdog.expired and not isinstance(exc, errors.GatewayTimeout):
                     raise call.deadline_error() from exc
                 raise

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from notes_cli.errors import GatewayError
+from notes_cli.gateway._limits import MAX_SHOWN_CHARS
 from notes_cli.secrets import scrub
 
 if TYPE_CHECKING:
@@ -57,14 +58,25 @@ _TEXT_FIELDS = ("message", "fix", "url", "error_message", "error_type", "error_c
 
 def scrubbed(error: _E, sent: Iterable[str]) -> _E:
     """`error` with the secrets the request `sent` (its key, credential headers and query
-    values) and anything key-shaped removed from every text field, in place."""
+    values) and anything key-shaped removed from every text field, in place; then each field
+    cut to MAX_SHOWN_CHARS (scrubbed first, so a cut never leaves part of a key unmasked)."""
     secrets = tuple(sent)
     for name in _TEXT_FIELDS:
         value = getattr(error, name, None)
         if isinstance(value, str):
-            setattr(error, name, scrub(value, secrets))
-    error.args = tuple(scrub(a, secrets) if isinstance(a, str) else a for a in error.args)
+            setattr(error, name, shortened(scrub(value, secrets)))
+    error.args = tuple(
+        shortened(scrub(a, secrets)) if isinstance(a, str) else a for a in error.args
+    )
     return error
+
+
+def shortened(text: str) -> str:
+    """`text` as shown: its first MAX_SHOWN_CHARS characters, then how many were left out. A
+    gateway's error message can be its whole 64 KiB error body (a 400 quoting the prompt)."""
+    if len(text) <= MAX_SHOWN_CHARS:
+        return text
+    return f"{text[:MAX_SHOWN_CHARS]}… ({len(text) - MAX_SHOWN_CHARS:,} more characters)"
 
 
 class _UrlError(GatewayError):

@@ -23,7 +23,6 @@ from notes_cli.engine.core.api import ChatMessage, FinishReason
 from notes_cli.engine.core.tokens import tokenize
 from notes_cli.resources import template_path
 
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _QUOTED = re.compile(r"\"([^\"\n]+)\"|“([^”\n]+)”|「([^」\n]+)」|'([^'\n]+)'|`([^`\n]+)`")
 _REPEAT_EN = (
     r"repeat(?:\s+(?:this|the|after\s+me|back))?(?:\s+(?:sentence|text|phrase|words?))?"
@@ -32,15 +31,16 @@ _REPEAT_EN = (
 _SAY_EN = r"say|(?:reply|respond|answer)\s+with(?:\s+exactly)?|output(?:\s+exactly)?"
 _ECHO_EN = re.compile(
     rf"^\s*(?:please\s+)?(?:(?P<repeat>{_REPEAT_EN})|(?P<say>{_SAY_EN}))\s*[:：,]?\s*"
-    r"(?P<text>.+?)\s*$",
+    r"(?P<text>.+)$",
     re.IGNORECASE,
 )
 _ECHO_ZH = re.compile(
     r"^\s*(?:请)?(?:(?P<repeat>重复|复述|跟我说)|(?P<say>说|回复|回答))(?:一遍)?"
-    r"(?:这句话|下面这句话|以下内容)?\s*[:：,，]?\s*(?P<text>.+?)\s*$"
+    r"(?:这句话|下面这句话|以下内容)?\s*[:：,，]?\s*(?P<text>.+)$"
 )
 _SHORT_REPLY_WORDS = 3  # "say pong." answers "pong": a short reply loses its final full stop
 _HAS_CJK = re.compile(r"[\u3400-\u9fff]")
+_REMINDER_OPEN, _REMINDER_CLOSE = "<system-reminder>", "</system-reminder>"
 
 
 def _knowledge_answer(prompt_text: str, seed: int) -> str | None:
@@ -55,10 +55,27 @@ def _answers() -> dict[str, Any]:
         return tomllib.load(fh)
 
 
+def without_reminders(text: str) -> str:
+    """`text` without its `<system-reminder>…</system-reminder>` blocks. Linear, unlike the
+    lazy pattern it replaces, which scanned to the end of a prompt from every opening tag
+    that is never closed (a client of the engine chooses the prompt)."""
+    pieces: list[str] = []
+    at = 0
+    while (start := text.find(_REMINDER_OPEN, at)) >= 0:
+        end = text.find(_REMINDER_CLOSE, start + len(_REMINDER_OPEN))
+        if end < 0:
+            break  # no later opening tag is closed either
+        pieces.append(text[at:start])
+        at = end + len(_REMINDER_CLOSE)
+    return "".join(pieces) + text[at:] if pieces else text
+
+
 def echo_request(text: str) -> str | None:
     """The text a message asks to have repeated, or None. Looks at the last line that asks."""
-    text = _REMINDER.sub("", text)
-    for line in reversed([ln for ln in text.splitlines() if ln.strip()]):
+    text = without_reminders(text)
+    for line in reversed([ln.rstrip() for ln in text.splitlines() if ln.strip()]):
+        # (stripped here, not by `\s*$` after a lazy `.+?`: that was quadratic in a line's
+        # inner spaces)
         match = _ECHO_EN.match(line) or _ECHO_ZH.match(line)
         if not match:
             continue
@@ -105,7 +122,7 @@ class Responder:
         return self._default_answer(last_user)
 
     def _default_answer(self, prompt: str) -> str:
-        lang = "zh" if _HAS_CJK.search(_REMINDER.sub("", prompt)) else "en"
+        lang = "zh" if _HAS_CJK.search(without_reminders(prompt)) else "en"
         data = _answers()[lang]
         rng = random.Random(self.seed * 1_000_003 + zlib.crc32(prompt.encode("utf-8")))
         opening = rng.choice(data["opening"])

@@ -21,11 +21,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from notes_cli.engine.core.responder import without_reminders
 from notes_cli.wire.turn import Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec, Turn
 
 SHELL_TOOL_NAMES = ("exec_command", "shell", "local_shell", "Bash")
-_RUN = re.compile(r"^\s*run:\s*(\S.*?)\s*$")
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+_RUN = re.compile(r"^\s*run:\s*(\S.*)$")  # on a line stripped at its end (linear)
 _SKIPPED_ROLES = frozenset({"system", "developer"})
 
 
@@ -93,14 +93,14 @@ def shell_arguments(tool: ToolSpec, command: str) -> str:
 
 def user_text(message: Message) -> str:
     text = "\n".join(p.text for p in message.parts if isinstance(p, TextPart))
-    return _REMINDER.sub("", text)
+    return without_reminders(text)
 
 
 def run_command(text: str) -> str | None:
     """The command of the last `run: <command>` line, or None."""
     found = None
     for line in text.splitlines():
-        match = _RUN.match(line)
+        match = _RUN.match(line.rstrip())
         if match:
             found = match.group(1)
     return found
