@@ -54,7 +54,7 @@ fi
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 python3 -m ruff check .
 python3 -m ruff format --check .
-python3 -m mypy
+python3 -m mypy  # strict: pyproject.toml's [tool.mypy]
 
 wait "$pinned_job"
 [ -z "$newest_job" ] || wait "$newest_job"

@@ -36,7 +36,7 @@ from notes_cli.gateway.relay import Upstream
 from notes_cli.secrets import scrub
 from notes_cli.wire import fastjson
 from notes_cli.wire.errors import WireError, kind_for_status
-from notes_cli.wire.turn import Message
+from notes_cli.wire.turn import Message, Turn
 
 log = logging.getLogger("pdnotes.bridge")
 
@@ -137,7 +137,7 @@ class BridgeApp:
         else:
             await self._whole(leg, turn, plan, response)
 
-    def _history(self, turn: Any) -> list[Message]:
+    def _history(self, turn: Turn) -> list[Message]:
         previous = turn.extra.get("previous_response_id")
         if not previous:
             return []
@@ -163,7 +163,7 @@ class BridgeApp:
         return stored
 
     async def _stream(
-        self, leg: translate.Leg, turn: Any, plan: translate.Plan, response: Response
+        self, leg: translate.Leg, turn: Turn, plan: translate.Plan, response: Response
     ) -> None:
         response_id = leg.new_id()
         # a conversation is stored only while it fits in a request body: past that, a client
@@ -208,7 +208,7 @@ class BridgeApp:
         return tail + pump.encoder.error(wire_error), False
 
     async def _whole(
-        self, leg: translate.Leg, turn: Any, plan: translate.Plan, response: Response
+        self, leg: translate.Leg, turn: Turn, plan: translate.Plan, response: Response
     ) -> None:
         try:
             _, body = await self._upstream().fetch("POST", "/chat/completions", plan.body)

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from notes_cli.gateway._limits import MAX_EVENT_LINE_BYTES
 from notes_cli.gateway.relay import Reader
 from notes_cli.gateway.sse import EventTooLarge, ServerSentEvent, SSEParser
 from notes_cli.wire import events as ev
+from notes_cli.wire.codec import StreamEncoder
 from notes_cli.wire.errors import WireError
 from notes_cli.wire.turn import Message, Part, ReasoningPart, TextPart, ToolCallPart
 
@@ -47,8 +48,11 @@ def _general(block: bytes) -> list[ServerSentEvent]:
 class ChunkDecoder(Protocol):
     """`wire.chat.StreamDecoder`, or a filter around it."""
 
-    closed: bool  # `[DONE]` seen
-    malformed: int  # events that were not JSON objects (the decoder skips them)
+    @property
+    def closed(self) -> bool: ...  # `[DONE]` seen
+
+    @property
+    def malformed(self) -> int: ...  # events that were not JSON objects (the decoder skips)
 
     def feed(self, data: str, event: str | None = None) -> list[ev.Event]: ...
 
@@ -57,8 +61,8 @@ class ClientStream(Protocol):
     """Where the client's bytes go: `bridge.http1.Response` (a recorder in tests)."""
 
     started: bool
-    on_pause: Any
-    on_resume: Any
+    on_pause: Callable[[], None] | None
+    on_resume: Callable[[], None] | None
 
     @property
     def paused(self) -> bool: ...
@@ -97,7 +101,7 @@ class Pump:
     def __init__(
         self,
         decoder: ChunkDecoder,
-        encoder: Any,
+        encoder: StreamEncoder,
         client: ClientStream,
         remember: int = REMEMBER_CHARS,
         scrub: Callable[[str], str] = str,

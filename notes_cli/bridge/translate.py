@@ -20,6 +20,7 @@ from typing import Any
 from notes_cli.bridge.config import BridgeConfig
 from notes_cli.wire import anthropic, chat, fastjson, responses
 from notes_cli.wire import events as ev
+from notes_cli.wire.codec import Codec, StreamEncoder
 from notes_cli.wire.errors import WireError
 from notes_cli.wire.turn import Message, Reply, ToolCallPart, ToolChoice, ToolSpec, Turn
 
@@ -31,7 +32,7 @@ class Leg:
     """A client protocol, as the bridge serves it: its `notes_cli.wire` codec module."""
 
     name: str
-    codec: Any  # notes_cli.wire.responses or notes_cli.wire.anthropic
+    codec: Codec  # notes_cli.wire.responses or notes_cli.wire.anthropic
     id_prefix: str
     bad_key_message: str
 
@@ -41,7 +42,7 @@ class Leg:
     def new_id(self) -> str:
         return self.id_prefix + secrets.token_hex(12)
 
-    def stream_encoder(self, response_id: str, model: str) -> Any:
+    def stream_encoder(self, response_id: str, model: str) -> StreamEncoder:
         return self.codec.StreamEncoder(response_id, model, include_usage=True)
 
     def encode_reply(self, reply: Reply) -> dict[str, Any]:
@@ -72,7 +73,7 @@ class Plan:
     store: bool  # keep this response for a later previous_response_id
     custom_tools: frozenset[str]
 
-    def decoder(self) -> Any:
+    def decoder(self) -> chat.StreamDecoder | _CustomCalls:
         decoder = chat.StreamDecoder()
         return _CustomCalls(decoder, self.custom_tools) if self.custom_tools else decoder
 
@@ -191,18 +192,18 @@ class _CustomCalls:
     arguments are held until the call ends (the `input` string can only be unwrapped whole),
     then sent as one delta. Other events pass straight through."""
 
-    def __init__(self, decoder: Any, names: frozenset[str]) -> None:
+    def __init__(self, decoder: chat.StreamDecoder, names: frozenset[str]) -> None:
         self._decoder = decoder
         self._names = names
         self._held: dict[int, list[str]] = {}
 
     @property
     def closed(self) -> bool:
-        return bool(self._decoder.closed)
+        return self._decoder.closed
 
     @property
     def malformed(self) -> int:
-        return int(self._decoder.malformed)
+        return self._decoder.malformed
 
     def feed(self, data: str, event_name: str | None = None) -> list[ev.Event]:
         out: list[ev.Event] = []

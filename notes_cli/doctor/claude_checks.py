@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from notes_cli import paths
+from notes_cli import fileio, paths
 from notes_cli.clients import files
 from notes_cli.clients.git import tracked_by_git
 from notes_cli.clients.presets import placeholder_tokens
@@ -368,7 +368,7 @@ def _line_in(file: str | None, needle: str) -> int | None:
     if not file:
         return None
     try:
-        text = files.fileio.read_text(Path(file))
+        text = fileio.read_text(Path(file))
     except InputError:
         return None
     return files.line_of(text, f'"{needle}"') if text else None

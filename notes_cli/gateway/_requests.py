@@ -20,14 +20,12 @@ from notes_cli.clients.endpoint import Endpoint, join_url
 from notes_cli.gateway.errors import UnsendableHeader
 from notes_cli.secrets import mask_url, unsendable
 from notes_cli.wire import Message, Part, Sampling, TextPart, Turn
-from notes_cli.wire import anthropic as wire_anthropic
-from notes_cli.wire import chat as wire_chat
-from notes_cli.wire import responses as wire_responses
+from notes_cli.wire.codec import CODECS, Codec
 
 ANTHROPIC_VERSION = "2023-06-01"
 USER_AGENT = f"pdnotes/{__version__}"
 
-WIRE = {"chat": wire_chat, "responses": wire_responses, "anthropic": wire_anthropic}
+WIRE: dict[str, Codec] = CODECS  # each protocol's codec
 
 
 def request_url(endpoint: Endpoint) -> str:

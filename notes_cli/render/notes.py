@@ -6,8 +6,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.control import Control, ControlType
+from rich.control import Control
 from rich.markup import escape
+from rich.segment import ControlType
 from rich.table import Table
 
 from notes_cli.render import err, out

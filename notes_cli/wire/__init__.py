@@ -34,35 +34,15 @@ Errors (`notes_cli.wire.errors`)
     the param, as the real APIs do: `temperature: "hot"`, `n: -1`, `role: "god"`, NaN, a lone
     surrogate); servers raise it for their own refusals; `encode_error` renders it.
 
-Per protocol: `notes_cli.wire.chat`, `.responses`, `.anthropic`, each with
-    decode_request(body: bytes | str | dict) -> Turn          server side; WireError on bad input
-    encode_request(turn) -> dict                              client side (JSON-ready body)
-    encode_reply(reply, *, created=None, fingerprint=None) -> dict    non-streamed answer
-    decode_reply(body: dict) -> Reply                         client side
-    native_finish(body: dict) -> str | None   the reply's own finish word (`end_turn`, …)
-    encode_error(error: WireError) -> dict / decode_error(status, body) -> WireError
-    dropped_tools(turn) -> list[str]      tools encode_request leaves out (it cannot say them)
-    new_id() -> str                       a fresh answer id in the protocol's style
-    usage_json(usage) -> dict / decode_usage(raw) -> Usage | None
-    encode_models(...) (chat, anthropic)  the `GET /models` list object
-    StreamEncoder(id, model, *, include_usage=True, fingerprint=None, input_tokens=0,
-                  created=None)                               server side, bytes out:
-        .head()         what goes out before any output (Responses `response.created`,
-                        Anthropic `message_start`; b"" for chat)
-        .text(str)      one text delta: the per-token hot path, pre-rendered prefix/suffix
-        .encode(event)  any neutral event; FinishEvent / UsageEvent are remembered for close()
-        .close()        the closing events (finish, usage, `[DONE]` / `response.completed` /
-                        `message_stop`)
-        .error(WireError)  the protocol's in-stream error event
-    StreamDecoder()                                           client side:
-        .feed(data: str, event: str | None = None) -> list[Event]   one SSE event
-        .done           the protocol's completion event was seen
-        .closed         the stream's last event was seen (stop reading)
-        .native_finish  the protocol's own finish word (`completed`, `max_output_tokens`,
-                        `end_turn`, `eos`, …) beside the neutral FinishEvent, for diagnostics
-        (chat) .malformed     events that were not JSON objects, skipped
-        (responses) .item_text_seen  a finished message item carried output_text (what
-                        Codex shows; deltas alone it does not)
+Per protocol (`notes_cli.wire.chat`, `.responses`, `.anthropic`; the API in `.codec`)
+    Each module satisfies the `codec.Codec` Protocol (mypy checks it: `codec.CODECS` maps the
+    protocol names to the modules): requests, replies, errors and usage both ways, `new_id`,
+    `dropped_tools`, and its stream classes, typed by `codec.StreamEncoder` (server side,
+    bytes out; `.text` is the per-token hot path) and `codec.StreamDecoder` (client side, one
+    SSE event in). Beside the Protocols: `encode_models` (chat, anthropic) renders the
+    `GET /models` list; chat's decoder counts `.malformed` events (not JSON objects,
+    skipped); Responses' decoder says `.item_text_seen` (a finished message item carried
+    output_text: what Codex shows, deltas alone it does not), its encoder can `.prime()`.
     Decoders accept upstream variants (DeepSeek/Qwen/GLM `reasoning_content` / `reasoning`
     deltas, whole items without deltas, Responses deltas naming no item, text only in
     `response.completed`, usage-only chunks), and read wrong types (a string where an object

@@ -193,7 +193,9 @@ def require_object(item: Any, param: str) -> dict[str, Any]:
     return item
 
 
-def stop_list(body: dict[str, Any], key: str, *, most: int, param: str | None = None) -> tuple:
+def stop_list(
+    body: dict[str, Any], key: str, *, most: int, param: str | None = None
+) -> tuple[str, ...]:
     """`stop`: a string or an array of at most `most` strings."""
     value = body.get(key)
     name = param or key

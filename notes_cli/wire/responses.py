@@ -56,11 +56,14 @@ __all__ = [
     "decode_error",
     "decode_reply",
     "decode_request",
+    "decode_usage",
     "dropped_tools",
     "encode_error",
     "encode_reply",
     "encode_request",
     "native_finish",
+    "new_id",
+    "usage_json",
 ]
 
 _ROLES = frozenset({"system", "developer", "user", "assistant"})

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Protocol
 
 from notes_cli.engine.core import tool_rule
 from notes_cli.engine.core.api import ChatMessage, Completion, GenerationRequest
 from notes_cli.wire import anthropic, chat, responses
+from notes_cli.wire.codec import Codec
 from notes_cli.wire.errors import WireError, invalid
 from notes_cli.wire.events import FinishEvent, ToolCallBegin, ToolCallDelta, ToolCallEnd, UsageEvent
 from notes_cli.wire.turn import (
@@ -39,7 +39,7 @@ class Dialect:
 
     name: str  # "chat" | "responses" | "anthropic": the --protocols word, metadata["api"]
     route: str  # the metrics label
-    wire: ModuleType
+    wire: Codec
     call_prefix: str  # tool call ids in the protocol's style
 
 
@@ -64,7 +64,7 @@ class EngineCall:
 
 def parse(dialect: Dialect, raw: bytes) -> EngineCall:
     """The body → EngineCall; WireError (400 naming the param) on bad input."""
-    turn: Turn = dialect.wire.decode_request(raw)
+    turn = dialect.wire.decode_request(raw)
     n = turn.extra.get("n", 1)
     if n != 1:
         raise invalid(f"This engine answers with one choice; 'n' must be 1, got {n}.", param="n")
@@ -134,13 +134,11 @@ def body(
         _finish(call, completion),
         _usage(completion),
     )
-    result: dict[str, Any] = dialect.wire.encode_reply(reply, fingerprint=fingerprint)
-    return result
+    return dialect.wire.encode_reply(reply, fingerprint=fingerprint)
 
 
 def error_body(dialect: Dialect, error: WireError) -> dict[str, Any]:
-    result: dict[str, Any] = dialect.wire.encode_error(error)
-    return result
+    return dialect.wire.encode_error(error)
 
 
 class StreamEncoder(Protocol):
@@ -199,5 +197,4 @@ class EngineStream:
         encode = self._encoder.encode
         out += encode(FinishEvent(_finish(self._call, completion)))
         out += encode(UsageEvent(_usage(completion)))
-        closed: bytes = self._encoder.close()
-        return out + closed
+        return out + self._encoder.close()

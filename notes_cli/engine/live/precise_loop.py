@@ -38,6 +38,8 @@ class PreciseEpollSelector(selectors.EpollSelector):
 def new_event_loop(*_args: Any) -> asyncio.AbstractEventLoop:
     """A selector event loop with precise timers where the platform needs it (epoll; kqueue's
     waits are already precise). uvicorn calls this as its `loop` factory."""
-    if hasattr(selectors, "EpollSelector") and selectors.DefaultSelector is selectors.EpollSelector:
+    # getattr: EpollSelector exists on Linux only (and typeshed types DefaultSelector as a
+    # class of its own, where at run time it is the platform's best selector itself)
+    if getattr(selectors, "EpollSelector", None) is selectors.DefaultSelector:
         return asyncio.SelectorEventLoop(PreciseEpollSelector())
     return asyncio.new_event_loop()
