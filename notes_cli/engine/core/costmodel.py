@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from notes_cli.engine.core.kernels import step_efficiency
 from notes_cli.engine.core.profiles import Chip, Link, ModelShape, NodeGroup
 
 _TFLOPS = 1e12
@@ -51,20 +52,46 @@ class NodeCost:
     _decode_flops_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _comm: bool = field(init=False, repr=False, compare=False, default=False)
     _hbm_bytes_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _prefill_attn_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _decode_attn_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _half_tokens: float = field(init=False, repr=False, compare=False, default=0.0)
+    _half_context: float = field(init=False, repr=False, compare=False, default=0.0)
+    _kv_bytes_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _seq_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _gemm_flops_per_token: float = field(init=False, repr=False, compare=False, default=0.0)
+    _attn_flops_per_pair: float = field(init=False, repr=False, compare=False, default=0.0)
+    _weights_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _kv_ms_per_token: float = field(init=False, repr=False, compare=False, default=0.0)
     _eager_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _decode_ms: float = field(init=False, repr=False, compare=False, default=0.0)
 
     def __post_init__(self) -> None:
         scale = self.tp * (self.tp_efficiency if self.tp > 1 else 1.0)
         peak = self.chip.tflops * _TFLOPS * scale / _MS_PER_S
+        eff = step_efficiency(self.model, self.chip, self.tp)
         decode_mfu = self.chip.decode_mfu if self.chip.decode_mfu is not None else self.chip.mfu
+        if eff.measured:  # one measured curve for both phases: the tokens in a step decide
+            decode_mfu = self.chip.mfu
         object.__setattr__(self, "_prefill_flops_per_ms", peak * self.chip.mfu)
         object.__setattr__(self, "_decode_flops_per_ms", peak * decode_mfu)
+        object.__setattr__(self, "_prefill_attn_per_ms", peak * (eff.attn_mfu or self.chip.mfu))
+        object.__setattr__(self, "_decode_attn_per_ms", peak * (eff.attn_mfu or decode_mfu))
+        object.__setattr__(self, "_half_tokens", eff.half_tokens)
+        object.__setattr__(self, "_half_context", eff.half_context)
         object.__setattr__(self, "_comm", self.tp > 1 or self.pp > 1)
-        hbm = self.chip.hbm_tbps * _TB * self.chip.bw_eff / _MS_PER_S
+        hbm = self.chip.hbm_tbps * _TB / _MS_PER_S
+        kv_bw_eff = self.chip.kv_bw_eff or self.chip.bw_eff
         eager_ms = self.model.layers * self.chip.eager_us_per_layer / 1000.0
         decode_ms = self.chip.graph_step_ms if self.decode_exec == "graph" else eager_ms
-        object.__setattr__(self, "_hbm_bytes_per_ms", hbm)
+        object.__setattr__(self, "_hbm_bytes_per_ms", hbm * self.chip.bw_eff)
+        object.__setattr__(self, "_kv_bytes_per_ms", hbm * kv_bw_eff)
+        object.__setattr__(self, "_seq_ms", self.model.layers * self.chip.kv_seq_us / 1000.0)
+        m = self.model
+        object.__setattr__(self, "_gemm_flops_per_token", 2.0 * m.params_b * 1e9)
+        object.__setattr__(self, "_attn_flops_per_pair", 4.0 * m.layers * m.hidden)
+        object.__setattr__(self, "_weights_ms", m.weight_bytes / self.tp / self._hbm_bytes_per_ms)
+        kv_ms = m.kv_bytes_per_token / self.tp / self._kv_bytes_per_ms
+        object.__setattr__(self, "_kv_ms_per_token", kv_ms)
         object.__setattr__(self, "_eager_ms", eager_ms)
         object.__setattr__(self, "_decode_ms", decode_ms)
 
@@ -97,16 +124,18 @@ class NodeCost:
         `eager` marks a step that carries prompt tokens: it runs eager and computes at the
         prefill MFU; otherwise it is a pure decode step (decode MFU, graph or eager per
         decode_exec)."""
-        m = self.model
-        flops = 2.0 * m.params_b * 1e9 * new_tokens + 4.0 * m.layers * m.hidden * attended_pairs
+        # Measured kernels (kernels.py): GEMMs at mfu * M / (M + half_tokens) and attention at
+        # attn_mfu * c / (c + half_context) give these linear forms (both 0 with constant MFUs).
+        gemm = self._gemm_flops_per_token * (new_tokens + self._half_tokens)
+        attn = self._attn_flops_per_pair * (attended_pairs + self._half_context * new_tokens)
+        memory = self._weights_ms + kv_read_tokens * self._kv_ms_per_token
         if eager:
-            compute = flops / self._prefill_flops_per_ms
+            compute = gemm / self._prefill_flops_per_ms + attn / self._prefill_attn_per_ms
             overhead = self._eager_ms
         else:
-            compute = flops / self._decode_flops_per_ms
+            compute = gemm / self._decode_flops_per_ms + attn / self._decode_attn_per_ms
+            memory += new_tokens * self._seq_ms  # decode attention's per-sequence cost
             overhead = self._decode_ms
-        read = (m.weight_bytes + kv_read_tokens * m.kv_bytes_per_token) / self.tp
-        memory = read / self._hbm_bytes_per_ms
         if self._comm:  # checked here: a method call per step costs ~5% of simulation speed
             overhead += self.allreduce_ms(new_tokens) + self.stage_hops_ms(new_tokens)
         return max(compute, memory) + overhead

@@ -40,8 +40,33 @@ class Chip:
     graph_step_ms: float = 0.3  # residual per-step overhead with captured graphs
     intra_gbps: float = 0.0  # all-reduce bus bandwidth inside a node, GB/s (0: no comm term)
     allreduce_us: float = 10.0  # fixed latency of one all-reduce inside the node
+    # Measured kernel curves (templates/engine/kernels.toml; 0 / None: the constant MFUs above).
+    # GEMMs reach mfu * M / (M + half) with M tokens in the step, half = mfu_half_tokens *
+    # (4096^2 / per-GPU matrix size) ** mfu_width_exp; causal attention attn_mfu * c / (c +
+    # attn_half_context) at mean context c; KV reads kv_bw_eff of HBM plus kv_seq_us per
+    # decoding sequence per layer; fp8_* the same curve for fp8 weights against the fp8 peak.
+    mfu_half_tokens: float = 0.0
+    mfu_width_exp: float = 0.0
+    attn_mfu: float | None = None
+    attn_half_context: float = 0.0
+    kv_bw_eff: float | None = None
+    kv_seq_us: float = 0.0
+    fp8_mfu: float | None = None
+    fp8_mfu_half_tokens: float = 0.0
+    fp8_mfu_width_exp: float = 0.0
+    kernel_source: str = ""
     description: str = ""
     source: str = ""
+
+    @property
+    def measured_kernels(self) -> bool:
+        """Whether efficiencies follow measured kernel curves (else constant MFUs)."""
+        return self.mfu_half_tokens > 0
+
+    def with_constant_mfu(self, prefill_mfu: float) -> Chip:
+        """This chip running an engine whose prefill speed was measured as one constant MFU
+        (presets fitted to older engines): the kernel curves are off, decode uses decode_mfu."""
+        return replace(self, mfu=prefill_mfu, mfu_half_tokens=0.0, attn_mfu=None)
 
 
 @dataclass(frozen=True)
