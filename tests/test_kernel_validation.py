@@ -29,7 +29,8 @@ TOLERANCE = {"prefill": 0.20, "decode": 0.25}
 
 
 def pdnotes_ms(step: dict) -> float:
-    cost = NodeCost(CATALOG.models[step["model"]], CATALOG.chips[step["chip"]], step["tp"])
+    model, chip = CATALOG.models[step["model"]], CATALOG.chips[step["chip"]]
+    cost = NodeCost(model, chip, step["tp"], weight_dtype=step.get("weights"))
     if step["kind"] == "prefill":
         return cost.prefill_time_ms(step["tokens"])
     return cost.decode_step_ms(step["batch"], step["batch"] * step["tokens"])
@@ -37,7 +38,8 @@ def pdnotes_ms(step: dict) -> float:
 
 def _name(step: dict) -> str:
     what = f"{step['tokens']} tok" if step["kind"] == "prefill" else f"b{step['batch']}"
-    return f"{step['model']} {step['chip']} TP{step['tp']} {step['kind']} {what}"
+    weights = f" {step['weights']}" if "weights" in step else ""
+    return f"{step['model']} {step['chip']} TP{step['tp']}{weights} {step['kind']} {what}"
 
 
 @pytest.mark.parametrize("step", STEPS, ids=[_name(s) for s in STEPS])
@@ -53,7 +55,7 @@ def test_the_issue_s_prefill_example_is_within_ten_percent_of_every_backend() ->
         s
         for s in STEPS
         if (s["model"], s["chip"], s["kind"], s["tokens"])
-        == ("llama-3-8b", "h100-sxm", "prefill", 4000)
+        == ("llama-3.1-8b", "h100-sxm", "prefill", 4000)
     )
     ours = pdnotes_ms(step)
     for backend in ("trtllm", "vllm", "sglang"):

@@ -125,7 +125,14 @@ def test_a_pipeline_degree_is_read_from_the_preset_file(tmp_path, monkeypatch, c
     dep = load_catalog().deployment("pp-test")
     assert dep.prefill is not None and dep.prefill.pp == 2 and dep.prefill.gpus == 8
     listed = {p["name"]: p for p in cli("engine", "presets", "--json").json()["presets"]}
-    assert listed["pp-test"]["prefill"] == {"count": 1, "chip": "h800", "tp": 4, "pp": 2}
+    assert listed["pp-test"]["prefill"] == {
+        "count": 1,
+        "chip": "h800",
+        "tp": 4,
+        "pp": 2,
+        "ep": 1,
+        "dp": 1,
+    }
     from notes_cli.render.engine import _nodes  # the presets table's cell (the table truncates)
 
     assert _nodes(listed["pp-test"]["prefill"]) == "1x h800 tp4 pp2"

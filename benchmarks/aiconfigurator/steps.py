@@ -23,24 +23,39 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("trtllm", "vllm", "sglang")
 
-# (pdnotes model, aiconfigurator model, pdnotes chip, aiconfigurator system, tp, kind, isl, batch)
+# (pdnotes model, aiconfigurator model, pdnotes chip, aiconfigurator system, tp, kind, isl, batch,
+#  weights) -- weights None: the model's own precision; MoE rows split experts over the tp GPUs
+#  (aiconfigurator moe_tp = tp, moe_ep = 1; pdnotes ep = 1).
+L8, L70 = "meta-llama/Meta-Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-70B"
 POINTS = [
-    ("llama-3-8b", "meta-llama/Meta-Llama-3.1-8B", "h100-sxm", "h100_sxm", 1, "prefill", 1000, 1),
-    ("llama-3-8b", "meta-llama/Meta-Llama-3.1-8B", "h100-sxm", "h100_sxm", 1, "prefill", 4000, 1),
-    ("llama-3-8b", "meta-llama/Meta-Llama-3.1-8B", "h100-sxm", "h100_sxm", 1, "decode", 1000, 1),
-    ("llama-3-8b", "meta-llama/Meta-Llama-3.1-8B", "h100-sxm", "h100_sxm", 1, "decode", 1000, 64),
-    ("llama-3-8b", "meta-llama/Meta-Llama-3.1-8B", "h100-sxm", "h100_sxm", 1, "decode", 1000, 256),
-    ("llama-3-8b", "meta-llama/Meta-Llama-3.1-8B", "h200", "h200_sxm", 1, "prefill", 4000, 1),
-    ("llama-3-8b", "meta-llama/Meta-Llama-3.1-8B", "h200", "h200_sxm", 1, "decode", 1024, 128),
-    ("llama-3-8b", "meta-llama/Meta-Llama-3.1-8B", "a100-80g", "a100_sxm", 1, "prefill", 4000, 1),
-    ("llama-3-8b", "meta-llama/Meta-Llama-3.1-8B", "a100-80g", "a100_sxm", 1, "decode", 1000, 64),
-    ("qwen3-8b", "Qwen/Qwen3-8B", "h100-sxm", "h100_sxm", 1, "prefill", 2000, 1),
-    ("qwen3-8b", "Qwen/Qwen3-8B", "h200", "h200_sxm", 1, "decode", 2000, 32),
-    ("llama-3-70b", "meta-llama/Meta-Llama-3.1-70B", "h100-sxm", "h100_sxm", 4, "prefill", 4000, 1),
-    ("llama-3-70b", "meta-llama/Meta-Llama-3.1-70B", "h100-sxm", "h100_sxm", 8, "prefill", 4000, 1),
-    ("llama-3-70b", "meta-llama/Meta-Llama-3.1-70B", "h100-sxm", "h100_sxm", 4, "decode", 2000, 64),
-    ("llama-3-70b", "meta-llama/Meta-Llama-3.1-70B", "h200", "h200_sxm", 8, "decode", 2000, 128),
-    ("llama-3-70b", "meta-llama/Meta-Llama-3.1-70B", "a100-80g", "a100_sxm", 8, "prefill", 2000, 1),
+    ("llama-3.1-8b", L8, "h100-sxm", "h100_sxm", 1, "prefill", 1000, 1, None),
+    ("llama-3.1-8b", L8, "h100-sxm", "h100_sxm", 1, "prefill", 4000, 1, None),
+    ("llama-3.1-8b", L8, "h100-sxm", "h100_sxm", 1, "decode", 1000, 1, None),
+    ("llama-3.1-8b", L8, "h100-sxm", "h100_sxm", 1, "decode", 1000, 64, None),
+    ("llama-3.1-8b", L8, "h100-sxm", "h100_sxm", 1, "decode", 1000, 256, None),
+    ("llama-3.1-8b", L8, "h200", "h200_sxm", 1, "prefill", 4000, 1, None),
+    ("llama-3.1-8b", L8, "h200", "h200_sxm", 1, "decode", 1024, 128, None),
+    ("llama-3.1-8b", L8, "a100-80g", "a100_sxm", 1, "prefill", 4000, 1, None),
+    ("llama-3.1-8b", L8, "a100-80g", "a100_sxm", 1, "decode", 1000, 64, None),
+    ("llama-3.1-8b", L8, "b200", "b200_sxm", 1, "prefill", 4000, 1, None),
+    ("llama-3.1-8b", L8, "b200", "b200_sxm", 1, "decode", 1000, 128, None),
+    ("llama-3.1-8b", L8, "gb200", "gb200", 1, "prefill", 4000, 1, None),
+    ("qwen3-8b", "Qwen/Qwen3-8B", "h100-sxm", "h100_sxm", 1, "prefill", 2000, 1, None),
+    ("qwen3-8b", "Qwen/Qwen3-8B", "h200", "h200_sxm", 1, "decode", 2000, 32, None),
+    ("qwen3-32b", "Qwen/Qwen3-32B", "h200", "h200_sxm", 2, "prefill", 4000, 1, None),
+    ("qwen3-32b", "Qwen/Qwen3-32B", "h200", "h200_sxm", 2, "decode", 4000, 32, None),
+    ("llama-3.1-70b", L70, "h100-sxm", "h100_sxm", 4, "prefill", 4000, 1, None),
+    ("llama-3.1-70b", L70, "h100-sxm", "h100_sxm", 8, "prefill", 4000, 1, None),
+    ("llama-3.1-70b", L70, "h100-sxm", "h100_sxm", 4, "decode", 2000, 64, None),
+    ("llama-3.1-70b", L70, "h200", "h200_sxm", 8, "decode", 2000, 128, None),
+    ("llama-3.1-70b", L70, "a100-80g", "a100_sxm", 8, "prefill", 2000, 1, None),
+    ("llama-3.1-70b", L70, "b200", "b200_sxm", 4, "prefill", 4000, 1, None),
+    ("llama-3.1-70b", L70, "h100-sxm", "h100_sxm", 4, "prefill", 4000, 1, "fp8"),
+    ("llama-3.1-70b", L70, "h100-sxm", "h100_sxm", 4, "decode", 2000, 64, "fp8"),
+    ("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", "h200", "h200_sxm", 1, "prefill", 4000, 1, None),
+    ("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", "h200", "h200_sxm", 1, "decode", 2000, 64, None),
+    ("deepseek-r1", "deepseek-ai/DeepSeek-R1", "h200", "h200_sxm", 8, "prefill", 4000, 1, None),
+    ("deepseek-r1", "deepseek-ai/DeepSeek-R1", "h200", "h200_sxm", 8, "decode", 2000, 64, None),
 ]
 
 HEADER = """\
@@ -59,7 +74,11 @@ HEADER = """\
 def estimate(point: tuple, backend: str) -> float | None:
     from aiconfigurator.cli.api import cli_estimate
 
-    _, aic_model, _, system, tp, kind, isl, batch = point
+    model, aic_model, _, system, tp, kind, isl, batch, weights = point
+    moe = model.startswith(("qwen3-30b", "qwen3-235b", "deepseek"))
+    extra = {"moe_tp_size": tp, "moe_ep_size": 1} if moe else {}
+    if weights == "fp8":
+        extra["gemm_quant_mode"] = "fp8"
     try:
         result = cli_estimate(
             model_path=aic_model,
@@ -70,6 +89,7 @@ def estimate(point: tuple, backend: str) -> float | None:
             osl=2,
             batch_size=batch,
             tp_size=tp,
+            **extra,
         )
     except Exception as exc:  # a backend without a database for this system
         print(f"  {backend} {point}: {exc}")
@@ -87,14 +107,17 @@ def main() -> int:
     for point in POINTS:
         times = {b: estimate(point, b) for b in BACKENDS}
         rows.append((point, times))
-        model, _, chip, _, tp, kind, isl, batch = point
+        model, _, chip, _, tp, kind, isl, batch, weights = point
         shown = " | ".join(f"{t:.2f}" if t else "-" for t in times.values())
-        print(f"| {model} | {chip} | TP{tp} | {kind} | {isl} | {batch} | {shown} |", flush=True)
+        w = weights or "as released"
+        print(f"| {model} | {chip} | TP{tp} | {w} | {kind} | {isl} | {batch} | {shown} |")
     if args.write:
         out = [HEADER]
         for i, (point, times) in enumerate(rows):
-            model, aic_model, chip, system, tp, kind, isl, batch = point
+            model, aic_model, chip, system, tp, kind, isl, batch, weights = point
             out.append(f"[[steps]]\nid = {i}")
+            if weights:
+                out.append(f'weights = "{weights}"')
             out.append(f'model = "{model}"\naic_model = "{aic_model}"')
             out.append(f'chip = "{chip}"\nsystem = "{system}"\ntp = {tp}')
             out.append(f'kind = "{kind}"\ntokens = {isl}\nbatch = {batch}')

@@ -49,6 +49,10 @@ class EngineSimulator:
         deployment = self._preset(config.preset)[0]
         if config.pd_ratio is not None:
             deployment = _with_ratio(deployment, *config.pd_ratio)
+        if config.weight_dtype is not None:
+            deployment = replace(deployment, weight_dtype=config.weight_dtype)
+        if config.kv_dtype is not None:
+            deployment = replace(deployment, kv_dtype=config.kv_dtype)
         return deployment.with_mode(config.mode)
 
     def resolve(self, config: SimConfig) -> Resolved:
@@ -94,4 +98,9 @@ def _label(deployment: Deployment) -> str:
         shape = f"{counts['prefill']}P{counts['decode']}D"
     else:
         shape = f"x{sum(group.count for _, group in groups)}"
-    return f"{deployment.name} {deployment.mode} {shape}"
+    precision = "".join(
+        f" {what} {dtype}"
+        for what, dtype in (("weights", deployment.weight_dtype), ("KV", deployment.kv_dtype))
+        if dtype is not None
+    )
+    return f"{deployment.name} {deployment.mode} {shape}{precision}"

@@ -36,6 +36,8 @@ class SimConfig:
     preset: str
     mode: str | None = None  # None: the preset's own mode
     pd_ratio: tuple[int, int] | None = None  # None: the preset's own node counts
+    weight_dtype: str | None = None  # None: the preset's own precision
+    kv_dtype: str | None = None
 
 
 @dataclass(frozen=True)

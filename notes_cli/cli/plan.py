@@ -76,6 +76,15 @@ def plan(
     chunk_tokens: str = typer.Option(
         "512", "--chunk-tokens", help="Chunk sizes for chunked mode (comma list)."
     ),
+    weight_dtype: str | None = typer.Option(
+        None,
+        "--weight-dtype",
+        help="Serve the weights in this precision: bf16, fp16, fp8, int4, fp4, nvfp4, mxfp4 "
+        "(default: the model's, e.g. fp8 for DeepSeek-R1).",
+    ),
+    kv_dtype: str | None = typer.Option(
+        None, "--kv-dtype", help="KV cache precision: bf16, fp16 or fp8 (default: bf16)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed for lengths and arrivals."),
     tolerance: float = typer.Option(
         0.05, "--tolerance", help="Capacity search stops within this relative bracket."
@@ -105,9 +114,11 @@ def plan(
     as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.plan/1 document."),
 ) -> None:
     """Find the deployment that serves a workload at its SLOs with the fewest chips (or the
-    lowest price): modes, TP per phase, P:D instance counts, batch and chunk sizes, each
-    candidate's capacity found by simulation. Deterministic for a seed."""
+    lowest price): modes, TP per phase (and for MoE models expert parallelism and attention
+    data parallelism), P:D instance counts, batch and chunk sizes, each candidate's capacity
+    found by simulation. Deterministic for a seed."""
     from notes_cli import render
+    from notes_cli.cli.simulate import precision
     from notes_cli.engine.core.config import MODES
     from notes_cli.engine.core.profiles import load_catalog
     from notes_cli.plan.planner import PlanRequest
@@ -120,6 +131,7 @@ def plan(
     chips = _chips(chip, catalog)
     _known("model", model, catalog.models)
     _known("link", link, catalog.links)
+    weight_dtype, kv_dtype = precision(weight_dtype, kv_dtype)
     mode_list = tuple(m.strip() for m in modes.split(",") if m.strip())
     for m in mode_list:
         if m not in MODES:
@@ -165,6 +177,8 @@ def plan(
             max_instances=max_instances,
             max_batches=_ints(max_batch, "--max-batch"),
             chunk_sizes=_ints(chunk_tokens, "--chunk-tokens"),
+            weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype,
         ),
         slo=PlanSlo(slo_ttft_ms, slo_tpot_ms, slo_tbt_ms, percentile / 100, attainment),
         workload=_workload(input_len, output_len, dist, trace, requests, burstiness, seed),

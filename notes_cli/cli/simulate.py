@@ -27,6 +27,15 @@ def simulate(
     pd_ratio: str | None = typer.Option(
         None, "--pd-ratio", help="Prefill:decode node ratios to compare, e.g. 1:1,2:1."
     ),
+    weight_dtype: str | None = typer.Option(
+        None,
+        "--weight-dtype",
+        help="Serve the weights in this precision: bf16, fp16, fp8, int4, fp4, nvfp4, mxfp4 "
+        "(default: the preset's, else the model's).",
+    ),
+    kv_dtype: str | None = typer.Option(
+        None, "--kv-dtype", help="KV cache precision: bf16, fp16 or fp8 (default: the preset's)."
+    ),
     input_len: int | None = typer.Option(
         None, "--input-len", help="Prompt tokens (median if lognormal). Default 512."
     ),
@@ -150,7 +159,7 @@ def simulate(
         concurrency=concurrency,
     )
     report = simulate_configs(
-        _configs(preset, mode, pd_ratio),
+        _configs(preset, mode, pd_ratio, precision(weight_dtype, kv_dtype)),
         workload,
         rates=sweep,
         slo=slo,
@@ -194,7 +203,25 @@ def _positive(text: str, flag: str) -> float:
     return value
 
 
-def _configs(presets: list[str], modes: list[str], pd_ratio: str | None) -> list[SimConfig]:
+def precision(weight_dtype: str | None, kv_dtype: str | None) -> tuple[str | None, str | None]:
+    """--weight-dtype and --kv-dtype, checked against the precisions the cost model knows."""
+    from notes_cli.engine.core.profiles import KV_DTYPES, WEIGHT_DTYPES
+
+    for flag, value, known in (
+        ("--weight-dtype", weight_dtype, WEIGHT_DTYPES),
+        ("--kv-dtype", kv_dtype, KV_DTYPES),
+    ):
+        if value is not None and value not in known:
+            raise UsageError(f"{flag}: unknown precision {value!r}; choose from {', '.join(known)}")
+    return weight_dtype, kv_dtype
+
+
+def _configs(
+    presets: list[str],
+    modes: list[str],
+    pd_ratio: str | None,
+    dtypes: tuple[str | None, str | None] = (None, None),
+) -> list[SimConfig]:
     from notes_cli.bench.simulate import SimConfig
     from notes_cli.engine.core.config import MODES, EngineConfig
 
@@ -204,7 +231,7 @@ def _configs(presets: list[str], modes: list[str], pd_ratio: str | None) -> list
     ratios: list[tuple[int, int] | None] = [*_ratios(pd_ratio)] if pd_ratio else [None]
     chosen_modes: list[str | None] = [*modes] if modes else [None]
     return [
-        SimConfig(p, m, r)
+        SimConfig(p, m, r, *dtypes)
         for p in (presets or [EngineConfig().preset])
         for m in chosen_modes
         for r in ratios

@@ -28,7 +28,13 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from notes_cli.bench.stats import DEFAULT_RELATIVE_ERROR
-from notes_cli.engine.core.costmodel import NodeCost, layerwise_split_ms, transfer_ms
+from notes_cli.engine.core.costmodel import (
+    NodeCost,
+    kv_bytes,
+    kv_streams,
+    layerwise_split_ms,
+    transfer_ms,
+)
 from notes_cli.engine.core.profiles import Catalog, Deployment, ModelShape, NodeGroup
 from notes_cli.plan.slo import Judge, PlanSlo
 from notes_cli.plan.space import Candidate
@@ -67,18 +73,17 @@ class Bounds:
     ):
         self.catalog, self.model, self.workload, self.seed = catalog, model, workload, seed
         self.link = catalog.links[link]
-        self._prefill: dict[tuple[str, int], list[float]] = {}
-        self._decode: dict[tuple[str, int, str], list[float]] = {}
-        self._costs: dict[tuple[str, int, str, float], NodeCost] = {}
+        self._prefill: dict[tuple[object, ...], list[float]] = {}
+        self._decode: dict[tuple[object, ...], list[float]] = {}
+        self._costs: dict[tuple[object, ...], NodeCost] = {}
         self.max_input = max(p[0] for p in workload.pairs)
         self.max_need = max(p[0] + p[1] for p in workload.pairs)
         self.min_need = min(p[0] + p[1] for p in workload.pairs)
-        self._flops_sorted: list[float] | None = None
+        self._work_sorted: dict[tuple[object, ...], tuple[list[float], list[float]]] = {}
         # Decode tokens (output - 1) of the requests, smallest first, as prefix sums.
         self.decode_tokens_prefix = _prefix(sorted(p[1] - 1 for p in workload.pairs))
         self.max_decode_tokens = max(p[1] - 1 for p in workload.pairs)
         self._last_arrival: dict[int, float] = {}
-        self._flops_values: list[float] = []
         self._decode_values = sorted(p[1] - 1 for p in workload.pairs)
 
     def last_arrival_ms(self, repeat: int) -> float:
@@ -88,10 +93,16 @@ class Bounds:
             self._last_arrival[repeat] = max((i.arrival_ms for i in items), default=0.0)
         return self._last_arrival[repeat]
 
-    def smallest_flops(self, m: int, repeat: int) -> float:
-        """Sum of the m smallest prefill FLOPs among `repeat` copies of the requests."""
-        prefix = self.prefill_flops_prefix()
-        return _smallest(prefix, self._flops_values, m, repeat)
+    def smallest_prefill_ms(self, cost: NodeCost, m: int, repeat: int) -> float:
+        """Compute time (weights' GEMMs and causal attention, no overhead) of the m smallest
+        prefills among `repeat` copies of the requests on `cost`'s node: batching and chunking
+        never do less work than this."""
+        key = (cost,)
+        if key not in self._work_sorted:
+            values = sorted(cost.prefill_compute_ms(n) for n, _ in self.workload.pairs)
+            self._work_sorted[key] = (values, _prefix(values))
+        values, prefix = self._work_sorted[key]
+        return _smallest(prefix, values, m, repeat)
 
     def decode_cutoffs(self) -> list[tuple[int, int]]:
         """(L, how many requests have more than L decode tokens) for L at the deciles of
@@ -110,30 +121,17 @@ class Bounds:
     def smallest_decode_tokens(self, m: int, repeat: int) -> float:
         return _smallest(self.decode_tokens_prefix, self._decode_values, m, repeat)
 
-    def prefill_flops_prefix(self) -> list[float]:
-        """Each request's prefill FLOPs (weights and causal attention), smallest first, as
-        prefix sums: batching and chunking never do less work than this."""
-        if self._flops_sorted is None:
-            m = self.model
-            flops = sorted(
-                2.0 * m.params_b * 1e9 * n + 4.0 * m.layers * m.hidden * n * n / 2.0
-                for n, _ in self.workload.pairs
-            )
-            self._flops_values = flops
-            self._flops_sorted = _prefix(flops)
-        return self._flops_sorted
-
     def cost(self, group: NodeGroup, dep: Deployment) -> NodeCost:
-        key = (group.chip, group.tp, dep.decode_exec, dep.tp_efficiency)
+        key = _shape_key(group, dep)
         cost = self._costs.get(key)
         if cost is None:
             chip = self.catalog.chips[group.chip]
-            cost = NodeCost(self.model, chip, group.tp, dep.decode_exec, dep.tp_efficiency)
+            cost = NodeCost.for_group(self.model, chip, group, dep)
             self._costs[key] = cost
         return cost
 
     def prefill_ms(self, group: NodeGroup, dep: Deployment) -> list[float]:
-        key = (group.chip, group.tp)
+        key = _shape_key(group, dep)
         times = self._prefill.get(key)
         if times is None:
             cost = self.cost(group, dep)
@@ -143,7 +141,7 @@ class Bounds:
 
     def step_ms(self, group: NodeGroup, dep: Deployment) -> list[float]:
         """Batch-1 decode step over each request's prompt plus its first token."""
-        key = (group.chip, group.tp, dep.decode_exec)
+        key = _shape_key(group, dep)
         times = self._decode.get(key)
         if times is None:
             cost = self.cost(group, dep)
@@ -152,12 +150,11 @@ class Bounds:
         return times
 
     def transfer_ms(self, dep: Deployment, prefill: NodeGroup, decode: NodeGroup) -> list[float]:
-        streams = max(1, min(self.link.nics, prefill.tp, decode.tp, self.model.kv_heads))
-        per_token = self.model.kv_bytes_per_token
+        streams = kv_streams(prefill, decode, self.model, self.link.nics)
         out = []
         prefill_times = self.prefill_ms(prefill, dep)
         for (n_in, _), p_ms in zip(self.workload.pairs, prefill_times, strict=True):
-            nbytes = n_in * per_token
+            nbytes = kv_bytes(self.model, n_in, dep.kv_dtype)
             if dep.layerwise_transfer:
                 visible, _ = layerwise_split_ms(self.link, nbytes, streams, self.model.layers, p_ms)
                 out.append(self.link.alpha_ms + visible)
@@ -283,7 +280,7 @@ def capacity_bound(
     last = candidate.group("decode") or candidate.group("colocated")
     assert first is not None and last is not None
     best = math.inf
-    work_ms = bounds.smallest_flops(m_ttft, repeat) / bounds.cost(first, dep).flops_per_ms
+    work_ms = bounds.smallest_prefill_ms(bounds.cost(first, dep), m_ttft, repeat)
     if work_ms > first.count * ttft:
         best = first.count * a / (work_ms - first.count * ttft)
     if slo.tpot_ms is not None and m_both > 0:
@@ -306,7 +303,7 @@ def capacity_bound(
                 per_token = (
                     1 / _tokens_per_ms(last, dep, bounds)
                     if candidate.mode == "colocated"
-                    else 2.0 * bounds.model.params_b * 1e9 / bounds.cost(last, dep).flops_per_ms
+                    else bounds.cost(last, dep).linear_ms_per_token()
                 )
                 busy = work_ms + tokens * per_token
                 if busy > last.count * window:
@@ -317,13 +314,11 @@ def capacity_bound(
 
 def _tokens_per_ms(group: NodeGroup, dep: Deployment, bounds: Bounds) -> float:
     cost = bounds.cost(group, dep)
-    m = bounds.model
-    weights_ms = m.weight_bytes / group.tp / cost.hbm_bytes_per_ms
-    per_token_ms = 2.0 * m.params_b * 1e9 / cost.flops_per_ms
+    per_token_ms = cost.linear_ms_per_token()
     overhead = min(cost.decode_overhead_ms, cost.eager_overhead_ms)
     room = cost.kv_capacity_tokens(dep.gpu_memory_utilization) // max(1, bounds.min_need)
     batch = max(1, min(dep.max_batch, room))
-    return batch / (max(weights_ms, batch * per_token_ms) + overhead)
+    return batch / (max(cost.weights_read_ms(batch), batch * per_token_ms) + overhead)
 
 
 class Screen:
@@ -340,7 +335,7 @@ class Screen:
         search and how many times its probes replay the lengths (`repeat`)."""
         # Memory and best-case latency depend on the node shapes only, not on node counts
         # or the batch limit.
-        shape = tuple((role, g.chip, g.tp) for role, g in candidate.groups)
+        shape = tuple((role, g.chip, g.tp, g.pp, g.ep, g.dp) for role, g in candidate.groups)
         key = (candidate.mode, shape, dep.overhead_ms)
         verdict = self._checked.get(key)
         if verdict is None:
@@ -355,3 +350,18 @@ class Screen:
             bound = capacity_bound(candidate, dep, self.bounds, self.slo, repeat)
             hint = min(hint, bound)
         return Verdict(None, rate_hint=hint, repeat=repeat), bound
+
+
+def _shape_key(group: NodeGroup, dep: Deployment) -> tuple[object, ...]:
+    """What a node's step times depend on (not its count)."""
+    return (
+        group.chip,
+        group.tp,
+        group.pp,
+        group.ep,
+        group.dp,
+        dep.decode_exec,
+        dep.tp_efficiency,
+        dep.weight_dtype,
+        dep.kv_dtype,
+    )

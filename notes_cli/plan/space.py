@@ -1,9 +1,13 @@
 """The search space: every deployment the planner considers, in one deterministic order.
 
-A candidate is one serving instance ("replica"): a mode, the chip and tensor-parallel degree of
-each node group, how many nodes each group has (the P:D instance ratio in disagg mode), the
-decode batch limit and, in chunked mode, the chunk size. Tensor parallelism must divide the
-model's attention heads and stay within --max-tp; an instance uses at most --max-chips chips.
+A candidate is one serving instance ("replica"): a mode, the chip and parallel layout of each
+node group, how many nodes each group has (the P:D instance ratio in disagg mode), the decode
+batch limit and, in chunked mode, the chunk size. Tensor parallelism must divide the model's
+attention heads and stay within --max-tp; an instance uses at most --max-chips chips. A
+mixture-of-experts model also gets expert-parallel layouts: TP with the experts split over the
+same GPUs (ep = tp), and attention data parallelism with expert parallelism over all its GPUs
+(tp 1, dp = ep = 4, 8, 16, ... up to --max-chips), the large-EP recipe of SGLang and Dynamo.
+The weights' and KV cache's precision are the user's (--weight-dtype, --kv-dtype), not searched.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 from notes_cli.engine.core.profiles import Deployment, ModelShape, NodeGroup
 
 ALL_MODES = ("disagg", "colocated", "chunked")
+_MIN_EP = 4
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,8 @@ class SearchSpace:
     max_instances: int = 4  # nodes per group (prefill, decode or colocated)
     max_batches: tuple[int, ...] = (256,)
     chunk_sizes: tuple[int, ...] = (512,)
+    weight_dtype: str | None = None  # None: the model's own precision
+    kv_dtype: str | None = None
 
     def tp_choices(self, model: ModelShape) -> tuple[int, ...]:
         """Powers of two up to max_tp that divide the model's attention heads."""
@@ -44,6 +51,20 @@ class SearchSpace:
             tp *= 2
         return tuple(out)
 
+    def layouts(self, model: ModelShape) -> tuple[Layout, ...]:
+        """(tp, dp, ep) of one node, fewest GPUs first: every TP choice, and for a MoE model
+        also TP + EP over the same GPUs and attention DP + EP (tp 1, dp = ep), for EP degrees
+        from 4 up that divide the experts. Dense models keep the TP choices alone."""
+        out = [Layout(tp) for tp in self.tp_choices(model)]
+        if model.is_moe:  # EP from 4 GPUs: EP 2 changes little and would double the search
+            out += [Layout(tp, 1, tp) for tp in self.tp_choices(model) if tp >= _MIN_EP]
+            dp = _MIN_EP
+            while dp <= self.max_chips:
+                out.append(Layout(1, dp, dp))
+                dp *= 2
+            out = [lay for lay in out if model.experts % lay.ep == 0]
+        return tuple(sorted(out, key=lambda lay: (lay.gpus, lay.dp, lay.ep)))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "chips": [{"name": c.name, "price_per_hour": c.price} for c in self.chips],
@@ -53,7 +74,26 @@ class SearchSpace:
             "max_instances": self.max_instances,
             "max_batches": list(self.max_batches),
             "chunk_sizes": list(self.chunk_sizes),
+            "weight_dtype": self.weight_dtype,
+            "kv_dtype": self.kv_dtype,
         }
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one node's GPUs are split: tp-way tensor parallel attention in dp replicas, the
+    routed experts over ep of the tp x dp GPUs."""
+
+    tp: int
+    dp: int = 1
+    ep: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.dp
+
+    def group(self, count: int, chip: str) -> NodeGroup:
+        return NodeGroup(count, chip, self.tp, 1, self.ep, self.dp)
 
 
 @dataclass(frozen=True)
@@ -66,6 +106,8 @@ class Candidate:
     groups: tuple[tuple[str, NodeGroup], ...]  # (role, group): prefill+decode, or colocated
     max_batch: int
     chunk_tokens: int = 512
+    weight_dtype: str | None = None  # the space's precision, carried into the deployment
+    kv_dtype: str | None = None
 
     @property
     def id(self) -> str:
@@ -97,7 +139,8 @@ class Candidate:
     @property
     def label(self) -> str:
         def part(g: NodeGroup) -> str:
-            return f"{g.count}x{g.chip}" + (f"-tp{g.tp}" if g.tp > 1 else "")
+            degrees = (("tp", g.tp), ("dp", g.dp), ("ep", g.ep))
+            return f"{g.count}x{g.chip}" + "".join(f"-{k}{v}" for k, v in degrees if v > 1)
 
         if self.mode == "disagg":
             p, d = self.group("prefill"), self.group("decode")
@@ -123,6 +166,8 @@ class Candidate:
             "colocated": groups.get("colocated"),
             "max_batch": self.max_batch,
             "chunk_tokens": self.chunk_tokens,
+            "weight_dtype": self.weight_dtype,
+            "kv_dtype": self.kv_dtype,
             "description": f"pdnotes engine plan: {self.label}",
             "source": "found by pdnotes engine plan",
         }
@@ -137,7 +182,8 @@ class Candidate:
             "mode": self.mode,
             "chips": self.chips,
             "groups": {
-                role: {"count": g.count, "chip": g.chip, "tp": g.tp} for role, g in self.groups
+                role: {"count": g.count, "chip": g.chip, "tp": g.tp, "dp": g.dp, "ep": g.ep}
+                for role, g in self.groups
             },
             "max_batch": self.max_batch,
             "chunk_tokens": self.chunk_tokens if self.mode == "chunked" else None,
@@ -147,7 +193,7 @@ class Candidate:
 def enumerate_candidates(space: SearchSpace, model: ModelShape) -> list[Candidate]:
     """Every candidate of `space`, in a fixed order: mode, chips, TP, counts, batch, chunk."""
     return [
-        Candidate(i, mode, groups, batch, chunk)
+        Candidate(i, mode, groups, batch, chunk, space.weight_dtype, space.kv_dtype)
         for i, (mode, groups, batch, chunk) in enumerate(_shapes(space, model))
     ]
 
@@ -155,34 +201,34 @@ def enumerate_candidates(space: SearchSpace, model: ModelShape) -> list[Candidat
 def _shapes(
     space: SearchSpace, model: ModelShape
 ) -> Iterator[tuple[str, tuple[tuple[str, NodeGroup], ...], int, int]]:
-    tps = space.tp_choices(model)
+    layouts = space.layouts(model)
     names = [c.name for c in space.chips]
     counts = range(1, space.max_instances + 1)
     default_chunk = space.chunk_sizes[0]
     for mode in space.modes:
         if mode == "disagg":
             for pc in names:
-                for ptp in tps:
+                for pl in layouts:
                     for dc in names:
-                        for dtp in tps:
+                        for dl in layouts:
                             for np_ in counts:
                                 for nd in counts:
-                                    if np_ * ptp + nd * dtp > space.max_chips:
+                                    if np_ * pl.gpus + nd * dl.gpus > space.max_chips:
                                         continue
                                     groups: tuple[tuple[str, NodeGroup], ...] = (
-                                        ("prefill", NodeGroup(np_, pc, ptp)),
-                                        ("decode", NodeGroup(nd, dc, dtp)),
+                                        ("prefill", pl.group(np_, pc)),
+                                        ("decode", dl.group(nd, dc)),
                                     )
                                     for batch in space.max_batches:
                                         yield mode, groups, batch, default_chunk
             continue
         chunks = space.chunk_sizes if mode == "chunked" else (default_chunk,)
         for chip in names:
-            for tp in tps:
+            for layout in layouts:
                 for n in counts:
-                    if n * tp > space.max_chips:
+                    if n * layout.gpus > space.max_chips:
                         continue
-                    groups = (("colocated", NodeGroup(n, chip, tp)),)
+                    groups = (("colocated", layout.group(n, chip)),)
                     for batch in space.max_batches:
                         for chunk in chunks:
                             yield mode, groups, batch, chunk

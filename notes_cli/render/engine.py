@@ -87,15 +87,22 @@ def preset_rows(catalog: Catalog) -> list[dict[str, Any]]:
 def _group(group: NodeGroup | None) -> dict[str, Any] | None:
     if group is None:
         return None
-    return {"count": group.count, "chip": group.chip, "tp": group.tp, "pp": group.pp}
+    return {
+        "count": group.count,
+        "chip": group.chip,
+        "tp": group.tp,
+        "pp": group.pp,
+        "ep": group.ep,
+        "dp": group.dp,
+    }
 
 
 def _nodes(group: dict[str, Any] | None) -> str:
     if group is None:
         return "-"
     tp = f" tp{group['tp']}" if group["tp"] > 1 else ""
-    pp = f" pp{group['pp']}" if group.get("pp", 1) > 1 else ""
-    return f"{group['count']}x {group['chip']}{tp}{pp}"
+    more = "".join(f" {k}{group[k]}" for k in ("dp", "ep", "pp") if group.get(k, 1) > 1)
+    return f"{group['count']}x {group['chip']}{tp}{more}"
 
 
 def presets_table(rows: list[dict[str, Any]]) -> None:

@@ -2,27 +2,32 @@
 
 Every step costs max(compute time, memory time) + a fixed per-step overhead:
 
-    compute = FLOPs / (peak FLOP/s * tp * tp_efficiency * MFU of the phase)
-    memory  = (weights / tp + KV bytes read / tp) / (HBM bandwidth * bandwidth efficiency)
-    FLOPs   = 2 * params * new_tokens + 4 * layers * hidden * attended_pairs
-    comm    = 2 * layers * (allreduce latency + 2 (tp-1)/tp * new_tokens * hidden * dtype / bus bw)
+    compute = linear FLOPs / (weight-precision peak * G * MFU)
+              + attention FLOPs / (bf16 peak * G * MFU)          G = tp x dp GPUs of a stage
+    memory  = (weights read per GPU + KV bytes read per GPU) / (HBM bandwidth * bandwidth eff.)
+    linear FLOPs    = 2 * active params * new_tokens
+    attention FLOPs = 2 * heads * (qk_dim + v_dim) * (full layers * attended_pairs
+                      + sliding layers * min(attended_pairs, new_tokens * window))
+    comm    = attention all-reduces + MLP all-reduces or expert all-to-alls (EP)
     p2p     = (pp-1) * (allreduce latency + new_tokens * hidden * dtype / bus bw)
 
-and with tp > 1 each step adds `comm`: two ring all-reduces per layer (after attention and after
-the MLP, Megatron-style tensor parallelism) over the chip's intra-node link. A step that carries
+With tp > 1 each layer pays two ring all-reduces (after attention and after the MLP,
+Megatron-style) over the chip's intra-node link; with expert parallelism (ep > 1) a MoE layer's
+all-reduce becomes a dispatch and a combine all-to-all. A MoE step reads the non-expert weights
+and only the experts its tokens touch: E * (1 - (1 - k/E)^tokens) per layer. A step that carries
 prompt tokens (prefill, chunked) computes at the chip's prefill MFU (`mfu`), a pure decode step
 at its `decode_mfu` (small-batch GEMMs reach less of the peak). With pipeline stages (pp > 1)
-each stage holds layers / pp on its own tp GPUs and a step passes the stages in turn: compute
-and weight reads are split over the stages but run one after another, so a step's latency is the
-tp-only one plus the activations' hops between stages (`p2p`); the stages add KV memory and KV
-rails, not speed (micro-batch pipelining is not modelled).
+each stage holds layers / pp on its own GPUs and a step passes the stages in turn: compute and
+weight reads are split over the stages but run one after another, so a step's latency is the
+single-stage one plus the activations' hops between stages (`p2p`); the stages add KV memory and
+KV rails, not speed (micro-batch pipelining is not modelled).
 
 `attended_pairs` counts (query token, context token) pairs: n*n/2 for a causal prefill of n tokens,
 the context length for each decoding sequence. Prefill steps run eager (per-layer launch cost);
 decode steps use captured graphs or eager per the deployment. A KV transfer of s bytes takes
 alpha + (s + half_bytes) / (line rate * peak efficiency), i.e. alpha + s / B_eff(s) with
-B_eff(s) = line * peak_eff * s / (s + half_bytes). The formulas and their sources are in
-docs/engine-model.md.
+B_eff(s) = line * peak_eff * s / (s + half_bytes). The formulas, MoE, MLA, precision, EP and
+attention DP, and their sources are in docs/engine-model.md.
 """
 
 from __future__ import annotations
@@ -30,8 +35,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from notes_cli.engine.core.kernels import step_efficiency
-from notes_cli.engine.core.profiles import Chip, Link, ModelShape, NodeGroup
+from notes_cli.engine.core.profiles import (
+    KV_DTYPES,
+    WEIGHT_DTYPES,
+    Chip,
+    Deployment,
+    Link,
+    ModelShape,
+    NodeGroup,
+)
 
+FP8_GEMM_DTYPES = ("fp8", "fp4", "nvfp4", "mxfp4")
+"""Weight precisions whose GEMMs take fp8 (or narrower) activations, so an EP dispatch sends fp8."""
 _TFLOPS = 1e12
 _TB = 1e12
 _MS_PER_S = 1e3
@@ -46,7 +61,11 @@ class NodeCost:
     tp: int = 1
     decode_exec: str = "graph"  # "graph" | "eager"
     tp_efficiency: float = 1.0
-    pp: int = 1  # pipeline stages, each on its own tp GPUs
+    pp: int = 1  # pipeline stages, each on its own tp x dp GPUs
+    ep: int = 1  # expert parallelism over the tp x dp GPUs of a stage
+    dp: int = 1  # attention data parallelism: dp replicas of tp GPUs split the batch
+    weight_dtype: str | None = None  # None: the model's own precision
+    kv_dtype: str | None = None  # None: the model's dtype_bytes
     # Derived once in __post_init__: step_ms runs for every simulated step (the hot path).
     _prefill_flops_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _decode_flops_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
@@ -54,44 +73,65 @@ class NodeCost:
     _hbm_bytes_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _prefill_attn_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _decode_attn_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
-    _half_tokens: float = field(init=False, repr=False, compare=False, default=0.0)
-    _half_context: float = field(init=False, repr=False, compare=False, default=0.0)
+    _dense_half_flops: float = field(init=False, repr=False, compare=False, default=0.0)
+    _expert_half_flops: float = field(init=False, repr=False, compare=False, default=0.0)
+    _prefill_attn_half: float = field(init=False, repr=False, compare=False, default=0.0)
+    _decode_attn_half: float = field(init=False, repr=False, compare=False, default=0.0)
     _kv_bytes_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _seq_ms: float = field(init=False, repr=False, compare=False, default=0.0)
-    _gemm_flops_per_token: float = field(init=False, repr=False, compare=False, default=0.0)
-    _attn_flops_per_pair: float = field(init=False, repr=False, compare=False, default=0.0)
-    _weights_ms: float = field(init=False, repr=False, compare=False, default=0.0)
-    _kv_ms_per_token: float = field(init=False, repr=False, compare=False, default=0.0)
     _eager_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _decode_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _shape: _StepShape = field(init=False, repr=False, compare=False)
+
+    @classmethod
+    def for_group(
+        cls, model: ModelShape, chip: Chip, group: NodeGroup, dep: Deployment
+    ) -> NodeCost:
+        """The cost of one node of `group` serving `model` as `dep` says (exec mode, precision)."""
+        return cls(
+            model,
+            chip,
+            group.tp,
+            dep.decode_exec,
+            dep.tp_efficiency,
+            group.pp,
+            group.ep,
+            group.dp,
+            dep.weight_dtype,
+            dep.kv_dtype,
+        )
 
     def __post_init__(self) -> None:
-        scale = self.tp * (self.tp_efficiency if self.tp > 1 else 1.0)
+        gpus = self.tp * self.dp
+        scale = gpus * (self.tp_efficiency if self.tp > 1 else 1.0)
         peak = self.chip.tflops * _TFLOPS * scale / _MS_PER_S
-        eff = step_efficiency(self.model, self.chip, self.tp)
+        object.__setattr__(self, "_shape", _StepShape.of(self))
+        sh, m = self._shape, self.model
+        weights = self.weight_dtype or m.weight_dtype
+        eff = step_efficiency(m, self.chip, self.tp, self.ep, self.dp, weights)
         decode_mfu = self.chip.decode_mfu if self.chip.decode_mfu is not None else self.chip.mfu
         if eff.measured:  # one measured curve for both phases: the tokens in a step decide
-            decode_mfu = self.chip.mfu
-        object.__setattr__(self, "_prefill_flops_per_ms", peak * self.chip.mfu)
+            decode_mfu = eff.gemm_mfu
+        # linear FLOPs are in bf16-peak units (fp8 counts 1/speedup): so are the half terms
+        speedup = 2.0 * m.active_params / sh.linear_flops if sh.linear_flops else 1.0
+        object.__setattr__(self, "_prefill_flops_per_ms", peak * eff.gemm_mfu)
         object.__setattr__(self, "_decode_flops_per_ms", peak * decode_mfu)
-        object.__setattr__(self, "_prefill_attn_per_ms", peak * (eff.attn_mfu or self.chip.mfu))
+        object.__setattr__(self, "_prefill_attn_per_ms", peak * (eff.attn_mfu or eff.gemm_mfu))
         object.__setattr__(self, "_decode_attn_per_ms", peak * (eff.attn_mfu or decode_mfu))
-        object.__setattr__(self, "_half_tokens", eff.half_tokens)
-        object.__setattr__(self, "_half_context", eff.half_context)
-        object.__setattr__(self, "_comm", self.tp > 1 or self.pp > 1)
+        object.__setattr__(self, "_dense_half_flops", 2.0 * eff.dense_half_params / speedup)
+        object.__setattr__(self, "_expert_half_flops", 2.0 * eff.expert_half_params / speedup)
+        pair = sh.prefill_attn_full + sh.prefill_attn_slid
+        object.__setattr__(self, "_prefill_attn_half", pair * eff.half_context)
+        pair = sh.decode_attn_full + sh.decode_attn_slid
+        object.__setattr__(self, "_decode_attn_half", pair * eff.half_context)
+        object.__setattr__(self, "_comm", gpus > 1 or self.pp > 1)
         hbm = self.chip.hbm_tbps * _TB / _MS_PER_S
         kv_bw_eff = self.chip.kv_bw_eff or self.chip.bw_eff
-        eager_ms = self.model.layers * self.chip.eager_us_per_layer / 1000.0
-        decode_ms = self.chip.graph_step_ms if self.decode_exec == "graph" else eager_ms
         object.__setattr__(self, "_hbm_bytes_per_ms", hbm * self.chip.bw_eff)
         object.__setattr__(self, "_kv_bytes_per_ms", hbm * kv_bw_eff)
-        object.__setattr__(self, "_seq_ms", self.model.layers * self.chip.kv_seq_us / 1000.0)
-        m = self.model
-        object.__setattr__(self, "_gemm_flops_per_token", 2.0 * m.params_b * 1e9)
-        object.__setattr__(self, "_attn_flops_per_pair", 4.0 * m.layers * m.hidden)
-        object.__setattr__(self, "_weights_ms", m.weight_bytes / self.tp / self._hbm_bytes_per_ms)
-        kv_ms = m.kv_bytes_per_token / self.tp / self._kv_bytes_per_ms
-        object.__setattr__(self, "_kv_ms_per_token", kv_ms)
+        object.__setattr__(self, "_seq_ms", m.layers * self.chip.kv_seq_us / 1000.0)
+        eager_ms = m.layers * self.chip.eager_us_per_layer / 1000.0
+        decode_ms = self.chip.graph_step_ms if self.decode_exec == "graph" else eager_ms
         object.__setattr__(self, "_eager_ms", eager_ms)
         object.__setattr__(self, "_decode_ms", decode_ms)
 
@@ -124,15 +164,34 @@ class NodeCost:
         `eager` marks a step that carries prompt tokens: it runs eager and computes at the
         prefill MFU; otherwise it is a pure decode step (decode MFU, graph or eager per
         decode_exec)."""
-        # Measured kernels (kernels.py): GEMMs at mfu * M / (M + half_tokens) and attention at
-        # attn_mfu * c / (c + half_context) give these linear forms (both 0 with constant MFUs).
-        gemm = self._gemm_flops_per_token * (new_tokens + self._half_tokens)
-        attn = self._attn_flops_per_pair * (attended_pairs + self._half_context * new_tokens)
-        memory = self._weights_ms + kv_read_tokens * self._kv_ms_per_token
+        sh = self._shape
+        window = new_tokens * sh.window
+        slid_pairs = attended_pairs if attended_pairs < window else window
+        slid_kv = kv_read_tokens if kv_read_tokens < window else window
+        read = sh.dense_bytes
+        # Measured kernels (kernels.py): the GEMMs' and attention's efficiency curves add
+        # these "half" terms (0 with constant MFUs); a routed expert's only if touched.
+        gemm = sh.linear_flops * new_tokens + self._dense_half_flops
+        if sh.experts:  # distinct experts the step's tokens touch, per MoE layer
+            touched = 1.0 - sh.miss ** min(new_tokens, 1e6)
+            read += sh.expert_bytes * sh.experts * touched
+            gemm += self._expert_half_flops * touched
+        memory = read / self._hbm_bytes_per_ms
+        memory += (sh.kv_full * kv_read_tokens + sh.kv_slid * slid_kv) / self._kv_bytes_per_ms
         if eager:
+            attn = (
+                sh.prefill_attn_full * attended_pairs
+                + sh.prefill_attn_slid * slid_pairs
+                + self._prefill_attn_half * new_tokens
+            )
             compute = gemm / self._prefill_flops_per_ms + attn / self._prefill_attn_per_ms
             overhead = self._eager_ms
         else:
+            attn = (
+                sh.decode_attn_full * attended_pairs
+                + sh.decode_attn_slid * slid_pairs
+                + self._decode_attn_half * new_tokens
+            )
             compute = gemm / self._decode_flops_per_ms + attn / self._decode_attn_per_ms
             memory += new_tokens * self._seq_ms  # decode attention's per-sequence cost
             overhead = self._decode_ms
@@ -141,14 +200,60 @@ class NodeCost:
         return max(compute, memory) + overhead
 
     def allreduce_ms(self, new_tokens: float) -> float:
-        """Tensor-parallel communication of one step: 2 all-reduces per layer of the
-        activations (new_tokens x hidden), ring algorithm, not overlapped with compute."""
-        if self.tp <= 1 or self.chip.intra_gbps <= 0:
-            return 0.0
+        """Communication of one step inside a pipeline stage, not overlapped with compute.
+        Attention: one ring all-reduce per layer over the tp GPUs of each dp replica, of that
+        replica's activations (new_tokens / dp x hidden). MLP: dense layers the same; a MoE
+        layer with ep > 1 a dispatch and a combine all-to-all (alltoall_ms), with ep = 1 one
+        all-reduce over all tp x dp GPUs of the whole step's activations (dp = 1: over tp)."""
         m = self.model
-        message = new_tokens * m.hidden * m.dtype_bytes
-        ring = 2.0 * (self.tp - 1) / self.tp * message / (self.chip.intra_gbps * 1e9) * _MS_PER_S
-        return 2 * m.layers * (self.chip.allreduce_us / 1000.0 + ring)
+        gpus = self.tp * self.dp
+        if gpus <= 1 or self.chip.intra_gbps <= 0:
+            return 0.0
+        replica = self._ring_ms(new_tokens / self.dp, self.tp)
+        dense_mlp_layers = m.layers - m.moe_layers
+        total = (m.layers + dense_mlp_layers) * replica
+        if m.moe_layers:
+            if self.ep > 1:
+                total += m.moe_layers * self.alltoall_ms(new_tokens)
+            else:
+                total += m.moe_layers * self._ring_ms(new_tokens, gpus)
+        return total
+
+    def _ring_ms(self, tokens: float, gpus: int) -> float:
+        """One ring all-reduce of tokens x hidden activations over `gpus` GPUs (0 for one)."""
+        if gpus <= 1:
+            return 0.0
+        message = tokens * self.model.hidden * self.model.dtype_bytes
+        ring = 2.0 * (gpus - 1) / gpus * message / (self.chip.intra_gbps * 1e9) * _MS_PER_S
+        return self.chip.allreduce_us / 1000.0 + ring
+
+    def alltoall_ms(self, new_tokens: float) -> float:
+        """Expert parallelism, one MoE layer: dispatch sends each token's activations to the
+        GPUs holding its experts, combine brings the results back (DeepEP's pattern). Each of
+        the tp x dp GPUs sends its share of the step's tokens, each token to min(k, ep) GPUs:
+            bytes = new_tokens / (tp x dp) * hidden * dtype * min(k, ep)   per direction,
+        of which (ep - 1) / ep go to other GPUs (the formula's tokens*hidden*bytes*(ep-1)/ep).
+        With the ep GPUs in one NVLink domain (ep <= chip.node_gpus) they all cross NVLink
+        (intra_gbps, allreduce_us); beyond it the share bound for other nodes, (ep -
+        node_gpus) / ep, crosses each GPU's own NIC (scaleout_gbps, scaleout_us) while the rest
+        crosses NVLink at the same time. Dispatch is in fp8 when the experts' GEMMs are (fp8 or
+        fp4 weights), combine in the activations' dtype. Time = 2 latencies + the slower share
+        of each direction; not overlapped with compute."""
+        if self.ep <= 1:
+            return 0.0
+        m, chip = self.model, self.chip
+        per_gpu = new_tokens / (self.tp * self.dp) * m.hidden * min(m.active_experts, self.ep)
+        local = min(self.ep, chip.node_gpus)
+        on_share = (local - 1) / self.ep
+        off_share = (self.ep - local) / self.ep
+        latency_us = chip.scaleout_us if off_share else chip.allreduce_us
+        total = 0.0
+        for dtype in (self._shape.dispatch_bytes, float(m.dtype_bytes)):
+            message = per_gpu * dtype
+            on = message * on_share / (chip.intra_gbps * 1e9) if chip.intra_gbps > 0 else 0.0
+            off = message * off_share / (chip.scaleout_gbps * 1e9) if off_share else 0.0
+            total += latency_us / 1000.0 + max(on, off) * _MS_PER_S
+        return total
 
     def stage_hops_ms(self, new_tokens: float) -> float:
         """Pipeline parallelism: the step's activations (new_tokens x hidden) hop from each
@@ -184,31 +289,184 @@ class NodeCost:
         return self.step_ms(batch + chunk_tokens, pairs, kv_read, eager=True)
 
     def roofline_decode_floor_ms(self) -> float:
-        """Weights over raw HBM bandwidth: the fastest a batch-1 decode step could ever be."""
-        return self.model.weight_bytes / self.tp / (self.chip.hbm_tbps * _TB) * _MS_PER_S
+        """Weights a batch-1 step reads over raw HBM bandwidth: the fastest a decode step
+        could ever be."""
+        sh = self._shape
+        read = sh.dense_bytes + sh.expert_bytes * sh.experts * (1.0 - sh.miss)
+        return read / (self.chip.hbm_tbps * _TB) * _MS_PER_S
 
-    def kv_capacity_tokens(self, gpu_memory_utilization: float = 0.9) -> int:
-        """KV entries that fit beside the weights in this node's HBM (all tp x pp GPUs)."""
-        usable = self.chip.hbm_gb * 1e9 * self.tp * self.pp * gpu_memory_utilization
-        return max(0, int((usable - self.model.weight_bytes) / self.model.kv_bytes_per_token))
+    def prefill_compute_ms(self, prompt_tokens: int) -> float:
+        """Compute time alone (no weight reads, overhead or communication) of one prefill."""
+        sh, n = self._shape, float(prompt_tokens)
+        pairs = n * n / 2.0
+        gemm = sh.linear_flops * n + self._dense_half_flops
+        if sh.experts:
+            gemm += self._expert_half_flops * (1.0 - sh.miss ** min(n, 1e6))
+        attn = (
+            sh.prefill_attn_full * pairs
+            + sh.prefill_attn_slid * min(pairs, n * sh.window)
+            + self._prefill_attn_half * n
+        )
+        return gemm / self._prefill_flops_per_ms + attn / self._prefill_attn_per_ms
+
+    def linear_ms_per_token(self) -> float:
+        """Prefill compute per token of the weights' GEMMs alone (no attention): what any step
+        costs per token at least."""
+        return self._shape.linear_flops / self._prefill_flops_per_ms
+
+    def weights_read_ms(self, new_tokens: float) -> float:
+        """Weights one step of `new_tokens` tokens reads per GPU, in ms (no KV)."""
+        sh = self._shape
+        read = sh.dense_bytes
+        if sh.experts:
+            read += sh.expert_bytes * sh.experts * (1.0 - sh.miss ** min(new_tokens, 1e6))
+        return read / self._hbm_bytes_per_ms
+
+    @property
+    def weight_bytes(self) -> float:
+        """All weights held by one node (every GPU of every stage): the non-expert weights once
+        per attention replica (dp), the routed experts once, at the served precision."""
+        m = self.model
+        per = self._shape.weight_per_param
+        return ((m.params_b * 1e9 - m.routed_params) * self.dp + m.routed_params) * per
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """Bytes one context token costs in the full-attention layers, at the KV precision."""
+        return self.model.full_layers * self.model.kv_elems_per_layer * self._shape.kv_per_elem
+
+    @property
+    def kv_copies(self) -> int:
+        """Copies of each token's KV a dp replica keeps: MLA's latent is not split by heads, so
+        each of its tp GPUs holds it whole; GQA splits by KV head, beyond kv_heads GPUs the
+        heads are replicated."""
+        if self.model.is_mla:
+            return self.tp
+        return self.tp // min(self.tp, self.model.kv_heads)
+
+    def kv_capacity_tokens(self, gpu_memory_utilization: float = 0.9, max_seqs: int = 0) -> int:
+        """KV entries that fit beside the weights in this node's HBM (all tp x dp x pp GPUs),
+        each token counted once per copy kept (kv_copies); a sliding-window model first sets
+        aside each of `max_seqs` sequences' window in its sliding layers."""
+        m = self.model
+        gpus = self.tp * self.dp * self.pp
+        usable = self.chip.hbm_gb * 1e9 * gpus * gpu_memory_utilization - self.weight_bytes
+        if m.sliding_window and max_seqs:
+            slid = m.sliding_layers * m.kv_elems_per_layer * self._shape.kv_per_elem
+            usable -= max_seqs * m.sliding_window * slid * self.kv_copies
+        return max(0, int(usable / (self.kv_bytes_per_token * self.kv_copies)))
+
+
+@dataclass(frozen=True)
+class _StepShape:
+    """What a step costs per unit, per GPU of a stage, derived once per NodeCost.
+
+    linear_flops      FLOPs per new token of the weights' GEMMs, scaled to the bf16 peak
+                      (fp8 weights on fp8 tensor cores count half)
+    *_attn_full/slid  attention FLOPs per attended pair, full and sliding-window layers
+    window            the sliding window (tokens; 0: none)
+    dense_bytes       non-expert weights each GPU reads every step
+    expert_bytes      one routed expert of all MoE layers, per GPU
+    experts, miss     E and 1 - k/E: a step of T tokens touches E * (1 - miss^T) experts
+    kv_full/slid      KV bytes per GPU per context token read, full / sliding layers
+    kv_per_elem, weight_per_param   the served precisions' bytes
+    dispatch_bytes    bytes per activation an EP dispatch sends (1 with fp8 / fp4 weights)
+    """
+
+    linear_flops: float
+    prefill_attn_full: float
+    prefill_attn_slid: float
+    decode_attn_full: float
+    decode_attn_slid: float
+    window: float
+    dense_bytes: float
+    expert_bytes: float
+    experts: int
+    miss: float
+    kv_full: float
+    kv_slid: float
+    kv_per_elem: float
+    weight_per_param: float
+    dispatch_bytes: float
+
+    @classmethod
+    def of(cls, cost: NodeCost) -> _StepShape:
+        m, chip = cost.model, cost.chip
+        wdtype = cost.weight_dtype or m.weight_dtype
+        per_param = WEIGHT_DTYPES[wdtype] if wdtype else float(m.dtype_bytes)
+        per_elem = KV_DTYPES[cost.kv_dtype] if cost.kv_dtype else float(m.dtype_bytes)
+        speedup = chip.peak_tflops(wdtype or "bf16") / chip.tflops
+        prefill_pair, decode_pair = attention_flops_per_pair(m)
+        slid_layers = m.layers - m.full_layers
+        gpus = cost.tp * cost.dp
+        kv_split = cost.dp * (1 if m.is_mla else min(cost.tp, m.kv_heads))
+        kv_token = m.kv_elems_per_layer * per_elem / kv_split
+        return cls(
+            linear_flops=2.0 * m.active_params / speedup,
+            prefill_attn_full=prefill_pair * m.full_layers,
+            prefill_attn_slid=prefill_pair * slid_layers,
+            decode_attn_full=decode_pair * m.full_layers,
+            decode_attn_slid=decode_pair * slid_layers,
+            window=float(m.sliding_window) if m.sliding_window else float("inf"),
+            dense_bytes=(m.params_b * 1e9 - m.routed_params) * per_param / cost.tp,
+            expert_bytes=m.moe_layers * m.expert_params * per_param / gpus,
+            experts=m.experts,
+            miss=1.0 - m.active_experts / m.experts if m.experts else 1.0,
+            kv_full=kv_token * m.full_layers,
+            kv_slid=kv_token * slid_layers,
+            kv_per_elem=per_elem,
+            weight_per_param=per_param,
+            dispatch_bytes=1.0 if wdtype in FP8_GEMM_DTYPES else float(m.dtype_bytes),
+        )
+
+
+def attention_flops_per_pair(model: ModelShape) -> tuple[float, float]:
+    """(prefill, decode) attention FLOPs per (query, context token) pair per layer: Q.K^T and
+    the weighted sum of V, 2 * heads * (qk_dim + v_dim), from heads x head_dim (not hidden:
+    Qwen3-32B has hidden 5120 but 64 x 128 = 8192). MLA prefill attends per head with
+    qk_dim = nope + rope and v_head_dim; MLA decode runs "absorbed" in the latent (FlashMLA,
+    DeepSeek-V3 report): keys of kv_lora_rank + rope and values of kv_lora_rank per head."""
+    m = model
+    if m.is_mla:
+        qk = (m.qk_nope_head_dim or m.head_dim) + m.qk_rope_head_dim
+        v = m.v_head_dim or m.head_dim
+        prefill = 2.0 * m.heads * (qk + v)
+        decode = 2.0 * m.heads * (m.kv_lora_rank + m.qk_rope_head_dim + m.kv_lora_rank)
+        return prefill, decode
+    pair = 4.0 * m.heads * m.head_dim
+    return pair, pair
 
 
 def kv_streams(
-    prefill: NodeGroup, decode: NodeGroup, kv_heads: int, nics: int | None = None
+    prefill: NodeGroup, decode: NodeGroup, model: ModelShape | int, nics: int | None = None
 ) -> int:
     """Rails one request's KV moves over at once. Each prefill GPU holds the KV of its own heads
     (TP; beyond kv_heads the heads are replicated, not split further) and of its own layers
     (PP), and sends that shard over its own NIC; the receiving side has as many GPUs, each with
     its own NIC. So: min(nics, min(tp_p, kvh) * pp_p, min(tp_d, kvh) * pp_d). With pp = 1 this is
-    min(nics, tp_p, tp_d, kvh). Without `nics`, the GPUs' limit alone (the link caps it later)."""
-    senders = min(prefill.tp, kv_heads) * prefill.pp
-    receivers = min(decode.tp, kv_heads) * decode.pp
+    min(nics, tp_p, tp_d, kvh). A request lives in one attention-DP replica, so dp adds no rails.
+    MLA's latent is not split by heads (every TP GPU holds the same copy): one copy crosses, one
+    GPU per pipeline stage sends it, min(nics, pp_p, pp_d). `model` may be the KV head count
+    (a GQA model). Without `nics`, the GPUs' limit alone (the link caps it later)."""
+    if isinstance(model, int):
+        kv_heads, mla = model, False
+    else:
+        kv_heads, mla = model.kv_heads, model.is_mla
+    width = 1 if mla else kv_heads
+    senders = min(prefill.tp, width) * prefill.pp
+    receivers = min(decode.tp, width) * decode.pp
     return max(1, min(senders, receivers) if nics is None else min(nics, senders, receivers))
 
 
-def kv_bytes(model: ModelShape, tokens: int) -> int:
-    """Bytes of KV cache for `tokens` tokens (GQA-aware)."""
-    return tokens * model.kv_bytes_per_token
+def kv_bytes(model: ModelShape, tokens: int, kv_dtype: str | None = None) -> int:
+    """Bytes of one request's KV cache for `tokens` tokens at `kv_dtype` (None: the model's
+    dtype_bytes), one copy: what crosses the link. Full-attention layers keep every token
+    (GQA: K and V of the KV heads; MLA: one latent + rope key per layer), sliding-window
+    layers at most the window."""
+    per_elem = KV_DTYPES[kv_dtype] if kv_dtype else float(model.dtype_bytes)
+    per_layer = model.kv_elems_per_layer * per_elem
+    slid = min(tokens, model.sliding_window) * (model.layers - model.full_layers)
+    return int(per_layer * (tokens * model.full_layers + slid))
 
 
 def link_bytes_per_ms(link: Link) -> float:

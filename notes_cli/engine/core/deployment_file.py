@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from notes_cli.engine.core.profiles import (
+    GROUP_KEYS,
     Catalog,
     Chip,
     Deployment,
@@ -38,6 +39,7 @@ _ROW_CLASSES: dict[str, type] = {
     "deployments": Deployment,
 }
 _GROUPS = ("prefill", "decode", "colocated")
+_ALWAYS = ("count", "chip", "tp", "pp")
 _LAYOUT_FIX = (
     "a deployment file holds one [deployments.NAME] table and, optionally, the [chips.*], "
     "[links.*] and [models.*] rows it uses; write one with `pdnotes engine plan` or see "
@@ -100,7 +102,10 @@ def _row_table(row: Any) -> Any:
     for key, value in values:
         if isinstance(value, NodeGroup):
             group = tomlkit.inline_table()
-            group.update({"count": value.count, "chip": value.chip, "tp": value.tp, "pp": value.pp})
+            # ep and dp only where used, so a dense deployment's file reads as before
+            group.update(
+                {k: getattr(value, k) for k in GROUP_KEYS if k in _ALWAYS or getattr(value, k) != 1}
+            )
             table.add(key, group)
     return table
 
@@ -186,6 +191,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "bool": (bool,),
     "int | None": (int,),
     "float | None": (int, float),
+    "str | None": (str,),
 }
 
 
@@ -213,13 +219,13 @@ def _row_problem(cls: type, row: dict[str, Any]) -> str | None:
 def _group_problem(value: Any) -> str | None:
     if not isinstance(value, dict):
         return 'must be a table like { count = 1, chip = "h800", tp = 1, pp = 1 }'
-    extra = sorted(set(value) - {"count", "chip", "tp", "pp"})
+    extra = sorted(set(value) - set(GROUP_KEYS))
     if extra:
-        return f"unknown key(s) {', '.join(extra)} (a node group has count, chip, tp, pp)"
+        return f"unknown key(s) {', '.join(extra)} (a node group has {', '.join(GROUP_KEYS)})"
     if not isinstance(value.get("chip"), str):
         return 'needs chip = "NAME"'
-    for key, required in (("count", True), ("tp", False), ("pp", False)):
-        if key not in value and not required:
+    for key in (k for k in GROUP_KEYS if k != "chip"):
+        if key not in value and key != "count":
             continue
         number = value.get(key)
         if isinstance(number, bool) or not isinstance(number, int) or number < 1:

@@ -4,18 +4,21 @@ A chip row with `mfu_half_tokens` > 0 (templates/engine/kernels.toml, fitted to 
 aiconfigurator's measured per-operation databases by benchmarks/aiconfigurator/fit_kernels.py)
 lets efficiency vary with what it depends on:
 
-    GEMMs      mfu * M / (M + half_tokens), M = tokens in the step,
-               half_tokens = mfu_half_tokens * (4096^2 / per-GPU matrix size) ** mfu_width_exp
-               (tensor parallelism shrinks each GPU's matrices, so more tokens fill the GPU)
+    GEMMs      mfu * M / (M + half), M = tokens each weight matrix sees in the step,
+               half = mfu_half_tokens * (4096^2 / per-GPU matrix size) ** mfu_width_exp
+               (tensor parallelism shrinks each GPU's matrices, so more tokens fill the GPU);
+               fp8 weights use the fp8_* curve against the fp8 peak
     attention  attn_mfu * c / (c + attn_half_context), c = mean context a new token attends
 
-Both turn the roofline's compute time into a linear form the step cost evaluates without
-divisions per step: FLOPs(M + half_tokens) / (peak * mfu), and likewise for attention with
-(pairs + half_context * M). Prefill is still compute-bound and decode memory-bound: a decode
-step's small M only lowers the compute side further below the weight reads.
+Summed over a step's matrices these give linear forms the step cost evaluates cheaply:
+compute = (linear FLOPs * M + half_flops) / (peak * mfu), with half_flops = 2 * params * half
+for the dense weights; a routed expert sees M * k / E tokens, so all E experts together add
+2 * routed params * half_e, paid only for the experts the step touches. Attention adds
+attention FLOPs per pair * attn_half_context per new token. Prefill stays compute-bound and
+decode memory-bound: at small M the fitted compute curve meets the weight reads, not above.
 
 Chips without measured curves, and deployments fitted to an older engine's constant MFU
-(`prefill_mfu`, Chip.with_constant_mfu), give half_tokens = half_context = 0: the old model.
+(`prefill_mfu`, Chip.with_constant_mfu), get no extra terms: the old model.
 """
 
 from __future__ import annotations
@@ -25,36 +28,50 @@ from dataclasses import dataclass
 from notes_cli.engine.core.profiles import Chip, ModelShape
 
 REFERENCE_MATRIX = 4096.0 * 4096.0  # the per-GPU matrix size mfu_half_tokens is given at
-GEMMS_PER_LAYER = 4  # QKV, attention output, MLP up (+gate), MLP down
+DENSE_GEMMS_PER_LAYER = 4  # QKV, attention output, MLP up (+gate), MLP down
+EXPERT_GEMMS = 3  # gate, up, down
+FP8_WEIGHTS = ("fp8",)  # weights the fp8 curve applies to (fp4 formats: no measured curve here)
 
 
 @dataclass(frozen=True)
 class StepEfficiency:
     measured: bool
-    half_tokens: float  # tokens at which the GEMMs reach half their best efficiency
+    gemm_mfu: float  # best fraction of the weights' peak the GEMMs reach
+    dense_half_params: float  # sum of params x half tokens over the non-expert weights
+    expert_half_params: float  # the same over all routed experts (paid per touched expert)
     half_context: float  # mean context at which attention reaches half of attn_mfu
     attn_mfu: float | None  # None: attention runs at the GEMMs' MFU (constant-MFU chips)
 
 
-def per_gpu_matrix(model: ModelShape, tp: int) -> float:
-    """Mean size (elements) of one weight matrix on one GPU: a layer's parameters over its
-    GEMMs, split tp ways."""
-    return model.params_b * 1e9 / model.layers / GEMMS_PER_LAYER / tp
+def half_tokens(half_at_reference: float, width_exp: float, matrix: float) -> float:
+    """Tokens at which a GEMM on a per-GPU matrix of `matrix` elements reaches half the chip's
+    best efficiency."""
+    return half_at_reference * (REFERENCE_MATRIX / max(matrix, 1.0)) ** width_exp
 
 
-def half_tokens(half_at_reference: float, width_exp: float, model: ModelShape, tp: int) -> float:
-    """Tokens at which this model's per-GPU GEMMs reach half the chip's best efficiency."""
-    return half_at_reference * (REFERENCE_MATRIX / per_gpu_matrix(model, tp)) ** width_exp
-
-
-def step_efficiency(model: ModelShape, chip: Chip, tp: int) -> StepEfficiency:
-    """The efficiency curve parameters of `model` on `chip` with tensor parallelism `tp`,
-    derived once per node (the step cost is the simulator's hot path)."""
+def step_efficiency(
+    model: ModelShape, chip: Chip, tp: int, ep: int = 1, dp: int = 1, weights: str | None = None
+) -> StepEfficiency:
+    """The efficiency curve of `model` on `chip` (tp x dp GPUs per stage, ep-way experts,
+    weights in `weights`), derived once per node: the step cost is the simulator's hot path."""
     if not chip.measured_kernels:
-        return StepEfficiency(False, 0.0, 0.0, None)
+        return StepEfficiency(False, chip.mfu, 0.0, 0.0, 0.0, None)
+    mfu, half, width = chip.mfu, chip.mfu_half_tokens, chip.mfu_width_exp
+    if weights in FP8_WEIGHTS and chip.fp8_mfu is not None and chip.fp8_tflops > 0:
+        mfu, half, width = chip.fp8_mfu, chip.fp8_mfu_half_tokens, chip.fp8_mfu_width_exp
+    dense = model.params_b * 1e9 - model.routed_params
+    dense_matrix = dense / model.layers / DENSE_GEMMS_PER_LAYER / tp
+    expert_half = 0.0
+    if model.is_moe:
+        shards = max(1, tp * dp // max(ep, 1))  # without EP every expert is split over the GPUs
+        expert_matrix = model.expert_params / EXPERT_GEMMS / shards
+        per_expert = half_tokens(half, width, expert_matrix)
+        expert_half = model.routed_params * per_expert
     return StepEfficiency(
         True,
-        half_tokens(chip.mfu_half_tokens, chip.mfu_width_exp, model, tp),
+        mfu,
+        dense * half_tokens(half, width, dense_matrix),
+        expert_half,
         chip.attn_half_context if chip.attn_mfu is not None else 0.0,
         chip.attn_mfu,
     )

@@ -25,6 +25,20 @@ _KINDS = ("chips", "links", "models", "deployments")
 # router hop, a second API server and the prefill/decode bootstrap handshake.
 DEFAULT_OVERHEAD_MS = {"colocated": 5.0, "chunked": 5.0, "disagg": 20.0}
 
+# Bytes per weight of each precision a deployment may serve in (docs/engine-model.md,
+# "Precision"). The block-scaled 4-bit formats carry their scales: nvfp4 one fp8 scale per 16
+# values (4.5 bits), mxfp4 one 8-bit exponent per 32 (4.25 bits); int4 is weight-only.
+WEIGHT_DTYPES = {
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int4": 0.5,
+    "fp4": 0.5,
+    "nvfp4": 0.5625,
+    "mxfp4": 0.53125,
+}
+KV_DTYPES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+
 
 @dataclass(frozen=True)
 class Chip:
@@ -40,6 +54,11 @@ class Chip:
     graph_step_ms: float = 0.3  # residual per-step overhead with captured graphs
     intra_gbps: float = 0.0  # all-reduce bus bandwidth inside a node, GB/s (0: no comm term)
     allreduce_us: float = 10.0  # fixed latency of one all-reduce inside the node
+    fp8_tflops: float = 0.0  # dense fp8 peak (0: no fp8 tensor cores, fp8 weights compute at bf16)
+    fp4_tflops: float = 0.0  # dense fp4 peak (0: none, 4-bit weights compute at bf16)
+    node_gpus: int = 8  # GPUs one NVLink domain joins (a GB200 NVL72 rack: 72)
+    scaleout_gbps: float = 50.0  # each GPU's own network rate beyond it, GB/s (400 Gb/s NIC)
+    scaleout_us: float = 20.0  # fixed latency of one all-to-all across nodes
     # Measured kernel curves (templates/engine/kernels.toml; 0 / None: the constant MFUs above).
     # GEMMs reach mfu * M / (M + half) with M tokens in the step, half = mfu_half_tokens *
     # (4096^2 / per-GPU matrix size) ** mfu_width_exp; causal attention attn_mfu * c / (c +
@@ -57,6 +76,16 @@ class Chip:
     kernel_source: str = ""
     description: str = ""
     source: str = ""
+
+    def peak_tflops(self, weight_dtype: str) -> float:
+        """Dense peak the GEMMs of weights in `weight_dtype` run at: fp8 weights use the fp8
+        tensor cores (W8A8), fp4/nvfp4/mxfp4 the fp4 ones where the chip has them; bf16, int4
+        (weight-only, dequantised to bf16) and formats the chip lacks run at the bf16 peak."""
+        if weight_dtype == "fp8" and self.fp8_tflops > 0:
+            return self.fp8_tflops
+        if weight_dtype in ("fp4", "nvfp4", "mxfp4") and self.fp4_tflops > 0:
+            return self.fp4_tflops
+        return self.tflops
 
     @property
     def measured_kernels(self) -> bool:
@@ -83,25 +112,88 @@ class Link:
 
 @dataclass(frozen=True)
 class ModelShape:
+    """A model's shape as its config.json gives it. Zero means "absent": a dense model has no
+    experts, a GQA model no kv_lora_rank, a model without sliding windows no window."""
+
     name: str
-    params_b: float
+    params_b: float  # all parameters (every expert), billions
     layers: int
     hidden: int
-    heads: int
+    heads: int  # attention (query) heads
     kv_heads: int
     head_dim: int
-    dtype_bytes: int = 2
+    dtype_bytes: int = 2  # bytes of the checkpoint's activations and, by default, weights and KV
+    weight_dtype: str | None = None  # the released weights' precision (None: by dtype_bytes)
+    ffn: int = 0  # dense MLP width (intermediate_size; params_b already counts it)
+    # Mixture of experts (DeepSeek/Qwen3-MoE/gpt-oss config names in docs/engine-model.md).
+    experts: int = 0  # routed experts per MoE layer (n_routed_experts, num_experts)
+    active_experts: int = 0  # routed experts each token uses (num_experts_per_tok)
+    shared_experts: int = 0  # always-on experts (n_shared_experts; params_b counts them)
+    expert_ffn: int = 0  # one expert's MLP width (moe_intermediate_size)
+    dense_layers: int = 0  # leading layers with a dense MLP (first_k_dense_replace)
+    # Multi-head latent attention (MLA): one compressed latent per token per layer.
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    # Sliding-window attention: `sliding_layers` of the layers keep only the last window tokens.
+    sliding_window: int = 0
+    sliding_layers: int = 0
     description: str = ""
     source: str = ""
 
     @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.is_moe else 0
+
+    @property
+    def expert_params(self) -> int:
+        """One routed expert of one layer: gate, up and down projections (SwiGLU)."""
+        return 3 * self.hidden * self.expert_ffn
+
+    @property
+    def routed_params(self) -> float:
+        """Parameters of all routed experts of all MoE layers."""
+        return float(self.moe_layers * self.experts * self.expert_params)
+
+    @property
+    def active_params(self) -> float:
+        """Parameters one token passes through: all but the routed experts it is not sent to."""
+        idle = self.moe_layers * (self.experts - self.active_experts) * self.expert_params
+        return self.params_b * 1e9 - idle
+
+    @property
+    def kv_elems_per_layer(self) -> int:
+        """Values cached per token per layer: MLA's latent and rope key, else K and V of the
+        KV heads (grouped-query attention)."""
+        if self.is_mla:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.kv_heads * self.head_dim
+
+    @property
+    def full_layers(self) -> int:
+        """Layers that attend to (and cache) the whole context."""
+        return self.layers - (self.sliding_layers if self.sliding_window else 0)
+
+    @property
     def kv_bytes_per_token(self) -> int:
-        """K and V for every layer, counting only the KV heads (grouped-query attention)."""
-        return 2 * self.layers * self.kv_heads * self.head_dim * self.dtype_bytes
+        """KV bytes per context token of the full-attention layers at dtype_bytes (the sliding
+        layers add at most `sliding_window` tokens' worth per sequence; costmodel.kv_bytes)."""
+        return self.full_layers * self.kv_elems_per_layer * self.dtype_bytes
 
     @property
     def weight_bytes(self) -> float:
-        return self.params_b * 1e9 * self.dtype_bytes
+        """All weights at the checkpoint's precision."""
+        per = WEIGHT_DTYPES[self.weight_dtype] if self.weight_dtype else self.dtype_bytes
+        return self.params_b * 1e9 * per
 
 
 @dataclass(frozen=True)
@@ -109,12 +201,23 @@ class NodeGroup:
     count: int
     chip: str
     tp: int = 1
-    pp: int = 1  # pipeline stages per node, each on its own tp GPUs
+    pp: int = 1  # pipeline stages per node, each on its own tp x dp GPUs
+    ep: int = 1  # expert parallelism: the routed experts split over ep of the tp x dp GPUs
+    dp: int = 1  # attention data parallelism: dp attention replicas of tp GPUs each
 
     @property
     def gpus(self) -> int:
-        """Chips this group uses: nodes x tp x pp."""
-        return self.count * self.tp * self.pp
+        """Chips this group uses: nodes x tp x dp x pp."""
+        return self.count * self.tp * self.dp * self.pp
+
+    @property
+    def stage_gpus(self) -> int:
+        """GPUs of one pipeline stage of one node: attention on tp x dp, experts over all."""
+        return self.tp * self.dp
+
+
+GROUP_KEYS = ("count", "chip", "tp", "pp", "ep", "dp")
+"""A node group's keys, in the order NodeGroup takes them."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +242,9 @@ class Deployment:
     # The serving engine's own prefill kernels, when they are measured to differ from the
     # chip's default (e.g. DistServe's profile of its vLLM baseline); None: the chip's `mfu`.
     prefill_mfu: float | None = None
+    # Precision served (docs/engine-model.md, "Precision"); None: the model's own.
+    weight_dtype: str | None = None  # one of WEIGHT_DTYPES
+    kv_dtype: str | None = None  # one of KV_DTYPES
     description: str = ""
     source: str = ""
 
@@ -260,20 +366,65 @@ def _build_deployment(name: str, row: dict[str, Any]) -> Deployment:
     for role in ("prefill", "decode", "colocated"):
         if role in row:
             group = row[role]
+            where = row.get("_file", "?")
+            unknown = sorted(set(group) - set(GROUP_KEYS))
+            if unknown:
+                raise InputError(f"{where}: [{name}.{role}] has unknown keys: {', '.join(unknown)}")
             row[role] = NodeGroup(
                 int(group["count"]),
                 str(group["chip"]),
-                int(group.get("tp", 1)),
-                int(group.get("pp", 1)),
+                *(int(group.get(key, 1)) for key in GROUP_KEYS[2:]),
             )
-            if min(row[role].count, row[role].tp, row[role].pp) < 1:
-                where = row.get("_file", "?")
-                raise InputError(f"{where}: [{name}.{role}] count, tp and pp must be at least 1")
+            g = row[role]
+            small = [k for k in GROUP_KEYS if k != "chip" and getattr(g, k) < 1]
+            if small:
+                raise InputError(
+                    f"{where}: [{name}.{role}] {' and '.join(small)} must be at least 1"
+                )
+            if g.stage_gpus % g.ep:
+                raise InputError(
+                    f"{where}: [{name}.{role}] ep = {g.ep} must divide tp x dp = {g.stage_gpus} "
+                    "(the experts are spread over the GPUs that run attention)"
+                )
     dep: Deployment = _build(Deployment, name, row)
+    for key, table in (("weight_dtype", WEIGHT_DTYPES), ("kv_dtype", KV_DTYPES)):
+        value = getattr(dep, key)
+        if value is not None and value not in table:
+            raise InputError(
+                f"{row.get('_file', '?')}: [{name}] {key} = {value!r} is not one of "
+                f"{', '.join(table)}"
+            )
     return dep
 
 
+def model_problems(m: ModelShape) -> list[str]:
+    """What makes a model row inconsistent (its formulas would mislead), or nothing."""
+    out = []
+    if min(m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim) < 1 or m.params_b <= 0:
+        out.append("params_b, layers, hidden, heads, kv_heads and head_dim must be positive")
+    if m.weight_dtype is not None and m.weight_dtype not in WEIGHT_DTYPES:
+        out.append(f"weight_dtype {m.weight_dtype!r} is not one of {', '.join(WEIGHT_DTYPES)}")
+    if m.experts:
+        if not 1 <= m.active_experts <= m.experts or m.expert_ffn < 1:
+            out.append("an MoE row needs 1 <= active_experts <= experts and expert_ffn >= 1")
+        if not 0 <= m.dense_layers < m.layers:
+            out.append("dense_layers must be below layers")
+        elif m.active_params <= 0:
+            out.append("params_b is smaller than its routed experts (3 x hidden x expert_ffn each)")
+    elif m.active_experts or m.shared_experts or m.expert_ffn or m.dense_layers:
+        out.append("active_experts, shared_experts, expert_ffn and dense_layers need experts")
+    if m.kv_lora_rank and m.qk_rope_head_dim < 1:
+        out.append("an MLA row (kv_lora_rank) needs qk_rope_head_dim")
+    if bool(m.sliding_window) != bool(m.sliding_layers) or not 0 <= m.sliding_layers <= m.layers:
+        out.append("sliding_window and sliding_layers go together (sliding_layers <= layers)")
+    return out
+
+
 def _check_references(catalog: Catalog) -> None:
+    for model in catalog.models.values():
+        problems = model_problems(model)
+        if problems:
+            raise InputError(f"engine model {model.name!r}: " + "; ".join(problems))
     for dep in catalog.deployments.values():
         problems = []
         if dep.mode not in MODES:
@@ -291,5 +442,8 @@ def _check_references(catalog: Catalog) -> None:
         ]
         if dep.mode == "disagg" and (dep.prefill is None or dep.decode is None):
             problems.append("a disagg deployment needs both prefill and decode groups")
+        shape = catalog.models.get(dep.model)
+        if shape is not None and not shape.is_moe and any(g.ep > 1 for g in groups):
+            problems.append(f"ep > 1 needs a mixture-of-experts model; {dep.model!r} is dense")
         if problems:
             raise InputError(f"engine preset {dep.name!r}: " + "; ".join(problems))

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from notes_cli.engine.core.api import RequestRecord, StepStats
-from notes_cli.engine.core.costmodel import NodeCost, kv_streams
+from notes_cli.engine.core.costmodel import NodeCost, kv_bytes, kv_streams
 from notes_cli.engine.core.links import LinkChannel
 from notes_cli.engine.core.profiles import Catalog, Deployment
 from notes_cli.engine.core.records import build_record
@@ -51,7 +51,6 @@ class Scheduler:
         self.deployment = deployment
         self.mode = deployment.mode
         self.model = catalog.models[deployment.model]
-        self.kv_bytes_per_token = self.model.kv_bytes_per_token
         self.keep_gaps = keep_gaps
         self.overhead_ms = deployment.overhead_ms
         self._first_released = False  # a first token was released by the last event
@@ -77,10 +76,10 @@ class Scheduler:
             chip = catalog.chips[group.chip]
             if dep.prefill_mfu is not None:
                 chip = chip.with_constant_mfu(dep.prefill_mfu)
-            cost = NodeCost(
-                self.model, chip, group.tp, dep.decode_exec, dep.tp_efficiency, group.pp
+            cost = NodeCost.for_group(self.model, chip, group, dep)
+            capacity = dep.kv_capacity_tokens or cost.kv_capacity_tokens(
+                dep.gpu_memory_utilization, dep.max_batch
             )
-            capacity = dep.kv_capacity_tokens or cost.kv_capacity_tokens(dep.gpu_memory_utilization)
             kind = role if role != "colocated" else ("chunked" if self.mode == "chunked" else role)
             prefix = {"prefill": "prefill", "decode": "decode"}.get(role, "node")
             for _ in range(group.count):
@@ -104,7 +103,7 @@ class Scheduler:
                         self._push,
                         self._transfer_done,
                         # the GPUs' limit on rails; the link's `nics` caps it further
-                        max_streams=kv_streams(dep.prefill, group, self.model.kv_heads),
+                        max_streams=kv_streams(dep.prefill, group, self.model),
                     )
                     self.decode_workers.append(worker)
                 else:
@@ -285,8 +284,8 @@ class Scheduler:
                 continue
             if request.cancelled:
                 continue
-            kv_bytes = request.input_tokens * self.kv_bytes_per_token
-            decode = pick_decode_node(self.decode_workers, request, kv_bytes)
+            size = kv_bytes(self.model, request.input_tokens, self.deployment.kv_dtype)
+            decode = pick_decode_node(self.decode_workers, request, size)
             request.decode_worker = decode
             decode.pending.append(request)
             decode.pending_kv += request.kv_need
@@ -312,7 +311,7 @@ class Scheduler:
             d.pending_kv -= head.kv_need
             d.kv_used += head.kv_need
             head.transfer_start_ms = now
-            head.transfer_bytes = head.input_tokens * self.kv_bytes_per_token
+            head.transfer_bytes = kv_bytes(self.model, head.input_tokens, self.deployment.kv_dtype)
             d.incoming += 1
             visible = None
             if self.deployment.layerwise_transfer and now == head.prefill_end_ms:
