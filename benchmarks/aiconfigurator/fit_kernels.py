@@ -125,6 +125,53 @@ def fit_gemm(df: pd.DataFrame, peak: float, hbm: float, dtype_bytes: float) -> d
     }
 
 
+DEEPSEEK_MOE = (7168, 2048, 8, 256)  # hidden, expert FFN, top-k, experts: held out
+
+
+def fit_moe(df: pd.DataFrame, peak: float, hbm: float, dtype_bytes: float) -> dict | None:
+    """A layer's routed experts (grouped GEMM): compute at moe_mfu * S / (S + moe_width_half)
+    * R / (R + moe_half_rows), S = one expert matrix's size per GPU (h x ffn / moe_tp), R =
+    (token, expert) rows per GPU (T k / ep); weight reads of the experts the tokens touch."""
+    df = df[(df.distribution == "balanced") & (df.num_tokens >= 16)]
+    if "kernel_source" in df and df.kernel_source.nunique() > 1:
+        df = df[df.kernel_source == df.kernel_source.mode()[0]]
+    shape = ["hidden_size", "inter_size", "topk", "num_experts"]
+    held_mask = (df[shape] == DEEPSEEK_MOE).all(axis=1)
+    train, held = df[~held_mask], df[held_mask]
+
+    def predict(p: np.ndarray, d: pd.DataFrame) -> np.ndarray:
+        mfu, width_half, half_rows, bw = p
+        t, h, i = (d[c].to_numpy(float) for c in ("num_tokens", "hidden_size", "inter_size"))
+        k, e = d.topk.to_numpy(float), d.num_experts.to_numpy(float)
+        tp, ep = d.moe_tp_size.to_numpy(float), d.moe_ep_size.to_numpy(float)
+        matrix = h * i / tp
+        rows = t * k / ep
+        eff = mfu * matrix / (matrix + width_half) * rows / (rows + half_rows)
+        compute = 2 * 3 * matrix * rows / (peak * eff)
+        touched = e / ep * (1 - (1 - k / e) ** t)
+        read = touched * 3 * matrix * dtype_bytes / (hbm * bw)
+        return np.maximum(compute, read) * 1e3
+
+    if train.empty:
+        return None
+    fit = least_squares(
+        lambda p: np.log(predict(p, train) / train.latency.to_numpy()),
+        [0.5, 1e6, 500.0, 0.6],
+        bounds=([0.01, 0.0, 1.0, 0.05], [1.0, 1e9, 1e6, 1.0]),
+    )
+    out = {
+        "moe_mfu": fit.x[0],
+        "moe_width_half": fit.x[1],
+        "moe_half_rows": fit.x[2],
+        "moe_bw_eff": fit.x[3],
+        "train_err": mape(predict(fit.x, train), train.latency.to_numpy()),
+        "held_err": float("nan"),
+    }
+    if len(held):
+        out["held_err"] = mape(predict(fit.x, held), held.latency.to_numpy())
+    return out
+
+
 def _heads(df: pd.DataFrame, heads: int, kv: int, dim: int = 128) -> pd.DataFrame:
     return df[
         (df.num_heads == heads)
@@ -234,6 +281,17 @@ def fit_chip(chip: str) -> dict:
     out["bf16"] = fit_gemm(gemm[gemm.gemm_dtype == "bfloat16"], pk.bf16, pk.hbm, 2.0)
     fp8 = gemm[gemm.gemm_dtype == "fp8"]
     out["fp8"] = fit_gemm(fp8, pk.fp8, pk.hbm, 1.0) if len(fp8) and pk.fp8 else None
+    moe_version = (
+        version if (SYSTEMS / "data" / system / "moe" / "trtllm" / version).is_dir() else None
+    )
+    out["moe_version"] = moe_version
+    moe = table(system, "moe", moe_version, "moe_perf") if moe_version else None
+    out["moe"] = out["fp8_moe"] = None
+    if moe is not None:
+        out["moe"] = fit_moe(moe[moe.moe_dtype == "bfloat16"], pk.bf16, pk.hbm, 2.0)
+        block = moe[moe.moe_dtype == "fp8_block"]
+        if len(block) and pk.fp8:
+            out["fp8_moe"] = fit_moe(block, pk.fp8, pk.hbm, 1.0)
     attn = table(system, "attention", version, "context_attention_perf")
     out["context"] = fit_context_attention(attn, pk.bf16)
     gen = table(system, "attention", version, "generation_attention_perf")
@@ -268,8 +326,10 @@ HEADER = """\
 # curve for both phases; `attn_mfu` / `attn_half_context` the causal attention's; `bw_eff` the
 # weights' read efficiency, `kv_bw_eff` the KV cache's and `kv_seq_us` a decode attention's cost
 # per sequence per layer; `allreduce_us` / `intra_gbps` the all-reduce's; `fp8_*` the fp8
-# (per-tensor) GEMMs' curve against the fp8 peak. Deployments carrying a fitted `prefill_mfu`
-# (engines measured before these kernels) keep the old constant-MFU model.
+# (per-tensor) GEMMs' curve against the fp8 peak; `moe_*` / `fp8_moe_*` a MoE layer's grouped
+# expert GEMMs (best efficiency shrinking with the per-GPU expert matrix, moe_width_half, and
+# growing with the (token, expert) rows per GPU, moe_half_rows). Deployments carrying a fitted
+# `prefill_mfu` (engines measured before these kernels) keep the old constant-MFU model.
 """
 
 
@@ -302,6 +362,17 @@ def toml_row(chip: str, fit: dict, assumed_from: str | None = None) -> str:
             f"half at {f8['mfu_half_tokens']:.0f} tokens, width exponent "
             f"{f8['mfu_width_exp']:.2f}, held-out within {f8['held_err']:.0%}"
         )
+    for label, m in (("bf16", fit["moe"]), ("fp8 block-scaled", fit["fp8_moe"])):
+        if m is not None:
+            held = (
+                ""
+                if math.isnan(m["held_err"])
+                else f", DeepSeek-V3's shape held out within {m['held_err']:.0%}"
+            )
+            source += (
+                f". MoE ({label}, moe/trtllm/{fit['moe_version']}/moe_perf, balanced routing): "
+                f"train within {m['train_err']:.0%}{held}"
+            )
     if assumed_from:
         source = (
             f"ASSUMED as {assumed_from} (same die, no aiconfigurator table for this chip): "
@@ -325,6 +396,13 @@ def toml_row(chip: str, fit: dict, assumed_from: str | None = None) -> str:
             f"fp8_mfu_half_tokens = {f8['mfu_half_tokens']:.0f}.0",
             f"fp8_mfu_width_exp = {f8['mfu_width_exp']:.3f}",
         ]
+    for prefix, m in (("", fit["moe"]), ("fp8_", fit["fp8_moe"])):
+        if m is not None:
+            lines += [
+                f"{prefix}moe_mfu = {m['moe_mfu']:.3f}",
+                f"{prefix}moe_width_half = {m['moe_width_half']:.4g}",
+                f"{prefix}moe_half_rows = {m['moe_half_rows']:.0f}.0",
+            ]
     if ar is not None and not assumed_from:
         lines += [
             f"allreduce_us = {ar['allreduce_us']:.1f}",

@@ -73,6 +73,9 @@ class NodeCost:
     _hbm_bytes_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _prefill_attn_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _decode_attn_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _dense_linear: float = field(init=False, repr=False, compare=False, default=0.0)
+    _expert_linear: float = field(init=False, repr=False, compare=False, default=0.0)
+    _expert_flops_per_ms: float = field(init=False, repr=False, compare=False, default=1.0)
     _dense_half_flops: float = field(init=False, repr=False, compare=False, default=0.0)
     _expert_half_flops: float = field(init=False, repr=False, compare=False, default=0.0)
     _prefill_attn_half: float = field(init=False, repr=False, compare=False, default=0.0)
@@ -118,6 +121,12 @@ class NodeCost:
         object.__setattr__(self, "_decode_flops_per_ms", peak * decode_mfu)
         object.__setattr__(self, "_prefill_attn_per_ms", peak * (eff.attn_mfu or eff.gemm_mfu))
         object.__setattr__(self, "_decode_attn_per_ms", peak * (eff.attn_mfu or decode_mfu))
+        expert_linear = 0.0
+        if m.is_moe and eff.measured:  # the routed experts at their own measured efficiency
+            expert_linear = 2.0 * m.active_experts * m.routed_params / m.experts / speedup
+        object.__setattr__(self, "_dense_linear", sh.linear_flops - expert_linear)
+        object.__setattr__(self, "_expert_linear", expert_linear)
+        object.__setattr__(self, "_expert_flops_per_ms", peak * eff.expert_mfu)
         object.__setattr__(self, "_dense_half_flops", 2.0 * eff.dense_half_params / speedup)
         object.__setattr__(self, "_expert_half_flops", 2.0 * eff.expert_half_params / speedup)
         pair = sh.prefill_attn_full + sh.prefill_attn_slid
@@ -170,12 +179,13 @@ class NodeCost:
         slid_kv = kv_read_tokens if kv_read_tokens < window else window
         read = sh.dense_bytes
         # Measured kernels (kernels.py): the GEMMs' and attention's efficiency curves add
-        # these "half" terms (0 with constant MFUs); a routed expert's only if touched.
-        gemm = sh.linear_flops * new_tokens + self._dense_half_flops
+        # these "half" terms (0 with constant MFUs); the routed experts run at their own.
+        gemm = self._dense_linear * new_tokens + self._dense_half_flops
+        experts = 0.0
         if sh.experts:  # distinct experts the step's tokens touch, per MoE layer
             touched = 1.0 - sh.miss ** min(new_tokens, 1e6)
             read += sh.expert_bytes * sh.experts * touched
-            gemm += self._expert_half_flops * touched
+            experts = self._expert_linear * new_tokens + self._expert_half_flops * touched
         memory = read / self._hbm_bytes_per_ms
         memory += (sh.kv_full * kv_read_tokens + sh.kv_slid * slid_kv) / self._kv_bytes_per_ms
         if eager:
@@ -185,6 +195,7 @@ class NodeCost:
                 + self._prefill_attn_half * new_tokens
             )
             compute = gemm / self._prefill_flops_per_ms + attn / self._prefill_attn_per_ms
+            compute += experts / self._expert_flops_per_ms
             overhead = self._eager_ms
         else:
             attn = (
@@ -193,6 +204,7 @@ class NodeCost:
                 + self._decode_attn_half * new_tokens
             )
             compute = gemm / self._decode_flops_per_ms + attn / self._decode_attn_per_ms
+            compute += experts / self._expert_flops_per_ms
             memory += new_tokens * self._seq_ms  # decode attention's per-sequence cost
             overhead = self._decode_ms
         if self._comm:  # checked here: a method call per step costs ~5% of simulation speed
@@ -299,15 +311,17 @@ class NodeCost:
         """Compute time alone (no weight reads, overhead or communication) of one prefill."""
         sh, n = self._shape, float(prompt_tokens)
         pairs = n * n / 2.0
-        gemm = sh.linear_flops * n + self._dense_half_flops
+        gemm = self._dense_linear * n + self._dense_half_flops
+        experts = self._expert_linear * n
         if sh.experts:
-            gemm += self._expert_half_flops * (1.0 - sh.miss ** min(n, 1e6))
+            experts += self._expert_half_flops * (1.0 - sh.miss ** min(n, 1e6))
         attn = (
             sh.prefill_attn_full * pairs
             + sh.prefill_attn_slid * min(pairs, n * sh.window)
             + self._prefill_attn_half * n
         )
-        return gemm / self._prefill_flops_per_ms + attn / self._prefill_attn_per_ms
+        compute = gemm / self._prefill_flops_per_ms + attn / self._prefill_attn_per_ms
+        return compute + experts / self._expert_flops_per_ms
 
     def linear_ms_per_token(self) -> float:
         """Prefill compute per token of the weights' GEMMs alone (no attention): what any step

@@ -12,8 +12,10 @@ lets efficiency vary with what it depends on:
 
 Summed over a step's matrices these give linear forms the step cost evaluates cheaply:
 compute = (linear FLOPs * M + half_flops) / (peak * mfu), with half_flops = 2 * params * half
-for the dense weights; a routed expert sees M * k / E tokens, so all E experts together add
-2 * routed params * half_e, paid only for the experts the step touches. Attention adds
+for the dense weights; the routed experts add
+2 * one expert's params * half_e (a grouped GEMM runs every expert of a layer over the step's
+M * k rows, so it fills the GPU like one GEMM of M * k rows), paid once a step touches experts
+(scaled by the share it touches). Attention adds
 attention FLOPs per pair * attn_half_context per new token. Prefill stays compute-bound and
 decode memory-bound: at small M the fitted compute curve meets the weight reads, not above.
 
@@ -38,7 +40,8 @@ class StepEfficiency:
     measured: bool
     gemm_mfu: float  # best fraction of the weights' peak the GEMMs reach
     dense_half_params: float  # sum of params x half tokens over the non-expert weights
-    expert_half_params: float  # the same over all routed experts (paid per touched expert)
+    expert_half_params: float  # the same over the routed experts (scaled by the share touched)
+    expert_mfu: float  # best fraction of the weights' peak the experts' grouped GEMMs reach
     half_context: float  # mean context at which attention reaches half of attn_mfu
     attn_mfu: float | None  # None: attention runs at the GEMMs' MFU (constant-MFU chips)
 
@@ -55,23 +58,32 @@ def step_efficiency(
     """The efficiency curve of `model` on `chip` (tp x dp GPUs per stage, ep-way experts,
     weights in `weights`), derived once per node: the step cost is the simulator's hot path."""
     if not chip.measured_kernels:
-        return StepEfficiency(False, chip.mfu, 0.0, 0.0, 0.0, None)
+        return StepEfficiency(False, chip.mfu, 0.0, 0.0, chip.mfu, 0.0, None)
     mfu, half, width = chip.mfu, chip.mfu_half_tokens, chip.mfu_width_exp
+    moe = (chip.moe_mfu, chip.moe_width_half, chip.moe_half_rows)
     if weights in FP8_WEIGHTS and chip.fp8_mfu is not None and chip.fp8_tflops > 0:
         mfu, half, width = chip.fp8_mfu, chip.fp8_mfu_half_tokens, chip.fp8_mfu_width_exp
+        moe = (chip.fp8_moe_mfu, chip.fp8_moe_width_half, chip.fp8_moe_half_rows)
     dense = model.params_b * 1e9 - model.routed_params
     dense_matrix = dense / model.layers / DENSE_GEMMS_PER_LAYER / tp
-    expert_half = 0.0
+    expert_half, expert_mfu = 0.0, mfu
     if model.is_moe:
         shards = max(1, tp * dp // max(ep, 1))  # without EP every expert is split over the GPUs
         expert_matrix = model.expert_params / EXPERT_GEMMS / shards
-        per_expert = half_tokens(half, width, expert_matrix)
-        expert_half = model.routed_params * per_expert
+        one_expert = model.routed_params / model.experts  # one expert of every MoE layer
+        moe_mfu, width_half, half_rows = moe
+        if moe_mfu is not None:
+            # measured grouped GEMMs: R = M * k / ep rows per GPU, so half R is M = half * ep / k
+            expert_mfu = moe_mfu * expert_matrix / (expert_matrix + width_half)
+            expert_half = one_expert * half_rows * ep
+        else:  # one grouped GEMM over M * k rows fills the GPU like one GEMM of that many rows
+            expert_half = one_expert * half_tokens(half, width, expert_matrix)
     return StepEfficiency(
         True,
         mfu,
         dense * half_tokens(half, width, dense_matrix),
         expert_half,
+        expert_mfu,
         chip.attn_half_context if chip.attn_mfu is not None else 0.0,
         chip.attn_mfu,
     )

@@ -73,6 +73,14 @@ class Chip:
     fp8_mfu: float | None = None
     fp8_mfu_half_tokens: float = 0.0
     fp8_mfu_width_exp: float = 0.0
+    # A MoE layer's grouped expert GEMMs: moe_mfu * S / (S + moe_width_half) * R / (R +
+    # moe_half_rows), S = one expert matrix per GPU, R = (token, expert) rows per GPU.
+    moe_mfu: float | None = None
+    moe_width_half: float = 0.0
+    moe_half_rows: float = 0.0
+    fp8_moe_mfu: float | None = None
+    fp8_moe_width_half: float = 0.0
+    fp8_moe_half_rows: float = 0.0
     kernel_source: str = ""
     description: str = ""
     source: str = ""
