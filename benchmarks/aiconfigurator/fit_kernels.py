@@ -444,6 +444,22 @@ def markdown(fits: dict[str, dict]) -> str:
             )
             + " |"
         )
+    out += [
+        "",
+        "| chip | MoE layer (moe_perf) | moe_mfu, width half, half rows, expert read eff | train "
+        "error | DeepSeek-V3 shape held out |",
+        "|---|---|---|---|---|",
+    ]
+    for chip, f in fits.items():
+        for label, m in (("bf16", f["moe"]), ("fp8 block", f["fp8_moe"])):
+            if m is None:
+                continue
+            held = "-" if math.isnan(m["held_err"]) else f"{m['held_err']:.1%}"
+            out.append(
+                f"| {chip} | {label}, trtllm/{f['moe_version']} | {m['moe_mfu']:.3f}, "
+                f"{m['moe_width_half']:.3g}, {m['moe_half_rows']:.0f}, {m['moe_bw_eff']:.3f} | "
+                f"{m['train_err']:.1%} | {held} |"
+            )
     return "\n".join(out)
 
 

@@ -223,11 +223,17 @@ def aic_estimate_of(q: Question, plan_file: str) -> dict | None:
         kw.update(mode="agg", tp_size=g.get("tp", 1), batch_size=dep.get("max_batch", 256))
         if q.moe:
             kw.update(moe_tp_size=g.get("tp", 1), moe_ep_size=1)
-    try:
-        r = cli_estimate(**kw)
-    except Exception as exc:  # a configuration aiconfigurator cannot estimate
-        return {"error": str(exc)[:300]}
+    batch_key = "decode_batch_size" if dep["mode"] == "disagg" else "batch_size"
+    while True:  # pdnotes caps a batch by KV capacity as it runs; aiconfigurator refuses it
+        try:
+            r = cli_estimate(**kw)
+            break
+        except Exception as exc:  # a configuration aiconfigurator cannot estimate
+            if "OOM" not in str(exc) or kw[batch_key] <= 1:
+                return {"error": str(exc)[:300]}
+            kw[batch_key] //= 2
     return {
+        "batch": kw[batch_key],
         "ttft": float(r.ttft),
         "tpot": float(r.tpot),
         "seq_per_gpu": float(r.seq_per_second) / max(1, int(r.num_total_gpus or 1)),
@@ -326,7 +332,7 @@ def report(q: Question, aic: dict, crossed: dict, plan: dict, plan_in_aic: dict 
     if plan_in_aic and "error" not in plan_in_aic:
         aic_txt = (
             f"{_fmt(plan_in_aic['ttft'])} / {_fmt(plan_in_aic['tpot'])}, "
-            f"{_fmt(plan_in_aic['seq_per_gpu'], 2)}"
+            f"{_fmt(plan_in_aic['seq_per_gpu'], 2)} (batch {plan_in_aic['batch']})"
         )
     elif plan_in_aic:
         aic_txt = "cannot estimate: " + plan_in_aic["error"][:100]

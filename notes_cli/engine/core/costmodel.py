@@ -81,6 +81,14 @@ class NodeCost:
     _prefill_attn_half: float = field(init=False, repr=False, compare=False, default=0.0)
     _decode_attn_half: float = field(init=False, repr=False, compare=False, default=0.0)
     _kv_bytes_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _prefill_terms: tuple[float, ...] = field(init=False, repr=False, compare=False, default=())
+    _decode_terms: tuple[float, ...] = field(init=False, repr=False, compare=False, default=())
+    _weights_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _kv_full_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _kv_slid_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _expert_read_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _expert_token_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _expert_half_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _seq_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _eager_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _decode_ms: float = field(init=False, repr=False, compare=False, default=0.0)
@@ -143,6 +151,31 @@ class NodeCost:
         decode_ms = self.chip.graph_step_ms if self.decode_exec == "graph" else eager_ms
         object.__setattr__(self, "_eager_ms", eager_ms)
         object.__setattr__(self, "_decode_ms", decode_ms)
+        # The step cost's coefficients (ms), so step_ms only multiplies and adds.
+        for phase, gemm_rate, attn_rate, attn_half, full, slid, seq, over in (
+            ("_prefill_terms", self._prefill_flops_per_ms, self._prefill_attn_per_ms,
+             self._prefill_attn_half, sh.prefill_attn_full, sh.prefill_attn_slid, 0.0, eager_ms),
+            ("_decode_terms", self._decode_flops_per_ms, self._decode_attn_per_ms,
+             self._decode_attn_half, sh.decode_attn_full, sh.decode_attn_slid, self._seq_ms,
+             decode_ms),
+        ):  # fmt: skip
+            terms = (
+                self._dense_linear / gemm_rate + attn_half / attn_rate,
+                self._dense_half_flops / gemm_rate,
+                full / attn_rate,
+                slid / attn_rate,
+                seq,
+                over,
+            )
+            object.__setattr__(self, phase, terms)
+        object.__setattr__(self, "_weights_ms", sh.dense_bytes / self._hbm_bytes_per_ms)
+        object.__setattr__(self, "_kv_full_ms", sh.kv_full / self._kv_bytes_per_ms)
+        object.__setattr__(self, "_kv_slid_ms", sh.kv_slid / self._kv_bytes_per_ms)
+        read = sh.expert_bytes * sh.experts / self._hbm_bytes_per_ms
+        object.__setattr__(self, "_expert_read_ms", read)
+        expert_rate = self._expert_flops_per_ms
+        object.__setattr__(self, "_expert_token_ms", self._expert_linear / expert_rate)
+        object.__setattr__(self, "_expert_half_ms", self._expert_half_flops / expert_rate)
 
     @property
     def flops_per_ms(self) -> float:
@@ -177,36 +210,18 @@ class NodeCost:
         window = new_tokens * sh.window
         slid_pairs = attended_pairs if attended_pairs < window else window
         slid_kv = kv_read_tokens if kv_read_tokens < window else window
-        read = sh.dense_bytes
-        # Measured kernels (kernels.py): the GEMMs' and attention's efficiency curves add
-        # these "half" terms (0 with constant MFUs); the routed experts run at their own.
-        gemm = self._dense_linear * new_tokens + self._dense_half_flops
-        experts = 0.0
+        # ms per new token, fixed, per attended pair (full, sliding layers), per sequence read
+        # and overhead of this phase, derived once (measured kernel curves included, kernels.py)
+        per_token, fixed, per_pair, per_slid, per_seq, overhead = (
+            self._prefill_terms if eager else self._decode_terms
+        )
+        compute = new_tokens * per_token + fixed + attended_pairs * per_pair + slid_pairs * per_slid
+        memory = self._weights_ms + kv_read_tokens * self._kv_full_ms + slid_kv * self._kv_slid_ms
+        memory += new_tokens * per_seq
         if sh.experts:  # distinct experts the step's tokens touch, per MoE layer
             touched = 1.0 - sh.miss ** min(new_tokens, 1e6)
-            read += sh.expert_bytes * sh.experts * touched
-            experts = self._expert_linear * new_tokens + self._expert_half_flops * touched
-        memory = read / self._hbm_bytes_per_ms
-        memory += (sh.kv_full * kv_read_tokens + sh.kv_slid * slid_kv) / self._kv_bytes_per_ms
-        if eager:
-            attn = (
-                sh.prefill_attn_full * attended_pairs
-                + sh.prefill_attn_slid * slid_pairs
-                + self._prefill_attn_half * new_tokens
-            )
-            compute = gemm / self._prefill_flops_per_ms + attn / self._prefill_attn_per_ms
-            compute += experts / self._expert_flops_per_ms
-            overhead = self._eager_ms
-        else:
-            attn = (
-                sh.decode_attn_full * attended_pairs
-                + sh.decode_attn_slid * slid_pairs
-                + self._decode_attn_half * new_tokens
-            )
-            compute = gemm / self._decode_flops_per_ms + attn / self._decode_attn_per_ms
-            compute += experts / self._expert_flops_per_ms
-            memory += new_tokens * self._seq_ms  # decode attention's per-sequence cost
-            overhead = self._decode_ms
+            memory += self._expert_read_ms * touched
+            compute += new_tokens * self._expert_token_ms + self._expert_half_ms * touched
         if self._comm:  # checked here: a method call per step costs ~5% of simulation speed
             overhead += self.allreduce_ms(new_tokens) + self.stage_hops_ms(new_tokens)
         return max(compute, memory) + overhead
