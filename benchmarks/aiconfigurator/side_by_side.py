@@ -338,7 +338,7 @@ def report(q: Question, aic: dict, crossed: dict, plan: dict, plan_in_aic: dict 
         aic_txt = "cannot estimate: " + plan_in_aic["error"][:100]
     lines.append(
         f"| pdnotes plan: {best.get('label', '-')} (claims {_fmt(best.get('score'), 2)} req/s "
-        f"per chip) | {aic_txt} | see the plan's own check | - |"
+        f"per chip) | {aic_txt} | - | - |"
     )
     lines += [
         "",
