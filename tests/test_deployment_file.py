@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from notes_cli.engine.core.deployment_file import dump_deployment, resolve_preset
-from notes_cli.engine.core.profiles import load_catalog
+from notes_cli.engine.core.profiles import NodeGroup, load_catalog
 from tests.engine_process import EngineProcess
 
 SIM = ("--rate", "3", "-n", "120", "--input-len", "700", "--output-len", "40", "--json")
@@ -45,6 +45,82 @@ def test_every_shipped_preset_reads_back_as_the_same_deployment(tmp_path: Path) 
     text = dump_deployment(staged, catalog)
     assert 'prefill = {count = 1, chip = "h800", tp = 4, pp = 2}' in text
     assert resolve_preset(str(_write(tmp_path / "staged.toml", text)))[0] == staged
+
+
+NEW_KEYS = {  # issue 25: every key a 2026 deployment file may carry
+    "models": (
+        "weight_dtype", "ffn", "experts", "active_experts", "shared_experts", "expert_ffn",
+        "dense_layers", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
+        "sliding_window", "sliding_layers",
+    ),
+    "chips": ("fp8_tflops", "fp4_tflops", "node_gpus", "scaleout_gbps", "scaleout_us"),
+    "deployments": ("weight_dtype", "kv_dtype"),
+}  # fmt: skip
+
+
+def test_every_new_key_survives_the_round_trip(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """A MoE + MLA + sliding-window model on a custom chip, served in fp8 with attention DP and
+    EP: the file holds every key, reads back as the same rows and simulates."""
+    catalog = load_catalog()
+    model = replace(
+        catalog.models["deepseek-r1"],
+        name="my-moe",
+        weight_dtype="nvfp4",
+        sliding_window=4096,
+        sliding_layers=30,
+    )
+    chip = replace(
+        catalog.chips["b200"],
+        name="my-b200",
+        fp8_tflops=4400.0,
+        fp4_tflops=8800.0,
+        node_gpus=16,
+        scaleout_gbps=100.0,
+        scaleout_us=15.0,
+    )
+    base = catalog.deployment("deepseek-r1-h200-disagg")
+    dep = replace(
+        base,
+        name="my-dep",
+        model="my-moe",
+        weight_dtype="fp8",
+        kv_dtype="fp8",
+        prefill=NodeGroup(2, "my-b200", tp=4, pp=1, ep=8, dp=2),
+        decode=NodeGroup(1, "my-b200", tp=2, pp=2, ep=16, dp=8),
+    )
+    mine = replace(
+        catalog,
+        models={**catalog.models, "my-moe": model},
+        chips={**catalog.chips, "my-b200": chip},
+        deployments={**catalog.deployments, "my-dep": dep},
+    )
+    text = dump_deployment(dep, mine)
+    tables = tomllib.loads(text)
+    for kind, keys in NEW_KEYS.items():
+        (row,) = tables[kind].values()
+        assert set(keys) <= set(row), kind
+    assert tables["deployments"]["my-dep"]["decode"] == {
+        "count": 1, "chip": "my-b200", "tp": 2, "pp": 2, "ep": 16, "dp": 8,
+    }  # fmt: skip
+    path = _write(tmp_path / "mine.toml", text)
+    again, with_file = resolve_preset(str(path))
+    assert again == dep
+    assert with_file.models["my-moe"] == model
+    assert with_file.chips["my-b200"] == chip
+    (config,) = _configurations(
+        cli("engine", "simulate", "-p", str(path), "-n", "20", "--rate", "2", "--json")
+    )
+    assert config["prefill_chips"] == 2 * 4 * 2 and config["decode_chips"] == 2 * 2 * 8
+    assert config["label"].endswith("weights fp8 KV fp8")
+    # A dense row leaves the MoE, MLA and window keys out (zero means absent) and reads back.
+    dense = replace(catalog.models["llama-3.1-8b"], name="my-dense")
+    plain = replace(catalog.deployment("h100-disagg"), name="plain", model="my-dense")
+    ours = replace(catalog, models={**catalog.models, "my-dense": dense})
+    text = dump_deployment(plain, ours)
+    assert "experts" not in text and "kv_lora_rank" not in text and "sliding" not in text
+    assert "layerwise_transfer = false" in text  # a false is still written
+    again, with_file = resolve_preset(str(_write(tmp_path / "dense.toml", text)))
+    assert again == plain and with_file.models["my-dense"] == dense
 
 
 def test_simulating_the_file_gives_the_presets_numbers(
@@ -99,7 +175,7 @@ def test_a_file_carries_the_users_own_rows_with_it(
     }
 
     user_rows.write_text(  # the custom chip gone, h20 redefined, the preset given an overhead
-        "[chips.h20]\ntflops = 1.0\nhbm_gb = 1.0\nhbm_tbps = 0.1\n"
+        "[chips.h20]\ntflops = 1.0\nhbm_gb = 40.0\nhbm_tbps = 0.1\n"
         "[deployments.h800-h20-rdma]\nrequest_overhead_ms = 900.0\n"
     )
     for path, before in expected.items():

@@ -4,8 +4,10 @@ expected number is worked out by hand from the model's config.json (docs/engine-
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,6 +144,8 @@ def test_sliding_window_layers_keep_at_most_the_window(catalog: Catalog) -> None
     long_read = cost.decode_step_ms(1, 100_000) - cost.decode_step_ms(1, 0)
     plain_read = plain.decode_step_ms(1, 100_000) - plain.decode_step_ms(1, 0)
     assert long_read == pytest.approx(plain_read * (100_000 + 128) / 200_000, rel=0.01)
+    # A model without windows never turns an empty step into NaN (0 tokens x no window).
+    assert math.isfinite(plain.decode_step_ms(0, 0))
 
 
 def test_attention_flops_use_heads_times_head_dim_not_hidden(catalog: Catalog) -> None:
@@ -242,3 +246,90 @@ def test_a_users_moe_row_and_chip_override_are_used(
     moe = catalog.models["tiny-moe"]
     assert moe.active_params == pytest.approx(2e9 - 4 * 14 * 3 * 1024 * 512)
     assert catalog.chips["h200"].peak_tflops("fp8") == 3000.0
+
+
+def test_the_planner_searches_ep_and_attention_dp_for_moe_models_only(catalog: Catalog) -> None:
+    from notes_cli.plan.space import ChipOption, Layout, SearchSpace
+
+    space = SearchSpace(chips=(ChipOption("h200"),), max_chips=16)
+    dense = space.layouts(catalog.models["qwen3-32b"])
+    assert dense == tuple(Layout(tp) for tp in (1, 2, 4, 8))
+    moe = space.layouts(catalog.models["deepseek-r1"])
+    assert set(moe) == {
+        *dense,
+        Layout(8, 1, 8),
+        Layout(1, 8, 8),
+        Layout(1, 16, 16),
+    }
+    # EP must divide the experts: GLM-4.5's 160 split 8, 16 or 32 ways, never 64.
+    wide = SearchSpace(chips=(ChipOption("h200"),), max_chips=64)
+    assert max(lay.ep for lay in wide.layouts(catalog.models["glm-4.5"])) == 32
+    assert all(160 % lay.ep == 0 for lay in wide.layouts(catalog.models["glm-4.5"]))
+
+
+PLAN = (
+    "engine", "plan", "--model", "deepseek-r1", "--chip", "h200", "--link", "rdma-8x400g",
+    "--max-instances", "1", "--modes", "disagg", "--input-len", "2000", "--output-len", "100",
+    "-n", "200", "--tolerance", "0.2", "--jobs", "1", "--slo-ttft-ms", "1000",
+    "--slo-tpot-ms", "50",
+)  # fmt: skip
+
+
+def test_a_newcomer_plans_deepseek_r1_on_h200_with_fp8_and_ep(cli: Any, tmp_path: Path) -> None:
+    out = tmp_path / "r1.toml"
+    planned = cli(*PLAN, "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--json", "--out", str(out))
+    assert planned.exit_code == 0, planned.stderr
+    doc = planned.json()
+    assert doc["space"]["weight_dtype"] == "fp8" and doc["space"]["kv_dtype"] == "fp8"
+    best = next(c for c in doc["candidates"] if c["id"] == doc["best"]["id"])
+    assert any(g["ep"] > 1 for g in best["groups"].values())  # expert parallel wins here
+    assert doc["best"]["capacity_rps"] > 1
+    text = out.read_text(encoding="utf-8")
+    assert 'weight_dtype = "fp8"' in text and 'kv_dtype = "fp8"' in text
+    simulated = cli("engine", "simulate", "-p", str(out), "-n", "20", "--rate", "2", "--json")
+    assert simulated.exit_code == 0, simulated.stderr
+    # In bf16 the 671B weights (1.3 TB) fit no 8-GPU H200 node, and the planner says why.
+    bf16 = cli(*PLAN, "--weight-dtype", "bf16", "--json")
+    assert bf16.exit_code == 1
+    doc = bf16.json()
+    assert doc["counts"]["pruned"]["memory"] == doc["counts"]["candidates"]
+    reasons = {c["label"]: c["pruned"] for c in doc["candidates"]}
+    assert reasons["disagg P 1xh200-dp8-ep8 + D 1xh200-tp8 b256"] == (
+        "prefill h200 tp1-dp8-ep8: the weights do not fit in HBM"
+    )
+
+
+def test_unknown_precisions_are_usage_errors(cli: Any) -> None:
+    bad = cli(*PLAN, "--weight-dtype", "fp6")
+    assert bad.exit_code == 2 and "--weight-dtype: unknown precision 'fp6'" in bad.stderr
+    bad = cli("engine", "simulate", "-p", "deepseek-r1-h200-disagg", "--kv-dtype", "int4")
+    assert bad.exit_code == 2 and "choose from bf16, fp16, fp8" in bad.stderr
+
+
+def test_simulate_serves_a_preset_in_another_precision(cli: Any) -> None:
+    run = ("engine", "simulate", "-p", "deepseek-r1-h200-disagg", "-n", "40", "--rate", "4")
+    run += ("--input-len", "3000", "--output-len", "20", "--json")
+    (as_shipped,) = cli(*run).json()["configurations"]
+    (fp8,) = cli(*run, "--kv-dtype", "fp8").json()["configurations"]
+    assert fp8["label"].endswith("weights fp8 KV fp8")
+    # Half the KV bytes to read and to move: every request's first token comes sooner.
+    shipped_ttft = as_shipped["points"][0]["metrics"]["ttft_ms"]["mean"]
+    assert fp8["points"][0]["metrics"]["ttft_ms"]["mean"] < shipped_ttft
+
+
+def test_a_launch_sketch_says_what_it_cannot_write(catalog: Catalog) -> None:
+    from notes_cli.plan.launch import launch_sketch
+
+    sketch = launch_sketch(catalog.deployment("deepseek-r1-h200-disagg"), catalog, "sglang")
+    (note,) = [n for n in sketch.notes if n.startswith("Not written as flags")]
+    assert "decode ep 16 / dp 16" in note and "weights in fp8" in note
+    assert "deepseek-ai/DeepSeek-R1" in sketch.text()
+    dense = launch_sketch(catalog.deployment("h100-disagg"), catalog, "sglang")
+    assert not any(n.startswith("Not written as flags") for n in dense.notes)
+
+
+def test_simulate_refuses_a_node_whose_weights_leave_no_room_for_kv(cli: Any) -> None:
+    bf16 = cli("engine", "simulate", "-p", "deepseek-r1-h200-disagg", "--weight-dtype", "bf16")
+    assert bf16.exit_code == 2
+    assert "a prefill node (8 x h200) holds 1,581 GB of deepseek-r1 weights" in bf16.stderr
+    assert "1,015 GB usable" in bf16.stderr

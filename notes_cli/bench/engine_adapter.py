@@ -53,7 +53,9 @@ class EngineSimulator:
             deployment = replace(deployment, weight_dtype=config.weight_dtype)
         if config.kv_dtype is not None:
             deployment = replace(deployment, kv_dtype=config.kv_dtype)
-        return deployment.with_mode(config.mode)
+        deployment = deployment.with_mode(config.mode)
+        _check_weights_fit(deployment, self._preset(config.preset)[1])
+        return deployment
 
     def resolve(self, config: SimConfig) -> Resolved:
         deployment = self.deployment(config)
@@ -77,6 +79,29 @@ class EngineSimulator:
         catalog = self._preset(config.preset)[1]
         return simulate(
             self.deployment(config), requests, seed=seed, catalog=catalog, keep_gaps=self.exact_gaps
+        )
+
+
+def _check_weights_fit(deployment: Deployment, catalog: Catalog) -> None:
+    """A node whose weights leave no room for KV would run one request at a time and look
+    merely slow: say so instead (a preset's own kv_capacity_tokens is taken as given)."""
+    from notes_cli.engine.core.costmodel import NodeCost
+    from notes_cli.errors import UsageError
+
+    if deployment.kv_capacity_tokens is not None:
+        return
+    model = catalog.models[deployment.model]
+    for role, group in deployment.worker_groups():
+        cost = NodeCost.for_group(model, catalog.chips[group.chip], group, deployment)
+        if cost.kv_capacity_tokens(deployment.gpu_memory_utilization) > 0:
+            continue
+        gpus = group.stage_gpus * group.pp
+        usable = gpus * cost.chip.hbm_gb * deployment.gpu_memory_utilization
+        raise UsageError(
+            f"{deployment.name}: a {role} node ({gpus} x {group.chip}) holds "
+            f"{cost.weight_bytes / 1e9:,.0f} GB of {deployment.model} weights but has "
+            f"{usable:,.0f} GB usable: no room for KV",
+            fix="use more GPUs per node (tp, dp, pp) or narrower weights (--weight-dtype fp8)",
         )
 
 

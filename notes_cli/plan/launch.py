@@ -20,6 +20,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from notes_cli.engine.core.costmodel import NodeCost
 from notes_cli.engine.core.deployment_file import dump_deployment
 from notes_cli.engine.core.profiles import Catalog, Deployment, NodeGroup
 from notes_cli.errors import UsageError
@@ -36,6 +37,16 @@ _MODEL_IDS = {
     "llama-2-13b": "meta-llama/Llama-2-13b-chat-hf",
     "llama-2-7b": "meta-llama/Llama-2-7b-chat-hf",
     "mistral-7b": "mistralai/Mistral-7B-v0.1",
+    "llama-3.1-8b": "meta-llama/Llama-3.1-8B-Instruct",
+    "llama-3.1-70b": "meta-llama/Llama-3.1-70B-Instruct",
+    "qwen3-32b": "Qwen/Qwen3-32B",
+    "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
+    "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B",
+    "deepseek-v3": "deepseek-ai/DeepSeek-V3",
+    "deepseek-r1": "deepseek-ai/DeepSeek-R1",
+    "kimi-k2": "moonshotai/Kimi-K2-Instruct",
+    "glm-4.5": "zai-org/GLM-4.5",
+    "gpt-oss-120b": "openai/gpt-oss-120b",
 }
 
 NOT_LAUNCHED = (
@@ -140,6 +151,13 @@ def launch_sketch(deployment: Deployment, catalog: Catalog, engine: str) -> Laun
         version = "(flags not recorded)"
     builder = {"lmdeploy": _lmdeploy, "vllm": _vllm, "sglang": _sglang}[engine]
     steps, notes = builder(plan)
+    unwritten = _unwritten(deployment)
+    if unwritten:
+        notes.append(
+            f"Not written as flags: {unwritten}. The sketch writes tensor parallelism only (the "
+            "recorded flag data does not cover these yet); set them by hand with your engine's "
+            "expert-parallel, data-parallel-attention, quantization and KV-cache-dtype options."
+        )
     return LaunchSketch(
         engine=engine,
         version=version,
@@ -149,6 +167,18 @@ def launch_sketch(deployment: Deployment, catalog: Catalog, engine: str) -> Laun
         steps=tuple(steps),
         notes=tuple(notes),
     )
+
+
+def _unwritten(deployment: Deployment) -> str:
+    """What the deployment asks for that no recorded flag writes: EP, attention DP, precision."""
+    parts = []
+    for role, group in deployment.worker_groups():
+        if group.ep > 1 or group.dp > 1:
+            parts.append(f"{role} ep {group.ep} / dp {group.dp}")
+    for what, dtype in (("weights", deployment.weight_dtype), ("KV cache", deployment.kv_dtype)):
+        if dtype is not None:
+            parts.append(f"{what} in {dtype}")
+    return ", ".join(dict.fromkeys(parts))
 
 
 # -- what the deployment asks for ----------------------------------------------------------------
@@ -197,7 +227,7 @@ class _Plan:
              f"the weights of {deployment.model}: a Hugging Face id or a local folder"),
         ]  # fmt: skip
         for inst in self.instances:
-            chips = f"{inst.group.tp * inst.group.pp} x {inst.group.chip}"
+            chips = f"{inst.group.stage_gpus * inst.group.pp} x {inst.group.chip}"
             self.variables.append((inst.host_var, f"{inst.role}-{inst.index}.example", f"{chips}"))
 
     def add_variable(self, name: str, value: str, what: str) -> None:
@@ -220,7 +250,7 @@ class _Plan:
         )
 
     def visible(self, group: NodeGroup) -> str:
-        devices = ",".join(str(i) for i in range(group.tp * group.pp))
+        devices = ",".join(str(i) for i in range(group.stage_gpus * group.pp))
         var = "ASCEND_RT_VISIBLE_DEVICES" if self.ascend(group) else "CUDA_VISIBLE_DEVICES"
         return f"{var}={devices}"
 
@@ -229,10 +259,10 @@ class _Plan:
         the weights, per GPU (its help: "percentage of free gpu memory ... excluding weights")."""
         chip = self.catalog.chips[group.chip]
         hbm = chip.hbm_gb * 1e9
-        weights = self.model.weight_bytes / group.tp
+        weights = self.cost(group).weight_bytes / self.gpus(group)
         free = hbm - weights
         if self.deployment.kv_capacity_tokens is not None:
-            kv = self.deployment.kv_capacity_tokens * self.model.kv_bytes_per_token / group.tp
+            kv = self.deployment.kv_capacity_tokens * self.kv_bytes_per_token_per_gpu(group)
         else:
             kv = self.deployment.gpu_memory_utilization * hbm - weights
         if free <= 0:
@@ -243,7 +273,20 @@ class _Plan:
         tokens = self.deployment.kv_capacity_tokens
         if tokens is None:
             return None
-        return math.ceil(tokens * self.model.kv_bytes_per_token / group.tp)
+        return math.ceil(tokens * self.kv_bytes_per_token_per_gpu(group))
+
+    def cost(self, group: NodeGroup) -> NodeCost:
+        chip = self.catalog.chips[group.chip]
+        return NodeCost.for_group(self.model, chip, group, self.deployment)
+
+    @staticmethod
+    def gpus(group: NodeGroup) -> int:
+        return group.stage_gpus * group.pp
+
+    def kv_bytes_per_token_per_gpu(self, group: NodeGroup) -> float:
+        """One token's KV bytes on each GPU of a node: every copy kept, spread over its GPUs."""
+        cost = self.cost(group)
+        return cost.kv_bytes_per_token * cost.kv_copies / self.gpus(group)
 
 
 _TRANSPORTS = (  # (name or description word, transport); first match wins

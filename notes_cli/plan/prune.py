@@ -195,13 +195,15 @@ def _memory_problem(candidate: Candidate, dep: Deployment, bounds: Bounds) -> st
         cost = bounds.cost(group, dep)
         capacity = cost.kv_capacity_tokens(dep.gpu_memory_utilization)
         need = bounds.max_input if role == "prefill" else bounds.max_need
+        shape = f"{role} {group.chip} " + "-".join(
+            f"{k}{v}"
+            for k, v in (("tp", group.tp), ("dp", group.dp), ("ep", group.ep))
+            if k == "tp" or v > 1
+        )
         if capacity <= 0:
-            return f"{role} {group.chip} tp{group.tp}: the weights do not fit in HBM"
+            return f"{shape}: the weights do not fit in HBM"
         if capacity < need:
-            return (
-                f"{role} {group.chip} tp{group.tp}: KV room for {capacity:,} tokens, "
-                f"the largest request needs {need:,}"
-            )
+            return f"{shape}: KV room for {capacity:,} tokens, the largest request needs {need:,}"
     return None
 
 

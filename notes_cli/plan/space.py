@@ -6,7 +6,7 @@ batch limit and, in chunked mode, the chunk size. Tensor parallelism must divide
 attention heads and stay within --max-tp; an instance uses at most --max-chips chips. A
 mixture-of-experts model also gets expert-parallel layouts: TP with the experts split over the
 same GPUs (ep = tp), and attention data parallelism with expert parallelism over all its GPUs
-(tp 1, dp = ep = 4, 8, 16, ... up to --max-chips), the large-EP recipe of SGLang and Dynamo.
+(tp 1, dp = ep = 8, 16, 32, ... up to --max-chips), the large-EP recipe of SGLang and Dynamo.
 The weights' and KV cache's precision are the user's (--weight-dtype, --kv-dtype), not searched.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 from notes_cli.engine.core.profiles import Deployment, ModelShape, NodeGroup
 
 ALL_MODES = ("disagg", "colocated", "chunked")
-_MIN_EP = 4
+_MIN_EP = 8
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,10 @@ class SearchSpace:
     def layouts(self, model: ModelShape) -> tuple[Layout, ...]:
         """(tp, dp, ep) of one node, fewest GPUs first: every TP choice, and for a MoE model
         also TP + EP over the same GPUs and attention DP + EP (tp 1, dp = ep), for EP degrees
-        from 4 up that divide the experts. Dense models keep the TP choices alone."""
+        from 8 up (a full node) that divide the experts. Dense models keep the TP choices
+        alone."""
         out = [Layout(tp) for tp in self.tp_choices(model)]
-        if model.is_moe:  # EP from 4 GPUs: EP 2 changes little and would double the search
+        if model.is_moe:  # EP from a full node: smaller EP changes little and costs search time
             out += [Layout(tp, 1, tp) for tp in self.tp_choices(model) if tp >= _MIN_EP]
             dp = _MIN_EP
             while dp <= self.max_chips:

@@ -47,6 +47,7 @@ from notes_cli.engine.core.profiles import (
 
 FP8_GEMM_DTYPES = ("fp8", "fp4", "nvfp4", "mxfp4")
 """Weight precisions whose GEMMs take fp8 (or narrower) activations, so an EP dispatch sends fp8."""
+_NO_WINDOW = 1e30  # finite, so a step of zero tokens still attends to zero pairs (0 x inf is NaN)
 _TFLOPS = 1e12
 _TB = 1e12
 _MS_PER_S = 1e3
@@ -54,7 +55,8 @@ _MS_PER_S = 1e3
 
 @dataclass(frozen=True)
 class NodeCost:
-    """Step times of one model on one node (a chip times tensor-parallel x pipeline degrees)."""
+    """Step times of one model on one node: tp x dp x pp chips, with ep-way expert parallelism,
+    serving weights and KV at the given precision."""
 
     model: ModelShape
     chip: Chip
@@ -436,7 +438,7 @@ class _StepShape:
             prefill_attn_slid=prefill_pair * slid_layers,
             decode_attn_full=decode_pair * m.full_layers,
             decode_attn_slid=decode_pair * slid_layers,
-            window=float(m.sliding_window) if m.sliding_window else float("inf"),
+            window=float(m.sliding_window or _NO_WINDOW),
             dense_bytes=(m.params_b * 1e9 - m.routed_params) * per_param / cost.tp,
             expert_bytes=m.moe_layers * m.expert_params * per_param / gpus,
             experts=m.experts,

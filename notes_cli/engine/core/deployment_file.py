@@ -95,7 +95,13 @@ def _row_table(row: Any) -> Any:
     import tomlkit
 
     table = tomlkit.table()
-    values = [(f.name, getattr(row, f.name)) for f in fields(row) if f.name != "name"]
+    # A zero whose default is zero means "absent" (a dense model's experts, a chip without fp8):
+    # left out, so a dense row reads as it did before MoE keys existed.
+    values = [
+        (f.name, getattr(row, f.name))
+        for f in fields(row)
+        if f.name != "name" and not _absent(f.default, getattr(row, f.name))
+    ]
     for key, value in values:  # scalars first, node groups last (as the shipped files read)
         if value is not None and value != "" and not isinstance(value, NodeGroup):
             table.add(key, value)
@@ -108,6 +114,19 @@ def _row_table(row: Any) -> Any:
             )
             table.add(key, group)
     return table
+
+
+def _absent(default: Any, value: Any) -> bool:
+    """A numeric zero left at its zero default (not a bool: false is written)."""
+    numbers = (int, float)
+    return (
+        isinstance(default, numbers)
+        and not isinstance(default, bool)
+        and default == 0
+        and isinstance(value, numbers)
+        and not isinstance(value, bool)
+        and value == 0
+    )
 
 
 def is_deployment_path(value: str) -> bool:
