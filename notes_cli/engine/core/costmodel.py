@@ -14,9 +14,12 @@ Every step costs max(compute time, memory time) + a fixed per-step overhead:
 With tp > 1 each layer pays two ring all-reduces (after attention and after the MLP,
 Megatron-style) over the chip's intra-node link; with expert parallelism (ep > 1) a MoE layer's
 all-reduce becomes a dispatch and a combine all-to-all. A MoE step reads the non-expert weights
-and only the experts its tokens touch: E * (1 - (1 - k/E)^tokens) per layer. A step that carries
-prompt tokens (prefill, chunked) computes at the chip's prefill MFU (`mfu`), a pure decode step
-at its `decode_mfu` (small-batch GEMMs reach less of the peak). With pipeline stages (pp > 1)
+and only the experts its tokens touch: E * (1 - (1 - k/E)^tokens) per layer. On chips with
+measured kernel curves (kernels.py, templates/engine/kernels.toml) the MFUs vary with the step:
+the GEMMs' with the tokens in it and the TP degree, attention's with the context, the routed
+experts' with their split and rows; KV reads at kv_bw_eff plus a per-sequence cost. Otherwise a
+step that carries prompt tokens (prefill, chunked) computes at the chip's prefill MFU (`mfu`), a
+pure decode step at its `decode_mfu`. With pipeline stages (pp > 1)
 each stage holds layers / pp on its own GPUs and a step passes the stages in turn: compute and
 weight reads are split over the stages but run one after another, so a step's latency is the
 single-stage one plus the activations' hops between stages (`p2p`); the stages add KV memory and
