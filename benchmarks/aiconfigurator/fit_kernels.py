@@ -22,6 +22,10 @@ the TRT-LLM tables of each system and fits the few parameters pdnotes' roofline 
 - Generation attention (generation_attention_perf, bf16 KV): latency = launch + KV bytes /
   (HBM * kv_bw_eff), on rows reading at least 4 MiB per layer (batch x context >= 1,024
   tokens of 8 KV heads). Fitted on 32 / 8 x 128, held out on 64 / 8 x 128.
+- MoE layers (moe_perf, bf16 and fp8 block-scaled, balanced routing, >= 16 tokens): compute at
+  moe_mfu * S / (S + moe_width_half) * R / (R + moe_half_rows), S = h x ffn / moe_tp, R = T k /
+  ep, against the touched experts' reads. Fitted on every shape but DeepSeek-V3's (7168 / 2048,
+  top 8 of 256), which is held out.
 - All-reduce (TRT-LLM custom_allreduce_perf, bf16, messages >= 64 KiB): latency = allreduce_us
   + 2 (n-1)/n * bytes / intra_gbps. Fitted on 2 and 8 GPUs, held out on 4.
 
