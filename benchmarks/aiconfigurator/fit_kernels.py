@@ -17,7 +17,8 @@ the TRT-LLM tables of each system and fits the few parameters pdnotes' roofline 
   Fitted on rows with N, K in [1024, 16384] and the even-indexed M values of the grid; the
   odd-indexed M values are held out.
 - Context attention (context_attention_perf, bf16, causal): latency = 2 s^2 h d b /
-  (peak * attn_mfu * s / (s + attn_half_context)). Fitted on 32 query / 8 KV heads x 128
+  (peak * attn_mfu * c / (c + attn_half_context)), c = s / 2 the mean context a prompt token
+  attends (as the step cost computes it: attended pairs / new tokens). Fitted on 32 query / 8 KV heads x 128
   (Llama-3.1-8B-like); held out: 64 / 8 x 128 (Llama-3.1-70B, Qwen3-32B) and 16 / 4 x 128.
 - Generation attention (generation_attention_perf, bf16 KV): latency = launch + KV bytes /
   (HBM * kv_bw_eff), on rows reading at least 4 MiB per layer (batch x context >= 1,024
@@ -195,8 +196,8 @@ def fit_context_attention(df: pd.DataFrame, peak: float) -> dict:
 
     def predict(p: np.ndarray, d: pd.DataFrame) -> np.ndarray:
         mfu, half = p
-        s = d.isl.to_numpy(float)
-        return flops(d) / (peak * mfu * s / (s + half)) * 1e3
+        c = d.isl.to_numpy(float) / 2  # the mean context a causal prompt's token attends
+        return flops(d) / (peak * mfu * c / (c + half)) * 1e3
 
     train = _heads(df, 32, 8)
     fit = least_squares(
