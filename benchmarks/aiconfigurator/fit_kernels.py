@@ -2,8 +2,8 @@
 
 Runs in its own environment, not as a pdnotes dependency:
 
-    python3 -m venv /work/venvs/aic && /work/venvs/aic/bin/pip install aiconfigurator==0.12.0
-    /work/venvs/aic/bin/python benchmarks/aiconfigurator/fit_kernels.py [--write]
+    python3 -m venv ~/.venvs/aic && ~/.venvs/aic/bin/pip install aiconfigurator==0.12.0
+    ~/.venvs/aic/bin/python benchmarks/aiconfigurator/fit_kernels.py [--write]
 
 aiconfigurator (NVIDIA, Apache-2.0) ships per-GPU tables of measured kernel latencies
 (aiconfigurator_core/systems/data/<system>/<op>/<backend>/<version>/*.parquet). This script reads

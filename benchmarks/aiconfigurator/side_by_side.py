@@ -1,7 +1,7 @@
 """aiconfigurator and pdnotes on the same questions (issue 25, point 5; docs/validation.md,
 "Side by side with aiconfigurator").
 
-    /work/venvs/aic/bin/python benchmarks/aiconfigurator/side_by_side.py [--only NAME] [--out F]
+    ~/.venvs/aic/bin/python benchmarks/aiconfigurator/side_by_side.py [--only NAME] [--out F]
 
 For each question (model, GPUs, ISL/OSL, TTFT/TPOT SLOs) it runs, in this environment,
 aiconfigurator 0.12.0's `cli_default` (its agg-vs-disagg search over its measured databases,

@@ -1,6 +1,6 @@
 """aiconfigurator's per-step times for the CI validation table (tests/test_kernel_validation.py).
 
-    /work/venvs/aic/bin/python benchmarks/aiconfigurator/steps.py [--write]
+    ~/.venvs/aic/bin/python benchmarks/aiconfigurator/steps.py [--write]
 
 Asks aiconfigurator 0.12.0 (its Python API, `cli_estimate` in the static modes: one prefill of
 `isl` tokens at batch 1, or one decode step of `batch` sequences at `isl` tokens of context; no
