@@ -18,8 +18,9 @@ the TRT-LLM tables of each system and fits the few parameters pdnotes' roofline 
   odd-indexed M values are held out.
 - Context attention (context_attention_perf, bf16, causal): latency = 2 s^2 h d b /
   (peak * attn_mfu * c / (c + attn_half_context)), c = s / 2 the mean context a prompt token
-  attends (as the step cost computes it: attended pairs / new tokens). Fitted on 32 query / 8 KV heads x 128
-  (Llama-3.1-8B-like); held out: 64 / 8 x 128 (Llama-3.1-70B, Qwen3-32B) and 16 / 4 x 128.
+  attends (as the step cost computes it: attended pairs / new tokens). Fitted on 32 query /
+  8 KV heads x 128 (Llama-3.1-8B-like); held out: 64 / 8 x 128 (Llama-3.1-70B, Qwen3-32B) and
+  16 / 4 x 128.
 - Generation attention (generation_attention_perf, bf16 KV): latency = launch + KV bytes /
   (HBM * kv_bw_eff), on rows reading at least 4 MiB per layer (batch x context >= 1,024
   tokens of 8 KV heads). Fitted on 32 / 8 x 128, held out on 64 / 8 x 128.
