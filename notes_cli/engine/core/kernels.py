@@ -12,12 +12,13 @@ lets efficiency vary with what it depends on:
 
 Summed over a step's matrices these give linear forms the step cost evaluates cheaply:
 compute = (linear FLOPs * M + half_flops) / (peak * mfu), with half_flops = 2 * params * half
-for the dense weights; the routed experts add
-2 * one expert's params * half_e (a grouped GEMM runs every expert of a layer over the step's
-M * k rows, so it fills the GPU like one GEMM of M * k rows), paid once a step touches experts
-(scaled by the share it touches). Attention adds
-attention FLOPs per pair * attn_half_context per new token. Prefill stays compute-bound and
-decode memory-bound: at small M the fitted compute curve meets the weight reads, not above.
+for the dense weights. A MoE layer's routed experts run as one grouped GEMM at their own
+measured curve (moe_*: best efficiency moe_mfu * S / (S + moe_width_half) for a per-GPU expert
+matrix S, which TP splits and EP does not, and half at moe_half_rows (token, expert) rows per
+GPU, i.e. M = moe_half_rows * ep / k), or, without one, like one GEMM of M * k rows; their half
+term is paid in proportion to the experts the step touches. Attention adds attention FLOPs per
+pair * attn_half_context per new token. Prefill stays compute-bound and decode memory-bound: at
+small M the fitted compute curve meets the weight reads, not above.
 
 Chips without measured curves, and deployments fitted to an older engine's constant MFU
 (`prefill_mfu`, Chip.with_constant_mfu), get no extra terms: the old model.
