@@ -80,7 +80,7 @@ def test_the_table_in_the_docs_lists_every_step() -> None:
 
 def test_an_older_engine_keeps_its_measured_constant_speed() -> None:
     # DistServe's released vLLM profile of OPT-13B on one A100 (profiler-a100-80g.vllm.json):
-    # 187 ms for a 1024-token prefill, slower than today's kernels (about 119 ms). The preset
+    # 187 ms for a 1024-token prefill, slower than today's kernels (about 117 ms). The preset
     # carries that speed as prefill_mfu 0.48 and must keep it under the measured kernel curves.
     dep = CATALOG.deployment("distserve-13b-vllm")
     record = next(simulate(dep, [SimRequest(0.0, 1024, 2)], catalog=CATALOG))
