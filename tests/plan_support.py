@@ -17,9 +17,11 @@ MODEL = "llama-3-8b"
 
 def lab_catalog() -> Catalog:
     """Two made-up chips: `lab-slow` is `lab-fast` at half the FLOP/s. A slow all-reduce makes
-    TP2 clearly worse per chip than TP1 for these compute-bound prompts."""
+    TP2 clearly worse per chip than TP1 for these compute-bound prompts. Both run at one
+    constant MFU (no measured kernel curves), so prefill time is FLOPs over FLOP/s by hand."""
     catalog = load_catalog()
-    fast = replace(catalog.chips["h100-sxm"], name="lab-fast", intra_gbps=50.0)
+    h100 = catalog.chips["h100-sxm"].with_constant_mfu(0.45)
+    fast = replace(h100, name="lab-fast", intra_gbps=50.0)
     slow = replace(fast, name="lab-slow", tflops=fast.tflops / 2)
     chips = {**catalog.chips, "lab-fast": fast, "lab-slow": slow}
     return replace(catalog, chips=chips)

@@ -35,7 +35,9 @@ def test_deepseek_v3_uses_37b_of_its_671b_parameters_per_token(catalog: Catalog)
     assert 37e9 < m.active_params < 38e9  # the technical report's "37B activated"
     # Prefill FLOPs follow the active parameters, not the total: 2 x 37.5B per token at the
     # fp8 peak (twice bf16's), attention apart (2 x 128 heads x (192 + 128) per pair per layer).
-    h200 = catalog.chips["h200"]
+    # A constant MFU keeps the FLOPs visible (the measured curves are tested in
+    # test_kernel_validation.py).
+    h200 = catalog.chips["h200"].with_constant_mfu(0.45)
     cost = NodeCost(m, h200, tp=8, weight_dtype="fp8")
     n = 1000
     linear_ms = 2 * DSV3_ACTIVE * n / (1979e12 * 8 * h200.mfu / 1e3)  # the fp8 peak
@@ -86,7 +88,7 @@ def test_mla_latent_is_held_whole_by_every_tp_gpu(catalog: Catalog) -> None:
 
 def test_fp8_weights_and_kv_halve_the_bytes(catalog: Catalog) -> None:
     m = catalog.models["llama-3.1-70b"]
-    h100 = catalog.chips["h100-sxm"]
+    h100 = catalog.chips["h100-sxm"].with_constant_mfu(0.45)  # one MFU: the FLOPs alone
     bf16 = NodeCost(m, h100, tp=4)
     fp8 = NodeCost(m, h100, tp=4, weight_dtype="fp8", kv_dtype="fp8")
     assert bf16.weight_bytes == pytest.approx(141.2e9)
@@ -109,9 +111,11 @@ def test_expert_parallel_all_to_all(catalog: Catalog) -> None:
     m = catalog.models["deepseek-v3"]
     h200 = catalog.chips["h200"]
     # EP 8 in one node: each GPU sends its 1024 / 8 tokens to 8 experts' GPUs, 7/8 of them
-    # remote, dispatch in fp8 (1 byte), combine in bf16 (2), over NVLink (360 GB/s), 10 us each.
+    # remote, dispatch in fp8 (1 byte), combine in bf16 (2), over NVLink (the chip's measured
+    # all-reduce bus rate and latency, kernels.toml), each.
     message = 1024 / 8 * 7168 * 8
-    expected = 2 * 0.010 + (message * 7 / 8 * (1 + 2)) / 360e9 * 1e3
+    nvlink, latency_ms = h200.intra_gbps * 1e9, h200.allreduce_us / 1e3
+    expected = 2 * latency_ms + (message * 7 / 8 * (1 + 2)) / nvlink * 1e3
     ep8 = NodeCost(m, h200, tp=1, dp=8, ep=8, weight_dtype="fp8")
     assert ep8.alltoall_ms(1024) == pytest.approx(expected)
     # EP 16 over two nodes: half of the receivers are on the other node, over each GPU's own
@@ -133,7 +137,7 @@ def test_sliding_window_layers_keep_at_most_the_window(catalog: Catalog) -> None
     assert m.kv_bytes_per_token == 18 * per_layer  # the 18 full-attention layers
     assert kv_bytes(m, 1000) == 18 * per_layer * 1000 + 18 * per_layer * 128
     assert kv_bytes(m, 100) == 36 * per_layer * 100  # shorter than the window: all 36 layers
-    h100 = catalog.chips["h100-sxm"]
+    h100 = catalog.chips["h100-sxm"].with_constant_mfu(0.45)  # the bytes alone decide
     cost = NodeCost(m, h100)
     plain = NodeCost(replace(m, sliding_window=0, sliding_layers=0), h100)
     # A long decode reads the full layers' KV and the sliding layers' last 128 tokens.

@@ -35,7 +35,10 @@ def alone(target: object, input_tokens: int, output_tokens: int = 32) -> Request
 
 def test_ttft_grows_with_prompt_length_while_tpot_barely_moves() -> None:
     short, long = alone("h800-h20-rdma", 256), alone("h800-h20-rdma", 8192)
-    assert long.ttft_ms > 10 * short.ttft_ms
+    # 32x the tokens: the prefill grows over 10x (a short prompt fills the GPU's GEMMs less,
+    # as measured kernels show), the TTFT with the PD stack's fixed overhead over 5x
+    assert long.prefill_ms > 10 * short.prefill_ms
+    assert long.ttft_ms > 5 * short.ttft_ms
     assert long.tpot_ms == pytest.approx(short.tpot_ms, rel=0.15)
 
 

@@ -54,12 +54,21 @@ def _slow_link_ttft() -> float:
     return _one(dep, 8192, link="tcp-100g") / _one(dep, 8192)
 
 
-def _node(model: str, chip: str, tp: int, decode_exec: str = "graph") -> NodeCost:
-    return NodeCost(CATALOG.models[model], CATALOG.chips[chip], tp, decode_exec)
+def _node(
+    model: str, chip: str, tp: int, decode_exec: str = "graph", preset: str | None = None
+) -> NodeCost:
+    """A node of `chip`; with `preset`, running that preset's engine (its fitted prefill_mfu)."""
+    profile = CATALOG.chips[chip]
+    engine_mfu = CATALOG.deployment(preset).prefill_mfu if preset else None
+    if engine_mfu is not None:
+        profile = profile.with_constant_mfu(engine_mfu)
+    return NodeCost(CATALOG.models[model], profile, tp, decode_exec)
 
 
-def _prefill_ms(model: str, chip: str, tp: int, tokens: int) -> Callable[[], float]:
-    return lambda: _node(model, chip, tp).prefill_time_ms(tokens)
+def _prefill_ms(
+    model: str, chip: str, tp: int, tokens: int, preset: str | None = None
+) -> Callable[[], float]:
+    return lambda: _node(model, chip, tp, preset=preset).prefill_time_ms(tokens)
 
 
 def _decode_ms(
@@ -71,7 +80,7 @@ def _decode_ms(
 def _splitwise_prompt_ratio() -> float:
     """H100 / A100 prompt time, BLOOM-176B TP8, 2048 tokens."""
     return (
-        _prefill_ms("bloom-176b", "h100-sxm", 8, 2048)()
+        _prefill_ms("bloom-176b", "h100-sxm", 8, 2048, "splitwise-h100")()
         / _prefill_ms("bloom-176b", "a100-80g", 8, 2048)()
     )
 
@@ -145,7 +154,7 @@ CASES = [
     Case(
         "splitwise BLOOM-176B H100 TP8 prompt 2048 tok, ms",
         252.0,
-        _prefill_ms("bloom-176b", "h100-sxm", 8, 2048),
+        _prefill_ms("bloom-176b", "h100-sxm", 8, 2048, "splitwise-h100"),
         0.50,
     ),
     Case(

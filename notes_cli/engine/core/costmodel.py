@@ -14,9 +14,12 @@ Every step costs max(compute time, memory time) + a fixed per-step overhead:
 With tp > 1 each layer pays two ring all-reduces (after attention and after the MLP,
 Megatron-style) over the chip's intra-node link; with expert parallelism (ep > 1) a MoE layer's
 all-reduce becomes a dispatch and a combine all-to-all. A MoE step reads the non-expert weights
-and only the experts its tokens touch: E * (1 - (1 - k/E)^tokens) per layer. A step that carries
-prompt tokens (prefill, chunked) computes at the chip's prefill MFU (`mfu`), a pure decode step
-at its `decode_mfu` (small-batch GEMMs reach less of the peak). With pipeline stages (pp > 1)
+and only the experts its tokens touch: E * (1 - (1 - k/E)^tokens) per layer. On chips with
+measured kernel curves (kernels.py, templates/engine/kernels.toml) the MFUs vary with the step:
+the GEMMs' with the tokens in it and the TP degree, attention's with the context, the routed
+experts' with their split and rows; KV reads at kv_bw_eff plus a per-sequence cost. Otherwise a
+step that carries prompt tokens (prefill, chunked) computes at the chip's prefill MFU (`mfu`), a
+pure decode step at its `decode_mfu`. With pipeline stages (pp > 1)
 each stage holds layers / pp on its own GPUs and a step passes the stages in turn: compute and
 weight reads are split over the stages but run one after another, so a step's latency is the
 single-stage one plus the activations' hops between stages (`p2p`); the stages add KV memory and
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from notes_cli.engine.core.kernels import step_efficiency
 from notes_cli.engine.core.profiles import (
     KV_DTYPES,
     WEIGHT_DTYPES,
@@ -72,6 +76,25 @@ class NodeCost:
     _decode_flops_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _comm: bool = field(init=False, repr=False, compare=False, default=False)
     _hbm_bytes_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _prefill_attn_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _decode_attn_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _dense_linear: float = field(init=False, repr=False, compare=False, default=0.0)
+    _expert_linear: float = field(init=False, repr=False, compare=False, default=0.0)
+    _expert_flops_per_ms: float = field(init=False, repr=False, compare=False, default=1.0)
+    _dense_half_flops: float = field(init=False, repr=False, compare=False, default=0.0)
+    _expert_half_flops: float = field(init=False, repr=False, compare=False, default=0.0)
+    _prefill_attn_half: float = field(init=False, repr=False, compare=False, default=0.0)
+    _decode_attn_half: float = field(init=False, repr=False, compare=False, default=0.0)
+    _kv_bytes_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _prefill_terms: tuple[float, ...] = field(init=False, repr=False, compare=False, default=())
+    _decode_terms: tuple[float, ...] = field(init=False, repr=False, compare=False, default=())
+    _weights_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _kv_full_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _kv_slid_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _expert_read_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _expert_token_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _expert_half_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _seq_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _eager_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _decode_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _shape: _StepShape = field(init=False, repr=False, compare=False)
@@ -98,17 +121,66 @@ class NodeCost:
         gpus = self.tp * self.dp
         scale = gpus * (self.tp_efficiency if self.tp > 1 else 1.0)
         peak = self.chip.tflops * _TFLOPS * scale / _MS_PER_S
+        object.__setattr__(self, "_shape", _StepShape.of(self))
+        sh, m = self._shape, self.model
+        weights = self.weight_dtype or m.weight_dtype
+        eff = step_efficiency(m, self.chip, self.tp, self.ep, self.dp, weights)
         decode_mfu = self.chip.decode_mfu if self.chip.decode_mfu is not None else self.chip.mfu
-        object.__setattr__(self, "_prefill_flops_per_ms", peak * self.chip.mfu)
+        if eff.measured:  # one measured curve for both phases: the tokens in a step decide
+            decode_mfu = eff.gemm_mfu
+        # linear FLOPs are in bf16-peak units (fp8 counts 1/speedup): so are the half terms
+        speedup = 2.0 * m.active_params / sh.linear_flops if sh.linear_flops else 1.0
+        object.__setattr__(self, "_prefill_flops_per_ms", peak * eff.gemm_mfu)
         object.__setattr__(self, "_decode_flops_per_ms", peak * decode_mfu)
+        object.__setattr__(self, "_prefill_attn_per_ms", peak * (eff.attn_mfu or eff.gemm_mfu))
+        object.__setattr__(self, "_decode_attn_per_ms", peak * (eff.attn_mfu or decode_mfu))
+        expert_linear = 0.0
+        if m.is_moe and eff.measured:  # the routed experts at their own measured efficiency
+            expert_linear = 2.0 * m.active_experts * m.routed_params / m.experts / speedup
+        object.__setattr__(self, "_dense_linear", sh.linear_flops - expert_linear)
+        object.__setattr__(self, "_expert_linear", expert_linear)
+        object.__setattr__(self, "_expert_flops_per_ms", peak * eff.expert_mfu)
+        object.__setattr__(self, "_dense_half_flops", 2.0 * eff.dense_half_params / speedup)
+        object.__setattr__(self, "_expert_half_flops", 2.0 * eff.expert_half_params / speedup)
+        pair = sh.prefill_attn_full + sh.prefill_attn_slid
+        object.__setattr__(self, "_prefill_attn_half", pair * eff.half_context)
+        pair = sh.decode_attn_full + sh.decode_attn_slid
+        object.__setattr__(self, "_decode_attn_half", pair * eff.half_context)
         object.__setattr__(self, "_comm", gpus > 1 or self.pp > 1)
-        hbm = self.chip.hbm_tbps * _TB * self.chip.bw_eff / _MS_PER_S
-        eager_ms = self.model.layers * self.chip.eager_us_per_layer / 1000.0
+        hbm = self.chip.hbm_tbps * _TB / _MS_PER_S
+        kv_bw_eff = self.chip.kv_bw_eff or self.chip.bw_eff
+        object.__setattr__(self, "_hbm_bytes_per_ms", hbm * self.chip.bw_eff)
+        object.__setattr__(self, "_kv_bytes_per_ms", hbm * kv_bw_eff)
+        object.__setattr__(self, "_seq_ms", m.layers * self.chip.kv_seq_us / 1000.0)
+        eager_ms = m.layers * self.chip.eager_us_per_layer / 1000.0
         decode_ms = self.chip.graph_step_ms if self.decode_exec == "graph" else eager_ms
-        object.__setattr__(self, "_hbm_bytes_per_ms", hbm)
         object.__setattr__(self, "_eager_ms", eager_ms)
         object.__setattr__(self, "_decode_ms", decode_ms)
-        object.__setattr__(self, "_shape", _StepShape.of(self))
+        # The step cost's coefficients (ms), so step_ms only multiplies and adds.
+        for phase, gemm_rate, attn_rate, attn_half, full, slid, seq, over in (
+            ("_prefill_terms", self._prefill_flops_per_ms, self._prefill_attn_per_ms,
+             self._prefill_attn_half, sh.prefill_attn_full, sh.prefill_attn_slid, 0.0, eager_ms),
+            ("_decode_terms", self._decode_flops_per_ms, self._decode_attn_per_ms,
+             self._decode_attn_half, sh.decode_attn_full, sh.decode_attn_slid, self._seq_ms,
+             decode_ms),
+        ):  # fmt: skip
+            terms = (
+                self._dense_linear / gemm_rate + attn_half / attn_rate,
+                self._dense_half_flops / gemm_rate,
+                full / attn_rate,
+                slid / attn_rate,
+                seq,
+                over,
+            )
+            object.__setattr__(self, phase, terms)
+        object.__setattr__(self, "_weights_ms", sh.dense_bytes / self._hbm_bytes_per_ms)
+        object.__setattr__(self, "_kv_full_ms", sh.kv_full / self._kv_bytes_per_ms)
+        object.__setattr__(self, "_kv_slid_ms", sh.kv_slid / self._kv_bytes_per_ms)
+        read = sh.expert_bytes * sh.experts / self._hbm_bytes_per_ms
+        object.__setattr__(self, "_expert_read_ms", read)
+        expert_rate = self._expert_flops_per_ms
+        object.__setattr__(self, "_expert_token_ms", self._expert_linear / expert_rate)
+        object.__setattr__(self, "_expert_half_ms", self._expert_half_flops / expert_rate)
 
     @property
     def flops_per_ms(self) -> float:
@@ -143,26 +215,18 @@ class NodeCost:
         window = new_tokens * sh.window
         slid_pairs = attended_pairs if attended_pairs < window else window
         slid_kv = kv_read_tokens if kv_read_tokens < window else window
-        if eager:
-            flops = (
-                sh.linear_flops * new_tokens
-                + sh.prefill_attn_full * attended_pairs
-                + sh.prefill_attn_slid * slid_pairs
-            )
-            compute = flops / self._prefill_flops_per_ms
-            overhead = self._eager_ms
-        else:
-            flops = (
-                sh.linear_flops * new_tokens
-                + sh.decode_attn_full * attended_pairs
-                + sh.decode_attn_slid * slid_pairs
-            )
-            compute = flops / self._decode_flops_per_ms
-            overhead = self._decode_ms
-        read = sh.dense_bytes + sh.kv_full * kv_read_tokens + sh.kv_slid * slid_kv
+        # ms per new token, fixed, per attended pair (full, sliding layers), per sequence read
+        # and overhead of this phase, derived once (measured kernel curves included, kernels.py)
+        per_token, fixed, per_pair, per_slid, per_seq, overhead = (
+            self._prefill_terms if eager else self._decode_terms
+        )
+        compute = new_tokens * per_token + fixed + attended_pairs * per_pair + slid_pairs * per_slid
+        memory = self._weights_ms + kv_read_tokens * self._kv_full_ms + slid_kv * self._kv_slid_ms
+        memory += new_tokens * per_seq
         if sh.experts:  # distinct experts the step's tokens touch, per MoE layer
-            read += sh.expert_bytes * sh.experts * (1.0 - sh.miss ** min(new_tokens, 1e6))
-        memory = read / self._hbm_bytes_per_ms
+            touched = 1.0 - sh.miss ** min(new_tokens, 1e6)
+            memory += self._expert_read_ms * touched
+            compute += new_tokens * self._expert_token_ms + self._expert_half_ms * touched
         if self._comm:  # checked here: a method call per step costs ~5% of simulation speed
             overhead += self.allreduce_ms(new_tokens) + self.stage_hops_ms(new_tokens)
         return max(compute, memory) + overhead
@@ -267,12 +331,17 @@ class NodeCost:
         """Compute time alone (no weight reads, overhead or communication) of one prefill."""
         sh, n = self._shape, float(prompt_tokens)
         pairs = n * n / 2.0
-        flops = (
-            sh.linear_flops * n
-            + sh.prefill_attn_full * pairs
+        gemm = self._dense_linear * n + self._dense_half_flops
+        experts = self._expert_linear * n
+        if sh.experts:
+            experts += self._expert_half_flops * (1.0 - sh.miss ** min(n, 1e6))
+        attn = (
+            sh.prefill_attn_full * pairs
             + sh.prefill_attn_slid * min(pairs, n * sh.window)
+            + self._prefill_attn_half * n
         )
-        return flops / self._prefill_flops_per_ms
+        compute = gemm / self._prefill_flops_per_ms + attn / self._prefill_attn_per_ms
+        return compute + experts / self._expert_flops_per_ms
 
     def linear_ms_per_token(self) -> float:
         """Prefill compute per token of the weights' GEMMs alone (no attention): what any step

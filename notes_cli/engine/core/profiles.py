@@ -59,6 +59,29 @@ class Chip:
     node_gpus: int = 8  # GPUs one NVLink domain joins (a GB200 NVL72 rack: 72)
     scaleout_gbps: float = 50.0  # each GPU's own network rate beyond it, GB/s (400 Gb/s NIC)
     scaleout_us: float = 20.0  # fixed latency of one all-to-all across nodes
+    # Measured kernel curves (templates/engine/kernels.toml; 0 / None: the constant MFUs above).
+    # GEMMs reach mfu * M / (M + half) with M tokens in the step, half = mfu_half_tokens *
+    # (4096^2 / per-GPU matrix size) ** mfu_width_exp; causal attention attn_mfu * c / (c +
+    # attn_half_context) at mean context c; KV reads kv_bw_eff of HBM plus kv_seq_us per
+    # decoding sequence per layer; fp8_* the same curve for fp8 weights against the fp8 peak.
+    mfu_half_tokens: float = 0.0
+    mfu_width_exp: float = 0.0
+    attn_mfu: float | None = None
+    attn_half_context: float = 0.0
+    kv_bw_eff: float | None = None
+    kv_seq_us: float = 0.0
+    fp8_mfu: float | None = None
+    fp8_mfu_half_tokens: float = 0.0
+    fp8_mfu_width_exp: float = 0.0
+    # A MoE layer's grouped expert GEMMs: moe_mfu * S / (S + moe_width_half) * R / (R +
+    # moe_half_rows), S = one expert matrix per GPU, R = (token, expert) rows per GPU.
+    moe_mfu: float | None = None
+    moe_width_half: float = 0.0
+    moe_half_rows: float = 0.0
+    fp8_moe_mfu: float | None = None
+    fp8_moe_width_half: float = 0.0
+    fp8_moe_half_rows: float = 0.0
+    kernel_source: str = ""
     description: str = ""
     source: str = ""
 
@@ -71,6 +94,16 @@ class Chip:
         if weight_dtype in ("fp4", "nvfp4", "mxfp4") and self.fp4_tflops > 0:
             return self.fp4_tflops
         return self.tflops
+
+    @property
+    def measured_kernels(self) -> bool:
+        """Whether efficiencies follow measured kernel curves (else constant MFUs)."""
+        return self.mfu_half_tokens > 0
+
+    def with_constant_mfu(self, prefill_mfu: float) -> Chip:
+        """This chip running an engine whose prefill speed was measured as one constant MFU
+        (presets fitted to older engines): the kernel curves are off, decode uses decode_mfu."""
+        return replace(self, mfu=prefill_mfu, mfu_half_tokens=0.0, attn_mfu=None)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import Any
 
 from notes_cli.engine.core.api import RequestRecord, StepStats
@@ -76,7 +75,7 @@ class Scheduler:
         for role, group in dep.worker_groups():
             chip = catalog.chips[group.chip]
             if dep.prefill_mfu is not None:
-                chip = replace(chip, mfu=dep.prefill_mfu)
+                chip = chip.with_constant_mfu(dep.prefill_mfu)
             cost = NodeCost.for_group(self.model, chip, group, dep)
             capacity = dep.kv_capacity_tokens or cost.kv_capacity_tokens(
                 dep.gpu_memory_utilization, dep.max_batch

@@ -1,0 +1,498 @@
+"""Fit pdnotes' kernel-efficiency curves to aiconfigurator's measured per-operation databases.
+
+Runs in its own environment, not as a pdnotes dependency:
+
+    python3 -m venv ~/.venvs/aic && ~/.venvs/aic/bin/pip install aiconfigurator==0.12.0
+    ~/.venvs/aic/bin/python benchmarks/aiconfigurator/fit_kernels.py [--write]
+
+aiconfigurator (NVIDIA, Apache-2.0) ships per-GPU tables of measured kernel latencies
+(aiconfigurator_core/systems/data/<system>/<op>/<backend>/<version>/*.parquet). This script reads
+the TRT-LLM tables of each system and fits the few parameters pdnotes' roofline uses
+(docs/validation.md, "Kernels: measured per-operation data"):
+
+- GEMM (gemm_perf, bf16 and fp8 per-tensor): latency = max(compute, weight read), where
+  compute = 2MNK / (peak * mfu * M / (M + M_half)), M_half = mfu_half_tokens * (4096^2 / (N K))
+  ** mfu_width_exp (smaller per-GPU matrices, i.e. more TP, need more tokens to fill the GPU)
+  and weight read = (N K + M K + M N) * dtype / (HBM * bw_eff).
+  Fitted on rows with N, K in [1024, 16384] and the even-indexed M values of the grid; the
+  odd-indexed M values are held out.
+- Context attention (context_attention_perf, bf16, causal): latency = 2 s^2 h d b /
+  (peak * attn_mfu * c / (c + attn_half_context)), c = s / 2 the mean context a prompt token
+  attends (as the step cost computes it: attended pairs / new tokens). Fitted on 32 query /
+  8 KV heads x 128 (Llama-3.1-8B-like); held out: 64 / 8 x 128 (Llama-3.1-70B, Qwen3-32B) and
+  16 / 4 x 128.
+- Generation attention (generation_attention_perf, bf16 KV): latency = launch + KV bytes /
+  (HBM * kv_bw_eff), on rows reading at least 4 MiB per layer (batch x context >= 1,024
+  tokens of 8 KV heads). Fitted on 32 / 8 x 128, held out on 64 / 8 x 128.
+- MoE layers (moe_perf, bf16 and fp8 block-scaled, balanced routing, >= 16 tokens): compute at
+  moe_mfu * S / (S + moe_width_half) * R / (R + moe_half_rows), S = h x ffn / moe_tp, R = T k /
+  ep, against the touched experts' reads. Fitted on every shape but DeepSeek-V3's (7168 / 2048,
+  top 8 of 256), which is held out.
+- All-reduce (TRT-LLM custom_allreduce_perf, bf16, messages >= 64 KiB): latency = allreduce_us
+  + 2 (n-1)/n * bytes / intra_gbps. Fitted on 2 and 8 GPUs, held out on 4.
+
+Without --write it prints the fits and their errors (Markdown for docs/validation.md); with
+--write it also writes templates/engine/kernels.toml (rows for the chips pdnotes has).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiconfigurator_core
+import numpy as np
+import pandas as pd
+import yaml
+from scipy.optimize import least_squares
+
+ROOT = Path(__file__).resolve().parents[2]
+SYSTEMS = Path(aiconfigurator_core.__file__).parent / "systems"
+AIC_VERSION = "0.12.0"
+REF_SIZE = 4096.0 * 4096.0
+
+# pdnotes chip -> (aiconfigurator system, TRT-LLM database version)
+CHIPS = {
+    "h100-sxm": ("h100_sxm", "1.3.0rc20"),
+    "h200": ("h200_sxm", "1.3.0rc20"),
+    "a100-80g": ("a100_sxm", "1.0.0"),
+    "b200": ("b200_sxm", "1.3.0rc20"),
+    "gb200": ("gb200", "1.3.0rc20"),
+}
+# Chips without their own tables that share a measured chip's die (labelled as assumed).
+SAME_DIE = {"h800": "h100-sxm"}
+
+
+@dataclass
+class Peaks:
+    bf16: float  # FLOP/s
+    fp8: float
+    hbm: float  # bytes/s
+    source: str
+
+
+def peaks(chip: str, system: str) -> Peaks:
+    """pdnotes' own peaks when it has the chip (efficiencies are fractions of them), else
+    aiconfigurator's system file."""
+    rows: dict = {}
+    for path in sorted((ROOT / "templates" / "engine").glob("*.toml")):
+        for name, row in tomllib.loads(path.read_text()).get("chips", {}).items():
+            rows.setdefault(name, {}).update(row)
+    spec = yaml.safe_load((SYSTEMS / f"{system}.yaml").read_text())["gpu"]
+    fp8 = float(spec.get("fp8_tc_flops", 0.0))
+    row = rows.get(chip, {})
+    if "tflops" in row:
+        bf16 = row["tflops"] * 1e12
+        return Peaks(bf16, 2 * bf16 if fp8 else 0.0, row["hbm_tbps"] * 1e12, "pdnotes")
+    return Peaks(float(spec["bfloat16_tc_flops"]), fp8, float(spec["mem_bw"]), "aiconfigurator")
+
+
+def table(system: str, op: str, version: str, name: str) -> pd.DataFrame:
+    return pd.read_parquet(SYSTEMS / "data" / system / op / "trtllm" / version / f"{name}.parquet")
+
+
+def mape(pred: np.ndarray, measured: np.ndarray) -> float:
+    return float(np.mean(np.abs(pred / measured - 1.0)))
+
+
+def fit_gemm(df: pd.DataFrame, peak: float, hbm: float, dtype_bytes: float) -> dict:
+    rows = df[df.n.between(1024, 16384) & df.k.between(1024, 16384)]
+    m, n, k, lat = (rows[c].to_numpy(float) for c in ("m", "n", "k", "latency"))
+    grid = sorted(set(m))
+    train = np.isin(m, grid[::2])
+
+    def predict(p: np.ndarray) -> np.ndarray:
+        mfu, half, exp, bw = p
+        eff = mfu * m / (m + half * (REF_SIZE / (n * k)) ** exp)
+        compute = 2 * m * n * k / (peak * eff)
+        read = (dtype_bytes * n * k + 2 * (m * k + m * n)) / (hbm * bw)
+        return np.maximum(compute, read) * 1e3
+
+    fit = least_squares(
+        lambda p: np.log(predict(p)[train] / lat[train]),
+        [0.8, 300.0, 0.5, 0.7],
+        bounds=([0.1, 1.0, 0.0, 0.1], [1.0, 1e5, 2.0, 1.0]),
+    )
+    pred = predict(fit.x)
+    big = 2 * m * n * k >= 2 * 4096.0**2 * 1024  # the prefill-sized GEMMs
+    return {
+        "mfu": fit.x[0],
+        "mfu_half_tokens": fit.x[1],
+        "mfu_width_exp": fit.x[2],
+        "bw_eff": fit.x[3],
+        "rows": int(len(lat)),
+        "train_err": mape(pred[train], lat[train]),
+        "held_err": mape(pred[~train], lat[~train]),
+        "held_big_err": mape(pred[~train & big], lat[~train & big]),
+    }
+
+
+DEEPSEEK_MOE = (7168, 2048, 8, 256)  # hidden, expert FFN, top-k, experts: held out
+
+
+def fit_moe(df: pd.DataFrame, peak: float, hbm: float, dtype_bytes: float) -> dict | None:
+    """A layer's routed experts (grouped GEMM): compute at moe_mfu * S / (S + moe_width_half)
+    * R / (R + moe_half_rows), S = one expert matrix's size per GPU (h x ffn / moe_tp), R =
+    (token, expert) rows per GPU (T k / ep); weight reads of the experts the tokens touch."""
+    df = df[(df.distribution == "balanced") & (df.num_tokens >= 16)]
+    if "kernel_source" in df and df.kernel_source.nunique() > 1:
+        df = df[df.kernel_source == df.kernel_source.mode()[0]]
+    shape = ["hidden_size", "inter_size", "topk", "num_experts"]
+    held_mask = (df[shape] == DEEPSEEK_MOE).all(axis=1)
+    train, held = df[~held_mask], df[held_mask]
+
+    def predict(p: np.ndarray, d: pd.DataFrame) -> np.ndarray:
+        mfu, width_half, half_rows, bw = p
+        t, h, i = (d[c].to_numpy(float) for c in ("num_tokens", "hidden_size", "inter_size"))
+        k, e = d.topk.to_numpy(float), d.num_experts.to_numpy(float)
+        tp, ep = d.moe_tp_size.to_numpy(float), d.moe_ep_size.to_numpy(float)
+        matrix = h * i / tp
+        rows = t * k / ep
+        eff = mfu * matrix / (matrix + width_half) * rows / (rows + half_rows)
+        compute = 2 * 3 * matrix * rows / (peak * eff)
+        touched = e / ep * (1 - (1 - k / e) ** t)
+        read = touched * 3 * matrix * dtype_bytes / (hbm * bw)
+        return np.maximum(compute, read) * 1e3
+
+    if train.empty:
+        return None
+    fit = least_squares(
+        lambda p: np.log(predict(p, train) / train.latency.to_numpy()),
+        [0.5, 1e6, 500.0, 0.6],
+        bounds=([0.01, 0.0, 1.0, 0.05], [1.0, 1e9, 1e6, 1.0]),
+    )
+    out = {
+        "moe_mfu": fit.x[0],
+        "moe_width_half": fit.x[1],
+        "moe_half_rows": fit.x[2],
+        "moe_bw_eff": fit.x[3],
+        "train_err": mape(predict(fit.x, train), train.latency.to_numpy()),
+        "held_err": float("nan"),
+    }
+    if len(held):
+        out["held_err"] = mape(predict(fit.x, held), held.latency.to_numpy())
+    return out
+
+
+def _heads(df: pd.DataFrame, heads: int, kv: int, dim: int = 128) -> pd.DataFrame:
+    return df[
+        (df.num_heads == heads)
+        & (df.num_key_value_heads == kv)
+        & (df.head_dim == dim)
+        & (df.kv_cache_dtype == "bfloat16")
+        & (df.window_size == 0)
+    ]
+
+
+def fit_context_attention(df: pd.DataFrame, peak: float) -> dict:
+    df = df[df.get("attn_dtype", "bfloat16") == "bfloat16"] if "attn_dtype" in df else df
+    df = df[df.isl >= 256]
+
+    def flops(d: pd.DataFrame) -> np.ndarray:
+        return (2.0 * d.isl**2 * d.num_heads * d.head_dim * d.batch_size).to_numpy(float)
+
+    def predict(p: np.ndarray, d: pd.DataFrame) -> np.ndarray:
+        mfu, half = p
+        c = d.isl.to_numpy(float) / 2  # the mean context a causal prompt's token attends
+        return flops(d) / (peak * mfu * c / (c + half)) * 1e3
+
+    train = _heads(df, 32, 8)
+    fit = least_squares(
+        lambda p: np.log(predict(p, train) / train.latency.to_numpy()),
+        [0.5, 1000.0],
+        bounds=([0.05, 0.0], [1.0, 1e5]),
+    )
+    held = pd.concat([_heads(df, 64, 8), _heads(df, 16, 4)])
+    long = held[held.isl >= 2048]
+    return {
+        "attn_mfu": fit.x[0],
+        "attn_half_context": fit.x[1],
+        "train_err": mape(predict(fit.x, train), train.latency.to_numpy()),
+        "held_err": mape(predict(fit.x, held), held.latency.to_numpy()),
+        "held_long_err": mape(predict(fit.x, long), long.latency.to_numpy()),
+    }
+
+
+def fit_generation_attention(df: pd.DataFrame, hbm: float) -> dict:
+    def kv_bytes(d: pd.DataFrame) -> np.ndarray:
+        ctx = d.step.to_numpy(float) + 1
+        return d.batch_size.to_numpy(float) * ctx * 2 * d.num_key_value_heads * d.head_dim * 2
+
+    def predict(p: np.ndarray, d: pd.DataFrame) -> np.ndarray:
+        launch_us, seq_us, eff = p
+        seqs = d.batch_size.to_numpy(float)
+        return (launch_us + seq_us * seqs) / 1e3 + kv_bytes(d) / (hbm * eff) * 1e3
+
+    df = df[kv_bytes(df) >= 4 * 2**20]  # what a decode step reads per layer beyond a few sequences
+    train, held = _heads(df, 32, 8), _heads(df, 64, 8)
+    fit = least_squares(
+        lambda p: np.log(predict(p, train) / train.latency.to_numpy()),
+        [5.0, 0.01, 0.8],
+        bounds=([0.0, 0.0, 0.05], [200.0, 10.0, 1.0]),
+    )
+    return {
+        "attn_launch_us": fit.x[0],
+        "attn_seq_us": fit.x[1],
+        "kv_bw_eff": fit.x[2],
+        "train_err": mape(predict(fit.x, train), train.latency.to_numpy()),
+        "held_err": mape(predict(fit.x, held), held.latency.to_numpy()),
+    }
+
+
+def fit_allreduce(df: pd.DataFrame) -> dict:
+    df = df[df.allreduce_dtype == "bfloat16"] if "allreduce_dtype" in df else df
+    if "kernel_source" in df and df.kernel_source.nunique() > 1:
+        df = df[df.kernel_source == df.kernel_source.mode()[0]]
+
+    def predict(p: np.ndarray, d: pd.DataFrame) -> np.ndarray:
+        lat_us, gbps = p
+        n = d.num_gpus.to_numpy(float)
+        nbytes = 2.0 * d.message_size.to_numpy(float)  # message_size counts bf16 elements
+        return lat_us / 1e3 + 2 * (n - 1) / n * nbytes / (gbps * 1e9) * 1e3
+
+    df = df[df.message_size >= 32768]  # >= 64 KiB: a step of 8 tokens of a 4096-wide model
+    train, held = df[df.num_gpus.isin([2, 8])], df[df.num_gpus == 4]
+    fit = least_squares(
+        lambda p: np.log(predict(p, train) / train.latency.to_numpy()),
+        [10.0, 300.0],
+        bounds=([0.0, 1.0], [1000.0, 5000.0]),
+    )
+    return {
+        "allreduce_us": fit.x[0],
+        "intra_gbps": fit.x[1],
+        "kernel": str(df.kernel_source.iloc[0]) if "kernel_source" in df else "",
+        "train_err": mape(predict(fit.x, train), train.latency.to_numpy()),
+        "held_err": mape(predict(fit.x, held), held.latency.to_numpy()),
+    }
+
+
+def latest(system: str, op: str, name: str) -> str | None:
+    folder = SYSTEMS / "data" / system / op / "trtllm"
+    versions = sorted(
+        (v.name for v in folder.glob("*") if (v / f"{name}.parquet").exists()),
+        key=lambda v: [int(x) if x.isdigit() else x for x in v.replace("rc", ".").split(".")],
+    )
+    return versions[-1] if versions else None
+
+
+def fit_chip(chip: str) -> dict:
+    system, version = CHIPS[chip]
+    pk = peaks(chip, system)
+    gemm = table(system, "gemm", version, "gemm_perf")
+    out: dict = {"system": system, "version": version, "peaks": pk.source}
+    out["bf16"] = fit_gemm(gemm[gemm.gemm_dtype == "bfloat16"], pk.bf16, pk.hbm, 2.0)
+    fp8 = gemm[gemm.gemm_dtype == "fp8"]
+    out["fp8"] = fit_gemm(fp8, pk.fp8, pk.hbm, 1.0) if len(fp8) and pk.fp8 else None
+    moe_version = (
+        version if (SYSTEMS / "data" / system / "moe" / "trtllm" / version).is_dir() else None
+    )
+    out["moe_version"] = moe_version
+    moe = table(system, "moe", moe_version, "moe_perf") if moe_version else None
+    out["moe"] = out["fp8_moe"] = None
+    if moe is not None:
+        out["moe"] = fit_moe(moe[moe.moe_dtype == "bfloat16"], pk.bf16, pk.hbm, 2.0)
+        block = moe[moe.moe_dtype == "fp8_block"]
+        if len(block) and pk.fp8:
+            out["fp8_moe"] = fit_moe(block, pk.fp8, pk.hbm, 1.0)
+    attn = table(system, "attention", version, "context_attention_perf")
+    out["context"] = fit_context_attention(attn, pk.bf16)
+    gen = table(system, "attention", version, "generation_attention_perf")
+    out["generation"] = fit_generation_attention(gen, pk.hbm)
+    ar_version = latest(system, "comm", "custom_allreduce_perf")
+    out["allreduce_version"] = ar_version
+    ar = table(system, "comm", ar_version, "custom_allreduce_perf") if ar_version else None
+    out["allreduce"] = fit_allreduce(ar) if ar is not None else None
+    return out
+
+
+def chip_names() -> set[str]:
+    names: set[str] = set()
+    for path in (ROOT / "templates" / "engine").glob("*.toml"):
+        if path.name != "kernels.toml":
+            names |= set(tomllib.loads(path.read_text()).get("chips", {}))
+    return names
+
+
+HEADER = """\
+# SPDX-FileCopyrightText: Copyright (c) 2025-2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+#
+# Kernel efficiencies per chip, DERIVED from NVIDIA aiconfigurator {aic}'s measured per-operation
+# databases (PyPI aiconfigurator / aiconfigurator-core {aic}, Apache-2.0; license text in
+# LICENSES/aiconfigurator-Apache-2.0.txt; github.com/ai-dynamo/aiconfigurator) by fitting.
+# Changes: no measured row is carried; each value below is a least-squares fit (log latency) of
+# pdnotes' roofline formulas to the TRT-LLM tables named in the row's `kernel_source`, written by
+# benchmarks/aiconfigurator/fit_kernels.py --write (docs/validation.md, "Kernels: measured
+# per-operation data"). These rows overlay the same-named rows of chips.toml: `mfu` becomes the
+# GEMMs' best efficiency, reached as tokens in a step grow (mfu_half_tokens, mfu_width_exp), one
+# curve for both phases; `attn_mfu` / `attn_half_context` the causal attention's; `bw_eff` the
+# weights' read efficiency, `kv_bw_eff` the KV cache's and `kv_seq_us` a decode attention's cost
+# per sequence per layer; `allreduce_us` / `intra_gbps` the all-reduce's; `fp8_*` the fp8
+# (per-tensor) GEMMs' curve against the fp8 peak; `moe_*` / `fp8_moe_*` a MoE layer's grouped
+# expert GEMMs (best efficiency shrinking with the per-GPU expert matrix, moe_width_half, and
+# growing with the (token, expert) rows per GPU, moe_half_rows). Deployments carrying a fitted
+# `prefill_mfu` (engines measured before these kernels) keep the old constant-MFU model.
+"""
+
+
+def _f(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}g}" if abs(x) < 1 else f"{x:.{max(digits, 4)}g}"
+
+
+def toml_row(chip: str, fit: dict, assumed_from: str | None = None) -> str:
+    g, c, gen, ar = fit["bf16"], fit["context"], fit["generation"], fit["allreduce"]
+    db = f"aiconfigurator {AIC_VERSION} systems/data/{fit['system']}"
+    tr = f"trtllm/{fit['version']}"
+    parts = [
+        f"gemm/{tr}/gemm_perf (bf16)",
+        f"attention/{tr}/context_attention_perf and generation_attention_perf (bf16)",
+    ]
+    if ar is not None:
+        parts.append(f"comm/trtllm/{fit['allreduce_version']}/custom_allreduce_perf")
+    source = (
+        f"FITTED to {db}: " + ", ".join(parts) + f". GEMM {g['rows']} rows (N, K 1024-16384), "
+        f"held-out M values within {g['held_err']:.0%} (prefill-sized GEMMs "
+        f"{g['held_big_err']:.0%}); context attention held-out heads within "
+        f"{c['held_err']:.0%}; KV read held-out within {gen['held_err']:.0%}"
+    )
+    if ar is not None:
+        source += f"; all-reduce held-out 4 GPUs within {ar['held_err']:.0%}"
+    if fit["fp8"] is not None:
+        f8 = fit["fp8"]
+        source += (
+            f". fp8 GEMMs (per-tensor, same table): mfu {f8['mfu']:.3f} of the fp8 peak, "
+            f"half at {f8['mfu_half_tokens']:.0f} tokens, width exponent "
+            f"{f8['mfu_width_exp']:.2f}, held-out within {f8['held_err']:.0%}"
+        )
+    for label, m in (("bf16", fit["moe"]), ("fp8 block-scaled", fit["fp8_moe"])):
+        if m is not None:
+            held = (
+                ""
+                if math.isnan(m["held_err"])
+                else f", DeepSeek-V3's shape held out within {m['held_err']:.0%}"
+            )
+            source += (
+                f". MoE ({label}, moe/trtllm/{fit['moe_version']}/moe_perf, balanced routing): "
+                f"train within {m['train_err']:.0%}{held}"
+            )
+    if assumed_from:
+        source = (
+            f"ASSUMED as {assumed_from} (same die, no aiconfigurator table for this chip): "
+            + source
+        )
+    lines = [
+        f"[chips.{chip}]",
+        f"mfu = {g['mfu']:.3f}",
+        f"mfu_half_tokens = {g['mfu_half_tokens']:.0f}.0",
+        f"mfu_width_exp = {g['mfu_width_exp']:.3f}",
+        f"attn_mfu = {c['attn_mfu']:.3f}",
+        f"attn_half_context = {c['attn_half_context']:.0f}.0",
+        f"bw_eff = {g['bw_eff']:.3f}",
+        f"kv_bw_eff = {gen['kv_bw_eff']:.3f}",
+        f"kv_seq_us = {gen['attn_seq_us']:.3f}",
+    ]
+    if fit["fp8"] is not None:
+        f8 = fit["fp8"]
+        lines += [
+            f"fp8_mfu = {f8['mfu']:.3f}",
+            f"fp8_mfu_half_tokens = {f8['mfu_half_tokens']:.0f}.0",
+            f"fp8_mfu_width_exp = {f8['mfu_width_exp']:.3f}",
+        ]
+    for prefix, m in (("", fit["moe"]), ("fp8_", fit["fp8_moe"])):
+        if m is not None:
+            lines += [
+                f"{prefix}moe_mfu = {m['moe_mfu']:.3f}",
+                f"{prefix}moe_width_half = {m['moe_width_half']:.4g}",
+                f"{prefix}moe_half_rows = {m['moe_half_rows']:.0f}.0",
+            ]
+    if ar is not None and not assumed_from:
+        lines += [
+            f"allreduce_us = {ar['allreduce_us']:.1f}",
+            f"intra_gbps = {ar['intra_gbps']:.0f}.0",
+        ]
+    lines.append(f'kernel_source = "{source}"')
+    return "\n".join(lines)
+
+
+def markdown(fits: dict[str, dict]) -> str:
+    out = [
+        "| chip (aiconfigurator system, TRT-LLM db) | GEMM bf16: mfu, half tokens, width exp, "
+        "bw_eff | train / held-out M (prefill-sized) | fp8: mfu, half tokens | held-out | "
+        "context attention: attn_mfu, half context | held-out heads (s >= 2048) | KV read: "
+        "kv_bw_eff, us per sequence, launch us | held-out | all-reduce: us, GB/s | "
+        "held-out (4 GPUs) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for chip, f in fits.items():
+        g, c, gen, ar, f8 = f["bf16"], f["context"], f["generation"], f["allreduce"], f["fp8"]
+        out.append(
+            "| "
+            + " | ".join(
+                [
+                    f"{chip} ({f['system']}, {f['version']})",
+                    f"{g['mfu']:.3f}, {g['mfu_half_tokens']:.0f}, {g['mfu_width_exp']:.2f}, "
+                    f"{g['bw_eff']:.3f}",
+                    f"{g['train_err']:.1%} / {g['held_err']:.1%} ({g['held_big_err']:.1%})",
+                    f"{f8['mfu']:.3f}, {f8['mfu_half_tokens']:.0f}" if f8 else "no fp8",
+                    f"{f8['held_err']:.1%}" if f8 else "",
+                    f"{c['attn_mfu']:.3f}, {c['attn_half_context']:.0f}",
+                    f"{c['held_err']:.1%} ({c['held_long_err']:.1%})",
+                    f"{gen['kv_bw_eff']:.3f}, {gen['attn_seq_us']:.2f}, "
+                    f"{gen['attn_launch_us']:.1f}",
+                    f"{gen['held_err']:.1%}",
+                    f"{ar['allreduce_us']:.1f}, {ar['intra_gbps']:.0f}" if ar else "",
+                    f"{ar['held_err']:.1%}" if ar else "",
+                ]
+            )
+            + " |"
+        )
+    out += [
+        "",
+        "| chip | MoE layer (moe_perf) | moe_mfu, width half, half rows, expert read eff | train "
+        "error | DeepSeek-V3 shape held out |",
+        "|---|---|---|---|---|",
+    ]
+    for chip, f in fits.items():
+        for label, m in (("bf16", f["moe"]), ("fp8 block", f["fp8_moe"])):
+            if m is None:
+                continue
+            held = "-" if math.isnan(m["held_err"]) else f"{m['held_err']:.1%}"
+            out.append(
+                f"| {chip} | {label}, trtllm/{f['moe_version']} | {m['moe_mfu']:.3f}, "
+                f"{m['moe_width_half']:.3g}, {m['moe_half_rows']:.0f}, {m['moe_bw_eff']:.3f} | "
+                f"{m['train_err']:.1%} | {held} |"
+            )
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write templates/engine/kernels.toml")
+    args = parser.parse_args()
+    fits = {chip: fit_chip(chip) for chip in CHIPS}
+    print(markdown(fits))
+    if args.write:
+        known = chip_names()
+        rows = [toml_row(chip, fits[chip]) for chip in CHIPS if chip in known]
+        rows += [
+            toml_row(chip, fits[base], assumed_from=base)
+            for chip, base in SAME_DIE.items()
+            if chip in known
+        ]
+        missing = [chip for chip in CHIPS if chip not in known]
+        text = HEADER.format(aic=AIC_VERSION)
+        if missing:
+            text += f"# Fitted but not written (no chip row yet): {', '.join(missing)}.\n"
+        path = ROOT / "templates" / "engine" / "kernels.toml"
+        path.write_text(text + "\n" + "\n\n".join(rows) + "\n")
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    assert math.isfinite(REF_SIZE)
+    raise SystemExit(main())
