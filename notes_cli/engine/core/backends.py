@@ -8,6 +8,11 @@ request (HTTP, tokenisation), and it decides how KV memory is handed out. A depl
 behaves as before (the mode's request overhead, no per-step CPU cost, KV reserved in full), so
 presets fitted to older engines keep their fits.
 
+In chunked mode (decodes and prompt tokens share each step up to `chunk_tokens`, vLLM v1's
+`max_num_batched_tokens`, TensorRT-LLM's in-flight batching under `max_num_tokens`) TensorRT-LLM
+takes a prompt whole (`enable_chunked_context` is off by default): one that does not fit what
+is left of the step's budget waits for the next step. vLLM cuts it into chunks.
+
 KV allocation:
 - "reserve": a request reserves its prompt plus every output token when it is admitted
   (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler); it is never evicted.
@@ -34,6 +39,7 @@ class Backend:
     step_overhead_ms: float  # CPU per engine step, whatever its size
     seq_overhead_us: float  # CPU per sequence in a step (sampling, detokenising, streaming)
     kv_alloc: str
+    split_prompts: bool  # chunked mode: a prompt may be cut across steps (else it goes whole)
     source: str
 
 
@@ -42,12 +48,13 @@ BACKENDS: dict[str, Backend] = {
         "trtllm",
         request_overhead_ms=3.0,
         step_overhead_ms=0.6,
-        seq_overhead_us=22.0,
+        seq_overhead_us=30.0,
         kv_alloc="reserve",
+        split_prompts=False,
         source=(
             "FITTED to NVIDIA NIM (TensorRT-LLM backend) closed-loop runs of Llama-3-8B fp16 on "
             "one H100 (tests/fixtures/serving_load.toml, calibration rows): TPOT grows by about "
-            "22 us per concurrent sequence beyond the GPU time; TTFT at one client leaves about "
+            "30 us per concurrent sequence in a step (0.6 ms per step besides) beyond the GPU time; TTFT at one client leaves about "
             "3 ms outside the GPU. KV: TensorRT-LLM's default capacity scheduler policy "
             "GUARANTEED_NO_EVICT reserves prompt + max output at admission"
         ),
@@ -56,8 +63,9 @@ BACKENDS: dict[str, Backend] = {
         "vllm",
         request_overhead_ms=5.0,
         step_overhead_ms=1.0,
-        seq_overhead_us=22.0,
+        seq_overhead_us=30.0,
         kv_alloc="incremental",
+        split_prompts=True,
         source=(
             "ASSUMED: per-sequence cost as TensorRT-LLM's fit (the same streaming and "
             "detokenising work per token), a larger fixed step cost for a Python scheduler; "
@@ -68,8 +76,9 @@ BACKENDS: dict[str, Backend] = {
         "sglang",
         request_overhead_ms=5.0,
         step_overhead_ms=1.0,
-        seq_overhead_us=22.0,
+        seq_overhead_us=30.0,
         kv_alloc="incremental",
+        split_prompts=True,
         source=(
             "ASSUMED as vllm (Python scheduler, detokeniser process); radix/paged KV allocated "
             "as tokens are produced, decode requests retracted when memory runs out"
@@ -79,8 +88,9 @@ BACKENDS: dict[str, Backend] = {
         "lmdeploy",
         request_overhead_ms=5.0,
         step_overhead_ms=1.0,
-        seq_overhead_us=22.0,
+        seq_overhead_us=30.0,
         kv_alloc="incremental",
+        split_prompts=True,
         source=(
             "ASSUMED as vllm (PyTorch engine with paged KV blocks allocated as sequences grow)"
         ),

@@ -149,6 +149,12 @@ class Deployment:
         return fixed, per_seq / 1000.0
 
     @property
+    def split_prompts(self) -> bool:
+        """Chunked mode: may a prompt be cut across steps (vLLM), or must it go whole (TRT-LLM)?"""
+        backend = BACKENDS.get(self.backend or "")
+        return backend.split_prompts if backend else True
+
+    @property
     def kv_allocation(self) -> str:
         """"reserve" (prompt + every output token at admission) or "incremental" (as produced)."""
         if self.kv_alloc is not None:

@@ -101,6 +101,7 @@ class Scheduler:
                     chunk_tokens=dep.chunk_tokens,
                     kv_incremental=incremental,
                     step_cpu_ms=dep.step_cpu_ms,
+                    split_prompts=dep.split_prompts,
                 )
                 if role == "decode":
                     assert dep.prefill is not None
@@ -513,6 +514,9 @@ class Scheduler:
             need = w.admit_kv(head)
             if not head.cancelled and (admitted >= w.max_batch or not w.kv_fits(need)):
                 break
+            whole = not w.split_prompts
+            if whole and chunks and head.input_tokens > budget and not head.cancelled:
+                break  # a whole prompt waits for a step with room (the first one always fits)
             self._dequeue(w)
             if head.cancelled:
                 continue
@@ -521,7 +525,7 @@ class Scheduler:
             if not head.carried:
                 head.prefill_start_ms = now
             w.prefilling.append(head)
-            take = min(budget, head.input_tokens)
+            take = head.input_tokens if whole else min(budget, head.input_tokens)
             chunks.append((head, take))
             budget -= take
         if not chunks and not w.running:

@@ -72,7 +72,7 @@ class Worker:
         "pending_kv", "ready", "prefilling", "running", "context", "busy", "busy_until",
         "step_start", "current", "chunks", "joiners", "emit", "last_emit_ms", "gaps",
         "gaps_base", "finish_at", "link", "incoming", "steps", "to_remove", "kv_incremental",
-        "step_fixed_ms", "seq_step_ms", "preemptions",
+        "step_fixed_ms", "seq_step_ms", "preemptions", "split_prompts",
     )  # fmt: skip
 
     def __init__(
@@ -89,6 +89,7 @@ class Worker:
         chunk_tokens: int,
         kv_incremental: bool = False,
         step_cpu_ms: tuple[float, float] = (0.0, 0.0),
+        split_prompts: bool = True,
     ) -> None:
         self.name = name
         self.role = role
@@ -127,6 +128,7 @@ class Worker:
         self.kv_incremental = kv_incremental  # KV grows as tokens are produced (paged)
         self.step_fixed_ms, self.seq_step_ms = step_cpu_ms  # the engine's CPU time per step
         self.preemptions = 0
+        self.split_prompts = split_prompts  # chunked: cut a prompt across steps
 
     def admit_kv(self, request: SchedRequest) -> int:
         """KV entries `request` takes when admitted: its prompt (incremental) or its prompt and
