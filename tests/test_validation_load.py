@@ -97,10 +97,9 @@ def _simulate(
     records: list[RequestRecord] = []
     scheduler.on_step = steps.append
     scheduler.on_finish = lambda _request, record: records.append(record)
-    for index, request in enumerate(requests):
+    for index, r in enumerate(requests):
         scheduler.submit(
-            SchedRequest(str(index), request.arrival_ms, request.input_tokens, request.output_tokens),
-            request.arrival_ms,
+            SchedRequest(str(index), r.arrival_ms, r.input_tokens, r.output_tokens), r.arrival_ms
         )
     for _ in range(1_000_000):  # bounded: far more events than these runs need
         if scheduler.next_event_time() is None:

@@ -53,7 +53,10 @@ def main() -> None:
     if args.summary:
         return
     print()
-    print("| model | TP | ISL/OSL | C | measured TTFT / TPOT ms | before | after | after ratio | split |")
+    print(
+        "| model | TP | ISL/OSL | C | measured TTFT / TPOT ms | before | after "
+        "| after ratio | split |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for run, before, after in rows:
         print(

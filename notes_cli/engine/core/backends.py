@@ -53,10 +53,11 @@ BACKENDS: dict[str, Backend] = {
         split_prompts=False,
         source=(
             "FITTED to NVIDIA NIM (TensorRT-LLM backend) closed-loop runs of Llama-3-8B fp16 on "
-            "one H100 (tests/fixtures/serving_load.toml, calibration rows): TPOT grows by about "
-            "30 us per concurrent sequence in a step (0.6 ms per step besides) beyond the GPU time; TTFT at one client leaves about "
-            "3 ms outside the GPU. KV: TensorRT-LLM's default capacity scheduler policy "
-            "GUARANTEED_NO_EVICT reserves prompt + max output at admission"
+            "one H100 (tests/fixtures/serving_load.toml, calibration rows): beyond the GPU "
+            "time TPOT grows by about 30 us per sequence in a step, 0.6 ms per step besides; "
+            "TTFT at one client leaves about 3 ms outside the GPU. KV: TensorRT-LLM's default "
+            "capacity scheduler policy GUARANTEED_NO_EVICT reserves prompt + max output at "
+            "admission"
         ),
     ),
     "vllm": Backend(

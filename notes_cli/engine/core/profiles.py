@@ -156,7 +156,7 @@ class Deployment:
 
     @property
     def kv_allocation(self) -> str:
-        """"reserve" (prompt + every output token at admission) or "incremental" (as produced)."""
+        """ "reserve" (prompt + every output token at admission) or "incremental" (as produced)."""
         if self.kv_alloc is not None:
             return self.kv_alloc
         backend = BACKENDS.get(self.backend or "")
