@@ -271,7 +271,7 @@ class Scheduler:
             return False
         total = sum(r.input_tokens for r in batch)
         squares = sum(float(r.input_tokens) ** 2 for r in batch)
-        duration = w.cost.prefill_ms(total, squares) + w.cpu_ms(len(batch))
+        duration = w.cost.prefill_ms(total, squares) + w.step_fixed_ms + w.seq_step_ms * len(batch)
         for request in batch:
             if not request.carried:  # an evicted request keeps its first prefill's times
                 request.prefill_start_ms = now
@@ -402,7 +402,8 @@ class Scheduler:
             w.busy = False
             return
         batch = len(w.running)
-        duration = w.cost.decode_step_ms(batch, w.context) + w.cpu_ms(batch)
+        # the engine's CPU time (inlined: this runs for every simulated step)
+        duration = w.cost.decode_step_ms(batch, w.context) + w.step_fixed_ms + w.seq_step_ms * batch
         self._begin_step(w, now, duration, "decode", batch, batch)
         self._push(now + duration, self._decode_done, w)
 
@@ -536,7 +537,7 @@ class Scheduler:
         kv_read = float(w.context) + sum(r.prefilled for r, _ in chunks)
         batch = len(w.running)
         duration = w.cost.step_ms(batch + chunk_total, pairs, kv_read, eager=chunk_total > 0)
-        duration += w.cpu_ms(batch + len(chunks))
+        duration += w.step_fixed_ms + w.seq_step_ms * (batch + len(chunks))
         w.chunks = chunks
         phase = "mixed" if chunks and batch else ("prefill" if chunks else "decode")
         self._begin_step(w, now, duration, phase, batch + len(chunks), batch + chunk_total)

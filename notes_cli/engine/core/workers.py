@@ -126,7 +126,9 @@ class Worker:
         self.steps = 0
         self.to_remove: list[SchedRequest] = []  # cancelled while decoding
         self.kv_incremental = kv_incremental  # KV grows as tokens are produced (paged)
-        self.step_fixed_ms, self.seq_step_ms = step_cpu_ms  # the engine's CPU time per step
+        # the engine's CPU time in a step (scheduling, sampling, detokenising, streaming): fixed ms,
+        # plus ms per sequence in the step; on the step's critical path
+        self.step_fixed_ms, self.seq_step_ms = step_cpu_ms
         self.preemptions = 0
         self.split_prompts = split_prompts  # chunked: cut a prompt across steps
 
@@ -140,11 +142,6 @@ class Worker:
         if not self.kv_incremental:
             return request.kv_admitted
         return request.kv_admitted + max(0, self.emit - request.join_emit + 1)
-
-    def cpu_ms(self, sequences: int) -> float:
-        """The engine's CPU time in a step over `sequences` sequences (scheduling, sampling,
-        detokenising, streaming), on the step's critical path."""
-        return self.step_fixed_ms + self.seq_step_ms * sequences
 
     def kv_fits(self, need: int) -> bool:
         """Room for `need` more KV entries; an empty node takes anything (no deadlock)."""
