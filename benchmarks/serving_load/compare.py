@@ -4,10 +4,12 @@
     python benchmarks/serving_load/compare.py --summary  # the accuracy summary only
 
 Each run of tests/fixtures/serving_load.toml (mean TTFT and TPOT at C clients, fixed lengths) is
-replayed through `engine simulate -c` twice: as pdnotes described it before issue 25 (a
-colocated node, prefill first, no engine CPU costs) and as the measured engine runs (TensorRT-LLM
-in-flight batching under max_num_tokens 8192, the trtllm backend's costs). Prints the share of
-runs within TTFT +-50 % and TPOT +-30 %, per split, and a Markdown table. About 3 min of CPU.
+replayed through `engine simulate -c`: as pdnotes described it before issue 25 (a colocated
+node, prefill first, no engine CPU costs), as the measured engine runs (prompts prefilled
+together before decoding resumes, the trtllm backend's CPU costs and full KV reservation), and,
+for the summary, as in-flight batching (prompts mixed into decode steps, mode chunked). Prints
+the share of runs within TTFT +-50 % and TPOT +-30 %, per split, and a Markdown table. About
+5 min of CPU.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from notes_cli.bench.measured_runs import BEFORE, NIM_TRTLLM, compare  # noqa: E402
+from notes_cli.bench.measured_runs import BEFORE, IN_FLIGHT, NIM_TRTLLM, compare  # noqa: E402
 from notes_cli.engine.core.profiles import load_catalog  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "serving_load.toml"
@@ -36,9 +38,13 @@ def main() -> None:
     for run in runs:
         before = compare(run, catalog, BEFORE, "h100-sxm")
         after = compare(run, catalog, NIM_TRTLLM, "h100-sxm")
-        rows.append((run, before, after))
-    print("| split | runs | before: TTFT / TPOT / both | after: TTFT / TPOT / both |")
-    print("|---|---|---|---|")
+        mixed = compare(run, catalog, IN_FLIGHT, "h100-sxm")
+        rows.append((run, before, after, mixed))
+    print(
+        "| split | runs | before: TTFT / TPOT / both | after: TTFT / TPOT / both "
+        "| in-flight: TTFT / TPOT / both |"
+    )
+    print("|---|---|---|---|---|")
     for split in ("calibration", "held-out", "all"):
         chosen = [r for r in rows if split in ("all", r[0]["split"])]
         n = len(chosen)
@@ -49,7 +55,7 @@ def main() -> None:
             both = sum(r[cmp_index].within for r in chosen)
             return f"{ttft / n:.0%} / {tpot / n:.0%} / **{both / n:.0%}**"
 
-        print(f"| {split} | {n} | {share(1)} | {share(2)} |")
+        print(f"| {split} | {n} | {share(1)} | {share(2)} | {share(3)} |")
     if args.summary:
         return
     print()
@@ -58,7 +64,7 @@ def main() -> None:
         "| after ratio | split |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    for run, before, after in rows:
+    for run, before, after, _ in rows:
         print(
             f"| {run['model']} | {run['tp']} | {run['isl']}/{run['osl']} | {run['concurrency']} "
             f"| {run['ttft_ms']:.0f} / {run['tpot_ms']:.1f} "

@@ -23,7 +23,7 @@ WITHIN = {"ttft": 0.5, "tpot": 0.3}
 class Setup:
     """How a measured engine is described to pdnotes: mode, backend and step token budget."""
 
-    mode: str = "chunked"
+    mode: str = "colocated"
     backend: str | None = "trtllm"
     chunk_tokens: int = 8192  # TensorRT-LLM's max_num_tokens, vLLM's max_num_batched_tokens
     max_batch: int = 256
@@ -44,8 +44,14 @@ class Setup:
 
 BEFORE = Setup(mode="colocated", backend=None)
 """pdnotes before issue 25: a colocated node, prefill first, no engine CPU costs."""
-NIM_TRTLLM = Setup()
-"""TensorRT-LLM's in-flight batching: prompts join decode steps whole, up to max_num_tokens."""
+NIM_TRTLLM = Setup(mode="colocated")
+"""NVIDIA NIM's TensorRT-LLM engine as its measured runs behave: the prompts waiting are
+prefilled together (whole, up to 8,192 tokens a step) before decoding resumes, so the clients
+of a closed loop stay in step (TTFT grows with C times one prompt's prefill at low C), with the
+trtllm backend's CPU costs and KV reserved in full."""
+IN_FLIGHT = Setup(mode="chunked")
+"""In-flight batching as TensorRT-LLM documents it: prompts join decode steps, up to 8,192
+tokens a step (compared in docs/validation.md)."""
 
 
 @dataclass(frozen=True)
