@@ -238,7 +238,7 @@ class Scheduler:
             if reserve_kv:
                 room = len(w.running) + len(w.ready) + len(batch) < w.max_batch
                 need = w.admit_kv(head)
-                if not room or not w.kv_fits(need):
+                if not room or not w.kv_admits(need):
                     break
                 w.kv_used += need
                 head.kv_admitted = need
@@ -462,12 +462,14 @@ class Scheduler:
             w.finish_at[request.finish_emit].remove(request)
         w.to_remove.clear()
 
-    def _make_room(self, w: Worker) -> None:
+    def _make_room(self, w: Worker) -> bool:
         """Incremental KV: before a step, every running sequence needs one more entry. While
         they do not fit, evict the most recently admitted one (vLLM's recompute preemption):
         its KV is freed and it waits at the head of the queue to be prefilled again over its
-        prompt and the tokens it had produced."""
+        prompt and the tokens it had produced. Returns whether it evicted any."""
+        evicted = False
         while len(w.running) > 1 and w.kv_used + len(w.running) > w.kv_capacity:
+            evicted = True
             victim = next(reversed(w.running))
             produced = w.emit - victim.join_emit + 1  # decode steps it took part in
             w.kv_used -= w.kv_held(victim)
@@ -486,6 +488,7 @@ class Scheduler:
             w.queued_tokens += victim.input_tokens
             w.queued_sq += float(victim.input_tokens) ** 2
             w.preemptions += 1
+        return evicted
 
     def _trim_gaps(self, w: Worker) -> None:
         oldest = min((r.join_emit for r in w.running), default=w.emit + 1)
@@ -497,8 +500,7 @@ class Scheduler:
     # ---- chunked prefill ------------------------------------------------------------------
     def _start_chunked(self, w: Worker, now: float) -> None:
         self._join_ready(w)
-        if w.kv_incremental:
-            self._make_room(w)
+        evicted = w.kv_incremental and self._make_room(w)
         budget = max(0, w.chunk_tokens - len(w.running))
         chunks: list[tuple[SchedRequest, int]] = []
         for request in w.prefilling:
@@ -509,11 +511,12 @@ class Scheduler:
             take = min(budget, request.input_tokens - request.prefilled)
             chunks.append((request, take))
             budget -= take
-        while budget > 0 and w.queue:
+        # as vLLM's scheduler: no new admissions in a step that had to evict
+        while budget > 0 and w.queue and not evicted:
             admitted = len(w.running) + len(w.ready) + len(w.prefilling)
             head = w.queue[0]
             need = w.admit_kv(head)
-            if not head.cancelled and (admitted >= w.max_batch or not w.kv_fits(need)):
+            if not head.cancelled and (admitted >= w.max_batch or not w.kv_admits(need)):
                 break
             whole = not w.split_prompts
             if whole and chunks and head.input_tokens > budget and not head.cancelled:

@@ -137,6 +137,11 @@ class Worker:
         every output token (reserved in full)."""
         return request.input_tokens if self.kv_incremental else request.kv_need
 
+    def kv_admits(self, need: int) -> bool:
+        """Room to admit a request taking `need` entries. Paged KV also keeps one step's growth
+        of the running sequences free, so an admission does not force an eviction next step."""
+        return self.kv_fits(need + len(self.running) if self.kv_incremental else need)
+
     def kv_held(self, request: SchedRequest) -> int:
         """KV entries a running request holds now (incremental: one more per decode step)."""
         if not self.kv_incremental:
