@@ -11,6 +11,10 @@ Modes (docs/engine-model.md):
   prefill step delays every decoding request's next token.
 - chunked: Sarathi-style; each step carries every decoding sequence plus prompt chunks up to
   `chunk_tokens`, so a long prompt costs decoders a little on many steps instead of a lot on one.
+
+A deployment's backend (backends.py) adds the engine's CPU time to every step and may page KV on
+colocated and chunked nodes: entries are taken as tokens are produced and, when memory runs out,
+the most recently admitted request is evicted and prefilled again later (`_make_room`).
 """
 
 from __future__ import annotations
