@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from notes_cli.engine.core.backends import BACKENDS, KV_ALLOC
 from notes_cli.engine.core.config import MODES
 from notes_cli.errors import InputError, UsageError
 from notes_cli.paths import pdnotes_home
@@ -253,6 +254,12 @@ class Deployment:
     # Precision served (docs/engine-model.md, "Precision"); None: the model's own.
     weight_dtype: str | None = None  # one of WEIGHT_DTYPES
     kv_dtype: str | None = None  # one of KV_DTYPES
+    # The serving engine (notes_cli/engine/core/backends.py): its CPU costs per request and per
+    # step and how it hands out KV memory. None: no per-step CPU cost, KV reserved in full.
+    backend: str | None = None
+    step_overhead_ms: float | None = None  # None: the backend's (0 without one)
+    seq_overhead_us: float | None = None  # None: the backend's (0 without one)
+    kv_alloc: str | None = None  # "reserve" | "incremental"; None: the backend's ("reserve")
     description: str = ""
     source: str = ""
 
@@ -262,7 +269,37 @@ class Deployment:
         also the router and the KV bootstrap handshake), counted in TTFT."""
         if self.request_overhead_ms is not None:
             return self.request_overhead_ms
+        extra = DEFAULT_OVERHEAD_MS["disagg"] - DEFAULT_OVERHEAD_MS["colocated"]
+        if self.backend in BACKENDS:  # a PD stack adds the router hop and the handshake
+            own = BACKENDS[self.backend].request_overhead_ms
+            return own + (extra if self.mode == "disagg" else 0.0)
         return DEFAULT_OVERHEAD_MS.get(self.mode, 0.0)
+
+    @property
+    def step_cpu_ms(self) -> tuple[float, float]:
+        """(ms every step costs, ms each sequence in it adds) outside the GPU kernels."""
+        backend = BACKENDS.get(self.backend or "")
+        fixed = self.step_overhead_ms
+        if fixed is None:
+            fixed = backend.step_overhead_ms if backend else 0.0
+        per_seq = self.seq_overhead_us
+        if per_seq is None:
+            per_seq = backend.seq_overhead_us if backend else 0.0
+        return fixed, per_seq / 1000.0
+
+    @property
+    def split_prompts(self) -> bool:
+        """Chunked mode: may a prompt be cut across steps (vLLM), or must it go whole (TRT-LLM)?"""
+        backend = BACKENDS.get(self.backend or "")
+        return backend.split_prompts if backend else True
+
+    @property
+    def kv_allocation(self) -> str:
+        """ "reserve" (prompt + every output token at admission) or "incremental" (as produced)."""
+        if self.kv_alloc is not None:
+            return self.kv_alloc
+        backend = BACKENDS.get(self.backend or "")
+        return backend.kv_alloc if backend else "reserve"
 
     def with_mode(self, mode: str | None) -> Deployment:
         """This deployment run in another mode (same nodes), or itself when mode is None."""
@@ -453,5 +490,9 @@ def _check_references(catalog: Catalog) -> None:
         shape = catalog.models.get(dep.model)
         if shape is not None and not shape.is_moe and any(g.ep > 1 for g in groups):
             problems.append(f"ep > 1 needs a mixture-of-experts model; {dep.model!r} is dense")
+        if dep.backend is not None and dep.backend not in BACKENDS:
+            problems.append(f"backend {dep.backend!r} is not one of {', '.join(BACKENDS)}")
+        if dep.kv_alloc is not None and dep.kv_alloc not in KV_ALLOC:
+            problems.append(f"kv_alloc {dep.kv_alloc!r} is not one of {', '.join(KV_ALLOC)}")
         if problems:
             raise InputError(f"engine preset {dep.name!r}: " + "; ".join(problems))

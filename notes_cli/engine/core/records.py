@@ -13,7 +13,7 @@ def build_record(
     prefill pass; the queue time is what is left of TTFT after the fixed overhead, prefill and
     transfer, so the parts always add up. Inter-token gaps: the wait from the first token to the
     first decode step, then the node's per-step gap history (a slice, no per-token work)."""
-    n = r.output_tokens
+    n = r.output_tokens + r.carried  # an evicted request folded its tokens into its prompt
     ttft = r.first_token_ms - r.arrival_ms
     prefill = r.prefill_end_ms - r.prefill_start_ms
     transfer = r.transfer_end_ms - r.transfer_start_ms
@@ -22,10 +22,12 @@ def build_record(
     if n > 1:
         gaps = [r.first_step_ms]
         gaps += w.gaps[r.join_emit + 1 - w.gaps_base : r.finish_emit + 1 - w.gaps_base]
+        if r.carried:  # the wait from its last token before the eviction to the next one
+            gaps.append(r.stall_ms)
     return RequestRecord(
         request_id=r.request_id,
         arrival_ms=r.arrival_ms,
-        input_tokens=r.input_tokens,
+        input_tokens=r.input_tokens - r.carried,
         output_tokens=n,
         queue_ms=max(0.0, ttft - overhead_ms - prefill - transfer),
         prefill_ms=prefill,

@@ -11,6 +11,10 @@ Modes (docs/engine-model.md):
   prefill step delays every decoding request's next token.
 - chunked: Sarathi-style; each step carries every decoding sequence plus prompt chunks up to
   `chunk_tokens`, so a long prompt costs decoders a little on many steps instead of a lot on one.
+
+A deployment's backend (backends.py) adds the engine's CPU time to every step and may page KV on
+colocated and chunked nodes: entries are taken as tokens are produced and, when memory runs out,
+the most recently admitted request is evicted and prefilled again later (`_make_room`).
 """
 
 from __future__ import annotations
@@ -81,6 +85,9 @@ class Scheduler:
                 dep.gpu_memory_utilization, dep.max_batch
             )
             kind = role if role != "colocated" else ("chunked" if self.mode == "chunked" else role)
+            # Paged KV grows with each token on nodes that both prefill and decode; a decode node
+            # of a PD pair keeps reserving in full (an eviction there would need the KV again).
+            incremental = dep.kv_allocation == "incremental" and role == "colocated"
             prefix = {"prefill": "prefill", "decode": "decode"}.get(role, "node")
             for _ in range(group.count):
                 index = sum(1 for w in self.workers if w.name.startswith(prefix + "-"))
@@ -94,6 +101,9 @@ class Scheduler:
                     kv_capacity=capacity,
                     prefill_budget=dep.prefill_token_budget,
                     chunk_tokens=dep.chunk_tokens,
+                    kv_incremental=incremental,
+                    step_cpu_ms=dep.step_cpu_ms,
+                    split_prompts=dep.split_prompts,
                 )
                 if role == "decode":
                     assert dep.prefill is not None
@@ -229,9 +239,11 @@ class Scheduler:
                 break
             if reserve_kv:
                 room = len(w.running) + len(w.ready) + len(batch) < w.max_batch
-                if not room or not w.kv_fits(head.kv_need):
+                need = w.admit_kv(head)
+                if not room or not w.kv_admits(need):
                     break
-                w.kv_used += head.kv_need
+                w.kv_used += need
+                head.kv_admitted = need
             self._dequeue(w)
             batch.append(head)
             tokens += head.input_tokens
@@ -261,9 +273,10 @@ class Scheduler:
             return False
         total = sum(r.input_tokens for r in batch)
         squares = sum(float(r.input_tokens) ** 2 for r in batch)
-        duration = w.cost.prefill_ms(total, squares)
+        duration = w.cost.prefill_ms(total, squares) + w.step_fixed_ms + w.seq_step_ms * len(batch)
         for request in batch:
-            request.prefill_start_ms = now
+            if not request.carried:  # an evicted request keeps its first prefill's times
+                request.prefill_start_ms = now
         w.current = batch
         self._begin_step(w, now, duration, "prefill", len(batch), total)
         self._push(now + duration, self._prefill_done, w)
@@ -273,12 +286,14 @@ class Scheduler:
         batch, w.current = w.current, []
         touched: list[Worker] = []
         for request in batch:
-            request.prefill_end_ms = now
+            if not request.carried:
+                request.prefill_end_ms = now
             if w.role == "colocated":
-                request.transfer_start_ms = request.transfer_end_ms = now
+                if not request.carried:
+                    request.transfer_start_ms = request.transfer_end_ms = now
                 request.decode_worker = w
                 if request.cancelled:
-                    w.kv_used -= request.kv_need
+                    w.kv_used -= request.kv_admitted
                 elif self._first_token(request, w, now):
                     w.ready.append(request)
                 continue
@@ -310,6 +325,7 @@ class Scheduler:
             d.pending.popleft()
             d.pending_kv -= head.kv_need
             d.kv_used += head.kv_need
+            head.kv_admitted = head.kv_need
             head.transfer_start_ms = now
             head.transfer_bytes = kv_bytes(self.model, head.input_tokens, self.deployment.kv_dtype)
             d.incoming += 1
@@ -329,7 +345,7 @@ class Scheduler:
         d.incoming -= 1
         request.transfer_end_ms = now
         if request.cancelled:
-            d.kv_used -= request.kv_need
+            d.kv_used -= request.kv_admitted
             self._start_transfers(d, now)
             return
         if self._first_token(request, d, now):
@@ -342,16 +358,19 @@ class Scheduler:
         """The prefill pass produced the request's first token, as real engines emit it; in
         disagg mode the client gets it from the decode node once the KV is there. Returns
         whether the request needs decode steps (a one-token answer is finished now)."""
-        request.first_token_ms = now
         self._first_released = True
-        request.started = True
-        if not request.cancelled:  # cancel() already took a waiting request off the count
-            self.waiting -= 1
+        if request.carried:  # prefilled again after an eviction: its next token, not its first
+            request.stall_ms = max(request.stall_ms, now - request.stalled_at_ms)
+        else:
+            request.first_token_ms = now
+            request.started = True
+            if not request.cancelled:  # cancel() already took a waiting request off the count
+                self.waiting -= 1
         if self.on_tokens is not None:
             self.on_tokens((request,), now)
         if request.output_tokens > 1:
             return True
-        w.kv_used -= request.kv_need
+        w.kv_used -= request.kv_admitted
         self._finish(request, w, now)
         return False
 
@@ -368,7 +387,7 @@ class Scheduler:
         while w.ready and len(w.running) < w.max_batch:
             request = w.ready.popleft()
             if request.cancelled:
-                w.kv_used -= request.kv_need
+                w.kv_used -= request.kv_admitted
                 continue
             w.running[request] = None
             w.context += request.input_tokens + 1  # the prompt and the prefill's token
@@ -379,11 +398,14 @@ class Scheduler:
 
     def _start_decode(self, w: Worker, now: float) -> None:
         self._join_ready(w)
+        if w.kv_incremental:
+            self._make_room(w)
         if not w.running:
             w.busy = False
             return
         batch = len(w.running)
-        duration = w.cost.decode_step_ms(batch, w.context)
+        # the engine's CPU time (inlined: this runs for every simulated step)
+        duration = w.cost.decode_step_ms(batch, w.context) + w.step_fixed_ms + w.seq_step_ms * batch
         self._begin_step(w, now, duration, "decode", batch, batch)
         self._push(now + duration, self._decode_done, w)
 
@@ -411,17 +433,20 @@ class Scheduler:
         w.last_emit_ms = now
         if w.joiners:
             for request in w.joiners:
-                request.first_step_ms = now - request.first_token_ms  # gap to the 2nd token
+                if not request.carried:
+                    request.first_step_ms = now - request.first_token_ms  # gap to the 2nd token
             w.joiners.clear()
         w.context += len(w.running)
+        if w.kv_incremental:
+            w.kv_used += len(w.running)  # each sequence's new token takes a KV entry
         if self.on_tokens is not None:
             self.on_tokens(w.running, now)
         done = w.finish_at.pop(w.emit, None)
         if done:
             for request in done:
+                w.kv_used -= w.kv_held(request)
                 del w.running[request]
                 w.context -= request.input_tokens + request.output_tokens
-                w.kv_used -= request.kv_need
                 self._finish(request, w, now)
         if w.to_remove:
             self._remove_cancelled(w)
@@ -432,12 +457,40 @@ class Scheduler:
         for request in w.to_remove:
             if request not in w.running:
                 continue
+            w.kv_used -= w.kv_held(request)
             del w.running[request]
             produced = w.emit - request.join_emit + 1  # decode steps it took part in
             w.context -= request.input_tokens + 1 + max(0, produced)
-            w.kv_used -= request.kv_need
             w.finish_at[request.finish_emit].remove(request)
         w.to_remove.clear()
+
+    def _make_room(self, w: Worker) -> bool:
+        """Incremental KV: before a step, every running sequence needs one more entry. While
+        they do not fit, evict the most recently admitted one (vLLM's recompute preemption):
+        its KV is freed and it waits at the head of the queue to be prefilled again over its
+        prompt and the tokens it had produced. Returns whether it evicted any."""
+        evicted = False
+        while len(w.running) > 1 and w.kv_used + len(w.running) > w.kv_capacity:
+            evicted = True
+            victim = next(reversed(w.running))
+            produced = w.emit - victim.join_emit + 1  # decode steps it took part in
+            w.kv_used -= w.kv_held(victim)
+            del w.running[victim]
+            w.context -= victim.input_tokens + 1 + max(0, produced)
+            w.finish_at[victim.finish_emit].remove(victim)
+            if victim in w.joiners:
+                w.joiners.remove(victim)
+            made = 1 + max(0, produced)  # the prefill's token and one per decode step
+            victim.carried += made
+            victim.input_tokens += made
+            victim.output_tokens -= made
+            victim.prefilled = 0
+            victim.stalled_at_ms = w.last_emit_ms if produced > 0 else victim.first_token_ms
+            w.queue.appendleft(victim)
+            w.queued_tokens += victim.input_tokens
+            w.queued_sq += float(victim.input_tokens) ** 2
+            w.preemptions += 1
+        return evicted
 
     def _trim_gaps(self, w: Worker) -> None:
         oldest = min((r.join_emit for r in w.running), default=w.emit + 1)
@@ -449,6 +502,7 @@ class Scheduler:
     # ---- chunked prefill ------------------------------------------------------------------
     def _start_chunked(self, w: Worker, now: float) -> None:
         self._join_ready(w)
+        evicted = w.kv_incremental and self._make_room(w)
         budget = max(0, w.chunk_tokens - len(w.running))
         chunks: list[tuple[SchedRequest, int]] = []
         for request in w.prefilling:
@@ -459,18 +513,25 @@ class Scheduler:
             take = min(budget, request.input_tokens - request.prefilled)
             chunks.append((request, take))
             budget -= take
-        while budget > 0 and w.queue:
+        # as vLLM's scheduler: no new admissions in a step that had to evict
+        while budget > 0 and w.queue and not evicted:
             admitted = len(w.running) + len(w.ready) + len(w.prefilling)
             head = w.queue[0]
-            if not head.cancelled and (admitted >= w.max_batch or not w.kv_fits(head.kv_need)):
+            need = w.admit_kv(head)
+            if not head.cancelled and (admitted >= w.max_batch or not w.kv_admits(need)):
                 break
+            whole = not w.split_prompts
+            if whole and chunks and head.input_tokens > budget and not head.cancelled:
+                break  # a whole prompt waits for a step with room (the first one always fits)
             self._dequeue(w)
             if head.cancelled:
                 continue
-            w.kv_used += head.kv_need
-            head.prefill_start_ms = now
+            w.kv_used += need
+            head.kv_admitted = need
+            if not head.carried:
+                head.prefill_start_ms = now
             w.prefilling.append(head)
-            take = min(budget, head.input_tokens)
+            take = head.input_tokens if whole else min(budget, head.input_tokens)
             chunks.append((head, take))
             budget -= take
         if not chunks and not w.running:
@@ -481,6 +542,7 @@ class Scheduler:
         kv_read = float(w.context) + sum(r.prefilled for r, _ in chunks)
         batch = len(w.running)
         duration = w.cost.step_ms(batch + chunk_total, pairs, kv_read, eager=chunk_total > 0)
+        duration += w.step_fixed_ms + w.seq_step_ms * (batch + len(chunks))
         w.chunks = chunks
         phase = "mixed" if chunks and batch else ("prefill" if chunks else "decode")
         self._begin_step(w, now, duration, phase, batch + len(chunks), batch + chunk_total)
@@ -492,8 +554,9 @@ class Scheduler:
         for request, take in w.chunks:
             request.prefilled += take
             if request.prefilled >= request.input_tokens:
-                request.prefill_end_ms = now
-                request.transfer_start_ms = request.transfer_end_ms = now
+                if not request.carried:
+                    request.prefill_end_ms = now
+                    request.transfer_start_ms = request.transfer_end_ms = now
                 request.decode_worker = w
                 w.prefilling.remove(request)
                 if self._first_token(request, w, now):
@@ -501,7 +564,7 @@ class Scheduler:
         w.chunks = []
         for request in [r for r in w.prefilling if r.cancelled]:
             w.prefilling.remove(request)
-            w.kv_used -= request.kv_need
+            w.kv_used -= request.kv_admitted
         self._start_chunked(w, now)
 
     # ---- inspection -------------------------------------------------------------------------

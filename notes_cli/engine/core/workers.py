@@ -21,6 +21,7 @@ class SchedRequest:
         "prefill_worker", "decode_worker", "prefill_start_ms", "prefill_end_ms",
         "transfer_start_ms", "transfer_end_ms", "transfer_bytes", "first_token_ms",
         "first_step_ms", "transfer_overlap_ms", "join_emit", "finish_emit", "prefilled", "started",
+        "kv_admitted", "carried", "stalled_at_ms", "stall_ms",
     )  # fmt: skip
 
     def __init__(
@@ -49,6 +50,12 @@ class SchedRequest:
         self.finish_emit = 0  # ... and its last
         self.prefilled = 0  # prompt tokens prefilled so far (chunked mode)
         self.started = False  # has produced its first token
+        self.kv_admitted = 0  # KV entries taken when it was admitted (prompt, or prompt + output)
+        # Preemption (incremental KV): tokens produced before it was evicted, folded into
+        # input_tokens (it is prefilled again over them) and taken off output_tokens.
+        self.carried = 0
+        self.stalled_at_ms = 0.0  # its last token before the eviction
+        self.stall_ms = 0.0  # the longest gap an eviction caused
 
     @property
     def kv_need(self) -> int:
@@ -64,7 +71,8 @@ class Worker:
         "prefill_budget", "chunk_tokens", "queue", "queued_tokens", "queued_sq", "pending",
         "pending_kv", "ready", "prefilling", "running", "context", "busy", "busy_until",
         "step_start", "current", "chunks", "joiners", "emit", "last_emit_ms", "gaps",
-        "gaps_base", "finish_at", "link", "incoming", "steps", "to_remove",
+        "gaps_base", "finish_at", "link", "incoming", "steps", "to_remove", "kv_incremental",
+        "step_fixed_ms", "seq_step_ms", "preemptions", "split_prompts",
     )  # fmt: skip
 
     def __init__(
@@ -79,6 +87,9 @@ class Worker:
         kv_capacity: int,
         prefill_budget: int,
         chunk_tokens: int,
+        kv_incremental: bool = False,
+        step_cpu_ms: tuple[float, float] = (0.0, 0.0),
+        split_prompts: bool = True,
     ) -> None:
         self.name = name
         self.role = role
@@ -114,6 +125,28 @@ class Worker:
         self.incoming = 0  # KV transfers under way to this node
         self.steps = 0
         self.to_remove: list[SchedRequest] = []  # cancelled while decoding
+        self.kv_incremental = kv_incremental  # KV grows as tokens are produced (paged)
+        # the engine's CPU time in a step (scheduling, sampling, detokenising, streaming): fixed ms,
+        # plus ms per sequence in the step; on the step's critical path
+        self.step_fixed_ms, self.seq_step_ms = step_cpu_ms
+        self.preemptions = 0
+        self.split_prompts = split_prompts  # chunked: cut a prompt across steps
+
+    def admit_kv(self, request: SchedRequest) -> int:
+        """KV entries `request` takes when admitted: its prompt (incremental) or its prompt and
+        every output token (reserved in full)."""
+        return request.input_tokens if self.kv_incremental else request.kv_need
+
+    def kv_admits(self, need: int) -> bool:
+        """Room to admit a request taking `need` entries. Paged KV also keeps one step's growth
+        of the running sequences free, so an admission does not force an eviction next step."""
+        return self.kv_fits(need + len(self.running) if self.kv_incremental else need)
+
+    def kv_held(self, request: SchedRequest) -> int:
+        """KV entries a running request holds now (incremental: one more per decode step)."""
+        if not self.kv_incremental:
+            return request.kv_admitted
+        return request.kv_admitted + max(0, self.emit - request.join_emit + 1)
 
     def kv_fits(self, need: int) -> bool:
         """Room for `need` more KV entries; an empty node takes anything (no deadlock)."""
@@ -134,5 +167,6 @@ class Worker:
             "kv_usage": round(self.kv_used / self.kv_capacity, 4) if self.kv_capacity else 0.0,
             "busy": self.busy,
             "steps": self.steps,
+            "preemptions": self.preemptions,
             "transfers_in_flight": self.incoming,
         }
