@@ -97,3 +97,38 @@ def test_llama3_on_h200_the_per_chip_rate_is_what_a_long_simulation_gives(
     found = goodput(cli, pick, *LLAMA_WORKLOAD)
     assert found["chips"] == row["chips"]
     assert best["capacity_rps"] / row["chips"] == pytest.approx(found["per_chip"], rel=AGREEMENT)
+
+
+def test_a_claim_its_verification_refutes_is_lowered_never_shown(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Plant the old probe: a few hundred requests into an empty deployment, no warm-up. Its
+    # claims are too high; the verification must refute them before anything is printed.
+    from notes_cli.plan import evaluate, steady
+
+    def short_probe(*args: Any, **kwargs: Any) -> steady.ProbeShape:
+        shape = steady.probe_shape(*args, **kwargs)
+        factor = args[6] if len(args) > 6 else kwargs.get("factor", 1)
+        if factor != 1:
+            return shape
+        distinct = shape.measured // shape.repeat
+        return steady.ProbeShape(shape.rate, shape.lifetime_ms, 0, 1, distinct, 0)
+
+    monkeypatch.setattr(evaluate, "probe_shape", short_probe)
+    args = (
+        "engine", "plan", "--model", "llama-3-8b", "--chip", "h200", *LLAMA_WORKLOAD,
+        "--modes", "colocated", "--max-tp", "1", "--max-instances", "2", "--jobs", "1",
+    )  # fmt: skip
+    doc = plan_json(cli, *args)
+    rows = {c["id"]: c for c in doc["candidates"]}
+    refuted = [c for c in rows.values() if c["refuted"]]
+    assert refuted, "the planted probe should have overstated some capacity"
+    for row in refuted:
+        assert not row["refuted"]["met"] and row["refuted"]["rate"] > row["capacity_rps"]
+    # Every rate the report shows is one a verification met at exactly that rate.
+    for candidate_id in doc["ranking"][:5]:
+        check = rows[candidate_id]["verification"]
+        assert check["met"] and check["rate"] == rows[candidate_id]["capacity_rps"]
+    assert doc["best"]["verified"]
+    text = cli(*args).stdout
+    assert "refuted by a" in text and "verified:" in text

@@ -7,10 +7,12 @@ length of a probe therefore follows from the probed rate r and the requests' lif
 
     L(r)     = overhead + TTFT objective + mean output tokens x TPOT(r): how long a request
                meeting the objectives may live
-    TPOT(r)  = the TPOT objective; without one, the roofline decode step at the batch Little's
-               law gives a decode node (r / nodes x output tokens x TPOT sequences, at most the
-               batch limit and what the KV room holds), stretched by the share of time a
-               colocated or chunked node spends prefilling
+    TPOT(r)  = the roofline decode step at the batch Little's law gives a decode node
+               (r / nodes x output tokens x TPOT sequences), stretched by the share of time a
+               colocated or chunked node spends prefilling; but the TPOT objective where the
+               estimate is above it, or where that batch would pass the batch limit or what the
+               KV room holds (decode saturated: requests wait for a slot, and a request meeting
+               the objectives may still live up to TTFT + output x TPOT objective)
     warm-up  = the arrivals of the first L(r): simulated, not judged
     measured = the next max(N, r x max(--window-s, 3 x L(r))) arrivals, rounded up to whole
                replays of the N lengths (so each length counts equally): judged
@@ -64,8 +66,12 @@ class ProbeShape:
         }
 
 
-def tpot_estimate_ms(candidate: Candidate, dep: Deployment, bounds: Bounds, rate: float) -> float:
-    """A decode node's step time at `rate` (Little's law on the roofline step, see above)."""
+def tpot_estimate_ms(
+    candidate: Candidate, dep: Deployment, bounds: Bounds, rate: float
+) -> tuple[float, bool]:
+    """A decode node's step time at `rate` (Little's law on the roofline step, see above), and
+    whether the batch it needs reaches the batch limit (decode saturated: requests then wait
+    for a slot, which a step time does not show)."""
     last = candidate.group("decode") or candidate.group("colocated")
     assert last is not None
     cost = bounds.cost(last, dep)
@@ -81,18 +87,23 @@ def tpot_estimate_ms(candidate: Candidate, dep: Deployment, bounds: Bounds, rate
     for _ in range(50):  # increasing from batch 1: converges or reaches the limit
         step = cost.decode_step_ms(max(1, round(batch)), batch * (mean_in + mean_out / 2))
         step /= 1.0 - busy
-        grown = min(limit, max(1.0, per_node * max(0.0, mean_out - 1) * step / 1000.0))
+        wanted = per_node * max(0.0, mean_out - 1) * step / 1000.0
+        if wanted >= limit:
+            return step, True
+        grown = max(1.0, wanted)
         if abs(grown - batch) < 0.5:
             break
         batch = grown
-    return step
+    return step, False
 
 
 def lifetime_ms(
     candidate: Candidate, dep: Deployment, bounds: Bounds, slo: PlanSlo, rate: float
 ) -> float:
     _, mean_out = bounds.workload.mean_lengths()
-    tpot = slo.tpot_ms if slo.tpot_ms is not None else tpot_estimate_ms(candidate, dep, bounds, rate)
+    tpot, saturated = tpot_estimate_ms(candidate, dep, bounds, rate)
+    if slo.tpot_ms is not None and (saturated or tpot > slo.tpot_ms):
+        tpot = slo.tpot_ms
     return (slo.ttft_ms or 0.0) + dep.overhead_ms + mean_out * tpot
 
 

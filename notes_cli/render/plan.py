@@ -161,11 +161,14 @@ def _top_table(report: PlanReport, unit: str) -> Table:
         ("$/h", "right"),
         ("req/s", "right"),
         (unit, "right"),
+        ("verified", "right"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for i, s in enumerate(report.ranking[: report.request.top], 1):
         c = s.result.candidate
         price = "-" if s.price_per_hour is None else f"{s.price_per_hour:g}"
+        check = s.result.verification
+        verified = "-" if check is None else f"{check.attainment:.0%} of {check.requests:,}"
         table.add_row(
             str(i),
             c.id,
@@ -174,6 +177,7 @@ def _top_table(report: PlanReport, unit: str) -> Table:
             price,
             f"{s.result.capacity:.3g}",
             f"{s.score:.3g}",
+            verified,
         )
     return table
 
