@@ -3,7 +3,8 @@
 The lengths are drawn (or read from the trace) once, in the driver, so every worker on every
 machine replays exactly the same requests without reading files; arrivals are drawn per probe
 from the seed. Seeds follow bench.workload (lengths from Random(seed), arrivals from
-Random(seed + 0x9E3779B9)), so a probe equals `pdnotes engine simulate` on the same lengths.
+Random(seed + 0x9E3779B9)), so the judged part of a probe arrives as `pdnotes engine simulate`
+on the same lengths would send them (after a warm-up with arrivals of its own, steady.py).
 """
 
 from __future__ import annotations
