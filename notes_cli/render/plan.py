@@ -114,10 +114,9 @@ def plan_report(report: PlanReport) -> None:
     if report.front:
         console.print()
         console.print(_front_table(report))
-        requests = min(p.load.requests for p in report.front)
         console.print(
-            f"  each row verified by one simulation at its load ({requests:,}+ requests judged "
-            "after a warm-up)"
+            "  each row verified by one simulation at its load per replica: attainment of the "
+            "requests judged after a warm-up"
         )
     missed = report.front_missed
     if missed:
@@ -190,7 +189,8 @@ def _front_table(report: PlanReport) -> Table:
         show_edge=False,
         pad_edge=False,
     )
-    for name in ("chips", "replicas", "id", "candidate", f"TTFT {q} ms", f"TPOT {q} ms"):
+    columns = ("chips", "replicas", "id", "candidate", f"TTFT {q} ms", f"TPOT {q} ms", "verified")
+    for name in columns:
         table.add_column(name, justify="left" if name in ("id", "candidate") else "right")
     for p in report.front:
         table.add_row(
@@ -200,6 +200,7 @@ def _front_table(report: PlanReport) -> Table:
             escape(p.label),
             _n(p.load.latency["ttft_ms"]),
             _n(p.load.latency["tpot_ms"]),
+            f"{p.load.attainment:.0%} of {p.load.requests:,}",
         )
     return table
 
