@@ -5,8 +5,8 @@ idle start, not the load: at 80 req/s, 300 requests arrive in 4 s while each of 
 20 s (1,024 output tokens at 20 ms), so none of them ever waits behind a full batch. The
 length of a probe therefore follows from the probed rate r and the requests' lifetime L there:
 
-    L(r)     = overhead + TTFT objective + mean output tokens x TPOT(r): how long a request
-               meeting the objectives may live
+    L(r)     = overhead + TTFT objective + mean output tokens x TPOT(r): an estimate of how
+               long a request meeting the objectives lives there
     TPOT(r)  = the roofline decode step at the batch Little's law gives a decode node
                (r / nodes x output tokens x TPOT sequences), stretched by the share of time a
                colocated or chunked node spends prefilling; but the TPOT objective where the
@@ -17,7 +17,8 @@ length of a probe therefore follows from the probed rate r and the requests' lif
     measured = the next max(N, r x max(--window-s, 3 x L(r))) arrivals, rounded up to whole
                replays of the N lengths (so each length counts equally): judged
     tail     = arrivals keep coming, not judged, until every measured request has finished, so
-               the last measured requests do not finish in an emptying deployment
+               the last measured requests do not finish in an emptying deployment (at most
+               2 x warm-up + N of them, so that every run ends)
 
 A verification runs the same rule with the window and the request count multiplied by
 VERIFY_FACTOR. Everything is a function of the plan and the rate, so results stay deterministic.
