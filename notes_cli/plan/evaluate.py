@@ -33,6 +33,7 @@ from notes_cli.plan.workload import PlanWorkload
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_MAX_PROBES = 16
+LOWER_START = 0.9  # a refuted claim's search starts this far below it
 
 
 @dataclass(frozen=True)
@@ -230,9 +231,11 @@ def capacity(
 
 def lowered(context: PlanContext, candidate: Candidate, refuted_rate: float) -> CandidateResult:
     """The capacity below a claim its verification refuted, searched with verification-length
-    probes (from half the claim up), so that the rate found is verified by its own probe."""
+    probes, so that the rate found is verified by its own probe. It starts 10% below the claim:
+    refutations are mostly by a few percent (a queue growing too slowly for the shorter probe
+    to see), and the search halves from there when they are not."""
     return capacity(
-        context, candidate, refuted_rate / 2, factor=VERIFY_FACTOR, ceiling=refuted_rate
+        context, candidate, LOWER_START * refuted_rate, factor=VERIFY_FACTOR, ceiling=refuted_rate
     )
 
 
