@@ -20,6 +20,7 @@ from notes_cli.plan import evaluate
 from notes_cli.plan.evaluate import PlanContext
 from notes_cli.plan.slo import PlanSlo
 from notes_cli.plan.space import ChipOption, SearchSpace, enumerate_candidates
+from notes_cli.plan.steady import ProbeShape
 from notes_cli.plan.workload import PlanWorkload
 
 N = 20  # requests in the probe
@@ -40,7 +41,8 @@ def probe(
     """(meets, requests simulated) of one early-stopping probe over `records`, in order."""
 
     def simulate(*_: Any, **__: Any) -> Iterator[SimpleNamespace]:
-        yield from records
+        for i, r in enumerate(records):  # simcore numbers arrivals from 0
+            yield SimpleNamespace(**vars(r), request_id=str(i))
 
     monkeypatch.setattr(evaluate, "simulate", simulate)
     catalog = load_catalog()
@@ -48,7 +50,8 @@ def probe(
     context = PlanContext(catalog, model, "roce-200g", slo, PlanWorkload(((512, 2),) * N))
     space = SearchSpace((ChipOption("h800"),), ("colocated",), max_tp=1, max_instances=1)
     candidate = enumerate_candidates(space, catalog.models[model])[0]
-    judge, simulated = evaluate._run(context, candidate, rate=1.0, repeat=1, early_stop=True)
+    shape = ProbeShape(rate=1.0, lifetime_ms=0.0, warmup=0, repeat=1, measured=N, tail=0)
+    judge, simulated = evaluate._run(context, candidate, shape, early_stop=True)
     return judge.meets(), simulated
 
 

@@ -79,6 +79,11 @@ def main() -> None:
         f"the capacity bound: {pruned['bound']}; simulated: {report.simulated_candidates}"
     )
     print(f"- simulated requests: {report.simulated_requests:,}")
+    print(
+        f"- verified: {len([r for r in report.results if r.verification is not None])} "
+        f"claims; lowered by their verification: {len(report.lowered)}; front rows missing "
+        f"the SLOs: {len(report.front_missed)}"
+    )
     print(f"- wall time: **{wall:.1f} s**; CPU time (all processes): {cpu:.1f} s")
     if best is not None:
         c = best.result.candidate

@@ -6,6 +6,9 @@
    the engine's simcore alone. Target: >= 10,000/s on one core.
 2. Memory: tracemalloc peak of the same run at 10k and 100k requests; flat means the peak does
    not grow with the trace.
+3. Linearity: CPU time per simulated request of the simcore at n / 10 and n requests (CPU time,
+   so that other jobs on a shared machine disturb it less than wall time); linear means the
+   two agree.
 Prints a Markdown section for docs/benchmarks/simulate-bench.md.
 """
 
@@ -61,6 +64,14 @@ def simcore_only(simulator: EngineSimulator, n: int) -> float:
     return time.perf_counter() - started
 
 
+def cpu_us_per_request(simulator: EngineSimulator, n: int) -> float:
+    """CPU microseconds per request of the simcore alone on n requests."""
+    started = time.process_time()
+    count = sum(1 for _ in simulator.run(CONFIG, synthetic(n, LENGTHS, ArrivalSpec(RATE)), 0))
+    assert count == n
+    return (time.process_time() - started) / n * 1e6
+
+
 def peak_kib(simulator: EngineSimulator, n: int) -> float:
     tracemalloc.start()
     full_path(simulator, n)
@@ -81,6 +92,8 @@ def main() -> None:
     core = min(simcore_only(simulator, n) for _ in range(args.repeat))
     tbt = min(tbt_path(n) for _ in range(args.repeat))
     small, large = peak_kib(simulator, n // 10), peak_kib(simulator, n)
+    cpu_small = min(cpu_us_per_request(simulator, n // 10) for _ in range(args.repeat))
+    cpu_large = min(cpu_us_per_request(simulator, n) for _ in range(args.repeat))
     print(
         f"machine: {platform.processor() or platform.machine()}, Python "
         f"{platform.python_version()}, one process (one core)\n"
@@ -100,6 +113,8 @@ def main() -> None:
     )
     print(f"| tracemalloc peak, {n // 10:,} requests | {small:,.0f} KiB |")
     print(f"| tracemalloc peak, {n:,} requests | {large:,.0f} KiB |")
+    print(f"| simcore CPU time per request, {n // 10:,} requests | {cpu_small:.1f} µs |")
+    print(f"| simcore CPU time per request, {n:,} requests | {cpu_large:.1f} µs |")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@ with the fewest chips (or dollars).
 Modules, in the order a plan runs them:
 - space: the candidate deployments (mode, chips, TP per phase, P:D instance counts, batch, chunk)
 - prune: roofline bounds that rule a candidate out before any simulation
-- evaluate: one candidate's capacity (highest rate meeting the SLOs) by simulation
+- steady: how long a probe or a verification runs at a rate (warm-up, judged part, tail)
+- evaluate: one candidate's capacity (highest rate meeting the SLOs) by simulation, and the
+  verifications of what the report claims
 - run_local / run_ray: evaluate many candidates on local cores or on a Ray cluster
 - rank: goodput per chip or per price, the chips-vs-latency Pareto front, binding SLOs
-- planner: ties these together into a PlanReport
+- planner: ties these together into a PlanReport, verifying the top table and the front first
 See docs/planner.md.
 """

@@ -3,9 +3,13 @@
 The search is the simulator's goodput search (bench.goodput: bracket by doubling or halving from
 a start rate, then bisect to a relative tolerance), started at the roofline estimate of
 prune.py. Every probe replays the plan's fixed request lengths at that rate with arrivals from
-the plan's seed, so a candidate's result depends only on the plan, never on which process or
-machine ran it. A probe stops as soon as its verdict is certain to be "misses" (slo.Judge), which
-makes overloaded probes cheap without changing any result.
+the plan's seed, long enough to reach steady state: a warm-up, then a judged part spanning
+several request lifetimes (steady.py). A candidate's result depends only on the plan, never on
+which process or machine ran it. A probe stops as soon as its verdict is certain to be "misses"
+(slo.Judge), which makes overloaded probes cheap without changing any result.
+
+A verification is one such simulation, VERIFY_FACTOR times longer, at the rate a report claims;
+a refuted claim is searched again below it with verification-length probes (`lowered`).
 
 Workers keep per-process state (`install`): the catalog and the roofline caches are built once
 per process and shared by every candidate it evaluates.
@@ -24,10 +28,12 @@ from notes_cli.engine.core.simcore import SimRequest, simulate
 from notes_cli.plan.prune import Bounds
 from notes_cli.plan.slo import Judge, PlanSlo
 from notes_cli.plan.space import Candidate
+from notes_cli.plan.steady import VERIFY_FACTOR, ProbeShape, probe_shape
 from notes_cli.plan.workload import PlanWorkload
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_MAX_PROBES = 16
+LOWER_START = 0.9  # a refuted claim's search starts this far below it
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,7 @@ class PlanContext:
     seed: int = 0
     tolerance: float = DEFAULT_TOLERANCE
     max_probes: int = DEFAULT_MAX_PROBES
-    window_s: float = 10.0  # a probe's arrivals span at least this long (see PlanWorkload)
+    window_s: float = 10.0  # a probe's judged arrivals span at least this long (steady.py)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -55,7 +61,9 @@ class Probe:
     rate: float
     met: bool
     binding: tuple[str, ...]
-    simulated: int  # requests simulated before the verdict was certain
+    simulated: int  # requests simulated before the verdict was certain (warm-up included)
+    warmup: int = 0  # arrivals simulated first and not judged (steady.ProbeShape)
+    measured: int = 0  # arrivals judged
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +71,33 @@ class Probe:
             "met": self.met,
             "binding": list(self.binding),
             "simulated": self.simulated,
+            "warmup": self.warmup,
+            "measured": self.measured,
+        }
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """A full simulation of one candidate at one rate: its judged part's verdict."""
+
+    rate: float
+    met: bool
+    attainment: float  # share of requests meeting every objective
+    latency: dict[str, float]  # the judged percentiles: ttft_ms, tpot_ms, tbt_ms
+    requests: int = 0  # requests judged (after the warm-up)
+    binding: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        def num(x: float) -> float | None:
+            return None if math.isnan(x) else round(x, 3)
+
+        return {
+            "rate": round(self.rate, 4),
+            "met": self.met,
+            "attainment": num(self.attainment),
+            "requests": self.requests,
+            **{k: num(v) for k, v in self.latency.items()},
+            "binding": list(self.binding),
         }
 
 
@@ -74,11 +109,17 @@ class CandidateResult:
     prune_kind: str = ""
     probes: tuple[Probe, ...] = ()
     capped: bool = False
-    repeat: int = 1  # each probe replayed the plan's lengths this many times
+    repeat: int = 1  # the passing probe at `capacity` judged the lengths this many times over
+    verification: LoadPoint | None = None  # the longer simulation at `capacity`, once verified
+    refuted: LoadPoint | None = None  # the verification that refuted an earlier, higher claim
 
     @property
     def simulated_requests(self) -> int:
         return sum(p.simulated for p in self.probes)
+
+    @property
+    def verified(self) -> bool:
+        return self.verification is not None and self.verification.met
 
     @property
     def binding(self) -> tuple[str, ...]:
@@ -99,28 +140,9 @@ class CandidateResult:
             "pruned": self.pruned,
             "prune_kind": self.prune_kind or None,
             "binding": list(self.binding),
+            "verification": None if self.verification is None else self.verification.to_json(),
+            "refuted": None if self.refuted is None else self.refuted.to_json(),
             "probes": [p.to_json() for p in self.probes],
-        }
-
-
-@dataclass(frozen=True)
-class LoadPoint:
-    """A full simulation of one candidate at one rate."""
-
-    rate: float
-    met: bool
-    attainment: float  # share of requests meeting every objective
-    latency: dict[str, float]  # the judged percentiles: ttft_ms, tpot_ms, tbt_ms
-
-    def to_json(self) -> dict[str, Any]:
-        def num(x: float) -> float | None:
-            return None if math.isnan(x) else round(x, 3)
-
-        return {
-            "rate": round(self.rate, 4),
-            "met": self.met,
-            "attainment": num(self.attainment),
-            **{k: num(v) for k, v in self.latency.items()},
         }
 
 
@@ -144,14 +166,18 @@ def bounds() -> Bounds:
 
 
 def run_task(task: tuple[Any, ...]) -> Any:
-    """Evaluate one task in this process's plan: ("capacity", candidate, start_rate, repeat),
-    ("load", candidate, rate) or ("sweep", candidate, rates)."""
+    """Evaluate one task in this process's plan: ("capacity", candidate, start_rate),
+    ("load", candidate, rate): a verification-length simulation, ("lower", candidate,
+    refuted_rate): the capacity searched again with verification-length probes below a refuted
+    claim, or ("sweep", candidate, rates)."""
     context: PlanContext = _STATE["context"]
     kind, candidate = task[0], task[1]
     if kind == "capacity":
-        return capacity(context, candidate, task[2], task[3])
+        return capacity(context, candidate, task[2])
     if kind == "load":
-        return load_point(context, candidate, task[2])
+        return load_point(context, candidate, task[2], VERIFY_FACTOR)
+    if kind == "lower":
+        return lowered(context, candidate, task[2])
     if kind == "sweep":
         return tuple(load_point(context, candidate, rate) for rate in task[2])
     raise ValueError(f"unknown plan task {kind!r}")
@@ -159,19 +185,30 @@ def run_task(task: tuple[Any, ...]) -> Any:
 
 # ---- the evaluation ------------------------------------------------------------------------
 def capacity(
-    context: PlanContext, candidate: Candidate, start_rate: float, repeat: int = 1
+    context: PlanContext,
+    candidate: Candidate,
+    start_rate: float,
+    *,
+    factor: int = 1,
+    ceiling: float = math.inf,
 ) -> CandidateResult:
-    """Search the highest rate at which `candidate` meets the SLOs, from `start_rate`; every
-    probe replays the lengths `repeat` times (chosen from the start rate, so that probes near
-    the capacity span the plan's window)."""
+    """Search the highest rate below `ceiling` at which `candidate` meets the SLOs, from
+    `start_rate`; every probe runs to steady state (steady.probe_shape; `factor` lengthens
+    it, VERIFY_FACTOR making each passing probe a verification)."""
     probes: list[Probe] = []
+    passed: dict[float, tuple[LoadPoint, int]] = {}
 
     def meets(rate: float) -> bool:
-        judge, simulated = _run(context, candidate, rate, repeat, early_stop=True)
-        stopped = judge.completed < context.workload.requests * repeat
+        if rate >= ceiling:  # refuted there already: not simulated again
+            return False
+        shape = _shape(context, candidate, rate, factor)
+        judge, simulated = _run(context, candidate, shape, early_stop=True)
+        stopped = judge.completed < shape.measured
         met = not stopped and judge.meets()
         binding = () if met else (judge.certain_misses() if stopped else judge.binding())
-        probes.append(Probe(rate, met, binding, simulated))
+        probes.append(Probe(rate, met, binding, simulated, shape.warmup, shape.measured))
+        if met:
+            passed[rate] = (_point(judge, rate, shape.measured), shape.repeat)
         return met
 
     found = search_goodput(
@@ -181,30 +218,68 @@ def capacity(
         tolerance=context.tolerance,
         max_probes=context.max_probes,
     )
+    point, repeat = passed.get(found.rate, (None, 1))
     return CandidateResult(
-        candidate, found.rate, probes=tuple(probes), capped=found.capped, repeat=repeat
+        candidate,
+        found.rate,
+        probes=tuple(probes),
+        capped=found.capped,
+        repeat=repeat,
+        verification=point if factor >= VERIFY_FACTOR else None,
     )
 
 
-def load_point(context: PlanContext, candidate: Candidate, rate: float) -> LoadPoint:
-    """Latency and attainment of `candidate` at `rate`, every request simulated."""
-    repeat = context.workload.repeat_for(rate, context.window_s)
-    judge, _ = _run(context, candidate, rate, repeat, early_stop=False)
-    return LoadPoint(rate, judge.meets(), judge.attainment(), judge.latency())
+def lowered(context: PlanContext, candidate: Candidate, refuted_rate: float) -> CandidateResult:
+    """The capacity below a claim its verification refuted, searched with verification-length
+    probes, so that the rate found is verified by its own probe. It starts 10% below the claim:
+    refutations are mostly by a few percent (a queue growing too slowly for the shorter probe
+    to see), and the search halves from there when they are not."""
+    return capacity(
+        context, candidate, LOWER_START * refuted_rate, factor=VERIFY_FACTOR, ceiling=refuted_rate
+    )
+
+
+def load_point(
+    context: PlanContext, candidate: Candidate, rate: float, factor: int = 1
+) -> LoadPoint:
+    """Latency and attainment of `candidate` at `rate`, every judged request simulated."""
+    shape = _shape(context, candidate, rate, factor)
+    judge, _ = _run(context, candidate, shape, early_stop=False)
+    return _point(judge, rate, shape.measured)
+
+
+def _point(judge: Judge, rate: float, requests: int) -> LoadPoint:
+    return LoadPoint(
+        rate, judge.meets(), judge.attainment(), judge.latency(), requests, judge.binding()
+    )
+
+
+def _shape(context: PlanContext, candidate: Candidate, rate: float, factor: int) -> ProbeShape:
+    dep = candidate.deployment(context.model, context.link)
+    return probe_shape(candidate, dep, bounds(), context.slo, rate, context.window_s, factor)
 
 
 def _run(
-    context: PlanContext, candidate: Candidate, rate: float, repeat: int, *, early_stop: bool
+    context: PlanContext, candidate: Candidate, shape: ProbeShape, *, early_stop: bool
 ) -> tuple[Judge, int]:
+    """Simulate `shape` and judge its measured part: stops once every measured request has
+    finished (the tail only keeps the load on until then) or, with `early_stop`, once the
+    verdict is certain to be "misses"."""
     deployment = candidate.deployment(context.model, context.link)
-    judge = Judge(context.slo, context.workload.requests * repeat)
-    items = context.workload.items(rate, context.seed, repeat)
+    judge = Judge(context.slo, shape.measured)
+    items = context.workload.steady_items(
+        shape.rate, context.seed, shape.warmup, shape.repeat, shape.tail
+    )
     simulated = 0
     # WorkItem has SimRequest's fields under the same names (as bench.engine_adapter passes it).
     requests = cast("Iterable[SimRequest]", items)
     for record in simulate(deployment, requests, seed=context.seed, catalog=context.catalog):
-        judge.add(record)
         simulated += 1
+        if not shape.judged(int(record.request_id)):  # simcore numbers arrivals from 0
+            continue
+        judge.add(record)
+        if judge.completed >= shape.measured:
+            break
         if early_stop and judge.certainly_fails():
             break
     return judge, simulated

@@ -7,10 +7,17 @@ Phases (each a batch of tasks for the executor, results in task order):
    found so far is skipped, since it cannot enter what the report shows of the ranking (the
    top table, the front's candidates, the curves): branch and bound. Waves have a fixed size
    and run in a fixed order, so the result does not depend on the executor;
-2. load: the best `front_size` candidates by score are sized to the reference load (the target
-   rate, else the best candidate's capacity) and simulated there, for the chips-vs-latency
-   front;
-3. curves (only with a plot): the top candidates' attainment at rates around their capacity.
+2. verify: the top `top` candidates are each simulated once more at their capacity, for
+   VERIFY_FACTOR times longer than a probe (steady.py); a claim the verification refutes is
+   searched again below it with verification-length probes, so the capacity reported is one a
+   verification met (or none). The ranking is redone, candidates the bound skipped are searched
+   if they could now enter the shown set, and the new top is verified, until every candidate
+   of the top table is verified;
+3. load: the best `front_size` candidates by score are sized to the reference load (the target
+   rate, else the best candidate's capacity) and simulated there by a verification-length
+   simulation each, for the chips-vs-latency front; a candidate missing the SLOs there is left
+   off the front (and listed in the JSON);
+4. curves (only with a plot): the top candidates' attainment at rates around their capacity.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from notes_cli.plan.workload import PlanWorkload
 
 SCHEMA = "pdnotes.plan/1"
 WAVE = 32  # candidates per branch-and-bound wave (a constant: results must not depend on cores)
+Skipped = tuple[float, Candidate, float]  # (bound score, candidate, start rate)
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)  # of each one's capacity
 
 
@@ -99,7 +107,7 @@ class PlanReport:
     results: tuple[CandidateResult, ...]
     ranking: tuple[Scored, ...]
     front: tuple[FrontPoint, ...]
-    loads: dict[str, FrontPoint]
+    loads: dict[str, FrontPoint]  # every sized candidate's verification at the reference load
     reference_rate: float
     curves: dict[str, tuple[LoadPoint, ...]] = field(default_factory=dict)
     executor: str = ""
@@ -116,6 +124,16 @@ class PlanReport:
             if r.pruned:
                 counts[r.prune_kind] = counts.get(r.prune_kind, 0) + 1
         return counts
+
+    @property
+    def front_missed(self) -> tuple[FrontPoint, ...]:
+        """Sized candidates whose verification at the reference load missed the SLOs."""
+        return tuple(p for p in self.loads.values() if not p.load.met)
+
+    @property
+    def lowered(self) -> tuple[CandidateResult, ...]:
+        """Candidates whose first claim a verification refuted."""
+        return tuple(r for r in self.results if r.refuted is not None)
 
     @property
     def simulated_candidates(self) -> int:
@@ -176,6 +194,9 @@ class PlanReport:
                 "simulated": self.simulated_candidates,
                 "with_capacity": len(self.ranking),
                 "simulated_requests": self.simulated_requests,
+                "verified": sum(1 for r in self.results if r.verification is not None),
+                "refuted": len(self.lowered),
+                "front_missed": len(self.front_missed),
             },
             "best": None
             if best is None
@@ -186,15 +207,23 @@ class PlanReport:
                 "score": round(best.score, 6),
                 "replicas": self.replicas_needed(),
                 "binding": list(best.result.binding),
+                "verified": best.result.verified,
+                "verification": _json_or_none(best.result.verification),
+                "refuted": _json_or_none(best.result.refuted),
             },
             "ranking": [s.candidate_id for s in self.ranking],
             "runner_ups": [{"id": s.candidate_id, "why": why} for s, why in self.runner_ups()],
             "front": [p.to_json() for p in self.front],
+            "front_missed": [p.to_json() for p in self.front_missed],
             "curves": {k: [p.to_json() for p in v] for k, v in self.curves.items()},
             "candidates": table,
             "executor": self.executor,
             "wall_s": round(self.wall_s, 3),
         }
+
+
+def _json_or_none(point: LoadPoint | None) -> dict[str, Any] | None:
+    return None if point is None else point.to_json()
 
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
@@ -222,8 +251,9 @@ def plan(
     )
     executor.start(context)
     try:
-        results = _capacities(request, executor, candidates, on_progress)
-        ranking = ranked(results, request.prices)
+        found, skipped = _capacities(request, executor, candidates, on_progress)
+        ranking = _verified(request, executor, found, skipped, on_progress)
+        results = [found[c.index] for c in candidates]
         reference = request.target_rate or (ranking[0].result.capacity if ranking else 0.0)
         loads = _loads(executor, ranking[: request.front_size], reference, on_progress)
         curves = _curves(executor, ranking[: request.curves], on_progress)
@@ -233,7 +263,7 @@ def plan(
         request=request,
         results=tuple(results),
         ranking=tuple(ranking),
-        front=tuple(pareto_front(list(loads.values()))),
+        front=tuple(pareto_front([p for p in loads.values() if p.load.met])),
         loads=loads,
         reference_rate=reference,
         curves=curves,
@@ -247,11 +277,13 @@ def _capacities(
     executor: Executor,
     candidates: list[Candidate],
     on_progress: ProgressFn | None,
-) -> list[CandidateResult]:
+) -> tuple[dict[int, CandidateResult], list[Skipped]]:
+    """Every candidate's result by index, and the candidates the bound skipped (with their
+    bound's score and start rate, in case the verification lowers the scores above them)."""
     screen = Screen(evaluate.bounds(), request.slo, request.window_s)
     total = len(candidates)
     results: dict[int, CandidateResult] = {}
-    queue: list[tuple[float, Candidate, float, int]] = []  # (bound score, candidate, start, repeat)
+    queue: list[Skipped] = []
     for c in candidates:
         dep = c.deployment(request.model, request.link)
         verdict, bound = screen(c, dep)
@@ -260,12 +292,12 @@ def _capacities(
             continue
         if verdict.reason is not None:  # --no-prune: simulate it anyway
             hint = rate_hint(c, dep, screen.bounds)
-            repeat = request.workload.repeat_for(hint, request.window_s)
-            bound, verdict = math.inf, replace(verdict, rate_hint=hint, repeat=repeat)
-        queue.append((score_of(c, bound, request.prices), c, verdict.rate_hint, verdict.repeat))
+            bound, verdict = math.inf, replace(verdict, rate_hint=hint)
+        queue.append((score_of(c, bound, request.prices), c, verdict.rate_hint))
     queue.sort(key=lambda item: (-item[0], item[1].index))
     unit = "req/s per $/h" if request.per_price else "req/s per chip"
     best: list[float] = []  # scores found so far, best first
+    skipped: list[Skipped] = []
 
     def progress() -> None:
         if on_progress:
@@ -277,15 +309,17 @@ def _capacities(
         shown = request.shown
         threshold = best[shown - 1] if request.prune and len(best) >= shown else None
         todo = []
-        for bound_score, c, hint, repeat in wave:
+        for item in wave:
+            bound_score, c, hint = item
             if threshold is not None and bound_score < threshold:
                 reason = (
                     f"bound: at most {bound_score:.3g} {unit}, below the top {shown}'s "
                     f"{threshold:.3g}"
                 )
                 results[c.index] = CandidateResult(c, 0.0, reason, "bound")
+                skipped.append(item)
             else:
-                todo.append(("capacity", c, hint, repeat))
+                todo.append(("capacity", c, hint))
         done_before = len(results)
 
         def wave_done(n: int, base: int = done_before) -> None:
@@ -298,7 +332,48 @@ def _capacities(
                 best.append(score_of(result.candidate, result.capacity, request.prices))
         best.sort(reverse=True)
         progress()
-    return [results[c.index] for c in candidates]
+    return results, skipped
+
+
+def _verified(
+    request: PlanRequest,
+    executor: Executor,
+    results: dict[int, CandidateResult],
+    skipped: list[Skipped],
+    on_progress: ProgressFn | None,
+) -> list[Scored]:
+    """The ranking once every candidate of the top table is verified (phase 2 above);
+    `results` is updated in place. Each round verifies new entries or searches skipped
+    candidates, each at most once, so it ends."""
+    while True:
+        ranking = ranked([results[i] for i in sorted(results)], request.prices)
+        shown = request.shown
+        threshold = ranking[shown - 1].score if len(ranking) >= shown else -math.inf
+        revived = [item for item in skipped if item[0] >= threshold]
+        if revived:  # a lowered claim made room above candidates the bound skipped
+            skipped[:] = [item for item in skipped if item[0] < threshold]
+            tasks: list[tuple[Any, ...]] = [("capacity", c, hint) for _, c, hint in revived]
+            for result in _phase(executor, "capacity", tasks, on_progress):
+                results[result.candidate.index] = result
+            continue
+        todo = [s.result for s in ranking[: request.top] if s.result.verification is None]
+        if not todo:
+            return ranking
+        tasks = [("load", r.candidate, r.capacity) for r in todo]
+        points: list[LoadPoint] = _phase(executor, "verify", tasks, on_progress)
+        refuted = []
+        for r, point in zip(todo, points, strict=True):
+            if point.met:
+                results[r.candidate.index] = replace(r, verification=point)
+            else:
+                refuted.append((r, point))
+        if not refuted:
+            continue
+        tasks = [("lower", r.candidate, r.capacity) for r, _ in refuted]
+        for (r, point), low in zip(
+            refuted, _phase(executor, "lower", tasks, on_progress), strict=True
+        ):
+            results[r.candidate.index] = replace(low, probes=r.probes + low.probes, refuted=point)
 
 
 def _phase(
@@ -320,13 +395,23 @@ def _loads(
 ) -> dict[str, FrontPoint]:
     if reference <= 0:
         return {}
-    sized = [(s.result.candidate, replicas(s.result.capacity, reference)) for s in ranking]
-    tasks: list[tuple[Any, ...]] = [("load", c, reference / n) for c, n in sized]
-    points = _phase(executor, "front", tasks, on_progress)
-    return {
-        c.id: FrontPoint(c.id, c.label, n, n * c.chips, point)
-        for (c, n), point in zip(sized, points, strict=True)
+    sized = [(s.result, replicas(s.result.capacity, reference)) for s in ranking]
+    # A candidate sized to one replica at its own capacity was verified there already.
+    known = {
+        r.candidate.id: r.verification
+        for r, n in sized
+        if r.verification is not None and r.verification.rate == reference / n
     }
+    tasks: list[tuple[Any, ...]] = [
+        ("load", r.candidate, reference / n) for r, n in sized if r.candidate.id not in known
+    ]
+    simulated = iter(_phase(executor, "front", tasks, on_progress))
+    points = {}
+    for r, n in sized:
+        c = r.candidate
+        point = known.get(c.id) or next(simulated)
+        points[c.id] = FrontPoint(c.id, c.label, n, n * c.chips, point)
+    return points
 
 
 def _curves(

@@ -38,6 +38,7 @@ from notes_cli.engine.core.costmodel import (
 from notes_cli.engine.core.profiles import Catalog, Deployment, ModelShape, NodeGroup
 from notes_cli.plan.slo import Judge, PlanSlo
 from notes_cli.plan.space import Candidate
+from notes_cli.plan.steady import probe_shape
 from notes_cli.plan.workload import PlanWorkload
 
 
@@ -245,6 +246,7 @@ def _prefix(values: list[float] | list[int]) -> list[float]:
     return out
 
 
+_MAX_REPEAT = 200  # replays a search bound looks at, at most (far beyond any probe's)
 _BOUND_MARGIN = 1.01  # float rounding in arrival times scaled by 1 / rate
 
 
@@ -345,13 +347,41 @@ class Screen:
         if verdict.reason is not None:
             return verdict, 0.0
         hint = rate_hint(candidate, dep, self.bounds)
-        bound = capacity_bound(candidate, dep, self.bounds, self.slo)
+        bound = self.search_bound(candidate, dep)
         hint = min(hint, bound)
-        repeat = self.bounds.workload.repeat_for(hint, self.window_s)
-        if repeat > 1:
-            bound = capacity_bound(candidate, dep, self.bounds, self.slo, repeat)
-            hint = min(hint, bound)
-        return Verdict(None, rate_hint=hint, repeat=repeat), bound
+        probe = probe_shape(candidate, dep, self.bounds, self.slo, hint, self.window_s)
+        return Verdict(None, rate_hint=hint, repeat=probe.repeat), bound
+
+    def search_bound(self, candidate: Candidate, dep: Deployment) -> float:
+        """A rate no probe of the search can pass above. A probe at rate r judges the lengths
+        replayed R(r) times (steady.probe_shape, R growing with r) and cannot pass above
+        f(R) = capacity_bound(..., R); so no probe passes above the largest r <= f(R(r)),
+        found by bisection (f falls as R grows: more requests leave less slack)."""
+        bounds, slo, window = self.bounds, self.slo, self.window_s
+        cached: dict[int, float] = {}
+
+        def f(repeat: int) -> float:
+            if repeat not in cached:
+                cached[repeat] = capacity_bound(candidate, dep, bounds, slo, repeat)
+            return cached[repeat]
+
+        def feasible(rate: float) -> bool:
+            probe = probe_shape(candidate, dep, bounds, slo, rate, window)
+            return rate <= f(min(probe.repeat, _MAX_REPEAT))
+
+        high = f(1)
+        if not math.isfinite(high) or feasible(high):
+            return high
+        low = 0.0
+        for _ in range(40):
+            middle = (low + high) / 2
+            if feasible(middle):
+                low = middle
+            else:
+                high = middle
+            if high - low <= 1e-3 * high:
+                break
+        return high
 
 
 def _shape_key(group: NodeGroup, dep: Deployment) -> tuple[object, ...]:

@@ -3,12 +3,12 @@
 The lengths are drawn (or read from the trace) once, in the driver, so every worker on every
 machine replays exactly the same requests without reading files; arrivals are drawn per probe
 from the seed. Seeds follow bench.workload (lengths from Random(seed), arrivals from
-Random(seed + 0x9E3779B9)), so a probe equals `pdnotes engine simulate` on the same lengths.
+Random(seed + 0x9E3779B9)), so the judged part of a probe arrives as `pdnotes engine simulate`
+on the same lengths would send them (after a warm-up with arrivals of its own, steady.py).
 """
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ from notes_cli.bench.workload import (
 from notes_cli.errors import InputError
 
 _ARRIVAL_SEED_OFFSET = 0x9E3779B9  # as bench.workload.synthetic
+_WARMUP_SEED_OFFSET = 0x7F4A7C15  # a stream of its own for a probe's warm-up arrivals
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,30 @@ class PlanWorkload:
             for (n_in, n_out), t in zip(pairs, times, strict=False):
                 yield WorkItem(t, n_in, n_out)
 
-    def repeat_for(self, rate: float, window_s: float) -> int:
-        """How many times the lengths are replayed so that arrivals at `rate` span at least
-        `window_s` seconds: a probe shorter than a few TTFT objectives could queue every
-        request and still meet them, which would overstate the capacity."""
-        return max(1, math.ceil(rate * window_s / max(1, self.requests)))
+    def steady_items(
+        self, rate: float, seed: int, warmup: int, repeat: int, tail: int
+    ) -> Iterator[WorkItem]:
+        """A steady-state simulation at `rate` (plan/steady.py): `warmup` arrivals, then the
+        lengths `repeat` times over (the measured part), then at most `tail` more.
+
+        The measured part and the tail arrive at the seed's arrival times (as `items`), shifted
+        by the end of the warm-up, whose gaps come from a stream of their own: so the measured
+        part is exactly `items(rate, seed, repeat)` after a warm-up, which is what
+        prune.capacity_bound reasons about."""
+        warm_rng = random.Random(seed + _WARMUP_SEED_OFFSET)
+        warm_times = arrival_times_ms(ArrivalSpec(rate=rate, burstiness=self.burstiness), warm_rng)
+        pairs = self.pairs
+        start = 0.0
+        for i, t in zip(range(warmup), warm_times, strict=False):
+            n_in, n_out = pairs[i % len(pairs)]
+            start = t
+            yield WorkItem(t, n_in, n_out)
+        rng = random.Random(seed + _ARRIVAL_SEED_OFFSET)
+        times = arrival_times_ms(ArrivalSpec(rate=rate, burstiness=self.burstiness), rng)
+        total = repeat * len(pairs) + tail
+        for i, t in zip(range(total), times, strict=False):
+            n_in, n_out = pairs[i % len(pairs)]
+            yield WorkItem(start + t, n_in, n_out)
 
     def mean_lengths(self) -> tuple[float, float]:
         n = len(self.pairs) or 1

@@ -12,11 +12,14 @@ from rich.table import Table
 from notes_cli.render import err, escape, out
 
 if TYPE_CHECKING:
+    from notes_cli.plan.evaluate import LoadPoint
     from notes_cli.plan.planner import PlanReport
 
 _PHASES = {
     "capacity": "candidates searched",
     "front": "candidates sized to the reference load",
+    "verify": "claims verified by a longer simulation",
+    "lower": "refuted claims searched again below",
     "curves": "attainment curves",
 }
 
@@ -77,6 +80,11 @@ def plan_report(report: PlanReport) -> None:
         f"{best.result.capacity:.3g} req/s on {cand.chips} chip{'s' if cand.chips > 1 else ''}"
         f" = [bold]{best.score:.3g} {unit}[/]"
     )
+    check = best.result.verification
+    if check is not None:
+        console.print(f"  verified: {escape(_verification(report, check))}")
+    if best.result.refuted is not None:
+        console.print(f"  lowered: {escape(_refutation(best.result.refuted))}")
     if best.result.binding:
         console.print(f"  at higher load: {escape('; '.join(best.result.binding))}")
     replicas = report.replicas_needed()
@@ -93,9 +101,60 @@ def plan_report(report: PlanReport) -> None:
         console.print("[bold]Why the runner-ups lose[/]")
         for scored, why in runner_ups:
             console.print(f"  {scored.candidate_id} {escape(why)}")
+    lowered = [r for r in report.lowered if r.candidate.id != cand.id]
+    if lowered:
+        console.print()
+        console.print("[bold]Claims lowered by their verification[/]")
+        for r in lowered:
+            assert r.refuted is not None
+            console.print(
+                f"  {r.candidate.id} {escape(r.candidate.label)}: {escape(_refutation(r.refuted))}"
+                f"; verified {r.capacity:.3g} req/s"
+            )
     if report.front:
         console.print()
         console.print(_front_table(report))
+        console.print(f"  {_front_checks(report)}")
+    missed = report.front_missed
+    if missed:
+        ids = ", ".join(p.candidate_id for p in missed)
+        console.print(f"  left off: {escape(ids)} missed the SLOs at the reference load")
+
+
+def _front_checks(report: PlanReport) -> str:
+    """One line on the front's verifications (per row in --json): the table has no room."""
+    shares = [p.load.attainment for p in report.front]
+    counts = [p.load.requests for p in report.front]
+
+    def span(low: str, high: str) -> str:
+        return low if low == high else f"{low}–{high}"
+
+    return (
+        "each row verified by one simulation of a replica at its load: attainment "
+        f"{span(f'{min(shares):.0%}', f'{max(shares):.0%}')} of "
+        f"{span(f'{min(counts):,}', f'{max(counts):,}')} requests judged after a warm-up"
+    )
+
+
+def _verification(report: PlanReport, point: LoadPoint) -> str:
+    q = f"P{report.request.slo.percentile * 100:g}"
+    latency = ", ".join(
+        f"{name} {q} {_n(point.latency[key])} ms"
+        for name, key in (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"))
+        if not math.isnan(point.latency[key])
+    )
+    return (
+        f"{point.requests:,} requests at {point.rate:.3g} req/s after a warm-up: "
+        f"{latency}; attainment {point.attainment:.1%}; SLOs met"
+    )
+
+
+def _refutation(point: LoadPoint) -> str:
+    why = "; ".join(point.binding) or "SLOs missed"
+    return (
+        f"the search's {point.rate:.3g} req/s was refuted by a {point.requests:,}-request "
+        f"verification ({why})"
+    )
 
 
 def _top_table(report: PlanReport, unit: str) -> Table:
@@ -113,11 +172,14 @@ def _top_table(report: PlanReport, unit: str) -> Table:
         ("$/h", "right"),
         ("req/s", "right"),
         (unit, "right"),
+        ("verified", "right"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for i, s in enumerate(report.ranking[: report.request.top], 1):
         c = s.result.candidate
         price = "-" if s.price_per_hour is None else f"{s.price_per_hour:g}"
+        check = s.result.verification
+        verified = "-" if check is None else f"{check.attainment:.0%} of {check.requests:,}"
         table.add_row(
             str(i),
             c.id,
@@ -126,6 +188,7 @@ def _top_table(report: PlanReport, unit: str) -> Table:
             price,
             f"{s.result.capacity:.3g}",
             f"{s.score:.3g}",
+            verified,
         )
     return table
 
