@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 import string
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from notes_cli.doctor.findings import Finding, FindingClient, Severity
+from notes_cli.secrets import scrub
 
 RegistryClient = Literal["codex", "claude", "env", "any"]
 DATA = ("doctor", "findings.toml")
@@ -63,6 +64,10 @@ def load_entries(text: str) -> tuple[Entry, ...]:
             name: Variant(_template(f"{where} variant {name!r}", v.get("fix")), _severity(where, v))
             for name, v in raw.get("variants", {}).items()
         }
+        if not all(name.isidentifier() and name.islower() for name in variants) or any(
+            set(v) - {"fix", "severity"} for v in raw.get("variants", {}).values()
+        ):
+            raise ValueError(f"{where}: a variant is [finding.variants.lower_name] fix, severity")
         entries.append(
             Entry(
                 id=raw["id"],
@@ -126,14 +131,19 @@ def make(
     variant: str | None = None,
     file: str | None = None,
     line: int | None = None,
+    secrets: Iterable[str] | None = None,
     **fields: object,
 ) -> Finding:
     """A finding of a registered id, its fix filled from the registry's template (the named
     `variant`'s, when given); its severity the variant's or the entry's unless a check raises
-    or lowers it."""
+    or lowers it. `secrets` (the values a live probe sent) are masked in message and fix, on
+    top of the key-shaped values every finding masks."""
     entry = REGISTRY[finding_id]
     chosen = entry.variants[variant] if variant is not None else Variant(entry.fix)
     fix = chosen.fix.format_map(_Fields(file=file or "the file", line=line, **fields))
+    if secrets is not None:
+        known = tuple(secrets)
+        message, fix = scrub(message, known), scrub(fix, known)
     return Finding(
         id=finding_id,
         severity=severity or chosen.severity or entry.severity,
