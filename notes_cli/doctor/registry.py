@@ -163,7 +163,9 @@ def markdown() -> str:
         "Generated from `templates/doctor/findings.toml` "
         "(`python -m notes_cli.doctor.registry > docs/findings.md`). Ids are stable; "
         "`pdnotes doctor --json` reports them as `findings[].id`. In fixes, `<name>` stands "
-        "for a value taken from your configuration. Severity is the default; a check may "
+        "for a value taken from your configuration, and `<gateway_fix>` for the fix pdnotes' "
+        "gateway client gives with the error it met; a fix after a *name* is the one shown in "
+        "that situation (*live*: found by a live probe). Severity is the default; a check may "
         "raise or lower it (noted under *when*).",
         "",
         "| id | severity | client | when | example | fix |",
