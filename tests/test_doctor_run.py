@@ -62,3 +62,29 @@ def test_unparseable_client_is_not_probed(cli, probed, isolated_home: Path) -> N
 
     assert [endpoint.client for endpoint, _ in probed] == ["claude"]
     assert "toml-syntax" in {f.id for f in report.findings}
+
+
+def test_each_client_file_is_read_once_for_checks_summary_and_probe(
+    cli, probed, monkeypatch
+) -> None:
+    # One reading feeds the static checks, the summary and the live probe: a file edited
+    # while doctor runs cannot give the three different answers.
+    from notes_cli import fileio
+
+    cli("config", "codex", "--preset", "mock")
+    cli("config", "claude", "--preset", "mock")
+    reads: list[Path] = []
+    read_text = fileio.read_text
+
+    def counting(path: Path, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(Path(path))
+        return read_text(path, **kwargs)
+
+    monkeypatch.setattr(fileio, "read_text", counting)
+    report = run_doctor(offline=False, timeout=3.0)
+
+    codex = Path.home() / ".codex" / "config.toml"
+    claude = Path.home() / ".claude" / "settings.json"
+    assert reads.count(codex) == 1 and reads.count(claude) == 1, reads
+    assert [s.client for s in report.clients] == ["codex", "claude"]
+    assert [endpoint.client for endpoint, _ in probed] == ["codex", "claude"]

@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from notes_cli import paths
 from notes_cli.clients import files
@@ -21,6 +21,9 @@ from notes_cli.clients.endpoint import AuthStyle, Endpoint
 from notes_cli.clients.presets import placeholder_tokens
 from notes_cli.clients.view import CodexView
 from notes_cli.secrets import mask, mask_command, mask_url
+
+if TYPE_CHECKING:
+    from notes_cli.clients.layers import MergedCodex
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -98,8 +101,12 @@ def codex_setup(
     from notes_cli.clients.layers import codex_layers
 
     view = view or CodexView()
-    path = paths.codex_config_path(codex_home)
     merged = codex_layers(codex_home, cwd=view.cwd, profile=view.profile, overrides=view.overrides)
+    return codex_setup_of(merged, env, paths.codex_config_path(codex_home))
+
+
+def codex_setup_of(merged: MergedCodex, env: Mapping[str, str], path: Path) -> ClientSetup:
+    """Codex's effective setup from layers already read (`path`: its config.toml)."""
     if not any(layer.kind == "user" for layer in merged.layers):
         return ClientSetup("codex", (), (), None, problem=f"{path} does not exist")
     doc = merged.doc
@@ -246,7 +253,14 @@ def claude_setup(
     settings_file: Path | None = None,
 ) -> ClientSetup:
     """Claude Code's effective setup from its settings layers and the environment."""
-    layers = merge_claude_layers(load_claude_files(claude_home, project_dir, settings_file), env)
+    return claude_setup_of(load_claude_files(claude_home, project_dir, settings_file), env)
+
+
+def claude_setup_of(
+    loaded: list[tuple[Path, dict[str, Any]]], env: Mapping[str, str]
+) -> ClientSetup:
+    """Claude Code's effective setup from settings files already read, lowest first."""
+    layers = merge_claude_layers(loaded, env)
     configured = layers.files or any(k.startswith("ANTHROPIC_") for k in env)
     if not configured:
         return ClientSetup("claude", (), (), None, problem="no Claude Code settings file")

@@ -5,12 +5,12 @@ and then left out of the merged view, exactly as Claude Code leaves it out."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from notes_cli import fileio, paths
+from notes_cli import paths
 from notes_cli.clients import files
 from notes_cli.clients.git import tracked_by_git
 from notes_cli.clients.presets import placeholder_tokens
@@ -42,52 +42,61 @@ SECRET_VARIABLES = ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY")
 _FALSE_VALUES = ("0", "false", "no", "off")
 
 
-def check_claude(
-    claude_home: Path | None,
-    project_dir: Path | None,
-    env: Mapping[str, str],
-    settings_file: Path | None = None,
-    *,
-    run_helpers: bool = False,
-) -> tuple[list[Finding], list[Path]]:
-    """All static Claude findings, and the settings files that exist."""
-    found: list[Finding] = []
-    valid: list[tuple[Path, dict[str, Any]]] = []
-    present: list[Path] = []
-    scopes: dict[str, str] = {}
+@dataclass(frozen=True)
+class ClaudeFile:
+    """One settings file that exists, read once: its text and object, or the finding that says
+    why Claude Code ignores it (it does not parse, or cannot be read)."""
+
+    scope: str
+    path: Path
+    text: str | None = None
+    data: dict[str, Any] | None = None
+    problem: Finding | None = None
+
+
+def read_claude_files(
+    claude_home: Path | None, project_dir: Path | None, settings_file: Path | None = None
+) -> tuple[ClaudeFile, ...]:
+    """The settings files Claude Code reads that exist, lowest precedence first."""
+    read: list[ClaudeFile] = []
     for scope, path in claude_settings_files(claude_home, project_dir, settings_file):
-        scopes[str(path)] = scope
         try:
             text, data = files.load_json(path)
         except ConfigParseError as exc:
-            present.append(path)
-            found.append(
-                make(
-                    "json-syntax",
-                    "claude",
-                    f"{exc.message}; Claude Code ignores this whole file",
-                    file=str(path),
-                    line=exc.line,
-                    column=exc.column,
-                )
+            message = f"{exc.message}; Claude Code ignores this whole file"
+            problem = make(
+                "json-syntax", "claude", message, file=str(path), line=exc.line, column=exc.column
             )
+            read.append(ClaudeFile(scope, path, problem=problem))
             continue
         except InputError as exc:
-            present.append(path)
-            found.append(
-                make(
-                    "file-unreadable",
-                    "claude",
-                    exc.message,
-                    file=str(path),
-                    detail=exc.fix or "fix or remove the file",
-                )
-            )
+            detail = exc.fix or "fix or remove the file"
+            problem = make("file-unreadable", "claude", exc.message, file=str(path), detail=detail)
+            read.append(ClaudeFile(scope, path, problem=problem))
             continue
-        if text is None or data is None:
+        if text is not None and data is not None:
+            read.append(ClaudeFile(scope, path, text, data))
+    return tuple(read)
+
+
+def check_claude(
+    read: Sequence[ClaudeFile],
+    claude_home: Path | None,
+    env: Mapping[str, str],
+    *,
+    run_helpers: bool = False,
+) -> list[Finding]:
+    """All static Claude findings for the settings files as read (`read_claude_files`)."""
+    found: list[Finding] = []
+    valid: list[tuple[Path, dict[str, Any]]] = []
+    scopes = {str(f.path): f.scope for f in read}
+    texts = {str(f.path): f.text for f in read if f.text is not None}
+    for settings in read:
+        if settings.problem is not None:
+            found.append(settings.problem)
             continue
-        present.append(path)
-        file_findings = check_settings_file(path, text, data, scope)
+        path, data, scope = settings.path, settings.data or {}, settings.scope
+        file_findings = check_settings_file(path, settings.text or "", data, scope)
         dropped = any(f.id == "claude-settings-ignored" for f in file_findings)
         if dropped and scope == "managed":
             # Claude Code keeps a managed file and drops only its bad keys (its settings docs,
@@ -98,11 +107,11 @@ def check_claude(
             valid.append((path, data))
         found += file_findings
     found += _check_state_file(claude_home)
-    if not present and not any(k.startswith("ANTHROPIC_") for k in env):
-        return found, present
-    found += _check_merged(valid, env)
-    found += _check_credentials(valid, env, scopes, run_helpers)
-    return found, present
+    if not read and not any(k.startswith("ANTHROPIC_") for k in env):
+        return found
+    found += _check_merged(valid, env, texts)
+    found += _check_credentials(valid, env, scopes, run_helpers, texts)
+    return found
 
 
 def _check_credentials(
@@ -110,6 +119,7 @@ def _check_credentials(
     env: Mapping[str, str],
     scopes: Mapping[str, str],
     run_helpers: bool,
+    texts: Mapping[str, str],
 ) -> list[Finding]:
     """The key Claude Code will really send (`doctor.credentials`)."""
     from notes_cli.doctor.credentials import HelperSource, claude_helper, claude_side_by_side
@@ -117,7 +127,9 @@ def _check_credentials(
     layers = merge_claude_layers(valid, env)
     command, source = layers.top.get("apiKeyHelper", (None, ""))
     helper = (
-        HelperSource(command, source, scopes.get(source, "user"), _line_in(source, "apiKeyHelper"))
+        HelperSource(
+            command, source, scopes.get(source, "user"), _line_in(texts, source, "apiKeyHelper")
+        )
         if isinstance(command, str) and command
         else None
     )
@@ -229,7 +241,16 @@ def _managed_key_dropped(finding: Finding) -> Finding:
         "Claude Code ignores this whole file (its env included)",
         "Claude Code drops this key of the managed file (and keeps the rest)",
     )
-    return dataclasses.replace(finding, message=message, severity="warning")
+    # the same finding, a warning: its fix (`{detail}` in the registry) is kept as it was
+    return make(
+        finding.id,
+        finding.client,
+        message,
+        severity="warning",
+        file=finding.file,
+        line=finding.line,
+        detail=finding.fix,
+    )
 
 
 def _without_bad_keys(data: dict[str, Any]) -> dict[str, Any]:
@@ -308,13 +329,13 @@ def _check_env_block(path: Path, text: str, env: dict[str, Any], scope: str) -> 
 
 
 def _check_merged(
-    valid: list[tuple[Path, dict[str, Any]]], env: Mapping[str, str]
+    valid: list[tuple[Path, dict[str, Any]]], env: Mapping[str, str], texts: Mapping[str, str]
 ) -> list[Finding]:
     """Checks of what Claude Code will actually use after merging the layers."""
     layers = merge_claude_layers(valid, env)
     base_url, source = layers.env.get("ANTHROPIC_BASE_URL", (ANTHROPIC_DEFAULT_BASE_URL, ""))
     file = source if source and source != "environment" else None
-    line = _line_in(file, "ANTHROPIC_BASE_URL")
+    line = _line_in(texts, file, "ANTHROPIC_BASE_URL")
     found = check_base_url("claude", base_url or ANTHROPIC_DEFAULT_BASE_URL, file=file, line=line)
     found += check_gateway_note("claude", base_url or ANTHROPIC_DEFAULT_BASE_URL)
     model, model_source = claude_model(layers)
@@ -327,7 +348,7 @@ def _check_merged(
                 f"ANTHROPIC_MODEL={model} from the shell overrides "
                 f'"model": "{settings_model}" in {settings_model_file}',
                 file=settings_model_file,
-                line=_line_in(settings_model_file, "model"),
+                line=_line_in(texts, settings_model_file, "model"),
             )
         )
     model_file = model_source if model_source not in ("", "environment") else None
@@ -336,7 +357,7 @@ def _check_merged(
         model,
         base_url,
         file=model_file,
-        line=_line_in(model_file, "ANTHROPIC_MODEL") or _line_in(model_file, "model"),
+        line=_line_in(texts, model_file, "ANTHROPIC_MODEL") or _line_in(texts, model_file, "model"),
     )
     style, _key, _var, _values = claude_auth(layers, env)
     if style == "none":
@@ -364,11 +385,7 @@ def _check_merged(
     return found
 
 
-def _line_in(file: str | None, needle: str) -> int | None:
-    if not file:
-        return None
-    try:
-        text = fileio.read_text(Path(file))
-    except InputError:
-        return None
+def _line_in(texts: Mapping[str, str], file: str | None, needle: str) -> int | None:
+    """The line of `"needle"` in a settings file, from the text read with it."""
+    text = texts.get(file) if file else None
     return files.line_of(text, f'"{needle}"') if text else None

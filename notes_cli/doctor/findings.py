@@ -1,5 +1,6 @@
 """A doctor finding: the unit every check (static or live) produces. The `id` names one entry of
-the registry in `notes_cli/doctor/registry.py`; ids are a public contract (docs/architecture.md,
+the registry (templates/doctor/findings.toml, loaded by `notes_cli/doctor/registry.py`), and
+findings are built only by its `make`; ids are a public contract (docs/architecture.md,
 "Contracts")."""
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from notes_cli.doctor.client_shape import (
     variants,
 )
 from notes_cli.doctor.findings import Finding, FindingClient, Probe
+from notes_cli.doctor.registry import make
 from notes_cli.gateway import (
     GatewayClient,
     proxy_for,
@@ -42,7 +43,6 @@ from notes_cli.gateway import (
 )
 from notes_cli.gateway import errors as gw
 from notes_cli.gateway.results import StreamResult
-from notes_cli.secrets import scrub
 
 PROBE_PROMPT = "Reply with the single word: pong"
 # Big enough that a reasoning model can think a little and still answer.
@@ -82,24 +82,21 @@ def probe_endpoint(
     return _Prober(endpoint, timeout, static_findings, transport, shape).run()
 
 
-def _shape_fix(shape: Shape, culprit: Variant | None) -> str:
+def _shape_fix(shape: Shape, culprit: Variant | None) -> dict[str, Any]:
+    """The registry variant and fields of `request-shape-rejected`'s fix: the client settings
+    that stop it sending the refused tool types, else the refused part, else no part named."""
     client = _CLIENT_NAME[shape.client]
-    bridge = "put a bridge in front that drops or maps it (pdnotes bridge serve --upstream <url>)"
     if culprit is None:
-        return (
-            f"compare the gateway's limits with what {client} sends (`pdnotes doctor --json` "
-            "lists the probes; templates/clients/ holds the recorded request); ask the gateway's "
-            f"admin, or {bridge}"
-        )
+        return {"variant": "unnamed", "client_name": client}
     settings = [client_setting_for(shape, kind) for kind in sorted(culprit.drop_tool_types)]
     if culprit.drop_tool_types and all(settings):
-        kinds = ", ".join(f"`{k}`" for k in sorted(culprit.drop_tool_types))
-        lines = " and ".join(f"`{s}`" for s in settings)
-        return (
-            f"add {lines} to config.toml (then {client} sends no {kinds} tools), or {bridge}, "
-            "or enable those tool types on the gateway"
-        )
-    return f"make the gateway accept {culprit.culprit} (its admin or settings), or {bridge}"
+        return {
+            "variant": "tool_types",
+            "client_name": client,
+            "settings": " and ".join(f"`{s}`" for s in settings),
+            "kinds": ", ".join(f"`{k}`" for k in sorted(culprit.drop_tool_types)),
+        }
+    return {"culprit": culprit.culprit}
 
 
 def closest_ids(wanted: str, served: Sequence[str], limit: int = 3) -> list[str]:
@@ -155,8 +152,6 @@ class _Prober:
             self._add(
                 "probe-failed",
                 f"the test turn to {safe_url(request_url(self.endpoint))} returned, but {issue}",
-                "make the gateway send the full Responses event sequence (a "
-                "response.output_item.done for every output item, then response.completed)",
             )
         return self.findings, self.probes
 
@@ -242,7 +237,7 @@ class _Prober:
             f"the gateway refuses the request {_CLIENT_NAME[shape.client]} {shape.version} sends "
             f"({exc.status}: {exc.error_message or exc.message}), while a minimal turn works"
             + (f"; it is {culprit.culprit} (the turn works {culprit.label})" if culprit else ""),
-            _shape_fix(shape, culprit),
+            **_shape_fix(shape, culprit),
         )
         return True
 
@@ -255,9 +250,6 @@ class _Prober:
             self._add(
                 "redirect-loop",
                 f"{exc.url} redirects ({exc.status}) to itself: no client ever gets an answer",
-                "a rule of the gateway or of a proxy in front of it sends the request back to "
-                "the same URL (often an http→https or trailing-slash rule): fix the rule, or "
-                "use the URL the gateway really serves",
             )
         elif isinstance(exc, gw.HttpStatusError) and exc.status in (401, 403):
             self._auth_rejected(exc)
@@ -269,7 +261,8 @@ class _Prober:
             self._add(
                 "probe-failed",
                 f"the test turn to {exc_url(exc)} failed: {exc.message}",
-                exc.fix or "",
+                variant="turn_failed",
+                gateway_fix=exc.fix or "",
             )
 
     # ------------------------------------------------------------------ 404
@@ -295,8 +288,7 @@ class _Prober:
         self._add(
             "path-not-found",
             f"POST {exc.url} -> 404" + (f" ({exc.error_message})" if exc.error_message else ""),
-            "check the base URL's path prefix against the gateway's docs (e.g. /api, with or "
-            f"without /v1); it is set in {self._where()}",
+            where=self._where(),
         )
 
     def _chat_only(self, exc: gw.HttpStatusError) -> bool:
@@ -321,7 +313,7 @@ class _Prober:
                 finding_id,
                 f"POST {exc.url} -> 404, but {safe_url(chat.request_url())} answers: this "
                 f"gateway speaks chat completions only, and {name} calls {client_path}",
-                bridge_fix(endpoint, base),
+                command=bridge_command(endpoint, base),
             )
             return True
         return False
@@ -390,9 +382,11 @@ class _Prober:
             finding_id,
             f"the base URL {why}: POST {exc.url} -> 404, while POST {safe_url(fixed)} "
             + (f"exists (it answered {getattr(problem, 'status', '')})" if problem else "works"),
-            f"in {self._where()} set: {self._config_line(base)}",
+            variant="live" if finding_id == "base-url-v1-suffix" else None,
             file=file_line,
             line=line,
+            where=self._where(),
+            setting=self._config_line(base),
         )
 
     # ------------------------------------------------------------------ findings
@@ -400,11 +394,8 @@ class _Prober:
     def _bridge_failed(self, exc: gw.GatewayError, bridge: str) -> bool:
         """The endpoint is a pdnotes bridge: say whether the bridge or its upstream failed."""
         if isinstance(exc, _UNREACHABLE):
-            self._add(
-                "bridge-not-running",
-                f"the pdnotes bridge at {bridge} does not answer: {exc.message}",
-                "start it: pdnotes bridge serve (or keep it running: pdnotes bridge install)",
-            )
+            silent = f"the pdnotes bridge at {bridge} does not answer: {exc.message}"
+            self._add("bridge-not-running", silent)
             return True
         said = exc.error_message if isinstance(exc, gw.HttpStatusError) else None
         status = exc.status if isinstance(exc, gw.HttpStatusError) else None
@@ -412,8 +403,6 @@ class _Prober:
             self._add(
                 "bridge-upstream-failed",
                 f"the pdnotes bridge at {bridge} answers, but its upstream does not: {said}",
-                "check the upstream the bridge serves (pdnotes bridge serve prints it; "
-                "--upstream / --upstream-key-env, or pdnotes config … --bridge again)",
             )
             return True
         return False
@@ -426,20 +415,26 @@ class _Prober:
         if finding_id is None:
             return False
         if finding_id not in {f.id for f in self.findings}:
-            fix = exc.fix or ""
-            if finding_id == "no-response":
-                fix = self._with_proxy(fix)
-            self._add(finding_id, exc.message, fix)
+            proxy = proxy_for(self.endpoint.base_url) if finding_id == "no-response" else None
+            self._add(
+                finding_id,
+                exc.message,
+                variant="via_proxy" if proxy else None,
+                gateway_fix=exc.fix or "",
+                proxy=proxy,
+            )
         return True
 
-    def _with_proxy(self, fix: str) -> str:
-        proxy = proxy_for(self.endpoint.base_url)
-        if proxy:
-            fix += f" (requests to this URL go through the proxy {proxy}; NO_PROXY bypasses it)"
-        return fix
-
     def _unreachable(self, exc: gw.GatewayError) -> None:
-        self._add("unreachable", exc.message, self._with_proxy(exc.fix or ""))
+        """Cannot connect; a proxy on the way is named (NO_PROXY is often the fix)."""
+        proxy = proxy_for(self.endpoint.base_url)
+        self._add(
+            "unreachable",
+            exc.message,
+            variant="via_proxy" if proxy else None,
+            gateway_fix=exc.fix or "",
+            proxy=proxy,
+        )
 
     def _auth_rejected(self, exc: gw.HttpStatusError) -> None:
         var = f"${self.endpoint.key_env}" if self.endpoint.key_env else "the configured key"
@@ -448,37 +443,53 @@ class _Prober:
             message += " (no key was sent: see the credential finding above)"
         elif not self.endpoint.key:
             message += " (no key was sent)"
-        fix = f"check that {var} holds a key for this gateway (sent as {self._auth_how()})"
-        self._add("auth-rejected", message, fix)
+        self._add("auth-rejected", message, variable=var, sent_as=self._auth_how())
 
     def _model_unknown(self, why: str) -> None:
         model = self.endpoint.model or "(no model set)"
         served = self.served or []
         near = closest_ids(model, served)
+        message = f"the gateway does not serve model {model!r}: {why}"
         if near:
-            fix = f"in {self._where_model()} set: {self._model_line(near[0])}"
-            fix += f" (closest served ids: {', '.join(near)})"
+            where, setting = self._where_model(), self._model_line(near[0])
+            closest = ", ".join(near)
+            self._add(
+                "model-unknown",
+                message,
+                variant="live_closest",
+                where=where,
+                setting=setting,
+                closest=closest,
+            )
         elif served:
-            fix = f"use one of the served ids: {', '.join(served[:8])}"
+            self._add("model-unknown", message, variant="live_served", served=", ".join(served[:8]))
         else:
-            fix = "use a model id exactly as the gateway's console or model list shows it"
-        self._add("model-unknown", f"the gateway does not serve model {model!r}: {why}", fix)
+            self._add("model-unknown", message, variant="live_unlisted")
 
     def _add(
         self,
         finding_id: str,
         message: str,
-        fix: str,
         *,
+        variant: str | None = None,
         file: str | None = None,
         line: int | None = None,
+        **fields: Any,
     ) -> None:
-        # a message may quote the gateway (its model list, an error): the key the probes
-        # sent is masked as well as anything key-shaped (Finding's own scrub)
-        sent = self.endpoint.sent_secrets()
-        message, fix = scrub(message, sent), scrub(fix, sent)
+        """A live finding, built by the registry (severity and fix template are its). A message
+        may quote the gateway (its model list, an error): the key the probes sent is masked as
+        well as anything key-shaped."""
         self.findings.append(
-            Finding(finding_id, "error", self.client, message, fix, file=file, line=line)
+            make(
+                finding_id,
+                self.client,
+                message,
+                variant=variant,
+                file=file,
+                line=line,
+                secrets=self.endpoint.sent_secrets(),
+                **fields,
+            )
         )
 
     # ------------------------------------------------------------------ probes
@@ -607,8 +618,8 @@ def bridge_of(endpoint: Endpoint) -> str | None:
     return f"{parts.scheme}://{netloc}" if netloc in hosts else None
 
 
-def bridge_fix(endpoint: Endpoint, chat_base: str) -> str:
-    """The commands that put the bridge in front of a chat-only endpoint, for this client."""
+def bridge_command(endpoint: Endpoint, chat_base: str) -> str:
+    """The command that puts the bridge in front of a chat-only endpoint, for this client."""
     import shlex
 
     client = "codex" if endpoint.protocol == "responses" else "claude"
@@ -616,10 +627,7 @@ def bridge_fix(endpoint: Endpoint, chat_base: str) -> str:
     if endpoint.key_env:
         args += ["--env-key" if client == "codex" else "--token-env", endpoint.key_env]
     args += ["--model", endpoint.model or "<model id>"]
-    return (
-        f"serve it through the pdnotes bridge: {shlex.join(args)} && pdnotes bridge serve "
-        "(docs/bridge.md; pdnotes bridge install keeps it running)"
-    )
+    return shlex.join(args)
 
 
 def exc_url(exc: gw.GatewayError) -> str:

@@ -6,12 +6,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from notes_cli import paths
 from notes_cli.clients.view import CodexView
 from notes_cli.doctor.findings import Finding, FindingClient, Probe, Severity
-from notes_cli.errors import InputError, UsageError
+from notes_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from notes_cli.doctor.resolved import Resolved
 
 CLIENTS = ("all", "codex", "claude")
 
@@ -61,7 +64,9 @@ def run_doctor(
     minimal: bool = False,
 ) -> DoctorReport:
     """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
-    `codex_version` ("0.171.0") picks the Codex rules; default: the installed `codex --version`."""
+    `codex_version` ("0.171.0") picks the Codex rules; default: the installed `codex --version`.
+    Each client's files are read once (`doctor.resolved`); the static checks, the summary and
+    the live probe all use that one reading."""
     if client not in CLIENTS:
         raise UsageError(f"unknown --client {client!r}", fix="use codex, claude or all")
     from notes_cli.doctor.env_checks import check_env
@@ -70,25 +75,18 @@ def run_doctor(
     view = codex_view or CodexView(cwd=project_dir)
     report = DoctorReport()
     version = _codex_version(codex_version) if client in ("all", "codex") else None
+    resolved: list[Resolved[Any]] = []
     if client in ("all", "codex"):
-        _codex(report, env, codex_home, version, view)
+        resolved.append(_codex(report, env, codex_home, version, view))
     if client in ("all", "claude"):
-        _claude(report, env, claude_home, project_dir, claude_settings, run_helpers)
+        resolved.append(
+            _claude(report, env, claude_home, project_dir, claude_settings, run_helpers)
+        )
+    report.clients += [_summary(r) for r in resolved if r.configured]
     _config_missing(report, client, codex_home, claude_home)
     report.findings += check_env(env)
     if not offline:
-        shapes = _Shapes(minimal, version)
-        _live(
-            report,
-            client,
-            timeout,
-            codex_home,
-            claude_home,
-            project_dir,
-            view,
-            claude_settings,
-            shapes,
-        )
+        _live(report, resolved, timeout, _Shapes(minimal, version))
     return report
 
 
@@ -131,56 +129,16 @@ def _codex(
     codex_home: Path | None,
     version: tuple[int, int, int] | None,
     view: CodexView,
-) -> None:
-    from notes_cli.clients.layers import codex_layers
+) -> Resolved[Any]:
     from notes_cli.doctor.codex_checks import check_codex_layers
-    from notes_cli.doctor.registry import make
-    from notes_cli.errors import ConfigParseError
+    from notes_cli.doctor.resolved import resolve_codex
 
-    path = paths.codex_config_path(codex_home)
-    try:
-        merged = codex_layers(
-            codex_home, cwd=view.cwd, profile=view.profile, overrides=view.overrides
-        )
-    except ConfigParseError as exc:
-        report.findings.append(
-            make(
-                "toml-syntax",
-                "codex",
-                f"{exc.message}; Codex will not start",
-                file=exc.path or str(path),
-                line=exc.line,
-                column=exc.column,
-            )
-        )
-        report.clients.append(ClientSummary("codex", (exc.path or str(path),), None))
-        return
-    except UsageError:
-        raise
-    except InputError as exc:
-        report.findings.append(
-            make(
-                "file-unreadable",
-                "codex",
-                exc.message,
-                file=str(getattr(exc, "path", None) or path),
-                detail=exc.fix or "fix or remove the file",
-            )
-        )
-        report.clients.append(ClientSummary("codex", (str(path),), None))
-        return
-    if not any(layer.kind == "user" for layer in merged.layers):
-        # No config.toml: config-missing says so (project, profile or -c layers alone do
-        # not make a Codex setup pdnotes can check).
-        return
-    report.findings += check_codex_layers(merged, env, version, view.profile)
-    report.clients.append(_summary("codex", lambda: _codex_endpoint(codex_home, env, view)))
-
-
-def _codex_endpoint(codex_home: Path | None, env: dict[str, str], view: CodexView) -> Any:
-    from notes_cli.clients.resolve import codex_setup
-
-    return codex_setup(codex_home, env, view=view)
+    codex, problem = resolve_codex(codex_home, env, view)
+    if problem is not None:
+        report.findings.append(problem)
+    if codex.layers is not None:
+        report.findings += check_codex_layers(codex.layers, env, version, view.profile)
+    return codex
 
 
 def _claude(
@@ -190,35 +148,22 @@ def _claude(
     project_dir: Path | None,
     settings_file: Path | None,
     run_helpers: bool,
-) -> None:
-    from notes_cli.clients.resolve import claude_setup
+) -> Resolved[Any]:
     from notes_cli.doctor.claude_checks import check_claude
+    from notes_cli.doctor.resolved import resolve_claude
 
-    findings, present = check_claude(
-        claude_home, project_dir, env, settings_file, run_helpers=run_helpers
-    )
-    report.findings += findings
-    if present or any(k.startswith("ANTHROPIC_") for k in env):
-        summary = _summary(
-            "claude", lambda: claude_setup(claude_home, project_dir, env, settings_file)
-        )
-        report.clients.append(
-            ClientSummary(
-                "claude", tuple(str(p) for p in present), summary.request_url, summary.model
-            )
-        )
+    claude = resolve_claude(claude_home, project_dir, env, settings_file)
+    report.findings += check_claude(claude.layers, claude_home, env, run_helpers=run_helpers)
+    return claude
 
 
-def _summary(client: str, setup_of: Any) -> ClientSummary:
-    """The client's header; a file that does not parse has already produced a finding."""
-    try:
-        setup = setup_of()
-    except InputError:
-        return ClientSummary(client, (), None)
-    endpoint = setup.endpoint
+def _summary(resolved: Resolved[Any]) -> ClientSummary:
+    """The client's header: its files and the URL it will call (none when a file does not
+    parse; that file has its finding)."""
+    endpoint = resolved.endpoint
     return ClientSummary(
-        client,
-        tuple(str(p) for p in setup.files),
+        resolved.client,
+        resolved.files,
         endpoint.request_url() if endpoint else None,
         endpoint.model if endpoint else None,
     )
@@ -256,53 +201,27 @@ def _config_missing(
 
 
 def _live(
-    report: DoctorReport,
-    client: str,
-    timeout: float,
-    codex_home: Path | None,
-    claude_home: Path | None,
-    project_dir: Path | None,
-    view: CodexView,
-    claude_settings: Path | None,
-    shapes: _Shapes,
+    report: DoctorReport, resolved: list[Resolved[Any]], timeout: float, shapes: _Shapes
 ) -> None:
-    from notes_cli.clients.resolve import resolve_setups
-
+    """Probe the endpoint of each client that has one; a live finding supersedes the static
+    guess with the same id (e.g. the /v1 warning becomes an error once a probe has shown the
+    404)."""
     try:
         from notes_cli.doctor.live import probe_endpoint
     except ImportError as exc:
         raise UsageError(
             "live checks are not available in this build", fix="run pdnotes doctor --offline"
         ) from exc
-    for name in ("codex", "claude"):
-        if client not in ("all", name):
+    for client in resolved:
+        if client.endpoint is None:
             continue
-        try:
-            setups = resolve_setups(
-                name,
-                codex_home=codex_home,
-                claude_home=claude_home,
-                project_dir=project_dir,
-                codex_view=view,
-                claude_settings=claude_settings,
-            )
-        except InputError:
-            continue  # already reported as toml-syntax / json-syntax / file-unreadable
-        for setup in setups:
-            if setup.endpoint is None:
-                continue
-            static = [f for f in report.findings if f.client == name]
-            findings, probes = probe_endpoint(
-                setup.endpoint,
-                timeout=timeout,
-                static_findings=static,
-                shape=shapes.for_protocol(setup.endpoint.protocol),
-            )
-            # A live finding supersedes the static guess with the same id (e.g. the /v1
-            # warning becomes an error once a probe has shown the 404).
-            confirmed = {(f.id, f.client) for f in findings}
-            report.findings = [
-                f for f in report.findings if f not in static or (f.id, f.client) not in confirmed
-            ]
-            report.findings += findings
-            report.probes += probes
+        findings, probes = probe_endpoint(
+            client.endpoint,
+            timeout=timeout,
+            static_findings=[f for f in report.findings if f.client == client.client],
+            shape=shapes.for_protocol(client.endpoint.protocol),
+        )
+        confirmed = {(f.id, f.client) for f in findings}
+        report.findings = [f for f in report.findings if (f.id, f.client) not in confirmed]
+        report.findings += findings
+        report.probes += probes

@@ -1,0 +1,88 @@
+"""Each client read once for doctor: its layers (what the static checks look at), the files the
+summary lists and the endpoint the summary shows and the live probe calls, all from one reading
+of the files (`notes_cli.clients.resolve` builds the endpoint from the same layers)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+
+from notes_cli import paths
+from notes_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from notes_cli.clients.endpoint import Endpoint
+    from notes_cli.clients.layers import MergedCodex
+    from notes_cli.clients.view import CodexView
+    from notes_cli.doctor.claude_checks import ClaudeFile
+    from notes_cli.doctor.findings import Finding
+
+L = TypeVar("L")
+
+
+@dataclass(frozen=True)
+class Resolved(Generic[L]):
+    """One client's setup as doctor sees it. `configured`: whether it gets a summary (and, when
+    missing, a `config-missing` finding says so); `endpoint`: None when the client is not set up
+    or a file does not parse (that file already has its finding)."""
+
+    client: Literal["codex", "claude"]
+    layers: L
+    files: tuple[str, ...]
+    endpoint: Endpoint | None
+    configured: bool
+
+
+def resolve_codex(
+    codex_home: Path | None, env: Mapping[str, str], view: CodexView
+) -> tuple[Resolved[MergedCodex | None], Finding | None]:
+    """Codex's merged layers and endpoint; the finding when config.toml cannot be read."""
+    from notes_cli.clients.layers import codex_layers
+    from notes_cli.clients.resolve import codex_setup_of
+    from notes_cli.doctor.registry import make
+    from notes_cli.errors import ConfigParseError
+
+    path = paths.codex_config_path(codex_home)
+    try:
+        merged = codex_layers(
+            codex_home, cwd=view.cwd, profile=view.profile, overrides=view.overrides
+        )
+    except ConfigParseError as exc:
+        message = f"{exc.message}; Codex will not start"
+        file = exc.path or str(path)
+        problem = make("toml-syntax", "codex", message, file=file, line=exc.line, column=exc.column)
+        return Resolved("codex", None, (file,), None, True), problem
+    except InputError as exc:
+        file = str(getattr(exc, "path", None) or path)
+        detail = exc.fix or "fix or remove the file"
+        problem = make("file-unreadable", "codex", exc.message, file=file, detail=detail)
+        return Resolved("codex", None, (str(path),), None, True), problem
+    if not any(layer.kind == "user" for layer in merged.layers):
+        # No config.toml: config-missing says so (project, profile or -c layers alone do not
+        # make a Codex setup pdnotes can check).
+        return Resolved("codex", None, (), None, False), None
+    setup = codex_setup_of(merged, env, path)
+    files = tuple(str(p) for p in setup.files)
+    return Resolved("codex", merged, files, setup.endpoint, True), None
+
+
+def resolve_claude(
+    claude_home: Path | None,
+    project_dir: Path | None,
+    env: Mapping[str, str],
+    settings_file: Path | None,
+) -> Resolved[tuple[ClaudeFile, ...]]:
+    """Claude Code's settings files and endpoint. Claude Code ignores a file that does not
+    parse; pdnotes shows no endpoint then (the file's finding comes first)."""
+    from notes_cli.clients.resolve import claude_setup_of
+    from notes_cli.doctor.claude_checks import read_claude_files
+
+    read = read_claude_files(claude_home, project_dir, settings_file)
+    endpoint = None
+    if not any(f.problem for f in read):
+        loaded = [(f.path, f.data) for f in read if f.data is not None]
+        endpoint = claude_setup_of(loaded, env).endpoint
+    configured = bool(read) or any(k.startswith("ANTHROPIC_") for k in env)
+    return Resolved("claude", read, tuple(str(f.path) for f in read), endpoint, configured)
