@@ -13,7 +13,7 @@ from typing import Literal
 
 from notes_cli.errors import InputError
 from notes_cli.notes.extract import Extraction, SourceFormat, extract
-from notes_cli.notes.grounding import Grounding
+from notes_cli.notes.grounding import ClaimGrounding, Grounding
 from notes_cli.notes.kits import Concept, Kit
 from notes_cli.notes.rubric import RubricResult, score
 from notes_cli.notes.tables import check_answer_size
@@ -43,9 +43,15 @@ class NoteCheck:
         return self.verdict == "pass"
 
     @property
+    def misplaced(self) -> tuple[ClaimGrounding, ...]:
+        """Cited claims whose page or source does not say them (with `--source`)."""
+        return self.grounding.misplaced if self.grounding is not None else ()
+
+    @property
     def repairable(self) -> bool:
-        """A refusal is not something a repair request fixes; everything else may be."""
-        return not self.passed and self.verdict != "refusal"
+        """A refusal is not something a repair request fixes; everything else may be, and so
+        is a passing table that cites a page for something the page does not say."""
+        return (not self.passed or bool(self.misplaced)) and self.verdict != "refusal"
 
     def problems(self, lang: str = "en") -> list[str]:
         """One sentence per problem, naming exactly the missing columns, rows and concepts.
@@ -69,6 +75,13 @@ class NoteCheck:
             )
         if status in ("ok", "wrong-columns"):
             found.extend(self._rubric_problems(lang, words))
+        for claim in self.misplaced:
+            found.append(
+                words["misplaced"].format(
+                    row=claim.row, column=_column_label(self.kit, claim.column, lang),
+                    claim=claim.claim, detail=claim.detail,
+                )
+            )  # fmt: skip
         if self.grounded and self.grounding is not None:
             for concept in self.grounding.concepts:
                 if concept.status != "cited":
@@ -103,6 +116,10 @@ def _problem_words(lang: str) -> dict[str, str]:
     with template_path("notes", "problems.toml").open("rb") as handle:
         table = tomllib.load(handle)
     return dict(table.get(lang, table["en"]))
+
+
+def _column_label(kit: Kit, key: str, lang: str) -> str:
+    return next((c.label(lang) for c in kit.columns if c.key == key), key)
 
 
 def _concept_name(concept: Concept, lang: str) -> str:

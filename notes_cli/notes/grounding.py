@@ -1,4 +1,12 @@
-"""Is each fact in the note from the user's reading? Checked per required concept.
+"""Is each fact in the note from the user's reading? Checked per cited claim and per concept.
+
+Every item of every cell that carries a citation is a **cited claim**; it **holds** when the
+page or source it names says it (notes/claims.py `holds`: the claim's kit terms as spelled, and
+60 % of its content words, on that page), and is **misplaced** otherwise — with the pages that
+do hold it named, if any. An item without a citation (outside the stage column, which names the
+row) is listed as **from the model**. A source given but cited nowhere is reported.
+
+Then, per required concept:
 
 For every concept the rubric found in a row, the cell lines that state it are read for their
 citations (`[S1 p.3]`), and the sources are searched for the concept (any of its synonyms,
@@ -9,7 +17,9 @@ with the rubric's matching rules):
   citation to a page that does not say it);
 - **unsupported** — no passage states it: from the model, not from your reading.
 
-`notes check --source FILE... --grounded` fails a note unless every concept is cited.
+`notes check --source FILE... --grounded` fails a note unless every concept is cited and every
+cited claim holds; `notes generate` with sources asks the model to repair a claim that does not
+hold and, when it still does not, writes the note without that citation (and says so).
 """
 
 from __future__ import annotations
@@ -17,10 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from notes_cli.notes.claims import TOLERANCE, claims_of, holds
 from notes_cli.notes.passages import Passage, Ref, citations
 from notes_cli.notes.terms import contains_term
 
 GroundStatus = Literal["cited", "uncited", "unsupported"]
+ClaimStatus = Literal["holds", "misplaced", "from-model"]
 _MAX_SHOWN = 3
 
 
@@ -46,13 +58,48 @@ class ConceptGrounding:
 
 
 @dataclass(frozen=True)
+class ClaimGrounding:
+    row: str  # the row's stage cell, without citations
+    column: str  # the kit column key
+    claim: str
+    status: ClaimStatus
+    cited: tuple[str, ...]  # the labels it cites
+    held_by: tuple[str, ...]  # labels of passages that hold it (first few)
+
+    @property
+    def detail(self) -> str:
+        where = ", ".join(self.held_by)
+        if self.status == "holds":
+            return f"{', '.join(self.cited)} says it"
+        if self.status == "misplaced":
+            said = f"; {where} does" if where else "; no source says it"
+            return f"{', '.join(self.cited)} does not say it{said}"
+        return f"no citation: from the model{f' ({where} says it)' if where else ''}"
+
+
+@dataclass(frozen=True)
 class Grounding:
     concepts: tuple[ConceptGrounding, ...]
     sources: tuple[str, ...]
+    claims: tuple[ClaimGrounding, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return all(c.status == "cited" for c in self.concepts)
+        return all(c.status == "cited" for c in self.concepts) and not self.misplaced
+
+    @property
+    def misplaced(self) -> tuple[ClaimGrounding, ...]:
+        return tuple(c for c in self.claims if c.status == "misplaced")
+
+    @property
+    def from_model(self) -> tuple[ClaimGrounding, ...]:
+        return tuple(c for c in self.claims if c.status == "from-model")
+
+    @property
+    def never_cited(self) -> tuple[str, ...]:
+        """Labels (`S2`) of sources no claim cites."""
+        cited = {label.split()[0] for c in self.claims for label in c.cited}
+        return tuple(f"S{n}" for n in range(1, len(self.sources) + 1) if f"S{n}" not in cited)
 
     def count(self, status: GroundStatus) -> int:
         return sum(1 for c in self.concepts if c.status == status)
@@ -64,6 +111,23 @@ class Grounding:
             "cited": self.count("cited"),
             "uncited": self.count("uncited"),
             "unsupported": self.count("unsupported"),
+            "tolerance": TOLERANCE,
+            "claims_cited": sum(1 for c in self.claims if c.status != "from-model"),
+            "misplaced": len(self.misplaced),
+            "from_model": len(self.from_model),
+            "never_cited": list(self.never_cited),
+            "claims": [
+                {
+                    "row": c.row,
+                    "column": c.column,
+                    "claim": c.claim,
+                    "status": c.status,
+                    "cited": list(c.cited),
+                    "held_by": list(c.held_by),
+                    "detail": c.detail,
+                }
+                for c in self.claims
+            ],
             "concepts": [
                 {
                     "row": c.row,
@@ -84,6 +148,7 @@ def ground(check: Any, passages: list[Passage], sources: tuple[str, ...]) -> Gro
     found: list[ConceptGrounding] = []
     if table is None:
         return Grounding((), sources)
+    claims = ground_claims(check, passages)
     for spec, row in zip(check.kit.rubric.rows, check.rubric.rows, strict=True):
         if not row.required or not row.present:
             continue
@@ -94,7 +159,68 @@ def ground(check: Any, passages: list[Passage], sources: tuple[str, ...]) -> Gro
                 continue
             terms = synonyms.get(concept.key, ()) + ((concept.matched,) if concept.matched else ())
             found.append(_ground_one(row.label, concept.label, terms, cells, passages))
-    return Grounding(tuple(found), sources)
+    return Grounding(tuple(found), sources, claims)
+
+
+def ground_claims(check: Any, passages: list[Passage]) -> tuple[ClaimGrounding, ...]:
+    """Every item of every cell of `check`'s table: does the place it cites hold it?"""
+    from notes_cli.notes.passages import without_citations
+
+    table = check.extraction.table
+    if table is None:
+        return ()
+    kit = check.kit
+    terms = kit_terms(kit)
+    stage = kit.columns[0].key
+    texts = _texts_by_ref(passages)
+    found: list[ClaimGrounding] = []
+    for row in table.rows:
+        name = " ".join(without_citations(table.stage_cell(row, stage)).split())
+        for column in kit.columns:
+            for claim in claims_of(table.cell(row, column.key)):
+                if not claim.refs and column.key == stage:
+                    continue  # the row's name, not a claim
+                held = tuple(
+                    dict.fromkeys(p.label for p in passages if holds(claim.text, p.text, terms))
+                )[:_MAX_SHOWN]
+                status: ClaimStatus = "from-model"
+                if claim.refs:
+                    status = "holds" if _held(claim.text, claim.refs, texts, terms) else "misplaced"
+                labels = tuple(r.label for r in claim.refs)
+                found.append(ClaimGrounding(name, column.key, claim.text, status, labels, held))
+    return tuple(found)
+
+
+def kit_terms(kit: Any) -> tuple[str, ...]:
+    """The terms a claim must keep as spelled on its page: every rubric concept's synonyms."""
+    return tuple(
+        dict.fromkeys(t for row in kit.rubric.rows for c in row.concepts for t in c.synonyms)
+    )
+
+
+def _texts_by_ref(passages: list[Passage]) -> dict[Ref, str]:
+    """The text each possible reference names: a page, or a whole source."""
+    texts: dict[Ref, list[str]] = {}
+    for passage in passages:
+        texts.setdefault(passage.ref, []).append(passage.text)
+        if passage.page is not None:
+            texts.setdefault(Ref(passage.source, None), []).append(passage.text)
+    return {ref: "\n\n".join(parts) for ref, parts in texts.items()}
+
+
+def _held(claim: str, refs: tuple[Ref, ...], texts: dict[Ref, str], terms: tuple[str, ...]) -> bool:
+    """All the places cited together hold the claim, and each of them holds some of it: a
+    citation that adds a wrong page to a right one is still wrong."""
+    from notes_cli.notes.claims import content_words
+
+    named = [texts.get(ref) for ref in refs]
+    if any(text is None for text in named):
+        return False  # a page or source that does not exist
+    places = [text for text in named if text is not None]
+    words = content_words(claim)
+    if words and any(not words & content_words(text) for text in places):
+        return False
+    return holds(claim, "\n\n".join(places), terms)
 
 
 def _ground_one(

@@ -67,6 +67,7 @@ def check_report(check: NoteCheck, source: str) -> None:
 
 
 _GROUND_MARK = {"cited": "[green]✓[/]", "uncited": "[yellow]~[/]", "unsupported": "[red]✗[/]"}
+_CLAIM_MARK = {"misplaced": "[red]✗[/]", "from-model": "[dim]·[/]"}
 
 
 def _grounding_lines(grounding: Grounding) -> None:
@@ -86,6 +87,20 @@ def _grounding_lines(grounding: Grounding) -> None:
             console.print(f"    {escape(row)}")
         mark = _GROUND_MARK[concept.status]
         console.print(f"      {mark} {escape(concept.concept)} — {escape(concept.detail)}")
+    cited = [c for c in grounding.claims if c.status != "from-model"]
+    console.print(
+        f"  cited claims: {len(cited) - len(grounding.misplaced)} of {len(cited)} hold on the "
+        f"page they cite; {len(grounding.from_model)} uncited item(s) from the model"
+    )
+    for claim in grounding.claims:
+        if claim.status == "holds":
+            continue
+        mark = _CLAIM_MARK[claim.status]
+        console.print(
+            f"    {mark} {escape(claim.row)} / {escape(claim.column)}: “{escape(claim.claim)}” — "
+            f"{escape(claim.detail)}"
+        )
+    _never_cited(grounding)
 
 
 def _row_lines(row: RowResult) -> None:
@@ -238,6 +253,19 @@ def generate_summary(result: GenerateResult) -> None:
         console.print(f"wrote {escape(str(result.path))}")
     for problem in check.problems():
         console.print(f"  [red]•[/] {escape(problem)}")
+    for claim in result.uncited:
+        console.print(
+            f"  [yellow]~[/] citation removed: {escape(claim.row)} / {escape(claim.column)} "
+            f"“{escape(claim.claim)}” — {escape(claim.detail)}"
+        )
+    if check.grounding is not None:
+        _never_cited(check.grounding)
+
+
+def _never_cited(grounding: Grounding) -> None:
+    for label in grounding.never_cited:
+        name = grounding.sources[int(label[1:]) - 1]
+        out().print(f"  [yellow]~[/] {label} ({escape(name)}) was given but no cell cites it")
 
 
 def documents(found: list[Document]) -> None:
