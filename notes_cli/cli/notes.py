@@ -147,8 +147,9 @@ def generate(
         timeout=timeout,
     )
     gen.finish_note(
-        result, lang=language, endpoint=endpoint, prompt=prompt, fmt=export_format, path=path
-    )
+        result, lang=language, endpoint=endpoint, prompt=prompt, fmt=export_format, path=path,
+        max_tokens=max_tokens,
+    )  # fmt: skip
     if as_json:
         render.emit_json(gen.report_json(result, prompt, export_format))
     else:

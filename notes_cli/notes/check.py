@@ -19,7 +19,7 @@ from notes_cli.notes.rubric import RubricResult, score
 from notes_cli.notes.tables import check_answer_size
 from notes_cli.notes.terms import has_cjk
 
-Verdict = Literal["pass", "fail", "wrong-columns", "no-table", "refusal", "truncated"]
+Verdict = Literal["pass", "fail", "wrong-columns", "no-table", "refusal", "truncated", "at-limit"]
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,10 @@ class NoteCheck:
         status = self.extraction.status
         found: list[str] = []
         if status in ("no-table", "refusal"):
-            found.append(words["no_table"].format(columns=columns))
-        elif status == "truncated":
-            found.append(words["truncated"])
+            key = "no_table_at_limit" if self.extraction.at_limit else "no_table"
+            found.append(words[key].format(columns=columns))
+        elif status in ("truncated", "at-limit"):
+            found.append(words[status.replace("-", "_")].format(columns=columns))
         elif status == "wrong-columns":
             missing = self.extraction.missing_columns
             labels = [c.label(lang) for c in self.kit.columns if c.key in missing]
@@ -91,6 +92,27 @@ class NoteCheck:
                         )
                     )
         return found
+
+    def fix(self, max_tokens: int | None = None) -> str:
+        """What the user can do about an answer that is not a note (the error's `fix:`)."""
+        limit = f" (now {max_tokens})" if max_tokens else ""
+        status = self.extraction.status
+        if status == "no-table" and self.extraction.at_limit:
+            return (
+                f"the model used all its tokens before starting a table: raise --max-tokens"
+                f"{limit}, or use an instruction-tuned model (a base model rarely answers with "
+                "the table it is asked for)"
+            )
+        if status == "truncated":
+            return f"the table did not fit: raise --max-tokens{limit}"
+        if status == "at-limit":
+            return (
+                f"raise --max-tokens{limit} so the answer can end on its own; the table looked "
+                "whole but stopped at the limit"
+            )
+        if status == "no-table":
+            return "the model answered without a table: allow repairs, or try another --model"
+        return "run again, or try another --model"
 
     def _rubric_problems(self, lang: str, words: dict[str, str]) -> list[str]:
         found = []

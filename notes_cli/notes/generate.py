@@ -71,6 +71,8 @@ class Attempt:
     verdict: str
     problems: tuple[str, ...]
     model: str | None = None
+    input_tokens: int | None = None
+    detail: str = ""  # what the extraction found, in words
 
 
 @dataclass
@@ -189,7 +191,8 @@ def generate_note(
             attempt = Attempt(
                 number, kind, request, streamed.text, streamed.finish_reason,
                 streamed.output_tokens, streamed.timings.total_ms, check.verdict,
-                tuple(check.problems(lang)), streamed.model,
+                tuple(check.problems(lang)), streamed.model, streamed.input_tokens,
+                check.extraction.detail,
             )  # fmt: skip
             attempts.append(attempt)
             observer.attempt_finished(attempt)
@@ -204,6 +207,7 @@ def generate_note(
         raise NoteRefused(
             f"the model declined to write the note: {_first_line(attempts[-1].answer)!r}",
             fix="rephrase the sources or try another model (--model)",
+            details={"attempts": attempts_json(attempts, max_tokens)},
         )
     uncited = check.misplaced
     return GenerateResult(_uncited(check, prompt), attempts, uncited=uncited)
@@ -258,15 +262,23 @@ def finish_note(
     prompt: Prompt,
     fmt: ExportFormat,
     path: Path,
+    max_tokens: int | None = None,
 ) -> GenerateResult:
     """Export and write the note when the last answer held a complete table; otherwise raise
-    NoteIncomplete and write nothing. A complete table that still fails the rubric is written
-    (its rubric section says FAIL) and the caller exits 1."""
+    NoteIncomplete, naming the cause and its fix, with every answer and its verdict for
+    `--json`, and write nothing. A complete table that still fails the rubric is written (its
+    rubric section says FAIL) and the caller exits 1."""
     check = result.check
     if check.verdict not in ("pass", "fail"):
+        tries = len(result.attempts)
+        after = f" (verdict {check.verdict}, after {tries} answer{'s' if tries != 1 else ''})"
         raise NoteIncomplete(
-            f"no note written: {check.extraction.detail}",
-            fix="run again, raise --max-tokens if the answer was cut, or allow repairs",
+            f"no note written: {check.extraction.detail}{after}",
+            fix=check.fix(max_tokens),
+            details={
+                "verdict": check.verdict,
+                "attempts": attempts_json(result.attempts, max_tokens),
+            },
         )
     model = _model_of(result, endpoint)
     result.document = NoteDocument(
@@ -364,22 +376,32 @@ def report_json(result: GenerateResult, prompt: Prompt, fmt: str) -> dict[str, A
             "facts": len(prompt.facts),
             "dropped_facts": prompt.dropped_facts,
         },
-        "attempts": [
-            {
-                "number": a.number,
-                "kind": a.kind,
-                "verdict": a.verdict,
-                "problems": list(a.problems),
-                "output_tokens": a.output_tokens,
-                "elapsed_ms": a.elapsed_ms,
-                "finish_reason": a.finish_reason,
-                "request": a.request if a.kind == "repair" else None,
-            }
-            for a in result.attempts
-        ],
+        "attempts": attempts_json(result.attempts),
         "citations": _citations_json(result),
         "note": note_json(result.document) if result.document else None,
     }
+
+
+def attempts_json(attempts: list[Attempt], max_tokens: int | None = None) -> list[dict[str, Any]]:
+    """Every answer of the conversation: its verdict and why, the finish reason, the token
+    counts, the repair request that asked for it, and the answer's text itself."""
+    return [
+        {
+            "number": a.number,
+            "kind": a.kind,
+            "verdict": a.verdict,
+            "detail": a.detail,
+            "problems": list(a.problems),
+            "finish_reason": a.finish_reason,
+            "input_tokens": a.input_tokens,
+            "output_tokens": a.output_tokens,
+            "max_tokens": max_tokens,
+            "elapsed_ms": a.elapsed_ms,
+            "request": a.request if a.kind == "repair" else None,
+            "answer": a.answer,
+        }
+        for a in attempts
+    ]
 
 
 def _citations_json(result: GenerateResult) -> dict[str, Any] | None:
