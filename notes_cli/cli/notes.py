@@ -235,20 +235,27 @@ def compare(
     a: Path = typer.Argument(..., help="The first note or saved answer."),
     b: Path = typer.Argument(..., help="The second note or saved answer."),
     kit: str = _KIT,
-    lang: str | None = typer.Option(None, "--lang", help="Column labels in zh or en."),
+    lang: str | None = typer.Option(
+        None, "--lang", help="Column labels in zh or en (default: the language of note A)."
+    ),
     as_json: bool = _JSON,
 ) -> None:
-    """Where two notes (two models, two runs) agree and differ, cell by cell: the rubric
-    concepts each cell mentions. Exit 0 when they agree, 1 when any cell differs."""
+    """Where two notes (two models, two runs, Chinese and English) agree and differ: cell by
+    cell and concept by concept, by the kit's concepts in either language. Exit 0 when they
+    agree, 1 when any cell differs."""
     from notes_cli import render
     from notes_cli.notes.compare import compare as compare_notes
     from notes_cli.notes.kits import load_kit
 
+    if lang not in (None, "zh", "en"):
+        from notes_cli.errors import UsageError
+
+        raise UsageError(f"--lang {lang}: use zh or en")
     chosen = load_kit(kit)
     result = compare_notes(
         _read_note(a, chosen),
         _read_note(b, chosen),
-        lang or chosen.default_language,
+        lang,
         (str(a), str(b)),
     )
     if as_json:

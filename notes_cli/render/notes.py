@@ -291,7 +291,7 @@ def documents(found: list[Document]) -> None:
 
 
 _CELL_MARK = {"agree": "[green]=[/]", "differ": "[red]≠[/]", "only-a": "[yellow]A[/]",
-              "only-b": "[yellow]B[/]", "empty": "[dim]·[/]"}  # fmt: skip
+              "only-b": "[yellow]B[/]", "empty": "[dim]·[/]", "unmatched": "[dim]?[/]"}  # fmt: skip
 
 
 def comparison(result: Comparison) -> None:
@@ -299,16 +299,18 @@ def comparison(result: Comparison) -> None:
     console = out()
     console.print(f"A = {escape(result.a_name)}")
     console.print(f"B = {escape(result.b_name)}")
+    unmatched = sum(1 for r in result.rows for c in r.cells if c.verdict == "unmatched")
     console.print(
-        f"{result.agreeing_cells} cells agree, {result.differing_cells} differ "
-        "(by the rubric concepts each cell mentions)"
+        f"{result.agreeing_cells} cells agree, {result.differing_cells} differ"
+        + (f", {unmatched} name no concept to compare" if unmatched else "")
+        + " (by the kit's concepts, in either language)"
     )
     for row in result.rows:
         mark = "[green]✓[/]" if row.agrees else "[red]✗[/]"
         marks = " ".join(f"{_CELL_MARK[c.verdict]} {escape(c.label)}" for c in row.cells)
         console.print(f"{mark} {escape(row.label)}: {marks}")
         for cell in row.cells:
-            if cell.verdict in ("agree", "empty"):
+            if cell.verdict in ("agree", "empty", "unmatched"):
                 continue
             if cell.verdict in ("only-a", "only-b"):
                 side = "A" if cell.verdict == "only-a" else "B"
@@ -324,3 +326,12 @@ def comparison(result: Comparison) -> None:
             )
             console.print(f"      A: {escape(' / '.join(cell.a.splitlines()))}")
             console.print(f"      B: {escape(' / '.join(cell.b.splitlines()))}")
+    agreed = sum(1 for c in result.concepts if c.agrees)
+    console.print(f"concepts: {agreed} of {len(result.concepts)} in the same rows of both notes")
+    for concept in result.concepts:
+        if concept.agrees:
+            continue
+        rows_a = ", ".join(concept.rows_a) or "nowhere"
+        rows_b = ", ".join(concept.rows_b) or "nowhere"
+        console.print(f"  [red]≠[/] {escape(concept.label)}: A in {escape(rows_a)}; "
+                      f"B in {escape(rows_b)}")  # fmt: skip
