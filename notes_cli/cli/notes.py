@@ -9,7 +9,8 @@ import typer
 
 app = typer.Typer(
     help="Turn PD-disaggregation reading into a validated stage / bottleneck / optimisation / "
-    "component table: list kits, generate a note with the model, check a saved answer.",
+    "component table: list kits, show what sources yield, generate and check notes, make cards "
+    "and compare two notes.",
     no_args_is_help=True,
 )
 
@@ -189,7 +190,11 @@ def _read_note(path: Path, kit: Any) -> Any:
 def cards(
     note: Path = typer.Argument(..., help="A note or saved answer (.md, .json, .csv, .html)."),
     output: Path = typer.Option(
-        ..., "-o", "--output", help="Where to write the cards: a .apkg Anki deck or a .csv file."
+        ...,
+        "-o",
+        "--output",
+        help="Where to write the cards: a .csv file, or a .apkg Anki deck (needs the `anki` "
+        "extra: pip install 'pdnotes[anki]').",
     ),
     kit: str = _KIT,
 ) -> None:

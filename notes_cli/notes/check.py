@@ -169,7 +169,13 @@ def read_answer(path: Path) -> tuple[str, SourceFormat]:
     from notes_cli.notes.tables import MAX_ANSWER_CHARS
 
     # UTF-8 takes at most 4 bytes a character: anything bigger is over the answer bound.
-    data = read_document(path, max_bytes=4 * MAX_ANSWER_CHARS, what="answer")
+    data = read_document(
+        path,
+        max_bytes=4 * MAX_ANSWER_CHARS,
+        what="note or answer",
+        missing_fix="check the path; `pdnotes notes generate -o FILE` writes a note, or save "
+        "the model's answer to a file (- reads it from stdin for `notes check`)",
+    )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -280,7 +280,7 @@ def documents(found: list[Document]) -> None:
             escape(doc.title or "–"),
             str(doc.page_count) if doc.page_count is not None else "–",
             f"~{doc.tokens:,}",
-            escape(doc.dropped or "nothing"),
+            escape(doc.left_out),
         )
     out().print(table)
     for doc in found:
