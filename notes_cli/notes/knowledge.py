@@ -68,6 +68,7 @@ _MAP_STEP = re.compile(r"pdnotes map step \d+ of \d+\s*[(（][^)）:：]*[:：]\
 _SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s*")
 _MAX_FACTS = 60
 _MAX_ITEM_WORDS = 40
+_INSTRUCTING = ("user", "system", "developer")  # the roles whose words can ask for a table
 
 
 def answer_for(prompt_text: str, seed: int = 0) -> str | None:
@@ -77,7 +78,8 @@ def answer_for(prompt_text: str, seed: int = 0) -> str | None:
 
 def answer_messages(messages: Sequence[tuple[str, str]], seed: int = 0) -> str | None:
     """The engine's answer to a conversation of (role, text) pairs, or None when its
-    instruction asks for no known kit. A map step (notes/reading.py) gets the material's
+    instruction (the user, system and developer messages, without their material) asks for no
+    known kit. A map step (notes/reading.py) gets the material's
     relevant sentences as cited facts; a note request gets the table with the material cited
     where it holds the cells' items."""
     from notes_cli.notes.passages import labelled_texts
@@ -85,7 +87,7 @@ def answer_messages(messages: Sequence[tuple[str, str]], seed: int = 0) -> str |
     instructions: list[str] = []
     material: list[str] = []
     for role, text in messages:
-        if role == "user":
+        if role in _INSTRUCTING:
             said, given = split_material(text)
             instructions.append(said)
             material.append(given)
