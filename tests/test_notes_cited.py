@@ -314,3 +314,24 @@ def test_generate_writes_an_unrepaired_wrong_citation_uncited_and_says_so(
                 *_sources(reading), "-o", "again.md", "--no-repair")  # fmt: skip
     assert "citation removed" in " ".join(plain.stdout.split())
     assert json.loads(json.dumps(report))["ok"] is True
+
+
+def test_an_answer_with_thousands_of_items_is_judged_up_to_the_bound(
+    reading: tuple[Path, Path],
+) -> None:
+    import dataclasses
+
+    from notes_cli.notes.grounding import MAX_CLAIMS
+
+    rows = "".join(
+        f"| Prefill {i} | compute-bound [S1 p.1]; item {i} [S1 p.2] | TTFT | LMDeploy |\n"
+        for i in range(MAX_CLAIMS)
+    )
+    answer = "| Stage | Bottleneck | Optimisation | Component |\n|---|---|---|---|\n" + rows
+    documents = [load_document(str(p)) for p in reading]
+    check = check_text(answer, load_kit("pd-disagg"))
+    grounding = ground(check, split_passages(documents), ("a", "b"))
+    assert len(grounding.claims) == MAX_CLAIMS
+    assert grounding.unjudged == 4 * MAX_CLAIMS - MAX_CLAIMS and not grounding.ok
+    strict = dataclasses.replace(check, grounding=grounding, grounded=True)
+    assert any("were not checked against the sources" in p for p in strict.problems())

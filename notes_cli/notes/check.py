@@ -84,6 +84,8 @@ class NoteCheck:
                 )
             )  # fmt: skip
         if self.grounded and self.grounding is not None:
+            if self.grounding.unjudged:
+                found.append(words["unjudged"].format(count=self.grounding.unjudged))
             for concept in self.grounding.concepts:
                 if concept.status != "cited":
                     found.append(

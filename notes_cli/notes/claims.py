@@ -80,10 +80,29 @@ def holds(claim: str, text: str, key_terms: Iterable[str] = ()) -> bool:
     """Does `text` (a page, a section, a fact) say what `claim` says? See the module docstring."""
     if not all(contains_term(text, term) for term in key_terms_in(claim, key_terms)):
         return False
-    words = content_words(claim)
-    if not words:
-        return True
-    return len(words & content_words(text)) >= TOLERANCE * len(words)
+    return enough_words(content_words(claim), content_words(text))
+
+
+def enough_words(claim: frozenset[str], place: frozenset[str]) -> bool:
+    """Rule 2: the place holds at least `TOLERANCE` of the claim's content words."""
+    return not claim or len(claim & place) >= TOLERANCE * len(claim)
+
+
+@dataclass(frozen=True)
+class Place:
+    """A page or source prepared once for many claims: its content words and kit terms."""
+
+    label: str
+    words: frozenset[str]
+    terms: frozenset[str]
+
+    def holds(self, words: frozenset[str], terms: frozenset[str]) -> bool:
+        return terms <= self.terms and enough_words(words, self.words)
+
+
+def place(label: str, text: str, kit_terms: Iterable[str]) -> Place:
+    found = frozenset(t for t in kit_terms if contains_term(text, t))
+    return Place(label, content_words(text), found)
 
 
 def uncite(cell: str, wrong: Collection[str]) -> str:

@@ -27,11 +27,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from notes_cli.notes.claims import TOLERANCE, claims_of, holds
-from notes_cli.notes.passages import Passage, Ref, citations
+from notes_cli.notes.claims import (
+    TOLERANCE,
+    Claim,
+    Place,
+    claims_of,
+    content_words,
+    key_terms_in,
+    place,
+)
+from notes_cli.notes.passages import Passage, Ref, citations, without_citations
 from notes_cli.notes.terms import contains_term
 
 GroundStatus = Literal["cited", "uncited", "unsupported"]
+MAX_CLAIMS = 1000  # a note has dozens of items; an answer with more is judged this far
 ClaimStatus = Literal["holds", "misplaced", "from-model"]
 _MAX_SHOWN = 3
 
@@ -82,10 +91,12 @@ class Grounding:
     concepts: tuple[ConceptGrounding, ...]
     sources: tuple[str, ...]
     claims: tuple[ClaimGrounding, ...] = ()
+    unjudged: int = 0  # items past MAX_CLAIMS
 
     @property
     def ok(self) -> bool:
-        return all(c.status == "cited" for c in self.concepts) and not self.misplaced
+        judged = not self.misplaced and not self.unjudged
+        return judged and all(c.status == "cited" for c in self.concepts)
 
     @property
     def misplaced(self) -> tuple[ClaimGrounding, ...]:
@@ -116,6 +127,7 @@ class Grounding:
             "misplaced": len(self.misplaced),
             "from_model": len(self.from_model),
             "never_cited": list(self.never_cited),
+            "unjudged": self.unjudged,
             "claims": [
                 {
                     "row": c.row,
@@ -148,7 +160,7 @@ def ground(check: Any, passages: list[Passage], sources: tuple[str, ...]) -> Gro
     found: list[ConceptGrounding] = []
     if table is None:
         return Grounding((), sources)
-    claims = ground_claims(check, passages)
+    claims, unjudged = ground_claims(check, passages)
     for spec, row in zip(check.kit.rubric.rows, check.rubric.rows, strict=True):
         if not row.required or not row.present:
             continue
@@ -159,36 +171,51 @@ def ground(check: Any, passages: list[Passage], sources: tuple[str, ...]) -> Gro
                 continue
             terms = synonyms.get(concept.key, ()) + ((concept.matched,) if concept.matched else ())
             found.append(_ground_one(row.label, concept.label, terms, cells, passages))
-    return Grounding(tuple(found), sources, claims)
+    return Grounding(tuple(found), sources, claims, unjudged)
 
 
-def ground_claims(check: Any, passages: list[Passage]) -> tuple[ClaimGrounding, ...]:
-    """Every item of every cell of `check`'s table: does the place it cites hold it?"""
-    from notes_cli.notes.passages import without_citations
-
+def ground_claims(check: Any, passages: list[Passage]) -> tuple[tuple[ClaimGrounding, ...], int]:
+    """Every item of every cell of `check`'s table (the first `MAX_CLAIMS`): does the place it
+    cites hold it? Also returns how many items were left unjudged over the bound."""
     table = check.extraction.table
     if table is None:
-        return ()
+        return (), 0
     kit = check.kit
     terms = kit_terms(kit)
     stage = kit.columns[0].key
-    texts = _texts_by_ref(passages)
+    pages = [place(p.label, p.text, terms) for p in passages]
+    whole = {ref: place(ref.label, text, terms) for ref, text in _texts_by_ref(passages).items()}
     found: list[ClaimGrounding] = []
+    unjudged = 0
     for row in table.rows:
         name = " ".join(without_citations(table.stage_cell(row, stage)).split())
         for column in kit.columns:
             for claim in claims_of(table.cell(row, column.key)):
                 if not claim.refs and column.key == stage:
                     continue  # the row's name, not a claim
-                held = tuple(
-                    dict.fromkeys(p.label for p in passages if holds(claim.text, p.text, terms))
-                )[:_MAX_SHOWN]
-                status: ClaimStatus = "from-model"
-                if claim.refs:
-                    status = "holds" if _held(claim.text, claim.refs, texts, terms) else "misplaced"
-                labels = tuple(r.label for r in claim.refs)
-                found.append(ClaimGrounding(name, column.key, claim.text, status, labels, held))
-    return tuple(found)
+                if len(found) >= MAX_CLAIMS:
+                    unjudged += 1
+                    continue
+                found.append(_judge(claim, name, column.key, pages, whole, terms))
+    return tuple(found), unjudged
+
+
+def _judge(
+    claim: Claim,
+    row: str,
+    column: str,
+    pages: list[Place],
+    whole: dict[Ref, Place],
+    terms: tuple[str, ...],
+) -> ClaimGrounding:
+    words = content_words(claim.text)
+    keys = frozenset(key_terms_in(claim.text, terms))
+    held = tuple(dict.fromkeys(p.label for p in pages if p.holds(words, keys)))[:_MAX_SHOWN]
+    status: ClaimStatus = "from-model"
+    if claim.refs:
+        status = "holds" if _held(words, keys, claim.refs, whole) else "misplaced"
+    labels = tuple(r.label for r in claim.refs)
+    return ClaimGrounding(row, column, claim.text, status, labels, held)
 
 
 def kit_terms(kit: Any) -> tuple[str, ...]:
@@ -208,19 +235,21 @@ def _texts_by_ref(passages: list[Passage]) -> dict[Ref, str]:
     return {ref: "\n\n".join(parts) for ref, parts in texts.items()}
 
 
-def _held(claim: str, refs: tuple[Ref, ...], texts: dict[Ref, str], terms: tuple[str, ...]) -> bool:
+def _held(
+    words: frozenset[str], keys: frozenset[str], refs: tuple[Ref, ...], whole: dict[Ref, Place]
+) -> bool:
     """All the places cited together hold the claim, and each of them holds some of it: a
-    citation that adds a wrong page to a right one is still wrong."""
-    from notes_cli.notes.claims import content_words
-
-    named = [texts.get(ref) for ref in refs]
-    if any(text is None for text in named):
-        return False  # a page or source that does not exist
-    places = [text for text in named if text is not None]
-    words = content_words(claim)
-    if words and any(not words & content_words(text) for text in places):
+    citation that adds a wrong page to a right one is still wrong. A page or source that does
+    not exist holds nothing."""
+    places = [whole.get(ref) for ref in refs]
+    if any(p is None for p in places):
         return False
-    return holds(claim, "\n\n".join(places), terms)
+    cited = [p for p in places if p is not None]
+    if words and any(not words & p.words for p in cited):
+        return False
+    together = Place("", frozenset().union(*(p.words for p in cited)),
+                     frozenset().union(*(p.terms for p in cited)))  # fmt: skip
+    return together.holds(words, keys)
 
 
 def _ground_one(

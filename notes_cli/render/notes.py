@@ -91,6 +91,7 @@ def _grounding_lines(grounding: Grounding) -> None:
     console.print(
         f"  cited claims: {len(cited) - len(grounding.misplaced)} of {len(cited)} hold on the "
         f"page they cite; {len(grounding.from_model)} uncited item(s) from the model"
+        + (f"; {grounding.unjudged:,} more item(s) not judged" if grounding.unjudged else "")
     )
     for claim in grounding.claims:
         if claim.status == "holds":
