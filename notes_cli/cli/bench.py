@@ -18,6 +18,7 @@ from notes_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from notes_cli.bench.client import BenchPlan, BenchReport
+    from notes_cli.bench.prompts import PromptSpec
     from notes_cli.bench.workload import WorkItem
     from notes_cli.clients.endpoint import Endpoint
 
@@ -60,12 +61,34 @@ def bench(
         help="The engine's --speed, to convert usage.pd_timing to wall ms (default: the speed "
         "the server reports in pd_timing, else 1).",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed for arrivals and lengths."),
+    seed: int = typer.Option(0, "--seed", help="Seed for arrivals, lengths and prompt text."),
+    shared_prefix: int = typer.Option(
+        0,
+        "--shared-prefix",
+        help="Tokens every prompt of a group starts with, to measure prefix caching on purpose "
+        "(default 0: every prompt is unique, so a prefix cache cannot hit).",
+    ),
+    prefix_groups: int = typer.Option(
+        1, "--prefix-groups", help="Groups of requests sharing one prefix (request i: i mod G)."
+    ),
+    turns: int = typer.Option(
+        1,
+        "--turns",
+        help="Turns per conversation: each turn resends the history with a new question "
+        "(-n counts turns).",
+    ),
+    records: Path | None = typer.Option(
+        None,
+        "--records",
+        help="Write one record per request to FILE (.jsonl or .csv; schema in "
+        "docs/simulate-bench.md).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.bench/1 document."),
 ) -> None:
     """Send a bounded load to an OpenAI-compatible endpoint and measure it (vLLM metrics)."""
     from notes_cli import render
     from notes_cli.bench.client import BenchPlan
+    from notes_cli.bench.prompts import PromptSpec
     from notes_cli.bench.stats import Slo
 
     if api not in ("chat", "responses"):
@@ -77,6 +100,13 @@ def bench(
         raise UsageError("--duration must be positive")
     if concurrency is not None and concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
+    if records is not None:
+        from notes_cli.bench.records import records_format
+
+        records_format(records)
+    prompts = PromptSpec(
+        seed=seed, shared_prefix=shared_prefix, prefix_groups=prefix_groups, turns=turns
+    )
     plan = BenchPlan(
         requests=requests,
         concurrency=concurrency,
@@ -84,10 +114,15 @@ def bench(
         timeout_s=timeout,
         slo=Slo(slo_ttft_ms, slo_tpot_ms, slo_tbt_ms),
         server_speed=server_speed,
+        keep_records=records is not None,
     )
     items = _workload(requests, input_len, output_len, dist, dataset, rate, burstiness, seed)
     endpoint = _endpoint(base_url, model, key_env, api)
-    report, served_model = _run(endpoint, items, plan, show_progress=not as_json)
+    report, served_model = _run(endpoint, items, plan, prompts, show_progress=not as_json)
+    if records is not None:
+        from notes_cli.bench.records import write_records
+
+        write_records(records, report.records or [])
     from notes_cli.secrets import mask_url
 
     target = f"{mask_url(endpoint.request_url())} model={served_model}"
@@ -145,7 +180,12 @@ def _endpoint(base_url: str, model: str | None, key_env: str | None, api: str) -
 
 
 def _run(
-    endpoint: Endpoint, items: Iterable[WorkItem], plan: BenchPlan, *, show_progress: bool
+    endpoint: Endpoint,
+    items: Iterable[WorkItem],
+    plan: BenchPlan,
+    prompts: PromptSpec,
+    *,
+    show_progress: bool,
 ) -> tuple[BenchReport, str | None]:
     """Run the load in an event loop that turns Ctrl-C into a clean stop."""
     import asyncio
@@ -165,7 +205,9 @@ def _run(
             if endpoint.model
             else replace(endpoint, model=await _first_model(endpoint, plan.timeout_s))
         )
-        send, close = gateway_sender(chosen, timeout_s=plan.timeout_s)
+        send, close = gateway_sender(
+            chosen, timeout_s=plan.timeout_s, prompts=prompts, requests=plan.requests
+        )
         try:
             bar = progress(plan.requests, "bench") if show_progress else contextlib.nullcontext()
             with bar as update:
