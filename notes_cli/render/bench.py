@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from notes_cli.bench.simulate import ConfigResult, RatePoint, SimulateReport, WorkloadSpec
     from notes_cli.bench.stats import Attainment, Slo, Summary
 
+_SOURCES = {"timings": "llama.cpp timings"}
 _METRIC_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
 
 
@@ -181,6 +182,13 @@ def bench_report(report: BenchReport, target: str) -> None:
         )
     for message, count in report.errors.items():
         console.print(f"  [red]{count} x {message}[/]")
+    if report.cache is not None:
+        cache = report.cache
+        console.print(
+            f"  prompt cache: {cache.cached_tokens:,} of {cache.prompt_tokens:,} prompt tokens "
+            f"served from the server's cache ({cache.hit_rate:.1%}, {cache.source}, "
+            f"{cache.requests} requests)"
+        )
     if report.server is not None:
         console.print(server_table(report))
         if report.server.overhead_negative:
@@ -192,12 +200,15 @@ def bench_report(report: BenchReport, target: str) -> None:
 
 
 def server_table(report: BenchReport) -> Table:
-    """The server's `usage.pd_timing` beside the client's measurement, and the difference."""
+    """The server's own timing (the engine's `usage.pd_timing`, llama.cpp's `timings`) beside
+    the client's measurement, and the difference; rows the server does not report are left
+    out."""
     view: ServerView | None = report.server
     assert view is not None
     client = report.stats.summaries()
     table = Table(
-        title=f"server view (usage.pd_timing, {view.requests} requests) vs client",
+        title=f"server view ({_SOURCES.get(view.source, view.source)}, {view.requests} "
+        "requests) vs client",
         title_justify="left",
         show_edge=False,
         pad_edge=False,
@@ -216,6 +227,8 @@ def server_table(report: BenchReport) -> Table:
         ("admission (server)", view.admission_ms),
     )
     for label, s in rows:
+        if not s.count:
+            continue
         table.add_row(label, _ms(s.mean), _ms(s.median), _ms(s.p90), _ms(s.p99))
     return table
 
