@@ -32,6 +32,7 @@ from notes_cli.bench.workload import WorkItem
 
 if TYPE_CHECKING:
     from notes_cli.bench.prompts import PromptSpec
+    from notes_cli.bench.server_metrics import MetricsView
     from notes_cli.clients.endpoint import Endpoint
 
 TokensSource = Literal["usage", "counted"]
@@ -133,6 +134,10 @@ class BenchReport:
     server: ServerView | None
     cache: PromptCache | None = None
     records: list[RequestRecord] | None = None
+    # The server's Prometheus metrics sampled during the run (notes_cli.bench.server_metrics),
+    # and why there are none when a scrape was tried and failed.
+    server_metrics: MetricsView | None = None
+    server_metrics_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -186,6 +191,10 @@ class BenchReport:
             "output_tokens": self.stats.output_tokens,
             "server": None if self.server is None else self.server.to_json(),
             "prompt_cache": None if self.cache is None else self.cache.to_json(),
+            "server_metrics": None
+            if self.server_metrics is None
+            else self.server_metrics.to_json(),
+            "server_metrics_error": self.server_metrics_error,
         }
 
 

@@ -83,6 +83,12 @@ def bench(
         help="Write one record per request to FILE (.jsonl or .csv; schema in "
         "docs/simulate-bench.md).",
     ),
+    metrics_url: str | None = typer.Option(
+        None,
+        "--metrics-url",
+        help="The server's Prometheus metrics, sampled during the run (default: /metrics at "
+        "the base URL's host; 'off' to skip). A server without them only loses that section.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.bench/1 document."),
 ) -> None:
     """Send a bounded load to an OpenAI-compatible endpoint and measure it (vLLM metrics)."""
@@ -118,7 +124,17 @@ def bench(
     )
     items = _workload(requests, input_len, output_len, dist, dataset, rate, burstiness, seed)
     endpoint = _endpoint(base_url, model, key_env, api)
-    report, served_model = _run(endpoint, items, plan, prompts, show_progress=not as_json)
+    from notes_cli.bench.server_metrics import metrics_url as default_metrics_url
+
+    scrape = metrics_url or default_metrics_url(base_url)
+    report, served_model = _run(
+        endpoint,
+        items,
+        plan,
+        prompts,
+        None if scrape == "off" else scrape,
+        show_progress=not as_json,
+    )
     if records is not None:
         from notes_cli.bench.records import write_records
 
@@ -184,6 +200,7 @@ def _run(
     items: Iterable[WorkItem],
     plan: BenchPlan,
     prompts: PromptSpec,
+    metrics_url: str | None,
     *,
     show_progress: bool,
 ) -> tuple[BenchReport, str | None]:
@@ -194,6 +211,7 @@ def _run(
     from dataclasses import replace
 
     from notes_cli.bench.client import gateway_sender, run_bench
+    from notes_cli.bench.server_metrics import MetricsSampler
     from notes_cli.render.bench import progress
 
     async def main() -> tuple[BenchReport, str | None]:
@@ -210,10 +228,16 @@ def _run(
         )
         try:
             bar = progress(plan.requests, "bench") if show_progress else contextlib.nullcontext()
-            with bar as update:
-                report = await run_bench(items, send, plan, stop=stop, on_progress=update)
+            sampler = MetricsSampler(metrics_url) if metrics_url else None
+            async with sampler or contextlib.nullcontext():
+                with bar as update:
+                    report = await run_bench(items, send, plan, stop=stop, on_progress=update)
         finally:
             await close()
+        if sampler is not None:
+            report = replace(
+                report, server_metrics=sampler.view(), server_metrics_error=sampler.error
+            )
         return report, chosen.model
 
     return asyncio.run(main())

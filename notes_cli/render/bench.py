@@ -8,12 +8,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from rich.table import Table
 
 from notes_cli.render import err, out
 
 if TYPE_CHECKING:
     from notes_cli.bench.client import BenchReport, ServerView
+    from notes_cli.bench.server_metrics import MetricsView
     from notes_cli.bench.simulate import ConfigResult, RatePoint, SimulateReport, WorkloadSpec
     from notes_cli.bench.stats import Attainment, Slo, Summary
 
@@ -189,6 +191,10 @@ def bench_report(report: BenchReport, target: str) -> None:
             f"served from the server's cache ({cache.hit_rate:.1%}, {cache.source}, "
             f"{cache.requests} requests)"
         )
+    if report.server_metrics is not None:
+        console.print(f"  {server_metrics_line(report.server_metrics)}")
+    elif report.server_metrics_error:
+        console.print(f"  [dim]server metrics: none ({report.server_metrics_error})[/]")
     if report.server is not None:
         console.print(server_table(report))
         if report.server.overhead_negative:
@@ -197,6 +203,23 @@ def bench_report(report: BenchReport, target: str) -> None:
                 "server's account than by the client's (counted as 0 overhead): is "
                 "--server-speed the engine's --speed?[/]"
             )
+
+
+def server_metrics_line(view: MetricsView) -> str:
+    """The server's Prometheus gauges (mean / peak over the samples) and cache hit rate."""
+    labels = {"waiting": "waiting", "running": "running", "kv_usage": "KV cache used"}
+    parts = []
+    for key, label in labels.items():
+        if key in view.gauges:
+            mean, peak = view.gauges[key]
+            if key == "kv_usage":
+                parts.append(f"{label} {mean:.0%} (peak {peak:.0%})")
+            else:
+                parts.append(f"{label} {mean:.1f} (peak {peak:g})")
+    if view.hit_rate is not None:
+        parts.append(f"prefix-cache hit rate {view.hit_rate:.1%}")
+    shown = ", ".join(parts) or "none of the known metrics"
+    return f"server metrics ({view.samples} samples of {escape(view.url)}): {shown}"
 
 
 def server_table(report: BenchReport) -> Table:
