@@ -127,8 +127,12 @@ class MetricsSampler:
         self._scrapes: list[dict[str, list[tuple[dict[str, str], float]]]] = []
         self._failures = 0
         self._task: asyncio.Task[None] | None = None
+        self._transport: Any = None
 
     async def __aenter__(self) -> MetricsSampler:
+        from notes_cli.gateway.fetch import reusable_transport
+
+        self._transport = reusable_transport()
         if await self._scrape():
             self._task = asyncio.create_task(self._loop())
         return self
@@ -139,6 +143,7 @@ class MetricsSampler:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             await self._scrape()
+        self._transport.close()
 
     async def _loop(self) -> None:
         while True:
@@ -147,7 +152,7 @@ class MetricsSampler:
 
     async def _scrape(self) -> bool:
         try:
-            text = await asyncio.to_thread(_get, self.url)
+            text = await asyncio.to_thread(_get, self.url, self._transport)
             self._scrapes.append(parse(text))
             return True
         except Exception as exc:  # metrics are extra: note why, never fail the run
@@ -180,10 +185,16 @@ class MetricsSampler:
         return gauge[0] if gauge else None
 
 
-def _get(url: str) -> str:
+def _get(url: str, transport: Any) -> str:
     from notes_cli.gateway.fetch import fetch
 
-    got = fetch(url, timeout=SCRAPE_TIMEOUT_S, max_bytes=MAX_METRICS_BYTES, max_redirects=0)
+    got = fetch(
+        url,
+        timeout=SCRAPE_TIMEOUT_S,
+        max_bytes=MAX_METRICS_BYTES,
+        max_redirects=0,
+        transport=transport,
+    )
     if got.status != 200:
         raise ValueError(f"HTTP {got.status}")
     return got.body.decode("utf-8", "replace")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from notes_cli.bench.server_metrics import MetricsView
     from notes_cli.bench.simulate import ConfigResult, RatePoint, SimulateReport, WorkloadSpec
     from notes_cli.bench.stats import Attainment, Slo, Summary
+    from notes_cli.bench.sweep import SweepPoint
 
 _SOURCES = {"timings": "llama.cpp timings"}
 _METRIC_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
@@ -254,6 +256,39 @@ def server_table(report: BenchReport) -> Table:
             continue
         table.add_row(label, _ms(s.mean), _ms(s.median), _ms(s.p90), _ms(s.p99))
     return table
+
+
+def sweep_report(points: list[SweepPoint], target: str, plot: Path | None) -> None:
+    """Human output of a `pdnotes bench` sweep: one row per load point."""
+    console = out()
+    console.print(f"[bold]bench sweep[/] {target}")
+    table = Table(show_edge=False, pad_edge=False)
+    for name in ("point", "done", "req/s", "out tok/s"):
+        table.add_column(name, justify="right")
+    for name in ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "tok/s/user"):
+        table.add_column(f"{name}", justify="right")
+    for point in points:
+        report = point.report
+        s = report.stats.summaries()
+        user = point.tokens_per_user
+        table.add_row(
+            point.label,
+            f"{report.completed}/{report.sent}",
+            f"{report.request_throughput:.3g}",
+            f"{report.output_throughput:,.1f}",
+            _ms(s["ttft_ms"].median),
+            _ms(s["ttft_ms"].p99),
+            _ms(s["tpot_ms"].median),
+            _ms(s["tpot_ms"].p99),
+            "-" if user is None else f"{user:,.1f}",
+        )
+    console.print(table)
+    console.print("  [dim]times in ms; tok/s/user = 1000 / median TPOT[/]")
+    failed = [p.label for p in points if not p.report.ok]
+    if failed:
+        console.print(f"  [red]not every request completed at: {', '.join(failed)}[/]")
+    if plot is not None:
+        console.print(f"  plot: {escape(str(plot))}")
 
 
 @contextmanager
