@@ -79,3 +79,19 @@ def test_a_server_without_metrics_still_gets_its_report(cli) -> None:
     assert "404" in doc["server_metrics_error"]
     assert paths.count("/metrics") == 2  # one failed scrape per run, no retries during it
     assert off.exit_code == 0 and "server metrics: none" in off.stdout
+
+
+def test_an_anthropic_messages_target_gets_the_same_report(cli, start_engine_server) -> None:
+    engine = start_engine_server()
+    base = engine.base_url + "/anthropic"
+    args = ("--api", "anthropic", "-n", "4", "-c", "2", "--output-len", "6", "--json")
+    result = cli("bench", "--base-url", base, *args)
+    assert result.exit_code == 0, result.stderr
+    doc = result.json()
+    assert doc["target"]["api"] == "anthropic" and doc["completed"] == 4
+    assert doc["tokens_source"] == {"usage": 4, "counted": 0}
+    assert doc["metrics"]["itl_ms"]["count"] == 4 * 5
+    assert doc["server"]["requests"] == 4  # the engine's pd_timing, read from Messages usage
+    assert doc["server_metrics"]["samples"] >= 2
+    wrong = cli("bench", "--base-url", base, "--api", "gemini", "-n", "1")
+    assert wrong.exit_code == 2 and "anthropic" in wrong.stderr

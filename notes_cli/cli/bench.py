@@ -33,7 +33,9 @@ def bench(
     key_env: str | None = typer.Option(
         None, "--key-env", help="Environment variable holding the API key (never printed)."
     ),
-    api: str = typer.Option("chat", "--api", help="chat (chat completions) or responses."),
+    api: str = typer.Option(
+        "chat", "--api", help="chat (chat completions), responses or anthropic (Messages)."
+    ),
     rate: float | None = typer.Option(None, "--rate", help="Poisson arrival rate (req/s)."),
     burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape; 1 = Poisson."),
     concurrency: str | None = typer.Option(
@@ -109,8 +111,8 @@ def bench(
     from notes_cli.bench.prompts import PromptSpec
     from notes_cli.bench.stats import Slo
 
-    if api not in ("chat", "responses"):
-        raise UsageError(f"--api must be chat or responses, not {api!r}")
+    if api not in ("chat", "responses", "anthropic"):
+        raise UsageError(f"--api must be chat, responses or anthropic, not {api!r}")
     for flag, value in (("--timeout", timeout), ("--server-speed", server_speed)):
         if value is not None and not value > 0:
             raise UsageError(f"{flag} must be positive")
