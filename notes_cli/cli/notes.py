@@ -152,7 +152,7 @@ def generate(
         max_tokens=max_tokens,
     )  # fmt: skip
     if as_json:
-        render.emit_json(gen.report_json(result, prompt, export_format))
+        render.emit_json(gen.report_json(result, prompt, export_format, max_tokens))
     else:
         draw.generate_summary(result)
     if not result.passed:

@@ -356,7 +356,9 @@ def _first_line(text: str) -> str:
     return stripped.splitlines()[0][:160] if stripped else ""
 
 
-def report_json(result: GenerateResult, prompt: Prompt, fmt: str) -> dict[str, Any]:
+def report_json(
+    result: GenerateResult, prompt: Prompt, fmt: str, max_tokens: int | None = None
+) -> dict[str, Any]:
     """`pdnotes.notes.generate/1`: the written note (`pdnotes.notes/1`), where it went, and every
     request and verdict of the conversation, repair requests quoted in full."""
     from notes_cli.notes.export import note_json
@@ -376,7 +378,7 @@ def report_json(result: GenerateResult, prompt: Prompt, fmt: str) -> dict[str, A
             "facts": len(prompt.facts),
             "dropped_facts": prompt.dropped_facts,
         },
-        "attempts": attempts_json(result.attempts),
+        "attempts": attempts_json(result.attempts, max_tokens),
         "citations": _citations_json(result),
         "note": note_json(result.document) if result.document else None,
     }
