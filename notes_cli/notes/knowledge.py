@@ -1,14 +1,14 @@
 """The mock engine's knowledge base: answers a note kit's prompt from a data file of facts.
 
 The engine's responder calls `answer_messages(messages, seed)` for every request. It reads each
-user message as an instruction followed by material: the material starts at the first passage
-header (`[S1 p.3] paper.pdf`) or cited fact line (`- fact [S1 p.3]`) and runs to the end of
-that message. Only the instruction decides what to answer: the kit is the one whose columns the
-instruction asks for (`Stage | Bottleneck | …`, the last such request wins; without one, the
-kit's `recognise` terms, again in the instruction only), the language is the language of those
-columns, and a request that follows an earlier answer (a repair) gets the table alone, without
-prose. Words in the material never choose the kit: a web page about KV-cache libraries does not
-turn a pd-disagg request into a kv-transfer table.
+user (or system) message as an instruction followed by material: the material starts at the
+first passage header (`[S1 p.3] paper.pdf`) or cited fact line (`- fact [S1 p.3]`) and runs to
+the end of that message. Only the instruction decides what to answer: the kit is the one whose
+columns the instruction asks for (`Stage | Bottleneck | …`, the last such request wins; without
+one, the kit's `recognise` terms, again in the instruction only), the language is the language
+of those columns, and a request that follows an earlier answer (a repair) gets the table alone,
+without prose. Words in the material never choose the kit: a web page about KV-cache libraries
+does not turn a pd-disagg request into a kv-transfer table.
 
 The material is used as material: an item of the knowledge base that a passage holds as written
 (notes/claims.py `holds`) is cited with that passage's label; an item naming a rubric concept
@@ -79,9 +79,8 @@ def answer_for(prompt_text: str, seed: int = 0) -> str | None:
 def answer_messages(messages: Sequence[tuple[str, str]], seed: int = 0) -> str | None:
     """The engine's answer to a conversation of (role, text) pairs, or None when its
     instruction (the user, system and developer messages, without their material) asks for no
-    known kit. A map step (notes/reading.py) gets the material's
-    relevant sentences as cited facts; a note request gets the table with the material cited
-    where it holds the cells' items."""
+    known kit. A map step (notes/reading.py) gets the material's relevant sentences as cited
+    facts; a note request gets the table with the material cited where it holds the items."""
     from notes_cli.notes.passages import labelled_texts
 
     instructions: list[str] = []
