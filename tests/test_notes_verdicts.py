@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import respx
@@ -133,3 +134,30 @@ def test_a_repaired_answer_passes_and_the_report_keeps_the_failed_one(
         "no-table", "length", RAMBLE,
     )  # fmt: skip
     assert (second["verdict"], second["finish_reason"]) == ("pass", "stop")
+
+
+def test_on_the_bundled_engine_a_table_stopped_at_the_limit_is_repaired_to_a_pass(
+    start_engine_server: Callable[..., Any], cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    from notes_cli.engine.core.tokens import tokenize
+    from notes_cli.notes.knowledge import answer_for, answer_messages
+
+    prompt = load_kit("pd-disagg").prompt("en")
+    first = answer_for(prompt, 0)  # seed 0: the table, then a closing sentence
+    assert first is not None
+    repair = [("user", prompt), ("assistant", first), ("user", "Stage | Bottleneck | "
+              "Optimisation | Component")]  # fmt: skip
+    table_only = answer_messages(repair, 0)
+    assert table_only is not None
+    full, short = len(tokenize(first)), len(tokenize(table_only))
+    assert short < full - 2  # the limit falls in the closing sentence, after the table
+    limit = short + 1
+    engine = start_engine_server(seed=0)
+    result = cli("notes", "generate", "--base-url", engine.base_url, "--model", "pd-mock-1",
+                 "--lang", "en", "--max-tokens", str(limit), "-o", "note.md", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    first_attempt, second = result.json()["attempts"]
+    assert (first_attempt["verdict"], first_attempt["finish_reason"]) == ("at-limit", "length")
+    assert "looked complete" in second["request"]
+    assert (second["verdict"], second["finish_reason"]) == ("pass", "stop")
+    assert (tmp_path / "note.md").exists()
