@@ -173,3 +173,14 @@ def test_the_human_report_shows_the_prompt_cache(cli) -> None:
     assert result.exit_code == 0, result.stderr
     assert "prompt cache" in result.stdout and "75.0%" in result.stdout
     assert "llama.cpp timings" in result.stdout
+
+
+def test_ignore_eos_asks_the_server_for_every_output_token(cli) -> None:
+    with LoopbackServer(lambda _r: Reply.sse(llama_like(1.5, 30, 10))) as server:
+        url = server.url + "/v1"
+        assert cli("bench", "--base-url", url, "--model", "m", "-n", "2").exit_code == 0
+        asked = cli("bench", "--base-url", url, "--model", "m", "-n", "2", "--ignore-eos")
+        bodies = [r.json() for r in server.requests if r.path.endswith("/chat/completions")]
+    assert asked.exit_code == 0, asked.stderr
+    assert ["ignore_eos" in body for body in bodies] == [False, False, True, True]
+    assert all(body["ignore_eos"] is True for body in bodies[2:])

@@ -559,13 +559,18 @@ async def _drain(
 
 
 def gateway_sender(
-    endpoint: Endpoint, *, timeout_s: float, prompts: PromptSpec | None = None, requests: int = 1
+    endpoint: Endpoint,
+    *,
+    timeout_s: float,
+    prompts: PromptSpec | None = None,
+    requests: int = 1,
+    extra_body: dict[str, Any] | None = None,
 ) -> tuple[SendFn, Callable[[], Awaitable[None]]]:
     """A `send` over the gateway's async client, and the coroutine that closes it. Request i
     (in sending order) carries prompt i of `prompts` (notes_cli.bench.prompts). With
     `prompts.turns` > 1 the `requests` are turns of ceil(requests / turns) conversations, all
     first turns first: turn t of a conversation waits for its turn t - 1 and resends the
-    history, its answer included."""
+    history, its answer included. `extra_body` is merged into every request (`ignore_eos`)."""
     from notes_cli.bench.prompts import PromptMaker, PromptSpec
     from notes_cli.gateway.client import AsyncGatewayClient
 
@@ -581,7 +586,7 @@ def gateway_sender(
         index = next(counter)
         user = {"role": "user", "content": maker.text(index, item.input_tokens)}
         if turns == 1:
-            return await _stream(client, [user], item.output_tokens)
+            return await _stream(client, [user], item.output_tokens, extra_body)
         conversation, turn = index % conversations, index // conversations
         if turn:
             await answered[conversation].wait()
@@ -589,7 +594,7 @@ def gateway_sender(
         history = histories.setdefault(conversation, [])
         history.append(user)
         try:
-            outcome, text = await _stream_turn(client, history, item.output_tokens)
+            outcome, text = await _stream_turn(client, history, item.output_tokens, extra_body)
             history.append({"role": "assistant", "content": text})
         finally:
             answered[conversation].set()
@@ -598,18 +603,21 @@ def gateway_sender(
     return send, client.aclose
 
 
-async def _stream(client: Any, messages: list[dict[str, str]], max_tokens: int) -> Outcome:
-    return (await _stream_turn(client, messages, max_tokens))[0]
+async def _stream(
+    client: Any, messages: list[dict[str, str]], max_tokens: int, extra: dict[str, Any] | None
+) -> Outcome:
+    return (await _stream_turn(client, messages, max_tokens, extra))[0]
 
 
 async def _stream_turn(
-    client: Any, messages: list[dict[str, str]], max_tokens: int
+    client: Any, messages: list[dict[str, str]], max_tokens: int, extra: dict[str, Any] | None
 ) -> tuple[Outcome, str]:
     chunk_ms: list[float] = []
     result = await client.stream(
         list(messages),
         max_tokens=max_tokens,
         on_chunk=lambda _text, elapsed_ms: chunk_ms.append(elapsed_ms),
+        extra_body=extra,
     )
     return _outcome(result, chunk_ms), result.text
 

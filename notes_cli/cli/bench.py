@@ -97,6 +97,12 @@ def bench(
         help="Write one record per request to FILE (.jsonl or .csv; schema in "
         "docs/simulate-bench.md).",
     ),
+    ignore_eos: bool = typer.Option(
+        False,
+        "--ignore-eos",
+        help="Ask the server to generate all --output-len tokens (ignore_eos; vLLM, SGLang, "
+        "llama.cpp), so every request has the same output length.",
+    ),
     metrics_url: str | None = typer.Option(
         None,
         "--metrics-url",
@@ -157,7 +163,8 @@ def bench(
     from notes_cli.bench.server_metrics import metrics_url as default_metrics_url
 
     scrape = metrics_url or default_metrics_url(base_url)
-    run = _Runner(endpoint, prompts, None if scrape == "off" else scrape, not as_json)
+    extra: dict[str, object] | None = {"ignore_eos": True} if ignore_eos else None
+    run = _Runner(endpoint, prompts, None if scrape == "off" else scrape, not as_json, extra)
     if sweeping:
         _sweep(run, plan, workload, levels, rate_points, records, plot, gpus, as_json, base_url)
         return
@@ -188,10 +195,15 @@ class _Runner:
     """Runs one load point; remembers the model the first point resolved."""
 
     def __init__(
-        self, endpoint: Endpoint, prompts: PromptSpec, metrics_url: str | None, progress: bool
+        self,
+        endpoint: Endpoint,
+        prompts: PromptSpec,
+        metrics_url: str | None,
+        progress: bool,
+        extra_body: dict[str, object] | None,
     ) -> None:
         self.endpoint, self.prompts, self.metrics_url = endpoint, prompts, metrics_url
-        self.progress = progress
+        self.progress, self.extra_body = progress, extra_body
 
     def __call__(self, items: Iterable[WorkItem], plan: BenchPlan, label: str) -> BenchReport:
         from dataclasses import replace
@@ -204,6 +216,7 @@ class _Runner:
             self.metrics_url,
             show_progress=self.progress,
             description=label,
+            extra_body=self.extra_body,
         )
         self.endpoint = replace(self.endpoint, model=served)
         return report
@@ -314,6 +327,7 @@ def _run(
     *,
     show_progress: bool,
     description: str = "bench",
+    extra_body: dict[str, object] | None = None,
 ) -> tuple[BenchReport, str | None]:
     """Run the load in an event loop that turns Ctrl-C into a clean stop."""
     import asyncio
@@ -335,7 +349,11 @@ def _run(
             else replace(endpoint, model=await _first_model(endpoint, plan.timeout_s))
         )
         send, close = gateway_sender(
-            chosen, timeout_s=plan.timeout_s, prompts=prompts, requests=plan.requests
+            chosen,
+            timeout_s=plan.timeout_s,
+            prompts=prompts,
+            requests=plan.requests,
+            extra_body=extra_body,
         )
         try:
             bar = (
