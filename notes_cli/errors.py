@@ -26,16 +26,21 @@ no exception here.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class PdnotesError(Exception):
     """Base class; `exit_code` is what the CLI exits with. `fix` tells the user what to do."""
 
     exit_code = 1
 
-    def __init__(self, message: str, *, fix: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, fix: str | None = None, details: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.fix = fix
+        self.details = details  # more for the `--json` error document (e.g. the answers seen)
 
     def __str__(self) -> str:
         return self.message

@@ -126,10 +126,13 @@ def _read_error(path: Path, exc: OSError) -> InputError:
     return InputError(f"cannot read {path}: {exc.strerror or exc}")
 
 
-def read_document(path: Path, *, max_bytes: int, what: str = "file") -> bytes:
+def read_document(
+    path: Path, *, max_bytes: int, what: str = "file", missing_fix: str | None = None
+) -> bytes:
     """The bytes of a file the user asked pdnotes to read (a saved answer, a source document).
-    Raises `InputError` when it is missing, not a regular file (a FIFO would block the read
-    forever, a device may never end), unreadable, or over `max_bytes` — read no further."""
+    Raises `InputError` when it is missing (with `missing_fix`, else "check the path", as its
+    fix), not a regular file (a FIFO would block the read forever, a device may never end),
+    unreadable, or over `max_bytes` — read no further."""
     import stat
 
     try:
@@ -146,7 +149,10 @@ def read_document(path: Path, *, max_bytes: int, what: str = "file") -> bytes:
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)
     except FileNotFoundError as exc:
-        raise InputError(f"no such {what}: {path}") from exc
+        where = "" if path.is_absolute() else f" (relative to {Path.cwd()})"
+        raise InputError(
+            f"no such {what}: {path}", fix=missing_fix or f"check the path{where}"
+        ) from exc
     except OSError as exc:
         raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
     if len(data) > max_bytes:  # grew while we read it

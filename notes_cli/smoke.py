@@ -63,6 +63,7 @@ class SmokeRun:
     error: dict[str, Any] | None = None
     retried: list[str] = field(default_factory=list)
     pd_timing: dict[str, Any] | None = None
+    server_timings: dict[str, Any] | None = None  # llama.cpp's own `timings` of the run
 
     @property
     def timed_out(self) -> bool:
@@ -246,6 +247,7 @@ def _run_from(index: int, result: StreamResult, attempts: int, retried: list[str
         problem=problem,
         retried=retried,
         pd_timing=result.pd_timing,
+        server_timings=result.server_timings,
     )
 
 

@@ -9,6 +9,10 @@
 # runs only the interop-marked tests there; `both` runs every interop test twice in the one
 # pytest session, as test[pinned] and test[newest] (tests/conftest.py).
 # PDNOTES_TEST_WORKERS sets pytest's worker count (default auto: one per core; 0: no xdist).
+# The real-engine tests (marker real_engine) need llama.cpp's llama-server and a small model:
+# scripts/real_engine.sh builds them into ~/.cache/pdnotes-real-engine (about 25 minutes on 2
+# cores the first time, a second after), in the background while pip, ruff and mypy run.
+# PDNOTES_REAL_ENGINE=skip leaves them unbuilt (those tests then skip, saying so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +49,10 @@ install_newest() {
 }
 
 # The npm installs take a minute or two on a clean clone; they overlap with pip, ruff and mypy.
+engine_job=""
+if [ "${PDNOTES_REAL_ENGINE:-build}" != skip ]; then
+  bash scripts/real_engine.sh >/dev/null & engine_job=$!
+fi
 install_pinned & pinned_job=$!
 newest_job=""
 if [ "$MATRIX" != pinned ]; then
@@ -57,6 +65,7 @@ python3 -m ruff format --check .
 python3 -m mypy  # strict: pyproject.toml's [tool.mypy]
 
 wait "$pinned_job"
+[ -z "$engine_job" ] || wait "$engine_job"
 [ -z "$newest_job" ] || wait "$newest_job"
 export PDNOTES_INTEROP_BIN="$PWD/.interop/node_modules/.bin"
 NEWEST_BIN="$PWD/.interop-newest/node_modules/.bin"

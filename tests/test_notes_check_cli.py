@@ -56,7 +56,7 @@ def test_stdin(cli: Callable[..., CliResult]) -> None:
 def test_missing_file_exits_2(cli: Callable[..., CliResult]) -> None:
     result = cli("notes", "check", "nowhere.md")
     assert result.exit_code == 2
-    assert "no such answer: nowhere.md" in result.stderr
+    assert "no such note or answer: nowhere.md" in result.stderr
     assert "Traceback" not in result.stderr
 
 

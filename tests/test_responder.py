@@ -58,15 +58,18 @@ def test_max_tokens_cuts_the_answer_with_finish_length() -> None:
 def test_a_note_kit_prompt_is_answered_from_the_knowledge_base(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    seen: list[tuple[str, int]] = []
+    seen: list[tuple[list[tuple[str, str]], int]] = []
 
-    def fake_answer_for(prompt: str, seed: int = 0) -> str | None:
-        seen.append((prompt, seed))
-        return "| stage | bottleneck |" if "table" in prompt else None
+    def fake_answer(messages: list[tuple[str, str]], seed: int = 0) -> str | None:
+        seen.append((list(messages), seed))
+        return "| stage | bottleneck |" if "table" in messages[-1][1] else None
 
-    monkeypatch.setattr("notes_cli.notes.knowledge.answer_for", fake_answer_for)
+    monkeypatch.setattr("notes_cli.notes.knowledge.answer_messages", fake_answer)
     assert ask("Make the comparison table", seed=7) == ("| stage | bottleneck |", "stop")
-    assert seen[-1][1] == 7 and "coding agent" in seen[-1][0]  # sees the whole conversation
+    messages, seed = seen[-1]
+    # it sees the whole conversation, each message with its role
+    assert seed == 7 and any("coding agent" in text for _, text in messages)
+    assert messages[-1] == ("user", "Make the comparison table")
     assert ask("say pong") == ("pong", "stop")
 
 

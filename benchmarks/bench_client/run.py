@@ -82,6 +82,7 @@ class Result:
     doc: dict
     bench_cpu: float  # share of a core
     engine_cpu: float
+    bench_cpu_s: float = 0.0  # the bench process's CPU seconds, start-up included
 
     @property
     def overhead(self) -> dict:
@@ -196,7 +197,9 @@ def measure(config: Config, pin: bool) -> Result:
     )
     if done.returncode not in (0, 1):
         raise SystemExit(f"bench failed ({done.returncode}): {done.stderr[-2000:]}")
-    return Result(config, json.loads(done.stdout), bench_cpu_s / wall_s, engine_cpu_s / wall_s)
+    return Result(
+        config, json.loads(done.stdout), bench_cpu_s / wall_s, engine_cpu_s / wall_s, bench_cpu_s
+    )
 
 
 def machine_line(pin: bool) -> str:
@@ -225,7 +228,8 @@ def report_one(result: Result) -> None:
         print(f"| {label} | {s['mean']} | {s['median']} | {s['p90']} | {s['p99']} |")
     print(
         f"\nthroughput {doc['request_throughput']} req/s; CPU: bench {result.bench_cpu:.0%} "
-        f"(start-up included), engine {result.engine_cpu:.0%} of a core"
+        f"(start-up included), engine {result.engine_cpu:.0%} of a core; bench CPU "
+        f"{result.bench_cpu_s * 1000 / max(1, doc['completed']):.3f} ms per request"
     )
 
 

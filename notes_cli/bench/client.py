@@ -25,12 +25,14 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from notes_cli.bench.stats import ExactSample, LatencyStats, Slo, Summary
 from notes_cli.bench.workload import WorkItem
 
 if TYPE_CHECKING:
+    from notes_cli.bench.prompts import PromptSpec
+    from notes_cli.bench.server_metrics import MetricsView
     from notes_cli.clients.endpoint import Endpoint
 
 TokensSource = Literal["usage", "counted"]
@@ -50,6 +52,9 @@ class Outcome:
     tokens_source: TokensSource = "counted"
     error: str | None = None
     pd_timing: dict[str, Any] | None = None
+    server_timings: dict[str, Any] | None = None  # llama.cpp's `timings`
+    input_tokens: int | None = None  # usage's prompt tokens
+    cached_tokens: int | None = None  # usage's cached prompt tokens (0 also when not said)
 
 
 SendFn = Callable[[WorkItem], Awaitable[Outcome]]
@@ -67,6 +72,8 @@ class BenchPlan:
     # `engine serve --speed X`: server times are X times the wall. None: use the speed the
     # server reports in pd_timing (the bundled engine does), else 1.
     server_speed: float | None = None
+    # Keep one record per request (BenchReport.records, `--records FILE`).
+    keep_records: bool = False
 
     def __post_init__(self) -> None:
         if self.requests < 1:
@@ -77,12 +84,16 @@ class BenchPlan:
 
 @dataclass(frozen=True)
 class ServerView:
-    """The server's own `usage.pd_timing`, converted to wall ms, and the client's overhead
-    (client TTFT − server TTFT) per request. The server's TTFT includes its admission time
-    (`admission_wall_ms`, the bundled engine's own handling before its simulated hardware has
-    the request). `overhead_negative` counts requests whose server TTFT exceeded the client's
-    (their overhead counts as 0): the server's speed is not what the conversion assumed."""
+    """The server's own account of each request and the client's overhead (client TTFT −
+    server TTFT) per request. From the bundled engine's `usage.pd_timing`, converted to wall
+    ms (its TTFT includes its admission time, `admission_wall_ms`, the engine's own handling
+    before its simulated hardware has the request), or from llama.cpp's `timings` (TTFT is its
+    prompt time `prompt_ms`, TPOT its `predicted_per_token_ms`; it reports no queue, transfer or
+    admission, whose summaries are then empty). `overhead_negative` counts requests whose
+    server TTFT exceeded the client's (their overhead counts as 0): for pd_timing, the
+    server's speed is not what the conversion assumed."""
 
+    source: str  # "usage.pd_timing" or "timings"
     requests: int
     ttft_ms: Summary
     tpot_ms: Summary
@@ -95,6 +106,7 @@ class ServerView:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "source": self.source,
             "requests": self.requests,
             "ttft_ms": self.ttft_ms.to_json(),
             "tpot_ms": self.tpot_ms.to_json(),
@@ -120,6 +132,12 @@ class BenchReport:
     counted_requests: int  # requests whose output tokens were counted, not read from usage
     errors: dict[str, int]
     server: ServerView | None
+    cache: PromptCache | None = None
+    records: list[RequestRecord] | None = None
+    # The server's Prometheus metrics sampled during the run (notes_cli.bench.server_metrics),
+    # and why there are none when a scrape was tried and failed.
+    server_metrics: MetricsView | None = None
+    server_metrics_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -172,7 +190,57 @@ class BenchReport:
             "goodput": round(self.goodput, 4),
             "output_tokens": self.stats.output_tokens,
             "server": None if self.server is None else self.server.to_json(),
+            "prompt_cache": None if self.cache is None else self.cache.to_json(),
+            "server_metrics": None
+            if self.server_metrics is None
+            else self.server_metrics.to_json(),
+            "server_metrics_error": self.server_metrics_error,
         }
+
+
+@dataclass(frozen=True)
+class PromptCache:
+    """Prompt tokens the server said it served from its cache, over the requests that said
+    (llama.cpp's `timings.cache_n`, else usage `cached_tokens` when a server reports some)."""
+
+    requests: int
+    prompt_tokens: int
+    cached_tokens: int
+    source: str
+
+    @property
+    def hit_rate(self) -> float:
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "hit_rate": round(self.hit_rate, 4),
+            "source": self.source,
+        }
+
+
+class RequestRecord(NamedTuple):
+    """One request as measured (docs/simulate-bench.md, "Per-request records"). Times are ms;
+    `sent_ms` counts from the run's start, the others from the request's send. `itl_ms` are
+    the gaps between its text chunks. None where it does not apply (a failed request has no
+    TTFT; one output token has no TPOT; a server that sends no timings has no server_*)."""
+
+    request: int  # sending order, from 0
+    sent_ms: float
+    ok: bool
+    error: str | None
+    ttft_ms: float | None
+    tpot_ms: float | None
+    e2e_ms: float
+    itl_ms: list[float]
+    output_tokens: int
+    input_tokens: int | None
+    cached_tokens: int | None
+    server_ttft_ms: float | None
+    server_tpot_ms: float | None
 
 
 class _Collector:
@@ -189,11 +257,18 @@ class _Collector:
         self.overhead = ExactSample()
         self.overhead_negative = 0
         self.modes: Counter[str] = Counter()
+        self.server_source = "usage.pd_timing"
+        self.cache_requests = self.prompt_tokens = self.cached_tokens = 0
+        self.cache_source = "usage cached_tokens"
+        self.records: list[RequestRecord] | None = [] if plan.keep_records else None
 
-    def add(self, outcome: Outcome) -> None:
+    def add(self, outcome: Outcome, sent_ms: float = 0.0, request: int = 0) -> None:
         if not outcome.ok or not outcome.chunk_ms:
             self.failed += 1
-            self.errors[outcome.error or "no output text"] += 1
+            error = outcome.error or "no output text"
+            self.errors[error] += 1
+            if self.records is not None:
+                self._record(outcome, request, sent_ms, error, None, None, outcome.e2e_ms, [])
             return
         chunks = outcome.chunk_ms
         ttft = outcome.ttft_ms if outcome.ttft_ms is not None else chunks[0]
@@ -206,16 +281,103 @@ class _Collector:
             self.stats.add_itl(gap)
         if outcome.tokens_source == "counted":
             self.counted += 1
+        server: tuple[float | None, float | None] = (None, None)
         if outcome.pd_timing:
-            self._add_server(outcome.pd_timing, ttft)
+            server = self._add_server(outcome.pd_timing, ttft)
+        elif outcome.server_timings:
+            server = self._add_timings(outcome.server_timings, ttft, n_out)
+        self._add_cache(outcome)
+        if self.records is not None:
+            self._record(outcome, request, sent_ms, None, ttft, tpot, e2e, gaps, *server)
 
-    def _add_server(self, timing: dict[str, Any], client_ttft: float) -> None:
+    def _record(
+        self,
+        outcome: Outcome,
+        request: int,
+        sent_ms: float,
+        error: str | None,
+        ttft: float | None,
+        tpot: float | None,
+        e2e: float,
+        gaps: list[float],
+        server_ttft: float | None = None,
+        server_tpot: float | None = None,
+    ) -> None:
+        assert self.records is not None
+        ok = error is None
+        timings = outcome.server_timings or {}
+        cached = timings.get("cache_n", outcome.cached_tokens)
+        self.records.append(
+            RequestRecord(
+                request=request,
+                sent_ms=sent_ms,
+                ok=ok,
+                error=error,
+                ttft_ms=ttft,
+                tpot_ms=tpot,
+                e2e_ms=e2e,
+                itl_ms=gaps,
+                output_tokens=(outcome.output_tokens or len(outcome.chunk_ms)) if ok else 0,
+                input_tokens=outcome.input_tokens,
+                cached_tokens=cached if isinstance(cached, int) else None,
+                server_ttft_ms=server_ttft,
+                server_tpot_ms=server_tpot,
+            )
+        )
+
+    def _add_cache(self, outcome: Outcome) -> None:
+        timings = outcome.server_timings
+        if timings is not None and isinstance(timings.get("cache_n"), int):
+            # llama.cpp: cache_n reused + prompt_n processed = the whole prompt.
+            cached = int(timings["cache_n"])
+            prompt = cached + int(timings.get("prompt_n") or 0)
+            self.cache_source = "timings.cache_n"
+        elif outcome.cached_tokens and outcome.input_tokens:
+            cached, prompt = outcome.cached_tokens, outcome.input_tokens
+        else:
+            return
+        self.cache_requests += 1
+        self.prompt_tokens += prompt
+        self.cached_tokens += cached
+
+    def cache(self) -> PromptCache | None:
+        if not self.cache_requests:
+            return None
+        return PromptCache(
+            self.cache_requests, self.prompt_tokens, self.cached_tokens, self.cache_source
+        )
+
+    def _add_timings(
+        self, timings: dict[str, Any], client_ttft: float, n_out: int
+    ) -> tuple[float | None, float | None]:
+        """llama.cpp's `timings`: prompt_ms is its prefill, predicted_per_token_ms its TPOT
+        ((predicted_ms) / (predicted_n - 1), the client's definition)."""
+        prompt_ms = timings.get("prompt_ms")
+        if not isinstance(prompt_ms, int | float):
+            return None, None
+        self.server_source = "timings"
+        self.server["ttft"].add(float(prompt_ms))
+        tpot = timings.get("predicted_per_token_ms")
+        server_tpot = float(tpot) if isinstance(tpot, int | float) and n_out > 1 else None
+        if server_tpot is not None:
+            self.server["tpot"].add(server_tpot)
+        overhead = client_ttft - float(prompt_ms)
+        if overhead < 0:
+            self.overhead_negative += 1
+        self.overhead.add(max(overhead, 0.0))
+        self.modes["llama.cpp"] += 1
+        return float(prompt_ms), server_tpot
+
+    def _add_server(
+        self, timing: dict[str, Any], client_ttft: float
+    ) -> tuple[float | None, float | None]:
         scale = 1.0 / (self.plan.server_speed or float(timing.get("speed") or 1.0))
         admission = float(timing.get("admission_wall_ms") or 0.0)  # wall ms already
         server_ttft = float(timing.get("ttft_ms", 0.0)) * scale + admission
         self.server["ttft"].add(server_ttft)
         self.server["admission"].add(admission)
-        self.server["tpot"].add(float(timing.get("tpot_ms", 0.0)) * scale)
+        server_tpot = float(timing.get("tpot_ms", 0.0)) * scale
+        self.server["tpot"].add(server_tpot)
         self.server["queue"].add(float(timing.get("queue_ms", 0.0)) * scale)
         self.server["transfer"].add(float(timing.get("transfer_ms", 0.0)) * scale)
         # Overhead is never negative in a correct measurement; clamp, but count, clock skew.
@@ -224,12 +386,14 @@ class _Collector:
             self.overhead_negative += 1
         self.overhead.add(max(overhead, 0.0))
         self.modes[str(timing.get("mode", "?"))] += 1
+        return server_ttft, server_tpot
 
     def server_view(self) -> ServerView | None:
         if not self.server["ttft"].count:
             return None
         s = self.server
         return ServerView(
+            source=self.server_source,
             requests=s["ttft"].count,
             ttft_ms=s["ttft"].summary(),
             tpot_ms=s["tpot"].summary(),
@@ -264,8 +428,9 @@ async def run_bench(
     start = time.perf_counter()
     deadline = start + plan.duration_s if plan.duration_s else None
 
-    async def one(item: WorkItem) -> None:
+    async def one(item: WorkItem, request: int) -> None:
         nonlocal finished
+        sent_ms = (time.perf_counter() - start) * 1000
         try:
             # asyncio.timeout, not wait_for: on 3.11 wait_for runs `send` in a new task, and
             # a new task starts only after everything already runnable (under load, after the
@@ -276,7 +441,7 @@ async def run_bench(
             outcome = Outcome(ok=False, e2e_ms=plan.timeout_s * 1000, error="timeout")
         except Exception as exc:  # a failed request is data for the report, not a crash
             outcome = Outcome(ok=False, e2e_ms=0.0, error=_short_error(exc))
-        collector.add(outcome)
+        collector.add(outcome, sent_ms, request)
         finished += 1
         if on_progress:
             on_progress(finished, plan.requests)
@@ -285,7 +450,7 @@ async def run_bench(
     for item in _bounded(items, plan.requests):
         if not await _wait_turn(start + item.arrival_ms / 1000, deadline, limit, stop):
             break
-        task = asyncio.create_task(one(item))
+        task = asyncio.create_task(one(item, sent))
         in_flight.add(task)
         task.add_done_callback(in_flight.discard)
         task.add_done_callback(lambda _task: limit.release())
@@ -303,6 +468,8 @@ async def run_bench(
         counted_requests=collector.counted,
         errors=dict(collector.errors.most_common(10)),
         server=collector.server_view(),
+        cache=collector.cache(),
+        records=collector.records,
     )
 
 
@@ -391,31 +558,68 @@ async def _drain(
     return len(pending)
 
 
-def synthetic_prompt(n_tokens: int) -> str:
-    """A prompt of about `n_tokens` tokens for common tokenizers: one short word per token."""
-    words = ("alpha", "beta", "gamma", "delta", "kappa", "sigma", "omega", "theta")
-    return " ".join(words[i % len(words)] for i in range(n_tokens))
-
-
 def gateway_sender(
-    endpoint: Endpoint, *, timeout_s: float
+    endpoint: Endpoint,
+    *,
+    timeout_s: float,
+    prompts: PromptSpec | None = None,
+    requests: int = 1,
+    extra_body: dict[str, Any] | None = None,
 ) -> tuple[SendFn, Callable[[], Awaitable[None]]]:
-    """A `send` over the gateway's async client, and the coroutine that closes it."""
+    """A `send` over the gateway's async client, and the coroutine that closes it. Request i
+    (in sending order) carries prompt i of `prompts` (notes_cli.bench.prompts). With
+    `prompts.turns` > 1 the `requests` are turns of ceil(requests / turns) conversations, all
+    first turns first: turn t of a conversation waits for its turn t - 1 and resends the
+    history, its answer included. `extra_body` is merged into every request (`ignore_eos`)."""
+    from notes_cli.bench.prompts import PromptMaker, PromptSpec
     from notes_cli.gateway.client import AsyncGatewayClient
 
     client = AsyncGatewayClient(endpoint, timeout=timeout_s)
+    maker = PromptMaker(prompts or PromptSpec())
+    turns = maker.spec.turns
+    conversations = -(-requests // turns)
+    histories: dict[int, list[dict[str, str]]] = {}
+    answered: dict[int, asyncio.Event] = {}
+    counter = iter(range(1 << 62))
 
     async def send(item: WorkItem) -> Outcome:
-        chunk_ms: list[float] = []
-        messages = [{"role": "user", "content": synthetic_prompt(item.input_tokens)}]
-        result = await client.stream(
-            messages,
-            max_tokens=item.output_tokens,
-            on_chunk=lambda _text, elapsed_ms: chunk_ms.append(elapsed_ms),
-        )
-        return _outcome(result, chunk_ms)
+        index = next(counter)
+        user = {"role": "user", "content": maker.text(index, item.input_tokens)}
+        if turns == 1:
+            return await _stream(client, [user], item.output_tokens, extra_body)
+        conversation, turn = index % conversations, index // conversations
+        if turn:
+            await answered[conversation].wait()
+        answered[conversation] = asyncio.Event()
+        history = histories.setdefault(conversation, [])
+        history.append(user)
+        try:
+            outcome, text = await _stream_turn(client, history, item.output_tokens, extra_body)
+            history.append({"role": "assistant", "content": text})
+        finally:
+            answered[conversation].set()
+        return outcome
 
     return send, client.aclose
+
+
+async def _stream(
+    client: Any, messages: list[dict[str, str]], max_tokens: int, extra: dict[str, Any] | None
+) -> Outcome:
+    return (await _stream_turn(client, messages, max_tokens, extra))[0]
+
+
+async def _stream_turn(
+    client: Any, messages: list[dict[str, str]], max_tokens: int, extra: dict[str, Any] | None
+) -> tuple[Outcome, str]:
+    chunk_ms: list[float] = []
+    result = await client.stream(
+        list(messages),
+        max_tokens=max_tokens,
+        on_chunk=lambda _text, elapsed_ms: chunk_ms.append(elapsed_ms),
+        extra_body=extra,
+    )
+    return _outcome(result, chunk_ms), result.text
 
 
 # How each protocol says "stopped at max tokens": chat completions, Responses, Anthropic.
@@ -437,6 +641,9 @@ def _outcome(result: Any, chunk_ms: list[float]) -> Outcome:
         tokens_source=result.tokens_source,
         error=None if ok else f"HTTP {result.status}" if result.status >= 300 else "incomplete",
         pd_timing=result.pd_timing,
+        server_timings=result.server_timings,
+        input_tokens=result.input_tokens,
+        cached_tokens=result.cached_input_tokens,
     )
 
 

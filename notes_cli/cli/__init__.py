@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         command()(args=args, prog_name="pdnotes")
     except PdnotesError as exc:
-        _report_error(exc.message, exc.fix, exc.exit_code, "--json" in args)
+        _report_error(exc.message, exc.fix, exc.exit_code, "--json" in args, exc.details)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
@@ -144,7 +144,9 @@ def _reopen_closed_std_streams() -> None:
             setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115
 
 
-def _report_error(message: str, fix: str | None, code: int, as_json: bool) -> None:
+def _report_error(
+    message: str, fix: str | None, code: int, as_json: bool, details: dict[str, Any] | None = None
+) -> None:
     from notes_cli import render
 
     if as_json:
@@ -155,6 +157,7 @@ def _report_error(message: str, fix: str | None, code: int, as_json: bool) -> No
                 "error": message,
                 "fix": fix,
                 "exit_code": code,
+                **(details or {}),
             }
         )
     render.error(message, fix)

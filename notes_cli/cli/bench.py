@@ -8,7 +8,7 @@ first, JSON included).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,12 +29,15 @@ from notes_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from notes_cli.bench.client import BenchPlan, BenchReport
+    from notes_cli.bench.prompts import PromptSpec
     from notes_cli.bench.workload import WorkItem
     from notes_cli.clients.endpoint import Endpoint
 
 INTERRUPTED_EXIT = 130
 MAX_IN_FLIGHT = 10_000  # requests in flight: each is a connection
 MAX_SECONDS = 86_400.0  # a day, for --timeout and --duration
+MAX_GPUS = 100_000  # --gpus: larger than any cluster one endpoint fronts
+MAX_TURNS = 1_000  # --turns: a conversation's turns
 
 
 def bench(
@@ -45,20 +48,33 @@ def bench(
     key_env: str | None = typer.Option(
         None, "--key-env", help="Environment variable holding the API key (never printed)."
     ),
-    api: str = typer.Option("chat", "--api", help="chat (chat completions) or responses."),
+    api: str = typer.Option(
+        "chat", "--api", help="chat (chat completions), responses or anthropic (Messages)."
+    ),
     rate: float | None = ranged(
         None, "--rate", low=RATE[0], high=RATE[1], help="Poisson arrival rate (req/s)."
     ),
     burstiness: float = ranged(
         1.0, "--burstiness", low=BURSTINESS[0], high=BURSTINESS[1], help="Gamma shape; 1 = Poisson."
     ),
-    concurrency: int | None = ranged(
+    concurrency: str | None = typer.Option(
         None,
         "--concurrency",
         "-c",
+        help="At most this many requests in flight; a list (1,4,16,64) runs one point each.",
+    ),
+    rates: str | None = typer.Option(
+        None, "--rates", help="Run one point per Poisson rate (req/s), e.g. 1,2,4,8."
+    ),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="With a sweep: write TTFT / TPOT vs throughput to FILE.svg|.html."
+    ),
+    gpus: int | None = ranged(
+        None,
+        "--gpus",
         low=1,
-        high=MAX_IN_FLIGHT,
-        help="At most this many requests in flight.",
+        high=MAX_GPUS,
+        help="GPUs behind the endpoint: adds the tokens/s per GPU Pareto front.",
     ),
     requests: int = ranged(
         100, "-n", "--requests", low=1, high=REQUESTS[1], help="Requests to send."
@@ -105,50 +121,226 @@ def bench(
         "the server reports in pd_timing, else 1).",
     ),
     seed: int = ranged(
-        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for arrivals and lengths."
+        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for arrivals, lengths and prompt text."
+    ),
+    shared_prefix: int = ranged(
+        0,
+        "--shared-prefix",
+        low=0,
+        high=INPUT_LEN[1],
+        help="Tokens every prompt of a group starts with, to measure prefix caching on purpose "
+        "(default 0: every prompt is unique, so a prefix cache cannot hit).",
+    ),
+    prefix_groups: int = ranged(
+        1,
+        "--prefix-groups",
+        low=1,
+        high=REQUESTS[1],
+        help="Groups of requests sharing one prefix (request i: i mod G).",
+    ),
+    turns: int = ranged(
+        1,
+        "--turns",
+        low=1,
+        high=MAX_TURNS,
+        help="Turns per conversation: each turn resends the history with a new question "
+        "(-n counts turns).",
+    ),
+    records: Path | None = typer.Option(
+        None,
+        "--records",
+        help="Write one record per request to FILE (.jsonl or .csv; schema in "
+        "docs/simulate-bench.md).",
+    ),
+    ignore_eos: bool = typer.Option(
+        False,
+        "--ignore-eos",
+        help="Ask the server to generate all --output-len tokens (ignore_eos; vLLM, SGLang, "
+        "llama.cpp), so every request has the same output length.",
+    ),
+    metrics_url: str | None = typer.Option(
+        None,
+        "--metrics-url",
+        help="The server's Prometheus metrics, sampled during the run (default: /metrics at "
+        "the base URL's host; 'off' to skip). A server without them only loses that section.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.bench/1 document."),
 ) -> None:
     """Send a bounded load to an OpenAI-compatible endpoint and measure it (vLLM metrics)."""
     from notes_cli import render
     from notes_cli.bench.client import BenchPlan
+    from notes_cli.bench.prompts import PromptSpec
     from notes_cli.bench.stats import Slo
 
-    if api not in ("chat", "responses"):
-        raise UsageError(f"--api must be chat or responses, not {api!r}")
+    if api not in ("chat", "responses", "anthropic"):
+        raise UsageError(f"--api must be chat, responses or anthropic, not {api!r}")
+    from notes_cli.bench.sweep import check_plot_path, parse_points
+
+    levels = parse_points(concurrency, "--concurrency", integer=True) if concurrency else []
+    rate_points = parse_points(rates, "--rates", integer=False) if rates else []
+    _within(levels, "--concurrency", 1, MAX_IN_FLIGHT)
+    _within(rate_points, "--rates", *RATE)
+    if rate_points and rate is not None:
+        raise UsageError("--rate and --rates: give one rate, or the list to sweep")
+    if rate_points and len(levels) > 1:
+        raise UsageError("sweep --concurrency or --rates, not both at once")
+    sweeping = len(levels) > 1 or bool(rate_points)
+    if plot is not None:
+        if not sweeping:
+            raise UsageError("--plot draws a sweep: give --concurrency 1,4,16 or --rates 1,2,4")
+        check_plot_path(plot)
+    if records is not None:
+        from notes_cli.bench.records import records_format
+
+        records_format(records)
+    prompts = PromptSpec(
+        seed=seed, shared_prefix=shared_prefix, prefix_groups=prefix_groups, turns=turns
+    )
     plan = BenchPlan(
         requests=requests,
-        concurrency=concurrency,
+        concurrency=int(levels[0]) if len(levels) == 1 else None,
         duration_s=duration,
         timeout_s=timeout,
         slo=Slo(slo_ttft_ms, slo_tpot_ms, slo_tbt_ms),
         server_speed=server_speed,
+        keep_records=records is not None,
     )
-    items = _workload(requests, input_len, output_len, dist, dataset, rate, burstiness, seed)
-    endpoint = _endpoint(base_url, model, key_env, api)
-    report, served_model = _run(endpoint, items, plan, show_progress=not as_json)
-    from notes_cli.secrets import mask_url
 
-    target = f"{mask_url(endpoint.request_url())} model={served_model}"
+    def workload(at_rate: float | None) -> Iterable[WorkItem]:
+        return _workload(requests, input_len, output_len, dist, dataset, at_rate, burstiness, seed)
+
+    endpoint = _endpoint(base_url, model, key_env, api)
+    from notes_cli.bench.server_metrics import metrics_url as default_metrics_url
+
+    scrape = metrics_url or default_metrics_url(base_url)
+    extra: dict[str, object] | None = {"ignore_eos": True} if ignore_eos else None
+    run = _Runner(endpoint, prompts, None if scrape == "off" else scrape, not as_json, extra)
+    if sweeping:
+        _sweep(run, plan, workload, levels, rate_points, records, plot, gpus, as_json, base_url)
+        return
+    report = run(workload(rate), plan, "bench")
+    if records is not None:
+        from notes_cli.bench.records import write_records
+
+        write_records(records, report.records or [])
     if as_json:
-        document = report.to_json()
-        document["target"] = {
-            "base_url": mask_url(base_url),
-            "api": api,
-            "model": served_model,
-            "key": endpoint.masked_key if endpoint.key else None,
-        }
-        render.emit_json(document)
+        render.emit_json({**report.to_json(), "target": run.target_json(base_url, api)})
     else:
         from notes_cli.render.bench import bench_report
 
-        bench_report(report, target)
+        bench_report(report, run.target)
+    _exit(report.ok, report.interrupted)
+
+
+def _within(values: list[float], flag: str, low: float, high: float) -> None:
+    """Each value of a swept list within the flag's range (ranged() checks single values)."""
+    for value in values:
+        if not low <= value <= high:
+            raise UsageError(f"{flag}: {value:g} is outside the range {low:g} to {high:g}")
+
+
+def _exit(ok: bool, interrupted: bool) -> None:
     # SystemExit, not typer.Exit: cli.main runs Typer with standalone_mode=False, where
     # typer.Exit becomes a return value that main drops (see cli/doctor.py).
-    if report.interrupted:
+    if interrupted:
         raise SystemExit(INTERRUPTED_EXIT)
-    if not report.ok:
+    if not ok:
         raise SystemExit(1)
+
+
+class _Runner:
+    """Runs one load point; remembers the model the first point resolved."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        prompts: PromptSpec,
+        metrics_url: str | None,
+        progress: bool,
+        extra_body: dict[str, object] | None,
+    ) -> None:
+        self.endpoint, self.prompts, self.metrics_url = endpoint, prompts, metrics_url
+        self.progress, self.extra_body = progress, extra_body
+
+    def __call__(self, items: Iterable[WorkItem], plan: BenchPlan, label: str) -> BenchReport:
+        from dataclasses import replace
+
+        report, served = _run(
+            self.endpoint,
+            items,
+            plan,
+            self.prompts,
+            self.metrics_url,
+            show_progress=self.progress,
+            description=label,
+            extra_body=self.extra_body,
+        )
+        self.endpoint = replace(self.endpoint, model=served)
+        return report
+
+    @property
+    def target(self) -> str:
+        from notes_cli.secrets import mask_url
+
+        return f"{mask_url(self.endpoint.request_url())} model={self.endpoint.model}"
+
+    def target_json(self, base_url: str, api: str) -> dict[str, object]:
+        from notes_cli.secrets import mask_url
+
+        return {
+            "base_url": mask_url(base_url),
+            "api": api,
+            "model": self.endpoint.model,
+            "key": self.endpoint.masked_key if self.endpoint.key else None,
+        }
+
+
+def _sweep(
+    run: _Runner,
+    plan: BenchPlan,
+    workload: Callable[[float | None], Iterable[WorkItem]],
+    levels: list[float],
+    rate_points: list[float],
+    records: Path | None,
+    plot: Path | None,
+    gpus: int | None,
+    as_json: bool,
+    base_url: str,
+) -> None:
+    """One run per load point, the same seeded workload each time; then the table and plot."""
+    from dataclasses import replace
+
+    from notes_cli import render
+    from notes_cli.bench.sweep import SweepPoint, point_file, sweep_json, write_sweep_plot
+
+    kind, values = ("rate", rate_points) if rate_points else ("concurrency", levels)
+    points: list[SweepPoint] = []
+    for index, value in enumerate(values, 1):
+        if kind == "rate":
+            point_plan, items = plan, workload(value)
+        else:
+            point_plan, items = replace(plan, concurrency=int(value)), workload(None)
+        label = f"{'c=' if kind == 'concurrency' else 'rate '}{value:g} ({index}/{len(values)})"
+        report = run(items, point_plan, label)
+        point = SweepPoint(kind, value, report)
+        points.append(point)
+        if records is not None:
+            from notes_cli.bench.records import write_records
+
+            write_records(point_file(records, point), report.records or [])
+        if report.interrupted:
+            break
+    if plot is not None:
+        write_sweep_plot(points, plot, run.target, gpus)
+    if as_json:
+        document = sweep_json(points, gpus)
+        document["target"] = run.target_json(base_url, run.endpoint.protocol)
+        render.emit_json(document)
+    else:
+        from notes_cli.render.bench import sweep_report
+
+        sweep_report(points, run.target, plot)
+    _exit(all(p.report.ok for p in points), any(p.report.interrupted for p in points))
 
 
 def _workload(
@@ -184,7 +376,15 @@ def _endpoint(base_url: str, model: str | None, key_env: str | None, api: str) -
 
 
 def _run(
-    endpoint: Endpoint, items: Iterable[WorkItem], plan: BenchPlan, *, show_progress: bool
+    endpoint: Endpoint,
+    items: Iterable[WorkItem],
+    plan: BenchPlan,
+    prompts: PromptSpec,
+    metrics_url: str | None,
+    *,
+    show_progress: bool,
+    description: str = "bench",
+    extra_body: dict[str, object] | None = None,
 ) -> tuple[BenchReport, str | None]:
     """Run the load in an event loop that turns Ctrl-C into a clean stop."""
     import asyncio
@@ -193,6 +393,7 @@ def _run(
     from dataclasses import replace
 
     from notes_cli.bench.client import gateway_sender, run_bench
+    from notes_cli.bench.server_metrics import MetricsSampler
     from notes_cli.render.bench import progress
 
     async def main() -> tuple[BenchReport, str | None]:
@@ -204,13 +405,27 @@ def _run(
             if endpoint.model
             else replace(endpoint, model=await _first_model(endpoint, plan.timeout_s))
         )
-        send, close = gateway_sender(chosen, timeout_s=plan.timeout_s)
+        send, close = gateway_sender(
+            chosen,
+            timeout_s=plan.timeout_s,
+            prompts=prompts,
+            requests=plan.requests,
+            extra_body=extra_body,
+        )
         try:
-            bar = progress(plan.requests, "bench") if show_progress else contextlib.nullcontext()
-            with bar as update:
-                report = await run_bench(items, send, plan, stop=stop, on_progress=update)
+            bar = (
+                progress(plan.requests, description) if show_progress else contextlib.nullcontext()
+            )
+            sampler = MetricsSampler(metrics_url) if metrics_url else None
+            async with sampler or contextlib.nullcontext():
+                with bar as update:
+                    report = await run_bench(items, send, plan, stop=stop, on_progress=update)
         finally:
             await close()
+        if sampler is not None:
+            report = replace(
+                report, server_metrics=sampler.view(), server_metrics_error=sampler.error
+            )
         return report, chosen.model
 
     return asyncio.run(main())

@@ -9,7 +9,8 @@ import typer
 
 app = typer.Typer(
     help="Turn PD-disaggregation reading into a validated stage / bottleneck / optimisation / "
-    "component table: list kits, generate a note with the model, check a saved answer.",
+    "component table: list kits, show what sources yield, generate and check notes, make cards "
+    "and compare two notes.",
     no_args_is_help=True,
 )
 
@@ -151,10 +152,11 @@ def generate(
         timeout=timeout,
     )
     gen.finish_note(
-        result, lang=language, endpoint=endpoint, prompt=prompt, fmt=export_format, path=path
-    )
+        result, lang=language, endpoint=endpoint, prompt=prompt, fmt=export_format, path=path,
+        max_tokens=max_tokens,
+    )  # fmt: skip
     if as_json:
-        render.emit_json(gen.report_json(result, prompt, export_format))
+        render.emit_json(gen.report_json(result, prompt, export_format, max_tokens))
     else:
         draw.generate_summary(result)
     if not result.passed:
@@ -192,7 +194,11 @@ def _read_note(path: Path, kit: Any) -> Any:
 def cards(
     note: Path = typer.Argument(..., help="A note or saved answer (.md, .json, .csv, .html)."),
     output: Path = typer.Option(
-        ..., "-o", "--output", help="Where to write the cards: a .apkg Anki deck or a .csv file."
+        ...,
+        "-o",
+        "--output",
+        help="Where to write the cards: a .csv file, or a .apkg Anki deck (needs the `anki` "
+        "extra: pip install 'pdnotes[anki]').",
     ),
     kit: str = _KIT,
 ) -> None:
@@ -239,20 +245,27 @@ def compare(
     a: Path = typer.Argument(..., help="The first note or saved answer."),
     b: Path = typer.Argument(..., help="The second note or saved answer."),
     kit: str = _KIT,
-    lang: str | None = typer.Option(None, "--lang", help="Column labels in zh or en."),
+    lang: str | None = typer.Option(
+        None, "--lang", help="Column labels in zh or en (default: the language of note A)."
+    ),
     as_json: bool = _JSON,
 ) -> None:
-    """Where two notes (two models, two runs) agree and differ, cell by cell: the rubric
-    concepts each cell mentions. Exit 0 when they agree, 1 when any cell differs."""
+    """Where two notes (two models, two runs, Chinese and English) agree and differ: cell by
+    cell and concept by concept, by the kit's concepts in either language. Exit 0 when they
+    agree, 1 when any cell differs."""
     from notes_cli import render
     from notes_cli.notes.compare import compare as compare_notes
     from notes_cli.notes.kits import load_kit
 
+    if lang not in (None, "zh", "en"):
+        from notes_cli.errors import UsageError
+
+        raise UsageError(f"--lang {lang}: use zh or en")
     chosen = load_kit(kit)
     result = compare_notes(
         _read_note(a, chosen),
         _read_note(b, chosen),
-        lang or chosen.default_language,
+        lang,
         (str(a), str(b)),
     )
     if as_json:

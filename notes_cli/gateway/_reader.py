@@ -126,6 +126,7 @@ class StreamReader:
             events=self.events,
             reasoning_chars=self.reasoning_chars,
             client_issues=self._issues(self) if self._issues else [],
+            server_timings=getattr(self.decoder, "server_timings", None),
         )
 
 
@@ -156,6 +157,7 @@ def reply_result(
         events=1,
         reasoning_chars=sum(len(p.text) for p in reply.parts if isinstance(p, ReasoningPart)),
         client_issues=[],
+        server_timings=llama if isinstance(llama := payload.get("timings"), dict) else None,
     )
 
 
@@ -172,6 +174,7 @@ def _result(
     events: int,
     reasoning_chars: int,
     client_issues: list[str],
+    server_timings: dict[str, Any] | None = None,
 ) -> StreamResult:
     # Usage that reports no output tokens for an answer that has text is a server that does
     # not count them: the text chunks are the better estimate.
@@ -188,6 +191,8 @@ def _result(
         model=model,
         timings=timings,
         pd_timing=pd_timing if isinstance(pd_timing, dict) else None,
+        server_timings=server_timings,
+        cached_input_tokens=usage.cached_input_tokens if usage is not None else None,
         raw_events_count=events,
         reasoning_chars=reasoning_chars,
         client_issues=client_issues,

@@ -40,6 +40,10 @@ class StreamResult:
     model: str | None
     timings: Timings
     pd_timing: dict[str, Any] | None = None
+    # llama.cpp's `timings` object (prompt_ms, cache_n, predicted_per_token_ms, ...), if sent.
+    server_timings: dict[str, Any] | None = None
+    # Prompt tokens the server says it served from its cache (usage.*_tokens_details), if any.
+    cached_input_tokens: int | None = None
     raw_events_count: int = 0
     reasoning_chars: int = 0
     client_issues: list[str] = field(default_factory=list)

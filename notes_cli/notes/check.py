@@ -13,13 +13,13 @@ from typing import Literal
 
 from notes_cli.errors import InputError
 from notes_cli.notes.extract import Extraction, SourceFormat, extract
-from notes_cli.notes.grounding import Grounding
+from notes_cli.notes.grounding import ClaimGrounding, Grounding
 from notes_cli.notes.kits import Concept, Kit
 from notes_cli.notes.rubric import RubricResult, score
 from notes_cli.notes.tables import check_answer_size
 from notes_cli.notes.terms import has_cjk
 
-Verdict = Literal["pass", "fail", "wrong-columns", "no-table", "refusal", "truncated"]
+Verdict = Literal["pass", "fail", "wrong-columns", "no-table", "refusal", "truncated", "at-limit"]
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,15 @@ class NoteCheck:
         return self.verdict == "pass"
 
     @property
+    def misplaced(self) -> tuple[ClaimGrounding, ...]:
+        """Cited claims whose page or source does not say them (with `--source`)."""
+        return self.grounding.misplaced if self.grounding is not None else ()
+
+    @property
     def repairable(self) -> bool:
-        """A refusal is not something a repair request fixes; everything else may be."""
-        return not self.passed and self.verdict != "refusal"
+        """A refusal is not something a repair request fixes; everything else may be, and so
+        is a passing table that cites a page for something the page does not say."""
+        return (not self.passed or bool(self.misplaced)) and self.verdict != "refusal"
 
     def problems(self, lang: str = "en") -> list[str]:
         """One sentence per problem, naming exactly the missing columns, rows and concepts.
@@ -55,9 +61,10 @@ class NoteCheck:
         status = self.extraction.status
         found: list[str] = []
         if status in ("no-table", "refusal"):
-            found.append(words["no_table"].format(columns=columns))
-        elif status == "truncated":
-            found.append(words["truncated"])
+            key = "no_table_at_limit" if self.extraction.at_limit else "no_table"
+            found.append(words[key].format(columns=columns))
+        elif status in ("truncated", "at-limit"):
+            found.append(words[status.replace("-", "_")].format(columns=columns))
         elif status == "wrong-columns":
             missing = self.extraction.missing_columns
             labels = [c.label(lang) for c in self.kit.columns if c.key in missing]
@@ -69,7 +76,16 @@ class NoteCheck:
             )
         if status in ("ok", "wrong-columns"):
             found.extend(self._rubric_problems(lang, words))
+        for claim in self.misplaced:
+            found.append(
+                words["misplaced"].format(
+                    row=claim.row, column=_column_label(self.kit, claim.column, lang),
+                    claim=claim.claim, detail=claim.detail,
+                )
+            )  # fmt: skip
         if self.grounded and self.grounding is not None:
+            if self.grounding.unjudged:
+                found.append(words["unjudged"].format(count=self.grounding.unjudged))
             for concept in self.grounding.concepts:
                 if concept.status != "cited":
                     found.append(
@@ -78,6 +94,27 @@ class NoteCheck:
                         )
                     )
         return found
+
+    def fix(self, max_tokens: int | None = None) -> str:
+        """What the user can do about an answer that is not a note (the error's `fix:`)."""
+        limit = f" (now {max_tokens})" if max_tokens else ""
+        status = self.extraction.status
+        if status == "no-table" and self.extraction.at_limit:
+            return (
+                f"the model used all its tokens before starting a table: raise --max-tokens"
+                f"{limit}, or use an instruction-tuned model (a base model rarely answers with "
+                "the table it is asked for)"
+            )
+        if status == "truncated":
+            return f"the table did not fit: raise --max-tokens{limit}"
+        if status == "at-limit":
+            return (
+                f"raise --max-tokens{limit} so the answer can end on its own; the table looked "
+                "whole but stopped at the limit"
+            )
+        if status == "no-table":
+            return "the model answered without a table: allow repairs, or try another --model"
+        return "run again, or try another --model"
 
     def _rubric_problems(self, lang: str, words: dict[str, str]) -> list[str]:
         found = []
@@ -105,6 +142,10 @@ def _problem_words(lang: str) -> dict[str, str]:
     return dict(table.get(lang, table["en"]))
 
 
+def _column_label(kit: Kit, key: str, lang: str) -> str:
+    return next((c.label(lang) for c in kit.columns if c.key == key), key)
+
+
 def _concept_name(concept: Concept, lang: str) -> str:
     """The concept's label, plus its first Chinese synonym when writing in Chinese."""
     chinese = next((s for s in concept.synonyms if has_cjk(s)), None) if lang == "zh" else None
@@ -130,7 +171,13 @@ def read_answer(path: Path) -> tuple[str, SourceFormat]:
     from notes_cli.notes.tables import MAX_ANSWER_CHARS
 
     # UTF-8 takes at most 4 bytes a character: anything bigger is over the answer bound.
-    data = read_document(path, max_bytes=4 * MAX_ANSWER_CHARS, what="answer")
+    data = read_document(
+        path,
+        max_bytes=4 * MAX_ANSWER_CHARS,
+        what="note or answer",
+        missing_fix="check the path; `pdnotes notes generate -o FILE` writes a note, or save "
+        "the model's answer to a file (- reads it from stdin for `notes check`)",
+    )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -1,22 +1,46 @@
-"""`notes compare A B`: where two notes (two models, two runs) agree and differ, cell by cell.
+"""`notes compare A B`: where two notes (two models, two runs, two languages) agree and differ.
 
-Rows are paired by the kit's rubric rows (so `Decode（解码）` and `Decode` meet), other rows by
-their stage text. A cell pair agrees when both cells mention the same rubric concepts of their
-row (a cell of a row without concepts: the same text, ignoring case, spaces and citations);
-otherwise the concepts only one side has are named.
+Both notes are read through the kit's vocabulary of concepts, each with its Chinese and English
+spellings: every rubric concept, every rubric row (its `match` terms: `Prefill`, `预填充`), and,
+when the kit has a knowledge base (prompts/<kit>/knowledge.toml), each of its items that names
+no rubric concept, its `zh` and `en` wordings paired. Rows are paired by the rubric's rows
+(other rows by their stage text); a cell pair agrees when both cells name the same concepts.
+Two cells that name no concept agree when their text is the same; if the notes are in
+different languages such cells are `unmatched` (words cannot be compared across languages) and
+count neither way. Per concept, the comparison says in which rows each note names it.
+
+Column labels follow `lang`, by default the language of note A's header.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from notes_cli.notes.check import NoteCheck
 from notes_cli.notes.passages import without_citations
-from notes_cli.notes.terms import first_match, normalize
+from notes_cli.notes.terms import contains_term, has_cjk, normalize
 
-CellVerdict = Literal["agree", "differ", "only-a", "only-b", "empty"]
+CellVerdict = Literal["agree", "differ", "only-a", "only-b", "empty", "unmatched"]
+
+
+@dataclass(frozen=True)
+class Concept:
+    key: str
+    label: str  # in the comparison's language
+    terms: tuple[str, ...]  # every spelling, zh and en
+
+
+@dataclass(frozen=True)
+class ConceptAgreement:
+    label: str
+    rows_a: tuple[str, ...]  # the rows of A that name it
+    rows_b: tuple[str, ...]
+
+    @property
+    def agrees(self) -> bool:
+        return self.rows_a == self.rows_b
 
 
 @dataclass(frozen=True)
@@ -28,6 +52,8 @@ class CellComparison:
     b: str
     only_a: tuple[str, ...] = ()  # concept labels only A's cell mentions
     only_b: tuple[str, ...] = ()
+    concepts_a: tuple[str, ...] = ()  # every concept each cell names
+    concepts_b: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -37,7 +63,7 @@ class RowComparison:
 
     @property
     def agrees(self) -> bool:
-        return all(c.verdict in ("agree", "empty") for c in self.cells)
+        return all(c.verdict in ("agree", "empty", "unmatched") for c in self.cells)
 
 
 @dataclass(frozen=True)
@@ -45,6 +71,8 @@ class Comparison:
     a_name: str
     b_name: str
     rows: tuple[RowComparison, ...]
+    lang: str = "en"
+    concepts: tuple[ConceptAgreement, ...] = ()
 
     @property
     def agreeing_cells(self) -> int:
@@ -52,15 +80,22 @@ class Comparison:
 
     @property
     def differing_cells(self) -> int:
-        return sum(1 for r in self.rows for c in r.cells if c.verdict not in ("agree", "empty"))
+        neutral = ("agree", "empty", "unmatched")
+        return sum(1 for r in self.rows for c in r.cells if c.verdict not in neutral)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": "pdnotes.notes.compare/1",
             "a": self.a_name,
             "b": self.b_name,
+            "lang": self.lang,
             "agree": self.agreeing_cells,
             "differ": self.differing_cells,
+            "unmatched": sum(1 for r in self.rows for c in r.cells if c.verdict == "unmatched"),
+            "concepts": [
+                {"concept": c.label, "agrees": c.agrees, "a": list(c.rows_a), "b": list(c.rows_b)}
+                for c in self.concepts
+            ],
             "rows": [
                 {
                     "row": r.label,
@@ -68,6 +103,7 @@ class Comparison:
                     "cells": [
                         {
                             "column": c.column,
+                            "label": c.label,
                             "verdict": c.verdict,
                             "a": c.a,
                             "b": c.b,
@@ -82,8 +118,17 @@ class Comparison:
         }
 
 
-def compare(a: NoteCheck, b: NoteCheck, lang: str, names: tuple[str, str]) -> Comparison:
+def note_language(check: NoteCheck) -> str:
+    """zh when the note's header is written in Chinese, else en."""
+    table = check.extraction.table
+    return "zh" if table is not None and any(has_cjk(h) for h in table.header) else "en"
+
+
+def compare(a: NoteCheck, b: NoteCheck, lang: str | None, names: tuple[str, str]) -> Comparison:
     kit = a.kit
+    lang = lang or note_language(a)
+    vocabulary = kit_vocabulary(kit, lang)
+    same_language = note_language(a) == note_language(b)
     rows: list[RowComparison] = []
     paired_a: set[int] = set()
     paired_b: set[int] = set()
@@ -94,10 +139,69 @@ def compare(a: NoteCheck, b: NoteCheck, lang: str, names: tuple[str, str]) -> Co
         cells_b = _row_cells(b, row_b.table_rows)
         paired_a.update(row_a.table_rows[:1])
         paired_b.update(row_b.table_rows[:1])
-        concepts = [(c.label, c.synonyms) for c in spec.concepts]
-        rows.append(RowComparison(spec.label, _cells(kit, lang, cells_a, cells_b, concepts)))
-    rows.extend(_other_rows(a, b, kit, lang, paired_a, paired_b))
-    return Comparison(names[0], names[1], tuple(rows))
+        cells = _cells(kit, lang, cells_a, cells_b, vocabulary, same_language)
+        rows.append(RowComparison(spec.label, cells))
+    rows.extend(_other_rows(a, b, kit, lang, paired_a, paired_b, vocabulary, same_language))
+    return Comparison(names[0], names[1], tuple(rows), lang, _agreement(rows, vocabulary))
+
+
+def _agreement(
+    rows: list[RowComparison], vocabulary: list[Concept]
+) -> tuple[ConceptAgreement, ...]:
+    """Per concept either note names: the rows of each that name it."""
+    found = []
+    for concept in vocabulary:
+        in_a = tuple(r.label for r in rows if any(concept.label in c.concepts_a for c in r.cells))
+        in_b = tuple(r.label for r in rows if any(concept.label in c.concepts_b for c in r.cells))
+        if in_a or in_b:
+            found.append(ConceptAgreement(concept.label, in_a, in_b))
+    return tuple(found)
+
+
+def kit_vocabulary(kit: Any, lang: str) -> list[Concept]:
+    """The kit's concepts with all their spellings (see the module docstring), labelled in
+    `lang`: in Chinese a concept is shown by its first Chinese spelling."""
+    found: list[Concept] = []
+    seen: set[str] = set()
+
+    def add(key: str, label: str, terms: tuple[str, ...]) -> None:
+        spellings = tuple(t for t in dict.fromkeys(terms) if t.strip())
+        if key in seen or not spellings:
+            return
+        seen.add(key)
+        chinese = next((t for t in spellings if has_cjk(t)), None)
+        shown = chinese if lang == "zh" and chinese and not has_cjk(label) else label
+        found.append(Concept(key, shown, spellings))
+
+    for row in kit.rubric.rows:
+        add(f"row:{row.key}", row.label, (row.label, *row.match))
+        for concept in row.concepts:
+            add(concept.key, concept.label, (concept.label, *concept.synonyms))
+    rubric_terms = [t for c in found for t in c.terms]
+    for number, (zh, en) in enumerate(_knowledge_pairs(kit.path)):
+        if not any(contains_term(en, t) or contains_term(zh, t) for t in rubric_terms):
+            add(f"knowledge:{number}", zh if lang == "zh" else en, (en, zh))
+    return found
+
+
+def _knowledge_pairs(kit_path: Path) -> list[tuple[str, str]]:
+    """(zh, en) wordings of every item of the kit's knowledge base, paired by position."""
+    import tomllib
+
+    path = kit_path / "knowledge.toml"
+    if not path.is_file():
+        return []
+    try:
+        with path.open("rb") as handle:
+            rows = tomllib.load(handle).get("rows", [])
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    pairs: list[tuple[str, str]] = []
+    for row in rows:
+        zh, en = row.get("zh", {}), row.get("en", {})
+        for key, items in en.items():
+            pairs.extend(zip(zh.get(key, []), items, strict=False))
+    return pairs
 
 
 def _row_cells(check: NoteCheck, indexes: tuple[int, ...]) -> dict[str, str] | None:
@@ -113,13 +217,16 @@ def _cells(
     lang: str,
     a: dict[str, str] | None,
     b: dict[str, str] | None,
-    concepts: list[tuple[str, tuple[str, ...]]],
+    vocabulary: list[Concept],
+    same_language: bool,
 ) -> tuple[CellComparison, ...]:
     found = []
     for column in kit.columns:
         text_a = (a or {}).get(column.key, "")
         text_b = (b or {}).get(column.key, "")
-        found.append(_cell(column.key, column.label(lang), text_a, text_b, a, b, concepts))
+        cell = _cell(column.key, column.label(lang), text_a, text_b, a, b, vocabulary,
+                     same_language)  # fmt: skip
+        found.append(cell)
     return tuple(found)
 
 
@@ -130,39 +237,31 @@ def _cell(
     text_b: str,
     row_a: dict[str, str] | None,
     row_b: dict[str, str] | None,
-    concepts: list[tuple[str, tuple[str, ...]]],
+    vocabulary: list[Concept],
+    same_language: bool,
 ) -> CellComparison:
+    in_a = _named(text_a, vocabulary) if row_a is not None else ()
+    in_b = _named(text_b, vocabulary) if row_b is not None else ()
     if row_a is None or row_b is None:
         side: CellVerdict = "only-b" if row_a is None else "only-a"
-        return CellComparison(key, label, side, text_a, text_b)
+        return CellComparison(key, label, side, text_a, text_b, concepts_a=in_a, concepts_b=in_b)
     if not text_a.strip() and not text_b.strip():
         return CellComparison(key, label, "empty", text_a, text_b)
-    in_a = {name for name, synonyms in concepts if first_match(text_a, synonyms)}
-    in_b = {name for name, synonyms in concepts if first_match(text_b, synonyms)}
-    order = [name for name, _ in concepts]
-    only_a = tuple(n for n in order if n in in_a - in_b)
-    only_b = tuple(n for n in order if n in in_b - in_a)
-    if not in_a and not in_b:  # no concept here: compare the terms the cells name
-        words_a, words_b = _terms(text_a), _terms(text_b)
-        only_a = tuple(sorted(words_a - words_b))[:_MAX_TERMS]
-        only_b = tuple(sorted(words_b - words_a))[:_MAX_TERMS]
-    verdict: CellVerdict = "differ" if only_a or only_b else "agree"
-    return CellComparison(key, label, verdict, text_a, text_b, only_a, only_b)
+    only_a = tuple(n for n in in_a if n not in in_b)
+    only_b = tuple(n for n in in_b if n not in in_a)
+    if not in_a and not in_b:  # no concept to compare by: the text itself, in one language
+        verdict: CellVerdict = "agree" if _plain(text_a) == _plain(text_b) else "differ"
+        if verdict == "differ" and not same_language:
+            verdict = "unmatched"
+    else:
+        verdict = "differ" if only_a or only_b else "agree"
+    return CellComparison(key, label, verdict, text_a, text_b, only_a, only_b, in_a, in_b)
 
 
-_MAX_TERMS = 6
-_WORD = re.compile(r"[a-z][a-z0-9+.-]{2,}|[\u3400-\u9fff]{2,}")
-_STOPWORDS = frozenset(
-    ("the", "and", "for", "from", "with", "that", "this", "into", "must", "are", "can", "its",
-     "their", "each", "between", "over", "under", "after", "before", "than", "then", "also",
-     "only", "per", "via", "use", "uses", "used")
-)  # fmt: skip
-
-
-def _terms(text: str) -> set[str]:
-    """The words a cell names (lower case, stop words dropped), for cells without concepts."""
-    words = _WORD.findall(normalize(without_citations(text)))
-    return {w.rstrip(".") for w in words if w not in _STOPWORDS}
+def _named(text: str, vocabulary: list[Concept]) -> tuple[str, ...]:
+    """The labels of the concepts `text` names, in vocabulary order."""
+    plain = without_citations(text)
+    return tuple(c.label for c in vocabulary if any(contains_term(plain, t) for t in c.terms))
 
 
 def _plain(text: str) -> str:
@@ -170,7 +269,14 @@ def _plain(text: str) -> str:
 
 
 def _other_rows(
-    a: NoteCheck, b: NoteCheck, kit: Any, lang: str, paired_a: set[int], paired_b: set[int]
+    a: NoteCheck,
+    b: NoteCheck,
+    kit: Any,
+    lang: str,
+    paired_a: set[int],
+    paired_b: set[int],
+    vocabulary: list[Concept],
+    same_language: bool,
 ) -> list[RowComparison]:
     """Rows no rubric row claims, paired by their stage text."""
     stage_key = kit.columns[0].key
@@ -194,6 +300,9 @@ def _other_rows(
         cells_a, cells_b = rows_a.get(stage), rows_b.get(stage)
         label = (cells_a or cells_b or {}).get(stage_key, stage)
         found.append(
-            RowComparison(without_citations(label), _cells(kit, lang, cells_a, cells_b, []))
+            RowComparison(
+                without_citations(label),
+                _cells(kit, lang, cells_a, cells_b, vocabulary, same_language),
+            )
         )
     return found

@@ -42,6 +42,16 @@ class Document:
     dropped: str | None = None  # what extraction left out, in words
     fetched: str | None = None  # for a URL: the final URL and size actually read
     notes: tuple[str, ...] = field(default_factory=tuple)
+    whole_page: bool = False  # a web page read whole: its navigation and footer are in the text
+
+    @property
+    def left_out(self) -> str:
+        """What reading left out, in words, honest about a page that was kept whole."""
+        if self.dropped:
+            return self.dropped
+        if self.whole_page:
+            return "nothing: the whole page is kept, navigation and footer included"
+        return "nothing"
 
     @property
     def text(self) -> str:
@@ -72,7 +82,13 @@ def load_document(spec: str) -> Document:
 def _load_file(path: Path) -> Document:
     from notes_cli.fileio import read_document
 
-    data = read_document(path, max_bytes=MAX_FILE_BYTES, what="source")
+    data = read_document(
+        path,
+        max_bytes=MAX_FILE_BYTES,
+        what="source",
+        missing_fix="check the path (a URL must start with http:// or https://); "
+        "`pdnotes notes sources FILE` shows what a source yields",
+    )
     suffix = path.suffix.lower()
     name = str(path)
     if suffix == ".pdf" or data[:5] == b"%PDF-":
@@ -121,7 +137,7 @@ def _html(name: str, markup: str, url: str | None) -> Document:
 
     page = main_text(markup, url=url, name=name)
     return Document(name, "html", page.title, (Page(None, page.text),), page.dropped, None,
-                    page.notes)  # fmt: skip
+                    page.notes, page.whole_page)  # fmt: skip
 
 
 def decode_text(data: bytes, declared: str | None, name: str) -> str:

@@ -2,8 +2,14 @@
 
 `extract(text, kit)` looks for tables of every kind, scores each by how many kit columns its
 header names (in either language, via the kit's synonyms), and keeps the best. It also tells a
-refusal, a truncated answer and an answer without any table apart, so callers can say exactly
-what went wrong.
+refusal and the three ways an answer falls short apart, so callers can say exactly what went
+wrong and ask for the right repair:
+
+- `no-table`: no table began (`at_limit` says whether the model ran out of tokens first, e.g. a
+  base model rambling, or simply answered in prose);
+- `truncated`: a table began and was cut off before it ended;
+- `at-limit`: the table looks complete, but the model stopped at its token limit (finish reason
+  "length"), so its end cannot be trusted and it is not written as a note.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from notes_cli.notes.tables import (
 )
 from notes_cli.notes.terms import contains_term, has_cjk, same_label
 
-ExtractStatus = Literal["ok", "wrong-columns", "no-table", "refusal", "truncated"]
+ExtractStatus = Literal["ok", "wrong-columns", "no-table", "refusal", "truncated", "at-limit"]
 SourceFormat = Literal["text", "csv"]
 
 _REFUSAL = re.compile(
@@ -60,6 +66,7 @@ class Extraction:
     tables_found: int
     missing_columns: tuple[str, ...]
     detail: str
+    at_limit: bool = False  # the model stopped at its token limit (finish reason "length")
 
     @property
     def ok(self) -> bool:
@@ -70,18 +77,26 @@ def extract(
     text: str, kit: Kit, *, source_format: SourceFormat = "text", finish_reason: str | None = None
 ) -> Extraction:
     """Find the table that best fits `kit` in `text`. `finish_reason="length"` (the model hit
-    its token limit) marks the answer truncated even when the table looks whole."""
+    its token limit) never lets a table pass: a cut one is `truncated`, a whole-looking one
+    `at-limit`."""
     tables = csv_tables(text) if source_format == "csv" else find_tables(text)
     usable = [t for t in tables if t.header]
-    cut = any(t.cut_short for t in tables) or finish_reason == "length"
+    at_limit = finish_reason == "length"
     if not usable:
-        return _without_table(text, kit, cut, len(tables))
+        return _without_table(text, kit, any(t.cut_short for t in tables), at_limit, len(tables))
     best = max(usable, key=lambda t: (_score(t, kit.columns), len(t.rows), -usable.index(t)))
     table = NoteTable(best.header, best.rows, best.kind, map_columns(best.header, kit.columns))
     missing = tuple(c.key for c in kit.columns if c.key not in table.column_index)
-    if cut and (best.cut_short or finish_reason == "length"):
-        detail = "the answer stops in the middle of the table (truncated output)"
-        return Extraction("truncated", table, len(usable), missing, detail)
+    limit = " at the token limit" if at_limit else ""
+    if best.cut_short:
+        detail = f"the answer stops in the middle of the table{limit} (truncated output)"
+        return Extraction("truncated", table, len(usable), missing, detail, at_limit)
+    if at_limit:
+        detail = (
+            f"the table looks complete ({len(best.rows)} rows), but the answer was truncated at "
+            "the token limit (finish reason length): its end cannot be trusted"
+        )
+        return Extraction("at-limit", table, len(usable), missing, detail, at_limit)
     if missing:
         labels = ", ".join(
             c.label(_header_lang(best.header)) for c in kit.columns if c.key in missing
@@ -126,11 +141,15 @@ def _header_lang(header: tuple[str, ...]) -> str:
     return "zh" if any(has_cjk(h) for h in header) else "en"
 
 
-def _without_table(text: str, kit: Kit, cut: bool, found: int) -> Extraction:
-    if cut:
-        return Extraction("truncated", None, found, (), "the answer stops before its table ends")
+def _without_table(text: str, kit: Kit, cut: bool, at_limit: bool, found: int) -> Extraction:
+    if cut:  # a table began, its header never ended
+        detail = "the answer stops before its table's header ends (truncated output)"
+        return Extraction("truncated", None, found, (), detail, at_limit)
+    missing = tuple(c.key for c in kit.columns)
+    if at_limit:
+        detail = "the answer reached the token limit before any table began"
+        return Extraction("no-table", None, 0, missing, detail, at_limit)
     if _REFUSAL.search(text):
         first = text.strip().splitlines()[0][:120] if text.strip() else ""
         return Extraction("refusal", None, 0, (), f"the model declined to answer: {first!r}")
-    missing = tuple(c.key for c in kit.columns)
     return Extraction("no-table", None, 0, missing, "the answer contains no table")

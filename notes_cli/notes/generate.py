@@ -18,8 +18,11 @@ from notes_cli.clients.endpoint import Endpoint
 from notes_cli.errors import PdnotesError
 from notes_cli.notes.check import NoteCheck, check_text
 from notes_cli.notes.export import ExportFormat, NoteDocument, render, write_note
+from notes_cli.notes.grounding import ClaimGrounding
 from notes_cli.notes.kits import Kit
+from notes_cli.notes.passages import without_citations
 from notes_cli.notes.reading import MapObserver, MapResult, ReadingPlan
+from notes_cli.notes.rubric import score
 from notes_cli.notes.sources import estimate_tokens
 
 AttemptKind = Literal["initial", "repair"]
@@ -68,6 +71,8 @@ class Attempt:
     verdict: str
     problems: tuple[str, ...]
     model: str | None = None
+    input_tokens: int | None = None
+    detail: str = ""  # what the extraction found, in words
 
 
 @dataclass
@@ -76,6 +81,8 @@ class GenerateResult:
     attempts: list[Attempt] = field(default_factory=list)
     document: NoteDocument | None = None
     path: Path | None = None
+    # cited claims the model did not repair; the note was written without these citations
+    uncited: tuple[ClaimGrounding, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -178,11 +185,14 @@ def generate_note(
             request = messages[-1]["content"]
             observer.attempt_started(number, kind, request)
             streamed = client.stream(messages, max_tokens=max_tokens, on_chunk=observer.chunk)
-            check = check_text(streamed.text, kit, finish_reason=streamed.finish_reason)
+            check = _with_grounding(
+                check_text(streamed.text, kit, finish_reason=streamed.finish_reason), prompt
+            )
             attempt = Attempt(
                 number, kind, request, streamed.text, streamed.finish_reason,
                 streamed.output_tokens, streamed.timings.total_ms, check.verdict,
-                tuple(check.problems(lang)), streamed.model,
+                tuple(check.problems(lang)), streamed.model, streamed.input_tokens,
+                check.extraction.detail,
             )  # fmt: skip
             attempts.append(attempt)
             observer.attempt_finished(attempt)
@@ -197,8 +207,51 @@ def generate_note(
         raise NoteRefused(
             f"the model declined to write the note: {_first_line(attempts[-1].answer)!r}",
             fix="rephrase the sources or try another model (--model)",
+            details={"attempts": attempts_json(attempts, max_tokens)},
         )
-    return GenerateResult(check, attempts)
+    uncited = check.misplaced
+    return GenerateResult(_uncited(check, prompt), attempts, uncited=uncited)
+
+
+def _with_grounding(check: NoteCheck, prompt: Prompt) -> NoteCheck:
+    """`check` with every cited claim judged against the sources' passages (when there are
+    sources): a citation whose page does not hold its claim becomes a repair request."""
+    if not prompt.plan.passages or check.extraction.table is None:
+        return check
+    import dataclasses
+
+    from notes_cli.notes.grounding import ground
+
+    grounding = ground(check, list(prompt.plan.passages), prompt.source_names)
+    return dataclasses.replace(check, grounding=grounding)
+
+
+def _uncited(check: NoteCheck, prompt: Prompt) -> NoteCheck:
+    """The last table with the citations that still do not hold removed: the note never shows
+    a claim as cited from a page that does not say it. The claims stay, as the model's own."""
+    if not check.misplaced or check.extraction.table is None:
+        return check
+    import dataclasses
+
+    from notes_cli.notes.claims import uncite
+
+    table = check.extraction.table
+    stage = check.kit.columns[0].key
+    wrong = {(c.row, c.column, c.claim) for c in check.misplaced}
+    rows = []
+    for row in table.rows:
+        name = " ".join(without_citations(table.stage_cell(row, stage)).split())
+        cells = list(row)
+        for column in check.kit.columns:
+            index = table.column_index.get(column.key)
+            if index is not None and index < len(cells):
+                mine = {text for at, key, text in wrong if (at, key) == (name, column.key)}
+                cells[index] = uncite(cells[index], mine)
+        rows.append(tuple(cells))
+    fixed = dataclasses.replace(table, rows=tuple(rows))
+    extraction = dataclasses.replace(check.extraction, table=fixed)
+    again = NoteCheck(check.kit, extraction, score(fixed, check.kit))
+    return _with_grounding(again, prompt)
 
 
 def finish_note(
@@ -209,15 +262,23 @@ def finish_note(
     prompt: Prompt,
     fmt: ExportFormat,
     path: Path,
+    max_tokens: int | None = None,
 ) -> GenerateResult:
     """Export and write the note when the last answer held a complete table; otherwise raise
-    NoteIncomplete and write nothing. A complete table that still fails the rubric is written
-    (its rubric section says FAIL) and the caller exits 1."""
+    NoteIncomplete, naming the cause and its fix, with every answer and its verdict for
+    `--json`, and write nothing. A complete table that still fails the rubric is written (its
+    rubric section says FAIL) and the caller exits 1."""
     check = result.check
     if check.verdict not in ("pass", "fail"):
+        tries = len(result.attempts)
+        after = f" (verdict {check.verdict}, after {tries} answer{'s' if tries != 1 else ''})"
         raise NoteIncomplete(
-            f"no note written: {check.extraction.detail}",
-            fix="run again, raise --max-tokens if the answer was cut, or allow repairs",
+            f"no note written: {check.extraction.detail}{after}",
+            fix=check.fix(max_tokens),
+            details={
+                "verdict": check.verdict,
+                "attempts": attempts_json(result.attempts, max_tokens),
+            },
         )
     model = _model_of(result, endpoint)
     result.document = NoteDocument(
@@ -295,7 +356,9 @@ def _first_line(text: str) -> str:
     return stripped.splitlines()[0][:160] if stripped else ""
 
 
-def report_json(result: GenerateResult, prompt: Prompt, fmt: str) -> dict[str, Any]:
+def report_json(
+    result: GenerateResult, prompt: Prompt, fmt: str, max_tokens: int | None = None
+) -> dict[str, Any]:
     """`pdnotes.notes.generate/1`: the written note (`pdnotes.notes/1`), where it went, and every
     request and verdict of the conversation, repair requests quoted in full."""
     from notes_cli.notes.export import note_json
@@ -315,21 +378,43 @@ def report_json(result: GenerateResult, prompt: Prompt, fmt: str) -> dict[str, A
             "facts": len(prompt.facts),
             "dropped_facts": prompt.dropped_facts,
         },
-        "attempts": [
-            {
-                "number": a.number,
-                "kind": a.kind,
-                "verdict": a.verdict,
-                "problems": list(a.problems),
-                "output_tokens": a.output_tokens,
-                "elapsed_ms": a.elapsed_ms,
-                "finish_reason": a.finish_reason,
-                "request": a.request if a.kind == "repair" else None,
-            }
-            for a in result.attempts
-        ],
+        "attempts": attempts_json(result.attempts, max_tokens),
+        "citations": _citations_json(result),
         "note": note_json(result.document) if result.document else None,
     }
+
+
+def attempts_json(attempts: list[Attempt], max_tokens: int | None = None) -> list[dict[str, Any]]:
+    """Every answer of the conversation: its verdict and why, the finish reason, the token
+    counts, the repair request that asked for it, and the answer's text itself."""
+    return [
+        {
+            "number": a.number,
+            "kind": a.kind,
+            "verdict": a.verdict,
+            "detail": a.detail,
+            "problems": list(a.problems),
+            "finish_reason": a.finish_reason,
+            "input_tokens": a.input_tokens,
+            "output_tokens": a.output_tokens,
+            "max_tokens": max_tokens,
+            "elapsed_ms": a.elapsed_ms,
+            "request": a.request if a.kind == "repair" else None,
+            "answer": a.answer,
+        }
+        for a in attempts
+    ]
+
+
+def _citations_json(result: GenerateResult) -> dict[str, Any] | None:
+    """With sources: every cited claim of the written table judged, and the citations removed
+    because the model did not repair them."""
+    grounding = result.check.grounding
+    if grounding is None:
+        return None
+    removed = [{"row": c.row, "column": c.column, "claim": c.claim, "detail": c.detail}
+               for c in result.uncited]  # fmt: skip
+    return {**grounding.to_json(), "removed": removed}
 
 
 def _source_json(prompt: Prompt, number: int, document: Any) -> dict[str, Any]:

@@ -1,9 +1,21 @@
 """The mock engine's knowledge base: answers a note kit's prompt from a data file of facts.
 
-The engine's responder calls `answer_for(prompt, seed)` for every request. For a prompt that a
-bundled kit's `knowledge.toml` recognises (the kit prompt in either language, or a repair
-request that restates its columns) it returns a complete answer: a table of the article's facts
-whose formatting varies with `seed` — fenced or not, prose before and after, bold stage names,
+The engine's responder calls `answer_messages(messages, seed)` for every request. It reads each
+user (or system) message as an instruction followed by material: the material starts at the
+first passage header (`[S1 p.3] paper.pdf`) or cited fact line (`- fact [S1 p.3]`) and runs to
+the end of that message. Only the instruction decides what to answer: the kit is the one whose
+columns the instruction asks for (`Stage | Bottleneck | …`, the last such request wins; without
+one, the kit's `recognise` terms, again in the instruction only), the language is the language
+of those columns, and a request that follows an earlier answer (a repair) gets the table alone,
+without prose. Words in the material never choose the kit: a web page about KV-cache libraries
+does not turn a pd-disagg request into a kv-transfer table.
+
+The material is used as material: an item of the knowledge base that a passage holds as written
+(notes/claims.py `holds`) is cited with that passage's label; an item naming a rubric concept
+that a passage sentence states is replaced by that sentence, cited; any other item stays the
+engine's own, uncited. So every citation points at the page or source that really says it.
+
+The formatting varies with `seed` — fenced or not, prose before and after, bold stage names,
 `<br>` or semicolons inside cells, full-width pipes, missing outer pipes — so the note parser
 meets the shapes real models produce. Every variant contains the same facts and passes the
 kit's rubric. Any other prompt gets None (the responder then answers generically).
@@ -13,6 +25,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -58,22 +71,72 @@ _MAP_STEP = re.compile(
 )
 _SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s*")
 _MAX_FACTS = 60
+_MAX_ITEM_WORDS = 40
+_INSTRUCTING = ("user", "system", "developer")  # the roles whose words can ask for a table
 
 
 def answer_for(prompt_text: str, seed: int = 0) -> str | None:
-    """The engine's answer to a known note-kit prompt, or None for any other prompt. A map
-    step (notes/reading.py) gets the passages' relevant sentences as cited facts; a note prompt
-    with passages or facts gets the table with those citations in its cells."""
+    """The engine's answer to a single user message (see `answer_messages`)."""
+    return answer_messages([("user", prompt_text)], seed)
+
+
+def answer_messages(messages: Sequence[tuple[str, str]], seed: int = 0) -> str | None:
+    """The engine's answer to a conversation of (role, text) pairs, or None when its
+    instruction (the user, system and developer messages, without their material) asks for no
+    known kit. A map step (notes/reading.py) gets the material's relevant sentences as cited
+    facts; a note request gets the table with the material cited where it holds the items."""
     from notes_cli.notes.passages import labelled_texts
 
-    step = _MAP_STEP.search(prompt_text)
+    instructions: list[str] = []
+    material: list[str] = []
+    for role, text in messages:
+        if role in _INSTRUCTING:
+            said, given = split_material(text)
+            instructions.append(said)
+            material.append(given)
+    if not instructions:
+        return None
+    evidence = labelled_texts("\n".join(material))
+    step = _MAP_STEP.search(instructions[-1])
     if step:
-        return _map_answer(step.group(1), labelled_texts(prompt_text))
+        return _map_answer(step.group(1), evidence)
+    asked = _asked_for("\n".join(instructions))
+    if asked is None:
+        return None
+    knowledge, lang = asked
+    repair = any(role == "assistant" for role, _ in messages)
+    return _render(knowledge, lang, random.Random(seed), evidence, table_only=repair)
+
+
+def split_material(text: str) -> tuple[str, str]:
+    """(instruction, material) of one user message: the material starts at the first passage
+    header or cited fact line and runs to the end of the message."""
+    from notes_cli.notes.passages import citation_marker, citations
+
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        header = citation_marker().match(stripped) is not None
+        fact = stripped.startswith(("- ", "• ", "* ")) and bool(citations(stripped))
+        if header or fact:
+            return "".join(lines[:number]), "".join(lines[number:])
+    return text, ""
+
+
+def _asked_for(instruction: str) -> tuple[_Knowledge, str] | None:
+    """The kit and language whose columns the instruction asks for last; else the first kit
+    whose `recognise` terms the instruction names, in the language its markers say."""
+    best: tuple[int, _Knowledge, str] | None = None
     for knowledge in _all_knowledge():
-        if knowledge.recognises(prompt_text):
-            evidence = labelled_texts(prompt_text)
-            lang = knowledge.language(prompt_text)
-            return _render(knowledge, lang, random.Random(seed), evidence)
+        for lang, header in knowledge.headers.items():
+            at = instruction.rfind(" | ".join(header))
+            if at >= 0 and (best is None or at > best[0]):
+                best = (at, knowledge, lang)
+    if best is not None:
+        return best[1], best[2]
+    for knowledge in _all_knowledge():
+        if knowledge.recognises(instruction):
+            return knowledge, knowledge.language(instruction)
     return None
 
 
@@ -119,17 +182,59 @@ def _kit_terms(kit_name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(concepts + rows))
 
 
-def _cite(item: str, kit_name: str, evidence: list[tuple[Any, str]]) -> str:
-    """`item` with the label of the first passage or fact that states a concept it names."""
+def _from_material(
+    item: str, kit_name: str, evidence: list[tuple[Any, str]], used: list[str]
+) -> list[str]:
+    """`item` cited with the first passage or fact that holds it. Otherwise, for the rubric
+    concepts `item` names: the first material sentence stating all of them, or one sentence
+    per concept, cited; `item` itself stays, uncited, when a concept is in no sentence."""
+    from notes_cli.notes.claims import holds
+
     if not evidence:
-        return item
-    for concept in _kit_concepts(kit_name):
-        if not any(contains_term(item, term) for term in concept):
-            continue
-        for ref, text in evidence:
-            if any(contains_term(text, term) for term in concept):
-                return f"{item} [{ref.label}]"
-    return item
+        return [item]
+    terms = _kit_concept_terms(kit_name)
+    for ref, text in evidence:
+        if holds(item, text, terms):
+            return [f"{item} [{ref.label}]"]
+    concepts = [c for c in _kit_concepts(kit_name) if any(contains_term(item, t) for t in c)]
+    every = _sentence_stating(concepts, evidence, used)
+    if every is not None or not concepts:
+        return [every] if every else [item]
+    found: list[str] = []
+    for concept in concepts:
+        one = _sentence_stating([concept], evidence, used + found)
+        if one is None:
+            return [*found, item]
+        found.append(one)
+    return found
+
+
+def _sentence_stating(
+    concepts: list[tuple[str, ...]], evidence: list[tuple[Any, str]], used: list[str]
+) -> str | None:
+    """The first material sentence (not in `used`) that states every concept, cited."""
+    if not concepts:
+        return None
+    for ref, text in evidence:
+        for sentence in _SENTENCE.split(" ".join(text.split())):
+            if all(any(contains_term(sentence, t) for t in c) for c in concepts):
+                cited = f"{_cell_text(sentence)} [{ref.label}]"
+                if cited not in used:
+                    return cited
+    return None
+
+
+def _cell_text(sentence: str) -> str:
+    """A source sentence as a cell item: no table pipes, at most `_MAX_ITEM_WORDS` words."""
+    words = sentence.replace("|", "/").replace("｜", "/").split()
+    if len(words) > _MAX_ITEM_WORDS:
+        return " ".join(words[:_MAX_ITEM_WORDS]) + " …"
+    return " ".join(words)
+
+
+@lru_cache(maxsize=8)
+def _kit_concept_terms(kit_name: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(t for concept in _kit_concepts(kit_name) for t in concept))
 
 
 def _render(
@@ -137,6 +242,8 @@ def _render(
     lang: str,
     rng: random.Random,
     evidence: list[tuple[Any, str]] | None = None,
+    *,
+    table_only: bool = False,
 ) -> str:
     style = _Style(
         fenced=rng.random() < 0.4,
@@ -150,8 +257,9 @@ def _render(
     )
     rows = [r for r in knowledge.rows if r["required"]]
     rows += [r for r in knowledge.rows if not r["required"]][: style.optional_rows]
+    stage = knowledge.columns[0]
     cited = [
-        {key: [_cite(item, knowledge.kit, evidence or []) for item in items]
+        {key: _cell_items(items, knowledge.kit, [] if key == stage else evidence or [])
          for key, items in row[lang].items()}
         for row in rows
     ]  # fmt: skip
@@ -159,11 +267,24 @@ def _render(
     if style.fenced:
         table = f"```markdown\n{table}\n```"
     parts = [table]
+    if table_only:  # a repair asks for the table again, nothing else
+        return table + "\n"
     if style.intro:
         parts.insert(0, rng.choice(knowledge.intro[lang]))
     if style.outro:
         parts.append(rng.choice(knowledge.outro[lang]))
     return "\n\n".join(parts) + "\n"
+
+
+def _cell_items(items: list[str], kit_name: str, evidence: list[tuple[Any, str]]) -> list[str]:
+    """A cell's items with the material cited where it holds them (the stage column is the
+    row's name, not a claim, and gets no citation)."""
+    cell: list[str] = []
+    for item in items:
+        for written in _from_material(item, kit_name, evidence, cell):
+            if written not in cell:
+                cell.append(written)
+    return cell
 
 
 def _table(

@@ -94,6 +94,8 @@ def documents_json(found: list[Document]) -> dict[str, Any]:
                 "pages": doc.page_count,
                 "tokens": doc.tokens,
                 "dropped": doc.dropped,
+                "whole_page": doc.whole_page,
+                "left_out": doc.left_out,
                 "fetched": doc.fetched,
                 "notes": list(doc.notes),
             }

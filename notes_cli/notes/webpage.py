@@ -22,6 +22,7 @@ class PageText:
     text: str
     dropped: str | None  # what was left out, in words
     notes: tuple[str, ...] = ()
+    whole_page: bool = False  # no article was told apart: navigation, ads and footer are kept
 
 
 def main_text(markup: str, *, url: str | None, name: str) -> PageText:
@@ -34,7 +35,9 @@ def main_text(markup: str, *, url: str | None, name: str) -> PageText:
     except ImportError:
         if not visible:
             raise InputError(f"source {name}: the page has no text") from None
-        return PageText(_title_of(markup), visible, None, (f"whole page kept: {INSTALL_HINT}",))
+        return PageText(
+            _title_of(markup), visible, None, (f"whole page kept: {INSTALL_HINT}",), True
+        )
     found = trafilatura.bare_extraction(markup, url=url, with_metadata=True, include_tables=True)
     text = (getattr(found, "text", None) or "").strip() if found is not None else ""
     title = (getattr(found, "title", None) or None) if found is not None else None
@@ -42,7 +45,7 @@ def main_text(markup: str, *, url: str | None, name: str) -> PageText:
         if not visible:
             raise InputError(f"source {name}: the page has no text")
         return PageText(title or _title_of(markup), visible, None,
-                        ("no article found: the whole page is kept",))  # fmt: skip
+                        ("no article found: the whole page is kept",), True)  # fmt: skip
     dropped_tokens = max(0, estimate_tokens(visible) - estimate_tokens(text))
     dropped = (
         f"~{dropped_tokens:,} tokens of navigation, ads and other boilerplate"

@@ -6,17 +6,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from rich.table import Table
 
 from notes_cli.render import err, out
 
 if TYPE_CHECKING:
     from notes_cli.bench.client import BenchReport, ServerView
+    from notes_cli.bench.server_metrics import MetricsView
     from notes_cli.bench.simulate import ConfigResult, RatePoint, SimulateReport, WorkloadSpec
     from notes_cli.bench.stats import Attainment, Slo, Summary
+    from notes_cli.bench.sweep import SweepPoint
 
+_SOURCES = {"timings": "llama.cpp timings"}
 _METRIC_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
 
 
@@ -181,6 +186,17 @@ def bench_report(report: BenchReport, target: str) -> None:
         )
     for message, count in report.errors.items():
         console.print(f"  [red]{count} x {message}[/]")
+    if report.cache is not None:
+        cache = report.cache
+        console.print(
+            f"  prompt cache: {cache.cached_tokens:,} of {cache.prompt_tokens:,} prompt tokens "
+            f"served from the server's cache ({cache.hit_rate:.1%}, {cache.source}, "
+            f"{cache.requests} requests)"
+        )
+    if report.server_metrics is not None:
+        console.print(f"  {server_metrics_line(report.server_metrics)}")
+    elif report.server_metrics_error:
+        console.print(f"  [dim]server metrics: none ({report.server_metrics_error})[/]")
     if report.server is not None:
         console.print(server_table(report))
         if report.server.overhead_negative:
@@ -191,13 +207,33 @@ def bench_report(report: BenchReport, target: str) -> None:
             )
 
 
+def server_metrics_line(view: MetricsView) -> str:
+    """The server's Prometheus gauges (mean / peak over the samples) and cache hit rate."""
+    labels = {"waiting": "waiting", "running": "running", "kv_usage": "KV cache used"}
+    parts = []
+    for key, label in labels.items():
+        if key in view.gauges:
+            mean, peak = view.gauges[key]
+            if key == "kv_usage":
+                parts.append(f"{label} {mean:.0%} (peak {peak:.0%})")
+            else:
+                parts.append(f"{label} {mean:.1f} (peak {peak:g})")
+    if view.hit_rate is not None:
+        parts.append(f"prefix-cache hit rate {view.hit_rate:.1%}")
+    shown = ", ".join(parts) or "none of the known metrics"
+    return f"server metrics ({view.samples} samples of {escape(view.url)}): {shown}"
+
+
 def server_table(report: BenchReport) -> Table:
-    """The server's `usage.pd_timing` beside the client's measurement, and the difference."""
+    """The server's own timing (the engine's `usage.pd_timing`, llama.cpp's `timings`) beside
+    the client's measurement, and the difference; rows the server does not report are left
+    out."""
     view: ServerView | None = report.server
     assert view is not None
     client = report.stats.summaries()
     table = Table(
-        title=f"server view (usage.pd_timing, {view.requests} requests) vs client",
+        title=f"server view ({_SOURCES.get(view.source, view.source)}, {view.requests} "
+        "requests) vs client",
         title_justify="left",
         show_edge=False,
         pad_edge=False,
@@ -216,8 +252,43 @@ def server_table(report: BenchReport) -> Table:
         ("admission (server)", view.admission_ms),
     )
     for label, s in rows:
+        if not s.count:
+            continue
         table.add_row(label, _ms(s.mean), _ms(s.median), _ms(s.p90), _ms(s.p99))
     return table
+
+
+def sweep_report(points: list[SweepPoint], target: str, plot: Path | None) -> None:
+    """Human output of a `pdnotes bench` sweep: one row per load point."""
+    console = out()
+    console.print(f"[bold]bench sweep[/] {target}")
+    table = Table(show_edge=False, pad_edge=False)
+    for name in ("point", "done", "req/s", "out tok/s"):
+        table.add_column(name, justify="right")
+    for name in ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "tok/s/user"):
+        table.add_column(f"{name}", justify="right")
+    for point in points:
+        report = point.report
+        s = report.stats.summaries()
+        user = point.tokens_per_user
+        table.add_row(
+            point.label,
+            f"{report.completed}/{report.sent}",
+            f"{report.request_throughput:.3g}",
+            f"{report.output_throughput:,.1f}",
+            _ms(s["ttft_ms"].median),
+            _ms(s["ttft_ms"].p99),
+            _ms(s["tpot_ms"].median),
+            _ms(s["tpot_ms"].p99),
+            "-" if user is None else f"{user:,.1f}",
+        )
+    console.print(table)
+    console.print("  [dim]times in ms; tok/s/user = 1000 / median TPOT[/]")
+    failed = [p.label for p in points if not p.report.ok]
+    if failed:
+        console.print(f"  [red]not every request completed at: {', '.join(failed)}[/]")
+    if plot is not None:
+        console.print(f"  plot: {escape(str(plot))}")
 
 
 @contextmanager

@@ -68,6 +68,7 @@ def check_report(check: NoteCheck, source: str) -> None:
 
 
 _GROUND_MARK = {"cited": "[green]✓[/]", "uncited": "[yellow]~[/]", "unsupported": "[red]✗[/]"}
+_CLAIM_MARK = {"misplaced": "[red]✗[/]", "from-model": "[dim]·[/]"}
 
 
 def _grounding_lines(grounding: Grounding) -> None:
@@ -87,6 +88,21 @@ def _grounding_lines(grounding: Grounding) -> None:
             console.print(f"    {escape(row)}")
         mark = _GROUND_MARK[concept.status]
         console.print(f"      {mark} {escape(concept.concept)} — {escape(concept.detail)}")
+    cited = [c for c in grounding.claims if c.status != "from-model"]
+    console.print(
+        f"  cited claims: {len(cited) - len(grounding.misplaced)} of {len(cited)} hold on the "
+        f"page they cite; {len(grounding.from_model)} uncited item(s) from the model"
+        + (f"; {grounding.unjudged:,} more item(s) not judged" if grounding.unjudged else "")
+    )
+    for claim in grounding.claims:
+        if claim.status == "holds":
+            continue
+        mark = _CLAIM_MARK[claim.status]
+        console.print(
+            f"    {mark} {escape(claim.row)} / {escape(claim.column)}: “{escape(claim.claim)}” — "
+            f"{escape(claim.detail)}"
+        )
+    _never_cited(grounding)
 
 
 def _row_lines(row: RowResult) -> None:
@@ -239,6 +255,19 @@ def generate_summary(result: GenerateResult) -> None:
         console.print(f"wrote {escape(str(result.path))}")
     for problem in check.problems():
         console.print(f"  [red]•[/] {escape(problem)}")
+    for claim in result.uncited:
+        console.print(
+            f"  [yellow]~[/] citation removed: {escape(claim.row)} / {escape(claim.column)} "
+            f"“{escape(claim.claim)}” — {escape(claim.detail)}"
+        )
+    if check.grounding is not None:
+        _never_cited(check.grounding)
+
+
+def _never_cited(grounding: Grounding) -> None:
+    for label in grounding.never_cited:
+        name = grounding.sources[int(label[1:]) - 1]
+        out().print(f"  [yellow]~[/] {label} ({escape(name)}) was given but no cell cites it")
 
 
 def documents(found: list[Document]) -> None:
@@ -253,7 +282,7 @@ def documents(found: list[Document]) -> None:
             escape(doc.title or "–"),
             str(doc.page_count) if doc.page_count is not None else "–",
             f"~{doc.tokens:,}",
-            escape(doc.dropped or "nothing"),
+            escape(doc.left_out),
         )
     out().print(table)
     for doc in found:
@@ -264,7 +293,7 @@ def documents(found: list[Document]) -> None:
 
 
 _CELL_MARK = {"agree": "[green]=[/]", "differ": "[red]≠[/]", "only-a": "[yellow]A[/]",
-              "only-b": "[yellow]B[/]", "empty": "[dim]·[/]"}  # fmt: skip
+              "only-b": "[yellow]B[/]", "empty": "[dim]·[/]", "unmatched": "[dim]?[/]"}  # fmt: skip
 
 
 def comparison(result: Comparison) -> None:
@@ -272,16 +301,18 @@ def comparison(result: Comparison) -> None:
     console = out()
     console.print(f"A = {escape(result.a_name)}")
     console.print(f"B = {escape(result.b_name)}")
+    unmatched = sum(1 for r in result.rows for c in r.cells if c.verdict == "unmatched")
     console.print(
-        f"{result.agreeing_cells} cells agree, {result.differing_cells} differ "
-        "(by the rubric concepts each cell mentions)"
+        f"{result.agreeing_cells} cells agree, {result.differing_cells} differ"
+        + (f", {unmatched} name no concept to compare" if unmatched else "")
+        + " (by the kit's concepts, in either language)"
     )
     for row in result.rows:
         mark = "[green]✓[/]" if row.agrees else "[red]✗[/]"
         marks = " ".join(f"{_CELL_MARK[c.verdict]} {escape(c.label)}" for c in row.cells)
         console.print(f"{mark} {escape(row.label)}: {marks}")
         for cell in row.cells:
-            if cell.verdict in ("agree", "empty"):
+            if cell.verdict in ("agree", "empty", "unmatched"):
                 continue
             if cell.verdict in ("only-a", "only-b"):
                 side = "A" if cell.verdict == "only-a" else "B"
@@ -297,3 +328,12 @@ def comparison(result: Comparison) -> None:
             )
             console.print(f"      A: {escape(' / '.join(cell.a.splitlines()))}")
             console.print(f"      B: {escape(' / '.join(cell.b.splitlines()))}")
+    agreed = sum(1 for c in result.concepts if c.agrees)
+    console.print(f"concepts: {agreed} of {len(result.concepts)} in the same rows of both notes")
+    for concept in result.concepts:
+        if concept.agrees:
+            continue
+        rows_a = ", ".join(concept.rows_a) or "nowhere"
+        rows_b = ", ".join(concept.rows_b) or "nowhere"
+        console.print(f"  [red]≠[/] {escape(concept.label)}: A in {escape(rows_a)}; "
+                      f"B in {escape(rows_b)}")  # fmt: skip

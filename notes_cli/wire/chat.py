@@ -665,6 +665,9 @@ class StreamDecoder:
         self.closed = False  # `data: [DONE]` was seen
         self.native_finish: str | None = None  # the last finish_reason word, as sent
         self.malformed = 0  # events whose data was not a JSON object (skipped), for callers
+        # llama.cpp's own account of the request (`timings`: prompt_ms, cache_n,
+        # predicted_per_token_ms, ...), sent beside the last chunk; bench compares against it.
+        self.server_timings: dict[str, Any] | None = None
         self._started = False
         self._calls: dict[tuple[int, Any], int] = {}  # (choice, upstream index) → neutral
         self._open: list[int] = []
@@ -709,6 +712,9 @@ class StreamDecoder:
             usage = decode_usage(raw_usage)
             if usage is not None:
                 out.append(UsageEvent(usage))
+        timings = obj.get("timings")
+        if isinstance(timings, dict):
+            self.server_timings = timings
         return out
 
     def _delta(self, delta: dict[str, Any]) -> list[Event]:

@@ -1,7 +1,8 @@
 """What the mock engine says: deterministic text for a seed, exact echoes when asked to repeat.
 
 Order of precedence for the last user message:
-1. the notes knowledge base (`notes_cli.notes.knowledge.answer_for`) for note-kit prompts;
+1. the notes knowledge base (`notes_cli.notes.knowledge.answer_messages`) when the
+   conversation's instruction asks for a note kit's table (sources in it are only material);
 2. an echo when the message asks to repeat or say something ("say pong", "repeat: X",
    "Repeat this sentence: X", "重复：X", or a quoted text after such a verb);
 3. otherwise two or three sentences about PD serving from templates/engine/answers.toml, picked
@@ -43,10 +44,10 @@ _HAS_CJK = re.compile(r"[\u3400-\u9fff]")
 _REMINDER_OPEN, _REMINDER_CLOSE = "<system-reminder>", "</system-reminder>"
 
 
-def _knowledge_answer(prompt_text: str, seed: int) -> str | None:
-    from notes_cli.notes.knowledge import answer_for
+def _knowledge_answer(messages: Sequence[tuple[str, str]], seed: int) -> str | None:
+    from notes_cli.notes.knowledge import answer_messages
 
-    return answer_for(prompt_text, seed)
+    return answer_messages(messages, seed)
 
 
 @lru_cache(maxsize=1)
@@ -98,7 +99,7 @@ class Responder:
     def warm_up(self) -> None:
         """Load the data files now, so the first request is not slower than the rest."""
         _answers()
-        _knowledge_answer("", self.seed)
+        _knowledge_answer([("user", "")], self.seed)
 
     def respond(
         self, messages: Sequence[ChatMessage], max_tokens: int, *, answer: str | None = None
@@ -113,7 +114,7 @@ class Responder:
     def answer_text(self, messages: Sequence[ChatMessage]) -> str:
         prompt = "\n\n".join(m.text for m in messages if m.text)
         last_user = next((m.text for m in reversed(messages) if m.role == "user"), prompt)
-        known = _knowledge_answer(prompt, self.seed)
+        known = _knowledge_answer([(m.role, m.text) for m in messages if m.text], self.seed)
         if known is not None:
             return known
         echo = echo_request(last_user)

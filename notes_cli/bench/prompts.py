@@ -1,0 +1,90 @@
+"""The text bench sends: synthetic prompts that defeat prefix caching unless asked not to.
+
+A server with a prefix cache (vLLM's prefix caching, SGLang's radix cache, llama.cpp's slot
+cache) prefills only the part of a prompt it has not seen. If every request sent the same text,
+the benchmark would measure cache hits, not prefill. So each request's prompt is random words,
+drawn from a generator seeded by (seed, request index): unique per request, the same on every
+run with the same seed (vLLM's random dataset uses random token ids for the same reason).
+
+Caching is measured on purpose with a shared prefix: `shared_prefix` words common to every
+request of a group (request i is in group i mod `prefix_groups`), then the request's own words.
+Multi-turn conversations (`turns` > 1) resend the growing history, the way chat and agents do:
+turn t of a conversation carries every earlier question and answer, then a new question.
+
+Lengths are in words of the list below, each one token in the common tokenizers (Llama, Gemma,
+Qwen, GPT): "about N tokens", as `--input-len` always was.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from notes_cli.errors import UsageError
+
+# Common short English words, one token each in the usual BPE / SentencePiece vocabularies.
+_WORD_LIST = """time year people way day man thing woman life child world school state family
+    student
+    group country problem hand part place case week company system program question work
+    government number night point home water room mother area money story fact month lot right
+    study book eye job word business issue side kind head house service friend father power hour
+    game line end member law car city name team minute idea kid body back parent face others
+    level office door health person art war history party result change morning reason research
+    girl guy moment air teacher force education foot boy age policy music market sense nation
+    plan college interest death experience effect use class control care field development role
+    effort rate heart drug show leader light voice wife police mind price report decision son
+    view relationship town road arm difference value building action model season society tax
+    director position player record paper space ground form event official matter center couple
+    site project activity star table need court oil situation cost industry figure street image
+    phone data picture practice piece land product doctor wall patient worker news test movie
+    north love support technology step baby computer type attention film tree source organization
+    hair window evidence population truth song page material"""
+WORDS = tuple(_WORD_LIST.split())
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """How prompts are made. `shared_prefix` words open every request of a group; the rest of
+    each prompt is its own. `turns` > 1: requests are turns of conversations."""
+
+    seed: int = 0
+    shared_prefix: int = 0
+    prefix_groups: int = 1
+    turns: int = 1
+
+    def __post_init__(self) -> None:
+        if self.shared_prefix < 0:
+            raise UsageError("--shared-prefix must be 0 or more tokens")
+        if self.prefix_groups < 1:
+            raise UsageError("--prefix-groups must be at least 1")
+        if self.turns < 1:
+            raise UsageError("--turns must be at least 1")
+
+
+def words(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choices(WORDS, k=n))
+
+
+class PromptMaker:
+    """The user text of request `index` (0-based, in sending order)."""
+
+    def __init__(self, spec: PromptSpec) -> None:
+        self.spec = spec
+        self._prefixes: dict[int, str] = {}
+
+    def text(self, index: int, input_tokens: int) -> str:
+        spec = self.spec
+        rng = random.Random(f"{spec.seed}:request:{index}")
+        prefix_len = min(spec.shared_prefix, input_tokens)
+        own = words(rng, input_tokens - prefix_len)
+        if not prefix_len:
+            return own
+        prefix = self._prefix(index % spec.prefix_groups, prefix_len)
+        return f"{prefix} {own}" if own else prefix
+
+    def _prefix(self, group: int, n: int) -> str:
+        key = group * 1_000_003 + n
+        if key not in self._prefixes:
+            rng = random.Random(f"{self.spec.seed}:prefix:{group}")
+            self._prefixes[key] = words(rng, n)
+        return self._prefixes[key]

@@ -1,0 +1,55 @@
+"""`pdnotes bench --records FILE`: one row per request, as JSON Lines (`.jsonl`, `.json`) or CSV
+(`.csv`); the schema is in docs/simulate-bench.md, "Per-request records". The summary's
+percentiles are numpy's over exactly these rows: TTFT, TPOT and E2E over the `ok` rows (TPOT
+where it is not null), ITL over every `itl_ms` entry of the `ok` rows pooled."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from notes_cli.bench.client import RequestRecord
+from notes_cli.errors import UsageError
+
+SCHEMA = "pdnotes.bench.record/1"
+FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+
+
+def records_format(path: Path) -> str:
+    """jsonl or csv, from the file name; a usage error for anything else (checked before the
+    run, so a typo does not cost a benchmark)."""
+    kind = FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise UsageError(
+            f"--records {path}: name it .jsonl (JSON Lines) or .csv", fix="e.g. --records run.jsonl"
+        )
+    return kind
+
+
+def render_records(records: Sequence[RequestRecord], kind: str) -> str:
+    """The file's text: JSON Lines (one object per request, `schema` first) or CSV (a header
+    row, then one row per request; `itl_ms` is a JSON array in its cell)."""
+    if kind == "jsonl":
+        return "".join(
+            json.dumps({"schema": SCHEMA, **record._asdict()}, separators=(",", ":")) + "\n"
+            for record in records
+        )
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(RequestRecord._fields)
+    for record in records:
+        writer.writerow(
+            json.dumps(value) if name == "itl_ms" else "" if value is None else value
+            for name, value in zip(RequestRecord._fields, record, strict=True)
+        )
+    return buffer.getvalue()
+
+
+def write_records(path: Path, records: Sequence[RequestRecord]) -> Path:
+    from notes_cli import fileio
+
+    ordered = sorted(records, key=lambda record: record.request)
+    return fileio.atomic_write(path, render_records(ordered, records_format(path)))

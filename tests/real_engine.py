@@ -1,0 +1,119 @@
+"""llama.cpp's `llama-server` with Gemma 3 270M, as built by scripts/real_engine.sh, started on a
+free 127.0.0.1 port for the tests marked `real_engine`: its own session, bounded start, stopped
+with SIGTERM and then SIGKILL to the group."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAT_TEMPLATE = ROOT / "tests" / "fixtures" / "real_engine" / "gemma-chat-template.jinja"
+STARTUP_TIMEOUT_S = 120.0
+MODEL_ID = "gemma-3-270m"
+
+
+def _built_paths() -> tuple[Path, Path]:
+    """(llama-server, model.gguf) where scripts/real_engine.sh puts them (nothing is built)."""
+    out = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "real_engine.sh"), "--paths"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout.split("\n")
+    return Path(out[0]), Path(out[1])
+
+
+# Read at import, before the tests' isolated HOME replaces the one the cache is under.
+SERVER, MODEL = _built_paths()
+
+
+def missing() -> str | None:
+    """Why the real engine cannot run here, or None."""
+    if not os.access(SERVER, os.X_OK) or not MODEL.is_file():
+        return (
+            f"llama-server or the model is not built ({SERVER.parent.parent}): run "
+            "`bash scripts/real_engine.sh` (about 25 minutes the first time; .ci/run does it)"
+        )
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LlamaServer:
+    """`with LlamaServer() as server: server.base_url` (the OpenAI root, …/v1)."""
+
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> LlamaServer:
+        args = [
+            str(SERVER),
+            *("-m", str(MODEL), "--alias", MODEL_ID),
+            *("--host", "127.0.0.1", "--port", str(self.port)),
+            # One thread is faster than two on the 2-core machines this runs on; one slot keeps
+            # the prompt cache deterministic (each request follows the last in that slot).
+            *("-t", "1", "-tb", "1", "--parallel", "1", "-c", "4096"),
+            "--no-repack",  # the CPU repack path (AMX) crashes at start on these VMs
+            *("--chat-template-file", str(CHAT_TEMPLATE)),  # the GGUF carries none
+            *("--metrics", "--no-webui"),
+        ]
+        self._process = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                break
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(self.url("/health"), timeout=2.0).status_code == 200:
+                    return self
+            time.sleep(0.2)
+        log = self.log()
+        self.stop()
+        raise RuntimeError(f"llama-server did not become healthy:\n{log[-4000:]}")
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}"
+
+    def log(self) -> str:
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")
+
+    def stop(self) -> None:
+        process = self._process
+        if process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+        self._process = None
+        self._log.close()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,68 @@
+"""`notes generate` against a real model (issue 29, point 6): llama.cpp's `llama-server` with
+Gemma 3 270M (scripts/real_engine.sh builds both). A 270M base model does not write a good
+note; the pipeline must still behave: bounded tokens, bounded time, no note written, and a
+verdict that names the real cause, its fix, and every answer with its finish reason, token
+counts and text."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from heldout_reading import write_reading
+from real_engine import MODEL_ID, LlamaServer, missing
+
+pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(600)]
+
+MAX_TOKENS = 64
+LIMIT_VERDICTS = {"no-table", "truncated", "at-limit"}
+
+
+@pytest.fixture(scope="module")
+def llama() -> Iterator[LlamaServer]:
+    reason = missing()
+    if reason is not None:
+        pytest.skip(reason)
+    with LlamaServer() as server:
+        yield server
+
+
+def test_a_real_models_answers_get_verdicts_that_name_their_cause(
+    llama: LlamaServer, tmp_path: Path
+) -> None:
+    pdf, page = write_reading(tmp_path)
+    note = tmp_path / "note.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "notes_cli", "notes", "generate", "--base-url", llama.base_url,
+         "--model", MODEL_ID, "--lang", "en", "--source", str(pdf), "--source", str(page),
+         "--max-tokens", str(MAX_TOKENS), "--max-repairs", "1", "--timeout", "120",
+         "-o", str(note), "--json"],
+        capture_output=True, text=True, timeout=400, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr
+    document = json.loads(done.stdout)
+    attempts = document["attempts"]
+    assert [a["kind"] for a in attempts] == ["initial", "repair"][: len(attempts)]
+    for attempt in attempts:
+        assert attempt["answer"] and 0 < attempt["output_tokens"] <= MAX_TOKENS
+        assert attempt["max_tokens"] == MAX_TOKENS
+        if attempt["finish_reason"] == "length":  # a base model does not stop by itself
+            assert attempt["verdict"] in LIMIT_VERDICTS, attempt
+            assert "token limit" in attempt["detail"], attempt
+        if attempt["verdict"] == "no-table":
+            assert "|" not in attempt["answer"] or "token limit" in attempt["detail"]
+    if len(attempts) == 2:  # the repair quotes the first answer's own problem
+        assert attempts[0]["problems"][0] in attempts[1]["request"]
+    if done.returncode == 1 and document["schema"] == "pdnotes.error/1":
+        assert document["verdict"] == attempts[-1]["verdict"]
+        assert document["verdict"] in LIMIT_VERDICTS | {"refusal"}
+        assert not note.exists()
+        if document["verdict"] in LIMIT_VERDICTS:
+            assert f"--max-tokens (now {MAX_TOKENS})" in document["fix"]
+    else:  # a table, however poor: written, judged by the rubric and its citations
+        assert document["schema"] == "pdnotes.notes.generate/1" and note.exists()
+        assert document["citations"] is not None
