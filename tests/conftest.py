@@ -12,10 +12,16 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
+
+if TYPE_CHECKING:
+    import httpx
+
+    from notes_cli.engine.core.profiles import Catalog
 
 # Every property test draws the same examples on every run and remembers none: no
 # `.hypothesis/` example database whose saved failure would make a later run of the same
@@ -128,6 +134,28 @@ def modes_deny(tmp_path: Path) -> None:
     finally:
         probe.chmod(0o700)
     pytest.skip("chmod 000 does not deny here (root); the simulated twin covers this path")
+
+
+# --- engine area: the shipped catalog and an HTTP client ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    """The shipped engine profiles (chips, links, models, deployments), loaded once a module.
+    The user's $PDNOTES_HOME/engine rows stay out: a module-scoped fixture runs before the
+    per-test isolated home exists, so it must not read the developer's folder."""
+    from notes_cli.engine.core.profiles import load_catalog
+
+    return load_catalog(user=False)
+
+
+@pytest.fixture
+def http() -> Iterator[httpx.Client]:
+    """A plain httpx client for talking to a test's engine; every request bounded in time."""
+    import httpx
+
+    with httpx.Client(timeout=20) as client:
+        yield client
 
 
 # --- engine_server (owned by the engine HTTP helper) -----------------------------------------
