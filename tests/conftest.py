@@ -136,6 +136,26 @@ def modes_deny(tmp_path: Path) -> None:
     pytest.skip("chmod 000 does not deny here (root); the simulated twin covers this path")
 
 
+@pytest.fixture
+def codex_doctor(
+    cli: Callable[..., CliResult], isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., dict]:  # type: ignore[type-arg]
+    """`codex_doctor(text, **env)`: write `text` as $CODEX_HOME/config.toml, set the `env`
+    variables, run `doctor --offline --client codex --json` (no codex binary on PATH), and
+    return the JSON document."""
+    monkeypatch.setenv("PDNOTES_CODEX_BIN", str(isolated_home / "no-codex-here"))
+
+    def run(text: str, **env: str) -> dict:  # type: ignore[type-arg]
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        path = isolated_home / ".codex" / "config.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return cli("doctor", "--offline", "--client", "codex", "--json").json()
+
+    return run
+
+
 # --- engine area: the shipped catalog and an HTTP client ------------------------------------
 
 
