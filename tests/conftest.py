@@ -20,6 +20,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 
 if TYPE_CHECKING:
     import httpx
+    from hostile_gateway import HostileGateway
 
     from notes_cli.engine.core.profiles import Catalog
 
@@ -154,6 +155,28 @@ def codex_doctor(
         return cli("doctor", "--offline", "--client", "codex", "--json").json()
 
     return run
+
+
+# --- the hostile gateway (tests/hostile_gateway.py) -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[HostileGateway]:
+    """One hostile gateway for the module; `hostile.base(mode)` is a base URL that misbehaves."""
+    # Import what the commands import lazily, so the first case does not time Python's imports.
+    from hostile_gateway import HostileGateway
+
+    import notes_cli.bench.client
+    import notes_cli.cli.doctor
+    import notes_cli.cli.notes
+    import notes_cli.cli.smoke
+    import notes_cli.doctor.live
+    import notes_cli.doctor.run
+    import notes_cli.notes.generate
+    import notes_cli.smoke  # noqa: F401
+
+    with HostileGateway() as server:
+        yield server
 
 
 # --- engine area: the shipped catalog and an HTTP client ------------------------------------
