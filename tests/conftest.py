@@ -1,6 +1,9 @@
 """Shared fixtures. Every test runs with HOME, CODEX_HOME, CLAUDE_CONFIG_DIR and PDNOTES_HOME in
 a temp dir and without the developer's gateway, proxy or client variables, so nothing touches
-the real ~/.codex or ~/.claude."""
+the real ~/.codex or ~/.claude.
+
+tests/README.md maps the suite: which files test which area, every shared fixture here and the
+helper modules beside it (loopback, hostile_gateway, engine_process, bridge_support, …)."""
 
 from __future__ import annotations
 
