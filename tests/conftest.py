@@ -1,6 +1,9 @@
 """Shared fixtures. Every test runs with HOME, CODEX_HOME, CLAUDE_CONFIG_DIR and PDNOTES_HOME in
 a temp dir and without the developer's gateway, proxy or client variables, so nothing touches
-the real ~/.codex or ~/.claude."""
+the real ~/.codex or ~/.claude.
+
+tests/README.md maps the suite: which files test which area, every shared fixture here and the
+helper modules beside it (loopback, hostile_gateway, engine_process, bridge_support, …)."""
 
 from __future__ import annotations
 
@@ -12,10 +15,17 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
+
+if TYPE_CHECKING:
+    import httpx
+    from hostile_gateway import HostileGateway
+
+    from notes_cli.engine.core.profiles import Catalog
 
 # Every property test draws the same examples on every run and remembers none: no
 # `.hypothesis/` example database whose saved failure would make a later run of the same
@@ -128,6 +138,70 @@ def modes_deny(tmp_path: Path) -> None:
     finally:
         probe.chmod(0o700)
     pytest.skip("chmod 000 does not deny here (root); the simulated twin covers this path")
+
+
+@pytest.fixture
+def codex_doctor(
+    cli: Callable[..., CliResult], isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., dict]:  # type: ignore[type-arg]
+    """`codex_doctor(text, **env)`: write `text` as $CODEX_HOME/config.toml, set the `env`
+    variables, run `doctor --offline --client codex --json` (no codex binary on PATH), and
+    return the JSON document."""
+    monkeypatch.setenv("PDNOTES_CODEX_BIN", str(isolated_home / "no-codex-here"))
+
+    def run(text: str, **env: str) -> dict:  # type: ignore[type-arg]
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        path = isolated_home / ".codex" / "config.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return cli("doctor", "--offline", "--client", "codex", "--json").json()
+
+    return run
+
+
+# --- the hostile gateway (tests/hostile_gateway.py) -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[HostileGateway]:
+    """One hostile gateway for the module; `hostile.base(mode)` is a base URL that misbehaves."""
+    # Import what the commands import lazily, so the first case does not time Python's imports.
+    from hostile_gateway import HostileGateway
+
+    import notes_cli.bench.client
+    import notes_cli.cli.doctor
+    import notes_cli.cli.notes
+    import notes_cli.cli.smoke
+    import notes_cli.doctor.live
+    import notes_cli.doctor.run
+    import notes_cli.notes.generate
+    import notes_cli.smoke  # noqa: F401
+
+    with HostileGateway() as server:
+        yield server
+
+
+# --- engine area: the shipped catalog and an HTTP client ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    """The shipped engine profiles (chips, links, models, deployments), loaded once a module.
+    The user's $PDNOTES_HOME/engine rows stay out: a module-scoped fixture runs before the
+    per-test isolated home exists, so it must not read the developer's folder."""
+    from notes_cli.engine.core.profiles import load_catalog
+
+    return load_catalog(user=False)
+
+
+@pytest.fixture
+def http() -> Iterator[httpx.Client]:
+    """A plain httpx client for talking to a test's engine; every request bounded in time."""
+    import httpx
+
+    with httpx.Client(timeout=20) as client:
+        yield client
 
 
 # --- engine_server (owned by the engine HTTP helper) -----------------------------------------

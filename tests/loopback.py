@@ -19,7 +19,10 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
 
 
 @dataclass
@@ -160,6 +163,23 @@ def sse_event(payload: Any, event: str | None = None) -> bytes:
     data = payload if isinstance(payload, str) else json.dumps(payload)
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {data}\n\n".encode()
+
+
+def spaced(events: list[bytes], gap: float = 0.01) -> list[bytes | float]:
+    """`events` for a `Reply`'s chunks, each after a pause of `gap` seconds."""
+    out: list[bytes | float] = []
+    for event in events:
+        out += [gap, event]
+    return out
+
+
+def sse_response(events: list[bytes], status: int = 200) -> httpx.Response:
+    """The same events as an `httpx.Response`, for tests that mock a gateway with respx."""
+    import httpx
+
+    return httpx.Response(
+        status, headers={"content-type": "text/event-stream"}, content=b"".join(events)
+    )
 
 
 def chat_stream(

@@ -12,14 +12,9 @@ from notes_cli.engine.core.costmodel import (
     kv_bytes,
     transfer_ms,
 )
-from notes_cli.engine.core.profiles import Catalog, load_catalog
+from notes_cli.engine.core.profiles import Catalog
 
 KIB = 1024
-
-
-@pytest.fixture(scope="module")
-def catalog() -> Catalog:
-    return load_catalog()
 
 
 def node(catalog: Catalog, model: str, chip: str, **kw: object) -> NodeCost:

@@ -50,20 +50,6 @@ ACCEPTED = [
 ]
 
 
-@pytest.fixture
-def codex_doctor(cli, isolated_home: Path, monkeypatch):
-    """Write config.toml, run `doctor --offline --client codex --json`, return the document."""
-    monkeypatch.setenv("PDNOTES_CODEX_BIN", str(isolated_home / "no-codex-here"))
-
-    def run(text: str) -> dict:
-        path = isolated_home / ".codex" / "config.toml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return cli("doctor", "--offline", "--client", "codex", "--json").json()
-
-    return run
-
-
 def errors(doc: dict) -> set[str]:
     return {f["id"] for f in doc["findings"] if f["severity"] == "error"}
 

@@ -16,19 +16,6 @@ PROVIDER = (
 )
 
 
-@pytest.fixture
-def codex_doctor(cli, isolated_home: Path, monkeypatch):
-    monkeypatch.setenv("PDNOTES_CODEX_BIN", str(isolated_home / "no-codex-here"))
-
-    def run(text: str) -> dict:
-        path = isolated_home / ".codex" / "config.toml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return cli("doctor", "--offline", "--client", "codex", "--json").json()
-
-    return run
-
-
 def write_settings(path: Path, data: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2), encoding="utf-8")

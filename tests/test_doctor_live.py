@@ -8,6 +8,7 @@ import httpx
 import pytest
 import respx
 from loopback import anthropic_stream, chat_stream, responses_stream
+from loopback import sse_response as sse
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.doctor.findings import Finding
@@ -33,12 +34,6 @@ def claude(base: str = f"{GW}/api/anthropic") -> Endpoint:
         key=KEY,
         key_env="ANTHROPIC_AUTH_TOKEN",
         source="/home/u/.claude/settings.json",
-    )
-
-
-def sse(events: list[bytes]) -> httpx.Response:
-    return httpx.Response(
-        200, headers={"content-type": "text/event-stream"}, content=b"".join(events)
     )
 
 

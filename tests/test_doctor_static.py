@@ -15,22 +15,6 @@ GOOD_PROVIDER = '[model_providers.gw]\nname = "GW"\nbase_url = "https://gw.examp
 
 
 @pytest.fixture
-def codex_doctor(cli, isolated_home: Path, monkeypatch):
-    """Write config.toml, run `doctor --offline --client codex --json`, return the document."""
-    monkeypatch.setenv("PDNOTES_CODEX_BIN", str(isolated_home / "no-codex-here"))
-
-    def run(text: str, **env: str) -> dict:
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        path = isolated_home / ".codex" / "config.toml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return cli("doctor", "--offline", "--client", "codex", "--json").json()
-
-    return run
-
-
-@pytest.fixture
 def claude_doctor(cli, isolated_home: Path, monkeypatch):
     def run(settings: object, **env: str) -> dict:
         for name, value in env.items():

@@ -5,7 +5,7 @@ route's own error format or a 200, never a 5xx, and the server keeps serving."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -72,12 +72,6 @@ def shaped_body(route: str) -> st.SearchStrategy[dict[str, Any]]:
 @pytest.fixture
 def engine(start_engine_server: Callable[..., Any]) -> Any:
     return start_engine_server(service=FakeEngine(reply="ok then", max_context_tokens=200))
-
-
-@pytest.fixture
-def http() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=10) as client:
-        yield client
 
 
 def assert_handled(response: httpx.Response, route: str) -> None:

@@ -34,12 +34,6 @@ def engine(start_engine_server: Callable[..., Any], fake: FakeEngine) -> Any:
     return start_engine_server(service=fake)
 
 
-@pytest.fixture
-def http() -> httpx.Client:
-    with httpx.Client(timeout=10) as client:
-        yield client
-
-
 def sse_data(text: str) -> list[Any]:
     """The `data:` payloads of an SSE body, JSON-decoded where they are JSON."""
     out = []

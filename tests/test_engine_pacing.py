@@ -17,16 +17,11 @@ from notes_cli.engine.core.api import (
     RequestRecord,
 )
 from notes_cli.engine.core.config import EngineConfig
-from notes_cli.engine.core.profiles import Catalog, load_catalog
+from notes_cli.engine.core.profiles import Catalog
 from notes_cli.engine.core.scheduler import Scheduler
 from notes_cli.engine.core.workers import SchedRequest
 from notes_cli.engine.live.clock import WallClock
 from notes_cli.engine.live.service import LiveEngineService, _Admissions, create_service
-
-
-@pytest.fixture(scope="module")
-def catalog() -> Catalog:
-    return load_catalog()
 
 
 def scheduler(catalog: Catalog) -> tuple[Scheduler, list[RequestRecord]]:

@@ -47,12 +47,6 @@ def engine(start_engine_server: Callable[..., Any]) -> Any:
     return start_engine_server()
 
 
-@pytest.fixture
-def http() -> httpx.Client:
-    with httpx.Client(timeout=20) as client:
-        yield client
-
-
 def data_events(text: str) -> list[Any]:
     return [
         json.loads(line[6:])

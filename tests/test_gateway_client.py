@@ -10,6 +10,7 @@ import httpx
 import pytest
 import respx
 from loopback import anthropic_stream, chat_stream, responses_stream, sse_event
+from loopback import sse_response as sse
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.gateway import AsyncGatewayClient, GatewayClient, StreamResult, errors, proxy_for
@@ -35,12 +36,6 @@ def endpoint(protocol: str = "chat", **kw: object) -> Endpoint:
     base = kw.pop("base_url", BASE + ("/anthropic" if protocol == "anthropic" else ""))
     defaults = {"model": "m", "key": KEY, "key_env": "GW_KEY"}
     return Endpoint(client, base, protocol, **{**defaults, **kw})  # type: ignore[arg-type]
-
-
-def sse(events: list[bytes], status: int = 200) -> httpx.Response:
-    return httpx.Response(
-        status, headers={"content-type": "text/event-stream"}, content=b"".join(events)
-    )
 
 
 def stream(ep: Endpoint) -> StreamResult:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,12 +24,6 @@ KEY_ENV = "HOSTILE_KEY"
 MODES = ("error-400-60k", "error-400-1mb", "endless-400")
 Run = Callable[..., object]
 bounded = pytest.mark.timeout(60, method="signal")
-
-
-@pytest.fixture(scope="module")
-def hostile() -> Iterator[HostileGateway]:
-    with HostileGateway() as server:
-        yield server
 
 
 @pytest.fixture(autouse=True)

@@ -10,17 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from loopback import LoopbackServer, Reply, anthropic_stream, chat_stream, responses_stream
+from loopback import LoopbackServer, Reply, anthropic_stream, chat_stream, responses_stream, spaced
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.gateway import AsyncGatewayClient, GatewayClient, StreamResult, errors
-
-
-def spaced(events: list[bytes], gap: float) -> list[bytes | float]:
-    out: list[bytes | float] = []
-    for event in events:
-        out += [gap, event]
-    return out
 
 
 def endpoint(url: str, protocol: str = "chat") -> Endpoint:

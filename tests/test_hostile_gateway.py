@@ -14,7 +14,7 @@ import asyncio
 import json
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -92,22 +92,6 @@ ERROR_KIND = {
 ECHO = ("echo-key-401", "echo-key-500")
 OTHER_MODES = [m for m in MODES if m not in ECHO]
 assert set(DOCTOR_FINDING) == set(ERROR_KIND) == set(MODES)
-
-
-@pytest.fixture(scope="module")
-def hostile() -> Iterator[HostileGateway]:
-    # Import what the commands import lazily, so the first case does not time Python's imports.
-    import notes_cli.bench.client
-    import notes_cli.cli.doctor
-    import notes_cli.cli.notes
-    import notes_cli.cli.smoke
-    import notes_cli.doctor.live
-    import notes_cli.doctor.run
-    import notes_cli.notes.generate
-    import notes_cli.smoke  # noqa: F401
-
-    with HostileGateway() as server:
-        yield server
 
 
 @pytest.fixture(autouse=True)

@@ -14,11 +14,6 @@ from notes_cli.engine.core.simcore import SimRequest, simulate
 GB = 1e9
 
 
-@pytest.fixture(scope="module")
-def catalog() -> Catalog:
-    return load_catalog()
-
-
 def one_request(catalog: Catalog, dep: Deployment, prompt: int) -> RequestRecord:
     return next(simulate(dep, [SimRequest(0.0, prompt, 4)], catalog=catalog))
 

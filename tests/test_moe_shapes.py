@@ -23,11 +23,6 @@ DSV3_ROUTED = 58 * 256 * EXPERT  # 653,908,770,816
 DSV3_ACTIVE = 671e9 - 58 * (256 - 8) * EXPERT  # 37,525,878,272
 
 
-@pytest.fixture(scope="module")
-def catalog() -> Catalog:
-    return load_catalog(user=False)
-
-
 def test_deepseek_v3_uses_37b_of_its_671b_parameters_per_token(catalog: Catalog) -> None:
     m = catalog.models["deepseek-v3"]
     assert m.routed_params == DSV3_ROUTED

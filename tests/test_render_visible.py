@@ -13,7 +13,7 @@ import io
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,12 +39,6 @@ def assert_no_attack(output: str) -> None:
     """For a colour terminal, where rich's own SGR codes (ESC [ … m) are expected."""
     for raw in ("\x1b]", "\x07", "\x1b[2J", "\x9b", "\r"):
         assert raw not in output, f"{raw!r} reached the terminal"
-
-
-@pytest.fixture(scope="module")
-def gateway() -> Iterator[HostileGateway]:
-    with HostileGateway() as server:
-        yield server
 
 
 @pytest.fixture(autouse=True)
@@ -106,23 +100,23 @@ def test_a_renderable_built_without_a_string_is_shown_too(
 
 
 def test_smoke_preview_shows_the_models_escapes_and_json_keeps_them(
-    cli: Run, gateway: HostileGateway
+    cli: Run, hostile: HostileGateway
 ) -> None:
-    result = smoke(cli, gateway.base("escape-answer"))
+    result = smoke(cli, hostile.base("escape-answer"))
     assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
     assert_inert(result.stdout + result.stderr)  # type: ignore[attr-defined]
     assert "A\\x1b]52;c;" in result.stdout  # type: ignore[attr-defined]
 
-    as_json = smoke(cli, gateway.base("escape-answer"), "--json")
+    as_json = smoke(cli, hostile.base("escape-answer"), "--json")
     assert_inert(as_json.stdout)  # type: ignore[attr-defined]
     # The preview folds whitespace (the CR) but keeps every escape as the model sent it.
     assert as_json.json()["runs"][0]["preview"].startswith(TERMINAL_ATTACK[:-2])  # type: ignore[attr-defined]
 
 
 def test_smoke_error_lines_show_the_gateways_escapes_and_json_keeps_them(
-    cli: Run, gateway: HostileGateway
+    cli: Run, hostile: HostileGateway
 ) -> None:
-    result = smoke(cli, gateway.base("escape-error"))
+    result = smoke(cli, hostile.base("escape-error"))
     assert result.exit_code == 1  # type: ignore[attr-defined]
     assert_inert(result.stdout + result.stderr)  # type: ignore[attr-defined]
     assert "run 1: FAIL - http-status 400" in result.stderr  # type: ignore[attr-defined]
@@ -130,7 +124,7 @@ def test_smoke_error_lines_show_the_gateways_escapes_and_json_keeps_them(
     assert "did not return: http-status 400" in result.stdout  # type: ignore[attr-defined]
     assert SHOWN in result.stdout  # type: ignore[attr-defined]
 
-    as_json = smoke(cli, gateway.base("escape-error"), "--json")
+    as_json = smoke(cli, hostile.base("escape-error"), "--json")
     assert_inert(as_json.stdout)  # type: ignore[attr-defined]
     assert as_json.json()["runs"][0]["error"]["error_message"] == TERMINAL_ATTACK  # type: ignore[attr-defined]
 
@@ -139,9 +133,9 @@ def test_smoke_error_lines_show_the_gateways_escapes_and_json_keeps_them(
 
 
 def test_doctor_error_and_probe_lines_show_the_gateways_escapes_and_json_keeps_them(
-    cli: Run, gateway: HostileGateway, isolated_home: Path
+    cli: Run, hostile: HostileGateway, isolated_home: Path
 ) -> None:
-    codex_config(isolated_home, gateway.base("escape-error"))
+    codex_config(isolated_home, hostile.base("escape-error"))
     result = cli("doctor", "--client", "codex", "--timeout", "10")
     assert result.exit_code == 1  # type: ignore[attr-defined]
     assert_inert(result.stdout + result.stderr)  # type: ignore[attr-defined]

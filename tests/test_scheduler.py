@@ -10,15 +10,10 @@ import pytest
 
 from notes_cli.engine.core.api import RequestRecord, StepStats
 from notes_cli.engine.core.config import EngineConfig
-from notes_cli.engine.core.profiles import Catalog, load_catalog
+from notes_cli.engine.core.profiles import Catalog
 from notes_cli.engine.core.scheduler import Scheduler
 from notes_cli.engine.core.simcore import SimRequest, simulate
 from notes_cli.engine.core.workers import SchedRequest
-
-
-@pytest.fixture(scope="module")
-def catalog() -> Catalog:
-    return load_catalog()
 
 
 def run(

@@ -8,26 +8,14 @@ import httpx
 import pytest
 import respx
 from conftest import CliResult
-from loopback import LoopbackServer, Reply, anthropic_stream, chat_stream, responses_stream
+from loopback import LoopbackServer, Reply, anthropic_stream, chat_stream, responses_stream, spaced
+from loopback import sse_response as sse
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.smoke import SmokeRun, judge, run_smoke
 
 GW = "https://gw.example/api"
 Cli = Callable[..., CliResult]
-
-
-def sse(events: list[bytes]) -> httpx.Response:
-    return httpx.Response(
-        200, headers={"content-type": "text/event-stream"}, content=b"".join(events)
-    )
-
-
-def spaced(events: list[bytes], gap: float = 0.01) -> list[bytes | float]:
-    out: list[bytes | float] = []
-    for event in events:
-        out += [gap, event]
-    return out
 
 
 def endpoint(protocol: str = "chat") -> Endpoint:

@@ -10,13 +10,8 @@ import pytest
 
 from notes_cli.engine.core.api import RequestRecord
 from notes_cli.engine.core.costmodel import NodeCost
-from notes_cli.engine.core.profiles import DEFAULT_OVERHEAD_MS, Catalog, Deployment, load_catalog
+from notes_cli.engine.core.profiles import DEFAULT_OVERHEAD_MS, Catalog, Deployment
 from notes_cli.engine.core.simcore import SimRequest, simulate
-
-
-@pytest.fixture(scope="module")
-def catalog() -> Catalog:
-    return load_catalog()
 
 
 def one(catalog: Catalog, dep: Deployment, prompt: int, output: int) -> RequestRecord:
