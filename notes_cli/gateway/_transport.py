@@ -401,13 +401,13 @@ class AsyncHttpxTransport:
                 content=body,
                 extensions={"trace": trace, "timeout": timeouts},
             )
+            gate = _Gate()
+            on_reader = getattr(sink, "on_reader", None)  # (optional: see `Sink`)
+            if on_reader is not None:
+                on_reader(gate)
             response = await http.send(request, stream=True)
             try:
                 _answered(response, sink, timeouts, idle_timeout)
-                gate = _Gate()
-                on_reader = getattr(sink, "on_reader", None)
-                if on_reader is not None:
-                    on_reader(gate)
                 await self._feed(response, sink, gate, idle_timeout)
             finally:
                 await response.aclose()

@@ -137,9 +137,8 @@ class _Call:
         When an error status had arrived, that status is the answer: a 400 whose message
         trickles in is reported as the 400, not as a stream that never finished."""
         seconds = self.total_timeout or 0.0
-        if self.headers_seen and self.status >= 300:  # with what of its body came
-            answer = self.answer
-            return self.cut_at_deadline(self.status_error(answer.response(), answer.error_body()))
+        if self.headers_seen and self.status >= 300:  # (a body cut short would be noise)
+            return self.cut_at_deadline(self.status_error(self.answer.response(), b""))
         if not self.headers_seen:
             return errors.HeadersTimeout(
                 f"connected to {self.shown_url} but no complete response headers within "
