@@ -3,10 +3,10 @@
     python benchmarks/bridge/event_cost.py [--events 30000] [--profile]
 
 One upstream text chunk as the lean client reads it (a whole HTTP chunk), through the status
-guard, the pump (chat decode, Responses encode) and the client `Response`, to a transport that
-only counts writes: what the bridge's code costs per event before any system call. `run.py`
-measures the same path in situ, where the reads, writes and wake-ups of this machine come on
-top. `--profile` adds a cProfile table of the same loop.
+sink (`gateway._transport.StatusSink`), the pump (chat decode, Responses encode) and the client
+`Response`, to a transport that only counts writes: what the bridge's code costs per event
+before any system call. `run.py` measures the same path in situ, where the reads, writes and
+wake-ups of this machine come on top. `--profile` adds a cProfile table of the same loop.
 """
 
 from __future__ import annotations
