@@ -190,3 +190,31 @@ def test_a_gzipped_stream_through_httpx_is_decoded() -> None:
         asked = server.requests[0].headers["accept-encoding"]
     assert sink.body == events
     assert asked == "identity"
+
+
+def test_the_httpx_path_waits_the_headers_timeout_for_the_head_then_the_idle_timeout() -> None:
+    # an upstream behind a proxy goes through httpx: its head gets `headers_timeout` (a model
+    # that thinks long before answering), each later read `idle_timeout`, as on the lean path
+    import httpx
+
+    waits: list[tuple[str, float]] = []
+
+    class Body(httpx.AsyncByteStream):
+        def __init__(self, request: httpx.Request) -> None:
+            self.request = request
+
+        async def __aiter__(self):  # noqa: ANN204
+            waits.append(("read", self.request.extensions["timeout"]["read"]))
+            yield b"".join(chat_stream(["a"]))
+
+    class Recording(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            waits.append(("head", request.extensions["timeout"]["read"]))
+            headers = {"content-type": "text/event-stream"}
+            return httpx.Response(200, headers=headers, stream=Body(request))
+
+    sink = Sink()
+    kw = {"headers_timeout": 7.0, "idle_timeout": 70.0, "transport": Recording()}
+    run(_stream("http://upstream.test/v1", sink, **kw))
+    assert b"[DONE]" in sink.body
+    assert waits == [("head", 7.0), ("read", 70.0)]

@@ -3,10 +3,10 @@
     python benchmarks/bridge/event_cost.py [--events 30000] [--profile]
 
 One upstream text chunk as the lean client reads it (a whole HTTP chunk), through the status
-guard, the pump (chat decode, Responses encode) and the client `Response`, to a transport that
-only counts writes: what the bridge's code costs per event before any system call. `run.py`
-measures the same path in situ, where the reads, writes and wake-ups of this machine come on
-top. `--profile` adds a cProfile table of the same loop.
+sink (`gateway._transport.StatusSink`), the pump (chat decode, Responses encode) and the client
+`Response`, to a transport that only counts writes: what the bridge's code costs per event
+before any system call. `run.py` measures the same path in situ, where the reads, writes and
+wake-ups of this machine come on top. `--profile` adds a cProfile table of the same loop.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import cast
 
 from notes_cli.bridge import http1
 from notes_cli.bridge.pump import Pump
-from notes_cli.gateway import _h1, relay
+from notes_cli.gateway import _h1
+from notes_cli.gateway._transport import StatusSink
 from notes_cli.wire import chat, responses
 
 BASE = {"id": "chatcmpl-b", "object": "chat.completion.chunk", "created": 0, "model": "m"}
@@ -59,7 +60,7 @@ async def measure(events: int, profile: bool) -> None:
     pump = Pump(chat.StreamDecoder(), responses.StreamEncoder("resp_x", "m"), response)
     upstream = _h1._Connection(loop)
     upstream.transport = cast(asyncio.Transport, CountingTransport())
-    upstream.send(b"request", relay._StatusGuard(pump, "http://x/v1/chat/completions"), 300, 300)
+    upstream.send(b"request", StatusSink(pump), 300, 300)
     head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
     upstream.data_received(head + b"\r\n" + framed({"role": "assistant", "content": "t"}))
     chunks = [framed({"content": f" t{i}"}) for i in range(100)]

@@ -1,4 +1,5 @@
-"""A small HTTP/1.1 client on asyncio protocols: the async gateway client's streaming path.
+"""A small HTTP/1.1 client on asyncio protocols: the lean transport of the seam (`_transport`),
+which the async gateway client streams over, and the bridge's relay.
 
 Why it exists: `pdnotes bench` times first tokens to the millisecond while dozens of streams
 run. Through httpx (httpcore, h11, anyio) a streamed request spends ~1.2 ms of Python between
@@ -9,9 +10,10 @@ read, with no task switch: ~0.3 ms for a whole round trip over loopback
 
 Kept small on purpose: one request at a time per connection, a keep-alive pool per origin,
 Content-Length, chunked and close-delimited bodies, gzip / deflate (decoded in bounded pieces,
-`_limits`), TLS with the client's SSL context. Not here (the caller uses httpx for these):
-proxies, HTTP/2. Redirects are not followed (nor are they by the httpx path). Failures raise
-httpx's exception types, so `_http.translate` stays the one place that words them for the user.
+`_limits`), TLS with the client's SSL context. Not here (`_transport.pick` sends these through
+the httpx adapter): proxies, HTTP/2. Redirects are not followed (nor by the httpx adapter).
+Failures raise httpx's exception types, so `_http.translate` stays the one place that words
+them for the user.
 """
 
 from __future__ import annotations
@@ -20,12 +22,20 @@ import asyncio
 import re
 import ssl
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from notes_cli.gateway._limits import MAX_HEAD_BYTES, Decoder, UnsupportedEncoding, human
+from notes_cli.gateway._limits import (
+    DRAIN_BYTES,
+    DRAIN_S,
+    MAX_HEAD_BYTES,
+    Decoder,
+    UnsupportedEncoding,
+    human,
+)
+from notes_cli.gateway._transport import Headers, Sink, StalledReader
 
 _MAX_HEAD = MAX_HEAD_BYTES  # status line + headers
 _MAX_CHUNK_LINE = 4 * 1024
@@ -33,32 +43,7 @@ _HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
 # An idle connection older than this is not reused: uvicorn (and so vLLM and SGLang) closes
 # idle connections after 5 s, and a request written just as the server closes would be lost.
 KEEPALIVE_S = 4.0
-# After the sink has its last event, the rest of the body (`[DONE]`, the chunked terminator) is
-# read so the connection can be reused: within this long and this much, else we hang up.
-DRAIN_S = 0.25
-DRAIN_BYTES = 64 * 1024
-
-Headers = list[tuple[str, str]]
-
-
-class Sink(Protocol):
-    """Where a response goes. Called from `data_received`; an exception raised here fails the
-    request with it (and closes the connection)."""
-
-    def on_headers(self, status: int, reason: str, headers: Headers) -> None: ...
-
-    def on_body(self, data: bytes) -> bool:
-        """A piece of the decoded body; True once the sink needs no more (the rest of the body
-        is then read, briefly, so that the connection can be reused)."""
-        ...
-
-    # Optional: `on_reader(connection)`, called once the request is sent, for a sink that may
-    # hold the answer back (a relay whose own client reads slowly) with its pause() / resume().
-
-
-class StalledReader(httpx.ReadTimeout):
-    """The sink held the answer back (its own client read nothing) for the idle timeout: the
-    request is ended rather than kept open for as long as that client stays connected."""
+__all__ = ["DRAIN_BYTES", "DRAIN_S", "Headers", "Http1Pool", "Sink", "StalledReader"]
 
 
 class _Stale(httpx.RemoteProtocolError):
@@ -114,7 +99,8 @@ def encode_head(method: str, origin: Origin, headers: dict[str, str]) -> bytes:
         if any(c in name or c in value for c in "\r\n\0"):
             raise httpx.LocalProtocolError(f"illegal character in header {name!r}")
         lines.append(f"{name}: {value}")
-    lines.append("accept-encoding: identity")  # a compressed event stream arrives in lumps
+    if "accept-encoding" not in headers:  # (the relay asks for identity itself)
+        lines.append("accept-encoding: identity")  # a compressed event stream arrives in lumps
     return ("\r\n".join(lines) + "\r\n").encode("utf-8")
 
 

@@ -1,5 +1,5 @@
 """The one boundary where httpx's exceptions and raw error answers become typed gateway errors,
-plus the small helpers around it: secret-free URLs, connect timing, proxies from the env."""
+plus the small helpers around it: secret-free URLs, the sync wall clock, proxies from the env."""
 
 from __future__ import annotations
 
@@ -51,24 +51,6 @@ def proxy_for(url: str) -> str | None:
     return safe_url(proxy) if proxy else None
 
 
-class ConnectTrace:
-    """httpx `trace` extension: notes when a new connection finished (DNS+TCP, then TLS), and
-    hands its socket to the client's `Watchdog`."""
-
-    __slots__ = ("start", "connect_ms", "watchdog")
-
-    def __init__(self, start: float, watchdog: Watchdog | None = None) -> None:
-        self.start = start
-        self.connect_ms: float | None = None
-        self.watchdog = watchdog
-
-    def __call__(self, name: str, info: dict[str, Any]) -> None:
-        if name in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
-            self.connect_ms = (time.perf_counter() - self.start) * 1000
-            if self.watchdog is not None:
-                self.watchdog.track(info.get("return_value"))
-
-
 class Watchdog:
     """A wall-clock deadline for the blocking httpx calls of one sync client.
 
@@ -118,15 +100,6 @@ class Watchdog:
             for sock in list(self._sockets):
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-
-
-class AsyncConnectTrace(ConnectTrace):
-    """The same, for async transports (httpcore requires a coroutine there)."""
-
-    __slots__ = ()
-
-    async def __call__(self, name: str, info: dict[str, Any]) -> None:  # type: ignore[override]
-        ConnectTrace.__call__(self, name, info)
 
 
 # --------------------------------------------------------------------------- error answers

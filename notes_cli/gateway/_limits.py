@@ -2,8 +2,9 @@
 
 A gateway pdnotes does not control can send a body that never ends, an event line that never
 ends, or ~200 KB of gzip that decodes to 200 MB. Every answer is read through these bounds, on
-both transports (httpx and `_h1`), and counted after decoding, so a compressed body counts at
-its real size. The wall clock is bounded separately (`total_timeout` in `client.py`).
+both transports of the seam (`_transport`: `_h1` and the httpx adapters), and counted after
+decoding, so a compressed body counts at its real size. The wall clock is bounded separately
+(`total_timeout` in `client.py`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 """A whole JSON answer: a model list (OpenRouter's, the largest seen, is ~1 MB) or a turn."""
 MAX_STREAM_BYTES = 64 * 1024 * 1024
 """One event stream, decoded: ~100k tokens of Responses API events, far above any turn."""
+MAX_RELAYED_BODY_BYTES = 16 * 1024 * 1024
+"""A whole answer the bridge relays (its model list, a non-streamed turn): the bridge takes
+request bodies up to 16 MiB (`bridge.app.MAX_BODY_BYTES`), and an answer may echo as much."""
 MAX_EVENT_LINE_BYTES = 4 * 1024 * 1024
 """One SSE line (a Responses `response.completed` repeats the whole answer in one line)."""
 MAX_ERROR_BODY = 64 * 1024
@@ -24,6 +28,10 @@ MAX_ERROR_BODY = 64 * 1024
 MAX_SHOWN_CHARS = 1000
 """What is shown (human or JSON) of each text of a gateway error: the start of the message,
 then how many characters were left out."""
+DRAIN_S = 0.25
+DRAIN_BYTES = 64 * 1024
+"""After a sink has its last event, the rest of the body (`[DONE]`, the chunked terminator) is
+read so the connection can be reused: within DRAIN_S and DRAIN_BYTES, else the client hangs up."""
 DECODE_PIECE = 64 * 1024
 """Decompressed output per step: memory stays this small whatever the compression ratio."""
 

@@ -1,15 +1,17 @@
 """GatewayClient / AsyncGatewayClient: call an endpoint the way its client does, and time it.
 
-Both drivers share everything but the IO loop (`_Call` holds the per-request state). The async
-client streams over `_h1` (a lean HTTP/1.1 transport, for bench's millisecond timings) unless a
-proxy applies to the URL or a test injected an httpx transport; everything else is httpx. Timeouts
-are split: `connect_timeout` (DNS + TCP + TLS), `timeout` (time to response headers), and
-`idle_timeout` (the longest silent gap once the stream is flowing); `total_timeout` is a wall
-clock on the whole call, whatever the server sends (a byte a second, pings, endless headers):
-`asyncio.timeout` on the async client, a `_http.Watchdog` that shuts the socket on the sync one.
-Every answer is also bounded in decoded bytes (`_limits`), so an endless body or a gzip bomb
-ends in `ResponseTooLarge`. Redirects are never followed, so `Authorization` / `x-api-key`
-never reach another origin; a 3xx becomes an HttpStatusError naming the new location.
+Both drivers share everything but the IO loop (`_Call` holds the per-request state) and send
+through the transport seam (`_transport`): the async client streams over `_h1` (a lean HTTP/1.1
+transport, for bench's millisecond timings) unless `_transport.pick` declines it (a proxy
+applies to the URL, or a test injected an httpx transport); everything else goes through the
+httpx adapters. Timeouts are split: `connect_timeout` (DNS + TCP + TLS), `timeout` (time to
+response headers), and `idle_timeout` (the longest silent gap once the stream is flowing);
+`total_timeout` is a wall clock on the whole call, whatever the server sends (a byte a second,
+pings, endless headers): `asyncio.timeout` on the async client, a `_http.Watchdog` that shuts
+the socket on the sync one. Every answer is also bounded in decoded bytes (`_limits`), so an
+endless body or a gzip bomb ends in `ResponseTooLarge`. Redirects are never followed, so
+`Authorization` / `x-api-key` never reach another origin; a 3xx becomes an HttpStatusError
+naming the new location.
 """
 
 from __future__ import annotations
@@ -17,36 +19,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
-import anyio
 import httpx
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.gateway import _h1, _limits, errors
 from notes_cli.gateway import _requests as proto
-from notes_cli.gateway._http import (
-    AsyncConnectTrace,
-    ConnectTrace,
-    Watchdog,
-    safe_url,
-    status_error,
-    translate,
-)
-from notes_cli.gateway._limits import MAX_BODY_BYTES, MAX_ERROR_BODY, MAX_STREAM_BYTES
-from notes_cli.gateway._pools import Pools
+from notes_cli.gateway._http import Watchdog, safe_url, status_error, translate
+from notes_cli.gateway._limits import MAX_STREAM_BYTES
 from notes_cli.gateway._reader import StreamFailed, StreamReader, reply_result
+from notes_cli.gateway._transport import (
+    AsyncHttpxTransport,
+    AsyncTransport,
+    Headers,
+    HttpxTransport,
+    StatusSink,
+    pick,
+)
 from notes_cli.gateway.results import ModelsResult, StreamResult, Timings
 from notes_cli.gateway.sse import EventTooLarge, SSEParser
 
 OnChunk = Callable[[str, float], None]
 Messages = list[dict[str, Any]] | str
 T = TypeVar("T")
-
-_MAX_ERROR_BODY = MAX_ERROR_BODY
-_MAX_WHOLE_BODY = MAX_BODY_BYTES  # a JSON answer (a model list, Claude Code's fallback Message)
+_EVENT_STREAM = "text/event-stream"
 
 
 class _Call:
@@ -57,75 +57,66 @@ class _Call:
         "url",
         "shown_url",
         "start",
-        "trace",
         "timings",
         "state",
         "parser",
         "headers_seen",
         "on_chunk",
-        "timeouts",
-        "total_timeout",
+        "connect_timeout",
+        "headers_timeout",
         "idle_timeout",
+        "total_timeout",
         "status",
         "stream_bytes",
+        "answer",
     )
 
-    def __init__(
-        self,
-        client: _BaseClient,
-        url: str,
-        *,
-        on_chunk: OnChunk | None = None,
-        is_async: bool = False,
-        watchdog: Watchdog | None = None,
-    ) -> None:
+    def __init__(self, client: _BaseClient, url: str, *, on_chunk: OnChunk | None = None) -> None:
         self.endpoint = client.endpoint
         self.url = url
         self.shown_url = safe_url(url)
         self.start = time.perf_counter()
-        self.trace = (
-            AsyncConnectTrace(self.start) if is_async else ConnectTrace(self.start, watchdog)
-        )
         self.timings = Timings()
         self.state = StreamReader(client.endpoint.protocol)
         self.parser = SSEParser(_limits.MAX_EVENT_LINE_BYTES)
         self.stream_bytes = 0
         self.headers_seen = False
         self.on_chunk = on_chunk
-        self.total_timeout = client.total_timeout
+        self.connect_timeout = client.connect_timeout
+        self.headers_timeout = client.timeout
         self.idle_timeout = client.idle_timeout
+        self.total_timeout = client.total_timeout
         self.status = 0
-        # httpcore reads the read timeout from this dict when the body starts, so the headers
-        # wait and the idle gap can differ (see `headers_arrived`).
-        self.timeouts = {
-            "connect": client.connect_timeout,
-            "read": client.timeout,
-            "write": client.timeout,
-            "pool": client.timeout,
-        }
+        self.answer = StatusSink()
 
-    def extensions(self) -> dict[str, Any]:
-        return {"trace": self.trace, "timeout": self.timeouts}
+    def sink(self, *, events: bool) -> StatusSink:
+        """The transport's sink for this call: an event stream is parsed as it arrives (this
+        call is its `Stream`), anything else kept whole (`_limits.MAX_BODY_BYTES`)."""
+        self.answer = StatusSink(
+            self if events else None, stream_type=_EVENT_STREAM, on_status=self.headers_arrived
+        )
+        return self.answer
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.start) * 1000
 
     def connected(self) -> None:
-        """A new connection is up (the lean transport's equivalent of the connect trace)."""
-        self.trace.connect_ms = self.elapsed_ms()
+        """A new connection is up (DNS + TCP, then TLS): a reused one leaves `connect_ms` None."""
+        self.timings.connect_ms = self.elapsed_ms()
 
     def headers_arrived(self, status: int) -> None:
         self.headers_seen = True
         self.status = status
         self.timings.headers_ms = self.elapsed_ms()
-        self.timings.connect_ms = self.trace.connect_ms
-        self.timeouts["read"] = self.idle_timeout
+
+    def on_headers(self, status: int, headers: Headers) -> None:
+        """(`Stream`: the status is already in, from `headers_arrived`.)"""
 
     def translate(self, exc: httpx.HTTPError) -> errors.GatewayError:
         if isinstance(exc, httpx.ConnectTimeout):
-            seconds = self.timeouts["connect"]
+            seconds = self.connect_timeout
         else:
-            seconds = self.timeouts["read"]
+            seconds = self.idle_timeout if self.headers_seen else self.headers_timeout
         partial = self.partial() if self.headers_seen else None
         error = translate(
             exc,
@@ -146,8 +137,8 @@ class _Call:
         When an error status had arrived, that status is the answer: a 400 whose message
         trickles in is reported as the 400, not as a stream that never finished."""
         seconds = self.total_timeout or 0.0
-        if self.headers_seen and self.status >= 300:
-            return self.cut_at_deadline(self.status_error(httpx.Response(self.status), b""))
+        if self.headers_seen and self.status >= 300:  # (a body cut short would be noise)
+            return self.cut_at_deadline(self.status_error(self.answer.response(), b""))
         if not self.headers_seen:
             return errors.HeadersTimeout(
                 f"connected to {self.shown_url} but no complete response headers within "
@@ -247,6 +238,24 @@ class _Call:
             raise self.too_large(_limits.TooLarge("one event", exc.limit)) from exc
         return state.closed
 
+    on_body = feed  # (`Stream`; an alias, not a wrapper: this is the hot path)
+
+    def stream_result(self) -> StreamResult:
+        """What the streamed request's answer (`self.answer`) amounts to."""
+        answer = self.answer
+        if answer.mode == "error":
+            raise self.status_error(answer.response(), answer.error_body())
+        if answer.mode == "whole":
+            return self.not_a_stream(answer.response(), bytes(answer.body))
+        return self.finish()
+
+    def whole_body(self) -> bytes:
+        """A whole answer's body, or its status error."""
+        answer = self.answer
+        if answer.mode == "error":
+            raise self.status_error(answer.response(), answer.error_body())
+        return bytes(answer.body)
+
     def finish(self) -> StreamResult:
         now = self.elapsed_ms()
         try:
@@ -281,64 +290,13 @@ class _Call:
         )
         return errors.scrubbed(error, self.sent_secrets())
 
-    def models(self, response: httpx.Response, body: bytes) -> ModelsResult:
+    def models(self, body: bytes) -> ModelsResult:
         try:
             payload = json.loads(body)
         except (ValueError, RecursionError) as exc:
             raise self.bad_json() from exc
         self.timings.total_ms = self.elapsed_ms()
-        return ModelsResult(response.status_code, proto.parse_model_ids(payload), self.timings)
-
-
-class _StreamSink:
-    """A lean-transport answer into a `_Call`: the event stream as it arrives, or the body of an
-    error answer (up to 64 KiB) or of a 2xx that is not a stream, handled as the httpx path does."""
-
-    __slots__ = ("call", "status", "reason", "headers", "body", "kind", "counter")
-
-    def __init__(self, call: _Call) -> None:
-        self.call = call
-        self.status = 0
-        self.reason = ""
-        self.headers: list[tuple[str, str]] = []
-        self.body = bytearray()
-        self.kind = "events"  # events | error | whole
-        self.counter = _limits.Counter("the body", _MAX_WHOLE_BODY)
-
-    def on_headers(self, status: int, reason: str, headers: list[tuple[str, str]]) -> None:
-        self.call.headers_arrived(status)
-        self.status, self.reason, self.headers = status, reason, headers
-        ctype = next((v for k, v in headers if k == "content-type"), "event-stream")
-        if status >= 300:
-            self.kind = "error"
-        elif "text/event-stream" not in ctype:
-            self.kind = "whole"
-
-    def on_body(self, data: bytes) -> bool:
-        if self.kind == "events":
-            return self.call.feed(data)
-        if self.kind == "error":
-            self.body += data
-            return len(self.body) >= _MAX_ERROR_BODY  # enough to word the error
-        try:
-            self.counter.add(len(data))
-        except _limits.TooLarge as exc:
-            raise self.call.too_large(exc) from None
-        self.body += data
-        return False
-
-    def result(self) -> StreamResult:
-        call = self.call
-        if self.kind == "error":
-            raise call.status_error(self._response(), bytes(self.body[:_MAX_ERROR_BODY]))
-        if self.kind == "whole":
-            return call.not_a_stream(self._response(), bytes(self.body))
-        return call.finish()
-
-    def _response(self) -> httpx.Response:
-        """The answer as httpx would show it, for the error and fallback paths they share."""
-        reason = {"reason_phrase": self.reason.encode("latin-1", "replace")}
-        return httpx.Response(self.status, headers=self.headers, extensions=reason)
+        return ModelsResult(self.status, proto.parse_model_ids(payload), self.timings)
 
 
 _COMPLETION = {
@@ -376,17 +334,6 @@ class _BaseClient:
         return url, headers, body
 
 
-def _client_kwargs() -> dict[str, Any]:
-    # follow_redirects=False: credentials must never be forwarded to another origin.
-    # Accept-Encoding: only what `_limits.Decoder` can decode in bounded pieces.
-    return {
-        "follow_redirects": False,
-        "trust_env": True,
-        "timeout": None,
-        "headers": {"accept-encoding": _limits.ENCODINGS},
-    }
-
-
 class GatewayClient(_BaseClient):
     """Synchronous client for one endpoint. Use as a context manager (or call `close()`)."""
 
@@ -407,8 +354,8 @@ class GatewayClient(_BaseClient):
             idle_timeout=idle_timeout,
             total_timeout=total_timeout,
         )
-        self._http = httpx.Client(transport=transport, **_client_kwargs())
         self._watchdog = Watchdog()
+        self._transport = HttpxTransport(transport, on_socket=self._watchdog.track)
 
     def __enter__(self) -> GatewayClient:
         return self
@@ -417,23 +364,23 @@ class GatewayClient(_BaseClient):
         self.close()
 
     def close(self) -> None:
-        self._http.close()
+        self._transport.close()
 
     def list_models(self) -> ModelsResult:
         """`GET {base}/models` (`/v1/models` for Anthropic) with the client's auth headers."""
         url = self.endpoint.models_url()
-        call = self._call(url)
+        call = _Call(self, url)
         headers = proto.base_headers(self.endpoint, stream=False)
-        body, response = self._guarded(call, lambda: self._fetch(call, "GET", url, headers, None))
-        return call.models(response, body)
+        body = self._guarded(call, lambda: self._whole(call, "GET", url, headers, None))
+        return call.models(body)
 
     def complete(
         self, messages: Messages, *, max_tokens: int = 256, extra_body: dict[str, Any] | None = None
     ) -> StreamResult:
         """One non-streamed turn in the endpoint's protocol."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, False)
-        call = self._call(url)
-        body, _ = self._guarded(call, lambda: self._fetch(call, "POST", url, headers, content))
+        call = _Call(self, url)
+        body = self._guarded(call, lambda: self._whole(call, "POST", url, headers, content))
         return call.body_result(body)
 
     def stream(
@@ -448,11 +395,8 @@ class GatewayClient(_BaseClient):
         Raises a `notes_cli.gateway.errors` error on any failure (TruncatedStream and the idle
         timeouts carry the partial result)."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, True)
-        call = self._call(url, on_chunk=on_chunk)
+        call = _Call(self, url, on_chunk=on_chunk)
         return self._guarded(call, lambda: self._stream(call, url, headers, content))
-
-    def _call(self, url: str, on_chunk: OnChunk | None = None) -> _Call:
-        return _Call(self, url, on_chunk=on_chunk, watchdog=self._watchdog)
 
     def _guarded(self, call: _Call, work: Callable[[], T]) -> T:
         """Run `work` under the wall clock. Once the watchdog has cut the connection, whatever
@@ -475,40 +419,37 @@ class GatewayClient(_BaseClient):
                 raise call.deadline_error()
             return result
 
+    def _send(
+        self, call: _Call, method: str, url: str, headers: dict[str, str], body: bytes | None
+    ) -> None:
+        try:
+            self._transport.request(
+                method,
+                url,
+                headers,
+                body,
+                call.answer,
+                connect_timeout=self.connect_timeout,
+                headers_timeout=self.timeout,
+                idle_timeout=self.idle_timeout,
+                on_connect=call.connected,
+            )
+        except _limits.TooLarge as exc:
+            raise call.too_large(exc) from None
+
     def _stream(
         self, call: _Call, url: str, headers: dict[str, str], content: bytes
     ) -> StreamResult:
-        request = self._http.build_request(
-            "POST", url, headers=headers, content=content, extensions=call.extensions()
-        )
-        response = self._http.send(request, stream=True)
-        try:
-            call.headers_arrived(response.status_code)
-            if response.status_code >= 300:
-                raise call.status_error(response, _read_capped(response))
-            if "text/event-stream" not in response.headers.get("content-type", "event-stream"):
-                return call.not_a_stream(response, _read_body(call, response))
-            for chunk in _decoded(call, response):
-                if call.feed(chunk):
-                    break
-            return call.finish()
-        finally:
-            response.close()
+        call.sink(events=True)
+        self._send(call, "POST", url, headers, content)
+        return call.stream_result()
 
-    def _fetch(
+    def _whole(
         self, call: _Call, method: str, url: str, headers: dict[str, str], content: bytes | None
-    ) -> tuple[bytes, httpx.Response]:
-        request = self._http.build_request(
-            method, url, headers=headers, content=content, extensions=call.extensions()
-        )
-        response = self._http.send(request, stream=True)
-        try:
-            call.headers_arrived(response.status_code)
-            if response.status_code >= 300:
-                raise call.status_error(response, _read_capped(response))
-            return _read_body(call, response), response
-        finally:
-            response.close()
+    ) -> bytes:
+        call.sink(events=False)
+        self._send(call, method, url, headers, content)
+        return call.whole_body()
 
 
 class AsyncGatewayClient(_BaseClient):
@@ -532,23 +473,14 @@ class AsyncGatewayClient(_BaseClient):
             idle_timeout=idle_timeout,
             total_timeout=total_timeout,
         )
-        kwargs = _client_kwargs()
         if transport is None:
-            # One TLS context for every pool: building one reads the CA bundle (~20 ms).
-            kwargs["verify"] = httpx.create_ssl_context(trust_env=True)
-
-        def make(connections: int) -> httpx.AsyncClient:
-            limits = httpx.Limits(
-                max_connections=connections, max_keepalive_connections=connections
-            )
-            return httpx.AsyncClient(transport=transport, limits=limits, **kwargs)
-
-        self._pools = Pools(make, max_connections, shared=transport is not None)
-        self._h1 = _h1.Http1Pool(kwargs["verify"], max_connections) if transport is None else None
-
-    def _lean(self, url: str) -> _h1.Http1Pool | None:
-        """The lean transport, unless httpx must send to `url` (a proxy applies to it)."""
-        return self._h1 if self._h1 is not None and self._h1.takes(url) else None
+            # One TLS context for both transports: building one reads the CA bundle (~20 ms).
+            context = httpx.create_ssl_context(trust_env=True)
+            self._h1: _h1.Http1Pool | None = _h1.Http1Pool(context, max_connections)
+            verify: ssl.SSLContext | bool = context
+        else:
+            verify, self._h1 = True, None  # (the injected transport takes every request)
+        self._httpx = AsyncHttpxTransport(transport, verify=verify, max_connections=max_connections)
 
     async def __aenter__(self) -> AsyncGatewayClient:
         return self
@@ -559,7 +491,7 @@ class AsyncGatewayClient(_BaseClient):
     async def aclose(self) -> None:
         if self._h1 is not None:
             await self._h1.aclose()
-        await self._pools.aclose()
+        await self._httpx.aclose()
 
     @contextlib.asynccontextmanager
     async def _wall_clock(self, call: _Call) -> AsyncIterator[None]:
@@ -576,21 +508,23 @@ class AsyncGatewayClient(_BaseClient):
     async def list_models(self) -> ModelsResult:
         """`GET {base}/models` (`/v1/models` for Anthropic) with the client's auth headers."""
         url = self.endpoint.models_url()
-        call = _Call(self, url, is_async=True)
+        call = _Call(self, url)
         headers = proto.base_headers(self.endpoint, stream=False)
-        async with self._wall_clock(call):
-            body, response = await self._fetch(call, "GET", url, headers, None)
-        return call.models(response, body)
+        call.sink(events=False)
+        async with self._wall_clock(call):  # (whole answers go through httpx: not timed to ms)
+            await self._send(self._httpx, call, "GET", url, headers, None)
+        return call.models(call.whole_body())
 
     async def complete(
         self, messages: Messages, *, max_tokens: int = 256, extra_body: dict[str, Any] | None = None
     ) -> StreamResult:
         """One non-streamed turn in the endpoint's protocol."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, False)
-        call = _Call(self, url, is_async=True)
+        call = _Call(self, url)
+        call.sink(events=False)
         async with self._wall_clock(call):
-            body, _ = await self._fetch(call, "POST", url, headers, content)
-        return call.body_result(body)
+            await self._send(self._httpx, call, "POST", url, headers, content)
+        return call.body_result(call.whole_body())
 
     async def stream(
         self,
@@ -602,25 +536,28 @@ class AsyncGatewayClient(_BaseClient):
     ) -> StreamResult:
         """One streamed turn (see GatewayClient.stream)."""
         url, headers, content = self._stream_request(messages, max_tokens, extra_body, True)
-        call = _Call(self, url, on_chunk=on_chunk, is_async=True)
-        lean = self._lean(url)
+        call = _Call(self, url, on_chunk=on_chunk)
+        call.sink(events=True)
         async with self._wall_clock(call):
-            if lean is not None:
-                return await self._stream_lean(lean, call, url, headers, content)
-            with self._pools.client() as http:
-                return await self._stream(http, call, url, headers, content)
+            await self._send(pick(self._h1, self._httpx, url), call, "POST", url, headers, content)
+            return call.stream_result()
 
-    async def _stream_lean(
-        self, lean: _h1.Http1Pool, call: _Call, url: str, headers: dict[str, str], body: bytes
-    ) -> StreamResult:
-        sink = _StreamSink(call)
+    async def _send(
+        self,
+        transport: AsyncTransport,
+        call: _Call,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes | None,
+    ) -> None:
         try:
-            await lean.request(
-                "POST",
+            await transport.request(
+                method,
                 url,
                 headers,
                 body,
-                sink,
+                call.answer,
                 connect_timeout=self.connect_timeout,
                 headers_timeout=self.timeout,
                 idle_timeout=self.idle_timeout,
@@ -628,185 +565,5 @@ class AsyncGatewayClient(_BaseClient):
             )
         except httpx.HTTPError as exc:
             raise call.translate(exc) from exc
-        return sink.result()
-
-    async def _stream(
-        self, http: httpx.AsyncClient, call: _Call, url: str, headers: dict[str, str], body: bytes
-    ) -> StreamResult:
-        request = http.build_request(
-            "POST", url, headers=headers, content=body, extensions=call.extensions()
-        )
-        try:
-            response = await http.send(request, stream=True)
-        except httpx.HTTPError as exc:
-            raise call.translate(exc) from exc
-        try:
-            call.headers_arrived(response.status_code)
-            if response.status_code >= 300:
-                raise call.status_error(response, await _aread_capped(response))
-            if "text/event-stream" not in response.headers.get("content-type", "event-stream"):
-                return call.not_a_stream(response, await _aread_body(call, response))
-            chunks = _adecoded(call, response)
-            async for chunk in chunks:
-                if call.feed(chunk):
-                    await _read_to_end(chunks)
-                    break
-            return call.finish()
-        except httpx.HTTPError as exc:
-            raise call.translate(exc) from exc
-        finally:
-            await response.aclose()
-
-    async def _fetch(
-        self, call: _Call, method: str, url: str, headers: dict[str, str], content: bytes | None
-    ) -> tuple[bytes, httpx.Response]:
-        with self._pools.client() as http:
-            request = http.build_request(
-                method, url, headers=headers, content=content, extensions=call.extensions()
-            )
-            try:
-                response = await http.send(request, stream=True)
-                try:
-                    call.headers_arrived(response.status_code)
-                    if response.status_code >= 300:
-                        raise call.status_error(response, await _aread_capped(response))
-                    return await _aread_body(call, response), response
-                finally:
-                    await response.aclose()
-            except httpx.HTTPError as exc:
-                raise call.translate(exc) from exc
-
-
-async def _read_to_end(chunks: AsyncIterator[bytes]) -> None:
-    """Read what follows a stream's last event (a `[DONE]`, the chunked-encoding terminator)
-    so httpcore puts the connection back in the pool: closing a response with body left
-    unread closes its connection, and the next request would pay a new TCP connect. Bounded
-    in time and size, and best effort: a server that keeps the body open only loses reuse."""
-    size = 0
-    with anyio.move_on_after(_h1.DRAIN_S):
-        try:
-            async for chunk in chunks:
-                size += len(chunk)
-                if size > _MAX_ERROR_BODY:
-                    return
-        except (httpx.HTTPError, errors.GatewayError):
-            return
-
-
-# --------------------------------------------------------------------------- bounded reads
-# httpx decodes gzip / deflate in one step per network read (~64 KiB in, up to ~64 MiB out);
-# these read the raw bytes and decode them with `_limits.Decoder`, in 64 KiB pieces, counted.
-
-
-def _decoder(call: _Call, response: httpx.Response) -> _limits.Decoder:
-    try:
-        return _limits.Decoder(response.headers.get("content-encoding"))
-    except _limits.UnsupportedEncoding as exc:
-        raise httpx.DecodingError(str(exc)) from None
-
-
-def _decode(decoder: _limits.Decoder, raw: bytes) -> Iterator[bytes]:
-    try:
-        yield from decoder.decode(raw)
-    except _limits.UnsupportedEncoding as exc:
-        raise httpx.DecodingError(str(exc)) from None
-
-
-def _already_read(response: httpx.Response) -> bytes | None:
-    """The decoded body of a response that was read before it reached us (a mocked response
-    object served twice); None for a live stream."""
-    if not response.is_stream_consumed:
-        return None
-    try:
-        return response.content
-    except httpx.ResponseNotRead:
-        return None
-
-
-def _decoded(call: _Call, response: httpx.Response) -> Iterator[bytes]:
-    """The decoded body in pieces (the event stream counts its own bytes in `_Call.feed`)."""
-    done = _already_read(response)
-    if done is not None:
-        yield done
-        return
-    decoder = _decoder(call, response)
-    for raw in response.iter_raw():
-        yield from _decode(decoder, raw)
-    rest = decoder.flush()
-    if rest:
-        yield rest
-
-
-async def _adecoded(call: _Call, response: httpx.Response) -> AsyncIterator[bytes]:
-    done = _already_read(response)
-    if done is not None:
-        yield done
-        return
-    decoder = _decoder(call, response)
-    async for raw in response.aiter_raw():
-        for piece in _decode(decoder, raw):
-            yield piece
-    rest = decoder.flush()
-    if rest:
-        yield rest
-
-
-def _read_body(call: _Call, response: httpx.Response) -> bytes:
-    """A whole (JSON) body, at most `_MAX_WHOLE_BODY` decoded bytes, else ResponseTooLarge."""
-    counter = _limits.Counter("the body", _MAX_WHOLE_BODY)
-    parts: list[bytes] = []
-    try:
-        for piece in _decoded(call, response):
-            counter.add(len(piece))
-            parts.append(piece)
-    except _limits.TooLarge as exc:
-        raise call.too_large(exc) from None
-    return b"".join(parts)
-
-
-async def _aread_body(call: _Call, response: httpx.Response) -> bytes:
-    counter = _limits.Counter("the body", _MAX_WHOLE_BODY)
-    parts: list[bytes] = []
-    try:
-        async for piece in _adecoded(call, response):
-            counter.add(len(piece))
-            parts.append(piece)
-    except _limits.TooLarge as exc:
-        raise call.too_large(exc) from None
-    return b"".join(parts)
-
-
-def _read_capped(response: httpx.Response) -> bytes:
-    """An error body, read up to 64 KiB (an HTML page from a proxy can be large); a body that
-    cannot be decoded is shown as empty rather than hiding the status behind a decoding error."""
-    done = _already_read(response)
-    if done is not None:
-        return done[:_MAX_ERROR_BODY]
-    data = bytearray()
-    try:
-        decoder = _limits.Decoder(response.headers.get("content-encoding"))
-        for raw in response.iter_raw():
-            for piece in decoder.decode(raw):
-                data += piece
-                if len(data) >= _MAX_ERROR_BODY:
-                    return bytes(data[:_MAX_ERROR_BODY])
-    except _limits.UnsupportedEncoding:
-        return b""
-    return bytes(data)
-
-
-async def _aread_capped(response: httpx.Response) -> bytes:
-    done = _already_read(response)
-    if done is not None:
-        return done[:_MAX_ERROR_BODY]
-    data = bytearray()
-    try:
-        decoder = _limits.Decoder(response.headers.get("content-encoding"))
-        async for raw in response.aiter_raw():
-            for piece in decoder.decode(raw):
-                data += piece
-                if len(data) >= _MAX_ERROR_BODY:
-                    return bytes(data[:_MAX_ERROR_BODY])
-    except _limits.UnsupportedEncoding:
-        return b""
-    return bytes(data)
+        except _limits.TooLarge as exc:
+            raise call.too_large(exc) from None

@@ -6,47 +6,35 @@ hand the answer's bytes to a sink the moment they are read, and fail with the ty
     await upstream.stream("/chat/completions", body, sink)   # sink.on_body(bytes) per read
     status, body = await upstream.fetch("GET", "/models")
 
-Unlike `GatewayClient` this parses nothing: the caller owns the protocol. It streams over the
-lean HTTP/1.1 transport (`_h1`, parsing inside `data_received`, no task switch per chunk) unless
-a proxy applies to the URL, then over httpx. An error status (3xx/4xx/5xx) never reaches the
-sink: its body (up to 64 KiB) becomes an `HttpStatusError` carrying the upstream's message.
-Cancelling the awaiting task closes the upstream connection, which is how the upstream learns
-that the client went away.
+Unlike `GatewayClient` this parses nothing: the caller owns the protocol. It sends through the
+transport seam (`_transport`): streams over the lean HTTP/1.1 transport (`_h1`, parsing inside
+`data_received`, no task switch per chunk) unless `_transport.pick` declines it (a proxy applies
+to the URL), then over the httpx adapter; whole answers over the httpx adapter. An error status
+(3xx/4xx/5xx) never reaches the sink: the `StatusSink` keeps its body (up to 64 KiB) for an
+`HttpStatusError` carrying the upstream's message. Cancelling the awaiting task closes the
+upstream connection, which is how the upstream learns that the client went away.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
-from collections.abc import AsyncGenerator
-from typing import Protocol
-
 import httpx
 
-from notes_cli.gateway import _h1, _limits, errors
+from notes_cli.gateway import _h1, errors
 from notes_cli.gateway._http import safe_url, status_error, translate
+from notes_cli.gateway._limits import MAX_RELAYED_BODY_BYTES, TooLarge
+from notes_cli.gateway._transport import (
+    AsyncHttpxTransport,
+    AsyncTransport,
+    Reader,
+    StalledReader,
+    StatusSink,
+    Stream,
+    pick,
+)
 
-_MAX_ERROR_BODY = 64 * 1024
-_MAX_WHOLE_BODY = 16 * 1024 * 1024
+RelaySink = Stream  # where a 2xx answer goes, called from the transport's read callback
 
-
-class RelaySink(Protocol):
-    """Where a 2xx answer goes, called from the transport's read callback."""
-
-    def on_headers(self, status: int, headers: list[tuple[str, str]]) -> None: ...
-
-    def on_body(self, data: bytes) -> bool:
-        """A piece of the body; True once the sink has seen the stream's last event."""
-        ...
-
-
-class Reader(Protocol):
-    """The reading of an answer, which a sink may hold back while its own client is slow."""
-
-    def pause(self) -> None: ...
-
-    def resume(self) -> None: ...
+__all__ = ["Reader", "RelaySink", "Upstream"]
 
 
 class Upstream:
@@ -70,14 +58,7 @@ class Upstream:
         self.headers_timeout = headers_timeout
         self.idle_timeout = idle_timeout
         verify = httpx.create_ssl_context(trust_env=True)
-        self._httpx = httpx.AsyncClient(
-            transport=transport,
-            verify=verify,
-            follow_redirects=False,  # the key must never go to another origin
-            trust_env=True,
-            timeout=httpx.Timeout(headers_timeout, connect=connect_timeout, read=idle_timeout),
-            limits=httpx.Limits(max_connections=max_connections),
-        )
+        self._httpx = AsyncHttpxTransport(transport, verify=verify, max_connections=max_connections)
         self._h1 = None if transport is not None else _h1.Http1Pool(verify, max_connections)
 
     def url(self, path: str) -> str:
@@ -96,193 +77,81 @@ class Upstream:
         `on_reader(reader)` method gets a `Reader` once the request is sent, to pause and
         resume reading the answer."""
         url = self.url(path)
-        headers = self.headers(stream=True)
-        guard = _StatusGuard(sink, url)
-        lean = self._lean(url)
-        try:
-            if lean is not None:
-                await lean.request(
-                    "POST",
-                    url,
-                    headers,
-                    body,
-                    guard,
-                    connect_timeout=self.connect_timeout,
-                    headers_timeout=self.headers_timeout,
-                    idle_timeout=self.idle_timeout,
-                )
-            else:
-                await self._stream_httpx(url, headers, body, guard)
-        except httpx.HTTPError as exc:
-            raise guard.translate(exc, self) from exc
-        guard.raise_for_status()
+        # (identity: a compressed event stream arrives in lumps; one that comes anyway is decoded)
+        headers = {**self.headers(stream=True), "accept-encoding": "identity"}
+        answer = StatusSink(sink)
+        await self._send(pick(self._h1, self._httpx, url), "POST", url, headers, body, answer)
 
     async def fetch(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
         """A whole answer (for `GET /models` and non-streamed turns): (status, body). Error
         statuses raise `HttpStatusError`, transport failures the other typed errors."""
         url = self.url(path)
-        collected = _Collect()
-        guard = _StatusGuard(collected, url)
-        headers = {**self.headers(stream=False), "accept-encoding": _limits.ENCODINGS}
-        try:
-            async with self._httpx.stream(method, url, headers=headers, content=body) as response:
-                guard.on_headers(
-                    response.status_code, response.reason_phrase, list(response.headers.items())
-                )
-                async with contextlib.aclosing(_decoded(response)) as pieces:
-                    async for piece in pieces:
-                        if guard.on_body(piece):
-                            break
-        except httpx.HTTPError as exc:
-            raise guard.translate(exc, self) from exc
-        guard.raise_for_status()
-        return guard.status, bytes(collected.body)
+        answer = StatusSink(limit=MAX_RELAYED_BODY_BYTES)
+        await self._send(self._httpx, method, url, self.headers(stream=False), body, answer)
+        return answer.status, bytes(answer.body)
 
     async def aclose(self) -> None:
         if self._h1 is not None:
             await self._h1.aclose()
         await self._httpx.aclose()
 
-    def _lean(self, url: str) -> _h1.Http1Pool | None:
-        """The lean transport, unless httpx must send to `url` (a proxy applies to it)."""
-        return self._h1 if self._h1 is not None and self._h1.takes(url) else None
-
-    async def _stream_httpx(
-        self, url: str, headers: dict[str, str], body: bytes, guard: _StatusGuard
+    async def _send(
+        self,
+        transport: AsyncTransport,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes | None,
+        answer: StatusSink,
     ) -> None:
-        gate = _Gate()
-        guard.on_reader(gate)
-        headers = {**headers, "accept-encoding": "identity"}  # (compressed, events come in lumps)
-        async with (
-            self._httpx.stream("POST", url, headers=headers, content=body) as response,
-            contextlib.aclosing(_decoded(response)) as pieces,
-        ):
-            guard.on_headers(
-                response.status_code, response.reason_phrase, list(response.headers.items())
-            )
-            async for piece in pieces:
-                if guard.on_body(piece):
-                    return
-                if not gate.open.is_set():
-                    try:
-                        await asyncio.wait_for(gate.open.wait(), self.idle_timeout)
-                    except TimeoutError:
-                        held = f"the answer was held back for {self.idle_timeout:g} s"
-                        raise _h1.StalledReader(held) from None
-
-
-async def _decoded(response: httpx.Response) -> AsyncGenerator[bytes, None]:
-    """The answer's bytes, decoded (an upstream may compress whatever was asked) in pieces of
-    at most 64 KiB (`_limits.Decoder`), so a bound on them stops a gzip bomb after one piece:
-    httpx's own decoding inflates a whole read at once."""
-    try:
-        decoder = _limits.Decoder(response.headers.get("content-encoding"))
-    except _limits.UnsupportedEncoding as exc:
-        raise httpx.DecodingError(str(exc)) from None
-    async for raw in response.aiter_raw():
+        shown = safe_url(url)
         try:
-            for piece in decoder.decode(raw):
-                yield piece
-        except _limits.UnsupportedEncoding as exc:
-            raise httpx.DecodingError(str(exc)) from None
-    rest = decoder.flush()
-    if rest:
-        yield rest
+            await transport.request(
+                method,
+                url,
+                headers,
+                body,
+                answer,
+                connect_timeout=self.connect_timeout,
+                headers_timeout=self.headers_timeout,
+                idle_timeout=self.idle_timeout,
+            )
+        except httpx.HTTPError as exc:
+            raise self._translate(exc, shown, answer.headers_seen) from exc
+        except TooLarge as exc:
+            raise errors.ResponseTooLarge(
+                f"the answer from {shown} was cut off: {exc} (decoded)",
+                url=shown,
+                limit=exc.limit,
+                fix="no answer the bridge relays whole is that large: the upstream sent an "
+                "endless body or a compression bomb; check the upstream",
+            ) from None
+        if answer.status >= 300:
+            raise status_error(answer.response(), answer.error_body(), shown, None)
 
-
-class _Gate:
-    """The httpx path's `Reader`: the next chunk is read only while the gate is open."""
-
-    def __init__(self) -> None:
-        self.open = asyncio.Event()
-        self.open.set()
-
-    def pause(self) -> None:
-        self.open.clear()
-
-    def resume(self) -> None:
-        self.open.set()
-
-
-class _Collect:
-    """A sink that keeps the whole body (bounded)."""
-
-    def __init__(self) -> None:
-        self.body = bytearray()
-
-    def on_headers(self, status: int, headers: list[tuple[str, str]]) -> None:
-        pass
-
-    def on_body(self, data: bytes) -> bool:
-        self.body += data
-        if len(self.body) > _MAX_WHOLE_BODY:
-            raise httpx.RemoteProtocolError("the upstream's answer is larger than 16 MiB")
-        return False
-
-
-class _StatusGuard:
-    """Between the transport and the caller's sink: a 2xx goes through, an error answer's body
-    is kept (up to 64 KiB) for `raise_for_status`."""
-
-    __slots__ = ("sink", "url", "status", "reason", "headers", "error_body", "headers_at")
-
-    def __init__(self, sink: RelaySink, url: str) -> None:
-        self.sink = sink
-        self.url = safe_url(url)
-        self.status = 0
-        self.reason = ""
-        self.headers: list[tuple[str, str]] = []
-        self.error_body = bytearray()
-        self.headers_at: float | None = None
-
-    def on_headers(self, status: int, reason: str, headers: list[tuple[str, str]]) -> None:
-        self.status, self.reason, self.headers = status, reason, headers
-        self.headers_at = time.perf_counter()
-        if status < 300:
-            self.sink.on_headers(status, self.headers)
-
-    def on_reader(self, reader: Reader) -> None:
-        on_reader = getattr(self.sink, "on_reader", None)
-        if on_reader is not None:
-            on_reader(reader)
-
-    def on_body(self, data: bytes) -> bool:
-        if self.status < 300:
-            return self.sink.on_body(data)
-        self.error_body += data
-        return len(self.error_body) >= _MAX_ERROR_BODY
-
-    def raise_for_status(self) -> None:
-        if self.status >= 300:
-            reason = {"reason_phrase": self.reason.encode("latin-1", "replace")}
-            response = httpx.Response(self.status, headers=self.headers, extensions=reason)
-            body = bytes(self.error_body[:_MAX_ERROR_BODY])
-            raise status_error(response, body, self.url, None)
-
-    def translate(self, exc: httpx.HTTPError, upstream: Upstream) -> errors.GatewayError:
-        seen = self.headers_at is not None
-        if isinstance(exc, _h1.StalledReader):
+    def _translate(self, exc: httpx.HTTPError, url: str, seen: bool) -> errors.GatewayError:
+        if isinstance(exc, StalledReader):
             return errors.IdleStreamTimeout(
-                f"the client stopped reading the stream from {self.url} for "
-                f"{upstream.idle_timeout:g} s; the upstream request was ended",
-                url=self.url,
-                seconds=upstream.idle_timeout,
+                f"the client stopped reading the stream from {url} for "
+                f"{self.idle_timeout:g} s; the upstream request was ended",
+                url=url,
+                seconds=self.idle_timeout,
                 fix="the client stalled; it can ask again",
             )
         if seen and isinstance(exc, httpx.TransportError | httpx.DecodingError):
             if isinstance(exc, httpx.TimeoutException):
                 return errors.IdleStreamTimeout(
-                    f"the stream from {self.url} went silent for {upstream.idle_timeout:g} s",
-                    url=self.url,
-                    seconds=upstream.idle_timeout,
+                    f"the stream from {url} went silent for {self.idle_timeout:g} s",
+                    url=url,
+                    seconds=self.idle_timeout,
                     fix="the upstream stalled mid-answer; retry, or check the upstream",
                 )
             return errors.UpstreamError(
-                f"the stream from {self.url} broke off mid-answer ({exc})",
-                url=self.url,
+                f"the stream from {url} broke off mid-answer ({exc})",
+                url=url,
                 fix="the upstream closed the connection early; retry, or check its logs",
             )
-        timeout = upstream.connect_timeout
+        timeout = self.connect_timeout
         if isinstance(exc, httpx.ReadTimeout):
-            timeout = upstream.headers_timeout
-        return translate(exc, url=self.url, headers_seen=seen, timeout=timeout)
+            timeout = self.headers_timeout
+        return translate(exc, url=url, headers_seen=seen, timeout=timeout)
