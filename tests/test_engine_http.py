@@ -57,6 +57,7 @@ PD_TIMING_KEYS = {
     "speed",  # the engine's --speed, beyond the documented base fields
     "overhead_ms",  # fixed per-request cost, docs/engine.md
     "transfer_overlap_ms",  # layer-wise KV transfer, docs/engine.md
+    "max_itl_ms",  # the largest inter-token gap, docs/engine.md
     "admission_wall_ms",  # the engine's own handling, in wall ms, beyond the documented base fields
 }
 

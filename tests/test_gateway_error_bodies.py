@@ -23,7 +23,9 @@ KEY = "sk-HOSTILE0123456789abcdefXYZW"
 KEY_ENV = "HOSTILE_KEY"
 MODES = ("error-400-60k", "error-400-1mb", "endless-400")
 Run = Callable[..., object]
-bounded = pytest.mark.timeout(60, method="signal")
+# Generous, so load cannot trip it: each run takes about a second; the quadratic scrub it guards
+# against took 7.8 minutes on the 60 KB message.
+bounded = pytest.mark.timeout(180, method="signal")
 
 
 @pytest.fixture(autouse=True)

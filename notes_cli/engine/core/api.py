@@ -60,6 +60,7 @@ class PdTiming:
     admission_wall_ms: float = 0.0
     transfer_overlap_ms: float = 0.0
     overhead_ms: float = 0.0
+    max_itl_ms: float = 0.0  # the largest gap between two of the request's tokens
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -164,6 +165,7 @@ class RequestRecord:
             admission_wall_ms=admission_wall_ms,
             transfer_overlap_ms=self.transfer_overlap_ms,
             overhead_ms=self.overhead_ms,
+            max_itl_ms=self.max_itl_ms,
         )
 
 
