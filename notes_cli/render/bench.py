@@ -14,8 +14,13 @@ from notes_cli.render import err, out
 
 if TYPE_CHECKING:
     from notes_cli.bench.client import BenchReport, ServerView
-    from notes_cli.bench.simulate import ConfigResult, RatePoint, SimulateReport, WorkloadSpec
     from notes_cli.bench.stats import Attainment, Slo, Summary
+    from notes_cli.engine.simulate.runner import (
+        ConfigResult,
+        RatePoint,
+        SimulateReport,
+        WorkloadSpec,
+    )
 
 _METRIC_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
 
