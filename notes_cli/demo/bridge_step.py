@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from notes_cli.demo.step import ENGINE_PRESET, Step
+
 if TYPE_CHECKING:
-    from notes_cli.demo.run import Step
     from notes_cli.demo.sandbox import Sandbox
 
 
 def bridge_step(box: Sandbox, speed: float) -> Step:
     from notes_cli.bridge.config import BridgeConfig
     from notes_cli.bridge.server import start_bridge
-    from notes_cli.demo.run import ENGINE_PRESET, Step
     from notes_cli.engine.core.config import EngineConfig
     from notes_cli.engine.http.server import start_engine
 
