@@ -61,8 +61,8 @@ def _responses_status(base_url: str) -> int | None:
 
 
 def _configure(box: Sandbox, upstream: str, port: int) -> tuple[bool, str]:
+    from notes_cli.bridge.client_setup import BridgeOptions, plan_codex_bridge
     from notes_cli.bridge.config import save_record
-    from notes_cli.clients.bridge import BridgeOptions, plan_codex_bridge
     from notes_cli.clients.codex_config import CodexOptions
     from notes_cli.clients.plan import apply
 
