@@ -213,7 +213,7 @@ def simulate(
         on_progress=None if as_json else render.note,
     )
     if plot is not None:
-        from notes_cli.bench.plot import write_plot
+        from notes_cli.engine.simulate.plot import write_plot
 
         write_plot(report, plot)
         render.note(f"wrote {plot}")
