@@ -29,7 +29,8 @@ class Sketch(Protocol):
     """What `check_sketch` reads of a launch sketch (`plan.launch.LaunchSketch`): the engine
     and its commands as shell text. A protocol, so the sketches import the flags and not back."""
 
-    engine: str
+    @property
+    def engine(self) -> str: ...
 
     def commands(self) -> list[str]: ...
 
