@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from notes_cli.engine.core.profiles import Catalog, Deployment, load_catalog  # noqa: E402
-from notes_cli.plan.launch import ENGINES, is_flag, launch_sketch  # noqa: E402
+from notes_cli.plan.launch import ENGINES, launch_sketch  # noqa: E402
+from notes_cli.plan.launch_flags import is_flag  # noqa: E402
 
 OUT = ROOT / "templates" / "launch" / "flags.toml"
 _PREFIXES = ("", "python/", "sgl-router/py_src/", "sgl-model-gateway/bindings/python/")

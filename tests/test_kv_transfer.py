@@ -143,8 +143,8 @@ def test_a_pipeline_degree_is_read_from_the_preset_file(tmp_path, monkeypatch, c
 
 def test_engine_simulate_counts_every_stage_as_chips(catalog: Catalog) -> None:
     # Goodput per chip divides by nodes x tp x pp: a TP4 x PP2 node is eight chips.
-    from notes_cli.bench.engine_adapter import EngineSimulator
-    from notes_cli.bench.simulate import SimConfig
+    from notes_cli.engine.simulate.configs import SimConfig
+    from notes_cli.engine.simulate.engine_simulator import EngineSimulator
 
     dep = catalog.deployment("mooncake-h800-tp8")
     staged = replace(

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from notes_cli.bench.engine_adapter import EngineSimulator
-from notes_cli.bench.simulate import SimConfig, WorkloadSpec, simulate_configs
 from notes_cli.bench.stats import Slo
 from notes_cli.bench.workload import LengthSpec
+from notes_cli.engine.simulate.configs import SimConfig
+from notes_cli.engine.simulate.engine_simulator import EngineSimulator
+from notes_cli.engine.simulate.runner import WorkloadSpec, simulate_configs
 
 # The same two H100s either split into a prefill and a decode node or both running both phases.
 DISAGG = SimConfig("h100-disagg")

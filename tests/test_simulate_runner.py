@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from notes_cli.bench.plot import write_plot
-from notes_cli.bench.simulate import Resolved, SimConfig, WorkloadSpec, simulate_configs
 from notes_cli.bench.stats import Slo
 from notes_cli.bench.workload import LengthSpec, WorkItem
+from notes_cli.engine.simulate.configs import Resolved, SimConfig
+from notes_cli.engine.simulate.plot import write_plot
+from notes_cli.engine.simulate.runner import WorkloadSpec, simulate_configs
 from notes_cli.errors import UsageError
 
 

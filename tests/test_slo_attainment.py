@@ -10,16 +10,15 @@ from dataclasses import dataclass
 import pytest
 
 from notes_cli.bench.goodput import capacity, search_goodput
-from notes_cli.bench.simulate import (
-    Resolved,
-    SimConfig,
+from notes_cli.bench.stats import LatencyStats, Slo
+from notes_cli.bench.workload import LengthSpec, WorkItem
+from notes_cli.engine.simulate.configs import Resolved, SimConfig
+from notes_cli.engine.simulate.runner import (
     WorkloadSpec,
     fold_record,
     measure,
     simulate_configs,
 )
-from notes_cli.bench.stats import LatencyStats, Slo
-from notes_cli.bench.workload import LengthSpec, WorkItem
 from notes_cli.errors import UsageError
 
 
@@ -272,7 +271,7 @@ def test_a_tbt_slo_judges_every_gap_not_a_summary_of_them() -> None:
     exact pooled gaps put them in P99 (each request's largest gap plus its mean would not)."""
     import numpy as np
 
-    from notes_cli.bench.engine_adapter import EngineSimulator
+    from notes_cli.engine.simulate.engine_simulator import EngineSimulator
 
     config = SimConfig("h100-colocated")
     workload = WorkloadSpec(requests=300, lengths=LengthSpec(2048, 256))

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from notes_cli.bench.measured_runs import NIM_TRTLLM, compare
 from notes_cli.engine.core.api import RequestRecord, StepStats
 from notes_cli.engine.core.profiles import Catalog, Deployment, NodeGroup, load_catalog
 from notes_cli.engine.core.scheduler import Scheduler
 from notes_cli.engine.core.simcore import SimRequest, simulate
 from notes_cli.engine.core.workers import SchedRequest
+from notes_cli.engine.simulate.measured_runs import NIM_TRTLLM, compare
 
 CATALOG: Catalog = load_catalog(user=False)
 RUNS: list[dict[str, Any]] = tomllib.loads(

@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from notes_cli.bench.measured_runs import BEFORE, IN_FLIGHT, NIM_TRTLLM, compare  # noqa: E402
 from notes_cli.engine.core.profiles import load_catalog  # noqa: E402
+from notes_cli.engine.simulate.measured_runs import BEFORE, IN_FLIGHT, NIM_TRTLLM, compare  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "serving_load.toml"
 

@@ -19,10 +19,11 @@ import platform
 import time
 import tracemalloc
 
-from notes_cli.bench.engine_adapter import EngineSimulator
-from notes_cli.bench.simulate import SimConfig, WorkloadSpec, simulate_configs
 from notes_cli.bench.stats import Slo
 from notes_cli.bench.workload import ArrivalSpec, LengthSpec, synthetic
+from notes_cli.engine.simulate.configs import SimConfig
+from notes_cli.engine.simulate.engine_simulator import EngineSimulator
+from notes_cli.engine.simulate.runner import WorkloadSpec, simulate_configs
 
 CONFIG = SimConfig("h100-disagg")
 LENGTHS = LengthSpec(512, 64)

@@ -13,8 +13,8 @@ Interface for the planner (and anything else judging a run against SLOs)
   `Slo.objectives` names the objectives set, in the order "ttft", "tpot", "tbt".
 - `LatencyStats(slo, exact=False)`: fold requests in with
   `add(ttft_ms, tpot_ms, e2e_ms, output_tokens, max_itl_ms=None) -> bool` (whether it was good)
-  and `add_itl(gap_ms, times=1)` (pooled gaps), or with `notes_cli.bench.simulate.fold_record`
-  for a simulator record. Then:
+  and `add_itl(gap_ms, times=1)` (pooled gaps), or with
+  `notes_cli.engine.simulate.runner.fold_record` for a simulator record. Then:
   - `good` (exact count of good requests), `completed`, `attainment() -> Attainment`
     (fractions per objective and `both` = all of them);
   - `meets(slo=None) -> bool`: with an attainment target, good / completed ≥ target; without,
@@ -28,7 +28,7 @@ Interface for the planner (and anything else judging a run against SLOs)
   max_probes=40) -> GoodputResult`: the highest rate (req/s) at which `meets(rate)` holds,
   assuming it holds below a boundary and fails above; `.rate`, `.per_chip`, `.failed_rate`
   (lowest rate seen failing), `.capped`, `.probes`. `search_goodput` is the same search.
-- `notes_cli.bench.simulate.measure(simulator, config, workload, slo, rate, seed=0,
+- `notes_cli.engine.simulate.runner.measure(simulator, config, workload, slo, rate, seed=0,
   chips=None) -> RatePoint`: one simulated run folded into these statistics;
   `RatePoint.meets` / `.binding` / `.good` / `.attainment` / `.summaries`. With a TBT SLO,
   build the simulator as `EngineSimulator(exact_gaps=True)` (what `simulate_configs` does) so

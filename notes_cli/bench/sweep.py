@@ -5,7 +5,7 @@ The plot has two panels, TTFT and TPOT (median and P99) against output throughpu
 load level, so the knee where latency climbs shows directly; with `--gpus N` a third panel is
 the Pareto front of output tokens/s per GPU against tokens/s per user (1000 / median TPOT), the
 trade-off `vllm bench sweep` and inference-perf chart. No plotting library, no scripts, no
-network: it opens anywhere and diffs cleanly (like notes_cli/bench/plot.py).
+network: it opens anywhere and diffs cleanly (like notes_cli/engine/simulate/plot.py).
 """
 
 from __future__ import annotations

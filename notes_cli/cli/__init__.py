@@ -1,6 +1,8 @@
 """The `pdnotes` command: assembles one Typer module per command group and maps errors to exit
 codes in exactly one place (`main`). Command modules import their core lazily, inside the
-command function, so `pdnotes --help` loads nothing heavy."""
+command function, so `pdnotes --help` loads nothing heavy.
+
+May import every package; nothing but `notes_cli.__main__` imports cli/."""
 
 from __future__ import annotations
 

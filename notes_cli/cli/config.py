@@ -85,7 +85,7 @@ def codex(
     options = CodexOptions(preset, base_url, model, provider, env_key, wire_api)
     path = paths.codex_config_path(codex_home)
     if bridge or _chat_only(preset):
-        from notes_cli.clients.bridge import BridgeOptions, plan_codex_bridge
+        from notes_cli.bridge.client_setup import BridgeOptions, plan_codex_bridge
 
         via = BridgeOptions(bridge_port, bridge_key_env)
         _write(
@@ -127,7 +127,7 @@ def claude(
         preset, base_url, model, token_env, write_token_from_env, cast(Scope, scope)
     )
     if bridge or _chat_only(preset):
-        from notes_cli.clients.bridge import BridgeOptions, plan_claude_bridge
+        from notes_cli.bridge.client_setup import BridgeOptions, plan_claude_bridge
 
         via = BridgeOptions(bridge_port, bridge_key_env)
         build: Plan = lambda: plan_claude_bridge(  # noqa: E731

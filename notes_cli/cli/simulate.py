@@ -25,7 +25,7 @@ MAX_RATES = 64  # rates in one --rates sweep
 MAX_PD_RATIO = 64  # nodes per side of a --pd-ratio
 
 if TYPE_CHECKING:
-    from notes_cli.bench.simulate import SimConfig
+    from notes_cli.engine.simulate.configs import SimConfig
 
 
 def simulate(
@@ -144,9 +144,9 @@ def simulate(
     """Simulate presets, modes and P:D ratios on one workload: TTFT, TPOT, ITL (TBT), E2E,
     per-request SLO attainment and goodput per chip. Deterministic for a seed."""
     from notes_cli import render
-    from notes_cli.bench.simulate import WorkloadSpec, simulate_configs
     from notes_cli.bench.stats import Slo
     from notes_cli.bench.workload import LengthSpec
+    from notes_cli.engine.simulate.runner import WorkloadSpec, simulate_configs
 
     if plot is not None:
         from notes_cli.fileio import require_output_folder
@@ -213,7 +213,7 @@ def simulate(
         on_progress=None if as_json else render.note,
     )
     if plot is not None:
-        from notes_cli.bench.plot import write_plot
+        from notes_cli.engine.simulate.plot import write_plot
 
         write_plot(report, plot)
         render.note(f"wrote {plot}")
@@ -268,8 +268,8 @@ def _configs(
     pd_ratio: str | None,
     dtypes: tuple[str | None, str | None] = (None, None),
 ) -> list[SimConfig]:
-    from notes_cli.bench.simulate import SimConfig
     from notes_cli.engine.core.config import MODES, EngineConfig
+    from notes_cli.engine.simulate.configs import SimConfig
 
     for m in modes:
         if m not in MODES:

@@ -1,5 +1,8 @@
 """pdnotes engine sketch: the commands that would run a preset or deployment file on LMDeploy,
-vLLM or SGLang, each flag checked against that engine's recorded argument definitions."""
+vLLM or SGLang, each flag checked against that engine's recorded argument definitions.
+
+The core is `plan/launch.py`, not engine/: it is the same sketch `engine plan --sketch` prints
+for its pick, so the planner owns it and this command borrows it."""
 
 from __future__ import annotations
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from notes_cli.demo.step import ENGINE_PRESET, Step
+
 if TYPE_CHECKING:
-    from notes_cli.demo.run import Step
     from notes_cli.demo.sandbox import Sandbox
 
 
 def bridge_step(box: Sandbox, speed: float) -> Step:
     from notes_cli.bridge.config import BridgeConfig
     from notes_cli.bridge.server import start_bridge
-    from notes_cli.demo.run import ENGINE_PRESET, Step
     from notes_cli.engine.core.config import EngineConfig
     from notes_cli.engine.http.server import start_engine
 
@@ -61,8 +61,8 @@ def _responses_status(base_url: str) -> int | None:
 
 
 def _configure(box: Sandbox, upstream: str, port: int) -> tuple[bool, str]:
+    from notes_cli.bridge.client_setup import BridgeOptions, plan_codex_bridge
     from notes_cli.bridge.config import save_record
-    from notes_cli.clients.bridge import BridgeOptions, plan_codex_bridge
     from notes_cli.clients.codex_config import CodexOptions
     from notes_cli.clients.plan import apply
 

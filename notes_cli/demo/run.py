@@ -13,30 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from notes_cli.demo.sandbox import Sandbox, sandbox
+from notes_cli.demo.step import ENGINE_PRESET, Step
 
 if TYPE_CHECKING:
     from notes_cli.notes.export import ExportFormat
 
-ENGINE_PRESET = "h800-h20-rdma"
 FORMATS: tuple[ExportFormat, ...] = ("md", "csv", "json", "html")
-
-
-@dataclass
-class Step:
-    key: str
-    title: str
-    ok: bool
-    commands: list[str]
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "title": self.title,
-            "ok": self.ok,
-            "commands": self.commands,
-            **self.data,
-        }
 
 
 @dataclass

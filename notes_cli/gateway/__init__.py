@@ -7,6 +7,9 @@ Code (Anthropic Messages) or the OpenAI SDK (chat completions) does, and time ev
 
 Errors are the typed classes of `notes_cli.gateway.errors`. `request_url(endpoint)` is the exact
 URL a turn goes to (Claude Code's `?beta=true` included); `proxy_for(url)` the proxy that applies.
+
+Imports wire/, clients.endpoint (what to call) and the bottom layer. Must not import anything
+above it: the engine, the bridge, doctor, smoke and bench are its users.
 """
 
 from __future__ import annotations

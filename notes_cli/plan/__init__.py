@@ -11,4 +11,11 @@ Modules, in the order a plan runs them:
 - rank: goodput per chip or per price, the chips-vs-latency Pareto front, binding SLOs
 - planner: ties these together into a PlanReport, verifying the top table and the front first
 See docs/planner.md.
+
+Also the launch sketches (`launch`, checked against `launch_flags`), which `engine sketch`
+borrows: the same sketch is what `engine plan --sketch` prints for its pick.
+
+Imports engine/ (core and simulate), bench/ (workloads, statistics, goodput) and the bottom
+layer. Must not import cli/ or render/ (render/plan draws the report), and nothing below imports
+plan/.
 """

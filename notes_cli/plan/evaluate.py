@@ -271,7 +271,7 @@ def _run(
         shape.rate, context.seed, shape.warmup, shape.repeat, shape.tail
     )
     simulated = 0
-    # WorkItem has SimRequest's fields under the same names (as bench.engine_adapter passes it).
+    # WorkItem has SimRequest's fields under the same names (as engine_simulator passes it).
     requests = cast("Iterable[SimRequest]", items)
     for record in simulate(deployment, requests, seed=context.seed, catalog=context.catalog):
         simulated += 1

@@ -24,6 +24,7 @@ from notes_cli.engine.core.costmodel import NodeCost
 from notes_cli.engine.core.deployment_file import dump_deployment
 from notes_cli.engine.core.profiles import Catalog, Deployment, NodeGroup
 from notes_cli.errors import UsageError
+from notes_cli.plan.launch_flags import is_flag, load_launch_flags
 
 __all__ = ["ENGINES", "LaunchSketch", "LaunchStep", "dump_deployment", "launch_sketch"]
 
@@ -140,8 +141,6 @@ _ENGINE_NAMES = {"lmdeploy": "LMDeploy", "vllm": "vLLM", "sglang": "SGLang"}
 def launch_sketch(deployment: Deployment, catalog: Catalog, engine: str) -> LaunchSketch:
     """The commands that would run `deployment` on `engine` (lmdeploy | vllm | sglang).
     Raises UsageError for another engine name."""
-    from notes_cli.plan.launch_flags import load_launch_flags
-
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     plan = _Plan(deployment, catalog)
@@ -315,11 +314,6 @@ def _transport(name: str, description: str) -> str:
             if word in text:
                 return transport
     return "roce"
-
-
-def is_flag(word: str) -> bool:
-    """`--tp`, `-tp`; not a negative number such as `-1`."""
-    return re.match(r"--?[A-Za-z]", word) is not None
 
 
 def _quote(word: str) -> str:

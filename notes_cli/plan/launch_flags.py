@@ -18,14 +18,26 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from notes_cli.resources import template_path
 
-if TYPE_CHECKING:
-    from notes_cli.plan.launch import LaunchSketch
-
 _ENV_ASSIGNMENT = re.compile(r"[A-Z_][A-Z0-9_]*=")
+
+
+class Sketch(Protocol):
+    """What `check_sketch` reads of a launch sketch (`plan.launch.LaunchSketch`): the engine
+    and its commands as shell text. A protocol, so the sketches import the flags and not back."""
+
+    @property
+    def engine(self) -> str: ...
+
+    def commands(self) -> list[str]: ...
+
+
+def is_flag(word: str) -> bool:
+    """`--tp`, `-tp`; not a negative number such as `-1`."""
+    return re.match(r"--?[A-Za-z]", word) is not None
 
 
 @dataclass(frozen=True)
@@ -136,8 +148,6 @@ def check_command(argv: list[str] | tuple[str, ...], engine: EngineFlags) -> lis
     """What is wrong with one command against the recorded flags: an unknown command or flag, a
     flag missing its value or given one it does not take, a value outside the recorded choices.
     Empty when every flag is one the engine defines."""
-    from notes_cli.plan.launch import is_flag
-
     try:
         command, rest = split_command(argv, engine)
     except KeyError as exc:
@@ -197,7 +207,7 @@ def _check_json(
     return problems
 
 
-def check_sketch(sketch: LaunchSketch, flags: LaunchFlags | None = None) -> list[str]:
+def check_sketch(sketch: Sketch, flags: LaunchFlags | None = None) -> list[str]:
     """Every problem of every command of `sketch`, read back from its shell text."""
     import shlex
 

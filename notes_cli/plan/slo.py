@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from notes_cli.bench.simulate import fold_record
 from notes_cli.bench.stats import DEFAULT_RELATIVE_ERROR, LatencyStats, Slo
+from notes_cli.engine.simulate.runner import fold_record
 
 TBT_QUANTILE = 0.99  # inter-token gaps are judged at P99 (Sarathi-Serve, DistServe's TBT)
 

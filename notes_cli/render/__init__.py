@@ -19,6 +19,10 @@ runs where text becomes output, not at each call site:
 - the plain writers here (`line` when stdout is not a terminal, `text`) call it themselves;
 - `emit_json` keeps the exact text: JSON escapes C0, and DEL and C1 are written as `\u00XX`.
 Nothing outside this package writes to stdout or stderr (tests/test_render_visible.py checks).
+
+Imports the cores for their result types and the bottom layer. Must not import cli/; the cores
+do not import render/, but for bridge.server's log handler (render.log), listed in
+tests/test_architecture.py.
 """
 
 from __future__ import annotations

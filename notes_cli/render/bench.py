@@ -17,9 +17,14 @@ from notes_cli.render import err, out
 if TYPE_CHECKING:
     from notes_cli.bench.client import BenchReport, ServerView
     from notes_cli.bench.server_metrics import MetricsView
-    from notes_cli.bench.simulate import ConfigResult, RatePoint, SimulateReport, WorkloadSpec
     from notes_cli.bench.stats import Attainment, Slo, Summary
     from notes_cli.bench.sweep import SweepPoint
+    from notes_cli.engine.simulate.runner import (
+        ConfigResult,
+        RatePoint,
+        SimulateReport,
+        WorkloadSpec,
+    )
 
 _SOURCES = {"timings": "llama.cpp timings"}
 _METRIC_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}

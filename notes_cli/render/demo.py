@@ -13,7 +13,8 @@ from rich.table import Table
 from notes_cli.render import out
 
 if TYPE_CHECKING:
-    from notes_cli.demo.run import DemoReport, Step
+    from notes_cli.demo.run import DemoReport
+    from notes_cli.demo.step import Step
 
 _BARS = "▁▂▃▄▅▆▇█"
 _CHART_WIDTH = 60

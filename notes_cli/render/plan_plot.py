@@ -1,8 +1,8 @@
 """`engine plan --plot FILE`: the top candidates' attainment against per-chip rate, and the
 chips-vs-latency front, as one self-contained HTML page (or the charts alone as SVG).
 
-Drawn the way bench/plot.py draws `engine simulate --plot`: inline SVG, no scripts, nothing
-fetched, the same colour-blind-safe palette and round axis ticks.
+Drawn the way engine/simulate/plot.py draws `engine simulate --plot`: inline SVG, no scripts,
+nothing fetched, the same colour-blind-safe palette and round axis ticks.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from notes_cli.bench.plot import _COLOURS, _nice_ceiling
+from notes_cli.engine.simulate.plot import _COLOURS, _nice_ceiling
 from notes_cli.fileio import atomic_write
 
 if TYPE_CHECKING:

@@ -55,6 +55,8 @@ Tool kinds: a function tool keeps its JSON schema in `parameters`; Responses cus
 tools are kind "custom" (their input is raw text, not JSON); any other type (`namespace`,
 `web_search`, `local_shell`, Anthropic server tools like `bash_20250124`) keeps its object in
 `ToolSpec.raw` and `kind` = its type, so a bridge can map or name what it drops.
+
+Imports nothing of pdnotes: every other layer uses it, so it must not import any of them.
 """
 
 from __future__ import annotations

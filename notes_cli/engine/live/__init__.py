@@ -1,2 +1,4 @@
 """The live engine: the core driven by a wall clock (`service.LiveEngine`) and the event loop
-that keeps its pacing precise."""
+that keeps its pacing precise.
+
+Imports core/ only. Must not import http/ (which serves it) or simulate/."""

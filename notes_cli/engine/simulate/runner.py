@@ -9,8 +9,8 @@ each objective's percentile), and `goodput=True` searches for the highest rate t
 (DistServe's goodput), reported per chip. Everything derives from one seed: the same command
 prints the same numbers.
 
-The simulator is injected (`Simulator`), so this module knows nothing of the cost model; the
-default one drives `notes_cli.engine.core.simcore`.
+The simulator is injected (`configs.Simulator`), so this module knows nothing of the cost
+model; the default one (`engine_simulator.EngineSimulator`) drives `notes_cli.engine.core.simcore`.
 """
 
 from __future__ import annotations
@@ -19,50 +19,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from notes_cli.bench.closed_loop import ClosedLoop
 from notes_cli.bench.goodput import GoodputResult, capacity
 from notes_cli.bench.stats import Attainment, LatencyStats, Slo, Summary
 from notes_cli.bench.workload import ArrivalSpec, LengthSpec, WorkItem, read_trace, synthetic
-
-
-@dataclass(frozen=True)
-class SimConfig:
-    """One deployment to simulate: a preset, optionally run in another mode and with another
-    prefill:decode node ratio. Colocated and chunked modes run `prefill + decode` general
-    nodes, so every mode of a ratio spends the same number of chips."""
-
-    preset: str
-    mode: str | None = None  # None: the preset's own mode
-    pd_ratio: tuple[int, int] | None = None  # None: the preset's own node counts
-    weight_dtype: str | None = None  # None: the preset's own precision
-    kv_dtype: str | None = None
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """A configuration as the simulator will run it."""
-
-    label: str
-    mode: str
-    prefill_chips: int
-    decode_chips: int
-    colocated_chips: int = 0
-
-    @property
-    def chips(self) -> int:
-        return self.prefill_chips + self.decode_chips + self.colocated_chips
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "mode": self.mode,
-            "chips": self.chips,
-            "prefill_chips": self.prefill_chips,
-            "decode_chips": self.decode_chips,
-            "colocated_chips": self.colocated_chips,
-        }
+from notes_cli.engine.simulate.configs import Resolved, SimConfig, Simulator
 
 
 @dataclass(frozen=True)
@@ -107,18 +70,6 @@ class WorkloadSpec:
                 dist=self.lengths.dist,
             )
         return data
-
-
-class Simulator(Protocol):
-    """What the runner needs from a simulator: how a configuration resolves (label, chips) and
-    a lazy stream of per-request records as requests finish.
-
-    A record needs `ttft_ms`, `e2e_ms`, `output_tokens`, `tpot_ms` (None when undefined) and
-    may carry `itl_ms` (an iterable of gaps) for pooled ITL."""
-
-    def resolve(self, config: SimConfig) -> Resolved: ...
-
-    def run(self, config: SimConfig, items: Iterable[WorkItem], seed: int) -> Iterator[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -326,6 +277,6 @@ def _search(runner: _Runner, config: SimConfig, chips: int) -> GoodputResult:
 def default_simulator(*, exact_gaps: bool = False) -> Simulator:
     """The engine's scheduler on a virtual clock (notes_cli.engine.core.simcore); with
     `exact_gaps`, every inter-token gap reaches the statistics (see EngineSimulator)."""
-    from notes_cli.bench.engine_adapter import EngineSimulator
+    from notes_cli.engine.simulate.engine_simulator import EngineSimulator
 
     return EngineSimulator(exact_gaps=exact_gaps)

@@ -13,8 +13,8 @@ from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
-from notes_cli.bench.simulate import Resolved, SimConfig
 from notes_cli.bench.workload import WorkItem
+from notes_cli.engine.simulate.configs import Resolved, SimConfig
 
 if TYPE_CHECKING:
     from notes_cli.engine.core.profiles import Catalog, Deployment

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from html import escape
 from pathlib import Path
 
-from notes_cli.bench.simulate import SimulateReport
+from notes_cli.engine.simulate.runner import SimulateReport
 from notes_cli.errors import InputError, UsageError
 
 # Colour-blind-safe palette (Okabe–Ito).

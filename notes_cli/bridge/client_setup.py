@@ -5,6 +5,7 @@ With `--bridge`, `--base-url` / `--env-key` (Claude: `--token-env`) / the preset
 UPSTREAM, as they would without it; the client file gets the bridge preset's URL on
 `--bridge-port` instead. The record (`$PDNOTES_HOME/bridge.json`) and the client file change
 together or not at all (`cli.config._write_with_record`); it holds variable names, never keys.
+It lives in bridge/ because it writes the bridge's record; clients/ (below) plans the files.
 """
 
 from __future__ import annotations

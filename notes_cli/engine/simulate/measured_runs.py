@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from notes_cli.bench.simulate import SimConfig, WorkloadSpec, measure
 from notes_cli.bench.stats import Slo
 from notes_cli.bench.workload import LengthSpec
 from notes_cli.engine.core.profiles import Catalog, Deployment, NodeGroup
+from notes_cli.engine.simulate.configs import SimConfig
+from notes_cli.engine.simulate.runner import WorkloadSpec, measure
 
 WITHIN = {"ttft": 0.5, "tpot": 0.3}
 """The issue's accuracy bar: TTFT within +-50 % and TPOT within +-30 % of the measured mean."""
@@ -85,7 +86,7 @@ def requests_for(concurrency: int) -> int:
 
 def compare(run: dict[str, Any], catalog: Catalog, setup: Setup, chip: str) -> Compared:
     """pdnotes' mean TTFT and TPOT for one measured run, through the closed-loop simulator."""
-    from notes_cli.bench.engine_adapter import EngineSimulator
+    from notes_cli.engine.simulate.engine_simulator import EngineSimulator
 
     deployment = setup.deployment(run, chip)
     catalog = replace(catalog, deployments={**catalog.deployments, deployment.name: deployment})
