@@ -125,6 +125,27 @@ def test_claude_shape_is_sent_and_a_system_role_refusal_named() -> None:
     assert {t["name"] for t in first["body"]["tools"]} == {t["name"] for t in shape.body["tools"]}
 
 
+def test_a_gateway_refusing_claude_codes_betas_is_told_the_variable_that_stops_them() -> None:
+    """anthropics/claude-code #46105: a beta value the gateway does not know fails every turn;
+    the fix is CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS, not a bridge or the gateway's admin."""
+    shape = shape_for("anthropic")
+    assert shape is not None and "anthropic-beta" in shape.headers
+
+    def unknown_betas(headers: dict[str, str]) -> str | None:
+        beta = headers.get("anthropic-beta")
+        return f"Unexpected value(s) `{beta}` for the `anthropic-beta` header" if beta else None
+
+    with client_shapes.recording_server(reject_headers=unknown_betas) as (url, requests):
+        endpoint = Endpoint("claude", url, "anthropic", model=MODEL, key="k", key_env="T")
+        findings, _ = probe_endpoint(endpoint, timeout=5, shape=shape)
+
+    assert [f.id for f in findings] == ["request-shape-rejected"]
+    assert "`anthropic-beta`" in findings[0].message
+    assert "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS=1" in findings[0].fix
+    passed = requests[-1]  # the narrowing stopped at the turn that worked: only the betas gone
+    assert "anthropic-beta" not in passed["headers"] and passed["headers"]["x-app"] == "cli"
+
+
 def test_minimal_probe_stays_small_and_passes_the_strict_gateway() -> None:
     with client_shapes.recording_server(function_tools_only) as (url, requests):
         findings, _ = probe_endpoint(codex_endpoint(url), timeout=5, shape=None)

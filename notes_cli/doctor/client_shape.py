@@ -48,6 +48,7 @@ class Variant:
     drop_reasoning: bool = False
     drop_system_messages: bool = False
     drop_headers: bool = False
+    drop_betas: bool = False  # the `anthropic-beta` header alone
     culprit: str = ""
     fields: tuple[str, ...] = field(default=())
 
@@ -120,6 +121,12 @@ def variants(shape: Shape) -> list[Variant]:
                 culprit='messages with `"role": "system"` inside `messages`',
             )
         )
+    if "anthropic-beta" in shape.headers:
+        found.append(
+            Variant(
+                "without anthropic-beta", drop_betas=True, culprit="the `anthropic-beta` header"
+            )
+        )
     found.append(
         Variant(
             "without the client's headers",
@@ -167,7 +174,9 @@ def shaped_request(
     headers = dict(endpoint.headers)
     if not variant.drop_headers:
         for name, value in shape.headers.items():
-            if name not in _SET_BY_PDNOTES:
+            if name not in _SET_BY_PDNOTES and not (
+                variant.drop_betas and name == "anthropic-beta"
+            ):
                 headers[name] = _fresh(value)
     return replace(endpoint, headers=headers), body
 
