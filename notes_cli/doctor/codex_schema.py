@@ -43,6 +43,8 @@ class CodexSchema:
     enums: Mapping[str, tuple[str, ...]]
     efforts: tuple[str, ...]
     tables: Mapping[str, Mapping[str, Any]]
+    models: frozenset[str] = frozenset()  # the slugs in the release's bundled model catalog
+    fallback_window: int | None = None  # the context window Codex assumes for any other model
     """`name` or `name.*` -> {"unknown": "warn"|"ignore", "fields": {key: type}}."""
 
 
@@ -77,6 +79,8 @@ def _load(version: str) -> CodexSchema:
         enums={k: tuple(v) for k, v in data["enums"].items()},
         efforts=tuple(data["catalogued_reasoning_efforts"]),
         tables=data.get("tables", {}),
+        models=frozenset(data.get("catalogued_models", ())),
+        fallback_window=data.get("fallback_context_window"),
     )
 
 
