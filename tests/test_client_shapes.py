@@ -5,6 +5,7 @@ small body. The strict gateway is the recorder of scripts/client_shapes.py with 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -223,3 +224,32 @@ def test_the_shape_follows_the_installed_claude_version(tmp_path: Path, monkeypa
     assert old is not None and old.version == "2.1.197"
     assert new is not None and new.version == "2.1.332"
     assert {t["name"] for t in old.body["tools"]} != {t["name"] for t in new.body["tools"]}
+
+
+@pytest.mark.parametrize("betas_off", [False, True])
+def test_doctor_clears_the_beta_finding_once_its_fix_is_set(
+    cli, isolated_home: Path, betas_off: bool
+) -> None:
+    """The fix `request-shape-rejected` names for refused betas, set in settings.json, is what
+    doctor's probe then sends: the finding goes away, as Claude Code's turns start working."""
+
+    def unknown_betas(headers: dict[str, str]) -> str | None:
+        return (
+            "Unexpected value(s) for the `anthropic-beta` header"
+            if "anthropic-beta" in headers
+            else None
+        )
+
+    with client_shapes.recording_server(reject_headers=unknown_betas) as (url, requests):
+        env = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_AUTH_TOKEN": "k", "ANTHROPIC_MODEL": MODEL}
+        if betas_off:
+            env["CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS"] = "1"
+        settings = isolated_home / ".claude" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(json.dumps({"env": env}), encoding="utf-8")
+        doc = cli("doctor", "--client", "claude", "--json").json()
+
+    ids = {f["id"] for f in doc["findings"]}
+    assert ("request-shape-rejected" in ids) is not betas_off, doc["findings"]
+    turns = [r for r in requests if "/messages" in r["path"]]
+    assert turns and all(("anthropic-beta" in r["headers"]) is not betas_off for r in turns[:1])

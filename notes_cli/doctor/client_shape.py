@@ -74,6 +74,13 @@ def _load(client: str, version: str) -> Shape:
     return Shape(client, data["version"], data["headers"], data["body"])
 
 
+def without_betas(shape: Shape) -> Shape:
+    """The shape Claude Code sends with CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS set: no
+    `anthropic-beta` header (the fix `request-shape-rejected` names, so doctor checks it)."""
+    headers = {k: v for k, v in shape.headers.items() if k != "anthropic-beta"}
+    return replace(shape, headers=headers)
+
+
 def tool_types(shape: Shape) -> list[str]:
     """The non-function tool types in the shape, in order (`namespace`, `web_search`, ...)."""
     seen: list[str] = []
