@@ -124,3 +124,27 @@ def test_a_gateway_that_cannot_say_leaves_the_file_alone(cli, isolated_home, ans
     assert result.exit_code == 2 and said in result.stderr
     assert "--context-window <tokens>" in result.stderr
     assert not config(isolated_home).exists()
+
+
+def test_the_bundled_engines_models_list_gives_codex_its_window(
+    cli, isolated_home, start_engine_server
+) -> None:
+    """A real engine on loopback says `max_model_len` in /models as vLLM does; the window it
+    serves with is what Codex gets, and doctor then has nothing to say about the model."""
+    engine = start_engine_server(max_context_tokens=16384)
+    result = cli(
+        "config", "codex", "--preset", "mock", "--base-url", engine.base_url,
+        "--context-window", "gateway",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    written = tomllib.loads(config(isolated_home).read_text(encoding="utf-8"))
+    assert written["model_context_window"] == 16384
+
+
+def test_the_mock_preset_writes_the_engines_default_window(cli, isolated_home, monkeypatch) -> None:
+    monkeypatch.setenv("PDNOTES_CODEX_BIN", str(isolated_home / "no-codex-here"))
+    assert cli("config", "codex", "--preset", "mock").exit_code == 0
+    written = tomllib.loads(config(isolated_home).read_text(encoding="utf-8"))
+    assert written["model_context_window"] == 32768
+    doc = cli("doctor", "--offline", "--client", "codex", "--json").json()
+    assert "codex-model-unknown" not in {f["id"] for f in doc["findings"]}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +137,8 @@ def _resolve(options: CodexOptions, doc: TOMLDocument) -> _Target:
     query_params = {**_query_params(current), **cleaned.query_params}
     if cleaned.query_params:
         owned["query_params"] = query_params
+    if options.context_window is None and codex_preset and model == (preset and preset.model):
+        options = replace(options, context_window=codex_preset.context_window)
     top, notes = _model_metadata(options, cleaned.base_url, env_key, model)
     return _Target(
         provider_id, model, cleaned.base_url, env_key, query_params, owned,

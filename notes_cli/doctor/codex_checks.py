@@ -19,7 +19,12 @@ from notes_cli.doctor.credentials import codex_provider_credentials
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.doctor.secret_checks import CODEX_HOW, codex_secrets, is_variable_name
-from notes_cli.doctor.url_checks import check_base_url, check_gateway_note, check_model
+from notes_cli.doctor.url_checks import (
+    check_base_url,
+    check_gateway_note,
+    check_model,
+    is_placeholder_model,
+)
 from notes_cli.secrets import looks_like_secret
 
 BEDROCK_FIELDS = frozenset({"base_url", "auth", "http_headers", "aws"})
@@ -415,6 +420,8 @@ def _check_model_metadata(
         return []  # no model, or a built-in provider: other findings say what is wrong
     if model in schema.models or doc.get("model_catalog_json") or schema.fallback_window is None:
         return []
+    if is_placeholder_model(model):
+        return []  # model-placeholder says to set the real id first
     window = doc.get("model_context_window")
     fallback = schema.fallback_window
     fix: dict[str, Any] = {"model": model, "fallback": fallback}

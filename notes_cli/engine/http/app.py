@@ -320,7 +320,10 @@ class _EngineHttp:
         if (failure := self._auth_failure(request, CHAT)) is not None:
             return failure
         models = self.service.served_models
-        return _Json(wire_chat.encode_models(models, self.fingerprint))
+        listed = wire_chat.encode_models(models, self.fingerprint)
+        for entry in listed["data"]:  # as vLLM does: clients size their context from it
+            entry["max_model_len"] = self.service.max_context_tokens
+        return _Json(listed)
 
     async def anthropic_models(self, request: Request) -> Response:
         if (failure := self._auth_failure(request, MESSAGES)) is not None:
