@@ -95,3 +95,22 @@ def test_a_ca_file_node_cannot_use(doctor, tmp_path: Path, kind: str) -> None:
     found = only(doctor({"NODE_EXTRA_CA_CERTS": target}), "ca-file-unusable")
     assert found["severity"] == "error" and target in found["message"]
     assert "absolute path of the PEM file" in found["fix"]
+
+
+def test_a_background_or_subagent_model_the_gateway_does_not_serve(cli, isolated_home) -> None:
+    """On the mock engine's preset (it lists its one model), Claude Code's default Haiku id for
+    subagents would be a 404 on every subagent call: named with the variable that sets it."""
+    path = isolated_home / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    env = {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:8000/api/anthropic",
+        "ANTHROPIC_AUTH_TOKEN": "pdnotes-mock-no-key",
+        "ANTHROPIC_MODEL": "pd-mock-1",
+        "CLAUDE_CODE_SUBAGENT_MODEL": "claude-haiku-4-5",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL": "pd-mock-1",
+    }
+    path.write_text(json.dumps({"env": env}, indent=2), encoding="utf-8")
+    findings = cli("doctor", "--offline", "--client", "claude", "--json").json()["findings"]
+    [found] = [f for f in findings if f["id"] == "model-unknown"]
+    assert found["message"].startswith("CLAUDE_CODE_SUBAGENT_MODEL: model 'claude-haiku-4-5'")
+    assert "pd-mock-1" in found["fix"] and found["line"] == 6

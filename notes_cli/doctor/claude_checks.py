@@ -5,6 +5,7 @@ and then left out of the merged view, exactly as Claude Code leaves it out."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -360,7 +361,8 @@ def _check_merged(
         file=model_file,
         line=_line_in(texts, model_file, "ANTHROPIC_MODEL") or _line_in(texts, model_file, "model"),
     )
-    found += check_claude_env(layers, lambda name, source: _where(texts, name, source))
+    located = functools.partial(_where, texts)
+    found += check_claude_env(layers, located, base_url or ANTHROPIC_DEFAULT_BASE_URL)
     style, _key, _var, _values = claude_auth(layers, env)
     if style == "none":
         found.append(

@@ -15,11 +15,13 @@ serves one model answers Claude Code's background and subagent calls with 404 ot
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from notes_cli.clients.resolve import ClaudeLayers
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
+from notes_cli.doctor.url_checks import check_model
 
 _MODELS = (
     "CLAUDE_CODE_SUBAGENT_MODEL",
@@ -34,7 +36,7 @@ Located = Callable[[str, str], tuple[str | None, int | None]]
 """(variable, source) -> (file, line) of where the variable is set (no file: the shell)."""
 
 
-def check_claude_env(layers: ClaudeLayers, where: Located) -> list[Finding]:
+def check_claude_env(layers: ClaudeLayers, where: Located, base_url: str) -> list[Finding]:
     values = {
         k: v for k, v in layers.env.items() if k in (*_MODELS, *_COUNTS, "NODE_EXTRA_CA_CERTS")
     }
@@ -54,6 +56,9 @@ def check_claude_env(layers: ClaudeLayers, where: Located) -> list[Finding]:
         elif name in _MODELS and not text:
             expected = "a model id the gateway serves"
             found.append(_invalid(name, value, expected, source, file, line))
+        elif name in _MODELS:  # a placeholder, or an id a preset's gateway does not serve
+            for problem in check_model("claude", text, base_url, file=file, line=line):
+                found.append(replace(problem, message=f"{name}: {problem.message}"))
     found += _deprecated(values, where)
     found += _thinking_budget(counts, values, where)
     if "NODE_EXTRA_CA_CERTS" in values:
