@@ -54,12 +54,14 @@ ID_FIELDS = {"id", "prompt_cache_key", "user_id", "session_id", "thread_id", "pr
 
 
 Reject = Callable[[dict[str, Any]], str | None]
-"""A gateway's rule: the error message for a turn body it refuses, None to serve it."""
+"""A gateway's rule: the error message for a turn body it refuses, None to serve it (the
+headers' rule, `reject_headers`, reads the request's headers, names in lower case)."""
 
 
 class _Recorder(BaseHTTPRequestHandler):
     requests: list[dict[str, Any]]
     reject: Reject | None = None
+    reject_headers: Callable[[dict[str, str]], str | None] | None = None
 
     def log_message(self, *args: object) -> None:  # quiet
         pass
@@ -75,14 +77,12 @@ class _Recorder(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except ValueError:
             body = None
-        self.requests.append(
-            {
-                "path": self.path,
-                "headers": {k.lower(): v for k, v in self.headers.items()},
-                "body": body,
-            }
-        )
-        refused = type(self).reject(body) if type(self).reject and isinstance(body, dict) else None
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.requests.append({"path": self.path, "headers": headers, "body": body})
+        rules = type(self)
+        refused = rules.reject(body) if rules.reject and isinstance(body, dict) else None
+        if refused is None and rules.reject_headers is not None:
+            refused = rules.reject_headers(headers)
         if refused is not None:
             error = {"error": {"message": refused, "type": "invalid_request_error", "code": None}}
             self._send(400, "application/json", json.dumps(error).encode())
@@ -185,13 +185,20 @@ def _anthropic_stream() -> bytes:
 
 
 @contextlib.contextmanager
-def recording_server(reject: Reject | None = None) -> Any:
+def recording_server(
+    reject: Reject | None = None,
+    reject_headers: Callable[[dict[str, str]], str | None] | None = None,
+) -> Any:
     """(base URL, list of recorded requests) of a loopback server answering every turn with a
     minimal valid stream, or 400 when `reject` says so."""
     handler = type(
         "Recorder",
         (_Recorder,),
-        {"requests": [], "reject": staticmethod(reject) if reject else None},
+        {
+            "requests": [],
+            "reject": staticmethod(reject) if reject else None,
+            "reject_headers": staticmethod(reject_headers) if reject_headers else None,
+        },
     )
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -98,3 +98,58 @@ def test_both_sdks_list_the_upstreams_models(bridge: Any) -> None:
         assert "pd-mock-1" in [m.id for m in client.models.list()]
     with messages_client(bridge) as client:
         assert "pd-mock-1" in [m.id for m in client.models.list()]
+
+
+# A Claude Code-shaped history: system prompt, a tool call and its result, a follow-up.
+COUNTED_TURN: dict[str, Any] = {
+    "model": "pd-mock-1",
+    "system": "You are a careful assistant. Answer in one word.",
+    "messages": [
+        {"role": "user", "content": "list the files, then say pong"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"path": "."}}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py b.py"},
+                {"type": "text", "text": "now say pong"},
+            ],
+        },
+    ],
+}
+
+
+def test_count_tokens_through_the_bridge_is_what_the_turn_is_charged(
+    bridge: Any, start_engine_server: Any
+) -> None:
+    """Claude Code's gateway requirement: the bridge answers the SDK's count_tokens (no
+    max_tokens in the request) with the count the engine then reports as input tokens, the
+    same count the engine's own Anthropic base gives."""
+    engine = start_engine_server()
+    direct = anthropic.Anthropic(
+        base_url=engine.anthropic_base_url, api_key="x", max_retries=0, timeout=20
+    )
+    with messages_client(bridge) as client, direct:
+        counted = client.messages.count_tokens(**COUNTED_TURN).input_tokens
+        charged = client.messages.create(max_tokens=64, **COUNTED_TURN).usage.input_tokens
+        assert direct.messages.count_tokens(**COUNTED_TURN).input_tokens == counted
+        short = client.messages.count_tokens(
+            model="pd-mock-1", messages=[{"role": "user", "content": "hi"}]
+        ).input_tokens
+    assert counted == charged and counted > short >= 1
+
+
+def test_count_tokens_refuses_a_body_without_messages(
+    bridge: Any, start_engine_server: Any
+) -> None:
+    engine = start_engine_server()
+    for url in (bridge.claude_base_url, engine.anthropic_base_url):
+        reply = httpx.post(
+            url + "/v1/messages/count_tokens", json={"model": "pd-mock-1"}, timeout=5
+        )
+        assert reply.status_code == 400, url
+        assert reply.json()["type"] == "error" and "messages" in reply.json()["error"]["message"]

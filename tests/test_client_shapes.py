@@ -5,6 +5,7 @@ small body. The strict gateway is the recorder of scripts/client_shapes.py with 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,27 @@ def test_claude_shape_is_sent_and_a_system_role_refusal_named() -> None:
     assert {t["name"] for t in first["body"]["tools"]} == {t["name"] for t in shape.body["tools"]}
 
 
+def test_a_gateway_refusing_claude_codes_betas_is_told_the_variable_that_stops_them() -> None:
+    """anthropics/claude-code #46105: a beta value the gateway does not know fails every turn;
+    the fix is CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS, not a bridge or the gateway's admin."""
+    shape = shape_for("anthropic")
+    assert shape is not None and "anthropic-beta" in shape.headers
+
+    def unknown_betas(headers: dict[str, str]) -> str | None:
+        beta = headers.get("anthropic-beta")
+        return f"Unexpected value(s) `{beta}` for the `anthropic-beta` header" if beta else None
+
+    with client_shapes.recording_server(reject_headers=unknown_betas) as (url, requests):
+        endpoint = Endpoint("claude", url, "anthropic", model=MODEL, key="k", key_env="T")
+        findings, _ = probe_endpoint(endpoint, timeout=5, shape=shape)
+
+    assert [f.id for f in findings] == ["request-shape-rejected"]
+    assert "`anthropic-beta`" in findings[0].message
+    assert "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS=1" in findings[0].fix
+    passed = requests[-1]  # the narrowing stopped at the turn that worked: only the betas gone
+    assert "anthropic-beta" not in passed["headers"] and passed["headers"]["x-app"] == "cli"
+
+
 def test_minimal_probe_stays_small_and_passes_the_strict_gateway() -> None:
     with client_shapes.recording_server(function_tools_only) as (url, requests):
         findings, _ = probe_endpoint(codex_endpoint(url), timeout=5, shape=None)
@@ -202,3 +224,32 @@ def test_the_shape_follows_the_installed_claude_version(tmp_path: Path, monkeypa
     assert old is not None and old.version == "2.1.197"
     assert new is not None and new.version == "2.1.332"
     assert {t["name"] for t in old.body["tools"]} != {t["name"] for t in new.body["tools"]}
+
+
+@pytest.mark.parametrize("betas_off", [False, True])
+def test_doctor_clears_the_beta_finding_once_its_fix_is_set(
+    cli, isolated_home: Path, betas_off: bool
+) -> None:
+    """The fix `request-shape-rejected` names for refused betas, set in settings.json, is what
+    doctor's probe then sends: the finding goes away, as Claude Code's turns start working."""
+
+    def unknown_betas(headers: dict[str, str]) -> str | None:
+        return (
+            "Unexpected value(s) for the `anthropic-beta` header"
+            if "anthropic-beta" in headers
+            else None
+        )
+
+    with client_shapes.recording_server(reject_headers=unknown_betas) as (url, requests):
+        env = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_AUTH_TOKEN": "k", "ANTHROPIC_MODEL": MODEL}
+        if betas_off:
+            env["CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS"] = "1"
+        settings = isolated_home / ".claude" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(json.dumps({"env": env}), encoding="utf-8")
+        doc = cli("doctor", "--client", "claude", "--json").json()
+
+    ids = {f["id"] for f in doc["findings"]}
+    assert ("request-shape-rejected" in ids) is not betas_off, doc["findings"]
+    turns = [r for r in requests if "/messages" in r["path"]]
+    assert turns and all(("anthropic-beta" in r["headers"]) is not betas_off for r in turns[:1])

@@ -123,7 +123,7 @@ def test_new_file_is_created_with_the_provider(cli, isolated_home: Path) -> None
 
     assert result.exit_code == 0, result.stderr
     assert config_path(isolated_home).read_text() == (
-        'model = "pd-mock-1"\nmodel_provider = "pdnotes-mock"\n\n'
+        'model = "pd-mock-1"\nmodel_context_window = 32768\nmodel_provider = "pdnotes-mock"\n\n'
         "[model_providers.pdnotes-mock]\n"
         'name = "pdnotes mock engine"\nbase_url = "http://127.0.0.1:8000/api"\n'
         'wire_api = "responses"\n'

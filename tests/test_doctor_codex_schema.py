@@ -4,6 +4,7 @@ follow `--codex-version`. The interop test runs the same table through the real 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,70 @@ ACCEPTED = [
     GOOD + "[features]\nsome_future_feature = true\n",
     GOOD + "capabilities = {}\nsupports_websockets = false\n",
 ]
+
+
+def _from_the_data() -> tuple[list[tuple[str, str]], list[str]]:
+    """Cases the schema data itself states, so the interop twin checks each against the binary:
+    every retired value (refused) and every enum value of a top-level key or a named table's
+    field (loaded)."""
+    schema = schema_for((0, 171, 0))
+    retired_ids = {"approval_policy": "approval-untrusted"}
+    refused = [
+        (f'{key} = "{value}"\n' + GOOD, retired_ids[key])
+        for key, values in schema.retired.items()
+        for value in values
+    ]
+    accepted = [f'approval_policy = "{v}"\n' + GOOD for v in schema.enums["ApprovalPolicy"]]
+    for key, kind in schema.top_level.items():
+        if kind.startswith("enum:"):
+            accepted += [f'{key} = "{v}"\n' + GOOD for v in schema.enums[kind[5:]]]
+    for table, spec in schema.tables.items():
+        head = '[projects."/tmp/x"]\n' if table == "projects.*" else f"[{table}]\n"
+        if "*" in table and table != "projects.*":
+            continue
+        for key, kind in spec["fields"].items():
+            if kind.startswith("enum:"):
+                accepted += [GOOD + head + f'{key} = "{v}"\n' for v in schema.enums[kind[5:]]]
+    return refused, accepted
+
+
+REFUSED += _from_the_data()[0]
+ACCEPTED += _from_the_data()[1]
+
+
+def test_the_schema_data_says_where_it_is_from_and_lists_no_retired_value() -> None:
+    """The stale-data bug of issue 28: a value the release refuses must not sit in an enum
+    (doctor would offer it as a fix), and the file names its schema, binary and checker."""
+    schema = schema_for((0, 171, 0))
+    assert schema.retired["approval_policy"] == ("untrusted",)
+    assert "untrusted" not in schema.enums["ApprovalPolicy"]
+    source = json.loads(
+        (Path(__file__).parent.parent / "templates/clients/codex/config/0.171.0.json").read_text()
+    )["source"]
+    assert "0.171.0" in source["binary"] and "test_interop_codex_schema" in source["checked_by"]
+
+
+def test_a_bad_approval_value_is_not_offered_a_retired_one(codex_doctor) -> None:
+    found = next(
+        f
+        for f in codex_doctor('approval_policy = "sometimes"\n' + GOOD)["findings"]
+        if f["id"] == "enum-value-invalid"
+    )
+    assert "on-request" in found["fix"] and "untrusted" not in found["fix"]
+
+
+@pytest.fixture
+def codex_doctor(cli, isolated_home: Path, monkeypatch):
+    """Write config.toml, run `doctor --offline --client codex --json`, return the document."""
+    monkeypatch.setenv("PDNOTES_CODEX_BIN", str(isolated_home / "no-codex-here"))
+
+    def run(text: str) -> dict:
+        path = isolated_home / ".codex" / "config.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return cli("doctor", "--offline", "--client", "codex", "--json").json()
+
+    return run
 
 
 def errors(doc: dict) -> set[str]:

@@ -228,8 +228,9 @@ def test_toml_syntax_names_line_and_column(codex_doctor) -> None:
 
 def test_a_clean_codex_config_passes(codex_doctor) -> None:
     doc = codex_doctor(
-        'model = "m"\nmodel_provider = "gw"\n' + GOOD_PROVIDER + 'env_key = "GW_KEY"\n'
-        'wire_api = "responses"\n',
+        'model = "m"\nmodel_provider = "gw"\nmodel_context_window = 32768\n'
+        + GOOD_PROVIDER
+        + 'env_key = "GW_KEY"\nwire_api = "responses"\n',
         GW_KEY="sk-x0123456789",
     )
     assert doc["ok"] is True

@@ -1,6 +1,8 @@
-"""The schema table of test_doctor_codex_schema.py through the real Codex: every file doctor
+"""The schema table of test_doctor_codex_schema.py through the real Codex (with the cases the
+schema data states: every enum value it lists, every retired value): every file doctor
 calls unloadable, `codex app-server --print-startup-config` refuses to load, and every file it
-accepts, Codex loads. So the schema data cannot drift from the release it names."""
+accepts, Codex loads; and its catalogued models are the binary's. So the schema data cannot drift
+from the release it names."""
 
 from __future__ import annotations
 
@@ -131,3 +133,20 @@ def test_every_key_the_schema_data_types_is_one_codex_checks(isolated_home: Path
         loaded = list(pool.map(loads, enumerate(cases)))
     unknown = [where for (_, where), ok in zip(cases, loaded, strict=True) if ok]
     assert unknown == [], f"keys the data types but Codex 0.171.0 ignores: {unknown}"
+
+
+def test_the_catalogued_models_are_the_binarys_own(isolated_home: Path) -> None:
+    """doctor's `codex-model-unknown` trusts this list: a model in it needs no window."""
+    from notes_cli.doctor.codex_schema import schema_for
+
+    codex = client_binary("codex")
+    codex_home = isolated_home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    run = run_client(
+        [str(codex), "debug", "models"],
+        env={"HOME": str(isolated_home), "CODEX_HOME": str(codex_home)},
+        cwd=isolated_home,
+    )
+    first = next(line for line in run.stdout.splitlines() if line.startswith("{"))
+    slugs = {model["slug"] for model in json.loads(first)["models"]}
+    assert slugs == set(schema_for((0, 171, 0)).models)

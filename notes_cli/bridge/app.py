@@ -2,11 +2,12 @@
 
     POST /v1/responses           Codex, the openai SDK's Responses client   (base URL …/v1)
     POST /v1/messages[?beta=true] Claude Code, the anthropic SDK             (base URL …/)
+    POST /v1/messages/count_tokens Claude Code's pre-flight count (answered here, no upstream call)
     GET  /v1/models              both (one list whose entries carry both protocols' fields)
     HEAD /, /v1, /api/hello, /v1/responses   the probes Claude Code and `codex doctor` send
     GET  /health                 the bridge and its upstream (for `pdnotes doctor`)
 
-No framework: seven routes, and the streaming path is the one place where per-request and
+No framework: eight routes, and the streaming path is the one place where per-request and
 per-event cost shows (docs/benchmarks/bridge.md), so nothing sits between the upstream's read
 callback and the client's socket but the translation itself (`pump`).
 
@@ -31,6 +32,7 @@ from notes_cli.bridge.config import BridgeConfig
 from notes_cli.bridge.http1 import Request, Response
 from notes_cli.bridge.pump import MalformedStream, Pump
 from notes_cli.bridge.store import ResponseStore
+from notes_cli.engine.core import prompt
 from notes_cli.gateway import errors as gw
 from notes_cli.gateway.relay import Upstream
 from notes_cli.secrets import scrub
@@ -80,6 +82,8 @@ class BridgeApp:
             await self._turn(translate.RESPONSES, request, response)
         elif path == "/v1/messages" and method == "POST":
             await self._turn(translate.ANTHROPIC, request, response)
+        elif path == "/v1/messages/count_tokens" and method == "POST":
+            self._count_tokens(request, response)
         elif path == "/v1/models" and method == "GET":
             await self._models(request, response)
         elif path == "/health" and method == "GET":
@@ -272,6 +276,22 @@ class BridgeApp:
             self._error(response, leg, self._unreadable(exc))
             return
         response.send(200, _JSON_HEADERS, _json(translate.models_body(ids, self.config)))
+
+    def _count_tokens(self, request: Request, response: Response) -> None:
+        """Counted here by the bundled engine's rule (`engine.core.prompt`), not forwarded:
+        chat-completions upstreams have no count endpoint, and Claude Code asks before every
+        turn (docs/bridge.md). The upstream's own tokenizer may count differently."""
+        leg = translate.ANTHROPIC
+        if not self._authorised(request):
+            self._error(response, leg, WireError(401, "authentication", leg.bad_key_message))
+            return
+        try:
+            turn = leg.decode_request(request.body)
+        except WireError as error:
+            self._error(response, leg, error)
+            return
+        count = prompt.prompt_tokens(turn.messages)
+        response.send(200, _JSON_HEADERS, _json({"input_tokens": count}))
 
     async def _health(self, response: Response) -> None:
         """The bridge answers; `upstream` says whether its upstream does (GET /models)."""

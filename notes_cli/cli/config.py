@@ -14,6 +14,7 @@ from notes_cli.cli import layer_options
 
 if TYPE_CHECKING:
     from notes_cli.bridge.config import BridgeConfig
+    from notes_cli.clients.model_limits import LimitsFetcher
     from notes_cli.clients.plan import WritePlan, WriteResult
 
 app = typer.Typer(
@@ -71,6 +72,13 @@ def codex(
         None, "--env-key", help="NAME of the variable holding the key (never the key)."
     ),
     wire_api: str = typer.Option("responses", "--wire-api", help="Only 'responses' is supported."),
+    context_window: str | None = typer.Option(
+        None,
+        "--context-window",
+        metavar="TOKENS|gateway",
+        help="Write model_context_window: a number of tokens, or 'gateway' to read it from "
+        "the gateway's GET /models (context_length, max_model_len, …).",
+    ),
     bridge: bool = _BRIDGE,
     bridge_port: int = _BRIDGE_PORT,
     bridge_key_env: str | None = _BRIDGE_KEY_ENV,
@@ -82,7 +90,10 @@ def codex(
     from notes_cli import paths
     from notes_cli.clients.codex_config import CodexOptions, plan_codex
 
-    options = CodexOptions(preset, base_url, model, provider, env_key, wire_api)
+    window, from_gateway = _context_window(context_window)
+    options = CodexOptions(
+        preset, base_url, model, provider, env_key, wire_api, window, _limits_fetcher(from_gateway)
+    )
     path = paths.codex_config_path(codex_home)
     if bridge or _chat_only(preset):
         from notes_cli.bridge.client_setup import BridgeOptions, plan_codex_bridge
@@ -139,6 +150,32 @@ def claude(
             None,
         )
     _write(path, build, dry_run, as_json)
+
+
+def _limits_fetcher(from_gateway: bool) -> LimitsFetcher | None:
+    """Reading the window over HTTP is the gateway's (clients/ does no HTTP)."""
+    if not from_gateway:
+        return None
+    from notes_cli.gateway.model_limits import fetch_limits
+
+    return fetch_limits
+
+
+def _context_window(raw: str | None) -> tuple[int | None, bool]:
+    """`--context-window`: (tokens, read from the gateway)."""
+    if raw is None:
+        return None, False
+    if raw.strip().lower() == "gateway":
+        return None, True
+    text = raw.strip().replace("_", "")
+    if not text.isdigit() or not 0 < int(text) < 1 << 31:
+        from notes_cli.errors import UsageError
+
+        raise UsageError(
+            f"--context-window takes a number of tokens or 'gateway', not {raw[:40]!r}",
+            fix="e.g. --context-window 131072, or --context-window gateway",
+        )
+    return int(text), False
 
 
 def _chat_only(preset: str | None) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from tomlkit.toml_document import TOMLDocument
 from notes_cli import paths
 from notes_cli.clients import files, presets, toml_bounds, urls
 from notes_cli.clients.endpoint import join_url
+from notes_cli.clients.model_limits import LimitsFetcher
 from notes_cli.clients.plan import WritePlan, secret_values
 from notes_cli.clients.resolve import RESERVED_PROVIDER_IDS
 from notes_cli.errors import ConfigWriteError, InputError, UsageError
@@ -45,6 +46,16 @@ class CodexOptions:
     provider: str | None = None
     env_key: str | None = None
     wire_api: str = "responses"
+    context_window: int | None = None  # tokens; written as model_context_window
+    # Reads the window from the gateway's GET /models (the CLI hands in gateway.model_limits'
+    # fetch_limits: clients/ does no HTTP); None: the window is `context_window` or none.
+    fetch_limits: LimitsFetcher | None = None
+
+
+CODEX_FALLBACK_WINDOW = 272_000
+"""The window of Codex's fallback metadata for a model its catalog does not know; Codex applies
+`model_context_window` as min(it, the metadata's window), so a larger value is capped here
+(openai/codex #35758)."""
 
 
 def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> WritePlan:
@@ -56,6 +67,8 @@ def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> Writ
     try:
         _set_top_level(doc, "model", target.model)
         _set_top_level(doc, "model_provider", target.provider_id)
+        for key, value in target.top.items():
+            _set_top_level(doc, key, value)
         _merge_provider(doc, target.provider_id, target.owned)
         new_text = files.dump_toml(doc, old_text)
     except (ValueError, TypeError, KeyError, TOMLKitError) as exc:
@@ -90,6 +103,7 @@ class _Target:
     query_params: dict[str, str]
     owned: dict[str, Any]
     notes: tuple[str, ...]
+    top: dict[str, Any]  # further top-level keys pdnotes sets (model_context_window)
 
 
 def _resolve(options: CodexOptions, doc: TOMLDocument) -> _Target:
@@ -126,9 +140,43 @@ def _resolve(options: CodexOptions, doc: TOMLDocument) -> _Target:
     query_params = {**_query_params(current), **cleaned.query_params}
     if cleaned.query_params:
         owned["query_params"] = query_params
+    if options.context_window is None and codex_preset and model == (preset and preset.model):
+        options = replace(options, context_window=codex_preset.context_window)
+    top, notes = _model_metadata(options, cleaned.base_url, env_key, model)
     return _Target(
-        provider_id, model, cleaned.base_url, env_key, query_params, owned, cleaned.notes
-    )
+        provider_id, model, cleaned.base_url, env_key, query_params, owned,
+        cleaned.notes + notes, top,
+    )  # fmt: skip
+
+
+def _model_metadata(
+    options: CodexOptions, base_url: str, env_key: str | None, model: str
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """`model_context_window` from the flag or the gateway's /models, and what to say of it."""
+    window, notes = options.context_window, []
+    if options.fetch_limits is not None:
+        limits = options.fetch_limits(base_url, env_key, model)
+        window = limits.context_window
+        said = [f"context window {window} ({limits.field})"]
+        if limits.max_output_tokens:
+            said.append(f"output limit {limits.max_output_tokens}")
+        if limits.reasoning is not None:
+            said.append("reasons" if limits.reasoning else "does not reason")
+        notes.append(f"the gateway's /models says {model}: " + ", ".join(said))
+        if limits.max_output_tokens or limits.reasoning is not None:
+            notes.append(
+                "Codex 0.171.0 has no config key for a model's output limit or reasoning "
+                "support (only a model catalog file carries them); they are not written"
+            )
+    if window is None:
+        return {}, ()
+    if window > CODEX_FALLBACK_WINDOW:
+        notes.append(
+            f"Codex caps model_context_window at its own metadata's window: for a model its "
+            f"catalog does not know that is {CODEX_FALLBACK_WINDOW} tokens, so {window} acts as "
+            f"{CODEX_FALLBACK_WINDOW} until a model catalog names {model}"
+        )
+    return {"model_context_window": window}, tuple(notes)
 
 
 def export_line(env_key: str | None) -> str | None:
@@ -213,7 +261,7 @@ def _str(value: object) -> str | None:
     return str(value) if isinstance(value, str) and value else None
 
 
-def _set_top_level(doc: TOMLDocument, key: str, value: str) -> None:
+def _set_top_level(doc: TOMLDocument, key: str, value: str | int) -> None:
     """Set a top-level key in place; a new key goes next to its sibling or after the last
     top-level key, never into a table (TOML would then read it as that table's key)."""
     if key in doc:
@@ -292,6 +340,7 @@ def _check_meaning(path: Path, old_text: str | None, new_text: str, target: _Tar
     expected = tomllib.loads(old_text) if old_text else {}  # parse_toml read it already
     expected["model"] = target.model
     expected["model_provider"] = target.provider_id
+    expected.update(target.top)
     providers = expected.setdefault("model_providers", {})
     provider = providers.setdefault(target.provider_id, {}) if isinstance(providers, dict) else None
     if isinstance(provider, dict):

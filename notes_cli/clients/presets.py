@@ -19,6 +19,7 @@ class CodexPreset:
     provider_id: str
     base_url: str
     env_key: str | None = None
+    context_window: int | None = None  # of the preset's `model`: model_context_window
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ and then left out of the merged view, exactly as Claude Code leaves it out."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from notes_cli.clients.resolve import (
     claude_settings_files,
     merge_claude_layers,
 )
+from notes_cli.doctor.claude_env import check_claude_env
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.doctor.secret_checks import CLAUDE_HOW, claude_secrets
@@ -359,6 +361,8 @@ def _check_merged(
         file=model_file,
         line=_line_in(texts, model_file, "ANTHROPIC_MODEL") or _line_in(texts, model_file, "model"),
     )
+    located = functools.partial(_where, texts)
+    found += check_claude_env(layers, located, base_url or ANTHROPIC_DEFAULT_BASE_URL)
     style, _key, _var, _values = claude_auth(layers, env)
     if style == "none":
         found.append(
@@ -383,6 +387,11 @@ def _check_merged(
             )
         )
     return found
+
+
+def _where(texts: Mapping[str, str], name: str, source: str) -> tuple[str | None, int | None]:
+    file = source if source and source != "environment" else None
+    return file, _line_in(texts, file, name)
 
 
 def _line_in(texts: Mapping[str, str], file: str | None, needle: str) -> int | None:

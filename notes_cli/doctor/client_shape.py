@@ -48,6 +48,7 @@ class Variant:
     drop_reasoning: bool = False
     drop_system_messages: bool = False
     drop_headers: bool = False
+    drop_betas: bool = False  # the `anthropic-beta` header alone
     culprit: str = ""
     fields: tuple[str, ...] = field(default=())
 
@@ -71,6 +72,13 @@ def shape_for(protocol: str, version: Version | None = None) -> Shape | None:
 def _load(client: str, version: str) -> Shape:
     data = json.loads(template_path("clients", client, f"{version}.json").read_text("utf-8"))
     return Shape(client, data["version"], data["headers"], data["body"])
+
+
+def without_betas(shape: Shape) -> Shape:
+    """The shape Claude Code sends with CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS set: no
+    `anthropic-beta` header (the fix `request-shape-rejected` names, so doctor checks it)."""
+    headers = {k: v for k, v in shape.headers.items() if k != "anthropic-beta"}
+    return replace(shape, headers=headers)
 
 
 def tool_types(shape: Shape) -> list[str]:
@@ -120,6 +128,12 @@ def variants(shape: Shape) -> list[Variant]:
                 culprit='messages with `"role": "system"` inside `messages`',
             )
         )
+    if "anthropic-beta" in shape.headers:
+        found.append(
+            Variant(
+                "without anthropic-beta", drop_betas=True, culprit="the `anthropic-beta` header"
+            )
+        )
     found.append(
         Variant(
             "without the client's headers",
@@ -167,7 +181,9 @@ def shaped_request(
     headers = dict(endpoint.headers)
     if not variant.drop_headers:
         for name, value in shape.headers.items():
-            if name not in _SET_BY_PDNOTES:
+            if name not in _SET_BY_PDNOTES and not (
+                variant.drop_betas and name == "anthropic-beta"
+            ):
                 headers[name] = _fresh(value)
     return replace(endpoint, headers=headers), body
 

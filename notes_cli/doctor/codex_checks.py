@@ -19,7 +19,12 @@ from notes_cli.doctor.credentials import codex_provider_credentials
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.doctor.secret_checks import CODEX_HOW, codex_secrets, is_variable_name
-from notes_cli.doctor.url_checks import check_base_url, check_gateway_note, check_model
+from notes_cli.doctor.url_checks import (
+    check_base_url,
+    check_gateway_note,
+    check_model,
+    is_placeholder_model,
+)
 from notes_cli.secrets import looks_like_secret
 
 BEDROCK_FIELDS = frozenset({"base_url", "auth", "http_headers", "aws"})
@@ -87,6 +92,7 @@ def check_codex_layers(
         if isinstance(table, dict):
             found += _check_provider(ctx, str(provider_id), table, env, version, schema)
     found += _check_selected(ctx, doc, providers, env)
+    found += _check_model_metadata(ctx, doc, providers, schema)
     found += _check_anthropic_keys(ctx, doc)
     for layer in merged.layers:  # a literal secret is a problem in every file that holds one
         if layer.path is not None:
@@ -402,6 +408,37 @@ def _check_selected(
     else:
         found += check_model("codex", _opt(model), str(base_url or ""), **model_line)
     return found
+
+
+def _check_model_metadata(
+    ctx: _Ctx, doc: Mapping[str, Any], providers: dict[str, Any], schema: codex_schema.CodexSchema
+) -> list[Finding]:
+    """A gateway's model that Codex's bundled catalog does not know: Codex warns "Model metadata
+    for X not found" and assumes its fallback window, unless config.toml says the window."""
+    model, provider_id = doc.get("model"), str(doc.get("model_provider") or "openai")
+    if not isinstance(model, str) or not model or not isinstance(providers.get(provider_id), dict):
+        return []  # no model, or a built-in provider: other findings say what is wrong
+    if model in schema.models or doc.get("model_catalog_json") or schema.fallback_window is None:
+        return []
+    if is_placeholder_model(model):
+        return []  # model-placeholder says to set the real id first
+    window = doc.get("model_context_window")
+    fallback = schema.fallback_window
+    fix: dict[str, Any] = {"model": model, "fallback": fallback}
+    if not isinstance(window, int) or isinstance(window, bool):
+        message = (
+            f"Codex {schema.version}'s catalog does not know {model!r}: it warns \"Model metadata "
+            f'for {model} not found" and assumes a {fallback}-token context window'
+        )
+        return [make("codex-model-unknown", "codex", message, **ctx.at(None, "model"), **fix)]
+    if window > fallback:
+        message = (
+            f"model_context_window = {window}, but Codex caps it at its metadata's window: "
+            f"{fallback} for {model!r}, which its catalog does not know"
+        )
+        at = ctx.at(None, "model_context_window")
+        return [make("codex-model-unknown", "codex", message, variant="capped", **at, **fix)]
+    return []
 
 
 def _check_anthropic_keys(ctx: _Ctx, doc: Mapping[str, Any]) -> list[Finding]:

@@ -15,7 +15,7 @@ import datetime
 import difflib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -43,6 +43,10 @@ class CodexSchema:
     enums: Mapping[str, tuple[str, ...]]
     efforts: tuple[str, ...]
     tables: Mapping[str, Mapping[str, Any]]
+    retired: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """key -> values the release refuses at load although its parser still knows them."""
+    models: frozenset[str] = frozenset()  # the slugs in the release's bundled model catalog
+    fallback_window: int | None = None  # the context window Codex assumes for any other model
     """`name` or `name.*` -> {"unknown": "warn"|"ignore", "fields": {key: type}}."""
 
 
@@ -77,6 +81,9 @@ def _load(version: str) -> CodexSchema:
         enums={k: tuple(v) for k, v in data["enums"].items()},
         efforts=tuple(data["catalogued_reasoning_efforts"]),
         tables=data.get("tables", {}),
+        retired={k: tuple(v) for k, v in data.get("retired_values", {}).items()},
+        models=frozenset(data.get("catalogued_models", ())),
+        fallback_window=data.get("fallback_context_window"),
     )
 
 
@@ -216,12 +223,12 @@ def _unknown(
 def _check_approval(value: object, schema: CodexSchema, at: At) -> list[Finding]:
     choices = schema.enums["ApprovalPolicy"]
     where = at(None, "approval_policy")
-    if value == "untrusted":
+    if isinstance(value, str) and value in schema.retired.get("approval_policy", ()):
         return [
             make(
                 "approval-untrusted",
                 "codex",
-                'approval_policy = "untrusted" is no longer supported by Codex',
+                f'approval_policy = "{value}" is no longer supported by Codex {schema.version}',
                 **where,
             )
         ]

@@ -88,6 +88,8 @@ def _shape_fix(shape: Shape, culprit: Variant | None) -> dict[str, Any]:
     client = _CLIENT_NAME[shape.client]
     if culprit is None:
         return {"variant": "unnamed", "client_name": client}
+    if culprit.drop_betas:
+        return {"variant": "betas"}
     settings = [client_setting_for(shape, kind) for kind in sorted(culprit.drop_tool_types)]
     if culprit.drop_tool_types and all(settings):
         return {

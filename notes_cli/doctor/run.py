@@ -4,6 +4,7 @@ endpoints the clients will call. Returns a `DoctorReport`; never prints."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,7 +87,8 @@ def run_doctor(
     _config_missing(report, client, codex_home, claude_home)
     report.findings += check_env(env)
     if not offline:
-        _live(report, resolved, timeout, _Shapes(minimal, version))
+        betas_off = any(_claude_betas_off(r, env) for r in resolved if r.client == "claude")
+        _live(report, resolved, timeout, _Shapes(minimal, version, betas_off))
     return report
 
 
@@ -97,17 +99,31 @@ class _Shapes:
 
     minimal: bool
     codex_version: tuple[int, int, int] | None
+    claude_betas_off: bool = False  # CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS is set
 
     def for_protocol(self, protocol: str) -> Any:
         if self.minimal:
             return None
-        from notes_cli.doctor.client_shape import shape_for
+        from notes_cli.doctor.client_shape import shape_for, without_betas
 
         if protocol == "anthropic":
             from notes_cli.doctor.version import claude_version
 
-            return shape_for(protocol, claude_version())
+            shape = shape_for(protocol, claude_version())
+            return without_betas(shape) if shape and self.claude_betas_off else shape
         return shape_for(protocol, self.codex_version)
+
+
+def _claude_betas_off(resolved: Resolved[Any], env: Mapping[str, str]) -> bool:
+    """Whether Claude Code, as configured, sends no experimental `anthropic-beta` values."""
+    from notes_cli.clients.resolve import merge_claude_layers
+
+    loaded = [(f.path, f.data) for f in resolved.layers if f.data is not None]
+    value, _ = merge_claude_layers(loaded, env).env.get(_BETAS_OFF, ("", ""))
+    return bool(str(value).strip())
+
+
+_BETAS_OFF = "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS"
 
 
 def _codex_version(given: str | None) -> tuple[int, int, int] | None:

@@ -98,7 +98,7 @@ def check_model(
     """A placeholder model id, or (for presets that list their models) one not served."""
     if not model:
         return []
-    if _PLACEHOLDER.match(model.strip()):
+    if is_placeholder_model(model):
         return [
             make(
                 "model-placeholder",
@@ -147,3 +147,8 @@ def check_gateway_note(client: FindingClient, url: str) -> list[Finding]:
             f"{host} is a gateway: it supplies a key and a base URL, not faster inference",
         )
     ]
+
+
+def is_placeholder_model(model: str) -> bool:
+    """A model id still as a guide wrote it (`YOUR_MODEL_ID`, `<model>`): `model-placeholder`."""
+    return bool(_PLACEHOLDER.match(model.strip()))

@@ -296,7 +296,10 @@ class _Call:
         except (ValueError, RecursionError) as exc:
             raise self.bad_json() from exc
         self.timings.total_ms = self.elapsed_ms()
-        return ModelsResult(self.status, proto.parse_model_ids(payload), self.timings)
+        ids = proto.parse_model_ids(payload)
+        data = payload.get("data") if isinstance(payload, dict) else None
+        entries = [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+        return ModelsResult(self.status, ids, self.timings, entries)
 
 
 _COMPLETION = {

@@ -62,8 +62,10 @@ class StreamResult:
 
 @dataclass
 class ModelsResult:
-    """`GET /models`: the ids the gateway says it serves."""
+    """`GET /models`: the ids the gateway says it serves, and each entry as it sent it (the
+    limits some gateways add: `context_length`, `max_model_len`, …)."""
 
     status: int
     ids: list[str]
     timings: Timings
+    entries: list[dict[str, Any]] = field(default_factory=list)

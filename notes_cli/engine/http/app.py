@@ -4,7 +4,8 @@ Routes (docs/engine.md), under `prefix` (default `/api`):
 
     GET  {prefix}/models                 POST {prefix}/chat/completions
     POST {prefix}/responses              POST {prefix}/anthropic/v1/messages[?beta=true]
-    GET  {prefix}/anthropic/v1/models    HEAD on both bases and on /api/hello (Claude Code)
+    GET  {prefix}/anthropic/v1/models    POST {prefix}/anthropic/v1/messages/count_tokens
+    HEAD on both bases and on /api/hello (Claude Code)
     GET  /health   GET /metrics   GET /engine/state   GET|POST|DELETE /engine/faults
 
 Everything else is a 404 in the OpenAI error format (Anthropic format under the Anthropic
@@ -34,6 +35,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from notes_cli.engine.core import prompt
 from notes_cli.engine.core.api import (
     Admitted,
     Completion,
@@ -227,6 +229,8 @@ class _EngineHttp:
         if "anthropic" in served:
             messages = self._generation(MESSAGES)
             routes.append(Route(f"{anthropic}/v1/messages", messages, methods=["POST"]))
+            count = f"{anthropic}/v1/messages/count_tokens"
+            routes.append(Route(count, self.count_tokens, methods=["POST"]))
             routes.append(Route(f"{anthropic}/v1/models", self.anthropic_models, methods=["GET"]))
             heads |= {anthropic, "/api/hello"}  # Claude Code HEADs its base and /api/hello
         for path in heads:
@@ -316,12 +320,30 @@ class _EngineHttp:
         if (failure := self._auth_failure(request, CHAT)) is not None:
             return failure
         models = self.service.served_models
-        return _Json(wire_chat.encode_models(models, self.fingerprint))
+        listed = wire_chat.encode_models(models, self.fingerprint)
+        for entry in listed["data"]:  # as vLLM does: clients size their context from it
+            entry["max_model_len"] = self.service.max_context_tokens
+        return _Json(listed)
 
     async def anthropic_models(self, request: Request) -> Response:
         if (failure := self._auth_failure(request, MESSAGES)) is not None:
             return failure
         return _Json(wire_anthropic.encode_models(self.service.served_models))
+
+    async def count_tokens(self, request: Request) -> Response:
+        """Anthropic's token count: a Messages body (max_tokens optional) → {"input_tokens": N},
+        the count `usage.input_tokens` of the same turn reports."""
+        if (failure := self._auth_failure(request, MESSAGES)) is not None:
+            return failure
+        try:
+            turn = wire_anthropic.decode_request(await self._read_body(request))
+            served = self.service.served_models
+            if turn.model not in served:
+                raise http_errors.model_not_found(turn.model, served)
+        except ApiError as error:
+            return self._error(MESSAGES, error)
+        texts = (prompt.message_text(m) for m in turn.messages)
+        return _Json({"input_tokens": sum(map(self.service.count_tokens, texts))})
 
     async def faults(self, request: Request) -> Response:
         """Admin: GET lists faults; POST {"faults": [SPEC…], "replace": true} sets them;

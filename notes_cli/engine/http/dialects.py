@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from notes_cli.engine.core import tool_rule
+from notes_cli.engine.core import prompt, tool_rule
 from notes_cli.engine.core.api import ChatMessage, Completion, GenerationRequest
 from notes_cli.wire import anthropic, chat, responses
 from notes_cli.wire.codec import Codec
@@ -21,11 +21,9 @@ from notes_cli.wire.turn import (
     FinishReason,
     Message,
     Part,
-    ReasoningPart,
     Reply,
     TextPart,
     ToolCallPart,
-    ToolResultPart,
     Turn,
     Usage,
 )
@@ -89,19 +87,8 @@ def parse(dialect: Dialect, raw: bytes) -> EngineCall:
 
 
 def _flatten(message: Message) -> ChatMessage:
-    """A message as the core reads it: all its text, tool calls and results included, so the
-    prompt's token count stays roughly honest."""
-    return ChatMessage(message.role, "\n".join(t for t in map(_part_text, message.parts) if t))
-
-
-def _part_text(part: Part) -> str:
-    if isinstance(part, (TextPart, ReasoningPart)):
-        return part.text
-    if isinstance(part, ToolCallPart):
-        return f"{part.name}({part.arguments})"
-    if isinstance(part, ToolResultPart):
-        return part.output
-    return ""
+    """A message as the core reads it (`prompt.message_text`)."""
+    return ChatMessage(message.role, prompt.message_text(message))
 
 
 def _usage(completion: Completion) -> Usage:

@@ -1,0 +1,39 @@
+"""Read a model's limits from a gateway's `GET /models` (`config codex --context-window gateway`);
+what each server calls them is `clients.model_limits`'."""
+
+from __future__ import annotations
+
+import os
+
+from notes_cli.clients.model_limits import ModelLimits, limits_of
+from notes_cli.errors import InputError
+
+
+def fetch_limits(
+    base_url: str, key_env: str | None, model: str, timeout: float = 10.0
+) -> ModelLimits:
+    """The model's limits from `GET {base_url}/models`; InputError (exit 2) when the gateway
+    cannot be asked, does not list the model, or states no window for it."""
+    from notes_cli.clients.endpoint import Endpoint
+    from notes_cli.gateway.client import GatewayClient
+    from notes_cli.gateway.errors import GatewayError
+
+    key = os.environ.get(key_env) if key_env else None
+    endpoint = Endpoint("codex", base_url, "responses", model=model, key_env=key_env, key=key)
+    manual = "pass the window yourself: --context-window <tokens>"
+    try:
+        with GatewayClient(endpoint, timeout=timeout) as client:
+            listed = client.list_models()
+    except GatewayError as exc:
+        raise InputError(f"cannot read the model list: {exc.message}", fix=manual) from exc
+    entry = next((e for e in listed.entries if e.get("id") == model), None)
+    if entry is None:
+        raise InputError(f"{endpoint.models_url()} does not list {model!r}", fix=manual)
+    limits = limits_of(entry)
+    if limits.context_window is None:
+        raise InputError(
+            f"{endpoint.models_url()} lists {model!r} without a context window "
+            "(no context_length, max_model_len or similar field)",
+            fix=manual,
+        )
+    return limits
