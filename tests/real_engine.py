@@ -71,6 +71,9 @@ class LlamaServer:
             # the prompt cache deterministic (each request follows the last in that slot).
             *("-t", "1", "-tb", "1", "--parallel", "1", "-c", "4096"),
             "--no-repack",  # the CPU repack path (AMX) crashes at start on these VMs
+            # Gemma 3 has sliding-window layers: without a full-size SWA cache llama.cpp cannot
+            # cut the cache back to a shared prefix and re-processes the whole prompt.
+            "--swa-full",
             *("--chat-template-file", str(CHAT_TEMPLATE)),  # the GGUF carries none
             *("--metrics", "--no-webui"),
         ]

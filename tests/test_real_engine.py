@@ -89,7 +89,7 @@ def test_unique_prompts_miss_the_cache_and_a_shared_prefix_hits_it(
     # Every request after the first finds the 128 shared tokens in the server's cache.
     for row in shared_rows[1:]:
         assert row["cached_tokens"] >= 128, row
-    assert shared["prompt_cache"]["hit_rate"] > 0.6, shared["prompt_cache"]
+    assert shared["prompt_cache"]["hit_rate"] > 0.5, shared["prompt_cache"]
     # And a prefill of the cached prompt is cheaper: fewer tokens processed by the server.
     assert sum(r["server_ttft_ms"] for r in shared_rows[1:]) < sum(
         r["server_ttft_ms"] for r in unique_rows[1:]
@@ -143,6 +143,8 @@ def bridge(llama: LlamaServer) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(10)
+        assert process.stdout is not None
+        process.stdout.close()
 
 
 def test_a_codex_request_through_the_bridge_is_answered_by_the_real_model(
@@ -175,7 +177,9 @@ def test_doctor_probes_the_bridge_to_the_real_engine(
     doc = json.loads(done.stdout)
     probes = {p["name"]: p for p in doc["probes"]}
     assert probes["models"]["ok"] is True, doc
-    assert "stream" in probes, doc
+    # Codex's real request (its long instructions) through the bridge: a CPU engine needs more
+    # than doctor's default 10 s to prefill and stream it, so the test gives it 120 s.
+    assert probes["stream"]["ok"] is True, probes["stream"]
     assert not [f for f in doc["findings"] if f["id"] == "model-unknown"], doc["findings"]
 
 
