@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from notes_cli.cli.ranges import (
-    BURSTINESS,
-    INPUT_LEN,
-    OUTPUT_LEN,
-    RATE,
-    REQUESTS,
-    SEED,
-    SLO_MS,
-    ranged,
-    require,
-)
+from notes_cli.cli import options
+from notes_cli.cli.ranges import RATE, REQUESTS, in_range, require
 from notes_cli.errors import UsageError
 
 MAX_CONCURRENCY = 100_000  # closed-loop clients
@@ -26,185 +17,141 @@ MAX_PD_RATIO = 64  # nodes per side of a --pd-ratio
 
 if TYPE_CHECKING:
     from notes_cli.bench.simulate import SimConfig
+    from notes_cli.bench.stats import Slo
+    from notes_cli.bench.workload import LengthSpec
 
 
 def simulate(
-    preset: list[str] = typer.Option(
-        [],
-        "--preset",
-        "-p",
-        help="Engine preset or deployment FILE.toml to simulate (repeatable). Default: the "
-        "engine's.",
-    ),
-    mode: list[str] = typer.Option(
-        [], "--mode", help="Run each preset in this mode: disagg, colocated, chunked (repeatable)."
-    ),
-    pd_ratio: str | None = typer.Option(
-        None, "--pd-ratio", help="Prefill:decode node ratios to compare, e.g. 1:1,2:1."
-    ),
-    weight_dtype: str | None = typer.Option(
-        None,
-        "--weight-dtype",
-        help="Serve the weights in this precision: bf16, fp16, fp8, int4, fp4, nvfp4, mxfp4 "
-        "(default: the preset's, else the model's).",
-    ),
-    kv_dtype: str | None = typer.Option(
-        None, "--kv-dtype", help="KV cache precision: bf16, fp16 or fp8 (default: the preset's)."
-    ),
-    input_len: int | None = ranged(
-        None,
-        "--input-len",
-        low=INPUT_LEN[0],
-        high=INPUT_LEN[1],
-        help="Prompt tokens (median if lognormal). Default 512.",
-    ),
-    output_len: int | None = ranged(
-        None,
-        "--output-len",
-        low=OUTPUT_LEN[0],
-        high=OUTPUT_LEN[1],
-        help="Output tokens (median if lognormal). Default 64.",
-    ),
-    dist: str | None = typer.Option(
-        None, "--dist", help="Length distribution: fixed (default) or lognormal."
-    ),
-    workload_name: str | None = typer.Option(
-        None,
-        "--workload",
-        help="Built-in lengths: sharegpt, longbench, arxiv-sum, azure-conv, azure-code.",
-    ),
-    trace: Path | None = typer.Option(
-        None,
-        "--trace",
-        help="Trace file: JSONL requests (input_tokens, output_tokens, arrival_ms), or a vLLM / "
-        "SGLang benchmark result with input_lens and output_lens.",
-    ),
-    rate: float | None = ranged(
-        None, "--rate", low=RATE[0], high=RATE[1], help="Poisson arrival rate (req/s)."
-    ),
-    rates: str | None = typer.Option(None, "--rates", help="Several rates to sweep: 1,2,4."),
-    burstiness: float = ranged(
-        1.0,
-        "--burstiness",
-        low=BURSTINESS[0],
-        high=BURSTINESS[1],
-        help="Gamma shape of arrival gaps: 1 = Poisson, <1 burstier.",
-    ),
-    concurrency: int | None = ranged(
-        None,
-        "--concurrency",
-        "-c",
-        low=1,
-        high=MAX_CONCURRENCY,
-        help="Closed loop: C clients, each sending on completion.",
-    ),
-    requests: int = ranged(
-        1000, "-n", "--requests", low=1, high=REQUESTS[1], help="Requests per simulated run."
-    ),
-    slo_ttft_ms: float | None = ranged(
-        None, "--slo-ttft-ms", low=SLO_MS[0], high=SLO_MS[1], help="TTFT objective (ms)."
-    ),
-    slo_tpot_ms: float | None = ranged(
-        None, "--slo-tpot-ms", low=SLO_MS[0], high=SLO_MS[1], help="TPOT objective (ms)."
-    ),
-    slo_tbt_ms: float | None = ranged(
-        None,
-        "--slo-tbt-ms",
-        low=SLO_MS[0],
-        high=SLO_MS[1],
-        help="Inter-token gap objective (ms), judged at P99 (TBT).",
-    ),
-    slo_percentile: float = ranged(
-        90.0,
-        "--slo-percentile",
-        low=1.0,
-        high=99.99,
-        help="Percentile judging TTFT and TPOT: 90 (DistServe) or 99.",
-    ),
-    attainment: float | None = ranged(
-        None,
-        "--attainment",
-        low=0.01,
-        high=1.0,
-        help="Target share of good requests (each meeting every SLO), e.g. 0.9 (DistServe).",
-    ),
-    goodput: bool = typer.Option(
-        False,
-        "--goodput",
-        help="Search the highest per-chip rate meeting the SLOs (--attainment, else percentiles).",
-    ),
-    seed: int = ranged(
-        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for arrivals and lengths."
-    ),
-    plot: Path | None = typer.Option(
-        None, "--plot", help="Write SLO attainment vs rate to FILE.html (or .svg)."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.simulate/1 document."),
+    ctx: typer.Context,
+    *,
+    preset: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--preset",
+            "-p",
+            help="Engine preset or deployment FILE.toml to simulate (repeatable). Default: the "
+            "engine's.",
+        ),
+    ] = None,
+    mode: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mode",
+            help="Run each preset in this mode: disagg, colocated, chunked (repeatable).",
+        ),
+    ] = None,
+    pd_ratio: Annotated[
+        str | None,
+        typer.Option("--pd-ratio", help="Prefill:decode node ratios to compare, e.g. 1:1,2:1."),
+    ] = None,
+    weight_dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--weight-dtype",
+            help="Serve the weights in this precision: bf16, fp16, fp8, int4, fp4, nvfp4, mxfp4 "
+            "(default: the preset's, else the model's).",
+        ),
+    ] = None,
+    kv_dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--kv-dtype", help="KV cache precision: bf16, fp16 or fp8 (default: the preset's)."
+        ),
+    ] = None,
+    input_len: options.InputLen = options.DEFAULT_INPUT_LEN,
+    output_len: options.OutputLen = options.DEFAULT_OUTPUT_LEN,
+    dist: Annotated[
+        str, typer.Option("--dist", help="Length distribution: fixed or lognormal.")
+    ] = "fixed",
+    workload_name: Annotated[
+        str | None,
+        typer.Option(
+            "--workload",
+            help="Built-in lengths: sharegpt, longbench, arxiv-sum, azure-conv, azure-code.",
+        ),
+    ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace",
+            help="Trace file: JSONL requests (input_tokens, output_tokens, arrival_ms), or a "
+            "vLLM / SGLang benchmark result with input_lens and output_lens.",
+        ),
+    ] = None,
+    rate: Annotated[
+        float | None,
+        in_range("--rate", low=RATE[0], high=RATE[1], help="Poisson arrival rate (req/s)."),
+    ] = None,
+    rates: Annotated[
+        str | None, typer.Option("--rates", help="Several rates to sweep: 1,2,4.")
+    ] = None,
+    burstiness: options.Burstiness = 1.0,
+    concurrency: Annotated[
+        int | None,
+        in_range(
+            "--concurrency",
+            "-c",
+            low=1,
+            high=MAX_CONCURRENCY,
+            help="Closed loop: C clients, each sending on completion.",
+        ),
+    ] = None,
+    requests: Annotated[
+        int,
+        in_range("-n", "--requests", low=1, high=REQUESTS[1], help="Requests per simulated run."),
+    ] = 1000,
+    slo_ttft_ms: options.SloTtftMsOrNone = None,
+    slo_tpot_ms: options.SloTpotMs = None,
+    slo_tbt_ms: options.SloTbtMs = None,
+    slo_percentile: options.SloPercentile = options.DEFAULT_PERCENTILE,
+    percentile_alias: options.PercentileAlias = None,
+    attainment: options.Attainment = None,
+    goodput: Annotated[
+        bool,
+        typer.Option(
+            "--goodput",
+            help="Search the highest per-chip rate meeting the SLOs (--attainment, else "
+            "percentiles).",
+        ),
+    ] = False,
+    seed: options.Seed = 0,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Write SLO attainment vs rate to FILE.html (or .svg)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one pdnotes.simulate/1 document.")
+    ] = False,
 ) -> None:
     """Simulate presets, modes and P:D ratios on one workload: TTFT, TPOT, ITL (TBT), E2E,
     per-request SLO attainment and goodput per chip. Deterministic for a seed."""
     from notes_cli import render
     from notes_cli.bench.simulate import WorkloadSpec, simulate_configs
     from notes_cli.bench.stats import Slo
-    from notes_cli.bench.workload import LengthSpec
 
     if plot is not None:
         from notes_cli.fileio import require_output_folder
 
         require_output_folder(plot, "--plot")
+    judged_at = options.percentile(ctx, percentile_alias)
     slo = Slo(
         slo_ttft_ms,
         slo_tpot_ms,
         slo_tbt_ms,
-        ttft_percentile=slo_percentile,
-        tpot_percentile=slo_percentile,
+        ttft_percentile=judged_at,
+        tpot_percentile=judged_at,
         attainment=attainment,
     )
-    if (goodput or attainment is not None) and not slo.any:
-        raise UsageError(
-            f"{'--goodput' if goodput else '--attainment'} needs an objective",
-            fix="add --slo-ttft-ms, --slo-tpot-ms and/or --slo-tbt-ms",
-        )
-    sweep = _rates(rate, rates)
-    if goodput and sweep == [None] and trace is None:
-        sweep = []  # only the search: a burst of every request at t=0 would say nothing
-    if concurrency is not None and (sweep != [None] or goodput or trace is not None):
-        raise UsageError(
-            "--concurrency is a closed loop: it takes no --rate / --rates / --goodput / --trace"
-        )
-    if plot is not None and (not slo.any or len(sweep) < 2):
-        raise UsageError(
-            "--plot draws SLO attainment against rate",
-            fix="give an SLO (--slo-ttft-ms, --slo-tpot-ms or --slo-tbt-ms) and two or more "
-            "--rates",
-        )
-    lengths_given = [
-        flag
-        for flag, value in (
-            ("--input-len", input_len),
-            ("--output-len", output_len),
-            ("--dist", dist),
-        )
-        if value is not None
-    ]
-    if workload_name is not None and (lengths_given or trace is not None):
-        clash = ", ".join(lengths_given + (["--trace"] if trace is not None else []))
-        raise UsageError(f"--workload sets the lengths itself: drop {clash}")
-    lengths = LengthSpec(
-        512 if input_len is None else input_len,
-        64 if output_len is None else output_len,
-        dist or "fixed",  # type: ignore[arg-type]
-        workload=workload_name,
-    )
+    sweep = _sweep(slo, rate, rates, goodput, concurrency, trace, plot)
     workload = WorkloadSpec(
         requests=requests,
-        lengths=lengths,
+        lengths=_lengths(ctx, workload_name, trace),
         burstiness=burstiness,
         trace=trace,
         concurrency=concurrency,
     )
     report = simulate_configs(
-        _configs(preset, mode, pd_ratio, precision(weight_dtype, kv_dtype)),
+        _configs(preset or [], mode or [], pd_ratio, precision(weight_dtype, kv_dtype)),
         workload,
         rates=sweep,
         slo=slo,
@@ -223,6 +170,64 @@ def simulate(
     from notes_cli.render.bench import simulate_report
 
     simulate_report(report)
+
+
+def _sweep(
+    slo: Slo,
+    rate: float | None,
+    rates: str | None,
+    goodput: bool,
+    concurrency: int | None,
+    trace: Path | None,
+    plot: Path | None,
+) -> list[float | None]:
+    """The rates to run (None: the trace's times, a closed loop or one burst), refusing the
+    combinations that would say nothing."""
+    if (goodput or slo.attainment is not None) and not slo.any:
+        raise UsageError(
+            f"{'--goodput' if goodput else '--attainment'} needs an objective",
+            fix="add --slo-ttft-ms, --slo-tpot-ms and/or --slo-tbt-ms",
+        )
+    sweep = _rates(rate, rates)
+    if goodput and sweep == [None] and trace is None:
+        sweep = []  # only the search: a burst of every request at t=0 would say nothing
+    if concurrency is not None and (sweep != [None] or goodput or trace is not None):
+        raise UsageError(
+            "--concurrency is a closed loop: it takes no --rate / --rates / --goodput / --trace"
+        )
+    if plot is not None and (not slo.any or len(sweep) < 2):
+        raise UsageError(
+            "--plot draws SLO attainment against rate",
+            fix="give an SLO (--slo-ttft-ms, --slo-tpot-ms or --slo-tbt-ms) and two or more "
+            "--rates",
+        )
+    return sweep
+
+
+def _lengths(ctx: typer.Context, workload_name: str | None, trace: Path | None) -> LengthSpec:
+    """The request lengths: --input-len, --output-len and --dist, or a built-in --workload,
+    which takes none of them (nor a --trace, which brings its own)."""
+    from notes_cli.bench.workload import LengthSpec
+
+    given = [
+        flag
+        for flag, name in (
+            ("--input-len", "input_len"),
+            ("--output-len", "output_len"),
+            ("--dist", "dist"),
+        )
+        if options.given(ctx, name)
+    ]
+    if workload_name is not None and (given or trace is not None):
+        clash = ", ".join(given + (["--trace"] if trace is not None else []))
+        raise UsageError(f"--workload sets the lengths itself: drop {clash}")
+    params = ctx.params
+    return LengthSpec(
+        params["input_len"],
+        params["output_len"],
+        params["dist"],
+        workload=workload_name,
+    )
 
 
 def _rates(rate: float | None, rates: str | None) -> list[float | None]:
