@@ -145,3 +145,10 @@ def test_the_percentile_flag_has_one_name_in_plan_and_simulate(cli: Cli, name: s
     result = cli(*SMALL, "--modes", "colocated", name, "99", "--json")
     assert result.exit_code == 0, result.stderr
     assert result.json()["slo"]["percentile"] == 0.99
+
+
+def test_a_built_in_workload_is_a_dist(cli: Cli) -> None:
+    # --help says --dist takes the built-in workloads `engine simulate` knows; it refused them.
+    result = cli(*SMALL, "--modes", "colocated", "--dist", "sharegpt", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["workload"]["source"] == "workload sharegpt"

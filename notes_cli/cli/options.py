@@ -2,11 +2,13 @@
 `Annotated` type: the SLOs (TTFT, TPOT, TBT, the percentile they are judged at, a per-request
 attainment target) and the workload's lengths, arrival shape and seed. A command writes its
 default after `=`, so one flag keeps one name, one range and one help text wherever it is used.
-Ranges go through `ranges.in_range` (Click's own min/max let `nan` through)."""
+Ranges go through `ranges.in_range` (Click's own min/max let `nan` through); a flag that takes
+one of a fixed set of names has the `Names` type, which also completes them in the shell."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
 
 import typer
 
@@ -108,3 +110,89 @@ def given(ctx: typer.Context, name: str) -> bool:
     environment), rather than leaving its default."""
     source = ctx.get_parameter_source(name)
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+class Names:
+    """A flag that takes one of a set of names, as `click.Choice` would, but read at the first
+    check rather than at import: the sets live in the engine's modules, which `pdnotes --help`
+    must not load. Typer takes it as the option's `parser` (and `complete` as its
+    `autocompletion`). A wrong name is the project's UsageError (exit 2, and the error document
+    under --json) in the words of `refusal`, a format string with {value} and {choices}. With
+    `comma_list`, the value is a comma list of names, each checked; it stays a string without
+    blanks, which the command splits."""
+
+    def __init__(
+        self, names: Callable[[], Sequence[str]], refusal: str, *, comma_list: bool = False
+    ) -> None:
+        self._names = names
+        self._refusal = refusal
+        self._comma_list = comma_list
+
+    def __call__(self, value: str) -> str:
+        known = tuple(self._names())
+        parts = [p.strip() for p in value.split(",") if p.strip()] if self._comma_list else [value]
+        for part in parts:
+            if part not in known:
+                refusal = self._refusal.format(value=repr(part), choices=", ".join(known))
+                raise UsageError(refusal)
+        return ",".join(parts) if self._comma_list else value
+
+    def complete(self, incomplete: str) -> list[str]:
+        """Shell completion: the names starting with what is typed (after the last comma)."""
+        head, _, last = incomplete.rpartition(",") if self._comma_list else ("", "", incomplete)
+        prefix = f"{head}," if head else ""
+        return [prefix + n for n in self._names() if n.startswith(last)]
+
+
+def one_of(names: Names, *decls: str, help: str) -> Any:
+    """`typer.Option(*decls, help=...)` taking one of `names` (for `Annotated`)."""
+    return typer.Option(*decls, parser=names, autocompletion=names.complete, help=help)
+
+
+def _modes() -> Sequence[str]:
+    from notes_cli.engine.core.config import MODES
+
+    return MODES
+
+
+def _weight_dtypes() -> Sequence[str]:
+    from notes_cli.engine.core.profiles import WEIGHT_DTYPES
+
+    return tuple(WEIGHT_DTYPES)
+
+
+def _kv_dtypes() -> Sequence[str]:
+    from notes_cli.engine.core.profiles import KV_DTYPES
+
+    return tuple(KV_DTYPES)
+
+
+def _engines() -> Sequence[str]:
+    from notes_cli.plan.launch import ENGINES
+
+    return ENGINES
+
+
+def length_dists() -> Sequence[str]:
+    return ("fixed", "lognormal")
+
+
+def workloads() -> Sequence[str]:
+    from notes_cli.bench.length_tables import workload_names
+
+    return workload_names()
+
+
+MODE = Names(_modes, "unknown --mode {value}; choose from {choices}")
+MODE_LIST = Names(_modes, "--modes: unknown mode {value}; choose from {choices}", comma_list=True)
+WEIGHT_DTYPE = Names(
+    _weight_dtypes, "--weight-dtype: unknown precision {value}; choose from {choices}"
+)
+KV_DTYPE = Names(_kv_dtypes, "--kv-dtype: unknown precision {value}; choose from {choices}")
+ENGINE = Names(_engines, "--sketch: unknown engine {value}; choose {choices}")
+LENGTH_DIST = Names(length_dists, "unknown length distribution {value}; use fixed or lognormal")
+WORKLOAD = Names(workloads, "unknown --workload {value}; choose from {choices}")
+# `engine plan --dist` takes a built-in workload too.
+DIST_OR_WORKLOAD = Names(
+    lambda: (*length_dists(), *workloads()), "--dist: unknown {value}; choose from {choices}"
+)

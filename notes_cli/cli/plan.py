@@ -61,7 +61,8 @@ def plan(
     output_len: options.OutputLen = options.DEFAULT_OUTPUT_LEN,
     dist: Annotated[
         str,
-        typer.Option(
+        options.one_of(
+            options.DIST_OR_WORKLOAD,
             "--dist",
             "--workload",
             help="Length distribution: fixed, lognormal, or a built-in one `engine simulate` "
@@ -115,7 +116,8 @@ def plan(
         ),
     ] = 4,
     modes: Annotated[
-        str, typer.Option("--modes", help="Serving modes to search (comma list).")
+        str,
+        options.one_of(options.MODE_LIST, "--modes", help="Serving modes to search (comma list)."),
     ] = "disagg,colocated,chunked",
     max_batch: Annotated[
         str, typer.Option("--max-batch", help="Decode batch limits (comma list).")
@@ -125,7 +127,8 @@ def plan(
     ] = "512",
     weight_dtype: Annotated[
         str | None,
-        typer.Option(
+        options.one_of(
+            options.WEIGHT_DTYPE,
             "--weight-dtype",
             help="Serve the weights in this precision: bf16, fp16, fp8, int4, fp4, nvfp4, mxfp4 "
             "(default: the model's, e.g. fp8 for DeepSeek-R1).",
@@ -133,7 +136,11 @@ def plan(
     ] = None,
     kv_dtype: Annotated[
         str | None,
-        typer.Option("--kv-dtype", help="KV cache precision: bf16, fp16 or fp8 (default: bf16)."),
+        options.one_of(
+            options.KV_DTYPE,
+            "--kv-dtype",
+            help="KV cache precision: bf16, fp16 or fp8 (default: bf16).",
+        ),
     ] = None,
     seed: options.Seed = 0,
     tolerance: Annotated[
@@ -174,7 +181,8 @@ def plan(
     ] = None,
     sketch: Annotated[
         list[str] | None,
-        typer.Option(
+        options.one_of(
+            options.ENGINE,
             "--sketch",
             help="Also print the best candidate's launch sketch for lmdeploy, vllm or sglang "
             "(repeatable; not launched here).",
@@ -199,7 +207,7 @@ def plan(
     chips = _chips(chip, catalog)
     _known("model", model, catalog.models)
     _known("link", link, catalog.links)
-    _check_outputs(plot, out, engines)
+    _check_outputs(plot, out)
     space = _space(
         chips, modes, max_tp, max_chips, max_instances, max_batch, chunk_tokens,
         weight_dtype, kv_dtype,
@@ -226,19 +234,15 @@ def plan(
         raise typer.Exit(1)
 
 
-def _check_outputs(plot: Path | None, out: Path | None, engines: list[str]) -> None:
-    """Refuse a --plot, --out or --sketch that could not be written, before any search."""
+def _check_outputs(plot: Path | None, out: Path | None) -> None:
+    """Refuse a --plot or --out that could not be written, before any search."""
     from notes_cli.fileio import require_output_folder
-    from notes_cli.plan.launch import ENGINES
 
     if plot is not None and plot.suffix.lower() not in (".html", ".htm", ".svg"):
         raise UsageError(f"cannot plot to {plot.name}: use a .html or .svg file")
     for flag, path in (("--plot", plot), ("--out", out)):
         if path is not None:
             require_output_folder(path, flag)
-    for engine in engines:
-        if engine not in ENGINES:
-            raise UsageError(f"--sketch: unknown engine {engine!r}; choose {', '.join(ENGINES)}")
 
 
 def _space(
@@ -252,10 +256,8 @@ def _space(
     weight_dtype: str | None,
     kv_dtype: str | None,
 ) -> SearchSpace:
-    from notes_cli.cli.simulate import precision
     from notes_cli.plan.space import SearchSpace
 
-    weight_dtype, kv_dtype = precision(weight_dtype, kv_dtype)
     return SearchSpace(
         chips=chips,
         modes=_modes(modes),
@@ -270,12 +272,8 @@ def _space(
 
 
 def _modes(text: str) -> tuple[str, ...]:
-    from notes_cli.engine.core.config import MODES
-
-    mode_list = tuple(m.strip() for m in text.split(",") if m.strip())
-    for m in mode_list:
-        if m not in MODES:
-            raise UsageError(f"--modes: unknown mode {m!r}; choose from {', '.join(MODES)}")
+    """--modes, whose entries its type has checked."""
+    mode_list = tuple(text.split(",")) if text else ()
     if not mode_list:
         raise UsageError("--modes needs at least one mode")
     return mode_list
@@ -427,7 +425,10 @@ def _workload(
 
     if trace is not None:
         return from_trace(trace, requests, burstiness=burstiness)
-    spec = LengthSpec(input_len, output_len, dist)  # type: ignore[arg-type]
+    if dist in options.length_dists():
+        spec = LengthSpec(input_len, output_len, dist)  # type: ignore[arg-type]
+    else:  # a built-in workload brings its own lengths
+        spec = LengthSpec(workload=dist)
     return drawn(spec, requests, seed=seed, burstiness=burstiness)
 
 

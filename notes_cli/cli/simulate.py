@@ -35,7 +35,8 @@ def simulate(
     ] = None,
     mode: Annotated[
         list[str] | None,
-        typer.Option(
+        options.one_of(
+            options.MODE,
             "--mode",
             help="Run each preset in this mode: disagg, colocated, chunked (repeatable).",
         ),
@@ -46,7 +47,8 @@ def simulate(
     ] = None,
     weight_dtype: Annotated[
         str | None,
-        typer.Option(
+        options.one_of(
+            options.WEIGHT_DTYPE,
             "--weight-dtype",
             help="Serve the weights in this precision: bf16, fp16, fp8, int4, fp4, nvfp4, mxfp4 "
             "(default: the preset's, else the model's).",
@@ -54,18 +56,26 @@ def simulate(
     ] = None,
     kv_dtype: Annotated[
         str | None,
-        typer.Option(
-            "--kv-dtype", help="KV cache precision: bf16, fp16 or fp8 (default: the preset's)."
+        options.one_of(
+            options.KV_DTYPE,
+            "--kv-dtype",
+            help="KV cache precision: bf16, fp16 or fp8 (default: the preset's).",
         ),
     ] = None,
     input_len: options.InputLen = options.DEFAULT_INPUT_LEN,
     output_len: options.OutputLen = options.DEFAULT_OUTPUT_LEN,
     dist: Annotated[
-        str, typer.Option("--dist", help="Length distribution: fixed or lognormal.")
+        str,
+        options.one_of(
+            options.LENGTH_DIST,
+            "--dist",
+            help="Length distribution: fixed or lognormal.",
+        ),
     ] = "fixed",
     workload_name: Annotated[
         str | None,
-        typer.Option(
+        options.one_of(
+            options.WORKLOAD,
             "--workload",
             help="Built-in lengths: sharegpt, longbench, arxiv-sum, azure-conv, azure-code.",
         ),
@@ -151,7 +161,7 @@ def simulate(
         concurrency=concurrency,
     )
     report = simulate_configs(
-        _configs(preset or [], mode or [], pd_ratio, precision(weight_dtype, kv_dtype)),
+        _configs(preset or [], mode or [], pd_ratio, (weight_dtype, kv_dtype)),
         workload,
         rates=sweep,
         slo=slo,
@@ -254,19 +264,6 @@ def _rate(text: str) -> float:
     return value
 
 
-def precision(weight_dtype: str | None, kv_dtype: str | None) -> tuple[str | None, str | None]:
-    """--weight-dtype and --kv-dtype, checked against the precisions the cost model knows."""
-    from notes_cli.engine.core.profiles import KV_DTYPES, WEIGHT_DTYPES
-
-    for flag, value, known in (
-        ("--weight-dtype", weight_dtype, WEIGHT_DTYPES),
-        ("--kv-dtype", kv_dtype, KV_DTYPES),
-    ):
-        if value is not None and value not in known:
-            raise UsageError(f"{flag}: unknown precision {value!r}; choose from {', '.join(known)}")
-    return weight_dtype, kv_dtype
-
-
 def _configs(
     presets: list[str],
     modes: list[str],
@@ -274,11 +271,8 @@ def _configs(
     dtypes: tuple[str | None, str | None] = (None, None),
 ) -> list[SimConfig]:
     from notes_cli.bench.simulate import SimConfig
-    from notes_cli.engine.core.config import MODES, EngineConfig
+    from notes_cli.engine.core.config import EngineConfig
 
-    for m in modes:
-        if m not in MODES:
-            raise UsageError(f"unknown --mode {m!r}; choose from {', '.join(MODES)}")
     ratios: list[tuple[int, int] | None] = [*_ratios(pd_ratio)] if pd_ratio else [None]
     chosen_modes: list[str | None] = [*modes] if modes else [None]
     return [
