@@ -1,9 +1,10 @@
-"""Option groups shared by `engine plan` and `engine simulate`, each flag defined once as an
-`Annotated` type: the SLOs (TTFT, TPOT, TBT, the percentile they are judged at, a per-request
-attainment target) and the workload's lengths, arrival shape and seed. A command writes its
-default after `=`, so one flag keeps one name, one range and one help text wherever it is used.
-Ranges go through `ranges.in_range` (Click's own min/max let `nan` through); a flag that takes
-one of a fixed set of names has the `Names` type, which also completes them in the shell."""
+"""Options shared by the `engine` commands, each flag defined once as an `Annotated` type: the
+SLO group (TTFT, TPOT, TBT, the percentile they are judged at, a per-request attainment target)
+and the workload group (lengths, arrival shape, seed) of `engine plan` and `engine simulate`,
+and the flags that take one of a set of names (`--mode`, precisions, lengths, engines). A
+command writes its default after `=`, so one flag keeps one name, one range and one help text
+wherever it is used. Ranges go through `ranges.in_range` (Click's own min/max let `nan`
+through); a set of names is a `Names` parser, which also completes them in the shell."""
 
 from __future__ import annotations
 
@@ -190,6 +191,7 @@ WEIGHT_DTYPE = Names(
 )
 KV_DTYPE = Names(_kv_dtypes, "--kv-dtype: unknown precision {value}; choose from {choices}")
 ENGINE = Names(_engines, "--sketch: unknown engine {value}; choose {choices}")
+SKETCH_ENGINE = Names(_engines, "--engine: unknown engine {value}; choose from {choices}")
 LENGTH_DIST = Names(length_dists, "unknown length distribution {value}; use fixed or lognormal")
 WORKLOAD = Names(workloads, "unknown --workload {value}; choose from {choices}")
 # `engine plan --dist` takes a built-in workload too.
