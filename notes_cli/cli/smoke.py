@@ -4,7 +4,7 @@ the source article's criteria (returned, completed, stable latency)."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,38 +16,58 @@ _DEFAULT_KEY_ENV = {"codex": None, "claude": "ANTHROPIC_AUTH_TOKEN", "openai": "
 
 
 def smoke(
-    client: str = typer.Option(
-        "codex",
-        "--client",
-        help="Whose protocol to speak: codex (Responses API), claude "
-        "(Anthropic Messages) or openai (chat completions).",
-    ),
-    n: int = typer.Option(3, "-n", "--runs", min=1, max=50, help="Consecutive runs."),
-    prompt: str | None = typer.Option(None, "--prompt", help="The prompt of every run."),
-    timeout: float = typer.Option(
-        30.0, "--timeout", min=0.1, help="Seconds each run may take (connect, headers, stream)."
-    ),
-    retries: int = typer.Option(
-        0,
-        "--retries",
-        min=0,
-        max=10,
-        help="Retry a run this many times on 429 / 5xx / network errors (Retry-After honoured).",
-    ),
-    max_tokens: int = typer.Option(512, "--max-tokens", min=1, help="Output budget per run."),
-    base_url: str | None = typer.Option(
-        None, "--base-url", help="Call this base URL instead of the client's configured one."
-    ),
-    model: str | None = typer.Option(None, "--model", help="Model id (overrides the config)."),
-    key_env: str | None = typer.Option(
-        None, "--key-env", help="Name of the variable holding the key (with --base-url)."
-    ),
-    minimal: bool = typer.Option(
-        False,
-        "--minimal",
-        help="Send pdnotes' small request instead of the client's real request shape.",
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+    client: Annotated[
+        str,
+        typer.Option(
+            "--client",
+            help="Whose protocol to speak: codex (Responses API), claude "
+            "(Anthropic Messages) or openai (chat completions).",
+        ),
+    ] = "codex",
+    n: Annotated[int, typer.Option("-n", "--runs", min=1, max=50, help="Consecutive runs.")] = 3,
+    prompt: Annotated[str | None, typer.Option("--prompt", help="The prompt of every run.")] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", min=0.1, help="Seconds each run may take (connect, headers, stream)."
+        ),
+    ] = 30.0,
+    retries: Annotated[
+        int,
+        typer.Option(
+            "--retries",
+            min=0,
+            max=10,
+            help="Retry a run this many times on 429 / 5xx / network errors (Retry-After "
+            "honoured).",
+        ),
+    ] = 0,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", min=1, help="Output budget per run.")
+    ] = 512,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url", help="Call this base URL instead of the client's configured one."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model id (overrides the config).")
+    ] = None,
+    key_env: Annotated[
+        str | None,
+        typer.Option("--key-env", help="Name of the variable holding the key (with --base-url)."),
+    ] = None,
+    minimal: Annotated[
+        bool,
+        typer.Option(
+            "--minimal",
+            help="Send pdnotes' small request instead of the client's real request shape.",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document on stdout.")
+    ] = False,
 ) -> None:
     """Send N streamed requests in a row the way Codex, Claude Code or the OpenAI SDK does, and
     say whether every one returned, completed, and took a stable time. Shows where the time
