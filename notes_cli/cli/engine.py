@@ -19,80 +19,91 @@ app.command("sketch")(sketch.sketch)
 app.command("plan")(plan.plan)
 
 
+# The flags of `engine serve`.
+Host = Annotated[str, typer.Option("--host", help="Interface to listen on.")]
+Port = Annotated[
+    int, typer.Option("--port", min=0, max=65535, help="TCP port (0 picks a free one).")
+]
+Prefix = Annotated[str, typer.Option("--prefix", help="Path the OpenAI routes live under.")]
+ApiKeyEnv = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key-env",
+        help="Require the value of this environment variable as Bearer token or x-api-key.",
+    ),
+]
+Mode = Annotated[
+    str | None,
+    options.one_of(
+        options.MODE, "--mode", help="disagg, colocated or chunked (default: the preset's)."
+    ),
+]
+Preset = Annotated[
+    str,
+    typer.Option(
+        "--preset",
+        help="Deployment preset (see `pdnotes engine presets`) or a deployment FILE.toml.",
+    ),
+]
+Fault = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fault",
+        help="Inject a fault: KIND[:SECONDS][@SCHEDULE], e.g. 500@first:2, "
+        "503@rate:0.2:seed:7, stall-mid-stream:10s@every:3, kv-tcp-fallback (repeatable; "
+        "see docs/engine.md).",
+    ),
+]
+Speed = Annotated[
+    float,
+    in_range(
+        "--speed",
+        low=SPEED[0],
+        high=SPEED[1],
+        help="Run the wall clock X times faster than simulated hardware time.",
+    ),
+]
+Seed = Annotated[
+    int,
+    in_range("--seed", low=SEED[0], high=SEED[1], help="Seed for the deterministic answers."),
+]
+Model = Annotated[
+    list[str] | None,
+    typer.Option("--model", help="Model id to serve (repeatable; default pd-mock-1). Exact match."),
+]
+MaxQueue = Annotated[
+    int,
+    in_range(
+        "--max-queue",
+        low=1,
+        high=1_000_000,
+        help="Waiting requests before new ones get 429 + Retry-After.",
+    ),
+]
+Protocols = Annotated[
+    str,
+    typer.Option(
+        "--protocols",
+        help="Comma list of the APIs to serve: chat, responses, anthropic. `--protocols "
+        "chat` plays a chat-only gateway: /responses and /anthropic/... answer 404.",
+    ),
+]
+
+
 @app.command("serve")
 def serve(
-    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[
-        int, typer.Option("--port", min=0, max=65535, help="TCP port (0 picks a free one).")
-    ] = 8000,
-    prefix: Annotated[
-        str, typer.Option("--prefix", help="Path the OpenAI routes live under.")
-    ] = "/api",
-    api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key-env",
-            help="Require the value of this environment variable as Bearer token or x-api-key.",
-        ),
-    ] = None,
-    mode: Annotated[
-        str | None,
-        options.one_of(
-            options.MODE, "--mode", help="disagg, colocated or chunked (default: the preset's)."
-        ),
-    ] = None,
-    preset: Annotated[
-        str,
-        typer.Option(
-            "--preset",
-            help="Deployment preset (see `pdnotes engine presets`) or a deployment FILE.toml.",
-        ),
-    ] = "h800-h20-rdma",
-    fault: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--fault",
-            help="Inject a fault: KIND[:SECONDS][@SCHEDULE], e.g. 500@first:2, "
-            "503@rate:0.2:seed:7, stall-mid-stream:10s@every:3, kv-tcp-fallback (repeatable; "
-            "see docs/engine.md).",
-        ),
-    ] = None,
-    speed: Annotated[
-        float,
-        in_range(
-            "--speed",
-            low=SPEED[0],
-            high=SPEED[1],
-            help="Run the wall clock X times faster than simulated hardware time.",
-        ),
-    ] = 1.0,
-    seed: Annotated[
-        int,
-        in_range("--seed", low=SEED[0], high=SEED[1], help="Seed for the deterministic answers."),
-    ] = 0,
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--model", help="Model id to serve (repeatable; default pd-mock-1). Exact match."
-        ),
-    ] = None,
-    max_queue: Annotated[
-        int,
-        in_range(
-            "--max-queue",
-            low=1,
-            high=1_000_000,
-            help="Waiting requests before new ones get 429 + Retry-After.",
-        ),
-    ] = 512,
-    protocols: Annotated[
-        str,
-        typer.Option(
-            "--protocols",
-            help="Comma list of the APIs to serve: chat, responses, anthropic. `--protocols "
-            "chat` plays a chat-only gateway: /responses and /anthropic/... answer 404.",
-        ),
-    ] = "chat,responses,anthropic",
+    host: Host = "127.0.0.1",
+    port: Port = 8000,
+    prefix: Prefix = "/api",
+    api_key_env: ApiKeyEnv = None,
+    mode: Mode = None,
+    preset: Preset = "h800-h20-rdma",
+    fault: Fault = None,
+    speed: Speed = 1.0,
+    seed: Seed = 0,
+    model: Model = None,
+    max_queue: MaxQueue = 512,
+    protocols: Protocols = "chat,responses,anthropic",
 ) -> None:
     """Serve the mock PD engine (OpenAI chat + Responses, Anthropic Messages) until Ctrl-C."""
     import os

@@ -32,165 +32,183 @@ if TYPE_CHECKING:
     from notes_cli.plan.workload import PlanWorkload
 
 
+# The flags of `engine plan` (those other commands share are in cli/options.py).
+Model = Annotated[str, typer.Option("--model", help="Model shape (see templates/engine/models).")]
+Chip = Annotated[
+    list[str],
+    typer.Option(
+        "--chip",
+        help="A chip kind you can deploy, NAME or NAME:PRICE per chip-hour (repeatable).",
+    ),
+]
+Link = Annotated[str, typer.Option("--link", help="KV-transfer link between nodes.")]
+Rate = Annotated[
+    float | None,
+    in_range(
+        "--rate",
+        low=RATE[0],
+        high=RATE[1],
+        help="Target request rate (req/s): also report the replicas it needs.",
+    ),
+]
+Dist = Annotated[
+    str,
+    options.one_of(
+        options.DIST_OR_WORKLOAD,
+        "--dist",
+        "--workload",
+        help="Length distribution: fixed, lognormal, or a built-in one `engine simulate` knows.",
+    ),
+]
+Trace = Annotated[
+    Path | None,
+    typer.Option("--trace", help="JSONL trace whose lengths are replayed (its times are not)."),
+]
+Requests = Annotated[
+    int,
+    in_range(
+        "-n",
+        "--requests",
+        low=1,
+        high=MAX_PLAN_REQUESTS,
+        help="Distinct requests (lengths) per probe, at least.",
+    ),
+]
+WindowS = Annotated[
+    float | None,
+    in_range(
+        "--window-s",
+        low=1.0,
+        high=MAX_WINDOW_S,
+        help="A probe's arrivals span at least this long, replaying the lengths as needed "
+        "(default: 10 x the TTFT objective, at least 10 s).",
+    ),
+]
+MaxChips = Annotated[
+    int, in_range("--max-chips", low=1, high=MAX_CHIPS, help="Chips per instance at most.")
+]
+MaxTp = Annotated[
+    int, in_range("--max-tp", low=1, high=MAX_TP, help="Tensor-parallel degree at most.")
+]
+MaxInstances = Annotated[
+    int,
+    in_range(
+        "--max-instances",
+        low=1,
+        high=MAX_INSTANCES,
+        help="Nodes per group (prefill, decode, colocated) at most.",
+    ),
+]
+Modes = Annotated[
+    str,
+    options.one_of(options.MODE_LIST, "--modes", help="Serving modes to search (comma list)."),
+]
+MaxBatch = Annotated[str, typer.Option("--max-batch", help="Decode batch limits (comma list).")]
+ChunkTokens = Annotated[
+    str, typer.Option("--chunk-tokens", help="Chunk sizes for chunked mode (comma list).")
+]
+WeightDtype = Annotated[
+    str | None,
+    options.one_of(
+        options.WEIGHT_DTYPE,
+        "--weight-dtype",
+        help="Serve the weights in this precision: bf16, fp16, fp8, int4, fp4, nvfp4, mxfp4 "
+        "(default: the model's, e.g. fp8 for DeepSeek-R1).",
+    ),
+]
+KvDtype = Annotated[
+    str | None,
+    options.one_of(
+        options.KV_DTYPE,
+        "--kv-dtype",
+        help="KV cache precision: bf16, fp16 or fp8 (default: bf16).",
+    ),
+]
+Tolerance = Annotated[
+    float,
+    in_range(
+        "--tolerance",
+        low=0.001,
+        high=0.5,
+        help="Capacity search stops within this relative bracket.",
+    ),
+]
+Top = Annotated[int, in_range("--top", low=1, high=100, help="Candidates to show.")]
+Jobs = Annotated[
+    int | None,
+    in_range("--jobs", "-j", low=1, high=256, help="Local processes (default: cores)."),
+]
+Ray = Annotated[
+    str | None,
+    typer.Option("--ray", help="Spread the search over a Ray cluster: ADDRESS or auto."),
+]
+Plot = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot", help="Write attainment curves and the chips-vs-latency front (.html/.svg)."
+    ),
+]
+NoPrune = Annotated[
+    bool,
+    typer.Option("--no-prune", help="Simulate every candidate (the roofline SLO pruning off)."),
+]
+Out = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        help="Write the best candidate as a deployment file (for `engine serve --preset FILE`).",
+    ),
+]
+Sketch = Annotated[
+    list[str] | None,
+    options.one_of(
+        options.ENGINE,
+        "--sketch",
+        help="Also print the best candidate's launch sketch for lmdeploy, vllm or sglang "
+        "(repeatable; not launched here).",
+    ),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print one pdnotes.plan/1 document.")]
+
+
 def plan(
     ctx: typer.Context,
     *,
-    model: Annotated[
-        str, typer.Option("--model", help="Model shape (see templates/engine/models).")
-    ],
-    chip: Annotated[
-        list[str],
-        typer.Option(
-            "--chip",
-            help="A chip kind you can deploy, NAME or NAME:PRICE per chip-hour (repeatable).",
-        ),
-    ],
-    link: Annotated[
-        str, typer.Option("--link", help="KV-transfer link between nodes.")
-    ] = "roce-200g",
-    rate: Annotated[
-        float | None,
-        in_range(
-            "--rate",
-            low=RATE[0],
-            high=RATE[1],
-            help="Target request rate (req/s): also report the replicas it needs.",
-        ),
-    ] = None,
+    model: Model,
+    chip: Chip,
+    link: Link = "roce-200g",
+    rate: Rate = None,
     input_len: options.InputLen = options.DEFAULT_INPUT_LEN,
     output_len: options.OutputLen = options.DEFAULT_OUTPUT_LEN,
-    dist: Annotated[
-        str,
-        options.one_of(
-            options.DIST_OR_WORKLOAD,
-            "--dist",
-            "--workload",
-            help="Length distribution: fixed, lognormal, or a built-in one `engine simulate` "
-            "knows.",
-        ),
-    ] = "fixed",
-    trace: Annotated[
-        Path | None,
-        typer.Option("--trace", help="JSONL trace whose lengths are replayed (its times are not)."),
-    ] = None,
+    dist: Dist = "fixed",
+    trace: Trace = None,
     burstiness: options.Burstiness = 1.0,
-    requests: Annotated[
-        int,
-        in_range(
-            "-n",
-            "--requests",
-            low=1,
-            high=MAX_PLAN_REQUESTS,
-            help="Distinct requests (lengths) per probe, at least.",
-        ),
-    ] = 300,
-    window_s: Annotated[
-        float | None,
-        in_range(
-            "--window-s",
-            low=1.0,
-            high=MAX_WINDOW_S,
-            help="A probe's arrivals span at least this long, replaying the lengths as needed "
-            "(default: 10 x the TTFT objective, at least 10 s).",
-        ),
-    ] = None,
+    requests: Requests = 300,
+    window_s: WindowS = None,
     slo_ttft_ms: options.SloTtftMs,
     slo_tpot_ms: options.SloTpotMs = None,
     slo_tbt_ms: options.SloTbtMs = None,
     slo_percentile: options.SloPercentile = options.DEFAULT_PERCENTILE,
     percentile_alias: options.PercentileAlias = None,
     attainment: options.Attainment = None,
-    max_chips: Annotated[
-        int, in_range("--max-chips", low=1, high=MAX_CHIPS, help="Chips per instance at most.")
-    ] = 16,
-    max_tp: Annotated[
-        int, in_range("--max-tp", low=1, high=MAX_TP, help="Tensor-parallel degree at most.")
-    ] = 8,
-    max_instances: Annotated[
-        int,
-        in_range(
-            "--max-instances",
-            low=1,
-            high=MAX_INSTANCES,
-            help="Nodes per group (prefill, decode, colocated) at most.",
-        ),
-    ] = 4,
-    modes: Annotated[
-        str,
-        options.one_of(options.MODE_LIST, "--modes", help="Serving modes to search (comma list)."),
-    ] = "disagg,colocated,chunked",
-    max_batch: Annotated[
-        str, typer.Option("--max-batch", help="Decode batch limits (comma list).")
-    ] = "256",
-    chunk_tokens: Annotated[
-        str, typer.Option("--chunk-tokens", help="Chunk sizes for chunked mode (comma list).")
-    ] = "512",
-    weight_dtype: Annotated[
-        str | None,
-        options.one_of(
-            options.WEIGHT_DTYPE,
-            "--weight-dtype",
-            help="Serve the weights in this precision: bf16, fp16, fp8, int4, fp4, nvfp4, mxfp4 "
-            "(default: the model's, e.g. fp8 for DeepSeek-R1).",
-        ),
-    ] = None,
-    kv_dtype: Annotated[
-        str | None,
-        options.one_of(
-            options.KV_DTYPE,
-            "--kv-dtype",
-            help="KV cache precision: bf16, fp16 or fp8 (default: bf16).",
-        ),
-    ] = None,
+    max_chips: MaxChips = 16,
+    max_tp: MaxTp = 8,
+    max_instances: MaxInstances = 4,
+    modes: Modes = "disagg,colocated,chunked",
+    max_batch: MaxBatch = "256",
+    chunk_tokens: ChunkTokens = "512",
+    weight_dtype: WeightDtype = None,
+    kv_dtype: KvDtype = None,
     seed: options.Seed = 0,
-    tolerance: Annotated[
-        float,
-        in_range(
-            "--tolerance",
-            low=0.001,
-            high=0.5,
-            help="Capacity search stops within this relative bracket.",
-        ),
-    ] = 0.05,
-    top: Annotated[int, in_range("--top", low=1, high=100, help="Candidates to show.")] = 5,
-    jobs: Annotated[
-        int | None,
-        in_range("--jobs", "-j", low=1, high=256, help="Local processes (default: cores)."),
-    ] = None,
-    ray: Annotated[
-        str | None,
-        typer.Option("--ray", help="Spread the search over a Ray cluster: ADDRESS or auto."),
-    ] = None,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot", help="Write attainment curves and the chips-vs-latency front (.html/.svg)."
-        ),
-    ] = None,
-    no_prune: Annotated[
-        bool,
-        typer.Option("--no-prune", help="Simulate every candidate (the roofline SLO pruning off)."),
-    ] = False,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            help="Write the best candidate as a deployment file (for `engine serve --preset "
-            "FILE`).",
-        ),
-    ] = None,
-    sketch: Annotated[
-        list[str] | None,
-        options.one_of(
-            options.ENGINE,
-            "--sketch",
-            help="Also print the best candidate's launch sketch for lmdeploy, vllm or sglang "
-            "(repeatable; not launched here).",
-        ),
-    ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print one pdnotes.plan/1 document.")
-    ] = False,
+    tolerance: Tolerance = 0.05,
+    top: Top = 5,
+    jobs: Jobs = None,
+    ray: Ray = None,
+    plot: Plot = None,
+    no_prune: NoPrune = False,
+    out: Out = None,
+    sketch: Sketch = None,
+    as_json: AsJson = False,
 ) -> None:
     """Find the deployment that serves a workload at its SLOs with the fewest chips (or the
     lowest price): modes, TP per phase (and for MoE models expert parallelism and attention

@@ -21,117 +21,130 @@ if TYPE_CHECKING:
     from notes_cli.bench.workload import LengthSpec
 
 
+# The flags of `engine simulate` (those other commands share are in cli/options.py).
+Preset = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--preset",
+        "-p",
+        help="Engine preset or deployment FILE.toml to simulate (repeatable). Default: the "
+        "engine's.",
+    ),
+]
+Mode = Annotated[
+    list[str] | None,
+    options.one_of(
+        options.MODE,
+        "--mode",
+        help="Run each preset in this mode: disagg, colocated, chunked (repeatable).",
+    ),
+]
+PdRatio = Annotated[
+    str | None,
+    typer.Option("--pd-ratio", help="Prefill:decode node ratios to compare, e.g. 1:1,2:1."),
+]
+WeightDtype = Annotated[
+    str | None,
+    options.one_of(
+        options.WEIGHT_DTYPE,
+        "--weight-dtype",
+        help="Serve the weights in this precision: bf16, fp16, fp8, int4, fp4, nvfp4, mxfp4 "
+        "(default: the preset's, else the model's).",
+    ),
+]
+KvDtype = Annotated[
+    str | None,
+    options.one_of(
+        options.KV_DTYPE,
+        "--kv-dtype",
+        help="KV cache precision: bf16, fp16 or fp8 (default: the preset's).",
+    ),
+]
+Dist = Annotated[
+    str,
+    options.one_of(
+        options.LENGTH_DIST,
+        "--dist",
+        help="Length distribution: fixed or lognormal.",
+    ),
+]
+WorkloadName = Annotated[
+    str | None,
+    options.one_of(
+        options.WORKLOAD,
+        "--workload",
+        help="Built-in lengths: sharegpt, longbench, arxiv-sum, azure-conv, azure-code.",
+    ),
+]
+Trace = Annotated[
+    Path | None,
+    typer.Option(
+        "--trace",
+        help="Trace file: JSONL requests (input_tokens, output_tokens, arrival_ms), or a "
+        "vLLM / SGLang benchmark result with input_lens and output_lens.",
+    ),
+]
+Rate = Annotated[
+    float | None,
+    in_range("--rate", low=RATE[0], high=RATE[1], help="Poisson arrival rate (req/s)."),
+]
+Rates = Annotated[str | None, typer.Option("--rates", help="Several rates to sweep: 1,2,4.")]
+Concurrency = Annotated[
+    int | None,
+    in_range(
+        "--concurrency",
+        "-c",
+        low=1,
+        high=MAX_CONCURRENCY,
+        help="Closed loop: C clients, each sending on completion.",
+    ),
+]
+Requests = Annotated[
+    int,
+    in_range("-n", "--requests", low=1, high=REQUESTS[1], help="Requests per simulated run."),
+]
+Goodput = Annotated[
+    bool,
+    typer.Option(
+        "--goodput",
+        help="Search the highest per-chip rate meeting the SLOs (--attainment, else percentiles).",
+    ),
+]
+Plot = Annotated[
+    Path | None,
+    typer.Option("--plot", help="Write SLO attainment vs rate to FILE.html (or .svg)."),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print one pdnotes.simulate/1 document.")]
+
+
 def simulate(
     ctx: typer.Context,
     *,
-    preset: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--preset",
-            "-p",
-            help="Engine preset or deployment FILE.toml to simulate (repeatable). Default: the "
-            "engine's.",
-        ),
-    ] = None,
-    mode: Annotated[
-        list[str] | None,
-        options.one_of(
-            options.MODE,
-            "--mode",
-            help="Run each preset in this mode: disagg, colocated, chunked (repeatable).",
-        ),
-    ] = None,
-    pd_ratio: Annotated[
-        str | None,
-        typer.Option("--pd-ratio", help="Prefill:decode node ratios to compare, e.g. 1:1,2:1."),
-    ] = None,
-    weight_dtype: Annotated[
-        str | None,
-        options.one_of(
-            options.WEIGHT_DTYPE,
-            "--weight-dtype",
-            help="Serve the weights in this precision: bf16, fp16, fp8, int4, fp4, nvfp4, mxfp4 "
-            "(default: the preset's, else the model's).",
-        ),
-    ] = None,
-    kv_dtype: Annotated[
-        str | None,
-        options.one_of(
-            options.KV_DTYPE,
-            "--kv-dtype",
-            help="KV cache precision: bf16, fp16 or fp8 (default: the preset's).",
-        ),
-    ] = None,
+    preset: Preset = None,
+    mode: Mode = None,
+    pd_ratio: PdRatio = None,
+    weight_dtype: WeightDtype = None,
+    kv_dtype: KvDtype = None,
     input_len: options.InputLen = options.DEFAULT_INPUT_LEN,
     output_len: options.OutputLen = options.DEFAULT_OUTPUT_LEN,
-    dist: Annotated[
-        str,
-        options.one_of(
-            options.LENGTH_DIST,
-            "--dist",
-            help="Length distribution: fixed or lognormal.",
-        ),
-    ] = "fixed",
-    workload_name: Annotated[
-        str | None,
-        options.one_of(
-            options.WORKLOAD,
-            "--workload",
-            help="Built-in lengths: sharegpt, longbench, arxiv-sum, azure-conv, azure-code.",
-        ),
-    ] = None,
-    trace: Annotated[
-        Path | None,
-        typer.Option(
-            "--trace",
-            help="Trace file: JSONL requests (input_tokens, output_tokens, arrival_ms), or a "
-            "vLLM / SGLang benchmark result with input_lens and output_lens.",
-        ),
-    ] = None,
-    rate: Annotated[
-        float | None,
-        in_range("--rate", low=RATE[0], high=RATE[1], help="Poisson arrival rate (req/s)."),
-    ] = None,
-    rates: Annotated[
-        str | None, typer.Option("--rates", help="Several rates to sweep: 1,2,4.")
-    ] = None,
+    dist: Dist = "fixed",
+    workload_name: WorkloadName = None,
+    trace: Trace = None,
+    rate: Rate = None,
+    rates: Rates = None,
     burstiness: options.Burstiness = 1.0,
-    concurrency: Annotated[
-        int | None,
-        in_range(
-            "--concurrency",
-            "-c",
-            low=1,
-            high=MAX_CONCURRENCY,
-            help="Closed loop: C clients, each sending on completion.",
-        ),
-    ] = None,
-    requests: Annotated[
-        int,
-        in_range("-n", "--requests", low=1, high=REQUESTS[1], help="Requests per simulated run."),
-    ] = 1000,
+    concurrency: Concurrency = None,
+    requests: Requests = 1000,
     slo_ttft_ms: options.SloTtftMsOrNone = None,
     slo_tpot_ms: options.SloTpotMs = None,
     slo_tbt_ms: options.SloTbtMs = None,
     slo_percentile: options.SloPercentile = options.DEFAULT_PERCENTILE,
     percentile_alias: options.PercentileAlias = None,
     attainment: options.Attainment = None,
-    goodput: Annotated[
-        bool,
-        typer.Option(
-            "--goodput",
-            help="Search the highest per-chip rate meeting the SLOs (--attainment, else "
-            "percentiles).",
-        ),
-    ] = False,
+    goodput: Goodput = False,
     seed: options.Seed = 0,
-    plot: Annotated[
-        Path | None,
-        typer.Option("--plot", help="Write SLO attainment vs rate to FILE.html (or .svg)."),
-    ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print one pdnotes.simulate/1 document.")
-    ] = False,
+    plot: Plot = None,
+    as_json: AsJson = False,
 ) -> None:
     """Simulate presets, modes and P:D ratios on one workload: TTFT, TPOT, ITL (TBT), E2E,
     per-request SLO attainment and goodput per chip. Deterministic for a seed."""

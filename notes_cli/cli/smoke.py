@@ -15,59 +15,64 @@ _PROTOCOL = {"codex": "responses", "claude": "anthropic", "openai": "chat"}
 _DEFAULT_KEY_ENV = {"codex": None, "claude": "ANTHROPIC_AUTH_TOKEN", "openai": "OPENAI_API_KEY"}
 
 
+# The flags of `smoke`.
+Client = Annotated[
+    str,
+    typer.Option(
+        "--client",
+        help="Whose protocol to speak: codex (Responses API), claude "
+        "(Anthropic Messages) or openai (chat completions).",
+    ),
+]
+N = Annotated[int, typer.Option("-n", "--runs", min=1, max=50, help="Consecutive runs.")]
+Prompt = Annotated[str | None, typer.Option("--prompt", help="The prompt of every run.")]
+Timeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout", min=0.1, help="Seconds each run may take (connect, headers, stream)."
+    ),
+]
+Retries = Annotated[
+    int,
+    typer.Option(
+        "--retries",
+        min=0,
+        max=10,
+        help="Retry a run this many times on 429 / 5xx / network errors (Retry-After honoured).",
+    ),
+]
+MaxTokens = Annotated[int, typer.Option("--max-tokens", min=1, help="Output budget per run.")]
+BaseUrl = Annotated[
+    str | None,
+    typer.Option("--base-url", help="Call this base URL instead of the client's configured one."),
+]
+Model = Annotated[str | None, typer.Option("--model", help="Model id (overrides the config).")]
+KeyEnv = Annotated[
+    str | None,
+    typer.Option("--key-env", help="Name of the variable holding the key (with --base-url)."),
+]
+Minimal = Annotated[
+    bool,
+    typer.Option(
+        "--minimal",
+        help="Send pdnotes' small request instead of the client's real request shape.",
+    ),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+
+
 def smoke(
-    client: Annotated[
-        str,
-        typer.Option(
-            "--client",
-            help="Whose protocol to speak: codex (Responses API), claude "
-            "(Anthropic Messages) or openai (chat completions).",
-        ),
-    ] = "codex",
-    n: Annotated[int, typer.Option("-n", "--runs", min=1, max=50, help="Consecutive runs.")] = 3,
-    prompt: Annotated[str | None, typer.Option("--prompt", help="The prompt of every run.")] = None,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout", min=0.1, help="Seconds each run may take (connect, headers, stream)."
-        ),
-    ] = 30.0,
-    retries: Annotated[
-        int,
-        typer.Option(
-            "--retries",
-            min=0,
-            max=10,
-            help="Retry a run this many times on 429 / 5xx / network errors (Retry-After "
-            "honoured).",
-        ),
-    ] = 0,
-    max_tokens: Annotated[
-        int, typer.Option("--max-tokens", min=1, help="Output budget per run.")
-    ] = 512,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url", help="Call this base URL instead of the client's configured one."
-        ),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model id (overrides the config).")
-    ] = None,
-    key_env: Annotated[
-        str | None,
-        typer.Option("--key-env", help="Name of the variable holding the key (with --base-url)."),
-    ] = None,
-    minimal: Annotated[
-        bool,
-        typer.Option(
-            "--minimal",
-            help="Send pdnotes' small request instead of the client's real request shape.",
-        ),
-    ] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON document on stdout.")
-    ] = False,
+    client: Client = "codex",
+    n: N = 3,
+    prompt: Prompt = None,
+    timeout: Timeout = 30.0,
+    retries: Retries = 0,
+    max_tokens: MaxTokens = 512,
+    base_url: BaseUrl = None,
+    model: Model = None,
+    key_env: KeyEnv = None,
+    minimal: Minimal = False,
+    as_json: AsJson = False,
 ) -> None:
     """Send N streamed requests in a row the way Codex, Claude Code or the OpenAI SDK does, and
     say whether every one returned, completed, and took a stable time. Shows where the time
