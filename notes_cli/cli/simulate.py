@@ -168,7 +168,7 @@ def simulate(
     sweep = _sweep(slo, rate, rates, goodput, concurrency, trace, plot)
     workload = WorkloadSpec(
         requests=requests,
-        lengths=_lengths(ctx, workload_name, trace),
+        lengths=_lengths(ctx, input_len, output_len, dist, workload_name, trace),
         burstiness=burstiness,
         trace=trace,
         concurrency=concurrency,
@@ -227,30 +227,24 @@ def _sweep(
     return sweep
 
 
-def _lengths(ctx: typer.Context, workload_name: str | None, trace: Path | None) -> LengthSpec:
+def _lengths(
+    ctx: typer.Context,
+    input_len: int,
+    output_len: int,
+    dist: str,
+    workload_name: str | None,
+    trace: Path | None,
+) -> LengthSpec:
     """The request lengths: --input-len, --output-len and --dist, or a built-in --workload,
     which takes none of them (nor a --trace, which brings its own)."""
     from notes_cli.bench.workload import LengthSpec
 
-    given = [
-        flag
-        for flag, name in (
-            ("--input-len", "input_len"),
-            ("--output-len", "output_len"),
-            ("--dist", "dist"),
-        )
-        if options.given(ctx, name)
-    ]
+    flags = (("--input-len", "input_len"), ("--output-len", "output_len"), ("--dist", "dist"))
+    given = [flag for flag, name in flags if options.given(ctx, name)]
     if workload_name is not None and (given or trace is not None):
         clash = ", ".join(given + (["--trace"] if trace is not None else []))
         raise UsageError(f"--workload sets the lengths itself: drop {clash}")
-    params = ctx.params
-    return LengthSpec(
-        params["input_len"],
-        params["output_len"],
-        params["dist"],
-        workload=workload_name,
-    )
+    return LengthSpec(input_len, output_len, dist, workload=workload_name)  # type: ignore[arg-type]
 
 
 def _rates(rate: float | None, rates: str | None) -> list[float | None]:
