@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from notes_cli.cli import layer_options
+from notes_cli.cli.options import Names, one_of
 
 if TYPE_CHECKING:
     from notes_cli.bridge.config import BridgeConfig
@@ -19,6 +20,11 @@ if TYPE_CHECKING:
 app = typer.Typer(
     help="Write, show and undo the Codex / Claude Code configuration for a gateway.",
     no_args_is_help=True,
+)
+
+_CLIENT = Names(lambda: ("codex", "claude"), "unknown --client {value}", fix="use codex or claude")
+_ANY_CLIENT = Names(
+    lambda: ("all", "codex", "claude"), "unknown --client {value}", fix="use codex, claude or all"
 )
 
 # Options several `config` commands share.
@@ -251,7 +257,10 @@ def _restore_record(restore: Callable[[], None], failure: BaseException) -> None
 
 @app.command("show")
 def show(
-    client: Annotated[str, typer.Option("--client", help="codex, claude or all.")] = "all",
+    client: Annotated[
+        str,
+        one_of(_ANY_CLIENT, "--client", help="codex, claude or all."),
+    ] = "all",
     as_json: AsJson = False,
     codex_home: CodexHome = None,
     claude_home: ClaudeHome = None,
@@ -264,11 +273,8 @@ def show(
     URL it calls."""
     from notes_cli.clients.resolve import resolve_setups
     from notes_cli.clients.view import CodexView
-    from notes_cli.errors import UsageError
     from notes_cli.render import config as render
 
-    if client not in ("all", "codex", "claude"):
-        raise UsageError(f"unknown --client {client!r}", fix="use codex, claude or all")
     setups = resolve_setups(
         client,
         codex_home=codex_home,
@@ -284,17 +290,16 @@ def show(
 def undo(
     client: Annotated[
         str | None,
-        typer.Option("--client", help="codex or claude (default: the one written most recently)."),
+        one_of(
+            _CLIENT, "--client", help="codex or claude (default: the one written most recently)."
+        ),
     ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Restore the file as it was before the last `pdnotes config` write, byte for byte."""
     from notes_cli import backups
-    from notes_cli.errors import UsageError
     from notes_cli.render import config as render
 
-    if client is not None and client not in ("codex", "claude"):
-        raise UsageError(f"unknown --client {client!r}", fix="use codex or claude")
     chosen = client or _most_recent_client()
     result = backups.undo(chosen)
     if result is None:

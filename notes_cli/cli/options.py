@@ -118,15 +118,22 @@ class Names:
     check rather than at import: the sets live in the engine's modules, which `pdnotes --help`
     must not load. Typer takes it as the option's `parser` (and `complete` as its
     `autocompletion`). A wrong name is the project's UsageError (exit 2, and the error document
-    under --json) in the words of `refusal`, a format string with {value} and {choices}. With
+    under --json) in the words of `refusal`, a format string with {value} and {choices}, and
+    `fix`. With
     `comma_list`, the value is a comma list of names, each checked; it stays a string without
     blanks, which the command splits."""
 
     def __init__(
-        self, names: Callable[[], Sequence[str]], refusal: str, *, comma_list: bool = False
+        self,
+        names: Callable[[], Sequence[str]],
+        refusal: str,
+        *,
+        fix: str | None = None,
+        comma_list: bool = False,
     ) -> None:
         self._names = names
         self._refusal = refusal
+        self._fix = fix
         self._comma_list = comma_list
 
     def __call__(self, value: str) -> str:
@@ -135,7 +142,7 @@ class Names:
         for part in parts:
             if part not in known:
                 refusal = self._refusal.format(value=repr(part), choices=", ".join(known))
-                raise UsageError(refusal)
+                raise UsageError(refusal, fix=self._fix)
         return ",".join(parts) if self._comma_list else value
 
     def complete(self, incomplete: str) -> list[str]:
