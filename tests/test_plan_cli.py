@@ -94,6 +94,9 @@ def test_input_errors_exit_2(cli: Cli) -> None:
     assert unknown.exit_code == 2 and "unknown chip 'tpu-v9'" in unknown.stderr
     assert "h800" in unknown.stderr  # the fix lists the known ones
     assert cli(*SMALL, "--percentile", "120").exit_code == 2
+    assert cli(*SMALL, "--slo-percentile", "40").exit_code == 2  # one range in plan and simulate
+    both = cli(*SMALL, "--slo-percentile", "90", "--percentile", "99")
+    assert both.exit_code == 2 and "former name of --slo-percentile" in both.stderr
     assert cli(*SMALL, "--sketch", "tgi").exit_code == 2
     assert cli(*SMALL, "--modes", "pipelined").exit_code == 2
 
@@ -134,3 +137,18 @@ def test_ray_without_ray_installed_says_how_to_get_it(
     assert result.exit_code == 2
     assert "--ray needs Ray" in result.stderr and "pdnotes[ray]" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("name", ["--slo-percentile", "--percentile"])
+def test_the_percentile_flag_has_one_name_in_plan_and_simulate(cli: Cli, name: str) -> None:
+    # --slo-percentile as in `engine simulate`; --percentile, the former name, still works.
+    result = cli(*SMALL, "--modes", "colocated", name, "99", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["slo"]["percentile"] == 0.99
+
+
+def test_a_built_in_workload_is_a_dist(cli: Cli) -> None:
+    # --help says --dist takes the built-in workloads `engine simulate` knows; it refused them.
+    result = cli(*SMALL, "--modes", "colocated", "--dist", "sharegpt", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["workload"]["source"] == "workload sharegpt"

@@ -224,6 +224,22 @@ def test_cli_judges_by_percentile_then_by_p99(cli) -> None:
     assert p99.json()["slo"]["tpot_percentile"] == 99
 
 
+@pytest.mark.parametrize("name", ["--slo-percentile", "--percentile"])
+def test_cli_takes_the_percentile_under_both_names(cli, name: str) -> None:
+    # One flag for one idea in `engine plan` and `engine simulate`: --slo-percentile, with
+    # --percentile (plan's former name) kept as a hidden alias for existing scripts.
+    doc = cli(*CHUNKED, "-n", "20", "--slo-ttft-ms", "2000", name, "99", "--json")
+    assert doc.exit_code == 0, doc.stderr
+    assert doc.json()["slo"]["ttft_percentile"] == 99 == doc.json()["slo"]["tpot_percentile"]
+
+
+def test_cli_refuses_the_percentile_under_both_names_at_once(cli) -> None:
+    both = cli(*CHUNKED, "-n", "20", "--slo-percentile", "95", "--percentile", "99")
+    assert both.exit_code == 2
+    assert "--percentile is the former name of --slo-percentile" in both.stderr
+    assert "Traceback" not in both.stderr
+
+
 def test_cli_attainment_and_tbt_in_json_and_text(cli) -> None:
     args = (*CHUNKED, *PROMPT_HEAVY, "--slo-ttft-ms", "2000", "--slo-tpot-ms", "100")
     doc = cli(*args, "--slo-tbt-ms", "1", "--attainment", "0.9", "--json").json()

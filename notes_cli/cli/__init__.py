@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -37,9 +37,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", help="Print the version and exit.", callback=_version, is_eager=True
-    ),
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
 ) -> None:
     """pdnotes: gateway connect, PD study notes, mock PD engine."""
 

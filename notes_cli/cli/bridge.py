@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,37 +14,47 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_UPSTREAM = typer.Option(
-    None,
-    "--upstream",
-    help="The chat endpoint's API root, the URL before /chat/completions (default: the one "
-    "`pdnotes config … --bridge` recorded).",
-)
-_UPSTREAM_KEY_ENV = typer.Option(
-    None, "--upstream-key-env", help="NAME of the variable holding the upstream's key."
-)
-_HOST = typer.Option(None, "--host", help="Interface to listen on (default 127.0.0.1).")
-_PORT = typer.Option(
-    None, "--port", min=0, max=65535, help="TCP port (default 8787; 0 picks a free one)."
-)
-_MODEL_MAP = typer.Option(
-    [], "--model-map", help="Rename a client model id upstream: FROM=TO (repeatable)."
-)
-_API_KEY_ENV = typer.Option(
-    None,
-    "--api-key-env",
-    help="Require the value of this variable from clients (Bearer token or x-api-key).",
-)
+# Options `serve` and `install` share.
+Upstream = Annotated[
+    str | None,
+    typer.Option(
+        "--upstream",
+        help="The chat endpoint's API root, the URL before /chat/completions (default: the one "
+        "`pdnotes config … --bridge` recorded).",
+    ),
+]
+UpstreamKeyEnv = Annotated[
+    str | None,
+    typer.Option("--upstream-key-env", help="NAME of the variable holding the upstream's key."),
+]
+Host = Annotated[
+    str | None, typer.Option("--host", help="Interface to listen on (default 127.0.0.1).")
+]
+Port = Annotated[
+    int | None,
+    typer.Option("--port", min=0, max=65535, help="TCP port (default 8787; 0 picks a free one)."),
+]
+ModelMap = Annotated[
+    list[str] | None,
+    typer.Option("--model-map", help="Rename a client model id upstream: FROM=TO (repeatable)."),
+]
+ApiKeyEnv = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key-env",
+        help="Require the value of this variable from clients (Bearer token or x-api-key).",
+    ),
+]
 
 
 @app.command("serve")
 def serve(
-    upstream: str | None = _UPSTREAM,
-    upstream_key_env: str | None = _UPSTREAM_KEY_ENV,
-    host: str | None = _HOST,
-    port: int | None = _PORT,
-    model_map: list[str] = _MODEL_MAP,
-    api_key_env: str | None = _API_KEY_ENV,
+    upstream: Upstream = None,
+    upstream_key_env: UpstreamKeyEnv = None,
+    host: Host = None,
+    port: Port = None,
+    model_map: ModelMap = None,
+    api_key_env: ApiKeyEnv = None,
 ) -> None:
     """Translate Responses / Messages requests to the upstream's chat completions until Ctrl-C."""
     from notes_cli import render
@@ -57,7 +67,7 @@ def serve(
         upstream_key_env=upstream_key_env,
         host=host,
         port=port,
-        model_map=model_map,
+        model_map=model_map or [],
         api_key_env=api_key_env,
     )
     from notes_cli.bridge.server import serve_forever  # after the flags: the app is heavier
@@ -75,18 +85,21 @@ def serve(
 
 @app.command("install")
 def install(
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Show the file and commands; do nothing."
-    ),
-    no_start: bool = typer.Option(
-        False, "--no-start", help="Write the service file but do not enable or start it."
-    ),
-    force: bool = typer.Option(
-        False,
-        "--force",
-        help="Replace a service file that has changes pdnotes did not write (a copy of it is "
-        "kept in $PDNOTES_HOME/backups/bridge-service/).",
-    ),
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the file and commands; do nothing.")
+    ] = False,
+    no_start: Annotated[
+        bool,
+        typer.Option("--no-start", help="Write the service file but do not enable or start it."),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace a service file that has changes pdnotes did not write (a copy of it is "
+            "kept in $PDNOTES_HOME/backups/bridge-service/).",
+        ),
+    ] = False,
 ) -> None:
     """Keep `pdnotes bridge serve` running as a user service (systemd on Linux, launchd on macOS)
     for the upstream `pdnotes config … --bridge` recorded."""
@@ -118,7 +131,7 @@ def install(
 
 @app.command("uninstall")
 def uninstall(
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be removed."),
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be removed.")] = False,
 ) -> None:
     """Stop and remove the user service `pdnotes bridge install` wrote."""
     from notes_cli.bridge import config as bridge_config

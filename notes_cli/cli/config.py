@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
 from notes_cli.cli import layer_options
+from notes_cli.cli.options import Names, one_of
 
 if TYPE_CHECKING:
     from notes_cli.bridge.config import BridgeConfig
@@ -22,69 +23,99 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_CODEX_HOME = typer.Option(
-    None, "--codex-home", help="Codex folder (default: $CODEX_HOME or ~/.codex)."
+_CLIENT = Names(lambda: ("codex", "claude"), "unknown --client {value}", fix="use codex or claude")
+_ANY_CLIENT = Names(
+    lambda: ("all", "codex", "claude"), "unknown --client {value}", fix="use codex, claude or all"
 )
-_CLAUDE_HOME = typer.Option(
-    None,
-    "--claude-home",
-    help="Claude Code user folder (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
-)
-_PROJECT_DIR = typer.Option(
-    None, "--project-dir", help="Project whose .claude/ settings apply (default: current folder)."
-)
-_JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
-_DRY_RUN = typer.Option(False, "--dry-run", help="Show the diff; write nothing.")
-_PRESET = typer.Option(
-    None, "--preset", help="Provider preset: taotoken, mock, openai, deepseek, …"
-)
-_BRIDGE = typer.Option(
-    False,
-    "--bridge",
-    help="The endpoint serves only chat completions: point the client at `pdnotes bridge "
-    "serve` and record this endpoint as the bridge's upstream (see docs/bridge.md).",
-)
-_BRIDGE_PORT = typer.Option(
-    8787,
-    "--bridge-port",
-    min=1,  # the client calls this port: 0 (pick a free one) only means something to serve
-    max=65535,
-    help="With --bridge: the bridge's port.",
-)
-_BRIDGE_KEY_ENV = typer.Option(
-    None, "--bridge-key-env", help="With --bridge: the bridge's own key (its --api-key-env)."
-)
+
+# Options several `config` commands share.
+CodexHome = Annotated[
+    Path | None,
+    typer.Option("--codex-home", help="Codex folder (default: $CODEX_HOME or ~/.codex)."),
+]
+ClaudeHome = Annotated[
+    Path | None,
+    typer.Option(
+        "--claude-home",
+        help="Claude Code user folder (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
+    ),
+]
+ProjectDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--project-dir",
+        help="Project whose .claude/ settings apply (default: current folder).",
+    ),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Show the diff; write nothing.")]
+Preset = Annotated[
+    str | None,
+    typer.Option("--preset", help="Provider preset: taotoken, mock, openai, deepseek, …"),
+]
+Bridge = Annotated[
+    bool,
+    typer.Option(
+        "--bridge",
+        help="The endpoint serves only chat completions: point the client at `pdnotes bridge "
+        "serve` and record this endpoint as the bridge's upstream (see docs/bridge.md).",
+    ),
+]
+BridgePort = Annotated[
+    int,
+    typer.Option(
+        "--bridge-port",
+        min=1,  # the client calls this port: 0 (pick a free one) only means something to serve
+        max=65535,
+        help="With --bridge: the bridge's port.",
+    ),
+]
+BridgeKeyEnv = Annotated[
+    str | None,
+    typer.Option(
+        "--bridge-key-env", help="With --bridge: the bridge's own key (its --api-key-env)."
+    ),
+]
 
 
 @app.command("codex")
 def codex(
-    preset: str | None = _PRESET,
-    base_url: str | None = typer.Option(
-        None, "--base-url", help="API root, e.g. https://taotoken.net/api (cleaned if pasted)."
-    ),
-    model: str | None = typer.Option(
-        None, "--model", help="Model id exactly as the gateway names it."
-    ),
-    provider: str | None = typer.Option(
-        None, "--provider", help="Provider id: the [model_providers.<id>] table."
-    ),
-    env_key: str | None = typer.Option(
-        None, "--env-key", help="NAME of the variable holding the key (never the key)."
-    ),
-    wire_api: str = typer.Option("responses", "--wire-api", help="Only 'responses' is supported."),
-    context_window: str | None = typer.Option(
-        None,
-        "--context-window",
-        metavar="TOKENS|gateway",
-        help="Write model_context_window: a number of tokens, or 'gateway' to read it from "
-        "the gateway's GET /models (context_length, max_model_len, …).",
-    ),
-    bridge: bool = _BRIDGE,
-    bridge_port: int = _BRIDGE_PORT,
-    bridge_key_env: str | None = _BRIDGE_KEY_ENV,
-    dry_run: bool = _DRY_RUN,
-    as_json: bool = _JSON,
-    codex_home: Path | None = _CODEX_HOME,
+    preset: Preset = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url", help="API root, e.g. https://taotoken.net/api (cleaned if pasted)."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model id exactly as the gateway names it.")
+    ] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option("--provider", help="Provider id: the [model_providers.<id>] table."),
+    ] = None,
+    env_key: Annotated[
+        str | None,
+        typer.Option("--env-key", help="NAME of the variable holding the key (never the key)."),
+    ] = None,
+    wire_api: Annotated[
+        str, typer.Option("--wire-api", help="Only 'responses' is supported.")
+    ] = "responses",
+    context_window: Annotated[
+        str | None,
+        typer.Option(
+            "--context-window",
+            metavar="TOKENS|gateway",
+            help="Write model_context_window: a number of tokens, or 'gateway' to read it from "
+            "the gateway's GET /models (context_length, max_model_len, …).",
+        ),
+    ] = None,
+    bridge: Bridge = False,
+    bridge_port: BridgePort = 8787,
+    bridge_key_env: BridgeKeyEnv = None,
+    dry_run: DryRun = False,
+    as_json: AsJson = False,
+    codex_home: CodexHome = None,
 ) -> None:
     """Merge a provider into $CODEX_HOME/config.toml, changing only the keys pdnotes owns."""
     from notes_cli import paths
@@ -108,27 +139,39 @@ def codex(
 
 @app.command("claude")
 def claude(
-    preset: str | None = _PRESET,
-    base_url: str | None = typer.Option(
-        None, "--base-url", help="Anthropic-compatible root; Claude Code appends /v1/messages."
-    ),
-    model: str | None = typer.Option(None, "--model", help="Model id for all Claude aliases."),
-    token_env: str | None = typer.Option(
-        None, "--token-env", help="Write an apiKeyHelper that reads the key from this variable."
-    ),
-    write_token_from_env: str | None = typer.Option(
-        None,
-        "--write-token-from-env",
-        help="Write the token held in this variable into the file (made 0600). Use with care.",
-    ),
-    scope: str = typer.Option("user", "--scope", help="user, project or local settings file."),
-    bridge: bool = _BRIDGE,
-    bridge_port: int = _BRIDGE_PORT,
-    bridge_key_env: str | None = _BRIDGE_KEY_ENV,
-    dry_run: bool = _DRY_RUN,
-    as_json: bool = _JSON,
-    claude_home: Path | None = _CLAUDE_HOME,
-    project_dir: Path | None = _PROJECT_DIR,
+    preset: Preset = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url", help="Anthropic-compatible root; Claude Code appends /v1/messages."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model id for all Claude aliases.")
+    ] = None,
+    token_env: Annotated[
+        str | None,
+        typer.Option(
+            "--token-env", help="Write an apiKeyHelper that reads the key from this variable."
+        ),
+    ] = None,
+    write_token_from_env: Annotated[
+        str | None,
+        typer.Option(
+            "--write-token-from-env",
+            help="Write the token held in this variable into the file (made 0600). Use with care.",
+        ),
+    ] = None,
+    scope: Annotated[
+        str, typer.Option("--scope", help="user, project or local settings file.")
+    ] = "user",
+    bridge: Bridge = False,
+    bridge_port: BridgePort = 8787,
+    bridge_key_env: BridgeKeyEnv = None,
+    dry_run: DryRun = False,
+    as_json: AsJson = False,
+    claude_home: ClaudeHome = None,
+    project_dir: ProjectDir = None,
 ) -> None:
     """Merge the gateway into a Claude Code settings.json (env block), keeping everything else."""
     from notes_cli.clients.claude_settings import ClaudeOptions, Scope, plan_claude, settings_path
@@ -253,24 +296,24 @@ def _restore_record(restore: Callable[[], None], failure: BaseException) -> None
 
 @app.command("show")
 def show(
-    client: str = typer.Option("all", "--client", help="codex, claude or all."),
-    as_json: bool = _JSON,
-    codex_home: Path | None = _CODEX_HOME,
-    claude_home: Path | None = _CLAUDE_HOME,
-    project_dir: Path | None = _PROJECT_DIR,
-    profile: str | None = layer_options.PROFILE,
-    overrides: list[str] | None = layer_options.OVERRIDES,
-    settings: Path | None = layer_options.SETTINGS,
+    client: Annotated[
+        str,
+        one_of(_ANY_CLIENT, "--client", help="codex, claude or all."),
+    ] = "all",
+    as_json: AsJson = False,
+    codex_home: CodexHome = None,
+    claude_home: ClaudeHome = None,
+    project_dir: ProjectDir = None,
+    profile: layer_options.Profile = None,
+    overrides: layer_options.Overrides = None,
+    settings: layer_options.Settings = None,
 ) -> None:
     """Show each client's effective setup: values, the layer (file, or -c) each came from, the
     URL it calls."""
     from notes_cli.clients.resolve import resolve_setups
     from notes_cli.clients.view import CodexView
-    from notes_cli.errors import UsageError
     from notes_cli.render import config as render
 
-    if client not in ("all", "codex", "claude"):
-        raise UsageError(f"unknown --client {client!r}", fix="use codex, claude or all")
     setups = resolve_setups(
         client,
         codex_home=codex_home,
@@ -284,18 +327,18 @@ def show(
 
 @app.command("undo")
 def undo(
-    client: str | None = typer.Option(
-        None, "--client", help="codex or claude (default: the one written most recently)."
-    ),
-    as_json: bool = _JSON,
+    client: Annotated[
+        str | None,
+        one_of(
+            _CLIENT, "--client", help="codex or claude (default: the one written most recently)."
+        ),
+    ] = None,
+    as_json: AsJson = False,
 ) -> None:
     """Restore the file as it was before the last `pdnotes config` write, byte for byte."""
     from notes_cli import backups
-    from notes_cli.errors import UsageError
     from notes_cli.render import config as render
 
-    if client is not None and client not in ("codex", "claude"):
-        raise UsageError(f"unknown --client {client!r}", fix="use codex or claude")
     chosen = client or _most_recent_client()
     result = backups.undo(chosen)
     if result is None:
@@ -312,7 +355,7 @@ def _most_recent_client() -> str:
 
 
 @app.command("presets")
-def presets_command(as_json: bool = _JSON) -> None:
+def presets_command(as_json: AsJson = False) -> None:
     """List the provider presets (templates/presets/*.toml)."""
     from notes_cli.clients.presets import all_presets
     from notes_cli.render import config as render

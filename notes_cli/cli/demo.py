@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 
 def demo(
-    lang: str = typer.Option("en", "--lang", help="Language of the note: zh or en."),
-    keep: Path | None = typer.Option(
-        None, "--keep", help="Keep the demo's files (configs, backups, notes) in this folder."
-    ),
-    speed: float = typer.Option(
-        5.0, "--speed", min=0.5, max=100.0, help="Engine clock speed-up for the walk-through."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+    lang: Annotated[str, typer.Option("--lang", help="Language of the note: zh or en.")] = "en",
+    keep: Annotated[
+        Path | None,
+        typer.Option(
+            "--keep", help="Keep the demo's files (configs, backups, notes) in this folder."
+        ),
+    ] = None,
+    speed: Annotated[
+        float,
+        typer.Option(
+            "--speed", min=0.5, max=100.0, help="Engine clock speed-up for the walk-through."
+        ),
+    ] = 5.0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document on stdout.")
+    ] = False,
 ) -> None:
     """Start the mock PD engine on loopback, configure Codex and Claude Code for it in a
     throw-away folder, run doctor (and catch the article's common errors), smoke, write the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -10,35 +11,46 @@ from notes_cli.cli import layer_options
 
 
 def doctor(
-    client: str = typer.Option("all", "--client", help="codex, claude or all."),
-    offline: bool = typer.Option(
-        False, "--offline", help="Static checks only: files and environment, no network."
-    ),
-    timeout: float = typer.Option(10.0, "--timeout", help="Seconds per live probe."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
-    codex_home: Path | None = typer.Option(None, "--codex-home", help="Codex folder."),
-    claude_home: Path | None = typer.Option(None, "--claude-home", help="Claude Code user folder."),
-    project_dir: Path | None = typer.Option(
-        None, "--project-dir", help="Project whose .claude/ settings apply."
-    ),
-    codex_version: str | None = typer.Option(
-        None,
-        "--codex-version",
-        help="Judge config.toml by this Codex release's rules (default: `codex --version`).",
-    ),
-    profile: str | None = layer_options.PROFILE,
-    overrides: list[str] | None = layer_options.OVERRIDES,
-    settings: Path | None = layer_options.SETTINGS,
-    minimal: bool = typer.Option(
-        False,
-        "--minimal",
-        help="Probe with pdnotes' small request instead of the client's real request shape.",
-    ),
-    run_helpers: bool = typer.Option(
-        False,
-        "--run-helpers",
-        help="Also run a project-scope apiKeyHelper (5 s limit; its output is never shown).",
-    ),
+    client: Annotated[str, typer.Option("--client", help="codex, claude or all.")] = "all",
+    offline: Annotated[
+        bool,
+        typer.Option("--offline", help="Static checks only: files and environment, no network."),
+    ] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per live probe.")] = 10.0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document on stdout.")
+    ] = False,
+    codex_home: Annotated[Path | None, typer.Option("--codex-home", help="Codex folder.")] = None,
+    claude_home: Annotated[
+        Path | None, typer.Option("--claude-home", help="Claude Code user folder.")
+    ] = None,
+    project_dir: Annotated[
+        Path | None, typer.Option("--project-dir", help="Project whose .claude/ settings apply.")
+    ] = None,
+    codex_version: Annotated[
+        str | None,
+        typer.Option(
+            "--codex-version",
+            help="Judge config.toml by this Codex release's rules (default: `codex --version`).",
+        ),
+    ] = None,
+    profile: layer_options.Profile = None,
+    overrides: layer_options.Overrides = None,
+    settings: layer_options.Settings = None,
+    minimal: Annotated[
+        bool,
+        typer.Option(
+            "--minimal",
+            help="Probe with pdnotes' small request instead of the client's real request shape.",
+        ),
+    ] = False,
+    run_helpers: Annotated[
+        bool,
+        typer.Option(
+            "--run-helpers",
+            help="Also run a project-scope apiKeyHelper (5 s limit; its output is never shown).",
+        ),
+    ] = False,
 ) -> None:
     """Find what would break the clients' connection, each finding with its fix.
     Exit 0 when there is no error, 1 when there is."""

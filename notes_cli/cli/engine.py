@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from notes_cli.cli import plan, simulate, sketch
-from notes_cli.cli.ranges import SEED, SPEED, ranged
+from notes_cli.cli import options, plan, simulate, sketch
+from notes_cli.cli.ranges import SEED, SPEED, in_range
 
 app = typer.Typer(
     help="The bundled mock PD engine: serve it over HTTP, list its presets, simulate offline, "
@@ -17,76 +19,107 @@ app.command("sketch")(sketch.sketch)
 app.command("plan")(plan.plan)
 
 
-@app.command("serve")
-def serve(
-    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
-    port: int = typer.Option(
-        8000, "--port", min=0, max=65535, help="TCP port (0 picks a free one)."
-    ),
-    prefix: str = typer.Option("/api", "--prefix", help="Path the OpenAI routes live under."),
-    api_key_env: str | None = typer.Option(
-        None,
+# The flags of `engine serve`.
+Host = Annotated[str, typer.Option("--host", help="Interface to listen on.")]
+Port = Annotated[
+    int, typer.Option("--port", min=0, max=65535, help="TCP port (0 picks a free one).")
+]
+Prefix = Annotated[str, typer.Option("--prefix", help="Path the OpenAI routes live under.")]
+ApiKeyEnv = Annotated[
+    str | None,
+    typer.Option(
         "--api-key-env",
         help="Require the value of this environment variable as Bearer token or x-api-key.",
     ),
-    mode: str | None = typer.Option(
-        None, "--mode", help="disagg, colocated or chunked (default: the preset's)."
+]
+Mode = Annotated[
+    str | None,
+    options.one_of(
+        options.MODE, "--mode", help="disagg, colocated or chunked (default: the preset's)."
     ),
-    preset: str = typer.Option(
-        "h800-h20-rdma",
+]
+Preset = Annotated[
+    str,
+    typer.Option(
         "--preset",
         help="Deployment preset (see `pdnotes engine presets`) or a deployment FILE.toml.",
     ),
-    fault: list[str] = typer.Option(
-        [],
+]
+Fault = Annotated[
+    list[str] | None,
+    typer.Option(
         "--fault",
-        help="Inject a fault: KIND[:SECONDS][@SCHEDULE], e.g. 500@first:2, 503@rate:0.2:seed:7, "
-        "stall-mid-stream:10s@every:3, kv-tcp-fallback (repeatable; see docs/engine.md).",
+        help="Inject a fault: KIND[:SECONDS][@SCHEDULE], e.g. 500@first:2, "
+        "503@rate:0.2:seed:7, stall-mid-stream:10s@every:3, kv-tcp-fallback (repeatable; "
+        "see docs/engine.md).",
     ),
-    speed: float = ranged(
-        1.0,
+]
+Speed = Annotated[
+    float,
+    in_range(
         "--speed",
         low=SPEED[0],
         high=SPEED[1],
         help="Run the wall clock X times faster than simulated hardware time.",
     ),
-    seed: int = ranged(
-        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for the deterministic answers."
-    ),
-    model: list[str] = typer.Option(
-        [], "--model", help="Model id to serve (repeatable; default pd-mock-1). Exact match."
-    ),
-    max_queue: int = ranged(
-        512,
+]
+Seed = Annotated[
+    int,
+    in_range("--seed", low=SEED[0], high=SEED[1], help="Seed for the deterministic answers."),
+]
+Model = Annotated[
+    list[str] | None,
+    typer.Option("--model", help="Model id to serve (repeatable; default pd-mock-1). Exact match."),
+]
+MaxQueue = Annotated[
+    int,
+    in_range(
         "--max-queue",
         low=1,
         high=1_000_000,
         help="Waiting requests before new ones get 429 + Retry-After.",
     ),
-    protocols: str = typer.Option(
-        "chat,responses,anthropic",
+]
+Protocols = Annotated[
+    str,
+    typer.Option(
         "--protocols",
-        help="Comma list of the APIs to serve: chat, responses, anthropic. `--protocols chat` "
-        "plays a chat-only gateway: /responses and /anthropic/... answer 404.",
+        help="Comma list of the APIs to serve: chat, responses, anthropic. `--protocols "
+        "chat` plays a chat-only gateway: /responses and /anthropic/... answer 404.",
     ),
+]
+
+
+@app.command("serve")
+def serve(
+    host: Host = "127.0.0.1",
+    port: Port = 8000,
+    prefix: Prefix = "/api",
+    api_key_env: ApiKeyEnv = None,
+    mode: Mode = None,
+    preset: Preset = "h800-h20-rdma",
+    fault: Fault = None,
+    speed: Speed = 1.0,
+    seed: Seed = 0,
+    model: Model = None,
+    max_queue: MaxQueue = 512,
+    protocols: Protocols = "chat,responses,anthropic",
 ) -> None:
     """Serve the mock PD engine (OpenAI chat + Responses, Anthropic Messages) until Ctrl-C."""
     import os
 
     from notes_cli import render
-    from notes_cli.engine.core.config import MODES, EngineConfig
+    from notes_cli.engine.core.config import EngineConfig
     from notes_cli.engine.core.deployment_file import resolve_preset
     from notes_cli.engine.http.faults import FaultSpecError, parse_fault
     from notes_cli.engine.http.server import serve_forever
     from notes_cli.errors import PdnotesError, UsageError
     from notes_cli.render import engine as render_engine
 
-    if mode is not None and mode not in MODES:
-        raise UsageError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
     served = _protocols(protocols)
     deployment = resolve_preset(preset)[0].with_mode(mode)  # Usage/InputError if unknown or bad
     try:
-        faults = [parse_fault(spec) for spec in fault]
+        faults = [parse_fault(spec) for spec in fault or ()]
     except FaultSpecError as exc:
         raise UsageError(str(exc), fix="see `pdnotes engine serve --help`") from exc
     if api_key_env and not os.environ.get(api_key_env):
@@ -99,7 +132,7 @@ def serve(
         mode=mode,
         speed=speed,
         seed=seed,
-        served_models=tuple(model) or ("pd-mock-1",),
+        served_models=tuple(model or ()) or ("pd-mock-1",),
         max_queue=max_queue,
     )
     banner = render_engine.ServeBanner(
@@ -141,7 +174,9 @@ def _protocols(value: str) -> tuple[str, ...]:
 
 @app.command("presets")
 def presets(
-    as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.engine.presets/1 doc."),
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one pdnotes.engine.presets/1 doc.")
+    ] = False,
 ) -> None:
     """List the deployment presets: mode, prefill / decode chips, KV link and model."""
     from notes_cli import render

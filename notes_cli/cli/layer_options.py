@@ -1,14 +1,22 @@
 """The options that pick a client's config layers the way the client's own flags do, shared by
-`doctor` and `config show`: Codex's `-p NAME` and `-c key=value`, Claude Code's `--settings`."""
+`doctor` and `config show` as `Annotated` types (default None: no extra layer): Codex's
+`-p NAME` and `-c key=value`, Claude Code's `--settings`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-PROFILE = typer.Option(
-    None, "--profile", "-p", help="Codex as `codex -p NAME` runs it (NAME.config.toml)."
-)
-OVERRIDES = typer.Option(
-    None, "-c", "--config", help="A Codex `-c key=value` override (repeatable)."
-)
-SETTINGS = typer.Option(None, "--settings", help="A Claude Code `--settings FILE` layer.")
+Profile = Annotated[
+    str | None,
+    typer.Option("--profile", "-p", help="Codex as `codex -p NAME` runs it (NAME.config.toml)."),
+]
+Overrides = Annotated[
+    list[str] | None,
+    typer.Option("-c", "--config", help="A Codex `-c key=value` override (repeatable)."),
+]
+Settings = Annotated[
+    Path | None, typer.Option("--settings", help="A Claude Code `--settings FILE` layer.")
+]

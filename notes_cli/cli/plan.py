@@ -5,20 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from notes_cli.cli.ranges import (
-    BURSTINESS,
-    INPUT_LEN,
-    OUTPUT_LEN,
-    RATE,
-    REQUESTS,
-    SEED,
-    SLO_MS,
-    ranged,
-)
+from notes_cli.cli import options
+from notes_cli.cli.ranges import RATE, REQUESTS, in_range
 from notes_cli.errors import UsageError
 
 # The planner's documented limits (docs/planner.md): each is more than a real deployment needs,
@@ -35,215 +27,216 @@ MAX_PLAN_REQUESTS = REQUESTS[1] // 10  # 100,000 distinct lengths per probe
 if TYPE_CHECKING:
     from notes_cli.engine.core.profiles import Catalog, Deployment, ModelShape
     from notes_cli.plan.launch import LaunchSketch
-    from notes_cli.plan.planner import Executor
+    from notes_cli.plan.planner import Executor, PlanReport
     from notes_cli.plan.space import ChipOption, SearchSpace
     from notes_cli.plan.workload import PlanWorkload
 
 
-def plan(
-    model: str = typer.Option(..., "--model", help="Model shape (see templates/engine/models)."),
-    chip: list[str] = typer.Option(
-        ...,
+# The flags of `engine plan` (those other commands share are in cli/options.py).
+Model = Annotated[str, typer.Option("--model", help="Model shape (see templates/engine/models).")]
+Chip = Annotated[
+    list[str],
+    typer.Option(
         "--chip",
         help="A chip kind you can deploy, NAME or NAME:PRICE per chip-hour (repeatable).",
     ),
-    link: str = typer.Option("roce-200g", "--link", help="KV-transfer link between nodes."),
-    rate: float | None = ranged(
-        None,
+]
+Link = Annotated[str, typer.Option("--link", help="KV-transfer link between nodes.")]
+Rate = Annotated[
+    float | None,
+    in_range(
         "--rate",
         low=RATE[0],
         high=RATE[1],
         help="Target request rate (req/s): also report the replicas it needs.",
     ),
-    input_len: int = ranged(
-        512,
-        "--input-len",
-        low=INPUT_LEN[0],
-        high=INPUT_LEN[1],
-        help="Prompt tokens (median if lognormal).",
-    ),
-    output_len: int = ranged(
-        64,
-        "--output-len",
-        low=OUTPUT_LEN[0],
-        high=OUTPUT_LEN[1],
-        help="Output tokens (median if lognormal).",
-    ),
-    dist: str = typer.Option(
-        "fixed",
+]
+Dist = Annotated[
+    str,
+    options.one_of(
+        options.DIST_OR_WORKLOAD,
         "--dist",
         "--workload",
         help="Length distribution: fixed, lognormal, or a built-in one `engine simulate` knows.",
     ),
-    trace: Path | None = typer.Option(
-        None, "--trace", help="JSONL trace whose lengths are replayed (its times are not)."
-    ),
-    burstiness: float = ranged(
-        1.0,
-        "--burstiness",
-        low=BURSTINESS[0],
-        high=BURSTINESS[1],
-        help="Gamma shape of arrival gaps.",
-    ),
-    requests: int = ranged(
-        300,
+]
+Trace = Annotated[
+    Path | None,
+    typer.Option("--trace", help="JSONL trace whose lengths are replayed (its times are not)."),
+]
+Requests = Annotated[
+    int,
+    in_range(
         "-n",
         "--requests",
         low=1,
         high=MAX_PLAN_REQUESTS,
         help="Distinct requests (lengths) per probe, at least.",
     ),
-    window_s: float | None = ranged(
-        None,
+]
+WindowS = Annotated[
+    float | None,
+    in_range(
         "--window-s",
         low=1.0,
         high=MAX_WINDOW_S,
         help="A probe's arrivals span at least this long, replaying the lengths as needed "
         "(default: 10 x the TTFT objective, at least 10 s).",
     ),
-    slo_ttft_ms: float = ranged(
-        ..., "--slo-ttft-ms", low=SLO_MS[0], high=SLO_MS[1], help="TTFT objective (ms)."
-    ),
-    slo_tpot_ms: float | None = ranged(
-        None, "--slo-tpot-ms", low=SLO_MS[0], high=SLO_MS[1], help="TPOT objective (ms)."
-    ),
-    slo_tbt_ms: float | None = ranged(
-        None,
-        "--slo-tbt-ms",
-        low=SLO_MS[0],
-        high=SLO_MS[1],
-        help="Inter-token gap objective (ms), judged at P99.",
-    ),
-    percentile: float = ranged(
-        90.0,
-        "--percentile",
-        low=50.0,
-        high=99.99,
-        help="Percentile TTFT and TPOT are judged at (90 or 99).",
-    ),
-    attainment: float | None = ranged(
-        None,
-        "--attainment",
-        low=0.01,
-        high=1.0,
-        help="Judge per request instead: this share (e.g. 0.9) must meet every objective.",
-    ),
-    max_chips: int = ranged(
-        16, "--max-chips", low=1, high=MAX_CHIPS, help="Chips per instance at most."
-    ),
-    max_tp: int = ranged(8, "--max-tp", low=1, high=MAX_TP, help="Tensor-parallel degree at most."),
-    max_instances: int = ranged(
-        4,
+]
+MaxChips = Annotated[
+    int, in_range("--max-chips", low=1, high=MAX_CHIPS, help="Chips per instance at most.")
+]
+MaxTp = Annotated[
+    int, in_range("--max-tp", low=1, high=MAX_TP, help="Tensor-parallel degree at most.")
+]
+MaxInstances = Annotated[
+    int,
+    in_range(
         "--max-instances",
         low=1,
         high=MAX_INSTANCES,
         help="Nodes per group (prefill, decode, colocated) at most.",
     ),
-    modes: str = typer.Option(
-        "disagg,colocated,chunked", "--modes", help="Serving modes to search (comma list)."
-    ),
-    max_batch: str = typer.Option("256", "--max-batch", help="Decode batch limits (comma list)."),
-    chunk_tokens: str = typer.Option(
-        "512", "--chunk-tokens", help="Chunk sizes for chunked mode (comma list)."
-    ),
-    weight_dtype: str | None = typer.Option(
-        None,
+]
+Modes = Annotated[
+    str,
+    options.one_of(options.MODE_LIST, "--modes", help="Serving modes to search (comma list)."),
+]
+MaxBatch = Annotated[str, typer.Option("--max-batch", help="Decode batch limits (comma list).")]
+ChunkTokens = Annotated[
+    str, typer.Option("--chunk-tokens", help="Chunk sizes for chunked mode (comma list).")
+]
+WeightDtype = Annotated[
+    str | None,
+    options.one_of(
+        options.WEIGHT_DTYPE,
         "--weight-dtype",
         help="Serve the weights in this precision: bf16, fp16, fp8, int4, fp4, nvfp4, mxfp4 "
         "(default: the model's, e.g. fp8 for DeepSeek-R1).",
     ),
-    kv_dtype: str | None = typer.Option(
-        None, "--kv-dtype", help="KV cache precision: bf16, fp16 or fp8 (default: bf16)."
+]
+KvDtype = Annotated[
+    str | None,
+    options.one_of(
+        options.KV_DTYPE,
+        "--kv-dtype",
+        help="KV cache precision: bf16, fp16 or fp8 (default: bf16).",
     ),
-    seed: int = ranged(
-        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for lengths and arrivals."
-    ),
-    tolerance: float = ranged(
-        0.05,
+]
+Tolerance = Annotated[
+    float,
+    in_range(
         "--tolerance",
         low=0.001,
         high=0.5,
         help="Capacity search stops within this relative bracket.",
     ),
-    top: int = ranged(5, "--top", low=1, high=100, help="Candidates to show."),
-    jobs: int | None = ranged(
-        None, "--jobs", "-j", low=1, high=256, help="Local processes (default: cores)."
+]
+Top = Annotated[int, in_range("--top", low=1, high=100, help="Candidates to show.")]
+Jobs = Annotated[
+    int | None,
+    in_range("--jobs", "-j", low=1, high=256, help="Local processes (default: cores)."),
+]
+Ray = Annotated[
+    str | None,
+    typer.Option("--ray", help="Spread the search over a Ray cluster: ADDRESS or auto."),
+]
+Plot = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot", help="Write attainment curves and the chips-vs-latency front (.html/.svg)."
     ),
-    ray: str | None = typer.Option(
-        None, "--ray", help="Spread the search over a Ray cluster: ADDRESS or auto."
-    ),
-    plot: Path | None = typer.Option(
-        None, "--plot", help="Write attainment curves and the chips-vs-latency front (.html/.svg)."
-    ),
-    no_prune: bool = typer.Option(
-        False, "--no-prune", help="Simulate every candidate (the roofline SLO pruning off)."
-    ),
-    out: Path | None = typer.Option(
-        None,
+]
+NoPrune = Annotated[
+    bool,
+    typer.Option("--no-prune", help="Simulate every candidate (the roofline SLO pruning off)."),
+]
+Out = Annotated[
+    Path | None,
+    typer.Option(
         "--out",
         help="Write the best candidate as a deployment file (for `engine serve --preset FILE`).",
     ),
-    sketch: list[str] = typer.Option(
-        [],
+]
+Sketch = Annotated[
+    list[str] | None,
+    options.one_of(
+        options.ENGINE,
         "--sketch",
         help="Also print the best candidate's launch sketch for lmdeploy, vllm or sglang "
         "(repeatable; not launched here).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.plan/1 document."),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print one pdnotes.plan/1 document.")]
+
+
+def plan(
+    ctx: typer.Context,
+    *,
+    model: Model,
+    chip: Chip,
+    link: Link = "roce-200g",
+    rate: Rate = None,
+    input_len: options.InputLen = options.DEFAULT_INPUT_LEN,
+    output_len: options.OutputLen = options.DEFAULT_OUTPUT_LEN,
+    dist: Dist = "fixed",
+    trace: Trace = None,
+    burstiness: options.Burstiness = 1.0,
+    requests: Requests = 300,
+    window_s: WindowS = None,
+    slo_ttft_ms: options.SloTtftMs,
+    slo_tpot_ms: options.SloTpotMs = None,
+    slo_tbt_ms: options.SloTbtMs = None,
+    slo_percentile: options.SloPercentile = options.DEFAULT_PERCENTILE,
+    percentile_alias: options.PercentileAlias = None,
+    attainment: options.Attainment = None,
+    max_chips: MaxChips = 16,
+    max_tp: MaxTp = 8,
+    max_instances: MaxInstances = 4,
+    modes: Modes = "disagg,colocated,chunked",
+    max_batch: MaxBatch = "256",
+    chunk_tokens: ChunkTokens = "512",
+    weight_dtype: WeightDtype = None,
+    kv_dtype: KvDtype = None,
+    seed: options.Seed = 0,
+    tolerance: Tolerance = 0.05,
+    top: Top = 5,
+    jobs: Jobs = None,
+    ray: Ray = None,
+    plot: Plot = None,
+    no_prune: NoPrune = False,
+    out: Out = None,
+    sketch: Sketch = None,
+    as_json: AsJson = False,
 ) -> None:
     """Find the deployment that serves a workload at its SLOs with the fewest chips (or the
     lowest price): modes, TP per phase (and for MoE models expert parallelism and attention
     data parallelism), P:D instance counts, batch and chunk sizes, each candidate's capacity
     found by simulation. Deterministic for a seed."""
-    from notes_cli import render
-    from notes_cli.cli.simulate import precision
-    from notes_cli.engine.core.config import MODES
     from notes_cli.engine.core.profiles import load_catalog
-    from notes_cli.fileio import require_output_folder
     from notes_cli.plan.planner import PlanRequest
     from notes_cli.plan.planner import plan as run_plan
     from notes_cli.plan.slo import PlanSlo
-    from notes_cli.plan.space import SearchSpace
     from notes_cli.render import plan as render_plan
 
+    engines = sketch or []
     catalog = load_catalog()
     chips = _chips(chip, catalog)
     _known("model", model, catalog.models)
     _known("link", link, catalog.links)
-    weight_dtype, kv_dtype = precision(weight_dtype, kv_dtype)
-    mode_list = tuple(m.strip() for m in modes.split(",") if m.strip())
-    for m in mode_list:
-        if m not in MODES:
-            raise UsageError(f"--modes: unknown mode {m!r}; choose from {', '.join(MODES)}")
-    if not mode_list:
-        raise UsageError("--modes needs at least one mode")
-    if plot is not None and plot.suffix.lower() not in (".html", ".htm", ".svg"):
-        raise UsageError(f"cannot plot to {plot.name}: use a .html or .svg file")
-    for flag, path in (("--plot", plot), ("--out", out)):
-        if path is not None:
-            require_output_folder(path, flag)
-    from notes_cli.plan.launch import ENGINES
-
-    for engine in sketch:
-        if engine not in ENGINES:
-            raise UsageError(f"--sketch: unknown engine {engine!r}; choose {', '.join(ENGINES)}")
-    space = SearchSpace(
-        chips=chips,
-        modes=mode_list,
-        max_tp=max_tp,
-        max_chips=max_chips,
-        max_instances=max_instances,
-        max_batches=_ints(max_batch, "--max-batch", MAX_BATCH),
-        chunk_sizes=_ints(chunk_tokens, "--chunk-tokens", MAX_CHUNK_TOKENS),
-        weight_dtype=weight_dtype,
-        kv_dtype=kv_dtype,
-    )
+    _check_outputs(plot, out)
+    space = _space(
+        chips, modes, max_tp, max_chips, max_instances, max_batch, chunk_tokens,
+        weight_dtype, kv_dtype,
+    )  # fmt: skip
     _refuse_huge(space, catalog.models[model])
+    judged_at = options.percentile(ctx, percentile_alias) / 100
     request = PlanRequest(
         model=model,
         link=link,
         space=space,
-        slo=PlanSlo(slo_ttft_ms, slo_tpot_ms, slo_tbt_ms, percentile / 100, attainment),
+        slo=PlanSlo(slo_ttft_ms, slo_tpot_ms, slo_tbt_ms, judged_at, attainment),
         workload=_workload(input_len, output_len, dist, trace, requests, burstiness, seed),
         target_rate=rate,
         seed=seed,
@@ -253,8 +246,69 @@ def plan(
         top=top,
         curves=min(top, 4) if plot is not None else 0,
     )
-    progress = render_plan.Progress()
-    report = run_plan(request, catalog, _executor(jobs, ray), on_progress=progress)
+    report = run_plan(request, catalog, _executor(jobs, ray), on_progress=render_plan.Progress())
+    _publish(report, catalog, plot, out, engines, as_json)
+    if report.best is None:
+        raise typer.Exit(1)
+
+
+def _check_outputs(plot: Path | None, out: Path | None) -> None:
+    """Refuse a --plot or --out that could not be written, before any search."""
+    from notes_cli.fileio import require_output_folder
+
+    if plot is not None and plot.suffix.lower() not in (".html", ".htm", ".svg"):
+        raise UsageError(f"cannot plot to {plot.name}: use a .html or .svg file")
+    for flag, path in (("--plot", plot), ("--out", out)):
+        if path is not None:
+            require_output_folder(path, flag)
+
+
+def _space(
+    chips: tuple[ChipOption, ...],
+    modes: str,
+    max_tp: int,
+    max_chips: int,
+    max_instances: int,
+    max_batch: str,
+    chunk_tokens: str,
+    weight_dtype: str | None,
+    kv_dtype: str | None,
+) -> SearchSpace:
+    from notes_cli.plan.space import SearchSpace
+
+    return SearchSpace(
+        chips=chips,
+        modes=_modes(modes),
+        max_tp=max_tp,
+        max_chips=max_chips,
+        max_instances=max_instances,
+        max_batches=_ints(max_batch, "--max-batch", MAX_BATCH),
+        chunk_sizes=_ints(chunk_tokens, "--chunk-tokens", MAX_CHUNK_TOKENS),
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+    )
+
+
+def _modes(text: str) -> tuple[str, ...]:
+    """--modes, whose entries its type has checked."""
+    mode_list = tuple(text.split(",")) if text else ()
+    if not mode_list:
+        raise UsageError("--modes needs at least one mode")
+    return mode_list
+
+
+def _publish(
+    report: PlanReport,
+    catalog: Catalog,
+    plot: Path | None,
+    out: Path | None,
+    engines: list[str],
+    as_json: bool,
+) -> None:
+    """Write the plot and the deployment file asked for, then print the report."""
+    from notes_cli import render
+    from notes_cli.render import plan as render_plan
+
     if plot is not None:
         from notes_cli.render.plan_plot import write_plan_plot
 
@@ -269,17 +323,15 @@ def plan(
         atomic_write(out, dump_deployment(best, catalog, written_by="pdnotes engine plan"))
         document["deployment_file"] = str(out)
         render.note(f"wrote {out}: pdnotes engine serve --preset {out}")
-    sketches = _sketches(best, catalog, sketch) if best is not None else []
+    sketches = _sketches(best, catalog, engines) if best is not None else []
     if as_json:
         document["launch"] = {s.engine: s.to_json() for s in sketches}
         render.emit_json(document)
-    else:
-        render_plan.plan_report(report)
-        for result in sketches:
-            render.line("")
-            render_plan.sketch_text(result.text())
-    if report.best is None:
-        raise typer.Exit(1)
+        return
+    render_plan.plan_report(report)
+    for result in sketches:
+        render.line("")
+        render_plan.sketch_text(result.text())
 
 
 def _sketches(best: Deployment, catalog: Catalog, engines: list[str]) -> list[LaunchSketch]:
@@ -391,7 +443,10 @@ def _workload(
 
     if trace is not None:
         return from_trace(trace, requests, burstiness=burstiness)
-    spec = LengthSpec(input_len, output_len, dist)  # type: ignore[arg-type]
+    if dist in options.length_dists():
+        spec = LengthSpec(input_len, output_len, dist)  # type: ignore[arg-type]
+    else:  # a built-in workload brings its own lengths
+        spec = LengthSpec(workload=dist)
     return drawn(spec, requests, seed=seed, burstiness=burstiness)
 
 

@@ -56,3 +56,8 @@ def _show(x: float) -> str:
 def ranged(default: Any, *names: str, low: float, high: float, help: str) -> Any:
     """`typer.Option(default, *names, help=...)` that accepts only finite values in range."""
     return typer.Option(default, *names, help=help, callback=within(low, high))
+
+
+def in_range(*names: str, low: float, high: float, help: str, hidden: bool = False) -> Any:
+    """The same option for `Annotated[type, in_range(...)]`, the default written after `=`."""
+    return typer.Option(*names, help=help, callback=within(low, high), hidden=hidden)

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from notes_cli.cli.ranges import (
-    BURSTINESS,
-    INPUT_LEN,
-    OUTPUT_LEN,
-    RATE,
-    REQUESTS,
-    SEED,
-    SLO_MS,
-    ranged,
-    require,
-)
+from notes_cli.cli import options
+from notes_cli.cli.ranges import RATE, REQUESTS, in_range, require
 from notes_cli.errors import UsageError
 
 MAX_CONCURRENCY = 100_000  # closed-loop clients
@@ -25,186 +16,165 @@ MAX_RATES = 64  # rates in one --rates sweep
 MAX_PD_RATIO = 64  # nodes per side of a --pd-ratio
 
 if TYPE_CHECKING:
+    from notes_cli.bench.stats import Slo
+    from notes_cli.bench.workload import LengthSpec
     from notes_cli.engine.simulate.configs import SimConfig
 
 
-def simulate(
-    preset: list[str] = typer.Option(
-        [],
+# The flags of `engine simulate` (those other commands share are in cli/options.py).
+Preset = Annotated[
+    list[str] | None,
+    typer.Option(
         "--preset",
         "-p",
         help="Engine preset or deployment FILE.toml to simulate (repeatable). Default: the "
         "engine's.",
     ),
-    mode: list[str] = typer.Option(
-        [], "--mode", help="Run each preset in this mode: disagg, colocated, chunked (repeatable)."
+]
+Mode = Annotated[
+    list[str] | None,
+    options.one_of(
+        options.MODE,
+        "--mode",
+        help="Run each preset in this mode: disagg, colocated, chunked (repeatable).",
     ),
-    pd_ratio: str | None = typer.Option(
-        None, "--pd-ratio", help="Prefill:decode node ratios to compare, e.g. 1:1,2:1."
-    ),
-    weight_dtype: str | None = typer.Option(
-        None,
+]
+PdRatio = Annotated[
+    str | None,
+    typer.Option("--pd-ratio", help="Prefill:decode node ratios to compare, e.g. 1:1,2:1."),
+]
+WeightDtype = Annotated[
+    str | None,
+    options.one_of(
+        options.WEIGHT_DTYPE,
         "--weight-dtype",
         help="Serve the weights in this precision: bf16, fp16, fp8, int4, fp4, nvfp4, mxfp4 "
         "(default: the preset's, else the model's).",
     ),
-    kv_dtype: str | None = typer.Option(
-        None, "--kv-dtype", help="KV cache precision: bf16, fp16 or fp8 (default: the preset's)."
+]
+KvDtype = Annotated[
+    str | None,
+    options.one_of(
+        options.KV_DTYPE,
+        "--kv-dtype",
+        help="KV cache precision: bf16, fp16 or fp8 (default: the preset's).",
     ),
-    input_len: int | None = ranged(
-        None,
-        "--input-len",
-        low=INPUT_LEN[0],
-        high=INPUT_LEN[1],
-        help="Prompt tokens (median if lognormal). Default 512.",
+]
+Dist = Annotated[
+    str,
+    options.one_of(
+        options.LENGTH_DIST,
+        "--dist",
+        help="Length distribution: fixed or lognormal.",
     ),
-    output_len: int | None = ranged(
-        None,
-        "--output-len",
-        low=OUTPUT_LEN[0],
-        high=OUTPUT_LEN[1],
-        help="Output tokens (median if lognormal). Default 64.",
-    ),
-    dist: str | None = typer.Option(
-        None, "--dist", help="Length distribution: fixed (default) or lognormal."
-    ),
-    workload_name: str | None = typer.Option(
-        None,
+]
+WorkloadName = Annotated[
+    str | None,
+    options.one_of(
+        options.WORKLOAD,
         "--workload",
         help="Built-in lengths: sharegpt, longbench, arxiv-sum, azure-conv, azure-code.",
     ),
-    trace: Path | None = typer.Option(
-        None,
+]
+Trace = Annotated[
+    Path | None,
+    typer.Option(
         "--trace",
-        help="Trace file: JSONL requests (input_tokens, output_tokens, arrival_ms), or a vLLM / "
-        "SGLang benchmark result with input_lens and output_lens.",
+        help="Trace file: JSONL requests (input_tokens, output_tokens, arrival_ms), or a "
+        "vLLM / SGLang benchmark result with input_lens and output_lens.",
     ),
-    rate: float | None = ranged(
-        None, "--rate", low=RATE[0], high=RATE[1], help="Poisson arrival rate (req/s)."
-    ),
-    rates: str | None = typer.Option(None, "--rates", help="Several rates to sweep: 1,2,4."),
-    burstiness: float = ranged(
-        1.0,
-        "--burstiness",
-        low=BURSTINESS[0],
-        high=BURSTINESS[1],
-        help="Gamma shape of arrival gaps: 1 = Poisson, <1 burstier.",
-    ),
-    concurrency: int | None = ranged(
-        None,
+]
+Rate = Annotated[
+    float | None,
+    in_range("--rate", low=RATE[0], high=RATE[1], help="Poisson arrival rate (req/s)."),
+]
+Rates = Annotated[str | None, typer.Option("--rates", help="Several rates to sweep: 1,2,4.")]
+Concurrency = Annotated[
+    int | None,
+    in_range(
         "--concurrency",
         "-c",
         low=1,
         high=MAX_CONCURRENCY,
         help="Closed loop: C clients, each sending on completion.",
     ),
-    requests: int = ranged(
-        1000, "-n", "--requests", low=1, high=REQUESTS[1], help="Requests per simulated run."
-    ),
-    slo_ttft_ms: float | None = ranged(
-        None, "--slo-ttft-ms", low=SLO_MS[0], high=SLO_MS[1], help="TTFT objective (ms)."
-    ),
-    slo_tpot_ms: float | None = ranged(
-        None, "--slo-tpot-ms", low=SLO_MS[0], high=SLO_MS[1], help="TPOT objective (ms)."
-    ),
-    slo_tbt_ms: float | None = ranged(
-        None,
-        "--slo-tbt-ms",
-        low=SLO_MS[0],
-        high=SLO_MS[1],
-        help="Inter-token gap objective (ms), judged at P99 (TBT).",
-    ),
-    slo_percentile: float = ranged(
-        90.0,
-        "--slo-percentile",
-        low=1.0,
-        high=99.99,
-        help="Percentile judging TTFT and TPOT: 90 (DistServe) or 99.",
-    ),
-    attainment: float | None = ranged(
-        None,
-        "--attainment",
-        low=0.01,
-        high=1.0,
-        help="Target share of good requests (each meeting every SLO), e.g. 0.9 (DistServe).",
-    ),
-    goodput: bool = typer.Option(
-        False,
+]
+Requests = Annotated[
+    int,
+    in_range("-n", "--requests", low=1, high=REQUESTS[1], help="Requests per simulated run."),
+]
+Goodput = Annotated[
+    bool,
+    typer.Option(
         "--goodput",
         help="Search the highest per-chip rate meeting the SLOs (--attainment, else percentiles).",
     ),
-    seed: int = ranged(
-        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for arrivals and lengths."
-    ),
-    plot: Path | None = typer.Option(
-        None, "--plot", help="Write SLO attainment vs rate to FILE.html (or .svg)."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.simulate/1 document."),
+]
+Plot = Annotated[
+    Path | None,
+    typer.Option("--plot", help="Write SLO attainment vs rate to FILE.html (or .svg)."),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print one pdnotes.simulate/1 document.")]
+
+
+def simulate(
+    ctx: typer.Context,
+    *,
+    preset: Preset = None,
+    mode: Mode = None,
+    pd_ratio: PdRatio = None,
+    weight_dtype: WeightDtype = None,
+    kv_dtype: KvDtype = None,
+    input_len: options.InputLen = options.DEFAULT_INPUT_LEN,
+    output_len: options.OutputLen = options.DEFAULT_OUTPUT_LEN,
+    dist: Dist = "fixed",
+    workload_name: WorkloadName = None,
+    trace: Trace = None,
+    rate: Rate = None,
+    rates: Rates = None,
+    burstiness: options.Burstiness = 1.0,
+    concurrency: Concurrency = None,
+    requests: Requests = 1000,
+    slo_ttft_ms: options.SloTtftMsOrNone = None,
+    slo_tpot_ms: options.SloTpotMs = None,
+    slo_tbt_ms: options.SloTbtMs = None,
+    slo_percentile: options.SloPercentile = options.DEFAULT_PERCENTILE,
+    percentile_alias: options.PercentileAlias = None,
+    attainment: options.Attainment = None,
+    goodput: Goodput = False,
+    seed: options.Seed = 0,
+    plot: Plot = None,
+    as_json: AsJson = False,
 ) -> None:
     """Simulate presets, modes and P:D ratios on one workload: TTFT, TPOT, ITL (TBT), E2E,
     per-request SLO attainment and goodput per chip. Deterministic for a seed."""
     from notes_cli import render
     from notes_cli.bench.stats import Slo
-    from notes_cli.bench.workload import LengthSpec
     from notes_cli.engine.simulate.runner import WorkloadSpec, simulate_configs
 
     if plot is not None:
         from notes_cli.fileio import require_output_folder
 
         require_output_folder(plot, "--plot")
+    judged_at = options.percentile(ctx, percentile_alias)
     slo = Slo(
         slo_ttft_ms,
         slo_tpot_ms,
         slo_tbt_ms,
-        ttft_percentile=slo_percentile,
-        tpot_percentile=slo_percentile,
+        ttft_percentile=judged_at,
+        tpot_percentile=judged_at,
         attainment=attainment,
     )
-    if (goodput or attainment is not None) and not slo.any:
-        raise UsageError(
-            f"{'--goodput' if goodput else '--attainment'} needs an objective",
-            fix="add --slo-ttft-ms, --slo-tpot-ms and/or --slo-tbt-ms",
-        )
-    sweep = _rates(rate, rates)
-    if goodput and sweep == [None] and trace is None:
-        sweep = []  # only the search: a burst of every request at t=0 would say nothing
-    if concurrency is not None and (sweep != [None] or goodput or trace is not None):
-        raise UsageError(
-            "--concurrency is a closed loop: it takes no --rate / --rates / --goodput / --trace"
-        )
-    if plot is not None and (not slo.any or len(sweep) < 2):
-        raise UsageError(
-            "--plot draws SLO attainment against rate",
-            fix="give an SLO (--slo-ttft-ms, --slo-tpot-ms or --slo-tbt-ms) and two or more "
-            "--rates",
-        )
-    lengths_given = [
-        flag
-        for flag, value in (
-            ("--input-len", input_len),
-            ("--output-len", output_len),
-            ("--dist", dist),
-        )
-        if value is not None
-    ]
-    if workload_name is not None and (lengths_given or trace is not None):
-        clash = ", ".join(lengths_given + (["--trace"] if trace is not None else []))
-        raise UsageError(f"--workload sets the lengths itself: drop {clash}")
-    lengths = LengthSpec(
-        512 if input_len is None else input_len,
-        64 if output_len is None else output_len,
-        dist or "fixed",  # type: ignore[arg-type]
-        workload=workload_name,
-    )
+    sweep = _sweep(slo, rate, rates, goodput, concurrency, trace, plot)
     workload = WorkloadSpec(
         requests=requests,
-        lengths=lengths,
+        lengths=_lengths(ctx, input_len, output_len, dist, workload_name, trace),
         burstiness=burstiness,
         trace=trace,
         concurrency=concurrency,
     )
     report = simulate_configs(
-        _configs(preset, mode, pd_ratio, precision(weight_dtype, kv_dtype)),
+        _configs(preset or [], mode or [], pd_ratio, (weight_dtype, kv_dtype)),
         workload,
         rates=sweep,
         slo=slo,
@@ -223,6 +193,58 @@ def simulate(
     from notes_cli.render.bench import simulate_report
 
     simulate_report(report)
+
+
+def _sweep(
+    slo: Slo,
+    rate: float | None,
+    rates: str | None,
+    goodput: bool,
+    concurrency: int | None,
+    trace: Path | None,
+    plot: Path | None,
+) -> list[float | None]:
+    """The rates to run (None: the trace's times, a closed loop or one burst), refusing the
+    combinations that would say nothing."""
+    if (goodput or slo.attainment is not None) and not slo.any:
+        raise UsageError(
+            f"{'--goodput' if goodput else '--attainment'} needs an objective",
+            fix="add --slo-ttft-ms, --slo-tpot-ms and/or --slo-tbt-ms",
+        )
+    sweep = _rates(rate, rates)
+    if goodput and sweep == [None] and trace is None:
+        sweep = []  # only the search: a burst of every request at t=0 would say nothing
+    if concurrency is not None and (sweep != [None] or goodput or trace is not None):
+        raise UsageError(
+            "--concurrency is a closed loop: it takes no --rate / --rates / --goodput / --trace"
+        )
+    if plot is not None and (not slo.any or len(sweep) < 2):
+        raise UsageError(
+            "--plot draws SLO attainment against rate",
+            fix="give an SLO (--slo-ttft-ms, --slo-tpot-ms or --slo-tbt-ms) and two or more "
+            "--rates",
+        )
+    return sweep
+
+
+def _lengths(
+    ctx: typer.Context,
+    input_len: int,
+    output_len: int,
+    dist: str,
+    workload_name: str | None,
+    trace: Path | None,
+) -> LengthSpec:
+    """The request lengths: --input-len, --output-len and --dist, or a built-in --workload,
+    which takes none of them (nor a --trace, which brings its own)."""
+    from notes_cli.bench.workload import LengthSpec
+
+    flags = (("--input-len", "input_len"), ("--output-len", "output_len"), ("--dist", "dist"))
+    given = [flag for flag, name in flags if options.given(ctx, name)]
+    if workload_name is not None and (given or trace is not None):
+        clash = ", ".join(given + (["--trace"] if trace is not None else []))
+        raise UsageError(f"--workload sets the lengths itself: drop {clash}")
+    return LengthSpec(input_len, output_len, dist, workload=workload_name)  # type: ignore[arg-type]
 
 
 def _rates(rate: float | None, rates: str | None) -> list[float | None]:
@@ -249,31 +271,15 @@ def _rate(text: str) -> float:
     return value
 
 
-def precision(weight_dtype: str | None, kv_dtype: str | None) -> tuple[str | None, str | None]:
-    """--weight-dtype and --kv-dtype, checked against the precisions the cost model knows."""
-    from notes_cli.engine.core.profiles import KV_DTYPES, WEIGHT_DTYPES
-
-    for flag, value, known in (
-        ("--weight-dtype", weight_dtype, WEIGHT_DTYPES),
-        ("--kv-dtype", kv_dtype, KV_DTYPES),
-    ):
-        if value is not None and value not in known:
-            raise UsageError(f"{flag}: unknown precision {value!r}; choose from {', '.join(known)}")
-    return weight_dtype, kv_dtype
-
-
 def _configs(
     presets: list[str],
     modes: list[str],
     pd_ratio: str | None,
     dtypes: tuple[str | None, str | None] = (None, None),
 ) -> list[SimConfig]:
-    from notes_cli.engine.core.config import MODES, EngineConfig
+    from notes_cli.engine.core.config import EngineConfig
     from notes_cli.engine.simulate.configs import SimConfig
 
-    for m in modes:
-        if m not in MODES:
-            raise UsageError(f"unknown --mode {m!r}; choose from {', '.join(MODES)}")
     ratios: list[tuple[int, int] | None] = [*_ratios(pd_ratio)] if pd_ratio else [None]
     chosen_modes: list[str | None] = [*modes] if modes else [None]
     return [

@@ -6,20 +6,38 @@ for its pick, so the planner owns it and this command borrows it."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from notes_cli.cli import options
 
 
 def sketch(
-    preset: str = typer.Argument(
-        ..., help="Deployment preset (see `pdnotes engine presets`) or a deployment FILE.toml."
-    ),
-    engine: str = typer.Option(
-        "lmdeploy", "--engine", "-e", help="Engine to sketch for: lmdeploy, vllm or sglang."
-    ),
-    mode: str | None = typer.Option(
-        None, "--mode", help="disagg, colocated or chunked (default: the preset's)."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print one pdnotes.launch-sketch/1 doc."),
+    preset: Annotated[
+        str,
+        typer.Argument(
+            help="Deployment preset (see `pdnotes engine presets`) or a deployment FILE.toml."
+        ),
+    ],
+    engine: Annotated[
+        str,
+        options.one_of(
+            options.SKETCH_ENGINE,
+            "--engine",
+            "-e",
+            help="Engine to sketch for: lmdeploy, vllm or sglang.",
+        ),
+    ] = "lmdeploy",
+    mode: Annotated[
+        str | None,
+        options.one_of(
+            options.MODE, "--mode", help="disagg, colocated or chunked (default: the preset's)."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one pdnotes.launch-sketch/1 doc.")
+    ] = False,
 ) -> None:
     """Print a launch sketch for real hardware (not run here; flags checked against the engine's
     source, versions in docs/launch.md)."""

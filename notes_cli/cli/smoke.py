@@ -4,7 +4,7 @@ the source article's criteria (returned, completed, stable latency)."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,39 +15,64 @@ _PROTOCOL = {"codex": "responses", "claude": "anthropic", "openai": "chat"}
 _DEFAULT_KEY_ENV = {"codex": None, "claude": "ANTHROPIC_AUTH_TOKEN", "openai": "OPENAI_API_KEY"}
 
 
-def smoke(
-    client: str = typer.Option(
-        "codex",
+# The flags of `smoke`.
+Client = Annotated[
+    str,
+    typer.Option(
         "--client",
         help="Whose protocol to speak: codex (Responses API), claude "
         "(Anthropic Messages) or openai (chat completions).",
     ),
-    n: int = typer.Option(3, "-n", "--runs", min=1, max=50, help="Consecutive runs."),
-    prompt: str | None = typer.Option(None, "--prompt", help="The prompt of every run."),
-    timeout: float = typer.Option(
-        30.0, "--timeout", min=0.1, help="Seconds each run may take (connect, headers, stream)."
+]
+N = Annotated[int, typer.Option("-n", "--runs", min=1, max=50, help="Consecutive runs.")]
+Prompt = Annotated[str | None, typer.Option("--prompt", help="The prompt of every run.")]
+Timeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout", min=0.1, help="Seconds each run may take (connect, headers, stream)."
     ),
-    retries: int = typer.Option(
-        0,
+]
+Retries = Annotated[
+    int,
+    typer.Option(
         "--retries",
         min=0,
         max=10,
         help="Retry a run this many times on 429 / 5xx / network errors (Retry-After honoured).",
     ),
-    max_tokens: int = typer.Option(512, "--max-tokens", min=1, help="Output budget per run."),
-    base_url: str | None = typer.Option(
-        None, "--base-url", help="Call this base URL instead of the client's configured one."
-    ),
-    model: str | None = typer.Option(None, "--model", help="Model id (overrides the config)."),
-    key_env: str | None = typer.Option(
-        None, "--key-env", help="Name of the variable holding the key (with --base-url)."
-    ),
-    minimal: bool = typer.Option(
-        False,
+]
+MaxTokens = Annotated[int, typer.Option("--max-tokens", min=1, help="Output budget per run.")]
+BaseUrl = Annotated[
+    str | None,
+    typer.Option("--base-url", help="Call this base URL instead of the client's configured one."),
+]
+Model = Annotated[str | None, typer.Option("--model", help="Model id (overrides the config).")]
+KeyEnv = Annotated[
+    str | None,
+    typer.Option("--key-env", help="Name of the variable holding the key (with --base-url)."),
+]
+Minimal = Annotated[
+    bool,
+    typer.Option(
         "--minimal",
         help="Send pdnotes' small request instead of the client's real request shape.",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+
+
+def smoke(
+    client: Client = "codex",
+    n: N = 3,
+    prompt: Prompt = None,
+    timeout: Timeout = 30.0,
+    retries: Retries = 0,
+    max_tokens: MaxTokens = 512,
+    base_url: BaseUrl = None,
+    model: Model = None,
+    key_env: KeyEnv = None,
+    minimal: Minimal = False,
+    as_json: AsJson = False,
 ) -> None:
     """Send N streamed requests in a row the way Codex, Claude Code or the OpenAI SDK does, and
     say whether every one returned, completed, and took a stable time. Shows where the time

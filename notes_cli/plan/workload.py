@@ -95,7 +95,11 @@ class PlanWorkload:
 def drawn(spec: LengthSpec, requests: int, *, seed: int, burstiness: float = 1.0) -> PlanWorkload:
     """`requests` lengths drawn from `spec` (the same ones `engine simulate` draws)."""
     pairs = tuple(islice(lengths(spec, random.Random(seed)), requests))
-    source = f"{spec.dist} input {spec.input_tokens} output {spec.output_tokens}"
+    source = (
+        f"workload {spec.workload}"
+        if spec.workload is not None
+        else f"{spec.dist} input {spec.input_tokens} output {spec.output_tokens}"
+    )
     return PlanWorkload(pairs, burstiness, source)
 
 
