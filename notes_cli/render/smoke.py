@@ -74,6 +74,8 @@ def report(result: SmokeReport) -> None:
     )
     if verdict.slow:
         slow = len(verdict.slow_reasons)
+        if verdict.completed and slow == len(result.runs):  # no run's end was seen
+            checks = checks.replace("completed yes", "completed not seen")
         checks += f", slow {slow} of {len(result.runs)} (still streaming at --timeout)"
     console.print(f"[{style}]{word}[/] {checks}  [dim]({escape(verdict.rule)})[/]")
     for reason in verdict.reasons:
