@@ -32,6 +32,14 @@ def codex_config(home: Path, base_url: str) -> None:
     )
 
 
+def claude_config(home: Path, base_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = home / ".claude"
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = {"env": {"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_MODEL": "pd-mock-1"}}
+    (folder / "settings.json").write_text(json.dumps(settings))
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "sk-slow-engine-test")
+
+
 def smoke(cli: Any, engine: Any, *flags: str) -> Any:
     return cli(
         *("smoke", "--client", "openai", "--base-url", engine.base_url, "--model", "pd-mock-1"),
@@ -89,11 +97,15 @@ def test_smoke_fails_a_stall_and_does_not_call_it_slow(cli: Any, start_engine_se
 # --------------------------------------------------------------------------- doctor
 
 
+@pytest.mark.parametrize("client", ["codex", "claude"])
 def test_doctor_warns_slow_but_working_instead_of_stream_never_finished(
-    cli: Any, cpu_engine: Any, isolated_home: Path
+    cli: Any, cpu_engine: Any, isolated_home: Path, monkeypatch: pytest.MonkeyPatch, client: str
 ) -> None:
-    codex_config(isolated_home, cpu_engine.base_url)
-    result = cli("doctor", "--client", "codex", "--timeout", "3", "--json")
+    if client == "codex":  # the Responses API, in Codex's request shape
+        codex_config(isolated_home, cpu_engine.base_url)
+    else:  # Anthropic Messages, in Claude Code's
+        claude_config(isolated_home, cpu_engine.anthropic_base_url, monkeypatch)
+    result = cli("doctor", "--client", client, "--timeout", "3", "--json")
     assert result.exit_code == 0, result.stdout
     findings = {f["id"]: f for f in result.json()["findings"]}
     assert "stream-never-finished" not in findings

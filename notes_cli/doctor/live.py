@@ -443,7 +443,10 @@ class _Prober:
         """A test turn still open at its deadline, judged by the tokens that came: slow but
         working is a warning (`stream-slow`) with the measured rate; a stall, a stream that
         never started or one over its budget is `stream-never-finished`, naming which."""
+        found = {f.id for f in self.findings}
         if pace.slow:
+            if "stream-slow" in found:
+                return
             self._add(
                 "stream-slow",
                 f"the test turn to {exc_url(exc)} is {pace.describe()}, over doctor's "
@@ -451,7 +454,7 @@ class _Prober:
                 timeout=pace.fitting_timeout() or "a larger value",
             )
             return
-        if "stream-never-finished" in {f.id for f in self.findings}:
+        if "stream-never-finished" in found:
             return
         self._add(
             "stream-never-finished",
