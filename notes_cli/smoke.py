@@ -25,7 +25,7 @@ import httpx
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.gateway import GatewayClient, proxy_for, request_url, safe_url
 from notes_cli.gateway import errors as gw
-from notes_cli.gateway.pace import judge_cut
+from notes_cli.gateway.pace import Pace, judge_cut
 from notes_cli.gateway.results import StreamResult
 from notes_cli.secrets import scrub
 
@@ -161,8 +161,6 @@ def run_smoke(
     with client:
         for index in range(1, n + 1):
             run = _one_run(client, index, prompt, max_tokens, retries, timeout, sleep, extra)
-            if run.slow:
-                run = replace(run, problem=_slow_problem(run, timeout))
             runs.append(run)
             if on_run is not None:
                 on_run(run)
@@ -195,7 +193,7 @@ def _one_run(
         try:
             result = client.stream(prompt, max_tokens=max_tokens, extra_body=extra_body)
         except gw.GatewayError as exc:
-            failed = _failed_run(index, exc, attempt, retried, max_tokens)
+            failed = _failed_run(index, exc, attempt, retried, max_tokens, timeout)
             wait = _retry_wait(exc, attempt, timeout)
             # A slow run is not retried: the next would be as slow.
             if attempt <= retries and wait is not None and not failed.slow:
@@ -269,15 +267,22 @@ def _run_from(index: int, result: StreamResult, attempts: int, retried: list[str
 
 
 def _failed_run(
-    index: int, exc: gw.GatewayError, attempts: int, retried: list[str], max_tokens: int
+    index: int,
+    exc: gw.GatewayError,
+    attempts: int,
+    retried: list[str],
+    max_tokens: int,
+    timeout: float,
 ) -> SmokeRun:
     partial: StreamResult | None = getattr(exc, "partial", None)
     t = partial.timings if partial is not None else None
     error = exc.to_json() if hasattr(exc, "to_json") else {"message": exc.message, "fix": exc.fix}
-    pace = None
-    if isinstance(exc, gw.IdleStreamTimeout) and t is not None and t.total_ms is not None:
-        assert partial is not None
-        pace = judge_cut(partial, max_tokens=max_tokens, elapsed_ms=t.total_ms).to_json()
+    problem = _short(exc)
+    pace: Pace | None = None
+    if isinstance(exc, gw.IdleStreamTimeout) and partial is not None and t is not None:
+        # Cut at the deadline: the tokens that came say why (slow, stalled, never started…).
+        pace = judge_cut(partial, max_tokens=max_tokens, elapsed_ms=t.total_ms or 0.0)
+        problem = _slow_problem(pace, timeout) if pace.slow else f"{problem}: {pace.describe()}"
     return SmokeRun(
         index=index,
         ok=False,
@@ -288,23 +293,20 @@ def _failed_run(
         total_ms=_r(t.total_ms) if t else None,
         output_tokens=partial.output_tokens if partial else None,
         tokens_source=partial.tokens_source if partial else None,
-        tokens_per_s=pace["tokens_per_s"] if pace and pace["cause"] == "slow" else None,
+        tokens_per_s=_r(pace.tokens_per_s) if pace and pace.slow else None,
         finish_reason=partial.finish_reason if partial else None,
         completed=False,
         preview=_preview(partial.text) if partial else "",
         attempts=attempts,
-        problem=_short(exc),
+        problem=problem,
         error=error,
         retried=retried,
-        pace=pace,
+        pace=pace.to_json() if pace else None,
     )
 
 
-def _slow_problem(run: SmokeRun, timeout: float) -> str:
+def _slow_problem(pace: Pace, timeout: float) -> str:
     """What a slow run's row says: the rate, the first token, and the flag to change."""
-    from notes_cli.gateway.pace import Pace
-
-    pace = Pace(**(run.pace or {}))
     fit = pace.fitting_max_tokens(timeout)
     change = f"raise --timeout to {pace.fitting_timeout()}" if pace.needs_s else "raise --timeout"
     if fit is not None and pace.max_tokens and fit < pace.max_tokens:

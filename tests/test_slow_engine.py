@@ -92,6 +92,8 @@ def test_smoke_fails_a_stall_and_does_not_call_it_slow(cli: Any, start_engine_se
     run = result.json()["runs"][0]
     assert run["pace"]["cause"] == "stalled" and run["ok"] is False
     assert result.json()["verdict"]["slow"] is False
+    assert run["problem"].startswith("total-timeout: ")
+    assert ": stalled: 1 token (first token after " in run["problem"]
 
 
 # --------------------------------------------------------------------------- doctor

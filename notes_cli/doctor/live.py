@@ -62,11 +62,12 @@ _BOUND_FINDINGS: tuple[tuple[type[gw.GatewayError], str], ...] = (
     (gw.HeadersTooLarge, "headers-too-large"),
 )
 
-# The fix of `stream-never-finished` for each way a turn can be cut that is not slowness.
+# The fix of `stream-never-finished` for each way a turn can be cut that is not slowness
+# (keyed by `Pace.cause`, spelt with underscores).
 _CUT_FIX: dict[str, dict[str, Any]] = {
     "stalled": {"variant": "stalled"},
-    "no-first-token": {"variant": "no_first_token"},
-    "over-budget": {"variant": "over_budget"},
+    "no_first_token": {"variant": "no_first_token"},
+    "over_budget": {"variant": "over_budget"},
 }
 
 # Statuses that say "this request body is wrong", worth narrowing down.
@@ -459,7 +460,7 @@ class _Prober:
         self._add(
             "stream-never-finished",
             f"{exc.message}: {pace.describe()}",
-            **_CUT_FIX[pace.cause],
+            **_CUT_FIX[pace.cause.replace("-", "_")],
             gateway_fix=exc.fix or "",
         )
 
