@@ -110,9 +110,11 @@ class Responder:
         ignore_eos: bool = False,
     ) -> tuple[list[str], FinishReason]:
         """(tokens, finish reason); "".join(tokens) is the answer text (`answer` when given).
-        With `ignore_eos` the answer goes on (the text again, from its start) to `max_tokens`."""
+        With `ignore_eos` the responder's answer goes on (the text again, from its start) to
+        `max_tokens`; an exact `answer` (a tool call's arguments) is left whole."""
         text = self.answer_text(messages) if answer is None else answer
         tokens = tokenize(text)
+        ignore_eos = ignore_eos and answer is None
         if ignore_eos and tokens and len(tokens) < max_tokens:
             again = tokenize(" " + text)
             tokens += again * -(-(max_tokens - len(tokens)) // len(again))
