@@ -66,7 +66,10 @@ def test_undo_puts_back_both_files_byte_for_byte(cli, isolated_home: Path) -> No
     before = path.read_bytes(), env.read_bytes()
     assert cli("config", "gemini", "--preset", "mock").exit_code == 0
     assert b"\r\n" in path.read_bytes() and b"(?<!\r)\n" not in path.read_bytes()
-    assert dotenv.parse(env.read_text())["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:8000"
+    assert (
+        dotenv.parse(env.read_text())["GOOGLE_GEMINI_BASE_URL"]
+        == "http://127.0.0.1:8000/api/gemini"
+    )
     assert "DEBUG=1" in env.read_text()
     result = cli("config", "undo", "--client", "gemini", "--json")
     assert result.exit_code == 0, result.stderr
@@ -173,7 +176,7 @@ def test_dry_run_writes_nothing_and_shows_both_diffs(cli, isolated_home: Path) -
     result = cli("config", "gemini", "--preset", "mock", "--dry-run", "--json")
     document = result.json()
     assert document["dry_run"] and "selectedType" in document["diff"]
-    assert "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8000" in document["also"][0]["diff"]
+    assert "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8000/api/gemini" in document["also"][0]["diff"]
     assert not (isolated_home / ".gemini").exists()
 
 

@@ -421,7 +421,7 @@ def _restore_record(restore: Callable[[], None], failure: BaseException) -> None
 def show(
     client: Annotated[
         str,
-        one_of(_ANY_CLIENT, "--client", help="codex, claude or all."),
+        one_of(_ANY_CLIENT, "--client", help="codex, claude, gemini or all."),
     ] = "all",
     as_json: AsJson = False,
     codex_home: CodexHome = None,
@@ -430,6 +430,7 @@ def show(
     profile: layer_options.Profile = None,
     overrides: layer_options.Overrides = None,
     settings: layer_options.Settings = None,
+    gemini_home: GeminiHome = None,
 ) -> None:
     """Show each client's effective setup: values, the layer (file, or -c) each came from, the
     URL it calls."""
@@ -444,6 +445,7 @@ def show(
         project_dir=project_dir,
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
         claude_settings=settings,
+        gemini_home=gemini_home,
     )
     render.show_json(setups) if as_json else render.show_human(setups)
 
@@ -453,7 +455,9 @@ def undo(
     client: Annotated[
         str | None,
         one_of(
-            _CLIENT, "--client", help="codex or claude (default: the one written most recently)."
+            _CLIENT,
+            "--client",
+            help="codex, claude or gemini (default: the one written most recently).",
         ),
     ] = None,
     as_json: AsJson = False,

@@ -578,6 +578,7 @@ class _Prober:
         return {
             "bearer": "Authorization: Bearer",
             "x-api-key": "x-api-key",
+            "x-goog-api-key": "x-goog-api-key",
             "both": "Authorization: Bearer and x-api-key",
             "none": "nothing: no key is configured",
         }[self.endpoint.auth_style]

@@ -45,6 +45,8 @@ def auth_headers(endpoint: Endpoint) -> dict[str, str]:
         headers["authorization"] = f"Bearer {endpoint.key}"
     if endpoint.auth_style in ("x-api-key", "both"):
         headers["x-api-key"] = endpoint.key
+    if endpoint.auth_style == "x-goog-api-key":  # Gemini CLI (Google's SDK)
+        headers["x-goog-api-key"] = endpoint.key
     return headers
 
 
@@ -70,7 +72,7 @@ def base_headers(endpoint: Endpoint, *, stream: bool) -> dict[str, str]:
 def _unsendable(endpoint: Endpoint, name: str, where: str) -> UnsendableHeader:
     """Said without the value (it may be the key)."""
     url = mask_url(endpoint.request_url())
-    if name in ("authorization", "x-api-key"):
+    if name in ("authorization", "x-api-key", "x-goog-api-key"):
         source = f"${endpoint.key_env}" if endpoint.key_env else "the key"
         return UnsendableHeader(
             f"the key from {source} has a character an HTTP header cannot carry ({where}): "
