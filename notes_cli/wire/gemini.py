@@ -177,6 +177,21 @@ def request_path(turn: Turn) -> str:
     return f"/models/{turn.model}:generateContent"
 
 
+def _camel(obj: Any) -> Any:
+    """`obj` with its snake_case keys in camelCase: Google's JSON parser accepts a field by
+    either name, and the Python SDK sends some in snake_case (`parameters_json_schema`).
+    Applied one level at a time, to the request's own objects only (never inside a schema, a
+    call's `args` or a response, whose keys are the user's)."""
+    if not isinstance(obj, dict) or not any("_" in key for key in obj):
+        return obj
+    return {_camel_word(key): value for key, value in obj.items()}
+
+
+def _camel_word(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest) if head else key
+
+
 def _at(*parts: Any) -> str:
     """A param path as Google spells it: `contents[0].parts[1].text`."""
     out = ""
@@ -194,7 +209,7 @@ def decode_request(
     """A GenerateContentRequest body → Turn; WireError (400 naming the param) on bad input.
     `model` (a bare id or `models/ID`) and `stream` come from the URL; without `model`, the
     body's own `model` field is read, else the turn's model is empty."""
-    data = f.decode_json_object(body)
+    data = _camel(f.decode_json_object(body))
     if model is None:
         model = f.optional_str(data, "model") or ""
     model = model.removeprefix("models/")
@@ -211,7 +226,7 @@ def decode_request(
     for index, raw in enumerate(raw_contents):
         messages.extend(_decode_content(raw, index, calls))
     tools = _decode_tools(f.optional_list(data, "tools"))
-    generation = f.optional_object(data, "generationConfig") or {}
+    generation = _camel(f.optional_object(data, "generationConfig") or {})
     extra = {k: v for k, v in data.items() if k not in _HANDLED}
     rest = {k: v for k, v in generation.items() if k not in _GENERATION}
     if rest:
@@ -232,6 +247,13 @@ def decode_request(
         include_usage=True,
         extra=extra,
     )
+
+
+def decode_count_request(body: bytes | str | dict[str, Any], *, model: str) -> Turn:
+    """A `:countTokens` body: `{"contents"}`, or a whole `{"generateContentRequest"}`."""
+    data = _camel(f.decode_json_object(body))
+    inner = data.get("generateContentRequest")
+    return decode_request(inner if isinstance(inner, dict) else data, model=model)
 
 
 def _decode_sampling(generation: dict[str, Any]) -> Sampling:
@@ -271,7 +293,7 @@ def _decode_thinking(generation: dict[str, Any]) -> Reasoning | None:
     `thinkingBudget` the budget, 0 the effort "none" (thinking off), -1 (dynamic) nothing;
     `includeThoughts` asks for the thoughts, as Responses' summary "auto" does."""
     where = _at("generationConfig", "thinkingConfig")
-    thinking = f.optional_object(generation, "thinkingConfig", param=where)
+    thinking = _camel(f.optional_object(generation, "thinkingConfig", param=where))
     if thinking is None:
         return None
     level = f.optional_str(thinking, "thinkingLevel", param=f"{where}.thinkingLevel")
@@ -296,14 +318,14 @@ def _decode_thinking(generation: dict[str, Any]) -> Reasoning | None:
 def _decode_system(system: Any) -> list[Part]:
     if isinstance(system, str):
         return [TextPart(system)] if system else []
-    content = f.require_object(system, "systemInstruction")
+    content = _camel(f.require_object(system, "systemInstruction"))
     parts = content.get("parts")
     if not isinstance(parts, list):
         raise invalid("systemInstruction.parts: must be an array", param="systemInstruction.parts")
     out: list[Part] = []
     for index, raw in enumerate(parts):
         where = _at("systemInstruction", "parts", index)
-        part = f.require_object(raw, where)
+        part = _camel(f.require_object(raw, where))
         text = part.get("text")
         if not isinstance(text, str):
             raise invalid(f"{where}: must be a text part", param=where)
@@ -339,7 +361,7 @@ class _Calls:
 
 def _decode_content(raw: Any, index: int, calls: _Calls) -> list[Message]:
     where = _at("contents", index)
-    content = f.require_object(raw, where)
+    content = _camel(f.require_object(raw, where))
     role = content.get("role", "user")
     if role not in ("user", "model"):
         raise invalid(
@@ -353,7 +375,7 @@ def _decode_content(raw: Any, index: int, calls: _Calls) -> list[Message]:
     own: list[Part] = []
     for part_index, raw_part in enumerate(raw_parts):
         at = _at("contents", index, "parts", part_index)
-        part = f.require_object(raw_part, at)
+        part = _camel(f.require_object(raw_part, at))
         if not any(key in part for key in _PART_KEYS):
             raise invalid(
                 f"{at}: a part needs one of text, inlineData, fileData, functionCall or "
@@ -393,7 +415,7 @@ def _decode_part(part: dict[str, Any], at: str, *, model: bool, calls: _Calls) -
                 f"{at}.functionCall: only a model content may call a function",
                 param=f"{at}.functionCall",
             )
-        call = f.require_object(part["functionCall"], f"{at}.functionCall")
+        call = _camel(f.require_object(part["functionCall"], f"{at}.functionCall"))
         name = f.require_str(call, "name", param=f"{at}.functionCall.name")
         call_id = f.optional_str(call, "id", param=f"{at}.functionCall.id")
         args = call.get("args", {})
@@ -403,12 +425,12 @@ def _decode_part(part: dict[str, Any], at: str, *, model: bool, calls: _Calls) -
             )
         return _signed(signature, ToolCallPart(calls.call(call_id, name), name, f.json_text(args)))
     if "inlineData" in part:
-        blob = f.require_object(part["inlineData"], f"{at}.inlineData")
+        blob = _camel(f.require_object(part["inlineData"], f"{at}.inlineData"))
         mime = f.require_str(blob, "mimeType", param=f"{at}.inlineData.mimeType")
         data = f.optional_str(blob, "data", param=f"{at}.inlineData.data") or ""
         return _signed(signature, ImagePart(f"data:{mime};base64,{data}"))
     if "fileData" in part:
-        file = f.require_object(part["fileData"], f"{at}.fileData")
+        file = _camel(f.require_object(part["fileData"], f"{at}.fileData"))
         uri = f.require_str(file, "fileUri", param=f"{at}.fileData.fileUri")
         return _signed(signature, ImagePart(uri))
     return []  # executable code and its results: nothing the neutral turn holds
@@ -420,7 +442,7 @@ def _signed(signature: str | None, part: Part) -> list[Part]:
 
 def _decode_response(raw: Any, at: str, calls: _Calls) -> ToolResultPart:
     where = f"{at}.functionResponse"
-    response = f.require_object(raw, where)
+    response = _camel(f.require_object(raw, where))
     name = f.require_str(response, "name", param=f"{where}.name")
     call_id = f.optional_str(response, "id", param=f"{where}.id")
     value = response.get("response", {})
@@ -440,7 +462,7 @@ def _decode_tools(raw_tools: list[Any]) -> list[ToolSpec]:
     out: list[ToolSpec] = []
     for index, raw in enumerate(raw_tools):
         where = _at("tools", index)
-        tool = f.require_object(raw, where)
+        tool = _camel(f.require_object(raw, where))
         for key, value in tool.items():
             if key != "functionDeclarations":
                 out.append(ToolSpec("", "", None, key, raw={key: value}))  # googleSearch, …
@@ -458,7 +480,7 @@ def _decode_tools(raw_tools: list[Any]) -> list[ToolSpec]:
 
 
 def _decode_declaration(raw: Any, where: str) -> ToolSpec:
-    declaration = f.require_object(raw, where)
+    declaration = _camel(f.require_object(raw, where))
     name = f.require_str(declaration, "name", param=f"{where}.name")
     description = f.optional_str(declaration, "description", param=f"{where}.description")
     schema = f.optional_object(
@@ -497,9 +519,9 @@ def _json_schema(schema: dict[str, Any]) -> dict[str, Any]:
 def _decode_tool_config(raw: Any) -> ToolChoice | None:
     if raw is None:
         return None
-    config = f.require_object(raw, "toolConfig")
-    calling = f.optional_object(
-        config, "functionCallingConfig", param="toolConfig.functionCallingConfig"
+    config = _camel(f.require_object(raw, "toolConfig"))
+    calling = _camel(
+        f.optional_object(config, "functionCallingConfig", param="toolConfig.functionCallingConfig")
     )
     if calling is None:
         return None
