@@ -112,7 +112,12 @@ def build_body(
     if endpoint.protocol == "responses":
         body["store"] = False
     if extra_body:
-        body.update(extra_body)
+        extra = dict(extra_body)
+        config = extra.get("generationConfig")
+        if endpoint.protocol == "gemini" and isinstance(config, dict):
+            # A recorded Gemini CLI body: its sampling kept, pdnotes' output budget added.
+            extra["generationConfig"] = {**config, **body.get("generationConfig", {})}
+        body.update(extra)
     return json.dumps(body, ensure_ascii=False).encode()
 
 
@@ -129,12 +134,15 @@ def _message(message: dict[str, Any], protocol: str) -> Message:
 
 
 def parse_model_ids(payload: Any) -> list[str]:
-    """Ids from an OpenAI (`{"data": [{"id"}]}`) or Anthropic model list, or a bare list."""
+    """Ids from an OpenAI (`{"data": [{"id"}]}`), Anthropic or Gemini
+    (`{"models": [{"name": "models/…"}]}`) model list, or a bare list."""
     items = payload.get("data", payload.get("models", [])) if isinstance(payload, dict) else payload
     ids: list[str] = []
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and isinstance(item.get("id"), str):
             ids.append(item["id"])
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):  # Gemini's list
+            ids.append(item["name"].removeprefix("models/"))
         elif isinstance(item, str):
             ids.append(item)
     return ids
