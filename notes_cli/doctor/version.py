@@ -1,4 +1,5 @@
-"""The installed Codex (and Claude Code, Gemini CLI) version, for version-dependent findings and shapes.
+"""The installed Codex (and Claude Code, Gemini CLI) version, for version-dependent findings
+and shapes.
 
 `codex --version` runs only when a `codex` is on PATH (or `$PDNOTES_CODEX_BIN` names one),
 bounded to 5 s in its own process group. Nothing is cached between runs. None means "unknown";
