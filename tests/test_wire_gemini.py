@@ -544,3 +544,16 @@ def test_request_paths_carry_the_model_and_the_stream_mode() -> None:
     streamed = Turn("m", turn.messages, stream=True)
     assert gemini.request_path(streamed) == "/models/m:streamGenerateContent?alt=sse"
     assert "model" not in gemini.encode_request(turn)
+
+
+def test_a_call_still_open_at_the_end_goes_out_with_the_finish() -> None:
+    """An upstream that finishes without closing its call: the call is not lost."""
+    encoder = gemini.StreamEncoder("r", "m")
+    out = encoder.encode(ToolCallBegin(0, "c1", "ls")) + encoder.encode(ToolCallDelta(0, "{}"))
+    assert out == b""  # held until the call is whole
+    last = json.loads(encoder.close().decode()[6:])
+
+    assert last["candidates"][0]["content"]["parts"] == [
+        {"functionCall": {"id": "c1", "name": "ls", "args": {}}}
+    ]
+    assert last["candidates"][0]["finishReason"] == "STOP"
