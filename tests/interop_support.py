@@ -128,3 +128,35 @@ CLAUDE_ENV = {
     "CLAUDE_CODE_MAX_RETRIES": "0",
     "API_TIMEOUT_MS": "20000",
 }
+
+
+# --- Gemini CLI -------------------------------------------------------------------------------
+
+# Settings a test seeds before `pdnotes config gemini` merges into them (the merge keeps them):
+# no update check, no usage statistics, no telemetry, so the only connection is the turn.
+GEMINI_QUIET_SETTINGS = {
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+}
+
+
+def write_gemini_config(cli: Callable[..., Any], home: Path, *args: str) -> None:
+    """~/.gemini/settings.json seeded quiet, then `pdnotes config gemini ARGS…` merged in."""
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text("// quiet: no side connections\n" + json.dumps(GEMINI_QUIET_SETTINGS))
+    result = cli("config", "gemini", *args)
+    assert result.exit_code == 0, result.stderr
+
+
+def gemini_print(home: Path, prompt: str, *extra: str, env: dict[str, str]) -> ClientRun:
+    """`gemini -p PROMPT -o json` in a project under `home`; the folder trusted the way
+    `pdnotes config gemini` says for scripts (GEMINI_CLI_TRUST_WORKSPACE=true)."""
+    gemini = client_binary("gemini")
+    project = home / "project"
+    project.mkdir(exist_ok=True)
+    args = [str(gemini), "-p", prompt, "-o", "json", *extra]
+    return run_client(
+        args, env={"HOME": str(home), "GEMINI_CLI_TRUST_WORKSPACE": "true", **env}, cwd=project
+    )
