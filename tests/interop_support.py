@@ -132,22 +132,17 @@ CLAUDE_ENV = {
 
 # --- Gemini CLI -------------------------------------------------------------------------------
 
-# Settings a test seeds before `pdnotes config gemini` merges into them (the merge keeps them):
-# no update check, no usage statistics, no telemetry, so the only connection is the turn.
-GEMINI_QUIET_SETTINGS = {
-    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-    "privacy": {"usageStatisticsEnabled": False},
-    "telemetry": {"enabled": False},
-}
-
 
 def write_gemini_config(cli: Callable[..., Any], home: Path, *args: str) -> None:
-    """~/.gemini/settings.json seeded quiet, then `pdnotes config gemini ARGS…` merged in."""
+    """~/.gemini/settings.json holding a comment and a setting of the user's, then `pdnotes
+    config gemini --no-phone-home ARGS…` merged in (no usage statistics, telemetry or update
+    check: the only connection left is the model's)."""
     settings = home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text("// quiet: no side connections\n" + json.dumps(GEMINI_QUIET_SETTINGS))
-    result = cli("config", "gemini", *args)
+    settings.write_text('// mine\n{"ui": {"hideBanner": true}}\n')
+    result = cli("config", "gemini", "--no-phone-home", *args)
     assert result.exit_code == 0, result.stderr
+    assert settings.read_text().startswith("// mine\n")
 
 
 def gemini_print(home: Path, prompt: str, *extra: str, env: dict[str, str]) -> ClientRun:

@@ -225,3 +225,23 @@ def test_a_comment_after_the_last_member_stays_on_its_line(cli, isolated_home: P
     lines = path.read_text().splitlines()
     assert lines[1] == '  "general": {"vimMode": true}, // about vim'
     assert lines[2] == '  "security": {'
+
+
+def test_no_phone_home_turns_off_the_side_connections_and_keeps_the_rest(
+    cli, isolated_home: Path
+) -> None:
+    path = _settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        '{\n  "general": {"vimMode": true}, // mine\n  "telemetry": {"target": "local"}\n}\n'
+    )
+    assert cli("config", "gemini", "--preset", "mock", "--no-phone-home").exit_code == 0
+    data = jsonc.parse(path.read_text(), path)
+    assert data["general"] == {
+        "vimMode": True,
+        "enableAutoUpdate": False,
+        "enableAutoUpdateNotification": False,
+    }
+    assert data["telemetry"] == {"target": "local", "enabled": False}
+    assert data["privacy"] == {"usageStatisticsEnabled": False}
+    assert "// mine" in path.read_text()

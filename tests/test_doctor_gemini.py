@@ -25,7 +25,8 @@ def _doctor(cli) -> dict:  # type: ignore[no-untyped-def,type-arg]
 
 
 def _ids(document: dict) -> list[str]:  # type: ignore[type-arg]
-    return [f["id"] for f in document["findings"]]
+    """The problems (info notes left out)."""
+    return [f["id"] for f in document["findings"] if f["severity"] != "info"]
 
 
 def _by_id(document: dict, finding_id: str) -> dict:  # type: ignore[type-arg]
@@ -164,3 +165,11 @@ def test_the_system_override_layer_wins(cli, project: Path, isolated_home: Path)
     system.write_text('{"security": {"auth": {"selectedType": "oauth-personal"}}}')
     finding = _by_id(_doctor(cli), "gemini-auth-type")
     assert finding["file"] == str(system)
+
+
+def test_usage_statistics_are_noted_until_no_phone_home(cli, project: Path) -> None:
+    assert cli("config", "gemini", "--preset", "mock").exit_code == 0
+    note = _by_id(_doctor(cli), "gemini-usage-statistics")
+    assert note["severity"] == "info" and "--no-phone-home" in note["fix"]
+    assert cli("config", "gemini", "--preset", "mock", "--no-phone-home").exit_code == 0
+    assert "gemini-usage-statistics" not in [f["id"] for f in _doctor(cli)["findings"]]

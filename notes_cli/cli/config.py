@@ -244,6 +244,14 @@ def gemini(
     scope: Annotated[
         str, typer.Option("--scope", help="user (~/.gemini) or project (./.gemini).")
     ] = "user",
+    no_phone_home: Annotated[
+        bool,
+        typer.Option(
+            "--no-phone-home",
+            help="Also turn off Gemini CLI's usage statistics, telemetry and update checks "
+            "(its only connections besides the model).",
+        ),
+    ] = False,
     bridge: Bridge = False,
     bridge_port: BridgePort = 8787,
     bridge_key_env: BridgeKeyEnv = None,
@@ -258,7 +266,7 @@ def gemini(
 
     path = settings_path(scope, gemini_home=gemini_home, project_dir=project_dir)  # checks it
     options = GeminiOptions(
-        preset, base_url, model, key_env, write_key_from_env, cast(Scope, scope)
+        preset, base_url, model, key_env, write_key_from_env, cast(Scope, scope), no_phone_home
     )
     if bridge or _chat_only(preset) or _no_gemini_api(preset):
         from notes_cli.bridge.client_setup import BridgeOptions, plan_gemini_bridge

@@ -44,6 +44,15 @@ TRUST_NOTE = (
     "Gemini CLI reads .gemini/.env only in a trusted folder, and `gemini -p` refuses an "
     "untrusted one: trust it once in `gemini`, or set GEMINI_CLI_TRUST_WORKSPACE=true for scripts"
 )
+QUIET_SETTINGS: dict[tuple[str, ...], Any] = {
+    ("privacy", "usageStatisticsEnabled"): False,
+    ("telemetry", "enabled"): False,
+    ("general", "enableAutoUpdate"): False,
+    ("general", "enableAutoUpdateNotification"): False,
+}
+"""`--no-phone-home`: Gemini CLI 0.61 otherwise sends usage statistics to play.googleapis.com
+and checks npm for updates, whatever base URL its model calls use."""
+
 CREDENTIAL_FIX = (
     "keep the key out of the URL: export it as GEMINI_API_KEY (Gemini CLI sends it as "
     "x-goog-api-key), or pass --key-env NAME for a key held in another variable"
@@ -58,6 +67,7 @@ class GeminiOptions:
     key_env: str | None = None
     write_key_from_env: str | None = None
     scope: Scope = "user"
+    no_phone_home: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,8 @@ def plan_gemini(
         ("security", "auth", "selectedType"): AUTH_TYPE,
         ("model", "name"): model,
     }
+    if options.no_phone_home:
+        updates.update(QUIET_SETTINGS)
     new_text = _settings_text(old_text, data, updates, path)
     env_text, export_line, notes, mode = _env_edit(options, gemini_preset, old_env or "", env_path)
     notes = cleaned.notes + notes + (TRUST_NOTE,)
@@ -188,7 +200,8 @@ def _settings_text(
 def _check_objects(data: dict[str, Any], path: Path) -> None:
     """Every object on pdnotes' paths must be an object (a string `model` is the pre-2025
     settings layout, which Gemini CLI migrates itself)."""
-    for dotted in (("security",), ("security", "auth"), ("model",)):
+    for dotted in (("security",), ("security", "auth"), ("model",), ("privacy",),
+                   ("telemetry",), ("general",)):  # fmt: skip
         value = _get(data, dotted)
         if value is not None and not isinstance(value, dict):
             name = ".".join(dotted)

@@ -38,6 +38,7 @@ def check_gemini(layers: GeminiLayers, env: Mapping[str, str]) -> list[Finding]:
     findings += _auth_type(layers)
     findings += _model(layers)
     findings += _key(layers)
+    findings += _usage_statistics(layers)
     return findings
 
 
@@ -155,6 +156,21 @@ def _model(layers: GeminiLayers) -> list[Finding]:
             "gemini",
             "no model.name in any settings file and no GEMINI_MODEL: Gemini CLI asks the "
             "gateway for its own default model",
+            file=file,
+        )
+    ]
+
+
+def _usage_statistics(layers: GeminiLayers) -> list[Finding]:
+    if layers.value("privacy", "usageStatisticsEnabled") is False:
+        return []
+    file = str(paths.gemini_settings_path("user"))
+    return [
+        make(
+            "gemini-usage-statistics",
+            "gemini",
+            "Gemini CLI sends usage statistics to play.googleapis.com (on by default), while its "
+            "model calls go to the gateway",
             file=file,
         )
     ]
