@@ -173,3 +173,15 @@ def test_usage_statistics_are_noted_until_no_phone_home(cli, project: Path) -> N
     assert note["severity"] == "info" and "--no-phone-home" in note["fix"]
     assert cli("config", "gemini", "--preset", "mock", "--no-phone-home").exit_code == 0
     assert "gemini-usage-statistics" not in [f["id"] for f in _doctor(cli)["findings"]]
+
+
+def test_live_probe_on_a_chat_only_engine_names_the_bridge_command(
+    cli, project: Path, start_engine_server
+) -> None:
+    engine = start_engine_server(protocols=("chat",))  # no Gemini routes: a chat-only gateway
+    args = ("--base-url", engine.base_url, "--model", "pd-mock-1")  # its /chat/completions root
+    assert cli("config", "gemini", "--preset", "mock", *args).exit_code == 0
+    result = cli("doctor", "--client", "gemini", "--json", "--timeout", "5")
+    finding = _by_id(result.json(), "gemini-chat-only-endpoint")
+    assert result.exit_code == 1 and finding["severity"] == "error"
+    assert "pdnotes config gemini --bridge --base-url" in finding["fix"]
