@@ -245,3 +245,24 @@ def test_no_phone_home_turns_off_the_side_connections_and_keeps_the_rest(
     assert data["telemetry"] == {"target": "local", "enabled": False}
     assert data["privacy"] == {"usageStatisticsEnabled": False}
     assert "// mine" in path.read_text()
+
+
+def test_show_names_each_value_with_the_layer_it_comes_from(
+    cli, isolated_home: Path, monkeypatch
+) -> None:
+    assert cli("config", "gemini", "--preset", "mock").exit_code == 0
+    system = isolated_home / "etc-gemini" / "settings.json"
+    system.parent.mkdir()
+    system.write_text('{"model": {"name": "from-system"}}')  # system overrides win
+    monkeypatch.setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")
+    (setup,) = cli("config", "show", "--client", "gemini", "--json").json()["clients"]
+    values = {v["name"]: (v["value"], v["source"]) for v in setup["values"]}
+    assert values["GOOGLE_GEMINI_BASE_URL"] == (
+        "http://127.0.0.1:8000/api/gemini", str(_env(isolated_home))
+    )
+    assert values["model"] == ("from-system", str(system))
+    assert values["folder trust"] == ("trusted", "GEMINI_CLI_TRUST_WORKSPACE=true")
+    assert setup["request_url"].endswith("/v1beta/models/from-system:streamGenerateContent?alt=sse")
+    monkeypatch.delenv("GEMINI_CLI_TRUST_WORKSPACE")  # untrusted: .gemini/.env is not read
+    (setup,) = cli("config", "show", "--client", "gemini", "--json").json()["clients"]
+    assert setup["request_url"].startswith("https://generativelanguage.googleapis.com/")

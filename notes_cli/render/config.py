@@ -213,6 +213,7 @@ def presets(items: list[Preset], *, as_json: bool) -> None:
                         "codex_provider_id": p.codex.provider_id if p.codex else None,
                         "env_key": p.codex.env_key if p.codex else None,
                         "claude_base_url": p.claude.base_url if p.claude else None,
+                        "gemini_base_url": p.gemini.base_url if p.gemini else None,
                         "model": p.model,
                     }
                     for p in items
