@@ -258,7 +258,8 @@ def test_show_names_each_value_with_the_layer_it_comes_from(
     (setup,) = cli("config", "show", "--client", "gemini", "--json").json()["clients"]
     values = {v["name"]: (v["value"], v["source"]) for v in setup["values"]}
     assert values["GOOGLE_GEMINI_BASE_URL"] == (
-        "http://127.0.0.1:8000/api/gemini", str(_env(isolated_home))
+        "http://127.0.0.1:8000/api/gemini",
+        str(_env(isolated_home)),
     )
     assert values["model"] == ("from-system", str(system))
     assert values["folder trust"] == ("trusted", "GEMINI_CLI_TRUST_WORKSPACE=true")

@@ -153,9 +153,9 @@ def plan_gemini(
         updates.update(QUIET_SETTINGS)
     new_text = _settings_text(old_text, data, updates, path)
     env_text, export_line, notes, mode = _env_edit(options, gemini_preset, old_env or "", env_path)
-    notes = cleaned.notes + notes + (TRUST_NOTE,)
+    notes = cleaned.notes + notes
     env_text = dotenv.set_value(env_text, BASE_URL_VAR, cleaned.base_url)
-    warnings = tuple(_warnings(options, env_path, cleaned.base_url))
+    warnings = (TRUST_NOTE, *_warnings(options, env_path, cleaned.base_url))
     group = uuid.uuid4().hex
     redact = secret_values(data, dotenv.parse(old_env or ""), dotenv.parse(env_text))
     redact = tuple(s for s in redact if s not in presets.placeholder_tokens())
