@@ -148,9 +148,15 @@ def test_calls_without_ids_reach_the_upstream_paired() -> None:
         "model": "m",
         "choices": [{"message": {"content": "done"}, "finish_reason": "stop"}],
     }
-    with LoopbackServer(Reply.json(answer)) as upstream, bridge_to(upstream.url) as bridge:
-        reply = httpx.post(url(bridge, "generateContent"), json=body)
+    aliases = {"gemini-2.5-pro": "qwen3-32b"}  # Gemini CLI's model name, mapped
+    with (
+        LoopbackServer(Reply.json(answer)) as upstream,
+        bridge_to(upstream.url, model_map=aliases) as bridge,
+    ):
+        reply = httpx.post(url(bridge, "generateContent", "gemini-2.5-pro"), json=body)
     sent = upstream.requests[0].json()["messages"]
+    assert upstream.requests[0].json()["model"] == "qwen3-32b"
+    assert reply.json()["modelVersion"] == "gemini-2.5-pro"
 
     assert reply.status_code == 200
     assert reply.json()["candidates"][0]["content"]["parts"] == [{"text": "done"}]

@@ -62,6 +62,8 @@ def test_generate_content_answers_with_text_finish_and_usage(engine_server: Runn
     assert usage.prompt_token_count == counted.total_tokens
     assert usage.total_token_count == usage.prompt_token_count + usage.candidates_token_count
     assert reply.response_id and reply.model_version == MODEL
+    metrics = httpx.get(engine_server.url("/metrics"), timeout=10).text
+    assert 'pdnotes_engine_requests_total{route="gemini",status="200"} 1.0' in metrics
 
 
 def test_the_stream_says_what_the_whole_answer_says(engine_server: RunningEngine) -> None:
