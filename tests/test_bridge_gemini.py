@@ -242,3 +242,20 @@ def test_unknown_methods_bad_bodies_and_array_streams_are_refused(bridge: Any) -
 
     array = httpx.post(url(bridge, "streamGenerateContent"), json=BODY)
     assert array.status_code == 400 and "alt=sse" in array.json()["error"]["message"]
+
+
+def test_a_base_url_with_the_version_in_it_is_a_google_404_saying_so(bridge: Any) -> None:
+    """GOOGLE_GEMINI_BASE_URL=http://HOST:PORT/v1beta: the SDK adds /v1beta again."""
+    options = types.HttpOptions(
+        base_url=bridge.config.root_url + "/v1beta",
+        api_version="v1beta",
+        retry_options=types.HttpRetryOptions(attempts=1),
+    )
+    sdk = genai.Client(api_key="k", http_options=options)
+    with pytest.raises(genai_errors.ClientError) as caught:
+        sdk.models.generate_content(model=MODEL, contents="x")
+
+    assert (caught.value.code, caught.value.status) == (404, "NOT_FOUND")
+    assert "without the API version" in (caught.value.message or "")
+    plain = httpx.get(bridge.config.root_url + "/v1/models")  # no Google header: OpenAI's list
+    assert plain.json()["object"] == "list"

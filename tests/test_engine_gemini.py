@@ -216,3 +216,20 @@ def test_a_chat_only_engine_has_no_gemini_routes(
     engine = start_engine_server(protocols=("chat",))
 
     assert http.post(url(engine, "generateContent"), json=BODY).status_code == 404
+
+
+@pytest.mark.parametrize("base", ["/api/gemini/v1beta", "/api", ""])
+def test_a_wrong_base_url_is_a_google_404_naming_the_right_one(
+    engine_server: RunningEngine, base: str
+) -> None:
+    options = types.HttpOptions(
+        base_url=engine_server.url(base),
+        api_version="v1beta",
+        retry_options=types.HttpRetryOptions(attempts=1),
+    )
+    sdk = genai.Client(api_key="k", http_options=options)
+    with pytest.raises(genai_errors.ClientError) as caught:
+        sdk.models.generate_content(model=MODEL, contents="x")
+
+    assert (caught.value.code, caught.value.status) == (404, "NOT_FOUND")
+    assert "GOOGLE_GEMINI_BASE_URL) is /api/gemini" in (caught.value.message or "")
