@@ -233,3 +233,20 @@ def test_a_wrong_base_url_is_a_google_404_naming_the_right_one(
 
     assert (caught.value.code, caught.value.status) == (404, "NOT_FOUND")
     assert "GOOGLE_GEMINI_BASE_URL) is /api/gemini" in (caught.value.message or "")
+
+
+def test_injected_faults_reach_gemini_clients_in_googles_words(
+    start_engine_server: Callable[..., Any],
+) -> None:
+    engine = start_engine_server(faults=["429@first:1", "cut-before-completion@always"])
+    sdk = client(engine)
+    with pytest.raises(genai_errors.ClientError) as caught:
+        sdk.models.generate_content(model=MODEL, contents="x")
+    assert (caught.value.code, caught.value.status) == (429, "RESOURCE_EXHAUSTED")
+    assert {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"} in (
+        caught.value.details["error"]["details"]
+    )
+
+    chunks = list(sdk.models.generate_content_stream(model=MODEL, contents="What is PD?"))
+    assert chunks and all(c.text for c in chunks)  # every token, then the cut:
+    assert not any(c.candidates and c.candidates[0].finish_reason for c in chunks)  # no finish
