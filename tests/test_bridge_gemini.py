@@ -14,6 +14,8 @@ from bridge_support import UPSTREAM_KEY, bridge_to, chunk, tool_call_stream
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from loopback import LoopbackServer, Reply
 
 MODEL = "pd-mock-1"
@@ -148,9 +150,15 @@ def test_calls_without_ids_reach_the_upstream_paired() -> None:
         "model": "m",
         "choices": [{"message": {"content": "done"}, "finish_reason": "stop"}],
     }
-    with LoopbackServer(Reply.json(answer)) as upstream, bridge_to(upstream.url) as bridge:
-        reply = httpx.post(url(bridge, "generateContent"), json=body)
+    aliases = {"gemini-2.5-pro": "qwen3-32b"}  # Gemini CLI's model name, mapped
+    with (
+        LoopbackServer(Reply.json(answer)) as upstream,
+        bridge_to(upstream.url, model_map=aliases) as bridge,
+    ):
+        reply = httpx.post(url(bridge, "generateContent", "gemini-2.5-pro"), json=body)
     sent = upstream.requests[0].json()["messages"]
+    assert upstream.requests[0].json()["model"] == "qwen3-32b"
+    assert reply.json()["modelVersion"] == "gemini-2.5-pro"
 
     assert reply.status_code == 200
     assert reply.json()["candidates"][0]["content"]["parts"] == [{"text": "done"}]
@@ -236,3 +244,91 @@ def test_unknown_methods_bad_bodies_and_array_streams_are_refused(bridge: Any) -
 
     array = httpx.post(url(bridge, "streamGenerateContent"), json=BODY)
     assert array.status_code == 400 and "alt=sse" in array.json()["error"]["message"]
+
+
+def test_a_base_url_with_the_version_in_it_is_a_google_404_saying_so(bridge: Any) -> None:
+    """GOOGLE_GEMINI_BASE_URL=http://HOST:PORT/v1beta: the SDK adds /v1beta again."""
+    options = types.HttpOptions(
+        base_url=bridge.config.root_url + "/v1beta",
+        api_version="v1beta",
+        retry_options=types.HttpRetryOptions(attempts=1),
+    )
+    sdk = genai.Client(api_key="k", http_options=options)
+    with pytest.raises(genai_errors.ClientError) as caught:
+        sdk.models.generate_content(model=MODEL, contents="x")
+
+    assert (caught.value.code, caught.value.status) == (404, "NOT_FOUND")
+    assert "without the API version" in (caught.value.message or "")
+    plain = httpx.get(bridge.config.root_url + "/v1/models")  # no Google header: OpenAI's list
+    assert plain.json()["object"] == "list"
+
+
+def test_reasoning_becomes_thought_parts() -> None:
+    events = [
+        chunk({"role": "assistant", "reasoning_content": "Let me "}),
+        chunk({"reasoning_content": "think."}),
+        chunk({"content": "pong"}),
+        chunk({}, "stop"),
+        b"data: [DONE]\n\n",
+    ]
+    with LoopbackServer(Reply.sse(events)) as upstream, bridge_to(upstream.url) as bridge:
+        sdk = client(bridge)
+        chunks = list(sdk.models.generate_content_stream(model=MODEL, contents="say pong"))
+    parts = [p for c in chunks if c.candidates for p in c.candidates[0].content.parts or []]  # type: ignore[union-attr]
+
+    assert "".join(p.text or "" for p in parts if p.thought) == "Let me think."
+    assert "".join(p.text or "" for p in parts if not p.thought) == "pong"
+
+
+JUNK = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+PARTS = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "text": JUNK,
+            "thought": JUNK,
+            "functionCall": st.fixed_dictionaries({"name": JUNK}, optional={"args": JUNK}),
+            "functionResponse": st.fixed_dictionaries({"name": JUNK}, optional={"response": JUNK}),
+        },
+    )
+    | JUNK,
+    max_size=3,
+)
+BODIES = st.fixed_dictionaries(
+    {},
+    optional={
+        "contents": st.lists(
+            st.fixed_dictionaries(
+                {"parts": PARTS}, optional={"role": st.sampled_from(["user", "model", "x"])}
+            )
+            | JUNK,
+            max_size=3,
+        )
+        | JUNK,
+        "systemInstruction": JUNK,
+        "generationConfig": JUNK,
+        "tools": JUNK,
+        "toolConfig": JUNK,
+    },
+)
+
+
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(body=BODIES, streamed=st.booleans())
+def test_any_body_is_answered_or_refused_in_googles_format_never_a_5xx(
+    bridge: Any, body: dict[str, Any], streamed: bool
+) -> None:
+    method = "streamGenerateContent?alt=sse" if streamed else "generateContent"
+    reply = httpx.post(url(bridge, method), content=json.dumps(body), timeout=20)
+
+    assert reply.status_code in (200, 400), reply.text
+    if reply.status_code == 400:
+        assert set(reply.json()["error"]) >= {"code", "message", "status"}

@@ -62,6 +62,8 @@ def test_generate_content_answers_with_text_finish_and_usage(engine_server: Runn
     assert usage.prompt_token_count == counted.total_tokens
     assert usage.total_token_count == usage.prompt_token_count + usage.candidates_token_count
     assert reply.response_id and reply.model_version == MODEL
+    metrics = httpx.get(engine_server.url("/metrics"), timeout=10).text
+    assert 'pdnotes_engine_requests_total{route="gemini",status="200"} 1.0' in metrics
 
 
 def test_the_stream_says_what_the_whole_answer_says(engine_server: RunningEngine) -> None:
@@ -214,3 +216,37 @@ def test_a_chat_only_engine_has_no_gemini_routes(
     engine = start_engine_server(protocols=("chat",))
 
     assert http.post(url(engine, "generateContent"), json=BODY).status_code == 404
+
+
+@pytest.mark.parametrize("base", ["/api/gemini/v1beta", "/api", ""])
+def test_a_wrong_base_url_is_a_google_404_naming_the_right_one(
+    engine_server: RunningEngine, base: str
+) -> None:
+    options = types.HttpOptions(
+        base_url=engine_server.url(base),
+        api_version="v1beta",
+        retry_options=types.HttpRetryOptions(attempts=1),
+    )
+    sdk = genai.Client(api_key="k", http_options=options)
+    with pytest.raises(genai_errors.ClientError) as caught:
+        sdk.models.generate_content(model=MODEL, contents="x")
+
+    assert (caught.value.code, caught.value.status) == (404, "NOT_FOUND")
+    assert "GOOGLE_GEMINI_BASE_URL) is /api/gemini" in (caught.value.message or "")
+
+
+def test_injected_faults_reach_gemini_clients_in_googles_words(
+    start_engine_server: Callable[..., Any],
+) -> None:
+    engine = start_engine_server(faults=["429@first:1", "cut-before-completion@always"])
+    sdk = client(engine)
+    with pytest.raises(genai_errors.ClientError) as caught:
+        sdk.models.generate_content(model=MODEL, contents="x")
+    assert (caught.value.code, caught.value.status) == (429, "RESOURCE_EXHAUSTED")
+    assert {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"} in (
+        caught.value.details["error"]["details"]
+    )
+
+    chunks = list(sdk.models.generate_content_stream(model=MODEL, contents="What is PD?"))
+    assert chunks and all(c.text for c in chunks)  # every token, then the cut:
+    assert not any(c.candidates and c.candidates[0].finish_reason for c in chunks)  # no finish

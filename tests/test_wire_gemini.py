@@ -312,6 +312,27 @@ def test_images_thinking_budgets_and_extra_keys() -> None:
             {"contents": [{"parts": [{"text": "x"}]}], "tools": [{"functionDeclarations": [{}]}]},
             "tools[0].functionDeclarations[0].name",
         ),
+        (
+            {
+                "contents": [
+                    {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": 5}}]}
+                ]
+            },
+            "contents[0].parts[0].functionResponse.response",
+        ),
+        (
+            {
+                "contents": [
+                    {"role": "model", "parts": [{"functionCall": {"name": "f", "args": []}}]}
+                ]
+            },
+            "contents[0].parts[0].functionCall.args",
+        ),
+        ({"contents": [{"parts": [{"inlineData": "x"}]}]}, "contents[0].parts[0].inlineData"),
+        ({"contents": [{"parts": [{"text": "x"}]}], "systemInstruction": 5}, "systemInstruction"),
+        ({"contents": [{"parts": [{"text": "x"}]}], "tools": [5]}, "tools[0]"),
+        ({"contents": [{"parts": [{"text": "x"}]}], "generationConfig": 5}, "generationConfig"),
+        ({"contents": [5]}, "contents[0]"),
     ],
 )
 def test_bad_requests_are_400s_naming_the_param(body: dict[str, Any], param: str) -> None:

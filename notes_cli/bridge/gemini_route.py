@@ -82,26 +82,33 @@ LEG = GeminiLeg("gemini", gemini, "", BAD_KEY)
 
 
 def matches(request: Request) -> bool:
-    """A Gemini path. `GET /v1/models` is the OpenAI / Anthropic list too: it is Gemini's
-    only when a Google SDK asks (its `x-goog-api-key` or `x-goog-api-client` header, or
-    `?key=`; the Python SDK's default API version is `v1`)."""
+    """A Gemini request: a Gemini path, or any path a Google SDK asks for (its
+    `x-goog-api-key` or `x-goog-api-client` header, or `?key=`), so that a wrong base URL is
+    a 404 in Google's format. `GET /v1/models` is the OpenAI / Anthropic list too: it is
+    Gemini's only when a Google SDK asks (the Python SDK's default API version is `v1`)."""
     path = request.path
-    if path == "/v1/models":
-        google = any(
-            name in (b"x-goog-api-key", b"x-goog-api-client") for name, _ in request.headers
-        )
-        return google or "key" in parse_qs(request.query)
-    return PATH.match(path) is not None
+    if path != "/v1/models" and PATH.match(path) is not None:
+        return True
+    google = any(name in (b"x-goog-api-key", b"x-goog-api-client") for name, _ in request.headers)
+    asked = google or "key" in parse_qs(request.query)
+    return asked and path != "/health" and request.method != "HEAD"
 
 
 async def handle(app: Host, request: Request, response: Response) -> None:
     """One request on a Gemini path (`matches` said so)."""
     match = PATH.match(request.path)
-    assert match is not None
-    rest = match.group("rest")
     if not app._authorised(request):  # nothing of the request is read or echoed
         app._error(response, LEG, WireError(401, "authentication", BAD_KEY))
         return
+    if match is None:  # a Google SDK on a path that is none of Gemini's
+        said = f"no route {request.method} {request.path} on the pdnotes bridge"
+        hint = (
+            " (Gemini CLI's GOOGLE_GEMINI_BASE_URL is the bridge's root, http://HOST:PORT, "
+            "without the API version: the SDK adds /v1beta itself)"
+        )
+        app._error(response, LEG, WireError(404, "not_found", said + hint))
+        return
+    rest = match.group("rest")
     if rest is None and request.method == "GET":
         await _models(app, response)
         return

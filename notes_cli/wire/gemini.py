@@ -1020,7 +1020,7 @@ class StreamDecoder:
         self.native_finish: str | None = None
         self._started = False
         self._calls = 0
-        self._usage: Usage | None = None
+        self._usage: dict[str, Any] | None = None  # the latest usageMetadata, as sent
 
     def feed(self, data: str, event: str | None = None) -> list[Event]:
         obj = f.parse_sse_json(data)
@@ -1043,9 +1043,9 @@ class StreamDecoder:
             out.append(
                 StartEvent(str(obj.get("responseId") or ""), str(obj.get("modelVersion") or ""))
             )
-        usage = decode_usage(obj.get("usageMetadata"))
-        if usage is not None:
-            self._usage = usage
+        raw_usage = obj.get("usageMetadata")
+        if isinstance(raw_usage, dict):
+            self._usage = raw_usage  # read once, at the finish (each chunk repeats it)
         candidates = f.as_list(obj.get("candidates"))
         candidate = f.as_object(candidates[0]) if candidates else {}
         for part in f.as_list(f.as_object(candidate.get("content")).get("parts")):
@@ -1057,8 +1057,9 @@ class StreamDecoder:
         if word and isinstance(word, str) and not self.done:
             self.done = self.closed = True
             self.native_finish = word
-            if self._usage is not None:
-                out.append(UsageEvent(self._usage))
+            usage = decode_usage(self._usage)
+            if usage is not None:
+                out.append(UsageEvent(usage))
             finish = _finish_in(word if "finishReason" in candidate else "SAFETY", self._calls > 0)
             out.append(FinishEvent(finish))
         return out

@@ -23,6 +23,7 @@ import contextlib
 import hmac
 import json
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
@@ -76,6 +77,9 @@ from notes_cli.wire.codec import StreamEncoderFactory
 DEFAULT_FINGERPRINT = "fp_pdnotes_mock_engine"
 GEMINI_VERSIONS = frozenset({"v1beta", "v1", "v1alpha"})  # the @google/genai apiVersion values
 _GEMINI_METHODS = frozenset({"generateContent", "streamGenerateContent", "countTokens"})
+# A Gemini call on a path the engine does not serve (a base URL without /gemini, or with the
+# version in it: the SDK adds it again): answered in Google's format, with the base URL to use.
+_GEMINI_PATH = re.compile(r"/v1(?:beta|alpha)?/models/[^/].*:[A-Za-z]+$|/v1(?:beta|alpha)/models$")
 
 
 class _Json(JSONResponse):
@@ -281,7 +285,7 @@ class _EngineHttp:
     # --- errors ------------------------------------------------------------------------
 
     def _dialect_for(self, path: str) -> Dialect:
-        if path.startswith(f"{self.prefix}/gemini/"):
+        if path.startswith(f"{self.prefix}/gemini/") or _GEMINI_PATH.search(path):
             return GEMINI
         return MESSAGES if path.startswith(f"{self.prefix}/anthropic") else CHAT
 
@@ -305,7 +309,13 @@ class _EngineHttp:
 
     def _not_found_message(self, method: str, path: str) -> str:
         hint = ""
-        if "/v1/" in path and not path.startswith(f"{self.prefix}/anthropic/v1/"):
+        gemini = f"{self.prefix}/gemini"
+        if _GEMINI_PATH.search(path) and "gemini" in self.protocols:
+            hint = (
+                f" Gemini's base URL (GOOGLE_GEMINI_BASE_URL) is {gemini}, without the API "
+                "version: the SDK adds /v1beta itself."
+            )
+        elif "/v1/" in path and not path.startswith(f"{self.prefix}/anthropic/v1/"):
             hint = f" The base URL is {self.prefix or '/'} with no /v1 (drop the extra /v1)."
         return f"Invalid URL ({method} {path}): no such route on this engine.{hint}"
 
