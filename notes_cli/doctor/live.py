@@ -314,13 +314,19 @@ class _Prober:
             base = endpoint.base_url.rstrip("/")
             candidates = [base + "/v1", base] if not base.endswith("/v1") else [base]
             finding_id, client_path = "messages-unsupported", "/v1/messages"
+        elif endpoint.protocol == "gemini":
+            base = endpoint.base_url.rstrip("/")
+            candidates = [base + "/v1", base] if not base.endswith("/v1") else [base]
+            finding_id, client_path = "gemini-chat-only-endpoint", "/v1beta/models/…"
         else:
             return False
         for base in candidates:
             chat = dataclasses.replace(endpoint, protocol="chat", base_url=base)
             if not self._try(chat, "chat-completions")[0]:
                 continue
-            name = "Codex" if endpoint.protocol == "responses" else "Claude Code"
+            name = {"responses": "Codex", "gemini": "Gemini CLI"}.get(
+                endpoint.protocol, "Claude Code"
+            )
             self._add(
                 finding_id,
                 f"POST {exc.url} -> 404, but {safe_url(chat.request_url())} answers: this "
@@ -622,6 +628,7 @@ class _Prober:
         return {
             "bearer": "Authorization: Bearer",
             "x-api-key": "x-api-key",
+            "x-goog-api-key": "x-goog-api-key",
             "both": "Authorization: Bearer and x-api-key",
             "none": "nothing: no key is configured",
         }[self.endpoint.auth_style]
@@ -679,10 +686,11 @@ def bridge_command(endpoint: Endpoint, chat_base: str) -> str:
     """The command that puts the bridge in front of a chat-only endpoint, for this client."""
     import shlex
 
-    client = "codex" if endpoint.protocol == "responses" else "claude"
+    client = {"responses": "codex", "gemini": "gemini"}.get(endpoint.protocol, "claude")
     args = ["pdnotes", "config", client, "--bridge", "--base-url", chat_base]
     if endpoint.key_env:
-        args += ["--env-key" if client == "codex" else "--token-env", endpoint.key_env]
+        flag = {"codex": "--env-key", "gemini": "--key-env"}.get(client, "--token-env")
+        args += [flag, endpoint.key_env]
     args += ["--model", endpoint.model or "<model id>"]
     return shlex.join(args)
 
