@@ -19,13 +19,17 @@ if TYPE_CHECKING:
     from notes_cli.clients.plan import WritePlan, WriteResult
 
 app = typer.Typer(
-    help="Write, show and undo the Codex / Claude Code configuration for a gateway.",
+    help="Write, show and undo the Codex / Claude Code / Qwen Code configuration for a gateway.",
     no_args_is_help=True,
 )
 
-_CLIENT = Names(lambda: ("codex", "claude"), "unknown --client {value}", fix="use codex or claude")
+_CLIENT = Names(
+    lambda: ("codex", "claude", "qwen"), "unknown --client {value}", fix="use codex, claude or qwen"
+)
 _ANY_CLIENT = Names(
-    lambda: ("all", "codex", "claude"), "unknown --client {value}", fix="use codex, claude or all"
+    lambda: ("all", "codex", "claude", "qwen"),
+    "unknown --client {value}",
+    fix="use codex, claude, qwen or all",
 )
 
 # Options several `config` commands share.
@@ -46,6 +50,10 @@ ProjectDir = Annotated[
         "--project-dir",
         help="Project whose .claude/ settings apply (default: current folder).",
     ),
+]
+QwenHome = Annotated[
+    Path | None,
+    typer.Option("--qwen-home", help="Qwen Code user folder (default: $QWEN_HOME or ~/.qwen)."),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Show the diff; write nothing.")]
@@ -195,6 +203,49 @@ def claude(
     _write(path, build, dry_run, as_json)
 
 
+@app.command("qwen")
+def qwen(
+    preset: Preset = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible root (usually ends in /v1); Qwen Code appends "
+            "/chat/completions.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model id exactly as the gateway names it.")
+    ] = None,
+    key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--key-env",
+            help="NAME of the variable holding the key (the provider's envKey; never the key).",
+        ),
+    ] = None,
+    scope: Annotated[
+        str, typer.Option("--scope", help="user ($QWEN_HOME) or project (.qwen/) settings file.")
+    ] = "user",
+    dry_run: DryRun = False,
+    as_json: AsJson = False,
+    qwen_home: QwenHome = None,
+    project_dir: ProjectDir = None,
+) -> None:
+    """Merge the gateway into Qwen Code's settings.json (a modelProviders entry), keeping
+    comments and everything else."""
+    from notes_cli.clients.qwen_config import QwenOptions, Scope, plan_qwen, settings_path
+
+    path = settings_path(scope, qwen_home=qwen_home, project_dir=project_dir)  # checks --scope
+    options = QwenOptions(preset, base_url, model, key_env, cast(Scope, scope))
+    _write(
+        path,
+        lambda: (plan_qwen(options, qwen_home=qwen_home, project_dir=project_dir), None),
+        dry_run,
+        as_json,
+    )
+
+
 def _limits_fetcher(from_gateway: bool) -> LimitsFetcher | None:
     """Reading the window over HTTP is the gateway's (clients/ does no HTTP)."""
     if not from_gateway:
@@ -298,11 +349,12 @@ def _restore_record(restore: Callable[[], None], failure: BaseException) -> None
 def show(
     client: Annotated[
         str,
-        one_of(_ANY_CLIENT, "--client", help="codex, claude or all."),
+        one_of(_ANY_CLIENT, "--client", help="codex, claude, qwen or all."),
     ] = "all",
     as_json: AsJson = False,
     codex_home: CodexHome = None,
     claude_home: ClaudeHome = None,
+    qwen_home: QwenHome = None,
     project_dir: ProjectDir = None,
     profile: layer_options.Profile = None,
     overrides: layer_options.Overrides = None,
@@ -321,6 +373,7 @@ def show(
         project_dir=project_dir,
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
         claude_settings=settings,
+        qwen_home=qwen_home,
     )
     render.show_json(setups) if as_json else render.show_human(setups)
 
@@ -330,7 +383,9 @@ def undo(
     client: Annotated[
         str | None,
         one_of(
-            _CLIENT, "--client", help="codex or claude (default: the one written most recently)."
+            _CLIENT,
+            "--client",
+            help="codex, claude or qwen (default: the one written most recently).",
         ),
     ] = None,
     as_json: AsJson = False,
@@ -350,7 +405,8 @@ def undo(
 def _most_recent_client() -> str:
     from notes_cli import backups
 
-    newest = [(b.created, name) for name in ("codex", "claude") if (b := backups.latest(name))]
+    clients = ("codex", "claude", "qwen")
+    newest = [(b.created, name) for name in clients if (b := backups.latest(name))]
     return max(newest)[1] if newest else "codex"
 
 
