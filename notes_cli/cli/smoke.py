@@ -11,8 +11,13 @@ import typer
 if TYPE_CHECKING:
     from notes_cli.clients.endpoint import AuthStyle, Endpoint
 
-_PROTOCOL = {"codex": "responses", "claude": "anthropic", "openai": "chat"}
-_DEFAULT_KEY_ENV = {"codex": None, "claude": "ANTHROPIC_AUTH_TOKEN", "openai": "OPENAI_API_KEY"}
+_PROTOCOL = {"codex": "responses", "claude": "anthropic", "qwen": "chat", "openai": "chat"}
+_DEFAULT_KEY_ENV = {
+    "codex": None,
+    "claude": "ANTHROPIC_AUTH_TOKEN",
+    "qwen": "OPENAI_API_KEY",
+    "openai": "OPENAI_API_KEY",
+}
 
 
 # The flags of `smoke`.
@@ -21,7 +26,8 @@ Client = Annotated[
     typer.Option(
         "--client",
         help="Whose protocol to speak: codex (Responses API), claude "
-        "(Anthropic Messages) or openai (chat completions).",
+        "(Anthropic Messages), qwen (chat completions as Qwen Code sends them) or openai "
+        "(chat completions).",
     ),
 ]
 N = Annotated[int, typer.Option("-n", "--runs", min=1, max=50, help="Consecutive runs.")]
@@ -95,7 +101,7 @@ def smoke(
         retries=retries,
         max_tokens=max_tokens,
         on_run=draw.progress,
-        shape=None if minimal else _shape(endpoint.protocol),
+        shape=None if minimal else _shape(endpoint.protocol, client),
     )
     if as_json:
         render.emit_json(report.to_json())
@@ -105,11 +111,14 @@ def smoke(
         raise SystemExit(1)  # typer.Exit's code is dropped under standalone_mode=False
 
 
-def _shape(protocol: str) -> object:
-    """The recorded request of the client speaking `protocol` (None for chat completions)."""
+def _shape(protocol: str, client: str = "") -> object:
+    """The recorded request of the client speaking `protocol` (None for plain chat
+    completions: `--client openai`)."""
     from notes_cli.doctor.client_shape import shape_for
     from notes_cli.doctor.version import claude_version, codex_version
 
+    if client == "qwen":
+        return shape_for(protocol, None, client="qwen")
     if protocol == "responses":
         return shape_for(protocol, codex_version())
     return shape_for(protocol, claude_version()) if protocol == "anthropic" else None
@@ -125,7 +134,9 @@ def _endpoint(
     from notes_cli.errors import UsageError
 
     if client not in _PROTOCOL:
-        raise UsageError(f"unknown client {client!r}", fix="use --client codex, claude or openai")
+        raise UsageError(
+            f"unknown client {client!r}", fix="use --client codex, claude, qwen or openai"
+        )
     if client == "openai" and base_url is None:
         base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     if base_url is not None:
@@ -169,6 +180,13 @@ def _configured(client: str) -> Endpoint:
             f"${endpoint.key_env} is unset or empty: Codex would stop with "
             f"'Missing environment variable: `{endpoint.key_env}`' and send nothing",
             fix=f"export {endpoint.key_env}=<your key>, then re-run",
+        )
+    if client == "qwen" and not endpoint.key:
+        name = endpoint.key_env or "OPENAI_API_KEY"
+        raise UsageError(
+            f"${name} is unset or empty: Qwen Code would stop with '{name} environment "
+            "variable not found' and send nothing",
+            fix=f"export {name}=<your key>, then re-run",
         )
     if client == "claude" and not endpoint.key and endpoint.auth_style == "none":
         raise UsageError(

@@ -35,9 +35,7 @@ def blank_comments(text: str) -> str:
             continue
         if c == "/" and i + 1 < n and text[i + 1] in "/*":
             out.append(text[start:i])
-            end = (
-                text.find("\n", i) if text[i + 1] == "/" else text.find("*/", i + 2) + len("*/")
-            )
+            end = text.find("\n", i) if text[i + 1] == "/" else text.find("*/", i + 2) + len("*/")
             if end < 0 or (text[i + 1] == "*" and end < len("*/")):
                 end = n
             out.append("".join(ch if ch in "\r\n" else " " for ch in text[i:end]))

@@ -17,7 +17,7 @@ from notes_cli.errors import UsageError
 if TYPE_CHECKING:
     from notes_cli.doctor.resolved import Resolved
 
-CLIENTS = ("all", "codex", "claude")
+CLIENTS = ("all", "codex", "claude", "qwen")
 
 
 @dataclass(frozen=True)
@@ -63,13 +63,14 @@ def run_doctor(
     claude_settings: Path | None = None,
     run_helpers: bool = False,
     minimal: bool = False,
+    qwen_home: Path | None = None,
 ) -> DoctorReport:
     """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
     `codex_version` ("0.171.0") picks the Codex rules; default: the installed `codex --version`.
     Each client's files are read once (`doctor.resolved`); the static checks, the summary and
     the live probe all use that one reading."""
     if client not in CLIENTS:
-        raise UsageError(f"unknown --client {client!r}", fix="use codex, claude or all")
+        raise UsageError(f"unknown --client {client!r}", fix="use codex, claude, qwen or all")
     from notes_cli.doctor.env_checks import check_env
 
     env = dict(os.environ)
@@ -83,8 +84,10 @@ def run_doctor(
         resolved.append(
             _claude(report, env, claude_home, project_dir, claude_settings, run_helpers)
         )
+    if client in ("all", "qwen"):
+        resolved.append(_qwen(report, env, qwen_home, project_dir))
     report.clients += [_summary(r) for r in resolved if r.configured]
-    _config_missing(report, client, codex_home, claude_home)
+    _config_missing(report, client, codex_home, claude_home, qwen_home)
     report.findings += check_env(env)
     if not offline:
         betas_off = any(_claude_betas_off(r, env) for r in resolved if r.client == "claude")
@@ -112,6 +115,13 @@ class _Shapes:
             shape = shape_for(protocol, claude_version())
             return without_betas(shape) if shape and self.claude_betas_off else shape
         return shape_for(protocol, self.codex_version)
+
+    def for_client(self, client: str, protocol: str) -> Any:
+        if self.minimal or client != "qwen":
+            return self.for_protocol(protocol)
+        from notes_cli.doctor.client_shape import shape_for
+
+        return shape_for(protocol, None, client="qwen")
 
 
 def _claude_betas_off(resolved: Resolved[Any], env: Mapping[str, str]) -> bool:
@@ -173,6 +183,19 @@ def _claude(
     return claude
 
 
+def _qwen(
+    report: DoctorReport, env: dict[str, str], qwen_home: Path | None, project_dir: Path | None
+) -> Resolved[Any]:
+    from notes_cli.doctor.qwen_checks import check_qwen, file_problems
+    from notes_cli.doctor.resolved import resolve_qwen
+
+    qwen, resolved = resolve_qwen(qwen_home, project_dir, env)
+    report.findings += file_problems(qwen.layers)
+    if resolved is not None:
+        report.findings += check_qwen(qwen.layers, resolved)
+    return qwen
+
+
 def _summary(resolved: Resolved[Any]) -> ClientSummary:
     """The client's header: its files and the URL it will call (none when a file does not
     parse; that file has its finding)."""
@@ -186,20 +209,29 @@ def _summary(resolved: Resolved[Any]) -> ClientSummary:
 
 
 def _config_missing(
-    report: DoctorReport, client: str, codex_home: Path | None, claude_home: Path | None
+    report: DoctorReport,
+    client: str,
+    codex_home: Path | None,
+    claude_home: Path | None,
+    qwen_home: Path | None = None,
 ) -> None:
     """A client with no config: an error when asked for explicitly or when neither client is
-    configured, else a warning (most people use one client)."""
+    configured, else a warning (most people use one client). Qwen Code is named only when
+    asked for (`--client qwen`): `all` checks it once it has a settings file."""
     from notes_cli.doctor.registry import make
 
     configured = {s.client for s in report.clients}
     wanted = ["codex", "claude"] if client == "all" else [client]
     severity: Severity = "error" if client != "all" or not configured else "warning"
     for name in wanted:
-        finding_client: FindingClient = "codex" if name == "codex" else "claude"
+        finding_client: FindingClient = (
+            "codex" if name == "codex" else "qwen" if name == "qwen" else "claude"
+        )
         if name in configured:
             continue
-        if name == "codex":
+        if name == "qwen":
+            path = paths.qwen_settings_path("user", qwen_home_dir=qwen_home)
+        elif name == "codex":
             path = paths.codex_config_path(codex_home)
         else:
             path = paths.claude_settings_path("user", claude_home_dir=claude_home)
@@ -235,7 +267,7 @@ def _live(
             client.endpoint,
             timeout=timeout,
             static_findings=[f for f in report.findings if f.client == client.client],
-            shape=shapes.for_protocol(client.endpoint.protocol),
+            shape=shapes.for_client(client.client, client.endpoint.protocol),
         )
         confirmed = {(f.id, f.client) for f in findings}
         report.findings = [f for f in report.findings if (f.id, f.client) not in confirmed]
