@@ -188,7 +188,8 @@ def _base_url(
     if not raw:
         raise UsageError("no base URL to write", fix="pass --base-url https://… or a --preset")
     host_preset = presets.preset_for_host(urls.host_of(raw)) if urls.has_scheme(raw) else None
-    policy = (preset or host_preset).v1_suffix if (preset or host_preset) else "any"
+    known = preset or host_preset
+    policy = known.v1_suffix if known else "any"
     cleaned = urls.clean_base_url(
         raw,
         suffixes=urls.CODEX_ENDPOINT_SUFFIXES,
