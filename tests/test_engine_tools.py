@@ -122,6 +122,9 @@ def test_no_shell_tool_no_run_line_or_tool_choice_none_means_no_call() -> None:
         ('{"output":"marker-42\\n","metadata":{"exit_code":0}}', "marker-42"),  # older shell
         ("\n\n  marker-42  \nmore", "marker-42"),  # Claude Code's Bash: the output itself
         ("Chunk ID: 1\nOutput:\n", ""),
+        # Qwen Code's run_shell_command: the output follows `Output: ` on its line
+        ("Command: printf 'x-%s' 42\nDirectory: (root)\nOutput: x-42\nError: (none)", "x-42"),
+        ("Command: true\nDirectory: (root)\nOutput: \nsecond\nError: (none)", "second"),
     ],
 )
 def test_the_answer_to_a_result_quotes_the_first_output_line(output: str, line: str) -> None:
