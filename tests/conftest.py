@@ -1,6 +1,6 @@
-"""Shared fixtures. Every test runs with HOME, CODEX_HOME, CLAUDE_CONFIG_DIR and PDNOTES_HOME in
-a temp dir and without the developer's gateway, proxy or client variables, so nothing touches
-the real ~/.codex or ~/.claude.
+"""Shared fixtures. Every test runs with HOME, CODEX_HOME, CLAUDE_CONFIG_DIR, QWEN_HOME and
+PDNOTES_HOME in a temp dir and without the developer's gateway, proxy or client variables, so
+nothing touches the real ~/.codex, ~/.claude or ~/.qwen.
 
 tests/README.md maps the suite: which files test which area, every shared fixture here and the
 helper modules beside it (loopback, hostile_gateway, engine_process, bridge_support, …)."""
@@ -43,7 +43,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
 
 
-_SCRUBBED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "CODEX_", "CLAUDE_", "TAOTOKEN_", "DEEPSEEK_")
+_SCRUBBED_PREFIXES = (
+    "OPENAI_", "ANTHROPIC_", "CODEX_", "CLAUDE_", "TAOTOKEN_", "DEEPSEEK_", "QWEN_",
+)  # fmt: skip
 _SCRUBBED = {
     "HTTP_PROXY",
     "HTTPS_PROXY",
@@ -74,6 +76,12 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # The system-wide layers (Claude Code's managed settings, /etc/codex) stay out of tests.
     monkeypatch.setenv("PDNOTES_CLAUDE_MANAGED_DIR", str(home / "managed-claude"))
     monkeypatch.setenv("PDNOTES_CODEX_SYSTEM_CONFIG", str(home / "etc-codex" / "config.toml"))
+    # Qwen Code: its user folder and both system-wide layers, each moved by its own variable.
+    monkeypatch.setenv("QWEN_HOME", str(home / ".qwen"))
+    monkeypatch.setenv("QWEN_CODE_SYSTEM_SETTINGS_PATH", str(home / "etc-qwen" / "settings.json"))
+    monkeypatch.setenv(
+        "QWEN_CODE_SYSTEM_DEFAULTS_PATH", str(home / "etc-qwen" / "system-defaults.json")
+    )
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.chdir(tmp_path)
