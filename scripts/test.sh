@@ -5,7 +5,8 @@
 #      in the background while pip, ruff and mypy run,
 #   3. runs ruff check, ruff format --check, mypy and pytest (on every core, pytest-xdist).
 # PDNOTES_INTEROP_MATRIX=pinned (default) | newest | both picks the client versions the interop
-# tests run on: `newest` installs npm's latest Codex and Claude Code into .interop-newest/ and
+# tests run on: `newest` installs npm's latest Codex, Claude Code and Qwen Code into
+# .interop-newest/ and
 # runs only the interop-marked tests there; `both` runs every interop test twice in the one
 # pytest session, as test[pinned] and test[newest] (tests/conftest.py).
 # PDNOTES_TEST_WORKERS sets pytest's worker count (default auto: one per core; 0: no xdist).
@@ -27,25 +28,31 @@ unset PYTHONDONTWRITEBYTECODE
 
 CODEX_VERSION=0.171.0
 CLAUDE_VERSION=2.1.197  # newer releases declare node >=22 but run on Node 20 (npm only warns)
+QWEN_VERSION=0.24.4     # declares node >=22 (since 0.21) but runs on Node 20 (npm only warns)
 install_pinned() {
-  if [ ! -x .interop/node_modules/.bin/codex ] || [ ! -x .interop/node_modules/.bin/claude ]; then
-    timeout 600 npm install --silent --no-audit --no-fund --prefix .interop \
-      "@openai/codex@${CODEX_VERSION}" "@anthropic-ai/claude-code@${CLAUDE_VERSION}"
+  if [ ! -x .interop/node_modules/.bin/codex ] || [ ! -x .interop/node_modules/.bin/claude ] \
+    || [ ! -x .interop/node_modules/.bin/qwen ]; then
+    timeout 600 npm install --silent --no-audit --no-fund --engine-strict=false --prefix .interop \
+      "@openai/codex@${CODEX_VERSION}" "@anthropic-ai/claude-code@${CLAUDE_VERSION}" \
+      "@qwen-code/qwen-code@${QWEN_VERSION}"
   fi
 }
 install_newest() {
   # The newest releases, looked up with npm view; a version already installed is reused.
-  local codex claude stamp=".interop-newest/versions"
+  local codex claude qwen stamp=".interop-newest/versions"
   codex=$(timeout 60 npm view @openai/codex version)
   claude=$(timeout 60 npm view @anthropic-ai/claude-code version)
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$codex $claude" ]; then
-    # --engine-strict=false: Claude Code's engines field asks for a newer Node than it needs.
+  qwen=$(timeout 60 npm view @qwen-code/qwen-code version)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$codex $claude $qwen" ]; then
+    # --engine-strict=false: Claude Code's and Qwen Code's engines fields ask for a newer Node
+    # than they need.
     timeout 600 npm install --silent --no-audit --no-fund --engine-strict=false \
       --prefix .interop-newest \
-      "@openai/codex@${codex}" "@anthropic-ai/claude-code@${claude}"
-    echo "$codex $claude" > "$stamp"
+      "@openai/codex@${codex}" "@anthropic-ai/claude-code@${claude}" \
+      "@qwen-code/qwen-code@${qwen}"
+    echo "$codex $claude $qwen" > "$stamp"
   fi
-  echo "interop on the newest clients: Codex $codex, Claude Code $claude" >&2
+  echo "interop on the newest clients: Codex $codex, Claude Code $claude, Qwen Code $qwen" >&2
 }
 
 # The npm installs take a minute or two on a clean clone; they overlap with pip, ruff and mypy.
