@@ -59,9 +59,7 @@ def test_the_mock_preset_writes_a_working_openai_setup(cli, isolated_home: Path)
         "$version": 4,
         "security": {"auth": {"selectedType": "openai", "apiKey": "pdnotes-mock-no-key"}},
         "model": {"name": "pd-mock-1"},
-        "modelProviders": {
-            "openai": [{"id": "pd-mock-1", "baseUrl": "http://127.0.0.1:8000/api"}]
-        },
+        "modelProviders": {"openai": [{"id": "pd-mock-1", "baseUrl": "http://127.0.0.1:8000/api"}]},
     }
     assert "POST http://127.0.0.1:8000/api/chat/completions" in result.stdout
 

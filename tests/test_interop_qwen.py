@@ -44,7 +44,9 @@ def write_qwen_settings(cli: Callable[..., Any], home: Path, base_url: str, *ext
     return path
 
 
-def qwen_print(home: Path, *extra: str, prompt: str, env: dict[str, str] | None = None) -> ClientRun:
+def qwen_print(
+    home: Path, *extra: str, prompt: str, env: dict[str, str] | None = None
+) -> ClientRun:
     qwen = client_binary("qwen")
     project = home / "project"
     project.mkdir(exist_ok=True)

@@ -366,9 +366,7 @@ def dotenv_files(start: Path, qwen_home: Path | None = None) -> list[Path]:
             break
         current = current.parent
     for candidate in (global_dir / ".env", legacy / ".env", home / ".env"):
-        if candidate == legacy / ".env" and global_dir == legacy:
-            continue
-        add(candidate)
+        add(candidate)  # the legacy folder's .env only counts when QWEN_HOME moved the folder
     return found
 
 
