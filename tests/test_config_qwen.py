@@ -275,3 +275,35 @@ def test_set_changes_only_the_path(
     assert result == expected
     assert editor.text.startswith("// head comment\n")
     assert editor.text.endswith("// tail /* */\n")
+
+
+# --- the endpoint pdnotes config qwen wrote, used by smoke and notes -------------------------
+
+
+def test_smoke_and_notes_use_the_configured_qwen_endpoint(
+    cli, isolated_home: Path, engine_server: Any, tmp_path: Path
+) -> None:
+    assert cli("config", "qwen", "--preset", "mock", "--base-url",
+               engine_server.base_url).exit_code == 0  # fmt: skip
+
+    smoke = cli("smoke", "--client", "qwen", "-n", "2", "--json")
+    note = cli("notes", "generate", "--client", "qwen", "--lang", "en",
+               "-o", str(tmp_path / "note.md"))  # fmt: skip
+
+    assert smoke.exit_code == 0, smoke.stdout + smoke.stderr
+    doc = smoke.json()
+    assert doc["ok"] and [r["finish_reason"] for r in doc["runs"]] == ["stop"] * 2
+    assert doc["url"] == engine_server.base_url + "/chat/completions"
+    assert note.exit_code == 0, note.stdout + note.stderr
+    assert f"at {engine_server.base_url}/chat/completions" in note.stderr
+    assert (tmp_path / "note.md").read_text().strip()
+
+
+def test_smoke_stops_where_qwen_code_would_without_a_key(cli, isolated_home: Path) -> None:
+    assert cli("config", "qwen", "--base-url", "http://127.0.0.1:9/v1", "--model", "m1",
+               "--key-env", "GW_KEY").exit_code == 0  # fmt: skip
+
+    result = cli("smoke", "--client", "qwen")
+
+    assert result.exit_code == 2
+    assert "GW_KEY environment variable not found" in result.stderr
