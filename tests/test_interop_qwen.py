@@ -112,6 +112,22 @@ def test_qwen_runs_the_engines_shell_call_and_answers_with_its_output(
     assert final["num_turns"] == 2
 
 
+def test_qwen_needs_no_bridge_on_a_chat_only_engine(
+    cli: Callable[..., Any], isolated_home: Path, start_engine_server: Callable[..., Any]
+) -> None:
+    """Qwen Code speaks chat completions: an engine that serves only /chat/completions (like
+    LMDeploy or a chat-only gateway) is enough, with the settings pdnotes wrote."""
+    client_binary("qwen")
+    engine = start_engine_server(protocols=("chat",))
+    write_qwen_settings(cli, isolated_home, engine.base_url)
+
+    run = qwen_print(isolated_home, "--output-format", "json", prompt="say pong")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    final = [e for e in json.loads(run.stdout) if e.get("type") == "result"][-1]
+    assert final["result"].strip().lower().rstrip(".!") == "pong"
+
+
 def test_qwen_fails_on_a_doubled_v1_as_doctor_says(
     cli: Callable[..., Any], isolated_home: Path, engine_server: Any
 ) -> None:
