@@ -249,7 +249,9 @@ _values = st.recursive(
 )
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     document=st.dictionaries(_keys, _values, max_size=4),
     path=st.lists(_keys, min_size=1, max_size=3),

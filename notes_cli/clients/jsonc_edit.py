@@ -14,6 +14,7 @@ indentation. Nothing here recurses on the document, so a deep file costs no stac
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,26 +23,25 @@ from notes_cli.clients import files
 from notes_cli.errors import ConfigParseError
 
 
+_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*+"?|//[^\n]*+|/\*[\s\S]*?(?:\*/|\Z)')
+"""A string (kept: `//` inside one is not a comment), a line comment or a block comment (an
+unterminated one runs to the end, as strip-json-comments has it). One pass, no backtracking."""
+
+
 def blank_comments(text: str) -> str:
-    """`text` with every comment replaced by spaces (newlines kept), strings untouched. An
-    unterminated `/*` blanks to the end, as strip-json-comments does."""
+    """`text` with every comment replaced by spaces (newlines kept), strings untouched."""
+    if "/" not in text:
+        return text
     out: list[str] = []
-    i, n = 0, len(text)
     start = 0
-    while i < n:
-        c = text[i]
-        if c == '"':
-            i = _string_end(text, i)
+    for match in _TOKEN.finditer(text):
+        found = match.group()
+        if found[0] == '"':
             continue
-        if c == "/" and i + 1 < n and text[i + 1] in "/*":
-            out.append(text[start:i])
-            end = text.find("\n", i) if text[i + 1] == "/" else text.find("*/", i + 2) + len("*/")
-            if end < 0 or (text[i + 1] == "*" and end < len("*/")):
-                end = n
-            out.append("".join(ch if ch in "\r\n" else " " for ch in text[i:end]))
-            i = start = end
-            continue
-        i += 1
+        out.append(text[start : match.start()])
+        multiline = "\n" in found or "\r" in found
+        out.append(re.sub(r"[^\r\n]", " ", found) if multiline else " " * len(found))
+        start = match.end()
     out.append(text[start:])
     return "".join(out)
 
