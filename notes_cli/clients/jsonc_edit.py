@@ -22,7 +22,6 @@ from typing import Any
 from notes_cli.clients import files
 from notes_cli.errors import ConfigParseError
 
-
 _TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*+"?|//[^\n]*+|/\*[\s\S]*?(?:\*/|\Z)')
 """A string (kept: `//` inside one is not a comment), a line comment or a block comment (an
 unterminated one runs to the end, as strip-json-comments has it). One pass, no backtracking."""
