@@ -309,3 +309,37 @@ def test_smoke_stops_where_qwen_code_would_without_a_key(cli, isolated_home: Pat
 
     assert result.exit_code == 2
     assert "GW_KEY environment variable not found" in result.stderr
+
+
+def test_binary_or_huge_settings_are_refused(cli, isolated_home: Path) -> None:
+    path = user_settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    for content in (b'{"a": "\x00\x01\x02"}', b"{" + b" " * 11_000_000 + b"}"):
+        path.write_bytes(content)
+        result = cli("config", "qwen", "--preset", "mock")
+        assert result.exit_code == 2, result.stderr
+        assert "Traceback" not in result.stderr
+        assert path.read_bytes() == content
+
+
+def test_a_symlinked_settings_file_is_edited_at_its_target(cli, isolated_home: Path) -> None:
+    target = write(isolated_home / "dotfiles" / "qwen.json", RICH)
+    link = user_settings(isolated_home)
+    link.parent.mkdir(parents=True)
+    link.symlink_to(target)
+
+    result = cli("config", "qwen", "--preset", "mock")
+
+    assert result.exit_code == 0, result.stderr
+    assert link.is_symlink()
+    assert "// my Qwen Code settings: comments stay" in target.read_text()
+    assert parsed(target)["model"]["name"] == "pd-mock-1"
+
+
+def test_doctor_checks_qwen_code_once_it_has_a_settings_file(cli, isolated_home: Path) -> None:
+    assert cli("config", "qwen", "--preset", "mock").exit_code == 0
+
+    everyone = cli("doctor", "--offline")
+
+    assert "Qwen Code" in everyone.stdout
+    assert "POST http://127.0.0.1:8000/api/chat/completions" in everyone.stdout
