@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from notes_cli.clients import jsonc_edit
@@ -258,6 +258,7 @@ _values = st.recursive(
     value=_values,
     indent=st.sampled_from([2, 4, "\t"]),
 )
+@example(document={}, path=["", "\x85"], value=None, indent=2)  # U+0085 is no line break in JSON
 def test_set_changes_only_the_path(
     document: dict[str, Any], path: list[str], value: Any, indent: int | str
 ) -> None:

@@ -169,7 +169,7 @@ def _line_indent(text: str, offset: int) -> str:
 def _render(value: Any, indent: str, unit: str | int) -> str:
     """`value` as indented JSON whose continuation lines start at `indent`."""
     body = files.dump_json({"v": value}, None if unit == 2 else _like(unit))
-    lines = body.rstrip("\n").splitlines()[1:-1]  # drop the wrapper's braces
+    lines = body.rstrip("\n").split("\n")[1:-1]  # the wrapper's braces; not splitlines: U+0085
     pad = unit if isinstance(unit, str) else " " * unit
     inner = [line[len(pad) :] for line in lines]
     inner[0] = inner[0][len(json.dumps("v")) + 2 :]  # drop `"v": `

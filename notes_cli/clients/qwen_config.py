@@ -495,8 +495,8 @@ def resolve(
         if value:
             key, key_source = value, source
             break
-    if key_source == "$OPENAI_API_KEY" or (key is None and not key_env):
-        key_env = "OPENAI_API_KEY" if key_source == "$OPENAI_API_KEY" else key_env
+    if key_source == "$OPENAI_API_KEY":
+        key_env = "OPENAI_API_KEY"  # the entry's envKey is unset: Qwen Code falls back to it
     return QwenResolved(
         auth_type=auth_type,
         auth_source=auth_source,
@@ -531,8 +531,9 @@ def shown_values(resolved: QwenResolved) -> list[tuple[str, str, str]]:
     if resolved.model:
         rows.append(("model", resolved.model, resolved.model_source))
     rows.append(("baseUrl", mask_url(resolved.base_url), resolved.base_url_source))
-    if resolved.key_env and resolved.provider and resolved.provider.get("envKey"):
-        rows.append(("envKey", resolved.key_env, resolved.provider_source))
+    env_key = _str(resolved.provider.get("envKey")) if resolved.provider else None
+    if env_key:
+        rows.append(("envKey", env_key, resolved.provider_source))
     placeholder = resolved.key in presets.placeholder_tokens()
     shown = f"{resolved.key} (placeholder)" if placeholder else mask(resolved.key)
     rows.append(("key", shown, resolved.key_source or "none"))
