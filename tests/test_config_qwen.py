@@ -344,3 +344,16 @@ def test_doctor_checks_qwen_code_once_it_has_a_settings_file(cli, isolated_home:
 
     assert "Qwen Code" in everyone.stdout
     assert "POST http://127.0.0.1:8000/api/chat/completions" in everyone.stdout
+
+
+def test_a_second_identical_run_changes_nothing(cli, isolated_home: Path) -> None:
+    write(user_settings(isolated_home), RICH)
+    assert cli("config", "qwen", "--preset", "deepseek").exit_code == 0
+    after_first = user_settings(isolated_home).read_bytes()
+    backups = sorted((isolated_home / ".pdnotes" / "backups" / "qwen").iterdir())
+
+    again = cli("config", "qwen", "--preset", "deepseek")
+
+    assert again.exit_code == 0, again.stderr
+    assert user_settings(isolated_home).read_bytes() == after_first
+    assert sorted((isolated_home / ".pdnotes" / "backups" / "qwen").iterdir()) == backups

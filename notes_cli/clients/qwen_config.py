@@ -108,10 +108,8 @@ def plan_qwen(
         editor.set(("security", "auth", "apiKey"), placeholder)
         notes.append("the mock engine needs no key: Qwen Code gets a non-secret placeholder")
     new_text = editor.text
-    if new_text == old_text:
-        new_text = old_text
-    elif len(new_text) > fileio.MAX_CONFIG_BYTES:
-        raise too_large(path, None)
+    if len(new_text) > fileio.MAX_CONFIG_BYTES:
+        raise too_large(path, None)  # before parsing it back
     new_data = jsonc_edit.parse(new_text, path)
     return WritePlan(
         client="qwen",
