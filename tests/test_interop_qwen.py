@@ -86,7 +86,7 @@ def test_qwen_runs_the_engines_shell_call_and_answers_with_its_output(
     client_binary("qwen")
     write_qwen_settings(cli, isolated_home, engine_server.base_url)
     marker = uuid.uuid4().hex[:10]
-    command = f"printf 'marker-%s' {marker}"
+    command = f"printf 'marker-%s\\n' {marker}"  # a whole line: a partial one can be lost
 
     run = qwen_print(
         isolated_home, "--yolo", "--output-format", "stream-json", prompt=f"run: {command}"
