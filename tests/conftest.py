@@ -1,6 +1,6 @@
-"""Shared fixtures. Every test runs with HOME, CODEX_HOME, CLAUDE_CONFIG_DIR and PDNOTES_HOME in
-a temp dir and without the developer's gateway, proxy or client variables, so nothing touches
-the real ~/.codex or ~/.claude.
+"""Shared fixtures. Every test runs with HOME, CODEX_HOME, CLAUDE_CONFIG_DIR, QWEN_HOME and
+PDNOTES_HOME in a temp dir and without the developer's gateway, proxy or client variables, so
+nothing touches the real ~/.codex, ~/.claude or ~/.qwen.
 
 tests/README.md maps the suite: which files test which area, every shared fixture here and the
 helper modules beside it (loopback, hostile_gateway, engine_process, bridge_support, …)."""
@@ -52,6 +52,7 @@ _SCRUBBED_PREFIXES = (
     "DEEPSEEK_",
     "GEMINI_",
     "GOOGLE_",
+    "QWEN_",
 )
 _SCRUBBED = {
     "HTTP_PROXY",
@@ -88,6 +89,12 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     monkeypatch.setenv(
         "GEMINI_CLI_SYSTEM_DEFAULTS_PATH", str(home / "etc-gemini" / "system-defaults.json")
+    )
+    # Qwen Code: its user folder and both system-wide layers, each moved by its own variable.
+    monkeypatch.setenv("QWEN_HOME", str(home / ".qwen"))
+    monkeypatch.setenv("QWEN_CODE_SYSTEM_SETTINGS_PATH", str(home / "etc-qwen" / "settings.json"))
+    monkeypatch.setenv(
+        "QWEN_CODE_SYSTEM_DEFAULTS_PATH", str(home / "etc-qwen" / "system-defaults.json")
     )
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")

@@ -20,19 +20,20 @@ if TYPE_CHECKING:
     from notes_cli.clients.plan import WritePlan, WriteResult
 
 app = typer.Typer(
-    help="Write, show and undo the Codex / Claude Code configuration for a gateway.",
+    help="Write, show and undo the Codex / Claude Code / Gemini CLI / Qwen Code configuration "
+    "for a gateway.",
     no_args_is_help=True,
 )
 
 _CLIENT = Names(
-    lambda: ("codex", "claude", "gemini"),
+    lambda: ("codex", "claude", "gemini", "qwen"),
     "unknown --client {value}",
-    fix="use codex, claude or gemini",
+    fix="use codex, claude, gemini or qwen",
 )
 _ANY_CLIENT = Names(
-    lambda: ("all", "codex", "claude", "gemini"),
+    lambda: ("all", "codex", "claude", "gemini", "qwen"),
     "unknown --client {value}",
-    fix="use codex, claude, gemini or all",
+    fix="use codex, claude, gemini, qwen or all",
 )
 
 # Options several `config` commands share.
@@ -202,6 +203,12 @@ def claude(
     _write(path, build, dry_run, as_json)
 
 
+QwenHome = Annotated[
+    Path | None,
+    typer.Option("--qwen-home", help="Qwen Code user folder (default: $QWEN_HOME or ~/.qwen)."),
+]
+
+
 GeminiHome = Annotated[
     Path | None,
     typer.Option(
@@ -209,6 +216,49 @@ GeminiHome = Annotated[
         help="Gemini CLI user folder (default: $GEMINI_CLI_HOME/.gemini or ~/.gemini).",
     ),
 ]
+
+
+@app.command("qwen")
+def qwen(
+    preset: Preset = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible root (usually ends in /v1); Qwen Code appends "
+            "/chat/completions.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model id exactly as the gateway names it.")
+    ] = None,
+    key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--key-env",
+            help="NAME of the variable holding the key (the provider's envKey; never the key).",
+        ),
+    ] = None,
+    scope: Annotated[
+        str, typer.Option("--scope", help="user ($QWEN_HOME) or project (.qwen/) settings file.")
+    ] = "user",
+    dry_run: DryRun = False,
+    as_json: AsJson = False,
+    qwen_home: QwenHome = None,
+    project_dir: ProjectDir = None,
+) -> None:
+    """Merge the gateway into Qwen Code's settings.json (a modelProviders entry), keeping
+    comments and everything else."""
+    from notes_cli.clients.qwen_config import QwenOptions, Scope, plan_qwen, settings_path
+
+    path = settings_path(scope, qwen_home=qwen_home, project_dir=project_dir)  # checks --scope
+    options = QwenOptions(preset, base_url, model, key_env, cast(Scope, scope))
+    _write(
+        path,
+        lambda: (plan_qwen(options, qwen_home=qwen_home, project_dir=project_dir), None),
+        dry_run,
+        as_json,
+    )
 
 
 @app.command("gemini")
@@ -429,7 +479,7 @@ def _restore_record(restore: Callable[[], None], failure: BaseException) -> None
 def show(
     client: Annotated[
         str,
-        one_of(_ANY_CLIENT, "--client", help="codex, claude, gemini or all."),
+        one_of(_ANY_CLIENT, "--client", help="codex, claude, gemini, qwen or all."),
     ] = "all",
     as_json: AsJson = False,
     codex_home: CodexHome = None,
@@ -439,6 +489,7 @@ def show(
     overrides: layer_options.Overrides = None,
     settings: layer_options.Settings = None,
     gemini_home: GeminiHome = None,
+    qwen_home: QwenHome = None,
 ) -> None:
     """Show each client's effective setup: values, the layer (file, or -c) each came from, the
     URL it calls."""
@@ -454,6 +505,7 @@ def show(
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
         claude_settings=settings,
         gemini_home=gemini_home,
+        qwen_home=qwen_home,
     )
     render.show_json(setups) if as_json else render.show_human(setups)
 
@@ -465,7 +517,7 @@ def undo(
         one_of(
             _CLIENT,
             "--client",
-            help="codex, claude or gemini (default: the one written most recently).",
+            help="codex, claude, gemini or qwen (default: the one written most recently).",
         ),
     ] = None,
     as_json: AsJson = False,
@@ -487,7 +539,7 @@ def undo(
 def _most_recent_client() -> str:
     from notes_cli import backups
 
-    names = ("codex", "claude", "gemini")
+    names = ("codex", "claude", "gemini", "qwen")
     newest = [(b.created, name) for name in names if (b := backups.latest(name))]
     return max(newest)[1] if newest else "codex"
 

@@ -1,4 +1,4 @@
-"""pdnotes doctor: check the Codex, Claude Code and Gemini CLI setup; live probes unless
+"""pdnotes doctor: check the Codex, Claude Code, Gemini CLI and Qwen Code setup; live probes unless
 --offline."""
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from notes_cli.cli import layer_options
 
 
 def doctor(
-    client: Annotated[str, typer.Option("--client", help="codex, claude, gemini or all.")] = "all",
+    client: Annotated[
+        str, typer.Option("--client", help="codex, claude, gemini, qwen or all.")
+    ] = "all",
     offline: Annotated[
         bool,
         typer.Option("--offline", help="Static checks only: files and environment, no network."),
@@ -24,6 +26,9 @@ def doctor(
     codex_home: Annotated[Path | None, typer.Option("--codex-home", help="Codex folder.")] = None,
     claude_home: Annotated[
         Path | None, typer.Option("--claude-home", help="Claude Code user folder.")
+    ] = None,
+    qwen_home: Annotated[
+        Path | None, typer.Option("--qwen-home", help="Qwen Code user folder ($QWEN_HOME).")
     ] = None,
     project_dir: Annotated[
         Path | None, typer.Option("--project-dir", help="Project whose .claude/ settings apply.")
@@ -74,6 +79,7 @@ def doctor(
         run_helpers=run_helpers,
         minimal=minimal,
         gemini_home=gemini_home,
+        qwen_home=qwen_home,
     )
     if as_json:
         from notes_cli.render import emit_json

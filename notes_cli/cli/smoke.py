@@ -11,11 +11,18 @@ import typer
 if TYPE_CHECKING:
     from notes_cli.clients.endpoint import AuthStyle, Endpoint
 
-_PROTOCOL = {"codex": "responses", "claude": "anthropic", "gemini": "gemini", "openai": "chat"}
+_PROTOCOL = {
+    "codex": "responses",
+    "claude": "anthropic",
+    "gemini": "gemini",
+    "qwen": "chat",
+    "openai": "chat",
+}
 _DEFAULT_KEY_ENV = {
     "codex": None,
     "claude": "ANTHROPIC_AUTH_TOKEN",
     "gemini": "GEMINI_API_KEY",
+    "qwen": "OPENAI_API_KEY",
     "openai": "OPENAI_API_KEY",
 }
 
@@ -26,8 +33,8 @@ Client = Annotated[
     typer.Option(
         "--client",
         help="Whose protocol to speak: codex (Responses API), claude "
-        "(Anthropic Messages), gemini (Gemini CLI: generateContent) or openai (chat "
-        "completions).",
+        "(Anthropic Messages), gemini (Gemini CLI: generateContent), qwen (chat completions "
+        "as Qwen Code sends them) or openai (chat completions).",
     ),
 ]
 N = Annotated[int, typer.Option("-n", "--runs", min=1, max=50, help="Consecutive runs.")]
@@ -101,7 +108,7 @@ def smoke(
         retries=retries,
         max_tokens=max_tokens,
         on_run=draw.progress,
-        shape=None if minimal else _shape(endpoint.protocol),
+        shape=None if minimal else _shape(endpoint.protocol, client),
     )
     if as_json:
         render.emit_json(report.to_json())
@@ -111,11 +118,14 @@ def smoke(
         raise SystemExit(1)  # typer.Exit's code is dropped under standalone_mode=False
 
 
-def _shape(protocol: str) -> object:
-    """The recorded request of the client speaking `protocol` (None for chat completions)."""
+def _shape(protocol: str, client: str = "") -> object:
+    """The recorded request of the client speaking `protocol` (None for plain chat
+    completions: `--client openai`)."""
     from notes_cli.doctor.client_shape import shape_for
     from notes_cli.doctor.version import claude_version, codex_version
 
+    if client == "qwen":
+        return shape_for(protocol, None, client="qwen")
     if protocol == "responses":
         return shape_for(protocol, codex_version())
     if protocol == "gemini":
@@ -136,7 +146,8 @@ def _endpoint(
 
     if client not in _PROTOCOL:
         raise UsageError(
-            f"unknown client {client!r}", fix="use --client codex, claude, gemini or openai"
+            f"unknown client {client!r}",
+            fix="use --client codex, claude, gemini, qwen or openai",
         )
     if client == "openai" and base_url is None:
         base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
@@ -187,6 +198,13 @@ def _configured(client: str) -> Endpoint:
             "GEMINI_API_KEY is unset (in the environment and the .env Gemini CLI loads): "
             "Gemini CLI would stop before sending anything",
             fix="export GEMINI_API_KEY=<key>, or: pdnotes doctor --client gemini",
+        )
+    if client == "qwen" and not endpoint.key:
+        name = endpoint.key_env or "OPENAI_API_KEY"
+        raise UsageError(
+            f"${name} is unset or empty: Qwen Code would stop with '{name} environment "
+            "variable not found' and send nothing",
+            fix=f"export {name}=<your key>, then re-run",
         )
     if client == "claude" and not endpoint.key and endpoint.auth_style == "none":
         raise UsageError(

@@ -53,10 +53,13 @@ class Variant:
     fields: tuple[str, ...] = field(default=())
 
 
-def shape_for(protocol: str, version: Version | None = None) -> Shape | None:
-    """The recorded shape of the client speaking `protocol`: the newest not newer than
-    `version` (the oldest when older than all; the newest when unknown)."""
-    client = _CLIENT_OF.get(protocol)
+def shape_for(
+    protocol: str, version: Version | None = None, *, client: str | None = None
+) -> Shape | None:
+    """The recorded shape of `client` (default: the client speaking `protocol`, Codex or Claude
+    Code): the newest not newer than `version` (the oldest when older than all; the newest when
+    unknown). Chat clients (Qwen Code) are named: several speak chat completions."""
+    client = client or _CLIENT_OF.get(protocol)
     if client is None:
         return None
     folder = template_path("clients", client)
@@ -159,7 +162,7 @@ def shaped_request(
     recorded body with the model, the prompt and fresh ids put in, minus what `variant` drops."""
     variant = variant or Variant("as recorded")
     body = _fill(copy.deepcopy(shape.body), prompt)
-    for key in ("model", "stream", "max_tokens", "max_output_tokens"):
+    for key in ("model", "stream", "stream_options", "max_tokens", "max_output_tokens"):
         body.pop(key, None)  # the gateway client sets these (model, stream flag, budget)
     if variant.drop_tool_types or variant.drop_tools:
         tools = [

@@ -17,7 +17,7 @@ from notes_cli.errors import UsageError
 if TYPE_CHECKING:
     from notes_cli.doctor.resolved import Resolved
 
-CLIENTS = ("all", "codex", "claude", "gemini")
+CLIENTS = ("all", "codex", "claude", "gemini", "qwen")
 
 
 @dataclass(frozen=True)
@@ -64,13 +64,16 @@ def run_doctor(
     run_helpers: bool = False,
     minimal: bool = False,
     gemini_home: Path | None = None,
+    qwen_home: Path | None = None,
 ) -> DoctorReport:
     """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
     `codex_version` ("0.171.0") picks the Codex rules; default: the installed `codex --version`.
     Each client's files are read once (`doctor.resolved`); the static checks, the summary and
     the live probe all use that one reading."""
     if client not in CLIENTS:
-        raise UsageError(f"unknown --client {client!r}", fix="use codex, claude, gemini or all")
+        raise UsageError(
+            f"unknown --client {client!r}", fix="use codex, claude, gemini, qwen or all"
+        )
     from notes_cli.doctor.env_checks import check_env
 
     env = dict(os.environ)
@@ -86,8 +89,10 @@ def run_doctor(
         )
     if client in ("all", "gemini"):
         resolved.append(_gemini(report, env, gemini_home, project_dir))
+    if client in ("all", "qwen"):
+        resolved.append(_qwen(report, env, qwen_home, project_dir))
     report.clients += [_summary(r) for r in resolved if r.configured]
-    _config_missing(report, client, codex_home, claude_home, gemini_home)
+    _config_missing(report, client, codex_home, claude_home, gemini_home, qwen_home)
     report.findings += check_env(env)
     if not offline:
         betas_off = any(_claude_betas_off(r, env) for r in resolved if r.client == "claude")
@@ -115,6 +120,13 @@ class _Shapes:
             shape = shape_for(protocol, claude_version())
             return without_betas(shape) if shape and self.claude_betas_off else shape
         return shape_for(protocol, self.codex_version)
+
+    def for_client(self, client: str, protocol: str) -> Any:
+        if self.minimal or client != "qwen":
+            return self.for_protocol(protocol)
+        from notes_cli.doctor.client_shape import shape_for
+
+        return shape_for(protocol, None, client="qwen")
 
 
 def _claude_betas_off(resolved: Resolved[Any], env: Mapping[str, str]) -> bool:
@@ -188,6 +200,19 @@ def _gemini(
     return gemini
 
 
+def _qwen(
+    report: DoctorReport, env: dict[str, str], qwen_home: Path | None, project_dir: Path | None
+) -> Resolved[Any]:
+    from notes_cli.doctor.qwen_checks import check_qwen, file_problems
+    from notes_cli.doctor.resolved import resolve_qwen
+
+    qwen, resolved = resolve_qwen(qwen_home, project_dir, env)
+    report.findings += file_problems(qwen.layers)
+    if resolved is not None:
+        report.findings += check_qwen(qwen.layers, resolved)
+    return qwen
+
+
 def _summary(resolved: Resolved[Any]) -> ClientSummary:
     """The client's header: its files and the URL it will call (none when a file does not
     parse; that file has its finding)."""
@@ -206,10 +231,11 @@ def _config_missing(
     codex_home: Path | None,
     claude_home: Path | None,
     gemini_home: Path | None = None,
+    qwen_home: Path | None = None,
 ) -> None:
     """A client with no config: an error when asked for explicitly or when no client is
-    configured, else a warning (most people use one client). Gemini CLI is counted in "all"
-    only when set up: most people with Codex or Claude Code do not use it."""
+    configured, else a warning (most people use one client). Gemini CLI and Qwen Code are
+    counted in "all" only once set up: most people with Codex or Claude Code use neither."""
     from notes_cli.doctor.registry import make
 
     configured = {s.client for s in report.clients}
@@ -219,7 +245,9 @@ def _config_missing(
         finding_client: FindingClient = cast(FindingClient, name)
         if name in configured:
             continue
-        if name == "codex":
+        if name == "qwen":
+            path = paths.qwen_settings_path("user", qwen_home_dir=qwen_home)
+        elif name == "codex":
             path = paths.codex_config_path(codex_home)
         elif name == "gemini":
             path = paths.gemini_settings_path("user", gemini_home=gemini_home)
@@ -257,7 +285,7 @@ def _live(
             client.endpoint,
             timeout=timeout,
             static_findings=[f for f in report.findings if f.client == client.client],
-            shape=shapes.for_protocol(client.endpoint.protocol),
+            shape=shapes.for_client(client.client, client.endpoint.protocol),
         )
         confirmed = {(f.id, f.client) for f in findings}
         report.findings = [f for f in report.findings if (f.id, f.client) not in confirmed]

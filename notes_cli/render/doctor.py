@@ -14,7 +14,13 @@ if TYPE_CHECKING:
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _RANK = {"error": 0, "warning": 1, "info": 2}
-_TITLE = {"codex": "Codex", "claude": "Claude Code", "gemini": "Gemini CLI", "env": "Environment"}
+_TITLE = {
+    "codex": "Codex",
+    "claude": "Claude Code",
+    "gemini": "Gemini CLI",
+    "qwen": "Qwen Code",
+    "env": "Environment",
+}
 _METHOD = {"codex": "POST", "claude": "POST", "gemini": "POST"}
 
 
@@ -22,7 +28,7 @@ def report(doctor_report: DoctorReport, *, offline: bool) -> None:
     summaries = {s.client: s for s in doctor_report.clients}
     order = [
         c
-        for c in ("codex", "claude", "gemini", "env")
+        for c in ("codex", "claude", "gemini", "qwen", "env")
         if c in summaries or any(f.client == c for f in doctor_report.findings)
     ]
     for client in order:
