@@ -46,3 +46,19 @@ def claude_settings_path(
     project = (project_dir or Path.cwd()).expanduser()
     name = "settings.json" if scope == "project" else "settings.local.json"
     return project / ".claude" / name
+
+
+def opencode_config_dir(override: Path | None = None) -> Path:
+    """OpenCode's global config folder: --opencode-dir, else $XDG_CONFIG_HOME/opencode, else
+    ~/.config/opencode (OpenCode uses the XDG folders on every platform)."""
+    if override is not None:
+        return override.expanduser()
+    env = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(env).expanduser() if env else Path.home() / ".config") / "opencode"
+
+
+def opencode_data_dir() -> Path:
+    """OpenCode's data folder (auth.json, sessions): $XDG_DATA_HOME/opencode or
+    ~/.local/share/opencode."""
+    env = os.environ.get("XDG_DATA_HOME")
+    return (Path(env).expanduser() if env else Path.home() / ".local" / "share") / "opencode"

@@ -19,13 +19,19 @@ if TYPE_CHECKING:
     from notes_cli.clients.plan import WritePlan, WriteResult
 
 app = typer.Typer(
-    help="Write, show and undo the Codex / Claude Code configuration for a gateway.",
+    help="Write, show and undo the Codex / Claude Code / OpenCode configuration for a gateway.",
     no_args_is_help=True,
 )
 
-_CLIENT = Names(lambda: ("codex", "claude"), "unknown --client {value}", fix="use codex or claude")
+_CLIENT = Names(
+    lambda: ("codex", "claude", "opencode"),
+    "unknown --client {value}",
+    fix="use codex, claude or opencode",
+)
 _ANY_CLIENT = Names(
-    lambda: ("all", "codex", "claude"), "unknown --client {value}", fix="use codex, claude or all"
+    lambda: ("all", "codex", "claude", "opencode"),
+    "unknown --client {value}",
+    fix="use codex, claude, opencode or all",
 )
 
 # Options several `config` commands share.
@@ -195,6 +201,89 @@ def claude(
     _write(path, build, dry_run, as_json)
 
 
+OpenCodeDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--opencode-dir",
+        help="OpenCode's global folder (default: $XDG_CONFIG_HOME/opencode or ~/.config/opencode).",
+    ),
+]
+
+
+@app.command("opencode")
+def opencode(
+    preset: Preset = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible root; OpenCode appends /chat/completions (cleaned if pasted).",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model id exactly as the gateway names it.")
+    ] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option("--provider", help="Provider id: the provider.<id> entry (default: gateway)."),
+    ] = None,
+    key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--key-env",
+            help='NAME of the variable holding the key, written as "apiKey": "{env:NAME}".',
+        ),
+    ] = None,
+    context_window: Annotated[
+        str | None,
+        typer.Option(
+            "--context-window",
+            metavar="TOKENS|gateway",
+            help="Write the model's limit.context: tokens, or 'gateway' to read its /models.",
+        ),
+    ] = None,
+    output_limit: Annotated[
+        int | None,
+        typer.Option(
+            "--output-limit",
+            min=1,
+            max=(1 << 31) - 1,
+            help="The model's limit.output (default: an eighth of the window, at most 32000).",
+        ),
+    ] = None,
+    scope: Annotated[
+        str,
+        typer.Option("--scope", help="global (~/.config/opencode) or project (./opencode.json)."),
+    ] = "global",
+    dry_run: DryRun = False,
+    as_json: AsJson = False,
+    opencode_dir: OpenCodeDir = None,
+    project_dir: ProjectDir = None,
+) -> None:
+    """Merge the gateway into OpenCode's opencode.json(c): a provider entry and `model`,
+    comments and every other key kept."""
+    from notes_cli.clients.opencode_config import OpenCodeOptions, config_path, plan_opencode
+
+    path = config_path(scope, config_dir=opencode_dir, project_dir=project_dir)  # checks --scope
+    window, from_gateway = _context_window(context_window)
+    options = OpenCodeOptions(
+        preset,
+        base_url,
+        model,
+        provider,
+        key_env,
+        "project" if scope == "project" else "global",
+        window,
+        output_limit,
+        _limits_fetcher(from_gateway),
+    )
+    build: Plan = lambda: (  # noqa: E731
+        plan_opencode(options, config_dir=opencode_dir, project_dir=project_dir),
+        None,
+    )
+    _write(path, build, dry_run, as_json)
+
+
 def _limits_fetcher(from_gateway: bool) -> LimitsFetcher | None:
     """Reading the window over HTTP is the gateway's (clients/ does no HTTP)."""
     if not from_gateway:
@@ -298,11 +387,12 @@ def _restore_record(restore: Callable[[], None], failure: BaseException) -> None
 def show(
     client: Annotated[
         str,
-        one_of(_ANY_CLIENT, "--client", help="codex, claude or all."),
+        one_of(_ANY_CLIENT, "--client", help="codex, claude, opencode or all."),
     ] = "all",
     as_json: AsJson = False,
     codex_home: CodexHome = None,
     claude_home: ClaudeHome = None,
+    opencode_dir: OpenCodeDir = None,
     project_dir: ProjectDir = None,
     profile: layer_options.Profile = None,
     overrides: layer_options.Overrides = None,
@@ -321,6 +411,7 @@ def show(
         project_dir=project_dir,
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
         claude_settings=settings,
+        opencode_dir=opencode_dir,
     )
     render.show_json(setups) if as_json else render.show_human(setups)
 
@@ -330,7 +421,9 @@ def undo(
     client: Annotated[
         str | None,
         one_of(
-            _CLIENT, "--client", help="codex or claude (default: the one written most recently)."
+            _CLIENT,
+            "--client",
+            help="codex, claude or opencode (default: the one written most recently).",
         ),
     ] = None,
     as_json: AsJson = False,
@@ -350,7 +443,9 @@ def undo(
 def _most_recent_client() -> str:
     from notes_cli import backups
 
-    newest = [(b.created, name) for name in ("codex", "claude") if (b := backups.latest(name))]
+    newest = [
+        (b.created, name) for name in ("codex", "claude", "opencode") if (b := backups.latest(name))
+    ]
     return max(newest)[1] if newest else "codex"
 
 

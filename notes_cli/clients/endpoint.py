@@ -8,7 +8,7 @@ from typing import Literal
 
 from notes_cli.secrets import mask, position_secrets
 
-ClientName = Literal["codex", "claude", "openai"]
+ClientName = Literal["codex", "claude", "opencode", "openai"]
 Protocol = Literal["responses", "chat", "anthropic"]
 AuthStyle = Literal["bearer", "x-api-key", "both", "none"]
 

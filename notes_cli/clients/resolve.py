@@ -83,6 +83,7 @@ def resolve_setups(
     environ: Mapping[str, str] | None = None,
     codex_view: CodexView | None = None,
     claude_settings: Path | None = None,
+    opencode_dir: Path | None = None,
 ) -> list[ClientSetup]:
     env = os.environ if environ is None else environ
     result: list[ClientSetup] = []
@@ -90,7 +91,46 @@ def resolve_setups(
         result.append(codex_setup(codex_home, env, view=codex_view or CodexView(project_dir)))
     if client in ("all", "claude"):
         result.append(claude_setup(claude_home, project_dir, env, claude_settings))
+    if client in ("all", "opencode"):
+        result.append(_opencode_or_problem(client, opencode_dir, project_dir, env))
     return result
+
+
+def _opencode_or_problem(
+    client: str, config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> ClientSetup:
+    """Asked for by name, a file OpenCode cannot read is the command's error; among all the
+    clients it is OpenCode's problem only (the other clients' setups still count)."""
+    from notes_cli.errors import ConfigParseError
+
+    try:
+        return opencode_setup(config_dir, project_dir, env)
+    except ConfigParseError as exc:
+        if client == "opencode":
+            raise
+        return ClientSetup("opencode", (Path(exc.path),), (), None, problem=exc.message)
+
+
+def opencode_setup(
+    config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> ClientSetup:
+    """OpenCode's effective setup from its layers (`clients.opencode_config`)."""
+    from notes_cli.clients import opencode_config as oc
+
+    layers = oc.read_layers(config_dir, project_dir, env)
+    return opencode_setup_of(layers, env)
+
+
+def opencode_setup_of(layers: list[Any], env: Mapping[str, str]) -> ClientSetup:
+    from notes_cli.clients import opencode_config as oc
+
+    used = tuple(layer.path for layer in layers if layer.path is not None)
+    if not layers:
+        path = oc.config_path("global")
+        return ClientSetup("opencode", (), (), None, problem=f"{path} does not exist")
+    resolved = oc.resolve(layers, env, oc.auth_keys())
+    values = tuple(Value(*value) for value in resolved.values)
+    return ClientSetup("opencode", used, values, resolved.endpoint, problem=resolved.problem)
 
 
 def codex_setup(

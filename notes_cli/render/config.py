@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from notes_cli.clients.presets import Preset
     from notes_cli.clients.resolve import ClientSetup
 
-_CLIENT_TITLE = {"codex": "Codex", "claude": "Claude Code"}
+_CLIENT_TITLE = {"codex": "Codex", "claude": "Claude Code", "opencode": "OpenCode"}
 _METHOD = "POST"
 
 
