@@ -1,6 +1,6 @@
-"""Shared fixtures. Every test runs with HOME, CODEX_HOME, CLAUDE_CONFIG_DIR and PDNOTES_HOME in
-a temp dir and without the developer's gateway, proxy or client variables, so nothing touches
-the real ~/.codex or ~/.claude.
+"""Shared fixtures. Every test runs with HOME, CODEX_HOME, CLAUDE_CONFIG_DIR, PDNOTES_HOME and
+the XDG_* folders in a temp dir and without the developer's gateway, proxy or client variables
+(OPENCODE_* included), so nothing touches the real ~/.codex, ~/.claude or ~/.config.
 
 tests/README.md maps the suite: which files test which area, every shared fixture here and the
 helper modules beside it (loopback, hostile_gateway, engine_process, bridge_support, …)."""
@@ -43,7 +43,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
 
 
-_SCRUBBED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "CODEX_", "CLAUDE_", "TAOTOKEN_", "DEEPSEEK_")
+_SCRUBBED_PREFIXES = (
+    "OPENAI_",
+    "ANTHROPIC_",
+    "CODEX_",
+    "CLAUDE_",
+    "TAOTOKEN_",
+    "DEEPSEEK_",
+    "OPENCODE_",
+)
 _SCRUBBED = {
     "HTTP_PROXY",
     "HTTPS_PROXY",
@@ -59,6 +67,14 @@ _SCRUBBED = {
 }
 
 
+_XDG = {
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_DATA_HOME": ".local/share",
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_STATE_HOME": ".local/state",
+}
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh home for every test: clients' folders and pdnotes state all under tmp_path."""
@@ -71,6 +87,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("PDNOTES_HOME", str(home / ".pdnotes"))
+    # OpenCode (and any XDG client) reads and writes under these: all inside the temp home.
+    for name, folder in _XDG.items():
+        monkeypatch.setenv(name, str(home / folder))
     # The system-wide layers (Claude Code's managed settings, /etc/codex) stay out of tests.
     monkeypatch.setenv("PDNOTES_CLAUDE_MANAGED_DIR", str(home / "managed-claude"))
     monkeypatch.setenv("PDNOTES_CODEX_SYSTEM_CONFIG", str(home / "etc-codex" / "config.toml"))

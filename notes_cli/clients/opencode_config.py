@@ -374,7 +374,9 @@ def plan_opencode(
         export_line=_export_line(key_env),
         notes=tuple(notes),
         warnings=tuple(warnings),
-        redact=secret_values(data, jsonc.parse(new_text, path)),
+        redact=tuple(  # an `{env:NAME}` reference names the key; it is not one
+            s for s in secret_values(data, jsonc.parse(new_text, path)) if not ENV_REF.fullmatch(s)
+        ),
     )
 
 
