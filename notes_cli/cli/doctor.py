@@ -11,7 +11,9 @@ from notes_cli.cli import layer_options
 
 
 def doctor(
-    client: Annotated[str, typer.Option("--client", help="codex, claude or all.")] = "all",
+    client: Annotated[
+        str, typer.Option("--client", help="codex, claude, opencode or all.")
+    ] = "all",
     offline: Annotated[
         bool,
         typer.Option("--offline", help="Static checks only: files and environment, no network."),
@@ -24,8 +26,14 @@ def doctor(
     claude_home: Annotated[
         Path | None, typer.Option("--claude-home", help="Claude Code user folder.")
     ] = None,
+    opencode_dir: Annotated[
+        Path | None, typer.Option("--opencode-dir", help="OpenCode's global config folder.")
+    ] = None,
     project_dir: Annotated[
-        Path | None, typer.Option("--project-dir", help="Project whose .claude/ settings apply.")
+        Path | None,
+        typer.Option(
+            "--project-dir", help="Project whose .claude/ settings and opencode.json apply."
+        ),
     ] = None,
     codex_version: Annotated[
         str | None,
@@ -63,6 +71,7 @@ def doctor(
         timeout=timeout,
         codex_home=codex_home,
         claude_home=claude_home,
+        opencode_dir=opencode_dir,
         project_dir=project_dir,
         codex_version=codex_version,
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),

@@ -51,7 +51,9 @@ def generate(
     ),
     output: Path | None = typer.Option(None, "-o", "--output", help="Where to write the note."),
     client: str | None = typer.Option(
-        None, "--client", help="Use this client's configured endpoint: codex, claude or openai."
+        None,
+        "--client",
+        help="Use this client's configured endpoint: codex, claude, opencode or openai.",
     ),
     base_url: str | None = typer.Option(None, "--base-url", help="Call this base URL instead."),
     model: str | None = typer.Option(None, "--model", help="Model id (overrides the config)."),

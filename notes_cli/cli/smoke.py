@@ -11,8 +11,13 @@ import typer
 if TYPE_CHECKING:
     from notes_cli.clients.endpoint import AuthStyle, Endpoint
 
-_PROTOCOL = {"codex": "responses", "claude": "anthropic", "openai": "chat"}
-_DEFAULT_KEY_ENV = {"codex": None, "claude": "ANTHROPIC_AUTH_TOKEN", "openai": "OPENAI_API_KEY"}
+_PROTOCOL = {"codex": "responses", "claude": "anthropic", "opencode": "chat", "openai": "chat"}
+_DEFAULT_KEY_ENV = {
+    "codex": None,
+    "claude": "ANTHROPIC_AUTH_TOKEN",
+    "opencode": None,
+    "openai": "OPENAI_API_KEY",
+}
 
 
 # The flags of `smoke`.
@@ -21,7 +26,8 @@ Client = Annotated[
     typer.Option(
         "--client",
         help="Whose protocol to speak: codex (Responses API), claude "
-        "(Anthropic Messages) or openai (chat completions).",
+        "(Anthropic Messages), opencode (chat completions, OpenCode's request) or openai "
+        "(chat completions).",
     ),
 ]
 N = Annotated[int, typer.Option("-n", "--runs", min=1, max=50, help="Consecutive runs.")]
@@ -74,7 +80,8 @@ def smoke(
     minimal: Minimal = False,
     as_json: AsJson = False,
 ) -> None:
-    """Send N streamed requests in a row the way Codex, Claude Code or the OpenAI SDK does, and
+    """Send N streamed requests in a row the way Codex, Claude Code, OpenCode or the OpenAI SDK
+    does, and
     say whether every one returned, completed, and took a stable time. Shows where the time
     went: network + gateway (connect, time to headers) vs the model (first token, decode rate).
 
@@ -95,7 +102,7 @@ def smoke(
         retries=retries,
         max_tokens=max_tokens,
         on_run=draw.progress,
-        shape=None if minimal else _shape(endpoint.protocol),
+        shape=None if minimal else _shape(endpoint),
     )
     if as_json:
         render.emit_json(report.to_json())
@@ -105,11 +112,14 @@ def smoke(
         raise SystemExit(1)  # typer.Exit's code is dropped under standalone_mode=False
 
 
-def _shape(protocol: str) -> object:
-    """The recorded request of the client speaking `protocol` (None for chat completions)."""
+def _shape(endpoint: Endpoint) -> object:
+    """The recorded request of the endpoint's client (None for the plain OpenAI SDK)."""
     from notes_cli.doctor.client_shape import shape_for
-    from notes_cli.doctor.version import claude_version, codex_version
+    from notes_cli.doctor.version import claude_version, codex_version, opencode_version
 
+    protocol = endpoint.protocol
+    if endpoint.client == "opencode":
+        return shape_for(protocol, opencode_version(), client="opencode")
     if protocol == "responses":
         return shape_for(protocol, codex_version())
     return shape_for(protocol, claude_version()) if protocol == "anthropic" else None
@@ -125,7 +135,9 @@ def _endpoint(
     from notes_cli.errors import UsageError
 
     if client not in _PROTOCOL:
-        raise UsageError(f"unknown client {client!r}", fix="use --client codex, claude or openai")
+        raise UsageError(
+            f"unknown client {client!r}", fix="use --client codex, claude, opencode or openai"
+        )
     if client == "openai" and base_url is None:
         base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     if base_url is not None:
@@ -153,9 +165,25 @@ def _endpoint(
 
 
 def _configured(client: str) -> Endpoint:
-    from notes_cli.clients.resolve import resolve_endpoints
+    from notes_cli.clients.resolve import resolve_endpoints, resolve_setups
     from notes_cli.errors import UsageError
 
+    if client == "opencode":
+        (setup,) = resolve_setups("opencode")
+        if setup.endpoint is None:
+            raise UsageError(
+                f"OpenCode has no endpoint pdnotes can call: {setup.problem}",
+                fix="run `pdnotes config opencode --preset NAME` (or `pdnotes doctor --client "
+                "opencode` to see why), or pass --base-url URL --model ID",
+            )
+        endpoint = setup.endpoint
+        if endpoint.key_env and not endpoint.key:
+            raise UsageError(
+                f"{{env:{endpoint.key_env}}} in OpenCode's config names an unset variable: "
+                "OpenCode would send an empty key",
+                fix=f"export {endpoint.key_env}=<your key>, then re-run",
+            )
+        return endpoint
     found = resolve_endpoints(client)
     if not found:
         raise UsageError(

@@ -28,6 +28,7 @@ RECORDED_PROMPT = "Reply with the single word ok."
 _SET_BY_PDNOTES = {"accept", "content-type", "anthropic-version"}
 """Headers the gateway client sets itself (accept follows the stream flag)."""
 _CLIENT_OF = {"responses": "codex", "anthropic": "claude"}
+_PROTOCOL_OF = {"codex": "responses", "claude": "anthropic", "opencode": "chat"}
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,14 @@ class Variant:
     fields: tuple[str, ...] = field(default=())
 
 
-def shape_for(protocol: str, version: Version | None = None) -> Shape | None:
-    """The recorded shape of the client speaking `protocol`: the newest not newer than
-    `version` (the oldest when older than all; the newest when unknown)."""
-    client = _CLIENT_OF.get(protocol)
-    if client is None:
+def shape_for(
+    protocol: str, version: Version | None = None, *, client: str | None = None
+) -> Shape | None:
+    """The recorded shape of `client` (default: the client speaking `protocol`), when it
+    speaks `protocol`: the newest not newer than `version` (the oldest when older than all;
+    the newest when unknown)."""
+    client = client or _CLIENT_OF.get(protocol)
+    if client is None or _PROTOCOL_OF.get(client) != protocol:
         return None
     folder = template_path("clients", client)
     known = sorted(v for v in (parse_version(p.stem) for p in folder.glob("*.json")) if v)

@@ -63,8 +63,8 @@ _BOUND_FINDINGS: tuple[tuple[type[gw.GatewayError], str], ...] = (
 
 # Statuses that say "this request body is wrong", worth narrowing down.
 _SHAPE_ERRORS = frozenset({400, 413, 422})
-_SHAPE_PROTOCOL = {"codex": "responses", "claude": "anthropic"}
-_CLIENT_NAME = {"codex": "Codex", "claude": "Claude Code"}
+_SHAPE_PROTOCOL = {"codex": "responses", "claude": "anthropic", "opencode": "chat"}
+_CLIENT_NAME = {"codex": "Codex", "claude": "Claude Code", "opencode": "OpenCode"}
 
 
 def probe_endpoint(

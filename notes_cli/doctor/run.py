@@ -17,7 +17,7 @@ from notes_cli.errors import UsageError
 if TYPE_CHECKING:
     from notes_cli.doctor.resolved import Resolved
 
-CLIENTS = ("all", "codex", "claude")
+CLIENTS = ("all", "codex", "claude", "opencode")
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ def run_doctor(
     codex_home: Path | None = None,
     claude_home: Path | None = None,
     project_dir: Path | None = None,
+    opencode_dir: Path | None = None,
     codex_version: str | None = None,
     codex_view: CodexView | None = None,
     claude_settings: Path | None = None,
@@ -69,7 +70,7 @@ def run_doctor(
     Each client's files are read once (`doctor.resolved`); the static checks, the summary and
     the live probe all use that one reading."""
     if client not in CLIENTS:
-        raise UsageError(f"unknown --client {client!r}", fix="use codex, claude or all")
+        raise UsageError(f"unknown --client {client!r}", fix="use codex, claude, opencode or all")
     from notes_cli.doctor.env_checks import check_env
 
     env = dict(os.environ)
@@ -83,8 +84,12 @@ def run_doctor(
         resolved.append(
             _claude(report, env, claude_home, project_dir, claude_settings, run_helpers)
         )
+    if client in ("all", "opencode"):
+        opencode = _opencode(report, env, opencode_dir, project_dir)
+        if opencode.configured or client == "opencode":
+            resolved.append(opencode)
     report.clients += [_summary(r) for r in resolved if r.configured]
-    _config_missing(report, client, codex_home, claude_home)
+    _config_missing(report, client, codex_home, claude_home, opencode_dir)
     report.findings += check_env(env)
     if not offline:
         betas_off = any(_claude_betas_off(r, env) for r in resolved if r.client == "claude")
@@ -101,10 +106,16 @@ class _Shapes:
     codex_version: tuple[int, int, int] | None
     claude_betas_off: bool = False  # CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS is set
 
-    def for_protocol(self, protocol: str) -> Any:
+    def for_endpoint(self, endpoint: Any) -> Any:
         if self.minimal:
             return None
         from notes_cli.doctor.client_shape import shape_for, without_betas
+
+        protocol = endpoint.protocol
+        if endpoint.client == "opencode":
+            from notes_cli.doctor.version import opencode_version
+
+            return shape_for(protocol, opencode_version(), client="opencode")
 
         if protocol == "anthropic":
             from notes_cli.doctor.version import claude_version
@@ -173,6 +184,21 @@ def _claude(
     return claude
 
 
+def _opencode(
+    report: DoctorReport,
+    env: dict[str, str],
+    opencode_dir: Path | None,
+    project_dir: Path | None,
+) -> Resolved[Any]:
+    from notes_cli.doctor.opencode_checks import check_opencode
+    from notes_cli.doctor.resolved import resolve_opencode
+
+    opencode, problems = resolve_opencode(opencode_dir, project_dir, env)
+    report.findings += problems
+    report.findings += check_opencode(opencode.layers, env)
+    return opencode
+
+
 def _summary(resolved: Resolved[Any]) -> ClientSummary:
     """The client's header: its files and the URL it will call (none when a file does not
     parse; that file has its finding)."""
@@ -186,20 +212,29 @@ def _summary(resolved: Resolved[Any]) -> ClientSummary:
 
 
 def _config_missing(
-    report: DoctorReport, client: str, codex_home: Path | None, claude_home: Path | None
+    report: DoctorReport,
+    client: str,
+    codex_home: Path | None,
+    claude_home: Path | None,
+    opencode_dir: Path | None = None,
 ) -> None:
     """A client with no config: an error when asked for explicitly or when neither client is
-    configured, else a warning (most people use one client)."""
+    configured, else a warning (most people use one client). OpenCode is checked among all
+    only when it has a config (it is reported missing only when asked for by name)."""
     from notes_cli.doctor.registry import make
 
     configured = {s.client for s in report.clients}
     wanted = ["codex", "claude"] if client == "all" else [client]
     severity: Severity = "error" if client != "all" or not configured else "warning"
     for name in wanted:
-        finding_client: FindingClient = "codex" if name == "codex" else "claude"
+        finding_client: FindingClient = name  # type: ignore[assignment]
         if name in configured:
             continue
-        if name == "codex":
+        if name == "opencode":
+            from notes_cli.clients.opencode_config import config_path
+
+            path = config_path("global", config_dir=opencode_dir)
+        elif name == "codex":
             path = paths.codex_config_path(codex_home)
         else:
             path = paths.claude_settings_path("user", claude_home_dir=claude_home)
@@ -235,7 +270,7 @@ def _live(
             client.endpoint,
             timeout=timeout,
             static_findings=[f for f in report.findings if f.client == client.client],
-            shape=shapes.for_protocol(client.endpoint.protocol),
+            shape=shapes.for_endpoint(client.endpoint),
         )
         confirmed = {(f.id, f.client) for f in findings}
         report.findings = [f for f in report.findings if (f.id, f.client) not in confirmed]
