@@ -68,6 +68,8 @@ class _Recorder(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.requests.append({"path": self.path, "headers": headers, "body": None})
         body = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
         self._send(200, "application/json", body.encode())
 

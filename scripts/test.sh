@@ -27,25 +27,29 @@ unset PYTHONDONTWRITEBYTECODE
 
 CODEX_VERSION=0.171.0
 CLAUDE_VERSION=2.1.197  # newer releases declare node >=22 but run on Node 20 (npm only warns)
+OPENCODE_VERSION=1.18.33  # a native binary (opencode-linux-x64) in an npm package: no Node needed
 install_pinned() {
-  if [ ! -x .interop/node_modules/.bin/codex ] || [ ! -x .interop/node_modules/.bin/claude ]; then
+  if [ ! -x .interop/node_modules/.bin/codex ] || [ ! -x .interop/node_modules/.bin/claude ] \
+    || [ ! -x .interop/node_modules/.bin/opencode ]; then
     timeout 600 npm install --silent --no-audit --no-fund --prefix .interop \
-      "@openai/codex@${CODEX_VERSION}" "@anthropic-ai/claude-code@${CLAUDE_VERSION}"
+      "@openai/codex@${CODEX_VERSION}" "@anthropic-ai/claude-code@${CLAUDE_VERSION}" \
+      "opencode-ai@${OPENCODE_VERSION}"
   fi
 }
 install_newest() {
   # The newest releases, looked up with npm view; a version already installed is reused.
-  local codex claude stamp=".interop-newest/versions"
+  local codex claude opencode stamp=".interop-newest/versions"
   codex=$(timeout 60 npm view @openai/codex version)
   claude=$(timeout 60 npm view @anthropic-ai/claude-code version)
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$codex $claude" ]; then
+  opencode=$(timeout 60 npm view opencode-ai version)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$codex $claude $opencode" ]; then
     # --engine-strict=false: Claude Code's engines field asks for a newer Node than it needs.
     timeout 600 npm install --silent --no-audit --no-fund --engine-strict=false \
       --prefix .interop-newest \
-      "@openai/codex@${codex}" "@anthropic-ai/claude-code@${claude}"
-    echo "$codex $claude" > "$stamp"
+      "@openai/codex@${codex}" "@anthropic-ai/claude-code@${claude}" "opencode-ai@${opencode}"
+    echo "$codex $claude $opencode" > "$stamp"
   fi
-  echo "interop on the newest clients: Codex $codex, Claude Code $claude" >&2
+  echo "interop on the newest clients: Codex $codex, Claude Code $claude, OpenCode $opencode" >&2
 }
 
 # The npm installs take a minute or two on a clean clone; they overlap with pip, ruff and mypy.
