@@ -92,7 +92,9 @@ def resolve_setups(
     if client in ("all", "claude"):
         result.append(claude_setup(claude_home, project_dir, env, claude_settings))
     if client in ("all", "opencode"):
-        result.append(_opencode_or_problem(client, opencode_dir, project_dir, env))
+        opencode = _opencode_or_problem(client, opencode_dir, project_dir, env)
+        if client == "opencode" or opencode.files:  # among all, only an OpenCode that is set up
+            result.append(opencode)
     return result
 
 
