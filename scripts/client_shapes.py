@@ -1,7 +1,9 @@
 """Record the request the real Codex CLI, Claude Code and OpenCode send for a turn, as data for
 doctor's client-shaped probe (templates/clients/<client>/<version>.json).
 
-    PDNOTES_INTEROP_BIN=.interop/node_modules/.bin python scripts/client_shapes.py [codex|claude|opencode]
+    PDNOTES_INTEROP_BIN=.interop/node_modules/.bin python scripts/client_shapes.py [CLIENT...]
+
+(CLIENT: codex, claude, opencode; all three by default.)
 
 Each client runs once (bounded, in a temp HOME, its own process group) against a recording server
 on 127.0.0.1 that answers every turn with a minimal valid stream. The turn request (the POST that

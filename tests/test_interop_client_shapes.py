@@ -1,8 +1,8 @@
 """The real clients against the recorder of scripts/client_shapes.py: a fresh recording of Codex,
-Claude Code and OpenCode has the stored shape of that version (same body keys, same tool types and names,
-same header names), so a client upgrade that changes its request fails here until the shape is
-re-recorded; and on a gateway that refuses non-function tools the real `codex exec` fails as
-doctor predicts, and works with the setting doctor's fix names."""
+Claude Code and OpenCode has the stored shape of that version (same body keys, same tool types
+and names, same header names), so a client upgrade that changes its request fails here until
+the shape is re-recorded; and on a gateway that refuses non-function tools the real `codex exec`
+fails as doctor predicts, and works with the setting doctor's fix names."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ ProjectDir = Annotated[
     Path | None,
     typer.Option(
         "--project-dir",
-        help="Project whose .claude/ settings apply (default: current folder).",
+        help="Project whose .claude/ settings and opencode.json apply (default: current folder).",
     ),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
