@@ -365,6 +365,7 @@ def plan_opencode(
         edits.append((("provider", provider_id, "models", model, "limit"), limit))
     edits.append((("model",), f"{provider_id}/{model}"))
     new_text = _apply(old_text, data, edits, path)
+    warnings += _overridden(path, provider_id, config_dir, project_dir)
     return WritePlan(
         client="opencode",
         path=path,
@@ -378,6 +379,35 @@ def plan_opencode(
             s for s in secret_values(data, jsonc.parse(new_text, path)) if not ENV_REF.fullmatch(s)
         ),
     )
+
+
+def _overridden(
+    path: Path, provider_id: str, config_dir: Path | None, project_dir: Path | None
+) -> list[str]:
+    """Say so when a layer OpenCode reads after `path` sets `model` or this provider's
+    baseURL: the value written here would not be the one OpenCode uses."""
+    from notes_cli.errors import InputError
+
+    sources = layer_sources(config_dir, project_dir, os.environ)
+    target = path.absolute()
+    index = next((i for i, (_, p) in enumerate(sources) if p and p.absolute() == target), None)
+    if index is None:
+        return []
+    found = []
+    for label, later in sources[index + 1 :]:
+        try:
+            text = (
+                os.environ["OPENCODE_CONFIG_CONTENT"] if later is None else fileio.read_text(later)
+            )
+            data = jsonc.parse(text, later or Path(label)) if text is not None else {}
+        except (InputError, KeyError):
+            continue  # doctor reports a layer that cannot be read
+        where = str(later) if later is not None else label
+        if "model" in data:
+            found.append(f"{where} sets model too, and OpenCode reads it after {path}: it wins")
+        if _get(data, ("provider", provider_id, "options", "baseURL")) is not None:
+            found.append(f"{where} sets provider.{provider_id}.options.baseURL too, and wins")
+    return found
 
 
 def _apply(
