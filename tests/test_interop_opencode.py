@@ -129,3 +129,21 @@ def test_what_doctor_flags_is_what_makes_the_real_client_fail(
     assert not parts(opencode_events(run), "text")
     doctor = cli("doctor", "--client", "opencode", "--offline", "--json").json()
     assert finding_id in [f["id"] for f in doctor["findings"] if f["severity"] == "error"]
+
+
+def test_opencode_needs_no_bridge_on_a_chat_only_engine(
+    cli: Callable[..., Any], isolated_home: Path, start_engine_server: Callable[..., Any]
+) -> None:
+    """OpenCode speaks chat completions itself: on an engine that serves only that API (where
+    Codex and Claude Code need the bridge) the tool turn completes directly."""
+    client_binary("opencode")
+    engine = start_engine_server(protocols=("chat",))
+    configure(cli, engine.base_url)
+    marker = f"marker-{uuid.uuid4().hex[:10]}"
+
+    run = opencode_run(isolated_home, f"run: echo {marker}")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    events = opencode_events(run)
+    assert [p["tool"] for p in parts(events, "tool_use")] == ["bash"]
+    assert [p["text"] for p in parts(events, "text")] == [f"The command printed: {marker}"]
