@@ -170,3 +170,16 @@ def test_live_doubled_v1_is_confirmed_by_the_probe(cli, isolated_home, engine_se
     assert result.exit_code == 1
     ids = [f["id"] for f in result.json()["findings"]]
     assert "base-url-v1-suffix" in ids
+
+
+def test_a_literal_key_in_the_file_is_flagged_without_showing_it(cli, isolated_home) -> None:
+    secret = "sk-literal-opencode-0123456789abcdef"
+    write_config(isolated_home, {"provider": {"gw": provider(apiKey=secret)}, "model": "gw/qwen3"})
+    result = cli("doctor", "--client", "opencode", "--offline", "--json")
+    assert secret not in result.stdout + result.stderr
+    finding = by_id(result.json(), "key-in-file")
+    assert finding["severity"] == "warning" and "{env:GW_API_KEY}" in finding["fix"]
+    # The reference form is not a key in the file.
+    write_config(isolated_home, {"provider": {"gw": provider(apiKey="{env:GW_API_KEY}")},
+                                 "model": "gw/qwen3"})  # fmt: skip
+    assert not [f for f in offline(cli)["findings"] if f["id"] == "key-in-file"]

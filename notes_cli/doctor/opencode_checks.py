@@ -90,10 +90,44 @@ def check_opencode(layers: list[oc.Layer], env: Mapping[str, str]) -> list[Findi
     merged = oc.merge(layers)
     providers = _obj(merged.get("provider"))
     found = _env_refs(layers, env, _selected(merged))
+    found += _literal_keys(layers)
     found += _model(layers, merged, providers)
     for provider_id, entry in providers.items():
         if isinstance(entry, dict):
             found += _provider(layers, str(provider_id), entry, env)
+    return found
+
+
+_HOW = (
+    'export the key (export GW_API_KEY=…) and write "apiKey": "{env:GW_API_KEY}" '
+    "(pdnotes config opencode --key-env GW_API_KEY does); then rotate the key, it sat in a file"
+)
+
+
+def _literal_keys(layers: list[oc.Layer]) -> list[Finding]:
+    """A literal `apiKey` in a file (an error when git tracks the file: committing it
+    publishes the key)."""
+    from notes_cli.clients.git import tracked_by_git
+
+    found: list[Finding] = []
+    for layer in layers:
+        for provider_id, entry in _obj(layer.data.get("provider")).items():
+            key = _obj(_obj(entry).get("options")).get("apiKey")
+            if not isinstance(key, str) or not key or oc.ENV_REF.search(key):
+                continue
+            tracked = layer.path is not None and tracked_by_git(layer.path)
+            found.append(
+                make(
+                    "key-in-file",
+                    "opencode",
+                    f"provider.{provider_id}.options.apiKey holds a literal key in "
+                    + ("a file git tracks" if tracked else layer.where),
+                    severity="error" if tracked else None,
+                    file=layer.where,
+                    line=line_of(layer.text, '"apiKey"'),
+                    how=_HOW,
+                )
+            )
     return found
 
 
