@@ -269,3 +269,14 @@ def test_set_value_changes_only_the_value_and_keeps_every_comment(doc, path, val
 
     assert jsonc.parse(edited, where) == expected
     assert edited.count("// note") == text.count("// note") and edited.startswith("// head\n")
+
+
+def test_context_window_from_the_gateways_models(cli, isolated_home, engine_server) -> None:
+    result = cli(
+        "config", "opencode", "--base-url", engine_server.base_url, "--model", "pd-mock-1",
+        "--context-window", "gateway", "--output-limit", "2048",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "context window 32768 (max_model_len)" in result.stdout
+    model = data_of(global_config(isolated_home))["provider"]["gateway"]["models"]["pd-mock-1"]
+    assert model["limit"] == {"context": 32768, "output": 2048}
