@@ -280,3 +280,30 @@ def test_context_window_from_the_gateways_models(cli, isolated_home, engine_serv
     assert "context window 32768 (max_model_len)" in result.stdout
     model = data_of(global_config(isolated_home))["provider"]["gateway"]["models"]["pd-mock-1"]
     assert model["limit"] == {"context": 32768, "output": 2048}
+
+
+def test_a_fifo_or_binary_file_is_refused_with_a_message(cli, isolated_home) -> None:
+    import os
+
+    path = global_config(isolated_home)
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    fifo = cli("config", "opencode", "--preset", "mock")
+    assert fifo.exit_code == 2 and "Traceback" not in fifo.stderr and str(path) in fifo.stderr
+    path.unlink()
+    path.write_bytes(b'{"a": "\x00\xff\xfe"}')
+    binary = cli("config", "opencode", "--preset", "mock")
+    assert binary.exit_code == 2 and "Traceback" not in binary.stderr
+    assert path.read_bytes() == b'{"a": "\x00\xff\xfe"}'
+
+
+def test_a_symlinked_config_is_written_through_the_link(cli, isolated_home, tmp_path) -> None:
+    target = write(tmp_path / "dotfiles" / "opencode.jsonc", COMMENTED)
+    link = global_config(isolated_home, "opencode.jsonc")
+    link.parent.mkdir(parents=True)
+    link.symlink_to(target)
+
+    assert cli("config", "opencode", "--preset", "mock").exit_code == 0
+
+    assert link.is_symlink() and "// my own settings" in target.read_text()
+    assert data_of(target)["model"] == "pdnotes-mock/pd-mock-1"
