@@ -1,6 +1,6 @@
-"""pdnotes config codex | claude | show | undo | presets: write, inspect and restore the clients'
-configuration. The core lives in notes_cli.clients (imported inside each command, so
-`pdnotes --help` stays fast); drawing lives in notes_cli.render.config."""
+"""pdnotes config codex | claude | opencode | show | undo | presets: write, inspect and restore
+the clients' configuration. The core lives in notes_cli.clients (imported inside each command,
+so `pdnotes --help` stays fast); drawing lives in notes_cli.render.config."""
 
 from __future__ import annotations
 
