@@ -13,7 +13,7 @@ from notes_cli.cli import layer_options
 
 def doctor(
     client: Annotated[
-        str, typer.Option("--client", help="codex, claude, gemini, qwen or all.")
+        str, typer.Option("--client", help="codex, claude, gemini, qwen, opencode or all.")
     ] = "all",
     offline: Annotated[
         bool,
@@ -30,8 +30,14 @@ def doctor(
     qwen_home: Annotated[
         Path | None, typer.Option("--qwen-home", help="Qwen Code user folder ($QWEN_HOME).")
     ] = None,
+    opencode_dir: Annotated[
+        Path | None, typer.Option("--opencode-dir", help="OpenCode's global config folder.")
+    ] = None,
     project_dir: Annotated[
-        Path | None, typer.Option("--project-dir", help="Project whose .claude/ settings apply.")
+        Path | None,
+        typer.Option(
+            "--project-dir", help="Project whose .claude/ settings and opencode.json apply."
+        ),
     ] = None,
     codex_version: Annotated[
         str | None,
@@ -72,6 +78,7 @@ def doctor(
         timeout=timeout,
         codex_home=codex_home,
         claude_home=claude_home,
+        opencode_dir=opencode_dir,
         project_dir=project_dir,
         codex_version=codex_version,
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),

@@ -91,6 +91,7 @@ def resolve_setups(
     claude_settings: Path | None = None,
     gemini_home: Path | None = None,
     qwen_home: Path | None = None,
+    opencode_dir: Path | None = None,
 ) -> list[ClientSetup]:
     env = os.environ if environ is None else environ
     result: list[ClientSetup] = []
@@ -108,6 +109,10 @@ def resolve_setups(
         qwen = qwen_setup(qwen_home, project_dir, env)
         if client == "qwen" or qwen.files:  # `all` lists Qwen Code once it has a file
             result.append(qwen)
+    if client in ("all", "opencode"):
+        opencode = _opencode_or_problem(client, opencode_dir, project_dir, env)
+        if client == "opencode" or opencode.files:  # among all, only an OpenCode that is set up
+            result.append(opencode)
     return result
 
 
@@ -136,6 +141,43 @@ def qwen_setup(
         )
         return ClientSetup("qwen", files_used, values, None, problem=problem)
     return ClientSetup("qwen", files_used, values, resolved.endpoint())
+
+
+def _opencode_or_problem(
+    client: str, config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> ClientSetup:
+    """Asked for by name, a file OpenCode cannot read is the command's error; among all the
+    clients it is OpenCode's problem only (the other clients' setups still count)."""
+    from notes_cli.errors import ConfigParseError
+
+    try:
+        return opencode_setup(config_dir, project_dir, env)
+    except ConfigParseError as exc:
+        if client == "opencode":
+            raise
+        return ClientSetup("opencode", (Path(exc.path),), (), None, problem=exc.message)
+
+
+def opencode_setup(
+    config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> ClientSetup:
+    """OpenCode's effective setup from its layers (`clients.opencode_config`)."""
+    from notes_cli.clients import opencode_config as oc
+
+    layers = oc.read_layers(config_dir, project_dir, env)
+    return opencode_setup_of(layers, env)
+
+
+def opencode_setup_of(layers: list[Any], env: Mapping[str, str]) -> ClientSetup:
+    from notes_cli.clients import opencode_config as oc
+
+    used = tuple(layer.path for layer in layers if layer.path is not None)
+    if not layers:
+        path = oc.config_path("global")
+        return ClientSetup("opencode", (), (), None, problem=f"{path} does not exist")
+    resolved = oc.resolve(layers, env, oc.auth_keys())
+    values = tuple(Value(*value) for value in resolved.values)
+    return ClientSetup("opencode", used, values, resolved.endpoint, problem=resolved.problem)
 
 
 def codex_setup(

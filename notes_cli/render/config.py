@@ -22,6 +22,7 @@ _CLIENT_TITLE = {
     "claude": "Claude Code",
     "gemini": "Gemini CLI",
     "qwen": "Qwen Code",
+    "opencode": "OpenCode",
 }
 _METHOD = "POST"
 

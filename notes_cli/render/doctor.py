@@ -19,16 +19,17 @@ _TITLE = {
     "claude": "Claude Code",
     "gemini": "Gemini CLI",
     "qwen": "Qwen Code",
+    "opencode": "OpenCode",
     "env": "Environment",
 }
-_METHOD = {"codex": "POST", "claude": "POST", "gemini": "POST"}
+_METHOD = {"codex": "POST", "claude": "POST", "gemini": "POST", "opencode": "POST"}
 
 
 def report(doctor_report: DoctorReport, *, offline: bool) -> None:
     summaries = {s.client: s for s in doctor_report.clients}
     order = [
         c
-        for c in ("codex", "claude", "gemini", "qwen", "env")
+        for c in ("codex", "claude", "gemini", "qwen", "opencode", "env")
         if c in summaries or any(f.client == c for f in doctor_report.findings)
     ]
     for client in order:
