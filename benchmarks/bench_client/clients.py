@@ -152,12 +152,12 @@ def run_tree(
         )  # fmt: skip
         try:
             process.wait(timeout=900)
-        except subprocess.TimeoutExpired:
+        except BaseException:  # a timeout, Ctrl-C or SIGTERM: the client goes too
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+            raise
         wall = time.perf_counter() - started
-        with contextlib.suppress(ProcessLookupError):  # members the client left behind
-            os.killpg(process.pid, signal.SIGTERM)
+        # Descendants the client left behind finish their work (and are counted) first.
         reap_leftovers(keep)
         out.seek(0)
         stdout = out.read().decode(errors="replace")
@@ -510,6 +510,8 @@ def main() -> None:
     args = parse_args()
     pin = not args.no_pin
     become_subreaper()
+    # SIGTERM unwinds like Ctrl-C, so the engine and the client (own sessions) are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     placement = "pinned to two CPUs" if cpus_to_pin(pin)[0] is not None else "unpinned"
     print(
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {platform.machine()}, "
