@@ -42,3 +42,33 @@ def test_the_cpu_of_a_descendant_that_outlives_its_parent_is_counted(tmp_path: P
     assert code == "0"
     # The grandchild's 0.4 s (process time, not the wall clock) is in the tree's CPU.
     assert float(cpu_s) >= 0.4, done.stdout
+
+
+SHADOW = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import clients
+code, cpu_s, wall_s, out = clients.run_tree(
+    [sys.executable, "-m", "notes_cli"], {"PYTHONPATH": sys.argv[2]}, None, set(),
+    Path(sys.argv[3]),
+)
+print(out.strip())
+"""
+
+
+def test_the_tree_pythonpath_names_runs_even_from_inside_another_checkout(tmp_path: Path) -> None:
+    """bench@COMMIT runs `python -m notes_cli` with PYTHONPATH at the commit's tree; started
+    from inside this checkout, `-m` would put the checkout first and run today's code."""
+    other = tmp_path / "other" / "notes_cli"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    (other / "__main__.py").write_text("print('the other tree')\n")
+    (tmp_path / "run").mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", SHADOW, str(ROOT / "benchmarks" / "bench_client"),
+         str(tmp_path / "other"), str(tmp_path / "run" / "stderr.log")],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "the other tree"

@@ -146,9 +146,11 @@ def run_tree(
     before = children_cpu_s()
     started = time.perf_counter()
     with open(log, "wb") as err, tempfile.TemporaryFile() as out:
+        # In the run's own folder: `python -m` puts the working directory first on sys.path,
+        # so a checkout there would shadow the tree PYTHONPATH names (bench@COMMIT).
         process = subprocess.Popen(
             command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
-            start_new_session=True, preexec_fn=pinner(cpu),
+            start_new_session=True, preexec_fn=pinner(cpu), cwd=log.parent,
         )  # fmt: skip
         try:
             process.wait(timeout=900)
@@ -194,7 +196,7 @@ def engine(speed: float, cpu: int | None) -> Iterator[tuple[int, set[int]]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-        start_new_session=True, preexec_fn=pinner(cpu),
+        start_new_session=True, preexec_fn=pinner(cpu), cwd=ROOT,
     )  # fmt: skip
     try:
         wait_healthy(f"http://127.0.0.1:{port}/health")
