@@ -341,6 +341,11 @@ def net_ms(run: Run, startup: Run) -> float:
     return (run.cpu_s - startup.cpu_s) * 1000 / max(1, run.requests - startup.requests)
 
 
+def per_token_us(run: Run, startup: Run) -> float:
+    tokens = max(1, run.output_tokens - startup.output_tokens)
+    return (run.cpu_s - startup.cpu_s) * 1e6 / tokens
+
+
 def spread(values: list[float], digits: int = 3) -> str:
     if not values:
         return "-"
@@ -396,7 +401,8 @@ def side_by_side(args: argparse.Namespace, pin: bool) -> dict[str, Tally]:
                     getattr(tallies[name], target).append(run)
                     print(
                         f"round {round_ + 1} {name} ({target}): {run.requests} requests, "
-                        f"{run.cpu_s:.2f} s CPU, {run.wall_s:.1f} s",
+                        f"{run.output_tokens} output tokens, {run.cpu_s:.3f} s CPU, "
+                        f"{run.wall_s:.1f} s",
                         file=sys.stderr,
                     )
     finally:
@@ -406,22 +412,27 @@ def side_by_side(args: argparse.Namespace, pin: bool) -> dict[str, Tally]:
 
 
 def report_side_by_side(tallies: dict[str, Tally]) -> None:
+    """Net CPU per request, and per output token: the clients' prompts differ, so the engine's
+    answers (ended by its own stop, not only by max_tokens) can differ in length too."""
     print(
         "| client | requests served | output tokens / request | CPU / request, start-up "
-        "included | start-up CPU | CPU / request, net | net, x bench |\n"
-        "|---|---|---|---|---|---|---|"
+        "included | start-up CPU | CPU / request, net | net, x bench | net CPU / output "
+        "token | per token, x bench |\n|---|---|---|---|---|---|---|---|---|"
     )
     bench = tallies["bench"]
     bench_net = [net_ms(r, s) for r, s in zip(bench.runs, bench.startups, strict=True)]
+    bench_token = [per_token_us(r, s) for r, s in zip(bench.runs, bench.startups, strict=True)]
     for name, tally in tallies.items():
         nets = [net_ms(r, s) for r, s in zip(tally.runs, tally.startups, strict=True)]
+        per_token = [per_token_us(r, s) for r, s in zip(tally.runs, tally.startups, strict=True)]
         ratios = [n / b for n, b in zip(nets, bench_net, strict=True)]
+        token_ratios = [n / b for n, b in zip(per_token, bench_token, strict=True)]
         tokens = [r.output_tokens / max(1, r.requests) for r in tally.runs]
         print(
             f"| {name} | {spread([float(r.requests) for r in tally.runs], 0)} | "
             f"{spread(tokens, 1)} | {spread([per_request_ms(r) for r in tally.runs])} ms | "
             f"{spread([s.cpu_s for s in tally.startups], 2)} s | {spread(nets)} ms | "
-            f"{spread(ratios, 2)} |"
+            f"{spread(ratios, 2)} | {spread(per_token, 1)} µs | {spread(token_ratios, 2)} |"
         )
 
 
