@@ -95,3 +95,59 @@ def test_an_anthropic_messages_target_gets_the_same_report(cli, start_engine_ser
     assert doc["server_metrics"]["samples"] >= 2
     wrong = cli("bench", "--base-url", base, "--api", "gemini", "-n", "1")
     assert wrong.exit_code == 2 and "anthropic" in wrong.stderr
+
+
+# A vLLM-like page: labelled gauges, `_total` counters, comments and histogram buckets (most of
+# a real page) that the report never reads.
+VLLM_PAGE = """# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 7.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
+# TYPE vllm:prefix_cache_queries counter
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 400.0
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 100.0
+vllm:prefix_cache_hits_created{engine="0",model_name="m"} 1.7e9
+vllm:num_requests_waiting_by_reason{reason="capacity"} 9.0
+"""
+BUCKETS = "".join(
+    f'vllm:time_to_first_token_seconds_bucket{{le="{le}",model_name="m"}} {i}.0\n'
+    for i, le in enumerate(("0.001", "0.005", "0.01", "0.05", "0.1", "0.5", "1.0", "+Inf"))
+)
+
+
+def test_a_scrape_parses_only_the_lines_the_report_reads_and_reads_them_the_same() -> None:
+    from notes_cli.bench.server_metrics import READ, parse
+
+    page = VLLM_PAGE + BUCKETS * 40
+    whole = parse(page)
+    read = parse(page, READ)
+    assert read == {name: rows for name, rows in whole.items() if name in READ}
+    assert read["vllm:num_requests_waiting"] == [({"engine": "0", "model_name": "m"}, 7.0)]
+    assert set(read) == {
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+        "vllm:prefix_cache_queries_total",
+        "vllm:prefix_cache_hits_total",
+    }  # not `..._waiting_by_reason` (a longer name) nor the buckets
+
+
+def test_a_metrics_page_over_the_bound_is_refused_and_the_run_still_reported(cli) -> None:
+    from notes_cli.bench.server_metrics import MAX_METRICS_BYTES
+
+    huge = (LLAMA_METRICS.format(prompt=1, cached=0, running=0) * 40_000).encode()
+    assert len(huge) > MAX_METRICS_BYTES
+
+    def handler(request: Received) -> Reply:
+        if request.path == "/metrics":
+            return Reply(200, {"content-type": "text/plain"}, [huge])
+        return Reply.sse(llama_like(1.5, 30, 10))
+
+    with LoopbackServer(handler) as server:
+        result = cli("bench", "--base-url", server.url + "/v1", "--model", "m", "-n", "2", "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = result.json()
+    assert doc["completed"] == 2 and doc["server_metrics"] is None
+    assert "over 4 MiB" in doc["server_metrics_error"], doc["server_metrics_error"]

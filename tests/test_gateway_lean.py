@@ -14,6 +14,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -530,3 +531,29 @@ def test_each_request_carries_its_own_headers_though_heads_are_reused() -> None:
         {name: r.headers[name] for name in ("authorization", "accept")} for r in server.requests
     ]
     assert seen == sent
+
+
+def test_clients_share_one_tls_context_until_the_ca_setting_changes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Each bench sweep point builds a client; reading the CA bundle for each cost ~20 ms of
+    CPU. They share one context, but a private CA set in SSL_CERT_FILE is still honoured."""
+    import certifi
+
+    from notes_cli.gateway.client import tls_context
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    default = tls_context()
+    assert tls_context() is default
+    assert default.cert_store_stats()["x509_ca"] > 1
+    bundle = Path(certifi.where()).read_text()
+    end = "-----END CERTIFICATE-----"
+    private = tmp_path / "private-ca.pem"
+    private.write_text(
+        bundle[bundle.index("-----BEGIN CERTIFICATE-----") : bundle.index(end)] + end + "\n"
+    )
+    monkeypatch.setenv("SSL_CERT_FILE", str(private))
+    own = tls_context()
+    assert own is not default
+    assert own.cert_store_stats()["x509_ca"] == 1  # exactly the CA the variable names

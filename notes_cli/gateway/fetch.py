@@ -51,6 +51,78 @@ def reusable_transport() -> Any:
     return httpx.HTTPTransport()
 
 
+class RepeatedGet:
+    """GET one URL again and again from an event loop (bench's Prometheus scrapes):
+    `body = await getter.get()`, then `await getter.aclose()`. Raises FetchError.
+
+    A plain http:// URL with no proxy goes over the gateway's lean HTTP/1.1 pool on the loop
+    itself: no thread, no httpx client, no CA bundle read. Measured on a 2-core VM, bench's
+    sampler then costs 24 ms of CPU to set up and 1.3 ms per scrape, against 65 ms and 6.5 ms
+    through `fetch` on a thread. Other URLs (https, a proxy) still go that way, over one
+    `reusable_transport`. Redirects are not followed."""
+
+    def __init__(self, url: str, *, timeout: float, max_bytes: int) -> None:
+        import ssl
+
+        from notes_cli.gateway._h1 import Http1Pool
+
+        self.url, self.timeout, self.max_bytes = url, timeout, max_bytes
+        # A context that trusts no CA: this pool only ever takes http:// URLs.
+        pool = Http1Pool(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), max_connections=1)
+        lean = urlsplit(url).scheme == "http" and pool.takes(url)
+        self._pool: Any = pool if lean else None
+        self._transport: Any = None if lean else reusable_transport()
+
+    async def get(self) -> bytes:
+        if self._pool is None:
+            import asyncio
+
+            got = await asyncio.to_thread(
+                fetch, self.url, timeout=self.timeout, max_bytes=self.max_bytes,
+                max_redirects=0, transport=self._transport,
+            )  # fmt: skip
+            return got.body
+        return await self._lean_get()
+
+    async def _lean_get(self) -> bytes:
+        import asyncio
+
+        import httpx
+
+        from notes_cli.gateway._http import safe_url
+        from notes_cli.gateway._limits import TooLarge
+        from notes_cli.gateway._transport import StatusSink
+
+        shown = safe_url(self.url)
+        sink = StatusSink(limit=self.max_bytes)
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self._pool.request(
+                    "GET", self.url, {"accept": "text/plain, */*"}, None, sink,
+                    connect_timeout=self.timeout, headers_timeout=self.timeout,
+                    idle_timeout=self.timeout,
+                )  # fmt: skip
+        except TimeoutError as exc:
+            raise FetchError(
+                f"{shown} did not answer within {self.timeout:g} s", url=self.url
+            ) from exc
+        except TooLarge as exc:
+            raise FetchError(f"{shown}: {exc}", url=self.url) from exc
+        except httpx.HTTPError as exc:
+            raise FetchError(
+                f"cannot fetch {shown}: {exc or type(exc).__name__}", url=self.url
+            ) from exc
+        if sink.status != 200:
+            raise FetchError(f"{shown} answered HTTP {sink.status}", url=self.url)
+        return bytes(sink.body)
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+        if self._transport is not None:
+            self._transport.close()
+
+
 def fetch(
     url: str,
     *,
