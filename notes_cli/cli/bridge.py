@@ -16,16 +16,21 @@ app = typer.Typer(
 
 # Options `serve` and `install` share.
 Upstream = Annotated[
-    str | None,
+    list[str] | None,
     typer.Option(
         "--upstream",
         help="The chat endpoint's API root, the URL before /chat/completions (default: the one "
-        "`pdnotes config … --bridge` recorded).",
+        "`pdnotes config … --bridge` recorded). Repeat for fallbacks, tried in order when one "
+        "is down or answers 5xx / 429 before its answer starts.",
     ),
 ]
 UpstreamKeyEnv = Annotated[
-    str | None,
-    typer.Option("--upstream-key-env", help="NAME of the variable holding the upstream's key."),
+    list[str] | None,
+    typer.Option(
+        "--upstream-key-env",
+        help="NAME of the variable holding the upstream's key; repeated, the Nth is the Nth "
+        "--upstream's (an upstream past the last has none).",
+    ),
 ]
 Host = Annotated[
     str | None, typer.Option("--host", help="Interface to listen on (default 127.0.0.1).")
