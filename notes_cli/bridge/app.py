@@ -119,7 +119,8 @@ class BridgeApp:
         """This request's way to the upstreams (the first, then the fallbacks in order:
         `bridge.fallback`); `.url` names the one that answered."""
         if self.upstreams is None:
-            self.upstreams = Upstreams(self._new_upstreams())
+            keys = [k for k in (self._upstream_key, *self._fallback_keys) if k]
+            self.upstreams = Upstreams(self._new_upstreams(), keys=keys)
         return self.upstreams.choice()
 
     def _new_upstreams(self) -> list[Upstream]:

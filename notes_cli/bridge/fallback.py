@@ -33,6 +33,7 @@ from typing import TypeVar
 
 from notes_cli.gateway import errors as gw
 from notes_cli.gateway.relay import RelaySink, Upstream
+from notes_cli.secrets import scrub
 
 log = logging.getLogger("pdnotes.bridge")
 
@@ -63,6 +64,7 @@ class Upstreams:
         *,
         cool_down_s: float = COOL_DOWN_S,
         clock: Callable[[], float] = time.monotonic,
+        keys: Sequence[str] = (),
     ) -> None:
         if not upstreams:
             raise ValueError("at least one upstream")
@@ -71,6 +73,10 @@ class Upstreams:
         self.clock = clock
         self.down_until = [0.0] * len(self.upstreams)
         self.answering: Upstream | None = None  # who answered last (logged when it changes)
+        self.keys = [k for k in keys if k]  # masked in the log lines (an upstream may echo one)
+
+    def scrub(self, text: str) -> str:
+        return scrub(text, self.keys)
 
     @property
     def first(self) -> Upstream:
@@ -163,17 +169,12 @@ class Choice:
                 if position + 1 == len(order):
                     if len(tried) == 1:
                         raise  # one upstream: its own error, as without fallbacks
-                    log.warning("upstream: %s", NoUpstreamAnswered(tried).message)
+                    log.warning("upstream: %s", owner.scrub(NoUpstreamAnswered(tried).message))
                     raise NoUpstreamAnswered(tried) from error
                 then = owner.upstreams[order[position + 1]].base_url
                 cooling = f"; not tried first for {wait:g} s" if wait else ""
-                log.warning(
-                    "upstream %s %s%s; trying %s",
-                    upstream.base_url,
-                    _reason(error),
-                    cooling,
-                    then,
-                )
+                said = owner.scrub(f"{upstream.base_url} {_reason(error)}")
+                log.warning("upstream %s%s; trying %s", said, cooling, then)
                 continue
             owner.answered(index)
             return result
