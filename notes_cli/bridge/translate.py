@@ -205,6 +205,9 @@ class _CustomCalls:
     def malformed(self) -> int:
         return self._decoder.malformed
 
+    def text_only(self, data: bytes) -> str | None:
+        return self._decoder.text_only(data)  # text is not a call: it passes as it is
+
     def feed(self, data: str, event_name: str | None = None) -> list[ev.Event]:
         out: list[ev.Event] = []
         for event in self._decoder.feed(data, event_name):

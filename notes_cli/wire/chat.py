@@ -608,20 +608,20 @@ class StreamEncoder:
         return f.sse(chunk)
 
 
-class _TextDelta(msgspec.Struct):
+class _TextDelta(msgspec.Struct, gc=False):
     content: object = None
     reasoning_content: object = None
     reasoning: object = None
     tool_calls: object = None
 
 
-class _TextChoice(msgspec.Struct):
+class _TextChoice(msgspec.Struct, gc=False):
     index: object = 0
     delta: _TextDelta | None = None
     finish_reason: object = None
 
 
-class _TextChunk(msgspec.Struct):
+class _TextChunk(msgspec.Struct, gc=False):
     choices: list[_TextChoice] = msgspec.field(default_factory=list)
     usage: object = None
     error: object = None
@@ -630,7 +630,7 @@ class _TextChunk(msgspec.Struct):
 _decode_text_chunk = msgspec.json.Decoder(_TextChunk).decode
 
 
-def _text_only(data: str) -> str | None:
+def _text_only(data: str | bytes) -> str | None:
     """The text of a chunk that carries nothing but a text delta for choice 0 (nearly every
     chunk of an answer), read straight into typed fields; None for anything else, which
     `StreamDecoder.feed` reads the general way, with the same result for these. Why: the
@@ -672,6 +672,13 @@ class StreamDecoder:
         self._calls: dict[tuple[int, Any], int] = {}  # (choice, upstream index) → neutral
         self._open: list[int] = []
         self._last_key: tuple[int, Any] | None = None
+
+    def text_only(self, data: bytes) -> str | None:
+        """The text of a chunk's JSON (`data` as it came, bytes) when it is nothing but a text
+        delta of an answer already started: the one thing a relay's per-token path needs,
+        without a neutral event made for it; None when `feed` must read it (it then reads it
+        the same)."""
+        return _text_only(data) if self._started else None
 
     def feed(self, data: str, event: str | None = None) -> list[Event]:
         if self._started:  # the first chunk (the answer's id and model) takes the long way
