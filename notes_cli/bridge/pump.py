@@ -56,6 +56,9 @@ class ChunkDecoder(Protocol):
 
     def feed(self, data: str, event: str | None = None) -> list[ev.Event]: ...
 
+    # the text of a text-only chunk's JSON, else None (`chat.StreamDecoder.text_only`)
+    text_only: Callable[[bytes], str | None]
+
 
 class ClientStream(Protocol):
     """Where the client's bytes go: `bridge.http1.Response` (a recorder in tests)."""
@@ -96,7 +99,7 @@ class Pump:
         "room",
         "scrub",
         "failed",
-        "text_only",
+        "fast",
     )
 
     def __init__(
@@ -123,8 +126,7 @@ class Pump:
         self.room = remember  # characters still to remember; below 0, the answer is forgotten
         self.scrub = scrub  # the bridge's keys out of the upstream's words (its error events)
         self.failed = False  # the upstream's error event went to the client: the stream's end
-        # the decoder's per-token shortcut, while the general parser is not needed
-        self.text_only: Callable[[bytes], str | None] | None = getattr(decoder, "text_only", None)
+        self.fast = True  # the per-token shortcut, while the general parser is not needed
 
     def prepare(self) -> None:
         """Encode the opening events, numbered before any upstream byte is encoded. The app
@@ -155,15 +157,14 @@ class Pump:
         # without the block split, the str copy or a neutral event (a third of the bridge's
         # instructions per lone event: docs/benchmarks/bridge.md). Anything else, or a chunk
         # `text_only` declines, takes the general way below, which reads it the same.
-        text_only = self.text_only
         if (
-            text_only is not None
+            self.fast
             and not self.buffer
             and data[:6] == b"data: "
             and data.find(b"\n", 6) == len(data) - 2
             and data[-1:] == b"\n"
         ):
-            text = text_only(data[6:-2])
+            text = self.decoder.text_only(data[6:-2])
             if text is not None:
                 self.room -= len(text)
                 if self.room >= 0:
@@ -172,7 +173,11 @@ class Pump:
                     self.texts.append(text)
                 elif self.order:  # too long to store: what was kept is let go
                     self.texts, self.reasoning, self.calls, self.order = [], [], {}, []
-                self._send(self.encoder.text(text))
+                client = self.client
+                if client.started:
+                    client.write(self.encoder.text(text))
+                else:
+                    self._send(self.encoder.text(text))
                 return False
         out: list[bytes] = []
         if self.parser is None:
@@ -185,7 +190,7 @@ class Pump:
         if out:
             self._send(out[0] if len(out) == 1 else b"".join(out))
         if self.finished:
-            self.text_only = None  # nothing is relayed after the end
+            self.fast = False  # nothing is relayed after the end
         return self.finished
 
     def _send(self, data: bytes) -> None:
@@ -213,7 +218,7 @@ class Pump:
         # `find`, not `in`: bytes' `in` tries the operand as an int first and formats the
         # TypeError it gets (valgrind: ~1,800 instructions a test, against ~300)
         if buffer.find(b"\r") >= 0:
-            self.text_only = None  # CRLF line ends: the general parser from here on
+            self.fast = False  # CRLF line ends: the general parser from here on
             self.parser = SSEParser()
             self.buffer = b""
             for event in self._parse(buffer):

@@ -104,6 +104,11 @@ def encode_head(method: str, origin: Origin, headers: dict[str, str]) -> bytes:
     return ("\r\n".join(lines) + "\r\n").encode("utf-8")
 
 
+def _nowhere(data: bytes) -> bool:
+    """The body's sink while a connection serves no request: nothing needs more."""
+    return True
+
+
 class _Connection(asyncio.Protocol):
     """One keep-alive connection, parsing the answer to the request it serves."""
 
@@ -124,7 +129,7 @@ class _Connection(asyncio.Protocol):
     def _begin(self, sink: Sink | None, done: asyncio.Future[None] | None, idle: float) -> None:
         self.sink = sink
         # where body bytes go: the sink, or what it names once it has the head (`_head`)
-        self.on_body: Callable[[bytes], bool] | None = sink.on_body if sink else None
+        self.on_body: Callable[[bytes], bool] = sink.on_body if sink else _nowhere
         self.done = done
         self.state = "idle"  # idle | head | body | drain | finished
         self.idle_timeout = idle
@@ -167,7 +172,8 @@ class _Connection(asyncio.Protocol):
                     except ValueError:
                         size = 0
                     if size > 0 and line_end + 4 + size == end:
-                        self._give(data[line_end + 2 : end - 2])
+                        if self.on_body(data[line_end + 2 : end - 2]):
+                            self._drain()
                         return
                 at = self._take_chunks(data)
                 if at < len(data):
@@ -478,13 +484,16 @@ class _Connection(asyncio.Protocol):
             raise httpx.DecodingError(str(exc)) from None
 
     def _give(self, data: bytes) -> bool:
-        assert self.on_body is not None
         if not self.on_body(data):
             return False
+        self._drain()
+        return True
+
+    def _drain(self) -> None:
+        """The sink has what it needs: read the rest of the body briefly (for reuse)."""
         self.state = "drain"
         self.drain_limit = self.received + DRAIN_BYTES
         self._watch(DRAIN_S)
-        return True
 
     def _finish_body(self) -> None:
         if self.decoder is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -655,6 +656,11 @@ def _text_only(data: str | bytes) -> str | None:
     return content
 
 
+def _not_started(data: bytes) -> None:
+    """`StreamDecoder.text_only` before the first chunk: that one takes the long way."""
+    return None
+
+
 class StreamDecoder:
     """`chat.completion.chunk` SSE → neutral events. Tolerates what chat upstreams do:
     `reasoning_content` / `reasoning` deltas, a whole tool call in one chunk, a missing tool
@@ -669,16 +675,14 @@ class StreamDecoder:
         # predicted_per_token_ms, ...), sent beside the last chunk; bench compares against it.
         self.server_timings: dict[str, Any] | None = None
         self._started = False
+        # `text_only(json)`: the text of a chunk's JSON (bytes as they came) when it is nothing
+        # but a text delta of an answer already started, the one thing a relay's per-token
+        # path needs, without a neutral event made for it; None when `feed` must read it (and
+        # it then reads it the same). A plain attribute, not a method: one call per token.
+        self.text_only: Callable[[bytes], str | None] = _not_started
         self._calls: dict[tuple[int, Any], int] = {}  # (choice, upstream index) → neutral
         self._open: list[int] = []
         self._last_key: tuple[int, Any] | None = None
-
-    def text_only(self, data: bytes) -> str | None:
-        """The text of a chunk's JSON (`data` as it came, bytes) when it is nothing but a text
-        delta of an answer already started: the one thing a relay's per-token path needs,
-        without a neutral event made for it; None when `feed` must read it (it then reads it
-        the same)."""
-        return _text_only(data) if self._started else None
 
     def feed(self, data: str, event: str | None = None) -> list[Event]:
         if self._started:  # the first chunk (the answer's id and model) takes the long way
@@ -700,6 +704,7 @@ class StreamDecoder:
             return [ErrorEvent(f.error_text(error), None, code)]
         if not self._started and (obj.get("id") or obj.get("model")):
             self._started = True
+            self.text_only = _text_only
             out.append(StartEvent(str(obj.get("id") or ""), str(obj.get("model") or "")))
         choices = obj.get("choices")
         for choice in choices if isinstance(choices, list) else ():
