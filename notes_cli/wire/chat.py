@@ -10,6 +10,7 @@ servers (DeepSeek, Qwen, GLM, vLLM's reasoning parsers) stream; `reasoning` is r
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -656,6 +657,50 @@ def _text_only(data: str | bytes) -> str | None:
     return content
 
 
+_decode_string = msgspec.json.Decoder(str).decode
+_CONTENT_STRING = re.compile(rb'"content"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+class _TextTemplate:
+    """`StreamDecoder.text_only` once the answer has started: the chunk read last, around its
+    text. An upstream sends every text chunk of an answer alike but for the text (the same id,
+    model, created, field order), so a chunk whose bytes are a chunk already read in full
+    (`_text_only`) up to the text's JSON string, and from its end, is text-only too: only that
+    string is decoded. Anything else (a new shape, a finish, usage, an escape msgspec refuses)
+    is read in full, and its shape becomes the template when it is text-only. Why: the full
+    typed decode was the largest part of the bridge's per-token work (docs/benchmarks/bridge.md:
+    instructions per lone event)."""
+
+    __slots__ = ("prefix", "suffix", "cut")
+
+    def __init__(self) -> None:
+        self.prefix = b"\x00"  # (matches no chunk: the first is read in full)
+        self.suffix = b""
+        self.cut = 0  # len(suffix)
+
+    def text(self, data: bytes) -> str | None:
+        if data.startswith(self.prefix) and data.endswith(self.suffix):
+            try:
+                text = _decode_string(data[len(self.prefix) : len(data) - self.cut])
+            except msgspec.DecodeError:  # not one JSON string there: another shape
+                return self.learn(data)
+            if text:
+                return text
+        return self.learn(data)
+
+    def learn(self, data: bytes) -> str | None:
+        """Read `data` in full; when it is text-only, its shape is the template."""
+        text = _text_only(data)
+        if text is None:
+            return None
+        found = list(_CONTENT_STRING.finditer(data))
+        if len(found) == 1:  # (a `"content":` inside a string value would have its quotes escaped)
+            start, end = found[0].span(1)
+            if _decode_string(data[start:end]) == text:
+                self.prefix, self.suffix, self.cut = data[:start], data[end:], len(data) - end
+        return text
+
+
 def _not_started(data: bytes) -> None:
     """`StreamDecoder.text_only` before the first chunk: that one takes the long way."""
     return None
@@ -704,7 +749,7 @@ class StreamDecoder:
             return [ErrorEvent(f.error_text(error), None, code)]
         if not self._started and (obj.get("id") or obj.get("model")):
             self._started = True
-            self.text_only = _text_only
+            self.text_only = _TextTemplate().text
             out.append(StartEvent(str(obj.get("id") or ""), str(obj.get("model") or "")))
         choices = obj.get("choices")
         for choice in choices if isinstance(choices, list) else ():
