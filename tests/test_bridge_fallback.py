@@ -315,3 +315,25 @@ def test_bridge_serve_with_two_upstreams_sends_each_its_own_key(tmp_path: Any) -
     assert f"fallback 1: {second.url}/v1 (key from $KEY_B)" in shown  # the banner
     assert f"trying {second.url}/v1" in shown  # the switch, in the log
     assert KEY_A not in shown and KEY_B not in shown
+
+
+def test_a_fallback_key_without_a_fallback_is_a_usage_error(cli: Any) -> None:
+    result = cli(
+        "config", "codex", "--bridge", "--base-url", "http://gpu-a/v1", "--model", "q",
+        "--bridge-fallback-key-env", "CLOUD_KEY",
+    )  # fmt: skip
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "--bridge-fallback-key-env without --bridge-fallback" in result.stderr
+    from notes_cli.bridge.config import record_path
+
+    assert not record_path().exists()  # nothing recorded
+
+
+def test_a_key_pasted_as_a_fallbacks_variable_is_refused_unshown(cli: Any) -> None:
+    result = cli(
+        "config", "claude", "--bridge", "--base-url", "http://gpu-a/v1", "--model", "q",
+        "--bridge-fallback", "http://gpu-b/v1",
+        "--bridge-fallback-key-env", "sk-live-0123456789abcdef0123",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "sk-live-0123456789abcdef0123" not in result.stdout + result.stderr
