@@ -337,3 +337,16 @@ def test_a_key_pasted_as_a_fallbacks_variable_is_refused_unshown(cli: Any) -> No
     )  # fmt: skip
     assert result.exit_code == 2
     assert "sk-live-0123456789abcdef0123" not in result.stdout + result.stderr
+
+
+def test_the_service_is_passed_every_upstreams_key_variable() -> None:
+    from notes_cli.bridge.config import BridgeConfig, Fallback
+    from notes_cli.bridge.service import plan_service
+
+    record = BridgeConfig(
+        upstream="http://gpu-a/v1",
+        upstream_key_env="KEY_A",
+        fallbacks=(Fallback("http://gpu-b/v1"), Fallback("https://cloud.example/v1", "CLOUD")),
+    )
+    unit = plan_service(record, platform="linux").text
+    assert "PassEnvironment=KEY_A CLOUD\n" in unit

@@ -61,7 +61,8 @@ def serve(
     model_map: ModelMap = None,
     api_key_env: ApiKeyEnv = None,
 ) -> None:
-    """Translate Responses / Messages requests to the upstream's chat completions until Ctrl-C."""
+    """Translate Responses / Messages requests to the upstream's chat completions (and pass
+    chat completions through), falling back to the next --upstream, until Ctrl-C."""
     from notes_cli import render
     from notes_cli.bridge import config as bridge_config
     from notes_cli.errors import PdnotesError
