@@ -54,6 +54,9 @@ class Backup:
     """Digest of the state a write in progress will produce (see `state_digest`)."""
     consumes: str | None = None
     """For an undone/ entry: the backup the undo restores and then deletes."""
+    group: str | None = None
+    """Shared by the backups of files one command wrote together (Gemini CLI's settings.json
+    and .env): `undo_group` restores them together."""
 
     @property
     def created(self) -> str:
@@ -86,6 +89,7 @@ def save(
     undone: bool = False,
     pending: str | None = None,
     consumes: str | None = None,
+    group: str | None = None,
 ) -> Backup:
     """Save the current bytes of `original` (or its absence) and prune to the newest KEEP.
     With `pending` (the digest of the state about to be written), the backup stays invisible
@@ -102,6 +106,8 @@ def save(
         meta["pending"] = pending
     if consumes is not None:
         meta["consumes"] = consumes
+    if group is not None:
+        meta["group"] = group
     data_path: Path | None = None
     try:
         with _folder_locked(folder):
@@ -237,6 +243,22 @@ def undo(client: str) -> UndoResult | None:
     return None
 
 
+def undo_group(client: str) -> list[UndoResult]:
+    """`undo`, repeated while the next newest backup belongs to the same group as the one just
+    restored: one undo puts back every file one command wrote. Empty when nothing to undo."""
+    results: list[UndoResult] = []
+    while len(results) < KEEP:
+        group = results[-1].backup.group if results else None
+        following = latest(client)
+        if results and (group is None or following is None or following.group != group):
+            break
+        result = undo(client)
+        if result is None:
+            break
+        results.append(result)
+    return results
+
+
 def _undo_locked(client: str, backup: Backup) -> UndoResult:
     data = fileio.read_bytes(backup.data_path) if backup.existed else None
     if backup.existed and data is None:  # deleted by hand or by a cleaner: never restore b""
@@ -301,6 +323,7 @@ def _load(client: str, meta_path: Path) -> Backup:
             meta_path=meta_path,
             pending=meta.get("pending"),
             consumes=meta.get("consumes"),
+            group=meta.get("group"),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InputError(

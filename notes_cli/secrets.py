@@ -245,8 +245,15 @@ def mask_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, path, query, fragment))
 
 
+_GEMINI_METHODS = (":streamGenerateContent", ":generateContent", ":countTokens")
+"""Gemini's `models/<model>:<method>` segment: the method is public, the model judged alone."""
+
+
 def _mask_path_piece(piece: str) -> str:
     """A path segment, or one of its `;name=value` parameters, masked when it is key-shaped."""
+    for method in _GEMINI_METHODS:
+        if piece.endswith(method) and len(piece) > len(method):
+            return _mask_path_piece(piece[: -len(method)]) + method
     name, sep, value = piece.partition("=")
     if sep:
         return f"{name}={_mask_path_piece(value)}" if value else piece

@@ -1,7 +1,9 @@
-"""Record the request the real Codex CLI and Claude Code send for a turn, as data for doctor's
-client-shaped probe (templates/clients/<client>/<version>.json).
+"""Record the request the real Codex CLI, Claude Code and Gemini CLI send for a turn, as data
+for doctor's client-shaped probe (templates/clients/<client>/<version>.json).
 
-    PDNOTES_INTEROP_BIN=.interop/node_modules/.bin python scripts/client_shapes.py [codex|claude]
+    PDNOTES_INTEROP_BIN=.interop/node_modules/.bin python scripts/client_shapes.py [CLIENT…]
+
+(CLIENT: codex, claude or gemini; all three by default.)
 
 Each client runs once (bounded, in a temp HOME, its own process group) against a recording server
 on 127.0.0.1 that answers every turn with a minimal valid stream. The turn request (the POST that
@@ -37,6 +39,7 @@ LONG_TEXT = 200
 DROP_HEADERS = {
     "authorization",
     "x-api-key",
+    "x-goog-api-key",
     "host",
     "content-length",
     "connection",
@@ -67,7 +70,10 @@ class _Recorder(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-        body = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+        body = json.dumps(
+            {"object": "list", "data": [{"id": MODEL, "object": "model"}],
+             "models": [{"name": f"models/{MODEL}"}]}
+        )  # fmt: skip
         self._send(200, "application/json", body.encode())
 
     def do_POST(self) -> None:  # noqa: N802
@@ -88,6 +94,8 @@ class _Recorder(BaseHTTPRequestHandler):
             self._send(400, "application/json", json.dumps(error).encode())
         elif "/messages" in self.path:
             self._send(200, "text/event-stream", _anthropic_stream())
+        elif ":streamGenerateContent" in self.path:
+            self._send(200, "text/event-stream", _gemini_stream())
         else:
             self._send(200, "text/event-stream", _responses_stream())
 
@@ -139,6 +147,28 @@ def _responses_stream() -> bytes:
             ),
         ]
     )
+
+
+def _gemini_stream() -> bytes:
+    chunk = {
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": "ok"}]}, "finishReason": "STOP"}
+        ],
+        "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+        "modelVersion": MODEL,
+    }
+    return f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+
+
+GEMINI_SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "model": {"name": MODEL},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+}
+"""What a Gemini CLI run needs to call the recorder and nothing else (no update check, no
+usage statistics, no telemetry)."""
 
 
 def _anthropic_stream() -> bytes:
@@ -262,6 +292,16 @@ def client_command(
             PROMPT,
         ]  # fmt: skip
         return args, {"HOME": str(home), "CODEX_HOME": str(home / ".codex"), "REC_KEY": "rec"}
+    if client == "gemini":
+        (home / ".gemini").mkdir(exist_ok=True)
+        (home / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
+        args = [str(binary), "-p", PROMPT, *extra_args]
+        return args, {
+            "HOME": str(home),
+            "GEMINI_API_KEY": "rec",
+            "GOOGLE_GEMINI_BASE_URL": url,
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        }
     args = [str(binary), "-p", *extra_args, "--model", MODEL, PROMPT]
     return args, {
         "HOME": str(home),
@@ -287,7 +327,8 @@ def run_client(
 def record(
     client: str, bin_dir: Path, extra_args: tuple[str, ...] = ()
 ) -> tuple[str, dict[str, Any]]:
-    """(version, raw turn request) of one real run of `client` ("codex" or "claude")."""
+    """(version, raw turn request) of one real run of `client` ("codex", "claude" or
+    "gemini")."""
     version = client_version(bin_dir / client)
     with recording_server() as (url, requests):
         run = run_client(client, bin_dir, url, extra_args)
@@ -305,8 +346,9 @@ def record(
 
 def sanitise(client: str, version: str, request: dict[str, Any]) -> dict[str, Any]:
     path, _, query = request["path"].partition("?")
+    path = path.replace(f"/models/{MODEL}:", "/models/<model>:")  # Gemini: the model is in it
     headers = {
-        name: "<id>" if ID_HEADERS.match(name) else value
+        name: "<id>" if ID_HEADERS.match(name) else value.replace(f"/{MODEL} ", "/<model> ")
         for name, value in sorted(request["headers"].items())
         if name not in DROP_HEADERS
     }
@@ -351,7 +393,7 @@ def _clean(value: Any, where: tuple[str, ...]) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("clients", nargs="*", default=["codex", "claude"])
+    parser.add_argument("clients", nargs="*", default=["codex", "claude", "gemini"])
     parser.add_argument("--out", type=Path, default=ROOT / "templates" / "clients")
     args = parser.parse_args(argv)
     bin_dir = Path(os.environ.get("PDNOTES_INTEROP_BIN") or ROOT / ".interop/node_modules/.bin")

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Set up and run the whole test suite: `bash scripts/test.sh` (what .ci/run calls).
 #   1. pip-installs pdnotes (editable) with its test extras,
-#   2. npm-installs the real clients used by the interop tests into .interop/ (pinned versions),
+#   2. npm-installs the real clients used by the interop tests (Codex, Claude Code, Gemini CLI)
+#      into .interop/ (pinned versions),
 #      in the background while pip, ruff and mypy run,
 #   3. runs ruff check, ruff format --check, mypy and pytest (on every core, pytest-xdist).
 # PDNOTES_INTEROP_MATRIX=pinned (default) | newest | both picks the client versions the interop
-# tests run on: `newest` installs npm's latest Codex and Claude Code into .interop-newest/ and
+# tests run on: `newest` installs npm's latest Codex, Claude Code and Gemini CLI into
+# .interop-newest/ and
 # runs only the interop-marked tests there; `both` runs every interop test twice in the one
 # pytest session, as test[pinned] and test[newest] (tests/conftest.py).
 # PDNOTES_TEST_WORKERS sets pytest's worker count (default auto: one per core; 0: no xdist).
@@ -27,25 +29,30 @@ unset PYTHONDONTWRITEBYTECODE
 
 CODEX_VERSION=0.171.0
 CLAUDE_VERSION=2.1.197  # newer releases declare node >=22 but run on Node 20 (npm only warns)
+GEMINI_VERSION=0.61.0  # node >=20; templates/clients/gemini/0.61.0.json was recorded from it
 install_pinned() {
-  if [ ! -x .interop/node_modules/.bin/codex ] || [ ! -x .interop/node_modules/.bin/claude ]; then
+  if [ ! -x .interop/node_modules/.bin/codex ] || [ ! -x .interop/node_modules/.bin/claude ] \
+    || [ ! -x .interop/node_modules/.bin/gemini ]; then
     timeout 600 npm install --silent --no-audit --no-fund --prefix .interop \
-      "@openai/codex@${CODEX_VERSION}" "@anthropic-ai/claude-code@${CLAUDE_VERSION}"
+      "@openai/codex@${CODEX_VERSION}" "@anthropic-ai/claude-code@${CLAUDE_VERSION}" \
+      "@google/gemini-cli@${GEMINI_VERSION}"
   fi
 }
 install_newest() {
   # The newest releases, looked up with npm view; a version already installed is reused.
-  local codex claude stamp=".interop-newest/versions"
+  local codex claude gemini stamp=".interop-newest/versions"
   codex=$(timeout 60 npm view @openai/codex version)
   claude=$(timeout 60 npm view @anthropic-ai/claude-code version)
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$codex $claude" ]; then
+  gemini=$(timeout 60 npm view @google/gemini-cli version)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$codex $claude $gemini" ]; then
     # --engine-strict=false: Claude Code's engines field asks for a newer Node than it needs.
     timeout 600 npm install --silent --no-audit --no-fund --engine-strict=false \
       --prefix .interop-newest \
-      "@openai/codex@${codex}" "@anthropic-ai/claude-code@${claude}"
-    echo "$codex $claude" > "$stamp"
+      "@openai/codex@${codex}" "@anthropic-ai/claude-code@${claude}" \
+      "@google/gemini-cli@${gemini}"
+    echo "$codex $claude $gemini" > "$stamp"
   fi
-  echo "interop on the newest clients: Codex $codex, Claude Code $claude" >&2
+  echo "interop on the newest clients: Codex $codex, Claude Code $claude, Gemini CLI $gemini" >&2
 }
 
 # The npm installs take a minute or two on a clean clone; they overlap with pip, ruff and mypy.

@@ -43,7 +43,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
 
 
-_SCRUBBED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "CODEX_", "CLAUDE_", "TAOTOKEN_", "DEEPSEEK_")
+_SCRUBBED_PREFIXES = (
+    "OPENAI_",
+    "ANTHROPIC_",
+    "CODEX_",
+    "CLAUDE_",
+    "TAOTOKEN_",
+    "DEEPSEEK_",
+    "GEMINI_",
+    "GOOGLE_",
+)
 _SCRUBBED = {
     "HTTP_PROXY",
     "HTTPS_PROXY",
@@ -74,6 +83,12 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # The system-wide layers (Claude Code's managed settings, /etc/codex) stay out of tests.
     monkeypatch.setenv("PDNOTES_CLAUDE_MANAGED_DIR", str(home / "managed-claude"))
     monkeypatch.setenv("PDNOTES_CODEX_SYSTEM_CONFIG", str(home / "etc-codex" / "config.toml"))
+    monkeypatch.setenv(
+        "GEMINI_CLI_SYSTEM_SETTINGS_PATH", str(home / "etc-gemini" / "settings.json")
+    )
+    monkeypatch.setenv(
+        "GEMINI_CLI_SYSTEM_DEFAULTS_PATH", str(home / "etc-gemini" / "system-defaults.json")
+    )
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.chdir(tmp_path)

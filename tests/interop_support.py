@@ -128,3 +128,30 @@ CLAUDE_ENV = {
     "CLAUDE_CODE_MAX_RETRIES": "0",
     "API_TIMEOUT_MS": "20000",
 }
+
+
+# --- Gemini CLI -------------------------------------------------------------------------------
+
+
+def write_gemini_config(cli: Callable[..., Any], home: Path, *args: str) -> None:
+    """~/.gemini/settings.json holding a comment and a setting of the user's, then `pdnotes
+    config gemini --no-phone-home ARGS…` merged in (no usage statistics, telemetry or update
+    check: the only connection left is the model's)."""
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text('// mine\n{"ui": {"hideBanner": true}}\n')
+    result = cli("config", "gemini", "--no-phone-home", *args)
+    assert result.exit_code == 0, result.stderr
+    assert settings.read_text().startswith("// mine\n")
+
+
+def gemini_print(home: Path, prompt: str, *extra: str, env: dict[str, str]) -> ClientRun:
+    """`gemini -p PROMPT -o json` in a project under `home`; the folder trusted the way
+    `pdnotes config gemini` says for scripts (GEMINI_CLI_TRUST_WORKSPACE=true)."""
+    gemini = client_binary("gemini")
+    project = home / "project"
+    project.mkdir(exist_ok=True)
+    args = [str(gemini), "-p", prompt, "-o", "json", *extra]
+    return run_client(
+        args, env={"HOME": str(home), "GEMINI_CLI_TRUST_WORKSPACE": "true", **env}, cwd=project
+    )

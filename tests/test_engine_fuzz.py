@@ -14,6 +14,8 @@ from fake_engine import FakeEngine
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+GEMINI_KEYS = ["contents", "systemInstruction", "generationConfig", "tools", "toolConfig",
+               "system_instruction", "generation_config"]  # fmt: skip
 ROUTES = {
     "/chat/completions": ["model", "messages", "max_tokens", "max_completion_tokens", "stream",
                           "stream_options", "temperature", "tools"],
@@ -21,6 +23,9 @@ ROUTES = {
                    "reasoning", "include", "store"],
     "/anthropic/v1/messages": ["model", "messages", "system", "max_tokens", "stream", "tools",
                                "thinking", "metadata"],
+    "/gemini/v1beta/models/pd-mock-1:generateContent": GEMINI_KEYS,
+    "/gemini/v1beta/models/pd-mock-1:streamGenerateContent?alt=sse": GEMINI_KEYS,
+    "/gemini/v1beta/models/pd-mock-1:countTokens": GEMINI_KEYS,
 }  # fmt: skip
 
 MODEL = st.sampled_from(["pd-mock-1", "PD-MOCK-1", "", "gpt-4o"])
@@ -50,6 +55,35 @@ MESSAGE = st.fixed_dictionaries(
         "type": st.sampled_from(["message", "function_call", "function_call_output", "reasoning"]),
     },
 )
+GEMINI_PART = st.fixed_dictionaries(
+    {},
+    optional={
+        "text": json_values,
+        "thought": json_values,
+        "thoughtSignature": json_values,
+        "functionCall": st.fixed_dictionaries(
+            {}, optional={"name": json_values, "args": json_values}
+        ),
+        "functionResponse": st.fixed_dictionaries(
+            {}, optional={"name": json_values, "id": json_values, "response": json_values}
+        ),
+        "inlineData": json_values,
+    },
+)
+CONTENT = st.fixed_dictionaries(
+    {"parts": st.lists(GEMINI_PART | json_values, max_size=3) | json_values},
+    optional={"role": st.sampled_from(["user", "model", "function", ""]) | json_values},
+)
+GENERATION = st.fixed_dictionaries(
+    {},
+    optional={
+        "maxOutputTokens": st.integers(-3, 50) | json_values,
+        "temperature": json_values,
+        "candidateCount": json_values,
+        "thinkingConfig": json_values,
+        "stopSequences": json_values,
+    },
+)
 FIELD_VALUES = {
     "model": MODEL | json_values,
     "messages": st.lists(MESSAGE | json_values, max_size=4) | json_values,
@@ -61,6 +95,9 @@ FIELD_VALUES = {
     "stream_options": st.fixed_dictionaries({}, optional={"include_usage": json_values})
     | json_values,
     "system": st.text(max_size=30) | st.lists(PART, max_size=3) | json_values,
+    "contents": st.lists(CONTENT | json_values, max_size=4) | json_values,
+    "systemInstruction": CONTENT | json_values,
+    "generationConfig": GENERATION | json_values,
 }  # fmt: skip
 
 
@@ -80,6 +117,9 @@ def assert_handled(response: httpx.Response, route: str) -> None:
         body = response.json()
         if route.startswith("/anthropic"):
             assert body["type"] == "error" and body["error"]["type"]
+        elif route.startswith("/gemini"):  # (the model is in the URL: a 404 is a lost route)
+            assert set(body["error"]) >= {"code", "message", "status"}
+            assert response.status_code != 404, response.text
         else:
             assert set(body["error"]) >= {"message", "type", "code"}
 

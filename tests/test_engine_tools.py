@@ -122,6 +122,13 @@ def test_no_shell_tool_no_run_line_or_tool_choice_none_means_no_call() -> None:
         ('{"output":"marker-42\\n","metadata":{"exit_code":0}}', "marker-42"),  # older shell
         ("\n\n  marker-42  \nmore", "marker-42"),  # Claude Code's Bash: the output itself
         ("Chunk ID: 1\nOutput:\n", ""),
+        # Gemini CLI's run_shell_command, wrapped as untrusted tool output
+        (
+            "<untrusted_context>\nOutput: marker-42\nProcess Group PGID: 7\n</untrusted_context>",
+            "marker-42",
+        ),  # fmt: skip
+        ("<untrusted_context>\nOutput: (empty)\nProcess Group PGID: 7\n</untrusted_context>", ""),
+        ("Output: \n\nmarker-42\nExit Code: 1", "marker-42"),
     ],
 )
 def test_the_answer_to_a_result_quotes_the_first_output_line(output: str, line: str) -> None:

@@ -173,3 +173,20 @@ def test_other_wire_protocols_reach_the_same_knowledge(
     )
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("PASS")
+
+
+def test_configured_gemini_client_is_used(
+    engine_server: Any,
+    cli: Callable[..., CliResult],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`--client gemini`: the endpoint Gemini CLI would call (its .gemini/.env read in a
+    trusted folder), in Gemini's own protocol."""
+    monkeypatch.setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")
+    base = engine_server.gemini_base_url
+    assert cli("config", "gemini", "--preset", "mock", "--base-url", base).exit_code == 0
+    result = cli("notes", "generate", "--client", "gemini", "--lang", "en", "-o", "note.md")
+    assert result.exit_code == 0, result.stderr
+    assert "/api/gemini/v1beta/models/pd-mock-1:streamGenerateContent" in result.stderr
+    assert (tmp_path / "note.md").read_text(encoding="utf-8").count("✓") >= 3

@@ -223,7 +223,7 @@ def test_key_never_appears_in_any_output(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--client", "gemini", "--base-url", GW, "--model", "m"], "unknown client"),
+        (["--client", "nope", "--base-url", GW, "--model", "m"], "unknown client"),
         (["--base-url", GW, "--model", "m", "--key-env", "NOPE_KEY"], "$NOPE_KEY is unset"),
         (["--base-url", GW], "no model id"),
         (["--client", "codex"], "codex is not configured"),

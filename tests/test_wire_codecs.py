@@ -33,10 +33,11 @@ from notes_cli.wire import (
     WireError,
     anthropic,
     chat,
+    gemini,
     responses,
 )
 
-MODULES = {"chat": chat, "responses": responses, "anthropic": anthropic}
+MODULES = {"chat": chat, "responses": responses, "anthropic": anthropic, "gemini": gemini}
 ARGS_A = '{"cmd":"echo héllo ✓","workdir":"/tmp"}'
 ARGS_B = '{"command":["bash","-lc","ls -la"]}'
 

@@ -34,6 +34,7 @@ from notes_cli.wire import (
     UsageEvent,
     anthropic,
     chat,
+    gemini,
     responses,
 )
 
@@ -266,8 +267,97 @@ def anthropic_turn(draw: st.DrawFn) -> Turn:
     )
 
 
+# --- Gemini -------------------------------------------------------------------------------
+
+
+@st.composite
+def gemini_messages(draw: st.DrawFn) -> list[Message]:
+    """Gemini's canonical form: at most one leading system message (the
+    systemInstruction); tool results answer an earlier call, each call once (the API names
+    the function in a result, which the neutral result only knows through its call)."""
+    messages: list[Message] = []
+    if draw(st.booleans()):
+        system = draw(st.lists(st.builds(TextPart, text), min_size=1, max_size=2))
+        messages.append(Message("system", system))
+    unanswered: list[str] = []
+    used: set[str] = set()
+    for _ in range(draw(st.integers(1, 6))):
+        kinds = ["user", "assistant"] + (["tool"] if unanswered else [])
+        kind = draw(st.sampled_from(kinds))
+        if kind == "assistant":
+            parts: list[Any] = []
+            for _ in range(draw(st.integers(0, 4))):
+                which = draw(st.sampled_from(["reasoning", "signature", "text", "call"]))
+                if which == "reasoning":
+                    parts.append(ReasoningPart(draw(text), draw(st.one_of(st.none(), ident))))
+                elif which == "signature":  # a bare signature (encoded onto the next part)
+                    parts.append(ReasoningPart("", draw(ident)))
+                elif which == "text":
+                    parts.append(TextPart(draw(text)))
+                else:
+                    part = draw(call)
+                    if part.call_id in used:
+                        continue
+                    used.add(part.call_id)
+                    unanswered.append(part.call_id)
+                    parts.append(part)
+            messages.append(Message("assistant", parts))
+        elif kind == "tool":
+            call_id = unanswered.pop(draw(st.integers(0, len(unanswered) - 1)))
+            result = ToolResultPart(call_id, draw(text), draw(st.booleans()))
+            messages.append(Message("tool", [result]))
+        else:
+            messages.append(Message("user", draw(user_parts())))
+    return messages
+
+
+raw_gemini_tool = st.sampled_from(["googleSearch", "codeExecution", "urlContext"]).map(
+    lambda kind: ToolSpec("", "", None, kind, raw={kind: {}})
+)
+
+
+@st.composite
+def gemini_turn(draw: st.DrawFn) -> Turn:
+    functions = draw(st.lists(function_tool, max_size=2, unique_by=lambda t: t.name))
+    hosted = draw(st.lists(raw_gemini_tool, max_size=1))
+    reasoning = draw(
+        st.one_of(
+            st.none(),
+            st.just(Reasoning(effort="none")),
+            st.builds(
+                Reasoning,
+                st.one_of(st.none(), st.sampled_from(["minimal", "low", "medium", "high"])),
+                st.one_of(st.none(), st.integers(1, 32768)),
+                st.one_of(st.none(), st.just("auto")),
+            ).filter(lambda r: r != Reasoning()),
+        )
+    )
+    return Turn(
+        model=draw(ident),
+        messages=draw(gemini_messages()),
+        tools=functions + hosted,
+        tool_choice=draw(choice_for(functions)) if functions else None,
+        sampling=Sampling(
+            max_tokens=draw(st.one_of(st.none(), st.integers(1, 10**6))),
+            temperature=draw(st.one_of(st.none(), st.floats(0, 2, allow_nan=False))),
+            top_p=draw(st.one_of(st.none(), unit)),
+            top_k=draw(st.one_of(st.none(), st.integers(0, 500))),
+            stop=tuple(draw(st.lists(text, max_size=4))),
+            seed=draw(st.one_of(st.none(), st.integers(-(2**31), 2**31))),
+            presence_penalty=draw(st.one_of(st.none(), st.floats(-2, 2, allow_nan=False))),
+            frequency_penalty=draw(st.one_of(st.none(), st.floats(-2, 2, allow_nan=False))),
+        ),
+        stream=draw(st.booleans()),
+        reasoning=reasoning,
+        include_usage=True,
+    )
+
+
 def survives(module: ModuleType, turn: Turn) -> None:
     body = json.loads(json.dumps(module.encode_request(turn)))  # as it travels
+    if module is gemini:  # the model and the stream mode travel in the URL
+        assert gemini.decode_request(body, model=turn.model, stream=turn.stream) == turn
+        return
     assert module.decode_request(body) == turn
 
 
@@ -287,6 +377,12 @@ def test_a_responses_turn_survives_encode_then_decode(turn: Turn) -> None:
 @given(anthropic_turn())
 def test_an_anthropic_turn_survives_encode_then_decode(turn: Turn) -> None:
     survives(anthropic, turn)
+
+
+@settings(max_examples=150, deadline=None)
+@given(gemini_turn())
+def test_a_gemini_turn_survives_encode_then_decode(turn: Turn) -> None:
+    survives(gemini, turn)
 
 
 # --- streams ------------------------------------------------------------------------------
@@ -322,9 +418,13 @@ def answer_events(draw: st.DrawFn) -> list[Any]:
 
 
 @settings(max_examples=100, deadline=None)
-@given(answer_events(), st.sampled_from(["chat", "responses", "anthropic"]), st.integers(1, 64))
+@given(
+    answer_events(),
+    st.sampled_from(["chat", "responses", "anthropic", "gemini"]),
+    st.integers(1, 64),
+)
 def test_any_answer_survives_each_protocols_stream(events: list[Any], name: str, size: int) -> None:
-    module = {"chat": chat, "responses": responses, "anthropic": anthropic}[name]
+    module = {"chat": chat, "responses": responses, "anthropic": anthropic, "gemini": gemini}[name]
     stream = encode(module, events)
     chunks = [stream[i : i + size] for i in range(0, len(stream), size)]
 

@@ -59,7 +59,7 @@ def current() -> dict[str, dict[str, float]]:
     request = GenerationRequest("m", (), request_id="id-abc")
     rows: dict[str, dict[str, float]] = {"engine token (text)": {}, "engine token (tool args)": {}}
     rows["decode event (text)"] = {}
-    for dialect in (dialects.CHAT, dialects.RESPONSES, dialects.MESSAGES):
+    for dialect in (dialects.CHAT, dialects.RESPONSES, dialects.MESSAGES, dialects.GEMINI):
         call = dialects.EngineCall(turn, request)
         stream = dialects.EngineStream(dialect, call, "fp", 10)
         stream.head()

@@ -5,6 +5,8 @@
     POST /v1/messages/count_tokens Claude Code's pre-flight count (answered here, no upstream call)
     POST /v1/chat/completions    chat clients (OpenCode, Qwen Code): passed through, with fallbacks
     GET  /v1/models              both (one list whose entries carry both protocols' fields)
+    POST /v1beta/models/MODEL:generateContent | :streamGenerateContent?alt=sse | :countTokens,
+    GET  /v1beta/models          Gemini CLI, Google's SDKs (`bridge.gemini_route`)
     HEAD /, /v1, /api/hello, /v1/responses   the probes Claude Code and `codex doctor` send
     GET  /health                 the bridge and its upstream (for `pdnotes doctor`)
 
@@ -27,8 +29,9 @@ import logging
 import time
 from dataclasses import replace
 from typing import Any
+from urllib.parse import parse_qs
 
-from notes_cli.bridge import passthrough, translate
+from notes_cli.bridge import gemini_route, passthrough, translate
 from notes_cli.bridge.config import BridgeConfig
 from notes_cli.bridge.fallback import Choice, NoUpstreamAnswered, Upstreams
 from notes_cli.bridge.http1 import Request, Response
@@ -93,6 +96,8 @@ class BridgeApp:
             self._count_tokens(request, response)
         elif path == "/v1/chat/completions" and method == "POST":
             await self._chat(request, response)
+        elif gemini_route.matches(request):
+            await gemini_route.handle(self, request, response)
         elif path == "/v1/models" and method == "GET":
             await self._models(request, response)
         elif path == "/health" and method == "GET":
@@ -139,9 +144,12 @@ class BridgeApp:
             if name == b"authorization" and value[:7].lower() == b"bearer ":
                 if hmac.compare_digest(value[7:].strip(), expected):
                     return True
-            elif name == b"x-api-key" and hmac.compare_digest(value.strip(), expected):
+            elif name in (b"x-api-key", b"x-goog-api-key") and hmac.compare_digest(
+                value.strip(), expected
+            ):  # (x-goog-api-key: Google's SDKs)
                 return True
-        return False
+        keys = parse_qs(request.query).get("key") or [""]  # Google's APIs also take ?key=
+        return hmac.compare_digest(keys[0].encode(), expected)
 
     # --- one turn -----------------------------------------------------------------------
     async def _turn(self, leg: translate.Leg, request: Request, response: Response) -> None:

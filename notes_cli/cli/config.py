@@ -15,6 +15,7 @@ from notes_cli.cli.options import Names, one_of
 
 if TYPE_CHECKING:
     from notes_cli.bridge.config import BridgeConfig
+    from notes_cli.clients.gemini_config import GeminiPlans
     from notes_cli.clients.model_limits import LimitsFetcher
     from notes_cli.clients.plan import WritePlan, WriteResult
 
@@ -23,9 +24,15 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_CLIENT = Names(lambda: ("codex", "claude"), "unknown --client {value}", fix="use codex or claude")
+_CLIENT = Names(
+    lambda: ("codex", "claude", "gemini"),
+    "unknown --client {value}",
+    fix="use codex, claude or gemini",
+)
 _ANY_CLIENT = Names(
-    lambda: ("all", "codex", "claude"), "unknown --client {value}", fix="use codex, claude or all"
+    lambda: ("all", "codex", "claude", "gemini"),
+    "unknown --client {value}",
+    fix="use codex, claude, gemini or all",
 )
 
 # Options several `config` commands share.
@@ -218,6 +225,130 @@ def claude(
     _write(path, build, dry_run, as_json)
 
 
+GeminiHome = Annotated[
+    Path | None,
+    typer.Option(
+        "--gemini-home",
+        help="Gemini CLI user folder (default: $GEMINI_CLI_HOME/.gemini or ~/.gemini).",
+    ),
+]
+
+
+@app.command("gemini")
+def gemini(
+    preset: Preset = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="Gemini-API root; Gemini CLI appends /v1beta/models/<model>:… (cleaned if "
+            "pasted).",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model id exactly as the gateway names it.")
+    ] = None,
+    key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--key-env",
+            help="NAME of the variable holding the key (never the key); Gemini CLI reads "
+            "GEMINI_API_KEY.",
+        ),
+    ] = None,
+    write_key_from_env: Annotated[
+        str | None,
+        typer.Option(
+            "--write-key-from-env",
+            help="Write the key held in this variable into .gemini/.env (made 0600). Use with "
+            "care.",
+        ),
+    ] = None,
+    scope: Annotated[
+        str, typer.Option("--scope", help="user (~/.gemini) or project (./.gemini).")
+    ] = "user",
+    no_phone_home: Annotated[
+        bool,
+        typer.Option(
+            "--no-phone-home",
+            help="Also turn off Gemini CLI's usage statistics, telemetry and update checks "
+            "(its only connections besides the model).",
+        ),
+    ] = False,
+    bridge: Bridge = False,
+    bridge_port: BridgePort = 8787,
+    bridge_key_env: BridgeKeyEnv = None,
+    dry_run: DryRun = False,
+    as_json: AsJson = False,
+    gemini_home: GeminiHome = None,
+    project_dir: ProjectDir = None,
+) -> None:
+    """Merge the gateway into Gemini CLI's settings.json and .gemini/.env, keeping everything
+    else (comments included)."""
+    from notes_cli.clients.gemini_config import GeminiOptions, Scope, plan_gemini, settings_path
+
+    path = settings_path(scope, gemini_home=gemini_home, project_dir=project_dir)  # checks it
+    options = GeminiOptions(
+        preset, base_url, model, key_env, write_key_from_env, cast(Scope, scope), no_phone_home
+    )
+    if bridge or _chat_only(preset) or _no_gemini_api(preset):
+        from notes_cli.bridge.client_setup import BridgeOptions, plan_gemini_bridge
+
+        via = BridgeOptions(bridge_port, bridge_key_env)
+        build: GeminiBuild = lambda: plan_gemini_bridge(  # noqa: E731
+            options, via, gemini_home=gemini_home, project_dir=project_dir
+        )
+    else:
+        build = lambda: (  # noqa: E731
+            plan_gemini(options, gemini_home=gemini_home, project_dir=project_dir),
+            None,
+        )
+    _write_gemini(path, build, dry_run, as_json)
+
+
+GeminiBuild = Callable[[], "tuple[GeminiPlans, BridgeConfig | None]"]
+
+
+def _write_gemini(path: Path, build: GeminiBuild, dry_run: bool, as_json: bool) -> None:
+    """settings.json first (with the bridge record, as `_write`), then the .env beside it; if
+    the .env cannot be written, settings.json is put back (one undo), so the two never
+    disagree."""
+    from notes_cli import backups
+    from notes_cli.clients.plan import WriteResult, apply
+    from notes_cli.render import config as render
+
+    if dry_run:
+        plans, _ = build()
+        results = [WriteResult(p, None, None, p.warnings) for p in (plans.settings, plans.env)]
+    else:
+        env_plans: list[WritePlan] = []
+
+        def settings_first() -> tuple[WritePlan, BridgeConfig | None]:
+            plans, record = build()
+            env_plans.append(plans.env)
+            return plans.settings, record
+
+        first = _write_with_record(path, settings_first)
+        try:
+            second = apply(env_plans[-1])
+        except BaseException:
+            if first.written is not None:
+                backups.undo("gemini")
+            raise
+        results = [first, second]
+    render.write_many(results, dry_run=dry_run, as_json=as_json)
+
+
+def _no_gemini_api(preset: str | None) -> bool:
+    """The preset has an OpenAI-compatible root but no Gemini-API one: bridge it."""
+    if not preset:
+        return False
+    from notes_cli.clients.presets import load_preset
+
+    loaded = load_preset(preset)
+    return loaded.gemini is None and loaded.codex is not None
+
+
 def _limits_fetcher(from_gateway: bool) -> LimitsFetcher | None:
     """Reading the window over HTTP is the gateway's (clients/ does no HTTP)."""
     if not from_gateway:
@@ -321,7 +452,7 @@ def _restore_record(restore: Callable[[], None], failure: BaseException) -> None
 def show(
     client: Annotated[
         str,
-        one_of(_ANY_CLIENT, "--client", help="codex, claude or all."),
+        one_of(_ANY_CLIENT, "--client", help="codex, claude, gemini or all."),
     ] = "all",
     as_json: AsJson = False,
     codex_home: CodexHome = None,
@@ -330,6 +461,7 @@ def show(
     profile: layer_options.Profile = None,
     overrides: layer_options.Overrides = None,
     settings: layer_options.Settings = None,
+    gemini_home: GeminiHome = None,
 ) -> None:
     """Show each client's effective setup: values, the layer (file, or -c) each came from, the
     URL it calls."""
@@ -344,6 +476,7 @@ def show(
         project_dir=project_dir,
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
         claude_settings=settings,
+        gemini_home=gemini_home,
     )
     render.show_json(setups) if as_json else render.show_human(setups)
 
@@ -353,7 +486,9 @@ def undo(
     client: Annotated[
         str | None,
         one_of(
-            _CLIENT, "--client", help="codex or claude (default: the one written most recently)."
+            _CLIENT,
+            "--client",
+            help="codex, claude or gemini (default: the one written most recently).",
         ),
     ] = None,
     as_json: AsJson = False,
@@ -363,17 +498,20 @@ def undo(
     from notes_cli.render import config as render
 
     chosen = client or _most_recent_client()
-    result = backups.undo(chosen)
-    if result is None:
+    results = backups.undo_group(chosen)
+    if not results:
         render.nothing_to_undo(chosen, backups.backups_dir(chosen), as_json=as_json)
+    elif len(results) == 1:
+        render.undo(results[0], as_json=as_json)
     else:
-        render.undo(result, as_json=as_json)
+        render.undo_many(results, as_json=as_json)
 
 
 def _most_recent_client() -> str:
     from notes_cli import backups
 
-    newest = [(b.created, name) for name in ("codex", "claude") if (b := backups.latest(name))]
+    names = ("codex", "claude", "gemini")
+    newest = [(b.created, name) for name in names if (b := backups.latest(name))]
     return max(newest)[1] if newest else "codex"
 
 

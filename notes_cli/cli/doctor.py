@@ -1,4 +1,5 @@
-"""pdnotes doctor: check the Codex and Claude Code setup; live probes unless --offline."""
+"""pdnotes doctor: check the Codex, Claude Code and Gemini CLI setup; live probes unless
+--offline."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from notes_cli.cli import layer_options
 
 
 def doctor(
-    client: Annotated[str, typer.Option("--client", help="codex, claude or all.")] = "all",
+    client: Annotated[str, typer.Option("--client", help="codex, claude, gemini or all.")] = "all",
     offline: Annotated[
         bool,
         typer.Option("--offline", help="Static checks only: files and environment, no network."),
@@ -51,6 +52,9 @@ def doctor(
             help="Also run a project-scope apiKeyHelper (5 s limit; its output is never shown).",
         ),
     ] = False,
+    gemini_home: Annotated[
+        Path | None, typer.Option("--gemini-home", help="Gemini CLI user folder (~/.gemini).")
+    ] = None,
 ) -> None:
     """Find what would break the clients' connection, each finding with its fix.
     Exit 0 when there is no error, 1 when there is."""
@@ -69,6 +73,7 @@ def doctor(
         claude_settings=settings,
         run_helpers=run_helpers,
         minimal=minimal,
+        gemini_home=gemini_home,
     )
     if as_json:
         from notes_cli.render import emit_json

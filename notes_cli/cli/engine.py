@@ -84,8 +84,9 @@ Protocols = Annotated[
     str,
     typer.Option(
         "--protocols",
-        help="Comma list of the APIs to serve: chat, responses, anthropic. `--protocols "
-        "chat` plays a chat-only gateway: /responses and /anthropic/... answer 404.",
+        help="Comma list of the APIs to serve: chat, responses, anthropic, gemini. "
+        "`--protocols chat` plays a chat-only gateway: /responses, /anthropic/... and "
+        "/gemini/... answer 404.",
     ),
 ]
 
@@ -103,9 +104,10 @@ def serve(
     seed: Seed = 0,
     model: Model = None,
     max_queue: MaxQueue = 512,
-    protocols: Protocols = "chat,responses,anthropic",
+    protocols: Protocols = "chat,responses,anthropic,gemini",
 ) -> None:
-    """Serve the mock PD engine (OpenAI chat + Responses, Anthropic Messages) until Ctrl-C."""
+    """Serve the mock PD engine (OpenAI chat + Responses, Anthropic Messages, Gemini) until
+    Ctrl-C."""
     import os
 
     from notes_cli import render

@@ -51,7 +51,9 @@ def generate(
     ),
     output: Path | None = typer.Option(None, "-o", "--output", help="Where to write the note."),
     client: str | None = typer.Option(
-        None, "--client", help="Use this client's configured endpoint: codex, claude or openai."
+        None,
+        "--client",
+        help="Use this client's configured endpoint: codex, claude, gemini or openai.",
     ),
     base_url: str | None = typer.Option(None, "--base-url", help="Call this base URL instead."),
     model: str | None = typer.Option(None, "--model", help="Model id (overrides the config)."),
@@ -59,7 +61,9 @@ def generate(
         None, "--key-env", help="Environment variable holding the key for --base-url."
     ),
     protocol: str = typer.Option(
-        "chat", "--protocol", help="Wire protocol for --base-url: chat, responses or anthropic."
+        "chat",
+        "--protocol",
+        help="Wire protocol for --base-url: chat, responses, anthropic or gemini.",
     ),
     no_repair: bool = typer.Option(
         False, "--no-repair", help="Do not ask the model to fix its table."
@@ -108,8 +112,8 @@ def generate(
     language = lang or chosen.default_language
     if language not in chosen.languages:
         raise UsageError(f"--lang {language}: kit {kit!r} has {', '.join(chosen.languages)}")
-    if protocol not in ("chat", "responses", "anthropic"):
-        raise UsageError(f"--protocol {protocol}: use chat, responses or anthropic")
+    if protocol not in ("chat", "responses", "anthropic", "gemini"):
+        raise UsageError(f"--protocol {protocol}: use chat, responses, anthropic or gemini")
     export_format = _export_format(fmt, output, FORMATS)
     if output is not None:
         from notes_cli.fileio import require_output_folder

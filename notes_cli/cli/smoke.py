@@ -11,8 +11,13 @@ import typer
 if TYPE_CHECKING:
     from notes_cli.clients.endpoint import AuthStyle, Endpoint
 
-_PROTOCOL = {"codex": "responses", "claude": "anthropic", "openai": "chat"}
-_DEFAULT_KEY_ENV = {"codex": None, "claude": "ANTHROPIC_AUTH_TOKEN", "openai": "OPENAI_API_KEY"}
+_PROTOCOL = {"codex": "responses", "claude": "anthropic", "gemini": "gemini", "openai": "chat"}
+_DEFAULT_KEY_ENV = {
+    "codex": None,
+    "claude": "ANTHROPIC_AUTH_TOKEN",
+    "gemini": "GEMINI_API_KEY",
+    "openai": "OPENAI_API_KEY",
+}
 
 
 # The flags of `smoke`.
@@ -21,7 +26,8 @@ Client = Annotated[
     typer.Option(
         "--client",
         help="Whose protocol to speak: codex (Responses API), claude "
-        "(Anthropic Messages) or openai (chat completions).",
+        "(Anthropic Messages), gemini (Gemini CLI: generateContent) or openai (chat "
+        "completions).",
     ),
 ]
 N = Annotated[int, typer.Option("-n", "--runs", min=1, max=50, help="Consecutive runs.")]
@@ -112,6 +118,10 @@ def _shape(protocol: str) -> object:
 
     if protocol == "responses":
         return shape_for(protocol, codex_version())
+    if protocol == "gemini":
+        from notes_cli.doctor.version import gemini_version
+
+        return shape_for(protocol, gemini_version())
     return shape_for(protocol, claude_version()) if protocol == "anthropic" else None
 
 
@@ -125,7 +135,9 @@ def _endpoint(
     from notes_cli.errors import UsageError
 
     if client not in _PROTOCOL:
-        raise UsageError(f"unknown client {client!r}", fix="use --client codex, claude or openai")
+        raise UsageError(
+            f"unknown client {client!r}", fix="use --client codex, claude, gemini or openai"
+        )
     if client == "openai" and base_url is None:
         base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     if base_url is not None:
@@ -170,6 +182,12 @@ def _configured(client: str) -> Endpoint:
             f"'Missing environment variable: `{endpoint.key_env}`' and send nothing",
             fix=f"export {endpoint.key_env}=<your key>, then re-run",
         )
+    if client == "gemini" and not endpoint.key:
+        raise UsageError(
+            "GEMINI_API_KEY is unset (in the environment and the .env Gemini CLI loads): "
+            "Gemini CLI would stop before sending anything",
+            fix="export GEMINI_API_KEY=<key>, or: pdnotes doctor --client gemini",
+        )
     if client == "claude" and not endpoint.key and endpoint.auth_style == "none":
         raise UsageError(
             "no ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or apiKeyHelper: Claude Code would say "
@@ -182,4 +200,4 @@ def _configured(client: str) -> Endpoint:
 def _auth_style(client: str, key_env: str | None) -> AuthStyle:
     if client == "claude" and key_env == "ANTHROPIC_API_KEY":
         return "x-api-key"
-    return "bearer"
+    return "x-goog-api-key" if client == "gemini" else "bearer"

@@ -8,9 +8,9 @@ from typing import Literal
 
 from notes_cli.secrets import mask, position_secrets
 
-ClientName = Literal["codex", "claude", "openai"]
-Protocol = Literal["responses", "chat", "anthropic"]
-AuthStyle = Literal["bearer", "x-api-key", "both", "none"]
+ClientName = Literal["codex", "claude", "gemini", "openai"]
+Protocol = Literal["responses", "chat", "anthropic", "gemini"]
+AuthStyle = Literal["bearer", "x-api-key", "x-goog-api-key", "both", "none"]
 
 
 @dataclass(frozen=True)
@@ -42,11 +42,16 @@ class Endpoint:
         """The exact URL the client sends its turn to, joined the way that client joins it:
         Codex appends `/responses` as a plain string; Claude Code appends `/v1/messages`
         (a trailing `/` is tolerated); an OpenAI SDK user calls `/chat/completions`."""
+        if self.protocol == "gemini":  # Google's SDK: root, API version, model and method
+            suffix = f"/v1beta/models/{self.model or '<model>'}:streamGenerateContent"
+            return join_url(self.base_url, suffix, {**self.query_params, "alt": "sse"})
         return join_url(self.base_url, _SUFFIX[self.protocol], self.query_params)
 
     def models_url(self) -> str:
         """Where the model list lives for this protocol."""
-        suffix = "/v1/models" if self.protocol == "anthropic" else "/models"
+        suffix = {"anthropic": "/v1/models", "gemini": "/v1beta/models"}.get(
+            self.protocol, "/models"
+        )
         return join_url(self.base_url, suffix, self.query_params)
 
 

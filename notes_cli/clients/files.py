@@ -73,6 +73,11 @@ def parse_json_object(text: str, path: Path) -> dict[str, Any]:
     return _parse_json(text, path, keep_numbers=False)
 
 
+def parse_json_for_edit(text: str, path: Path) -> dict[str, Any]:
+    """Parse settings text for an edit: numbers kept as spelled, a repeated key refused."""
+    return _parse_json(text, path, keep_numbers=True)
+
+
 @dataclass(frozen=True)
 class JsonNumber:
     """A JSON number as the user spelled it; `dump_json` writes `literal` back unchanged."""

@@ -35,6 +35,8 @@ class WritePlan:
     """Mode bits to force (0o600 when the file will hold a token); None keeps the file's."""
     redact: tuple[str, ...] = field(default=(), repr=False)
     """Secrets the new text holds; `diff` shows them masked."""
+    group: str | None = None
+    """Names the plans one command applies together, so one `config undo` reverts them all."""
 
     def __post_init__(self) -> None:
         check_size(self.path, len(self.new_text.encode("utf-8", "surrogatepass")))
@@ -101,7 +103,9 @@ def apply(plan: WritePlan) -> WriteResult:
         bom = fileio.UTF8_BOM if raw is not None and raw.startswith(fileio.UTF8_BOM) else b""
         payload = bom + plan.new_text.encode("utf-8")
         check_size(plan.path, len(payload))
-        backup = backups.save(plan.client, plan.path, pending=backups.state_digest(payload))
+        backup = backups.save(
+            plan.client, plan.path, pending=backups.state_digest(payload), group=plan.group
+        )
         try:
             written = fileio.atomic_write(plan.path, payload, mode=plan.mode)
         except BaseException:

@@ -30,6 +30,14 @@ class ClaudePreset:
 
 
 @dataclass(frozen=True)
+class GeminiPreset:
+    """A Gemini-API (generateContent) root: Gemini CLI appends /v1beta/models/<model>:…"""
+
+    base_url: str
+    placeholder_key: str | None = None
+
+
+@dataclass(frozen=True)
 class Preset:
     """One gateway: what to write for each client and what the doctor knows about it."""
 
@@ -42,6 +50,7 @@ class Preset:
     models: tuple[str, ...] = ()
     codex: CodexPreset | None = None
     claude: ClaudePreset | None = None
+    gemini: GeminiPreset | None = None
     chat_only: bool = False
     """The endpoint serves chat completions but neither Responses nor Messages: `pdnotes
     config` points the clients at the bridge for it (docs/bridge.md)."""
@@ -62,7 +71,7 @@ def load_preset(name: str) -> Preset:
             fix=f"use one of: {', '.join(preset_names())}",
         )
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    codex, claude = data.get("codex"), data.get("claude")
+    codex, claude, gemini = data.get("codex"), data.get("claude"), data.get("gemini")
     return Preset(
         key=name,
         name=str(data.get("name", name)),
@@ -73,6 +82,7 @@ def load_preset(name: str) -> Preset:
         models=tuple(data.get("models", ())),
         codex=CodexPreset(**codex) if codex else None,
         claude=ClaudePreset(**claude) if claude else None,
+        gemini=GeminiPreset(**gemini) if gemini else None,
         chat_only=bool(data.get("chat_only", False)),
     )
 
@@ -93,6 +103,6 @@ def preset_for_host(host: str) -> Preset | None:
 
 def placeholder_tokens() -> frozenset[str]:
     """Non-secret tokens pdnotes writes for keyless gateways (the mock engine)."""
-    return frozenset(
-        p.claude.placeholder_token for p in all_presets() if p.claude and p.claude.placeholder_token
-    )
+    claude = {p.claude.placeholder_token for p in all_presets() if p.claude}
+    gemini = {p.gemini.placeholder_key for p in all_presets() if p.gemini}
+    return frozenset(token for token in claude | gemini if token)

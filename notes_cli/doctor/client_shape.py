@@ -27,7 +27,7 @@ Version = tuple[int, int, int]
 RECORDED_PROMPT = "Reply with the single word ok."
 _SET_BY_PDNOTES = {"accept", "content-type", "anthropic-version"}
 """Headers the gateway client sets itself (accept follows the stream flag)."""
-_CLIENT_OF = {"responses": "codex", "anthropic": "claude"}
+_CLIENT_OF = {"responses": "codex", "anthropic": "claude", "gemini": "gemini"}
 
 
 @dataclass(frozen=True)

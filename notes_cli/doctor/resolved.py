@@ -14,6 +14,7 @@ from notes_cli.errors import InputError
 
 if TYPE_CHECKING:
     from notes_cli.clients.endpoint import Endpoint
+    from notes_cli.clients.gemini_layers import GeminiLayers
     from notes_cli.clients.layers import MergedCodex
     from notes_cli.clients.view import CodexView
     from notes_cli.doctor.claude_checks import ClaudeFile
@@ -28,7 +29,7 @@ class Resolved(Generic[L]):
     missing, a `config-missing` finding says so); `endpoint`: None when the client is not set up
     or a file does not parse (that file already has its finding)."""
 
-    client: Literal["codex", "claude"]
+    client: Literal["codex", "claude", "gemini"]
     layers: L
     files: tuple[str, ...]
     endpoint: Endpoint | None
@@ -86,3 +87,17 @@ def resolve_claude(
         endpoint = claude_setup_of(loaded, env).endpoint
     configured = bool(read) or any(k.startswith("ANTHROPIC_") for k in env)
     return Resolved("claude", read, tuple(str(f.path) for f in read), endpoint, configured)
+
+
+def resolve_gemini(
+    gemini_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> Resolved[GeminiLayers]:
+    """Gemini CLI's layers (settings files, the .env it loads, folder trust) and endpoint."""
+    from notes_cli.clients.gemini_layers import gemini_layers
+    from notes_cli.clients.resolve import gemini_setup_of
+
+    layers = gemini_layers(gemini_home, project_dir, env)
+    setup = gemini_setup_of(layers)
+    files = tuple(str(p) for p in setup.files)
+    configured = layers.configured or "GOOGLE_GEMINI_BASE_URL" in env
+    return Resolved("gemini", layers, files, setup.endpoint, configured)

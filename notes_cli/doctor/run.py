@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from notes_cli import paths
 from notes_cli.clients.view import CodexView
@@ -17,7 +17,7 @@ from notes_cli.errors import UsageError
 if TYPE_CHECKING:
     from notes_cli.doctor.resolved import Resolved
 
-CLIENTS = ("all", "codex", "claude")
+CLIENTS = ("all", "codex", "claude", "gemini")
 
 
 @dataclass(frozen=True)
@@ -63,13 +63,14 @@ def run_doctor(
     claude_settings: Path | None = None,
     run_helpers: bool = False,
     minimal: bool = False,
+    gemini_home: Path | None = None,
 ) -> DoctorReport:
     """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
     `codex_version` ("0.171.0") picks the Codex rules; default: the installed `codex --version`.
     Each client's files are read once (`doctor.resolved`); the static checks, the summary and
     the live probe all use that one reading."""
     if client not in CLIENTS:
-        raise UsageError(f"unknown --client {client!r}", fix="use codex, claude or all")
+        raise UsageError(f"unknown --client {client!r}", fix="use codex, claude, gemini or all")
     from notes_cli.doctor.env_checks import check_env
 
     env = dict(os.environ)
@@ -83,8 +84,10 @@ def run_doctor(
         resolved.append(
             _claude(report, env, claude_home, project_dir, claude_settings, run_helpers)
         )
+    if client in ("all", "gemini"):
+        resolved.append(_gemini(report, env, gemini_home, project_dir))
     report.clients += [_summary(r) for r in resolved if r.configured]
-    _config_missing(report, client, codex_home, claude_home)
+    _config_missing(report, client, codex_home, claude_home, gemini_home)
     report.findings += check_env(env)
     if not offline:
         betas_off = any(_claude_betas_off(r, env) for r in resolved if r.client == "claude")
@@ -173,6 +176,18 @@ def _claude(
     return claude
 
 
+def _gemini(
+    report: DoctorReport, env: dict[str, str], gemini_home: Path | None, project_dir: Path | None
+) -> Resolved[Any]:
+    from notes_cli.doctor.gemini_checks import check_gemini
+    from notes_cli.doctor.resolved import resolve_gemini
+
+    gemini = resolve_gemini(gemini_home, project_dir, env)
+    if gemini.configured:
+        report.findings += check_gemini(gemini.layers, env)
+    return gemini
+
+
 def _summary(resolved: Resolved[Any]) -> ClientSummary:
     """The client's header: its files and the URL it will call (none when a file does not
     parse; that file has its finding)."""
@@ -186,21 +201,28 @@ def _summary(resolved: Resolved[Any]) -> ClientSummary:
 
 
 def _config_missing(
-    report: DoctorReport, client: str, codex_home: Path | None, claude_home: Path | None
+    report: DoctorReport,
+    client: str,
+    codex_home: Path | None,
+    claude_home: Path | None,
+    gemini_home: Path | None = None,
 ) -> None:
-    """A client with no config: an error when asked for explicitly or when neither client is
-    configured, else a warning (most people use one client)."""
+    """A client with no config: an error when asked for explicitly or when no client is
+    configured, else a warning (most people use one client). Gemini CLI is counted in "all"
+    only when set up: most people with Codex or Claude Code do not use it."""
     from notes_cli.doctor.registry import make
 
     configured = {s.client for s in report.clients}
     wanted = ["codex", "claude"] if client == "all" else [client]
     severity: Severity = "error" if client != "all" or not configured else "warning"
     for name in wanted:
-        finding_client: FindingClient = "codex" if name == "codex" else "claude"
+        finding_client: FindingClient = cast(FindingClient, name)
         if name in configured:
             continue
         if name == "codex":
             path = paths.codex_config_path(codex_home)
+        elif name == "gemini":
+            path = paths.gemini_settings_path("user", gemini_home=gemini_home)
         else:
             path = paths.claude_settings_path("user", claude_home_dir=claude_home)
         report.findings.insert(

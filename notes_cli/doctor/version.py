@@ -1,4 +1,5 @@
-"""The installed Codex (and Claude Code) version, for version-dependent findings and shapes.
+"""The installed Codex (and Claude Code, Gemini CLI) version, for version-dependent findings
+and shapes.
 
 `codex --version` runs only when a `codex` is on PATH (or `$PDNOTES_CODEX_BIN` names one),
 bounded to 5 s in its own process group. Nothing is cached between runs. None means "unknown";
@@ -28,6 +29,11 @@ def codex_version() -> tuple[int, int, int] | None:
 def claude_version() -> tuple[int, int, int] | None:
     """The installed Claude Code (`claude --version`, or `$PDNOTES_CLAUDE_BIN`), like Codex."""
     return installed_version("claude", "PDNOTES_CLAUDE_BIN")
+
+
+def gemini_version() -> tuple[int, int, int] | None:
+    """The installed Gemini CLI (`gemini --version`, or `$PDNOTES_GEMINI_BIN`), like Codex."""
+    return installed_version("gemini", "PDNOTES_GEMINI_BIN")
 
 
 def installed_version(name: str, override: str) -> tuple[int, int, int] | None:

@@ -29,7 +29,8 @@ from notes_cli.wire.events import (
 )
 
 # Finish words that mean "the model stopped by itself" (not cut by the token limit).
-NATURAL_STOPS = frozenset({"stop", "end_turn", "stop_sequence", "completed", "eos"})
+NATURAL_STOPS = frozenset({"stop", "end_turn", "stop_sequence", "completed", "eos", "STOP"})
+"""The finish reasons of a natural end; `STOP` is Gemini's (its reasons are upper case)."""
 
 
 class StreamFailed(Exception):

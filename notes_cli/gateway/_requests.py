@@ -45,6 +45,8 @@ def auth_headers(endpoint: Endpoint) -> dict[str, str]:
         headers["authorization"] = f"Bearer {endpoint.key}"
     if endpoint.auth_style in ("x-api-key", "both"):
         headers["x-api-key"] = endpoint.key
+    if endpoint.auth_style == "x-goog-api-key":  # Gemini CLI (Google's SDK)
+        headers["x-goog-api-key"] = endpoint.key
     return headers
 
 
@@ -70,7 +72,7 @@ def base_headers(endpoint: Endpoint, *, stream: bool) -> dict[str, str]:
 def _unsendable(endpoint: Endpoint, name: str, where: str) -> UnsendableHeader:
     """Said without the value (it may be the key)."""
     url = mask_url(endpoint.request_url())
-    if name in ("authorization", "x-api-key"):
+    if name in ("authorization", "x-api-key", "x-goog-api-key"):
         source = f"${endpoint.key_env}" if endpoint.key_env else "the key"
         return UnsendableHeader(
             f"the key from {source} has a character an HTTP header cannot carry ({where}): "
@@ -110,7 +112,12 @@ def build_body(
     if endpoint.protocol == "responses":
         body["store"] = False
     if extra_body:
-        body.update(extra_body)
+        extra = dict(extra_body)
+        config = extra.get("generationConfig")
+        if endpoint.protocol == "gemini" and isinstance(config, dict):
+            # A recorded Gemini CLI body: its sampling kept, pdnotes' output budget added.
+            extra["generationConfig"] = {**config, **body.get("generationConfig", {})}
+        body.update(extra)
     return json.dumps(body, ensure_ascii=False).encode()
 
 
@@ -127,12 +134,15 @@ def _message(message: dict[str, Any], protocol: str) -> Message:
 
 
 def parse_model_ids(payload: Any) -> list[str]:
-    """Ids from an OpenAI (`{"data": [{"id"}]}`) or Anthropic model list, or a bare list."""
+    """Ids from an OpenAI (`{"data": [{"id"}]}`), Anthropic or Gemini
+    (`{"models": [{"name": "models/…"}]}`) model list, or a bare list."""
     items = payload.get("data", payload.get("models", [])) if isinstance(payload, dict) else payload
     ids: list[str] = []
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and isinstance(item.get("id"), str):
             ids.append(item["id"])
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):  # Gemini's list
+            ids.append(item["name"].removeprefix("models/"))
         elif isinstance(item, str):
             ids.append(item)
     return ids

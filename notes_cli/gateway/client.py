@@ -306,6 +306,7 @@ _COMPLETION = {
     "chat": "a choice with finish_reason",
     "responses": "response.completed",
     "anthropic": "message_delta with stop_reason",
+    "gemini": "a candidate with finishReason",
 }
 
 

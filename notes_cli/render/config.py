@@ -17,28 +17,62 @@ if TYPE_CHECKING:
     from notes_cli.clients.presets import Preset
     from notes_cli.clients.resolve import ClientSetup
 
-_CLIENT_TITLE = {"codex": "Codex", "claude": "Claude Code"}
+_CLIENT_TITLE = {"codex": "Codex", "claude": "Claude Code", "gemini": "Gemini CLI"}
 _METHOD = "POST"
 
 
+def write_many(results: list[WriteResult], *, dry_run: bool, as_json: bool) -> None:
+    """One command that wrote several files (Gemini CLI: settings.json and .env): the first
+    result is the main one; the others follow it (human), or sit under "also" (JSON)."""
+    first, rest = results[0], results[1:]
+    if as_json:
+        document = _write_document(first, dry_run=dry_run)
+        document["also"] = [
+            {
+                "file": str(r.plan.path),
+                "changed": r.plan.changed,
+                "written": r.written is not None,
+                "backup": str(r.backup) if r.backup else None,
+                "diff": r.plan.diff(),
+            }
+            for r in rest
+        ]
+        emit_json(document)
+        return
+    console = out()
+    for result in rest:
+        if dry_run:
+            diff = result.plan.diff()
+            console.print(escape(diff.rstrip("\n")) if diff else f"no change to {result.plan.path}")
+        elif result.written is None:
+            console.print(
+                f"{escape(str(result.plan.path))} already has this setup; nothing written"
+            )
+        else:
+            console.print(f"[green]wrote[/] {escape(str(result.plan.path))}")
+    write_human(first, dry_run=dry_run)
+
+
 def write_json(result: WriteResult, *, dry_run: bool) -> None:
+    emit_json(_write_document(result, dry_run=dry_run))
+
+
+def _write_document(result: WriteResult, *, dry_run: bool) -> dict[str, object]:
     plan = result.plan
-    emit_json(
-        {
-            "schema": "pdnotes.config-write/1",
-            "client": plan.client,
-            "file": str(plan.path),
-            "dry_run": dry_run,
-            "changed": plan.changed,
-            "written": result.written is not None,
-            "backup": str(result.backup) if result.backup else None,
-            "diff": plan.diff(),
-            "request_url": mask_url(plan.request_url),
-            "export_line": plan.export_line,
-            "notes": list(plan.notes),
-            "warnings": list(result.warnings),
-        }
-    )
+    return {
+        "schema": "pdnotes.config-write/1",
+        "client": plan.client,
+        "file": str(plan.path),
+        "dry_run": dry_run,
+        "changed": plan.changed,
+        "written": result.written is not None,
+        "backup": str(result.backup) if result.backup else None,
+        "diff": plan.diff(),
+        "request_url": mask_url(plan.request_url),
+        "export_line": plan.export_line,
+        "notes": list(plan.notes),
+        "warnings": list(result.warnings),
+    }
 
 
 def write_human(result: WriteResult, *, dry_run: bool) -> None:
@@ -130,6 +164,25 @@ def undo(result: UndoResult, *, as_json: bool) -> None:
     out().print(f"[dim]the state it replaced is kept in {kept}[/]")
 
 
+def undo_many(results: list[UndoResult], *, as_json: bool) -> None:
+    """One undo that put back several files one command had written together."""
+    if as_json:
+        emit_json(
+            {
+                "schema": "pdnotes.config-undo/1",
+                "client": results[0].client,
+                "file": str(results[0].path),
+                "action": results[0].action,
+                "restored_from": str(results[0].backup.meta_path.with_suffix(".bak")),
+                "previous_state_saved_to": str(results[0].saved_current.meta_path),
+                "also": [{"file": str(r.path), "action": r.action} for r in results[1:]],
+            }
+        )
+        return
+    for result in results:
+        undo(result, as_json=False)
+
+
 def nothing_to_undo(client: str, folder: Path, *, as_json: bool) -> None:
     if as_json:
         emit_json(
@@ -160,6 +213,7 @@ def presets(items: list[Preset], *, as_json: bool) -> None:
                         "codex_provider_id": p.codex.provider_id if p.codex else None,
                         "env_key": p.codex.env_key if p.codex else None,
                         "claude_base_url": p.claude.base_url if p.claude else None,
+                        "gemini_base_url": p.gemini.base_url if p.gemini else None,
                         "model": p.model,
                     }
                     for p in items

@@ -25,7 +25,7 @@ class ServeBanner:
     mode: str
     api_key_env: str | None
     faults: tuple[str, ...]
-    protocols: tuple[str, ...] = ("chat", "responses", "anthropic")
+    protocols: tuple[str, ...] = ("chat", "responses", "anthropic", "gemini")
 
     def show(self, address: EngineAddress) -> None:
         console = out()
@@ -39,7 +39,9 @@ class ServeBanner:
         console.print(f"  OpenAI SDK / Codex base_url   {escape(address.base_url)}")
         if "anthropic" in served:
             console.print(f"  Claude ANTHROPIC_BASE_URL     {escape(address.anthropic_base_url)}")
-        if len(served) < 3:
+        if "gemini" in served:
+            console.print(f"  Gemini GOOGLE_GEMINI_BASE_URL {escape(address.gemini_base_url)}")
+        if len(served) < 4:
             console.print(
                 f"  protocols: {escape(', '.join(served))} only; the other routes answer 404"
             )

@@ -1,5 +1,6 @@
-"""One wire layer for the three protocols pdnotes speaks: chat completions, the Responses API
-and Anthropic Messages, each in both directions, around one protocol-neutral turn.
+"""One wire layer for the four protocols pdnotes speaks: chat completions, the Responses API,
+Anthropic Messages and Google's Gemini `generateContent`, each in both directions, around one
+protocol-neutral turn.
 
 Users: the engine's routes (`engine/http/dialects.py`), the gateway client (request bodies in
 `gateway/_requests.build_body`, every answer read in `gateway/_reader.py` with the decoders
@@ -34,12 +35,16 @@ Errors (`notes_cli.wire.errors`)
     the param, as the real APIs do: `temperature: "hot"`, `n: -1`, `role: "god"`, NaN, a lone
     surrogate); servers raise it for their own refusals; `encode_error` renders it.
 
-Per protocol (`notes_cli.wire.chat`, `.responses`, `.anthropic`; the API in `.codec`)
+Per protocol (`notes_cli.wire.chat`, `.responses`, `.anthropic`, `.gemini`; the API in
+`.codec`)
     Each module satisfies the `codec.Codec` Protocol (mypy checks it: `codec.CODECS` maps the
     protocol names to the modules): requests, replies, errors and usage both ways, `new_id`,
     `dropped_tools`, and its stream classes, typed by `codec.StreamEncoder` (server side,
     bytes out; `.text` is the per-token hot path) and `codec.StreamDecoder` (client side, one
-    SSE event in). Beside the Protocols: `encode_models` (chat, anthropic) renders the
+    SSE event in). Gemini's model and stream mode are in the URL: its `decode_request` takes
+    them as `model=` / `stream=` and `request_path(turn)` gives the path; its
+    `JsonArrayStreamEncoder` is the stream without `?alt=sse`, `decode_count_request` reads a
+    `:countTokens` body. Beside the Protocols: `encode_models` (chat, anthropic, gemini) renders the
     `GET /models` list; chat's decoder counts `.malformed` events (not JSON objects,
     skipped); Responses' decoder says `.item_text_seen` (a finished message item carried
     output_text: what Codex shows, deltas alone it does not), its encoder can `.prime()`.

@@ -1,4 +1,4 @@
-"""The codec API every protocol module (`chat`, `responses`, `anthropic`) provides, as
+"""The codec API every protocol module (`chat`, `responses`, `anthropic`, `gemini`) provides, as
 Protocols: what the engine, the gateway client and the bridge may call, checked by mypy
 (`CODECS` below only type-checks while each module conforms). Typing only: nothing here runs
 on a hot path, and callers keep calling the modules' own functions and classes.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from notes_cli.wire import anthropic, chat, responses
+from notes_cli.wire import anthropic, chat, gemini, responses
 from notes_cli.wire.errors import WireError
 from notes_cli.wire.events import Event
 from notes_cli.wire.turn import Reply, Turn, Usage
@@ -133,4 +133,9 @@ class Codec(Protocol):
     def StreamDecoder(self) -> StreamDecoderFactory: ...
 
 
-CODECS: dict[str, Codec] = {"chat": chat, "responses": responses, "anthropic": anthropic}
+CODECS: dict[str, Codec] = {
+    "chat": chat,
+    "responses": responses,
+    "anthropic": anthropic,
+    "gemini": gemini,
+}

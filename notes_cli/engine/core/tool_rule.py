@@ -10,7 +10,8 @@
    `command` gets `["bash", "-lc", …]`). The last such line wins.
 3. The newest message is the result of a call of a shell tool: the answer is text holding the
    first non-empty line of the command's own output (after Codex's `Output:` header line when
-   there is one; the `output` field when the result is Codex's older JSON form).
+   there is one; the `output` field when the result is Codex's older JSON form; inside Gemini
+   CLI's `<untrusted_context>` wrapper, after its `Output: ` prefix).
 Anything else: no plan, the engine answers as it always has.
 """
 
@@ -24,7 +25,7 @@ from typing import Any
 from notes_cli.engine.core.responder import without_reminders
 from notes_cli.wire.turn import Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec, Turn
 
-SHELL_TOOL_NAMES = ("exec_command", "shell", "local_shell", "Bash")
+SHELL_TOOL_NAMES = ("exec_command", "shell", "local_shell", "Bash", "run_shell_command")
 _RUN = re.compile(r"^\s*run:\s*(\S.*)$")  # on a line stripped at its end (linear)
 _SKIPPED_ROLES = frozenset({"system", "developer"})
 
@@ -157,4 +158,17 @@ def first_output_line(output: str) -> str:
     marker = next((i for i, line in enumerate(lines) if line.strip() == "Output:"), None)
     if marker is not None:
         lines = lines[marker + 1 :]
+    # Gemini CLI's run_shell_command: "<untrusted_context>", "Output: <first line>", …
+    lines = [line for line in lines if line.strip() not in _GEMINI_WRAPPER]
+    if lines and lines[0].startswith(_GEMINI_OUTPUT):
+        first = lines[0][len(_GEMINI_OUTPUT) :]
+        if first.strip() == "(empty)":
+            return ""
+        rest = [line for line in lines[1:] if not _GEMINI_TRAILER.match(line)]
+        lines = [first, *rest]  # Gemini CLI's own lines (exit code, PGID) dropped
     return next((line.strip() for line in lines if line.strip()), "")
+
+
+_GEMINI_WRAPPER = frozenset({"<untrusted_context>", "</untrusted_context>"})
+_GEMINI_OUTPUT = "Output: "
+_GEMINI_TRAILER = re.compile(r"(Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")

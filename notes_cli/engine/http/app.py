@@ -5,13 +5,15 @@ Routes (docs/engine.md), under `prefix` (default `/api`):
     GET  {prefix}/models                 POST {prefix}/chat/completions
     POST {prefix}/responses              POST {prefix}/anthropic/v1/messages[?beta=true]
     GET  {prefix}/anthropic/v1/models    POST {prefix}/anthropic/v1/messages/count_tokens
+    POST {prefix}/gemini/v1beta/models/MODEL:generateContent | :streamGenerateContent[?alt=sse]
+         | :countTokens                  GET  {prefix}/gemini/v1beta/models   (also v1, v1alpha)
     HEAD on both bases and on /api/hello (Claude Code)
     GET  /health   GET /metrics   GET /engine/state   GET|POST|DELETE /engine/faults
 
-Everything else is a 404 in the OpenAI error format (Anthropic format under the Anthropic
-base), which is how `{prefix}/v1/...` reproduces the article's doubled-/v1 error. Each failure
-is an `ApiError` rendered by the route's own protocol module, so nothing reaches a client as a
-bare 500 traceback and the server keeps serving.
+Everything else is a 404 in the OpenAI error format (Anthropic's under the Anthropic base,
+Google's under the Gemini base), which is how `{prefix}/v1/...` reproduces the article's
+doubled-/v1 error. Each failure is an `ApiError` rendered by the route's own protocol module,
+so nothing reaches a client as a bare 500 traceback and the server keeps serving.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import contextlib
 import hmac
 import json
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
@@ -48,6 +51,7 @@ from notes_cli.engine.core.api import (
 from notes_cli.engine.http import dialects, http_errors
 from notes_cli.engine.http.dialects import (
     CHAT,
+    GEMINI,
     MESSAGES,
     PROTOCOLS,
     RESPONSES,
@@ -67,8 +71,15 @@ from notes_cli.engine.http.http_errors import ApiError, invalid
 from notes_cli.engine.http.metrics import CONTENT_TYPE, EngineMetrics
 from notes_cli.wire import anthropic as wire_anthropic
 from notes_cli.wire import chat as wire_chat
+from notes_cli.wire import gemini as wire_gemini
+from notes_cli.wire.codec import StreamEncoderFactory
 
 DEFAULT_FINGERPRINT = "fp_pdnotes_mock_engine"
+GEMINI_VERSIONS = frozenset({"v1beta", "v1", "v1alpha"})  # the @google/genai apiVersion values
+_GEMINI_METHODS = frozenset({"generateContent", "streamGenerateContent", "countTokens"})
+# A Gemini call on a path the engine does not serve (a base URL without /gemini, or with the
+# version in it: the SDK adds it again): answered in Google's format, with the base URL to use.
+_GEMINI_PATH = re.compile(r"/v1(?:beta|alpha)?/models/[^/].*:[A-Za-z]+$|/v1(?:beta|alpha)/models$")
 
 
 class _Json(JSONResponse):
@@ -154,7 +165,7 @@ def create_app(
     """Build the ASGI app over `service`. With `api_key_env`, requests must carry that
     variable's value (read now) as a Bearer token or `x-api-key`. `speed` is the service's
     wall-clock speed-up, used to report streamed token gaps in simulated time. `protocols`
-    (chat, responses, anthropic) are the APIs served; the others' routes answer 404."""
+    (chat, responses, anthropic, gemini) are the APIs served; the others' routes answer 404."""
     unknown = set(protocols) - set(PROTOCOLS)
     if unknown or not protocols:
         raise ValueError(f"protocols must be some of {', '.join(PROTOCOLS)}, not {protocols}")
@@ -233,6 +244,10 @@ class _EngineHttp:
             routes.append(Route(count, self.count_tokens, methods=["POST"]))
             routes.append(Route(f"{anthropic}/v1/models", self.anthropic_models, methods=["GET"]))
             heads |= {anthropic, "/api/hello"}  # Claude Code HEADs its base and /api/hello
+        if "gemini" in served:
+            gemini = f"{p}/gemini/{{version}}/models"
+            routes.append(Route(gemini, self.gemini_models, methods=["GET"]))
+            routes.append(Route(gemini + "/{rest:path}", self.gemini_call, methods=["POST"]))
         for path in heads:
             routes.append(Route(path, self.head_ok, methods=["HEAD"]))
         app = Starlette(
@@ -270,6 +285,8 @@ class _EngineHttp:
     # --- errors ------------------------------------------------------------------------
 
     def _dialect_for(self, path: str) -> Dialect:
+        if path.startswith(f"{self.prefix}/gemini/") or _GEMINI_PATH.search(path):
+            return GEMINI
         return MESSAGES if path.startswith(f"{self.prefix}/anthropic") else CHAT
 
     def _error(self, dialect: Dialect, error: ApiError) -> JSONResponse:
@@ -292,7 +309,13 @@ class _EngineHttp:
 
     def _not_found_message(self, method: str, path: str) -> str:
         hint = ""
-        if "/v1/" in path and not path.startswith(f"{self.prefix}/anthropic/v1/"):
+        gemini = f"{self.prefix}/gemini"
+        if _GEMINI_PATH.search(path) and "gemini" in self.protocols:
+            hint = (
+                f" Gemini's base URL (GOOGLE_GEMINI_BASE_URL) is {gemini}, without the API "
+                "version: the SDK adds /v1beta itself."
+            )
+        elif "/v1/" in path and not path.startswith(f"{self.prefix}/anthropic/v1/"):
             hint = f" The base URL is {self.prefix or '/'} with no /v1 (drop the extra /v1)."
         return f"Invalid URL ({method} {path}): no such route on this engine.{hint}"
 
@@ -345,6 +368,46 @@ class _EngineHttp:
         texts = (prompt.message_text(m) for m in turn.messages)
         return _Json({"input_tokens": sum(map(self.service.count_tokens, texts))})
 
+    async def gemini_models(self, request: Request) -> Response:
+        if request.path_params["version"] not in GEMINI_VERSIONS:
+            raise HTTPException(404)
+        if (failure := self._auth_failure(request, GEMINI)) is not None:
+            return failure
+        limit = self.service.max_context_tokens
+        return _Json(wire_gemini.encode_models(self.service.served_models, input_limit=limit))
+
+    async def gemini_call(self, request: Request) -> Response:
+        """`models/MODEL:METHOD`: the model and the method are in the path (a model id may
+        hold `/` and `:`; the method is after the last `:`), the stream's framing in `alt`."""
+        model, _, method = request.path_params["rest"].rpartition(":")
+        if request.path_params["version"] not in GEMINI_VERSIONS:
+            raise HTTPException(404)
+        if not model or method not in _GEMINI_METHODS:
+            raise HTTPException(404)
+        if (failure := self._auth_failure(request, GEMINI)) is not None:
+            return failure
+        try:
+            if method == "countTokens":
+                return await self._gemini_count(request, model)
+            streamed = method == "streamGenerateContent"
+            array = streamed and request.query_params.get("alt") != "sse"
+            encoder = wire_gemini.JsonArrayStreamEncoder if array else None
+            return await self._generate(
+                request, GEMINI, model=model, streamed=streamed, encoder=encoder
+            )
+        except ApiError as error:
+            return self._error(GEMINI, error)
+
+    async def _gemini_count(self, request: Request, model: str) -> Response:
+        """Gemini's token count: `{"contents"}` (or a whole `generateContentRequest`) →
+        {"totalTokens": N}, the count `usageMetadata.promptTokenCount` of the same turn says."""
+        turn = wire_gemini.decode_count_request(await self._read_body(request), model=model)
+        served = self.service.served_models
+        if turn.model not in served:
+            raise http_errors.model_not_found(turn.model, served)
+        texts = (prompt.message_text(m) for m in turn.messages)
+        return _Json({"totalTokens": sum(map(self.service.count_tokens, texts))})
+
     async def faults(self, request: Request) -> Response:
         """Admin: GET lists faults; POST {"faults": [SPEC…], "replace": true} sets them;
         DELETE clears them. Guarded by the API key when one is configured."""
@@ -380,6 +443,11 @@ class _EngineHttp:
         x_api_key = request.headers.get("x-api-key", "")
         if _same_key(self.api_key, bearer) or _same_key(self.api_key, x_api_key):
             return None
+        if dialect is GEMINI:  # Google's SDKs send `x-goog-api-key`; URLs may carry `?key=`
+            google = request.headers.get("x-goog-api-key", "") or request.query_params.get("key")
+            if _same_key(self.api_key, google or ""):
+                return None
+            return self._error(dialect, http_errors.bad_google_key(google or bearer or x_api_key))
         error = http_errors.bad_key(bearer or x_api_key, anthropic=dialect is MESSAGES)
         return self._error(dialect, error)
 
@@ -422,12 +490,22 @@ class _EngineHttp:
 
         return endpoint
 
-    async def _generate(self, request: Request, dialect: Dialect) -> Response:
+    async def _generate(
+        self,
+        request: Request,
+        dialect: Dialect,
+        *,
+        model: str | None = None,
+        streamed: bool = False,
+        encoder: StreamEncoderFactory | None = None,
+    ) -> Response:
+        """`model` / `stream`: the URL's (Gemini); `encoder`: another framing of the stream
+        (Gemini's JSON array, sent as application/json)."""
         raw = await self._read_body(request)
         plan = self.injector.plan()
         await self._misbehave_before_headers(request, plan)
         try:
-            call = dialects.parse(dialect, raw)
+            call = dialects.parse(dialect, raw, model=model, stream=streamed)
         except ApiError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
@@ -438,7 +516,8 @@ class _EngineHttp:
         # An injected delay before the headers is the fault's time, not the engine's queue.
         delayed = plan.hang_s is not None or bool(plan.slow_headers_s)
         received = time.monotonic() if delayed else request.scope.get(_RECEIVED)
-        stream = self.service.generate(replace(call.request, received_s=received))
+        asked = replace(call.request, received_s=received, ignore_eos=plan.no_stop)
+        stream = self.service.generate(asked)
         try:
             admitted = await anext(stream)
         except QueueFull as exc:
@@ -452,11 +531,14 @@ class _EngineHttp:
         if not call.stream:
             return await self._respond_whole(dialect, call, stream, plan)
         self.metrics.count(dialect.route, 200)
-        encoder: StreamEncoder = EngineStream(dialect, call, self.fingerprint, prompt_tokens)
+        engine_stream: StreamEncoder = EngineStream(
+            dialect, call, self.fingerprint, prompt_tokens, encoder
+        )
         # The headers (and the protocol's head) go out now; the first token when it exists.
-        events = self._stream_events(encoder, stream, plan)
+        events = self._stream_events(engine_stream, stream, plan)
         headers = {"cache-control": "no-cache", **self._labels(call)}
-        return _EventStream(events, media_type="text/event-stream", headers=headers)
+        media_type = "application/json" if encoder is not None else "text/event-stream"
+        return _EventStream(events, media_type=media_type, headers=headers)
 
     async def _misbehave_before_headers(self, request: Request, plan: FaultPlan) -> None:
         if plan.hang_s is not None:

@@ -1,4 +1,4 @@
-"""The engine's three routes over the wire layer: a request body becomes a neutral `Turn`
+"""The engine's four protocols over the wire layer: a request body becomes a neutral `Turn`
 (`notes_cli.wire.<protocol>.decode_request`), the turn becomes the core's
 `GenerationRequest`, and the core's tokens go back out through the protocol's
 `StreamEncoder` as text deltas, or as the argument deltas of one tool call when the tool rule
@@ -8,13 +8,13 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from notes_cli.engine.core import prompt, tool_rule
 from notes_cli.engine.core.api import ChatMessage, Completion, GenerationRequest
-from notes_cli.wire import anthropic, chat, responses
-from notes_cli.wire.codec import Codec
+from notes_cli.wire import anthropic, chat, gemini, responses
+from notes_cli.wire.codec import Codec, StreamEncoderFactory
 from notes_cli.wire.errors import WireError, invalid
 from notes_cli.wire.events import FinishEvent, ToolCallBegin, ToolCallDelta, ToolCallEnd, UsageEvent
 from notes_cli.wire.turn import (
@@ -28,14 +28,16 @@ from notes_cli.wire.turn import (
     Usage,
 )
 
-PROTOCOLS = ("chat", "responses", "anthropic")
+PROTOCOLS = ("chat", "responses", "anthropic", "gemini")
 
 
 @dataclass(frozen=True)
 class Dialect:
     """One wire protocol as the engine serves it."""
 
-    name: str  # "chat" | "responses" | "anthropic": the --protocols word, metadata["api"]
+    name: (
+        str  # "chat" | "responses" | "anthropic" | "gemini": the --protocols word, metadata["api"]
+    )
     route: str  # the metrics label
     wire: Codec
     call_prefix: str  # tool call ids in the protocol's style
@@ -44,6 +46,7 @@ class Dialect:
 CHAT = Dialect("chat", "chat", chat, "call_")
 RESPONSES = Dialect("responses", "responses", responses, "call_")
 MESSAGES = Dialect("anthropic", "messages", anthropic, "toolu_")
+GEMINI = Dialect("gemini", "gemini", gemini, "call_")
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,21 @@ class EngineCall:
         return self.turn.stream
 
 
-def parse(dialect: Dialect, raw: bytes) -> EngineCall:
-    """The body → EngineCall; WireError (400 naming the param) on bad input."""
+def parse(
+    dialect: Dialect, raw: bytes, *, model: str | None = None, stream: bool = False
+) -> EngineCall:
+    """The body → EngineCall; WireError (400 naming the param) on bad input. `model` and
+    `stream` are the URL's, for Gemini (whose body says neither)."""
     turn = dialect.wire.decode_request(raw)
+    if model is not None:
+        turn = replace(turn, model=model.removeprefix("models/"), stream=stream)
     n = turn.extra.get("n", 1)
     if n != 1:
         raise invalid(f"This engine answers with one choice; 'n' must be 1, got {n}.", param="n")
+    count = turn.extra.get("candidateCount", 1)
+    if count != 1:
+        message = f"This engine answers with one candidate; candidateCount must be 1, got {count}."
+        raise invalid(message, param="generationConfig.candidateCount")
     plan = tool_rule.plan(turn)
     answer = None
     tool_call = None
@@ -148,10 +160,16 @@ class EngineStream:
     tokens are its argument deltas."""
 
     def __init__(
-        self, dialect: Dialect, call: EngineCall, fingerprint: str, prompt_tokens: int
+        self,
+        dialect: Dialect,
+        call: EngineCall,
+        fingerprint: str,
+        prompt_tokens: int,
+        encoder: StreamEncoderFactory | None = None,
     ) -> None:
+        """`encoder`: another framing of the dialect's stream (Gemini's JSON array)."""
         self._call = call
-        self._encoder = dialect.wire.StreamEncoder(
+        self._encoder = (encoder or dialect.wire.StreamEncoder)(
             call.request.request_id,
             call.turn.model,
             include_usage=call.turn.include_usage,

@@ -37,6 +37,24 @@ def bad_key(presented: str | None, *, anthropic: bool) -> ApiError:
     return ApiError(401, "authentication", message)
 
 
+def bad_google_key(presented: str | None) -> ApiError:
+    """Google's answers, which Gemini CLI shows: a wrong key is a 400 whose reason is
+    API_KEY_INVALID; no key at all a 403."""
+    if not presented:
+        return ApiError(
+            403,
+            "permission",
+            "Method doesn't allow unregistered callers (callers without established identity). "
+            "Please use API Key or other form of API consumer identity to call this API.",
+        )
+    return ApiError(
+        400,
+        "authentication",
+        "API key not valid. Please pass a valid API key.",
+        code="API_KEY_INVALID",
+    )
+
+
 def model_not_found(model: str, served: tuple[str, ...], *, note: str = "") -> ApiError:
     served_note = f" Served models: {', '.join(served)}." if served else ""
     return ApiError(

@@ -54,6 +54,11 @@ class EngineAddress:
         """Claude Code's `ANTHROPIC_BASE_URL`: `…/api/anthropic`."""
         return self.base_url + "/anthropic"
 
+    @property
+    def gemini_base_url(self) -> str:
+        """Gemini CLI's `GOOGLE_GEMINI_BASE_URL` (the SDK adds `/v1beta`): `…/api/gemini`."""
+        return self.base_url + "/gemini"
+
     def url(self, path: str) -> str:
         """An absolute URL for a server path such as `/metrics` or `/api/models`."""
         return self.root_url + "/" + path.lstrip("/")
@@ -117,6 +122,10 @@ class RunningEngine(ServerThread):
     @property
     def anthropic_base_url(self) -> str:
         return self.address.anthropic_base_url
+
+    @property
+    def gemini_base_url(self) -> str:
+        return self.address.gemini_base_url
 
     def url(self, path: str) -> str:
         return self.address.url(path)

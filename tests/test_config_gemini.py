@@ -1,0 +1,269 @@
+"""`pdnotes config gemini`: Gemini CLI's settings.json (JSON with comments) and .gemini/.env,
+merged keeping comments and unknown keys, backed up as one group, undone byte for byte."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from notes_cli.clients import dotenv, jsonc
+
+RICH = """{
+  // my theme, do not touch
+  "ui": {
+    "theme": "GitHub", // dark is too dark
+    "hideBanner": true
+  },
+  /* a block
+     comment */
+  "model": {"name": "gemini-2.5-pro", "maxSessionTurns": 10},
+  "tools": {"sandbox": false}
+}
+"""
+
+
+def _settings(home: Path) -> Path:
+    return home / ".gemini" / "settings.json"
+
+
+def _env(home: Path) -> Path:
+    return home / ".gemini" / ".env"
+
+
+def test_comments_and_unknown_keys_survive_and_only_owned_values_change(
+    cli, isolated_home: Path
+) -> None:
+    path = _settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_text(RICH, encoding="utf-8")
+    result = cli("config", "gemini", "--base-url", "https://gw.example/api", "--model", "m-1")
+    assert result.exit_code == 0, result.stderr
+    text = path.read_text(encoding="utf-8")
+    for kept in ("// my theme, do not touch", "// dark is too dark", "/* a block\n     comment */"):
+        assert kept in text
+    data = jsonc.parse(text, path)
+    assert data["model"] == {"name": "m-1", "maxSessionTurns": 10}
+    assert data["ui"] == {"theme": "GitHub", "hideBanner": True}
+    assert data["tools"] == {"sandbox": False}
+    assert data["security"] == {"auth": {"selectedType": "gemini-api-key"}}
+    # Everything but the model's value is as it was, line for line, before the new member.
+    assert text.replace('"m-1"', '"gemini-2.5-pro"').startswith(RICH.split('\n  "tools"')[0])
+    assert dotenv.parse(_env(isolated_home).read_text()) == {
+        "GOOGLE_GEMINI_BASE_URL": "https://gw.example/api"
+    }
+    assert "export GEMINI_API_KEY=<your API key>" in result.stdout
+
+
+def test_undo_puts_back_both_files_byte_for_byte(cli, isolated_home: Path) -> None:
+    path, env = _settings(isolated_home), _env(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(RICH.replace("\n", "\r\n").encode())
+    env.write_bytes(b"# mine\nDEBUG=1\nGOOGLE_GEMINI_BASE_URL=https://old.example\n")
+    before = path.read_bytes(), env.read_bytes()
+    assert cli("config", "gemini", "--preset", "mock").exit_code == 0
+    assert b"\r\n" in path.read_bytes() and b"(?<!\r)\n" not in path.read_bytes()
+    assert (
+        dotenv.parse(env.read_text())["GOOGLE_GEMINI_BASE_URL"]
+        == "http://127.0.0.1:8000/api/gemini"
+    )
+    assert "DEBUG=1" in env.read_text()
+    result = cli("config", "undo", "--client", "gemini", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert (path.read_bytes(), env.read_bytes()) == before
+    assert result.json()["also"]  # one undo, both files
+
+
+def test_undo_of_a_first_write_removes_both_files(cli, isolated_home: Path) -> None:
+    assert cli("config", "gemini", "--preset", "mock").exit_code == 0
+    assert cli("config", "undo").exit_code == 0  # the most recent client is gemini
+    assert not _settings(isolated_home).exists() and not _env(isolated_home).exists()
+
+
+def test_mock_preset_writes_a_placeholder_key_and_leaving_it_removes_it(
+    cli, isolated_home: Path
+) -> None:
+    assert cli("config", "gemini", "--preset", "mock").exit_code == 0
+    values = dotenv.parse(_env(isolated_home).read_text())
+    assert values["GEMINI_API_KEY"] == "pdnotes-mock-no-key"
+    result = cli("config", "gemini", "--base-url", "https://gw.example", "--json")
+    assert "removed the local placeholder" in " ".join(result.json()["notes"])
+    assert "GEMINI_API_KEY" not in dotenv.parse(_env(isolated_home).read_text())
+
+
+def test_no_key_on_disk_unless_asked(cli, isolated_home: Path, sentinel_key, monkeypatch) -> None:
+    monkeypatch.setenv("GW_KEY", sentinel_key)
+    monkeypatch.setenv("GEMINI_API_KEY", sentinel_key)
+    result = cli("config", "gemini", "--base-url", "https://gw.example", "--model", "m",
+                 "--key-env", "GW_KEY")  # fmt: skip
+    assert result.exit_code == 0
+    assert 'export GEMINI_API_KEY="$GW_KEY"' in result.stdout
+    for path in (_settings(isolated_home), _env(isolated_home)):
+        assert sentinel_key not in path.read_text()
+    assert sentinel_key not in result.stdout + result.stderr
+
+
+def test_writing_the_key_needs_the_flag_and_makes_the_file_private(
+    cli, isolated_home: Path, sentinel_key, monkeypatch
+) -> None:
+    monkeypatch.setenv("GW_KEY", sentinel_key)
+    result = cli("config", "gemini", "--base-url", "https://gw.example", "--model", "m",
+                 "--write-key-from-env", "GW_KEY", "--dry-run")  # fmt: skip
+    assert result.exit_code == 0 and sentinel_key not in result.stdout
+    assert not _env(isolated_home).exists()
+    result = cli("config", "gemini", "--base-url", "https://gw.example", "--model", "m",
+                 "--write-key-from-env", "GW_KEY")  # fmt: skip
+    assert result.exit_code == 0 and sentinel_key not in result.stdout
+    assert dotenv.parse(_env(isolated_home).read_text())["GEMINI_API_KEY"] == sentinel_key
+    assert stat.S_IMODE(os.stat(_env(isolated_home)).st_mode) == 0o600
+
+
+@pytest.mark.parametrize(
+    ("pasted", "written"),
+    [
+        ("https://gw.example/v1beta", "https://gw.example"),
+        ("https://gw.example/api/v1beta/", "https://gw.example/api"),
+        ("https://gw.example/v1beta/models/m:streamGenerateContent", "https://gw.example"),
+        ("https://gw.example/gemini/#frag", "https://gw.example/gemini"),
+    ],
+)
+def test_a_pasted_v1beta_is_removed_so_it_is_not_doubled(
+    cli, isolated_home: Path, pasted: str, written: str
+) -> None:
+    result = cli("config", "gemini", "--base-url", pasted, "--model", "m", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert dotenv.parse(_env(isolated_home).read_text())["GOOGLE_GEMINI_BASE_URL"] == written
+    assert result.json()["request_url"] == (
+        f"{written}/v1beta/models/m:streamGenerateContent?alt=sse"
+    )
+
+
+def test_a_key_in_the_url_or_a_query_is_refused(cli, isolated_home: Path) -> None:
+    for url in ("https://u:sk-abcdefghijklmnopqrstuvwx@gw.example", "https://gw.example?x=1"):
+        result = cli("config", "gemini", "--base-url", url, "--model", "m")
+        assert result.exit_code == 2
+    assert not _settings(isolated_home).exists()
+
+
+@pytest.mark.parametrize(
+    "broken",
+    ['{"model": {"name": "x"},}', '{"a": 1, "a": 2}', "[1, 2]", '{"model": "gemini-1.5"}'],
+)
+def test_files_pdnotes_cannot_edit_are_never_overwritten(
+    cli, isolated_home: Path, broken: str
+) -> None:
+    path = _settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_text(broken)
+    result = cli("config", "gemini", "--preset", "mock")
+    assert result.exit_code == 2
+    assert path.read_text() == broken and not _env(isolated_home).exists()
+
+
+def test_trailing_comma_message_names_what_gemini_accepts(cli, isolated_home: Path) -> None:
+    path = _settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n  "a": 1,\n}\n')
+    result = cli("config", "gemini", "--preset", "mock")
+    assert "comments but no trailing commas" in result.stderr
+    assert ":3:1:" in result.stderr  # line and column in the real file
+
+
+def test_dry_run_writes_nothing_and_shows_both_diffs(cli, isolated_home: Path) -> None:
+    result = cli("config", "gemini", "--preset", "mock", "--dry-run", "--json")
+    document = result.json()
+    assert document["dry_run"] and "selectedType" in document["diff"]
+    assert "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8000/api/gemini" in document["also"][0]["diff"]
+    assert not (isolated_home / ".gemini").exists()
+
+
+def test_an_unchanged_setup_is_not_rewritten(cli, isolated_home: Path) -> None:
+    assert cli("config", "gemini", "--preset", "mock").exit_code == 0
+    again = cli("config", "gemini", "--preset", "mock", "--json").json()
+    assert not again["written"] and not again["also"][0]["written"]
+
+
+def test_project_scope_writes_the_project_folder(cli, tmp_path: Path) -> None:
+    result = cli("config", "gemini", "--preset", "mock", "--scope", "project")
+    assert result.exit_code == 0
+    assert (tmp_path / ".gemini" / "settings.json").is_file()
+    assert (tmp_path / ".gemini" / ".env").is_file()
+
+
+def test_a_project_env_file_that_shadows_the_user_one_is_warned_about(cli, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("DATABASE_URL=x\n")
+    result = cli("config", "gemini", "--preset", "mock", "--json")
+    assert any(str(tmp_path / ".env") in w for w in result.json()["warnings"])
+
+
+def test_a_chat_only_preset_goes_through_the_bridge(cli, isolated_home: Path) -> None:
+    result = cli("config", "gemini", "--preset", "deepseek", "--json")
+    assert result.exit_code == 0, result.stderr
+    env = dotenv.parse(_env(isolated_home).read_text())
+    assert env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:8787"
+    record = json.loads((isolated_home / ".pdnotes" / "bridge.json").read_text())
+    assert "deepseek" in json.dumps(record)
+
+
+def test_settings_file_that_is_a_fifo_is_refused(cli, isolated_home: Path) -> None:
+    path = _settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    result = cli("config", "gemini", "--preset", "mock")
+    assert result.exit_code == 2
+    assert "FIFO (named pipe), not a regular file" in result.stderr
+
+
+def test_a_comment_after_the_last_member_stays_on_its_line(cli, isolated_home: Path) -> None:
+    path = _settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n  "general": {"vimMode": true} // about vim\n}\n')
+    assert cli("config", "gemini", "--preset", "mock").exit_code == 0
+    lines = path.read_text().splitlines()
+    assert lines[1] == '  "general": {"vimMode": true}, // about vim'
+    assert lines[2] == '  "security": {'
+
+
+def test_no_phone_home_turns_off_the_side_connections_and_keeps_the_rest(
+    cli, isolated_home: Path
+) -> None:
+    path = _settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        '{\n  "general": {"vimMode": true}, // mine\n  "telemetry": {"target": "local"}\n}\n'
+    )
+    assert cli("config", "gemini", "--preset", "mock", "--no-phone-home").exit_code == 0
+    data = jsonc.parse(path.read_text(), path)
+    assert data["general"] == {
+        "vimMode": True,
+        "enableAutoUpdate": False,
+        "enableAutoUpdateNotification": False,
+    }
+    assert data["telemetry"] == {"target": "local", "enabled": False}
+    assert data["privacy"] == {"usageStatisticsEnabled": False}
+    assert "// mine" in path.read_text()
+
+
+def test_show_names_each_value_with_the_layer_it_comes_from(
+    cli, isolated_home: Path, monkeypatch
+) -> None:
+    assert cli("config", "gemini", "--preset", "mock").exit_code == 0
+    system = isolated_home / "etc-gemini" / "settings.json"
+    system.parent.mkdir()
+    system.write_text('{"model": {"name": "from-system"}}')  # system overrides win
+    monkeypatch.setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")
+    (setup,) = cli("config", "show", "--client", "gemini", "--json").json()["clients"]
+    values = {v["name"]: (v["value"], v["source"]) for v in setup["values"]}
+    assert values["GOOGLE_GEMINI_BASE_URL"] == (
+        "http://127.0.0.1:8000/api/gemini",
+        str(_env(isolated_home)),
+    )
+    assert values["model"] == ("from-system", str(system))
+    assert values["folder trust"] == ("trusted", "GEMINI_CLI_TRUST_WORKSPACE=true")
+    assert setup["request_url"].endswith("/v1beta/models/from-system:streamGenerateContent?alt=sse")
+    monkeypatch.delenv("GEMINI_CLI_TRUST_WORKSPACE")  # untrusted: .gemini/.env is not read
+    (setup,) = cli("config", "show", "--client", "gemini", "--json").json()["clients"]
+    assert setup["request_url"].startswith("https://generativelanguage.googleapis.com/")
