@@ -350,3 +350,15 @@ def test_the_service_is_passed_every_upstreams_key_variable() -> None:
     )
     unit = plan_service(record, platform="linux").text
     assert "PassEnvironment=KEY_A CLOUD\n" in unit
+
+
+def test_config_gemini_records_fallbacks_too(cli: Any) -> None:
+    result = cli(
+        "config", "gemini", "--bridge", "--base-url", "http://gpu-a/v1", "--model", "q",
+        "--bridge-fallback", "http://gpu-b/v1",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stdout + result.stderr
+    from notes_cli.bridge.config import record_path
+
+    fallbacks = json.loads(record_path().read_text())["fallbacks"]
+    assert fallbacks == [{"upstream": "http://gpu-b/v1", "upstream_key_env": None}]

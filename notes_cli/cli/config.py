@@ -278,6 +278,8 @@ def gemini(
     bridge: Bridge = False,
     bridge_port: BridgePort = 8787,
     bridge_key_env: BridgeKeyEnv = None,
+    bridge_fallback: BridgeFallback = None,
+    bridge_fallback_key_env: BridgeFallbackKeyEnv = None,
     dry_run: DryRun = False,
     as_json: AsJson = False,
     gemini_home: GeminiHome = None,
@@ -294,7 +296,9 @@ def gemini(
     if bridge or _chat_only(preset) or _no_gemini_api(preset):
         from notes_cli.bridge.client_setup import BridgeOptions, plan_gemini_bridge
 
-        via = BridgeOptions(bridge_port, bridge_key_env)
+        via = BridgeOptions.of(
+            bridge_port, bridge_key_env, bridge_fallback, bridge_fallback_key_env
+        )
         build: GeminiBuild = lambda: plan_gemini_bridge(  # noqa: E731
             options, via, gemini_home=gemini_home, project_dir=project_dir
         )
