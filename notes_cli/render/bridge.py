@@ -46,12 +46,12 @@ def banner(config: BridgeConfig) -> None:
     )
     console.print(f"  Codex base_url               {escape(config.codex_base_url)}")
     console.print(f"  Claude ANTHROPIC_BASE_URL    {escape(config.claude_base_url)}")
+    console.print(f"  chat clients base_url        {escape(config.codex_base_url)}")
     if config.upstream_key_env:
         console.print(f"  upstream key from ${escape(config.upstream_key_env)}")
     for n, fallback in enumerate(config.fallbacks, 1):
         key = f"key from ${fallback.upstream_key_env}" if fallback.upstream_key_env else "no key"
         console.print(f"  fallback {n}: {escape(fallback.upstream)} ({escape(key)})")
-    console.print(f"  chat clients base_url      {escape(config.codex_base_url)}")
     if config.model_map:
         pairs = ", ".join(f"{k} → {v}" for k, v in config.model_map.items())
         console.print(f"  model map: {escape(pairs)}")
