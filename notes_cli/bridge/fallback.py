@@ -129,12 +129,13 @@ class Choice:
     """One request's way through the upstreams: the same calls as `Upstream`, with fallbacks.
     `url` is the upstream that answered, or the last one tried."""
 
-    __slots__ = ("owner", "url", "_status")
+    __slots__ = ("owner", "url", "_status", "_index")
 
     def __init__(self, owner: Upstreams) -> None:
         self.owner = owner
         self.url = owner.first.base_url
         self._status = 0
+        self._index = 0
 
     async def stream(self, path: str, body: bytes, sink: RelaySink) -> None:
         def call(upstream: Upstream) -> Awaitable[None]:
@@ -150,6 +151,8 @@ class Choice:
 
     def _seen(self, status: int) -> None:
         self._status = status
+        if status < 300:  # the answer is this upstream's from here (logged as it starts)
+            self.owner.answered(self._index)
 
     async def _run(self, call: Callable[[Upstream], Awaitable[T]]) -> T:
         owner = self.owner
@@ -158,7 +161,7 @@ class Choice:
         for position, index in enumerate(order):
             upstream = owner.upstreams[index]
             self.url = upstream.base_url
-            self._status = 0
+            self._status, self._index = 0, index
             try:
                 result = await call(upstream)
             except gw.GatewayError as error:
@@ -176,7 +179,6 @@ class Choice:
                 said = owner.scrub(f"{upstream.base_url} {_reason(error)}")
                 log.warning("upstream %s%s; trying %s", said, cooling, then)
                 continue
-            owner.answered(index)
             return result
         raise AssertionError("unreachable: order() is never empty")
 
