@@ -65,3 +65,56 @@ def gemini_settings_path(
     if scope == "user":
         return gemini_dir(gemini_home) / "settings.json"
     return (project_dir or Path.cwd()).expanduser() / ".gemini" / "settings.json"
+
+
+def qwen_home(override: Path | None = None) -> Path:
+    """Qwen Code's user folder: --qwen-home, else $QWEN_HOME, else ~/.qwen (as Qwen resolves it)."""
+    if override is not None:
+        return override.expanduser()
+    env = os.environ.get("QWEN_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".qwen"
+
+
+def qwen_settings_path(
+    scope: str = "user", *, qwen_home_dir: Path | None = None, project_dir: Path | None = None
+) -> Path:
+    """Qwen Code settings for a scope: user ($QWEN_HOME/settings.json) or project
+    (<project>/.qwen/settings.json)."""
+    if scope == "user":
+        return qwen_home(qwen_home_dir) / "settings.json"
+    return (project_dir or Path.cwd()).expanduser() / ".qwen" / "settings.json"
+
+
+def qwen_system_paths() -> tuple[Path, Path]:
+    """(system defaults, system settings): the lowest and the highest of Qwen Code's layers,
+    each with the variable Qwen Code itself reads to move it."""
+    import sys
+
+    if sys.platform == "darwin":
+        folder = Path("/Library/Application Support/QwenCode")
+    elif sys.platform.startswith("win"):
+        folder = Path("C:/ProgramData/qwen-code")
+    else:
+        folder = Path("/etc/qwen-code")
+    defaults = os.environ.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
+    system = os.environ.get("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+    return (
+        Path(defaults) if defaults else folder / "system-defaults.json",
+        Path(system) if system else folder / "settings.json",
+    )
+
+
+def opencode_config_dir(override: Path | None = None) -> Path:
+    """OpenCode's global config folder: --opencode-dir, else $XDG_CONFIG_HOME/opencode, else
+    ~/.config/opencode (OpenCode uses the XDG folders on every platform)."""
+    if override is not None:
+        return override.expanduser()
+    env = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(env).expanduser() if env else Path.home() / ".config") / "opencode"
+
+
+def opencode_data_dir() -> Path:
+    """OpenCode's data folder (auth.json, sessions): $XDG_DATA_HOME/opencode or
+    ~/.local/share/opencode."""
+    env = os.environ.get("XDG_DATA_HOME")
+    return (Path(env).expanduser() if env else Path.home() / ".local" / "share") / "opencode"

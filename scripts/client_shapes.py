@@ -1,9 +1,10 @@
-"""Record the request the real Codex CLI, Claude Code and Gemini CLI send for a turn, as data
-for doctor's client-shaped probe (templates/clients/<client>/<version>.json).
+"""Record the request the real Codex CLI, Claude Code, Gemini CLI, Qwen Code and OpenCode send
+for a turn, as data for doctor's client-shaped probe and smoke
+(templates/clients/<client>/<version>.json).
 
     PDNOTES_INTEROP_BIN=.interop/node_modules/.bin python scripts/client_shapes.py [CLIENT…]
 
-(CLIENT: codex, claude or gemini; all three by default.)
+(CLIENT: codex, claude, gemini, qwen or opencode; all five by default.)
 
 Each client runs once (bounded, in a temp HOME, its own process group) against a recording server
 on 127.0.0.1 that answers every turn with a minimal valid stream. The turn request (the POST that
@@ -48,7 +49,8 @@ DROP_HEADERS = {
 }
 ID_HEADERS = re.compile(
     r"^(session[-_]id|thread[-_]id|x-client-request-id|x-codex-window-id|"
-    r"x-codex-turn-metadata|x-claude-code-session-id|x-stainless-retry-count)$"
+    r"x-codex-turn-metadata|x-claude-code-session-id|x-stainless-retry-count|"
+    r"x-session-id|x-session-affinity)$"
 )
 ID_FIELDS = {"id", "prompt_cache_key", "user_id", "session_id", "thread_id", "previous_response_id"}
 
@@ -70,6 +72,8 @@ class _Recorder(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.requests.append({"path": self.path, "headers": headers, "body": None})
         body = json.dumps(
             {"object": "list", "data": [{"id": MODEL, "object": "model"}],
              "models": [{"name": f"models/{MODEL}"}]}
@@ -96,6 +100,8 @@ class _Recorder(BaseHTTPRequestHandler):
             self._send(200, "text/event-stream", _anthropic_stream())
         elif ":streamGenerateContent" in self.path:
             self._send(200, "text/event-stream", _gemini_stream())
+        elif self.path.endswith("/chat/completions"):
+            self._send(200, "text/event-stream", _chat_stream())
         else:
             self._send(200, "text/event-stream", _responses_stream())
 
@@ -169,6 +175,24 @@ GEMINI_SETTINGS = {
 }
 """What a Gemini CLI run needs to call the recorder and nothing else (no update check, no
 usage statistics, no telemetry)."""
+
+
+def _chat_stream() -> bytes:
+    def chunk(delta: dict[str, Any], finish: str | None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        data = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": MODEL,
+                "choices": [choice]}  # fmt: skip
+        return f"data: {json.dumps(data)}\n\n".encode()
+
+    usage = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": MODEL,
+             "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1,
+                                      "total_tokens": 2}}  # fmt: skip
+    return (
+        chunk({"role": "assistant", "content": "ok"}, None)
+        + chunk({}, "stop")
+        + f"data: {json.dumps(usage)}\n\n".encode()
+        + b"data: [DONE]\n\n"
+    )
 
 
 def _anthropic_stream() -> bytes:
@@ -302,6 +326,10 @@ def client_command(
             "GOOGLE_GEMINI_BASE_URL": url,
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
         }
+    if client == "qwen":
+        return [str(binary), "-p", *extra_args, PROMPT], qwen_env(home, f"{url}/v1")
+    if client == "opencode":
+        return opencode_command(binary, url, home, extra_args)
     args = [str(binary), "-p", *extra_args, "--model", MODEL, PROMPT]
     return args, {
         "HOME": str(home),
@@ -310,6 +338,75 @@ def client_command(
         "ANTHROPIC_AUTH_TOKEN": "rec",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+
+
+QWEN_QUIET = {
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "general": {"enableAutoUpdate": False, "disableAutoUpdate": True, "disableUpdateNag": True},
+}
+"""Qwen Code settings that keep it from phoning home (usage statistics, telemetry, the update
+check), as its settings schema names them."""
+
+
+def qwen_env(home: Path, base_url: str) -> dict[str, str]:
+    """Qwen Code's environment for one turn against `base_url` (settings in `home`/.qwen)."""
+    settings = {
+        "$version": 4,
+        **QWEN_QUIET,
+        "security": {"auth": {"selectedType": "openai"}},
+        "model": {"name": MODEL},
+        "modelProviders": {"openai": [{"id": MODEL, "baseUrl": base_url, "envKey": "REC_KEY"}]},
+    }
+    (home / ".qwen").mkdir(exist_ok=True)
+    (home / ".qwen" / "settings.json").write_text(json.dumps(settings), "utf-8")
+    return {"HOME": str(home), "QWEN_HOME": str(home / ".qwen"), "REC_KEY": "rec"}
+
+
+OPENCODE_OFFLINE = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+    # OpenCode npm-installs @opencode-ai/plugin into each config folder in the background:
+    # offline, against a registry on a closed loopback port, it cannot reach the network.
+    "npm_config_offline": "true",
+    "npm_config_registry": "http://127.0.0.1:9/",
+}
+"""What keeps `opencode run` off the network: no update check, no models.dev fetch, no LSP
+download, no plugin install, no share links, no reading of ~/.claude."""
+
+
+def opencode_command(
+    binary: Path, url: str, home: Path, extra_args: tuple[str, ...] = ()
+) -> tuple[list[str], dict[str, str]]:
+    """`opencode run` against `url` with a provider in $XDG_CONFIG_HOME/opencode. The prompt
+    goes as separate words: `opencode run` wraps an argument holding a space in quotes."""
+    folder = home / ".config" / "opencode"
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {
+        "provider": {
+            "rec": {
+                "npm": "@ai-sdk/openai-compatible",
+                "options": {"baseURL": f"{url}/v1", "apiKey": "{env:REC_KEY}"},
+                "models": {MODEL: {"limit": {"context": 32768, "output": 4096}}},
+            }
+        },
+        "model": f"rec/{MODEL}",
+    }
+    (folder / "opencode.json").write_text(json.dumps(config), "utf-8")
+    args = [str(binary), "run", *extra_args, *PROMPT.split()]
+    return args, {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "REC_KEY": "rec",
+        **OPENCODE_OFFLINE,
     }
 
 
@@ -327,12 +424,14 @@ def run_client(
 def record(
     client: str, bin_dir: Path, extra_args: tuple[str, ...] = ()
 ) -> tuple[str, dict[str, Any]]:
-    """(version, raw turn request) of one real run of `client` ("codex", "claude" or
-    "gemini")."""
+    """(version, raw turn request) of one real run of `client` (codex, claude, gemini, qwen or
+    opencode)."""
     version = client_version(bin_dir / client)
     with recording_server() as (url, requests):
         run = run_client(client, bin_dir, url, extra_args)
     turns = [r for r in requests if isinstance(r["body"], dict) and r["body"].get("tools")]
+    if client == "qwen":
+        turns = turns[:1]  # the turn itself; Qwen Code's memory side-call follows it
     if not turns:
         raise RuntimeError(
             f"{client} {version} sent no turn with tools (exit {run.returncode}): "
@@ -393,7 +492,9 @@ def _clean(value: Any, where: tuple[str, ...]) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("clients", nargs="*", default=["codex", "claude", "gemini"])
+    parser.add_argument(
+        "clients", nargs="*", default=["codex", "claude", "gemini", "qwen", "opencode"]
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "templates" / "clients")
     args = parser.parse_args(argv)
     bin_dir = Path(os.environ.get("PDNOTES_INTEROP_BIN") or ROOT / ".interop/node_modules/.bin")

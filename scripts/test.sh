@@ -6,10 +6,9 @@
 #      in the background while pip, ruff and mypy run,
 #   3. runs ruff check, ruff format --check, mypy and pytest (on every core, pytest-xdist).
 # PDNOTES_INTEROP_MATRIX=pinned (default) | newest | both picks the client versions the interop
-# tests run on: `newest` installs npm's latest Codex, Claude Code and Gemini CLI into
-# .interop-newest/ and
-# runs only the interop-marked tests there; `both` runs every interop test twice in the one
-# pytest session, as test[pinned] and test[newest] (tests/conftest.py).
+# tests run on: `newest` installs npm's latest Codex, Claude Code, Gemini CLI, Qwen Code and
+# OpenCode into .interop-newest/ and runs only the interop-marked tests there; `both` runs every
+# interop test twice in the one pytest session, as test[pinned] and test[newest] (conftest.py).
 # PDNOTES_TEST_WORKERS sets pytest's worker count (default auto: one per core; 0: no xdist).
 # The real-engine tests (marker real_engine) need llama.cpp's llama-server and a small model:
 # scripts/real_engine.sh builds them into ~/.cache/pdnotes-real-engine (about 25 minutes on 2
@@ -30,29 +29,37 @@ unset PYTHONDONTWRITEBYTECODE
 CODEX_VERSION=0.171.0
 CLAUDE_VERSION=2.1.197  # newer releases declare node >=22 but run on Node 20 (npm only warns)
 GEMINI_VERSION=0.61.0  # node >=20; templates/clients/gemini/0.61.0.json was recorded from it
+QWEN_VERSION=0.24.4     # declares node >=22 (since 0.21) but runs on Node 20 (npm only warns)
+OPENCODE_VERSION=1.18.33  # a native binary (opencode-linux-x64) in an npm package: no Node needed
 install_pinned() {
-  if [ ! -x .interop/node_modules/.bin/codex ] || [ ! -x .interop/node_modules/.bin/claude ] \
-    || [ ! -x .interop/node_modules/.bin/gemini ]; then
-    timeout 600 npm install --silent --no-audit --no-fund --prefix .interop \
+  local bin=.interop/node_modules/.bin
+  if [ ! -x $bin/codex ] || [ ! -x $bin/claude ] || [ ! -x $bin/gemini ] || [ ! -x $bin/qwen ] \
+    || [ ! -x $bin/opencode ]; then
+    timeout 600 npm install --silent --no-audit --no-fund --engine-strict=false --prefix .interop \
       "@openai/codex@${CODEX_VERSION}" "@anthropic-ai/claude-code@${CLAUDE_VERSION}" \
-      "@google/gemini-cli@${GEMINI_VERSION}"
+      "@google/gemini-cli@${GEMINI_VERSION}" "@qwen-code/qwen-code@${QWEN_VERSION}" \
+      "opencode-ai@${OPENCODE_VERSION}"
   fi
 }
 install_newest() {
   # The newest releases, looked up with npm view; a version already installed is reused.
-  local codex claude gemini stamp=".interop-newest/versions"
+  local codex claude gemini qwen opencode stamp=".interop-newest/versions"
   codex=$(timeout 60 npm view @openai/codex version)
   claude=$(timeout 60 npm view @anthropic-ai/claude-code version)
   gemini=$(timeout 60 npm view @google/gemini-cli version)
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$codex $claude $gemini" ]; then
-    # --engine-strict=false: Claude Code's engines field asks for a newer Node than it needs.
+  qwen=$(timeout 60 npm view @qwen-code/qwen-code version)
+  opencode=$(timeout 60 npm view opencode-ai version)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$codex $claude $gemini $qwen $opencode" ]; then
+    # --engine-strict=false: Claude Code's and Qwen Code's engines fields ask for a newer Node
+    # than they need.
     timeout 600 npm install --silent --no-audit --no-fund --engine-strict=false \
       --prefix .interop-newest \
       "@openai/codex@${codex}" "@anthropic-ai/claude-code@${claude}" \
-      "@google/gemini-cli@${gemini}"
-    echo "$codex $claude $gemini" > "$stamp"
+      "@google/gemini-cli@${gemini}" "@qwen-code/qwen-code@${qwen}" "opencode-ai@${opencode}"
+    echo "$codex $claude $gemini $qwen $opencode" > "$stamp"
   fi
-  echo "interop on the newest clients: Codex $codex, Claude Code $claude, Gemini CLI $gemini" >&2
+  echo "interop on the newest clients: Codex $codex, Claude Code $claude, Gemini CLI $gemini," \
+    "Qwen Code $qwen, OpenCode $opencode" >&2
 }
 
 # The npm installs take a minute or two on a clean clone; they overlap with pip, ruff and mypy.

@@ -1,6 +1,7 @@
-"""Shared fixtures. Every test runs with HOME, CODEX_HOME, CLAUDE_CONFIG_DIR and PDNOTES_HOME in
-a temp dir and without the developer's gateway, proxy or client variables, so nothing touches
-the real ~/.codex or ~/.claude.
+"""Shared fixtures. Every test runs with HOME, CODEX_HOME, CLAUDE_CONFIG_DIR, QWEN_HOME,
+PDNOTES_HOME and the XDG_* folders in a temp dir and without the developer's gateway, proxy or
+client variables (GEMINI_*, GOOGLE_*, QWEN_* and OPENCODE_* included), so nothing touches the
+real ~/.codex, ~/.claude, ~/.gemini, ~/.qwen or ~/.config.
 
 tests/README.md maps the suite: which files test which area, every shared fixture here and the
 helper modules beside it (loopback, hostile_gateway, engine_process, bridge_support, …)."""
@@ -52,6 +53,8 @@ _SCRUBBED_PREFIXES = (
     "DEEPSEEK_",
     "GEMINI_",
     "GOOGLE_",
+    "QWEN_",
+    "OPENCODE_",
 )
 _SCRUBBED = {
     "HTTP_PROXY",
@@ -68,6 +71,14 @@ _SCRUBBED = {
 }
 
 
+_XDG = {
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_DATA_HOME": ".local/share",
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_STATE_HOME": ".local/state",
+}
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh home for every test: clients' folders and pdnotes state all under tmp_path."""
@@ -80,6 +91,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("PDNOTES_HOME", str(home / ".pdnotes"))
+    # OpenCode (and any XDG client) reads and writes under these: all inside the temp home.
+    for name, folder in _XDG.items():
+        monkeypatch.setenv(name, str(home / folder))
     # The system-wide layers (Claude Code's managed settings, /etc/codex) stay out of tests.
     monkeypatch.setenv("PDNOTES_CLAUDE_MANAGED_DIR", str(home / "managed-claude"))
     monkeypatch.setenv("PDNOTES_CODEX_SYSTEM_CONFIG", str(home / "etc-codex" / "config.toml"))
@@ -88,6 +102,12 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     monkeypatch.setenv(
         "GEMINI_CLI_SYSTEM_DEFAULTS_PATH", str(home / "etc-gemini" / "system-defaults.json")
+    )
+    # Qwen Code: its user folder and both system-wide layers, each moved by its own variable.
+    monkeypatch.setenv("QWEN_HOME", str(home / ".qwen"))
+    monkeypatch.setenv("QWEN_CODE_SYSTEM_SETTINGS_PATH", str(home / "etc-qwen" / "settings.json"))
+    monkeypatch.setenv(
+        "QWEN_CODE_SYSTEM_DEFAULTS_PATH", str(home / "etc-qwen" / "system-defaults.json")
     )
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")

@@ -1,6 +1,6 @@
-"""Running the REAL Codex CLI and Claude Code against the engine, as the references' "Running in
-a test" sections say: closed stdin, a minimal `env -i`-style environment, a temp HOME, an outer
-timeout, its own process group killed as a whole.
+"""Running the REAL Codex CLI, Claude Code and OpenCode against the engine, as the references'
+"Running in a test" sections say: closed stdin, a minimal `env -i`-style environment, a temp
+HOME, an outer timeout, its own process group killed as a whole.
 
 Binaries come from $PDNOTES_INTEROP_BIN (CI sets it; default .interop/node_modules/.bin). A
 missing binary fails the test under CI=true and skips it elsewhere, saying why.
@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from client_shapes import OPENCODE_OFFLINE, recording_server  # noqa: E402, F401  (shared)
 
 _DEFAULT_BIN = Path(__file__).resolve().parent.parent / ".interop" / "node_modules" / ".bin"
 CLIENT_TIMEOUT_S = 60.0
@@ -155,3 +159,37 @@ def gemini_print(home: Path, prompt: str, *extra: str, env: dict[str, str]) -> C
     return run_client(
         args, env={"HOME": str(home), "GEMINI_CLI_TRUST_WORKSPACE": "true", **env}, cwd=project
     )
+
+
+# --- OpenCode ---------------------------------------------------------------------------------
+
+
+def opencode_env(home: Path) -> dict[str, str]:
+    """HOME and the XDG folders under `home` (OpenCode keeps config, data, cache and state
+    there), and OpenCode off the network: the switches scripts/client_shapes.py documents."""
+    return {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        **OPENCODE_OFFLINE,
+    }
+
+
+def opencode_run(
+    home: Path, prompt: str, *extra: str, env: dict[str, str] | None = None
+) -> ClientRun:
+    """`opencode run --format json` in a project folder under `home`. The prompt goes as separate
+    words: `opencode run` wraps an argument that holds a space in double quotes, and the model
+    would then see `"run: …"` rather than the line `run: …`."""
+    opencode = client_binary("opencode")
+    project = home / "project"
+    project.mkdir(exist_ok=True)
+    args = [str(opencode), "run", "--format", "json", *extra, *prompt.split()]
+    return run_client(args, env={**opencode_env(home), **(env or {})}, cwd=project)
+
+
+def opencode_events(run: ClientRun) -> list[dict[str, Any]]:
+    """The JSON events `opencode run --format json` printed, one a line."""
+    return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]

@@ -43,6 +43,8 @@ def test_every_documented_run_prints_what_the_page_shows(cli, isolated_home, mon
     for args, shown in runs:
         if args[:2] == ["config", "claude"]:  # the page exports the key before this step
             monkeypatch.setenv("TAOTOKEN_API_KEY", "sk-demo0000000000abcd")
+        if args[:2] == ["config", "qwen"]:  # likewise for Qwen Code's provider variable
+            monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-demo0000000000abcd")
         result = cli(*args)
         assert "Traceback" not in result.stderr, args
         expected = normalise(shown, isolated_home)

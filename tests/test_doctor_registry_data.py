@@ -19,7 +19,7 @@ from notes_cli.doctor.registry import REGISTRY, load_entries, make
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "templates" / "doctor" / "findings.toml"
-CLIENTS = {"codex", "claude", "gemini", "env", "any"}
+CLIENTS = {"codex", "claude", "gemini", "qwen", "opencode", "env", "any"}
 
 
 def _raw_entries() -> list[dict]:

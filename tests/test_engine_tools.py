@@ -129,6 +129,9 @@ def test_no_shell_tool_no_run_line_or_tool_choice_none_means_no_call() -> None:
         ),  # fmt: skip
         ("<untrusted_context>\nOutput: (empty)\nProcess Group PGID: 7\n</untrusted_context>", ""),
         ("Output: \n\nmarker-42\nExit Code: 1", "marker-42"),
+        # Qwen Code's run_shell_command: the output follows `Output: ` on its line
+        ("Command: printf 'x-%s' 42\nDirectory: (root)\nOutput: x-42\nError: (none)", "x-42"),
+        ("Command: true\nDirectory: (root)\nOutput: \nsecond\nError: (none)", "second"),
     ],
 )
 def test_the_answer_to_a_result_quotes_the_first_output_line(output: str, line: str) -> None:

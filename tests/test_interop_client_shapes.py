@@ -1,8 +1,8 @@
-"""The real clients against the recorder of scripts/client_shapes.py: a fresh recording of Codex
-and Claude Code has the stored shape of that version (same body keys, same tool types and names,
-same header names), so a client upgrade that changes its request fails here until the shape is
-re-recorded; and on a gateway that refuses non-function tools the real `codex exec` fails as
-doctor predicts, and works with the setting doctor's fix names."""
+"""The real clients against the recorder of scripts/client_shapes.py: a fresh recording of Codex,
+Claude Code and OpenCode has the stored shape of that version (same body keys, same tool types
+and names, same header names), so a client upgrade that changes its request fails here until
+the shape is re-recorded; and on a gateway that refuses non-function tools the real `codex exec`
+fails as doctor predicts, and works with the setting doctor's fix names."""
 
 from __future__ import annotations
 
@@ -37,10 +37,13 @@ def stored(client: str, version: str) -> dict[str, Any]:
 
 
 def tools_of(body: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(str(t.get("type") or "custom"), str(t.get("name") or "")) for t in body["tools"]]
+    return [
+        (str(t.get("type") or "custom"), str(t.get("name") or t.get("function", {}).get("name")))
+        for t in body["tools"]
+    ]
 
 
-@pytest.mark.parametrize("client", ["codex", "claude"])
+@pytest.mark.parametrize("client", ["codex", "claude", "opencode"])
 def test_a_fresh_recording_has_the_stored_shape(client: str) -> None:
     binary = client_binary(client)
     version, request = client_shapes.record(client, binary.parent)
@@ -53,15 +56,18 @@ def test_a_fresh_recording_has_the_stored_shape(client: str) -> None:
     assert fresh["path"] == kept["path"]
 
 
-@pytest.mark.parametrize("client", ["codex", "claude"])
+_PROTOCOL = {"codex": "responses", "claude": "anthropic", "opencode": "chat"}
+
+
+@pytest.mark.parametrize("client", ["codex", "claude", "opencode"])
 def test_the_probe_sends_what_the_real_client_sends(client: str) -> None:
     binary = client_binary(client)
     version, request = client_shapes.record(client, binary.parent)
-    protocol = "responses" if client == "codex" else "anthropic"
-    shape = shape_for(protocol, parse_version(version))
+    protocol = _PROTOCOL[client]
+    shape = shape_for(protocol, parse_version(version), client=client)
     assert shape is not None
     with client_shapes.recording_server() as (url, requests):
-        base = f"{url}/v1" if client == "codex" else url
+        base = url if client == "claude" else f"{url}/v1"
         endpoint = Endpoint(client, base, protocol, model=client_shapes.MODEL, key="k")
         findings, _ = probe_endpoint(endpoint, timeout=10, shape=shape)
     assert findings == []

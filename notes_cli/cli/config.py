@@ -1,6 +1,6 @@
-"""pdnotes config codex | claude | show | undo | presets: write, inspect and restore the clients'
-configuration. The core lives in notes_cli.clients (imported inside each command, so
-`pdnotes --help` stays fast); drawing lives in notes_cli.render.config."""
+"""pdnotes config codex | claude | gemini | qwen | opencode | show | undo | presets: write,
+inspect and restore the clients' configuration. The core lives in notes_cli.clients (imported
+inside each command, so `pdnotes --help` stays fast); drawing lives in notes_cli.render.config."""
 
 from __future__ import annotations
 
@@ -20,19 +20,20 @@ if TYPE_CHECKING:
     from notes_cli.clients.plan import WritePlan, WriteResult
 
 app = typer.Typer(
-    help="Write, show and undo the Codex / Claude Code configuration for a gateway.",
+    help="Write, show and undo the Codex / Claude Code / Gemini CLI / Qwen Code / OpenCode "
+    "configuration for a gateway.",
     no_args_is_help=True,
 )
 
 _CLIENT = Names(
-    lambda: ("codex", "claude", "gemini"),
+    lambda: ("codex", "claude", "gemini", "qwen", "opencode"),
     "unknown --client {value}",
-    fix="use codex, claude or gemini",
+    fix="use codex, claude, gemini, qwen or opencode",
 )
 _ANY_CLIENT = Names(
-    lambda: ("all", "codex", "claude", "gemini"),
+    lambda: ("all", "codex", "claude", "gemini", "qwen", "opencode"),
     "unknown --client {value}",
-    fix="use codex, claude, gemini or all",
+    fix="use codex, claude, gemini, qwen, opencode or all",
 )
 
 # Options several `config` commands share.
@@ -51,7 +52,7 @@ ProjectDir = Annotated[
     Path | None,
     typer.Option(
         "--project-dir",
-        help="Project whose .claude/ settings apply (default: current folder).",
+        help="Project whose .claude/ settings and opencode.json apply (default: current folder).",
     ),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
@@ -225,6 +226,12 @@ def claude(
     _write(path, build, dry_run, as_json)
 
 
+QwenHome = Annotated[
+    Path | None,
+    typer.Option("--qwen-home", help="Qwen Code user folder (default: $QWEN_HOME or ~/.qwen)."),
+]
+
+
 GeminiHome = Annotated[
     Path | None,
     typer.Option(
@@ -232,6 +239,49 @@ GeminiHome = Annotated[
         help="Gemini CLI user folder (default: $GEMINI_CLI_HOME/.gemini or ~/.gemini).",
     ),
 ]
+
+
+@app.command("qwen")
+def qwen(
+    preset: Preset = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible root (usually ends in /v1); Qwen Code appends "
+            "/chat/completions.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model id exactly as the gateway names it.")
+    ] = None,
+    key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--key-env",
+            help="NAME of the variable holding the key (the provider's envKey; never the key).",
+        ),
+    ] = None,
+    scope: Annotated[
+        str, typer.Option("--scope", help="user ($QWEN_HOME) or project (.qwen/) settings file.")
+    ] = "user",
+    dry_run: DryRun = False,
+    as_json: AsJson = False,
+    qwen_home: QwenHome = None,
+    project_dir: ProjectDir = None,
+) -> None:
+    """Merge the gateway into Qwen Code's settings.json (a modelProviders entry), keeping
+    comments and everything else."""
+    from notes_cli.clients.qwen_config import QwenOptions, Scope, plan_qwen, settings_path
+
+    path = settings_path(scope, qwen_home=qwen_home, project_dir=project_dir)  # checks --scope
+    options = QwenOptions(preset, base_url, model, key_env, cast(Scope, scope))
+    _write(
+        path,
+        lambda: (plan_qwen(options, qwen_home=qwen_home, project_dir=project_dir), None),
+        dry_run,
+        as_json,
+    )
 
 
 @app.command("gemini")
@@ -353,6 +403,89 @@ def _no_gemini_api(preset: str | None) -> bool:
     return loaded.gemini is None and loaded.codex is not None
 
 
+OpenCodeDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--opencode-dir",
+        help="OpenCode's global folder (default: $XDG_CONFIG_HOME/opencode or ~/.config/opencode).",
+    ),
+]
+
+
+@app.command("opencode")
+def opencode(
+    preset: Preset = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible root; OpenCode appends /chat/completions (cleaned if pasted).",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model id exactly as the gateway names it.")
+    ] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option("--provider", help="Provider id: the provider.<id> entry (default: gateway)."),
+    ] = None,
+    key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--key-env",
+            help='NAME of the variable holding the key, written as "apiKey": "{env:NAME}".',
+        ),
+    ] = None,
+    context_window: Annotated[
+        str | None,
+        typer.Option(
+            "--context-window",
+            metavar="TOKENS|gateway",
+            help="Write the model's limit.context: tokens, or 'gateway' to read its /models.",
+        ),
+    ] = None,
+    output_limit: Annotated[
+        int | None,
+        typer.Option(
+            "--output-limit",
+            min=1,
+            max=(1 << 31) - 1,
+            help="The model's limit.output (default: an eighth of the window, at most 32000).",
+        ),
+    ] = None,
+    scope: Annotated[
+        str,
+        typer.Option("--scope", help="global (~/.config/opencode) or project (./opencode.json)."),
+    ] = "global",
+    dry_run: DryRun = False,
+    as_json: AsJson = False,
+    opencode_dir: OpenCodeDir = None,
+    project_dir: ProjectDir = None,
+) -> None:
+    """Merge the gateway into OpenCode's opencode.json(c): a provider entry and `model`,
+    comments and every other key kept."""
+    from notes_cli.clients.opencode_config import OpenCodeOptions, config_path, plan_opencode
+
+    path = config_path(scope, config_dir=opencode_dir, project_dir=project_dir)  # checks --scope
+    window, from_gateway = _context_window(context_window)
+    options = OpenCodeOptions(
+        preset,
+        base_url,
+        model,
+        provider,
+        key_env,
+        "project" if scope == "project" else "global",
+        window,
+        output_limit,
+        _limits_fetcher(from_gateway),
+    )
+    build: Plan = lambda: (  # noqa: E731
+        plan_opencode(options, config_dir=opencode_dir, project_dir=project_dir),
+        None,
+    )
+    _write(path, build, dry_run, as_json)
+
+
 def _limits_fetcher(from_gateway: bool) -> LimitsFetcher | None:
     """Reading the window over HTTP is the gateway's (clients/ does no HTTP)."""
     if not from_gateway:
@@ -456,16 +589,18 @@ def _restore_record(restore: Callable[[], None], failure: BaseException) -> None
 def show(
     client: Annotated[
         str,
-        one_of(_ANY_CLIENT, "--client", help="codex, claude, gemini or all."),
+        one_of(_ANY_CLIENT, "--client", help="codex, claude, gemini, qwen, opencode or all."),
     ] = "all",
     as_json: AsJson = False,
     codex_home: CodexHome = None,
     claude_home: ClaudeHome = None,
+    opencode_dir: OpenCodeDir = None,
     project_dir: ProjectDir = None,
     profile: layer_options.Profile = None,
     overrides: layer_options.Overrides = None,
     settings: layer_options.Settings = None,
     gemini_home: GeminiHome = None,
+    qwen_home: QwenHome = None,
 ) -> None:
     """Show each client's effective setup: values, the layer (file, or -c) each came from, the
     URL it calls."""
@@ -481,6 +616,8 @@ def show(
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
         claude_settings=settings,
         gemini_home=gemini_home,
+        qwen_home=qwen_home,
+        opencode_dir=opencode_dir,
     )
     render.show_json(setups) if as_json else render.show_human(setups)
 
@@ -492,7 +629,8 @@ def undo(
         one_of(
             _CLIENT,
             "--client",
-            help="codex, claude or gemini (default: the one written most recently).",
+            help="codex, claude, gemini, qwen or opencode (default: the one written most "
+            "recently).",
         ),
     ] = None,
     as_json: AsJson = False,
@@ -514,7 +652,7 @@ def undo(
 def _most_recent_client() -> str:
     from notes_cli import backups
 
-    names = ("codex", "claude", "gemini")
+    names = ("codex", "claude", "gemini", "qwen", "opencode")
     newest = [(b.created, name) for name in names if (b := backups.latest(name))]
     return max(newest)[1] if newest else "codex"
 

@@ -1,4 +1,4 @@
-"""pdnotes doctor: check the Codex, Claude Code and Gemini CLI setup; live probes unless
+"""pdnotes doctor: check the Codex, Claude Code, Gemini CLI and Qwen Code setup; live probes unless
 --offline."""
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from notes_cli.cli import layer_options
 
 
 def doctor(
-    client: Annotated[str, typer.Option("--client", help="codex, claude, gemini or all.")] = "all",
+    client: Annotated[
+        str, typer.Option("--client", help="codex, claude, gemini, qwen, opencode or all.")
+    ] = "all",
     offline: Annotated[
         bool,
         typer.Option("--offline", help="Static checks only: files and environment, no network."),
@@ -25,8 +27,17 @@ def doctor(
     claude_home: Annotated[
         Path | None, typer.Option("--claude-home", help="Claude Code user folder.")
     ] = None,
+    qwen_home: Annotated[
+        Path | None, typer.Option("--qwen-home", help="Qwen Code user folder ($QWEN_HOME).")
+    ] = None,
+    opencode_dir: Annotated[
+        Path | None, typer.Option("--opencode-dir", help="OpenCode's global config folder.")
+    ] = None,
     project_dir: Annotated[
-        Path | None, typer.Option("--project-dir", help="Project whose .claude/ settings apply.")
+        Path | None,
+        typer.Option(
+            "--project-dir", help="Project whose .claude/ settings and opencode.json apply."
+        ),
     ] = None,
     codex_version: Annotated[
         str | None,
@@ -67,6 +78,7 @@ def doctor(
         timeout=timeout,
         codex_home=codex_home,
         claude_home=claude_home,
+        opencode_dir=opencode_dir,
         project_dir=project_dir,
         codex_version=codex_version,
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
@@ -74,6 +86,7 @@ def doctor(
         run_helpers=run_helpers,
         minimal=minimal,
         gemini_home=gemini_home,
+        qwen_home=qwen_home,
     )
     if as_json:
         from notes_cli.render import emit_json

@@ -53,7 +53,8 @@ def generate(
     client: str | None = typer.Option(
         None,
         "--client",
-        help="Use this client's configured endpoint: codex, claude, gemini or openai.",
+        help="Use this client's configured endpoint: codex, claude, gemini, qwen, opencode or "
+        "openai.",
     ),
     base_url: str | None = typer.Option(None, "--base-url", help="Call this base URL instead."),
     model: str | None = typer.Option(None, "--model", help="Model id (overrides the config)."),

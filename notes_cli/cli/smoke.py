@@ -11,11 +11,20 @@ import typer
 if TYPE_CHECKING:
     from notes_cli.clients.endpoint import AuthStyle, Endpoint
 
-_PROTOCOL = {"codex": "responses", "claude": "anthropic", "gemini": "gemini", "openai": "chat"}
+_PROTOCOL = {
+    "codex": "responses",
+    "claude": "anthropic",
+    "gemini": "gemini",
+    "qwen": "chat",
+    "opencode": "chat",
+    "openai": "chat",
+}
 _DEFAULT_KEY_ENV = {
     "codex": None,
     "claude": "ANTHROPIC_AUTH_TOKEN",
     "gemini": "GEMINI_API_KEY",
+    "qwen": "OPENAI_API_KEY",
+    "opencode": None,
     "openai": "OPENAI_API_KEY",
 }
 
@@ -26,8 +35,9 @@ Client = Annotated[
     typer.Option(
         "--client",
         help="Whose protocol to speak: codex (Responses API), claude "
-        "(Anthropic Messages), gemini (Gemini CLI: generateContent) or openai (chat "
-        "completions).",
+        "(Anthropic Messages), gemini (Gemini CLI: generateContent), qwen (chat completions "
+        "as Qwen Code sends them), opencode (chat completions, OpenCode's request) or openai "
+        "(chat completions).",
     ),
 ]
 N = Annotated[int, typer.Option("-n", "--runs", min=1, max=50, help="Consecutive runs.")]
@@ -80,7 +90,8 @@ def smoke(
     minimal: Minimal = False,
     as_json: AsJson = False,
 ) -> None:
-    """Send N streamed requests in a row the way Codex, Claude Code or the OpenAI SDK does, and
+    """Send N streamed requests in a row the way Codex, Claude Code, OpenCode or the OpenAI SDK
+    does, and
     say whether every one returned, completed, and took a stable time. Shows where the time
     went: network + gateway (connect, time to headers) vs the model (first token, decode rate).
 
@@ -101,7 +112,7 @@ def smoke(
         retries=retries,
         max_tokens=max_tokens,
         on_run=draw.progress,
-        shape=None if minimal else _shape(endpoint.protocol),
+        shape=None if minimal else _shape(endpoint),
     )
     if as_json:
         render.emit_json(report.to_json())
@@ -111,18 +122,11 @@ def smoke(
         raise SystemExit(1)  # typer.Exit's code is dropped under standalone_mode=False
 
 
-def _shape(protocol: str) -> object:
-    """The recorded request of the client speaking `protocol` (None for chat completions)."""
-    from notes_cli.doctor.client_shape import shape_for
-    from notes_cli.doctor.version import claude_version, codex_version
+def _shape(endpoint: Endpoint) -> object:
+    """The recorded request of the endpoint's client (None for the plain OpenAI SDK)."""
+    from notes_cli.doctor.client_shape import installed_shape
 
-    if protocol == "responses":
-        return shape_for(protocol, codex_version())
-    if protocol == "gemini":
-        from notes_cli.doctor.version import gemini_version
-
-        return shape_for(protocol, gemini_version())
-    return shape_for(protocol, claude_version()) if protocol == "anthropic" else None
+    return installed_shape(endpoint)
 
 
 def _endpoint(
@@ -136,7 +140,8 @@ def _endpoint(
 
     if client not in _PROTOCOL:
         raise UsageError(
-            f"unknown client {client!r}", fix="use --client codex, claude, gemini or openai"
+            f"unknown client {client!r}",
+            fix="use --client codex, claude, gemini, qwen, opencode or openai",
         )
     if client == "openai" and base_url is None:
         base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
@@ -165,9 +170,25 @@ def _endpoint(
 
 
 def _configured(client: str) -> Endpoint:
-    from notes_cli.clients.resolve import resolve_endpoints
+    from notes_cli.clients.resolve import resolve_endpoints, resolve_setups
     from notes_cli.errors import UsageError
 
+    if client == "opencode":
+        (setup,) = resolve_setups("opencode")
+        if setup.endpoint is None:
+            raise UsageError(
+                f"OpenCode has no endpoint pdnotes can call: {setup.problem}",
+                fix="run `pdnotes config opencode --preset NAME` (or `pdnotes doctor --client "
+                "opencode` to see why), or pass --base-url URL --model ID",
+            )
+        endpoint = setup.endpoint
+        if endpoint.key_env and not endpoint.key:
+            raise UsageError(
+                f"{{env:{endpoint.key_env}}} in OpenCode's config names an unset variable: "
+                "OpenCode would send an empty key",
+                fix=f"export {endpoint.key_env}=<your key>, then re-run",
+            )
+        return endpoint
     found = resolve_endpoints(client)
     if not found:
         raise UsageError(
@@ -187,6 +208,13 @@ def _configured(client: str) -> Endpoint:
             "GEMINI_API_KEY is unset (in the environment and the .env Gemini CLI loads): "
             "Gemini CLI would stop before sending anything",
             fix="export GEMINI_API_KEY=<key>, or: pdnotes doctor --client gemini",
+        )
+    if client == "qwen" and not endpoint.key:
+        name = endpoint.key_env or "OPENAI_API_KEY"
+        raise UsageError(
+            f"${name} is unset or empty: Qwen Code would stop with '{name} environment "
+            "variable not found' and send nothing",
+            fix=f"export {name}=<your key>, then re-run",
         )
     if client == "claude" and not endpoint.key and endpoint.auth_style == "none":
         raise UsageError(

@@ -8,7 +8,7 @@ from typing import Literal
 
 from notes_cli.secrets import mask, position_secrets
 
-ClientName = Literal["codex", "claude", "gemini", "openai"]
+ClientName = Literal["codex", "claude", "gemini", "qwen", "opencode", "openai"]
 Protocol = Literal["responses", "chat", "anthropic", "gemini"]
 AuthStyle = Literal["bearer", "x-api-key", "x-goog-api-key", "both", "none"]
 

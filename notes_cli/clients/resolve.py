@@ -65,12 +65,17 @@ def resolve_endpoints(
     codex_home: Path | None = None,
     claude_home: Path | None = None,
     project_dir: Path | None = None,
+    qwen_home: Path | None = None,
 ) -> list[Endpoint]:
     """The endpoint(s) each configured client will call. A client with no config (no Codex
     config.toml; no Claude settings file and no ANTHROPIC_* variable) is left out. Raises
     `ConfigParseError` when a file does not parse."""
     setups = resolve_setups(
-        client, codex_home=codex_home, claude_home=claude_home, project_dir=project_dir
+        client,
+        codex_home=codex_home,
+        claude_home=claude_home,
+        project_dir=project_dir,
+        qwen_home=qwen_home,
     )
     return [s.endpoint for s in setups if s.endpoint is not None]
 
@@ -85,6 +90,8 @@ def resolve_setups(
     codex_view: CodexView | None = None,
     claude_settings: Path | None = None,
     gemini_home: Path | None = None,
+    qwen_home: Path | None = None,
+    opencode_dir: Path | None = None,
 ) -> list[ClientSetup]:
     env = os.environ if environ is None else environ
     result: list[ClientSetup] = []
@@ -98,7 +105,79 @@ def resolve_setups(
         gemini = gemini_setup_of(gemini_layers(gemini_home, project_dir, env))
         if client == "gemini" or gemini.files or gemini.endpoint is not None:
             result.append(gemini)  # in "all" only once set up: most users have no Gemini CLI
+    if client in ("all", "qwen"):
+        qwen = qwen_setup(qwen_home, project_dir, env)
+        if client == "qwen" or qwen.files:  # `all` lists Qwen Code once it has a file
+            result.append(qwen)
+    if client in ("all", "opencode"):
+        opencode = _opencode_or_problem(client, opencode_dir, project_dir, env)
+        if client == "opencode" or opencode.files:  # among all, only an OpenCode that is set up
+            result.append(opencode)
     return result
+
+
+def qwen_setup(
+    qwen_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> ClientSetup:
+    """Qwen Code's effective setup from its settings layers, `.env` files and environment
+    (`clients.qwen_config`); a file that does not parse raises its `ConfigParseError`."""
+    from notes_cli.clients import qwen_config
+
+    layers = qwen_config.read_files(qwen_home, project_dir)
+    for layer in layers:
+        if layer.problem is not None:
+            raise layer.problem
+    if not layers:
+        path = paths.qwen_settings_path("user", qwen_home_dir=qwen_home)
+        return ClientSetup("qwen", (), (), None, problem=f"{path} does not exist")
+    cwd = project_dir or Path.cwd()
+    resolved = qwen_config.resolve(layers, env, cwd=cwd, qwen_home=qwen_home)
+    values = tuple(Value(*row) for row in qwen_config.shown_values(resolved))
+    files_used = tuple(layer.path for layer in layers)
+    if resolved.auth_type != "openai":
+        problem = (
+            f"security.auth.selectedType is {resolved.auth_type!r}, not 'openai': Qwen Code "
+            "does not call an OpenAI-compatible endpoint"
+        )
+        return ClientSetup("qwen", files_used, values, None, problem=problem)
+    return ClientSetup("qwen", files_used, values, resolved.endpoint())
+
+
+def _opencode_or_problem(
+    client: str, config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> ClientSetup:
+    """Asked for by name, a file OpenCode cannot read is the command's error; among all the
+    clients it is OpenCode's problem only (the other clients' setups still count)."""
+    from notes_cli.errors import ConfigParseError
+
+    try:
+        return opencode_setup(config_dir, project_dir, env)
+    except ConfigParseError as exc:
+        if client == "opencode":
+            raise
+        return ClientSetup("opencode", (Path(exc.path),), (), None, problem=exc.message)
+
+
+def opencode_setup(
+    config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> ClientSetup:
+    """OpenCode's effective setup from its layers (`clients.opencode_config`)."""
+    from notes_cli.clients import opencode_config as oc
+
+    layers = oc.read_layers(config_dir, project_dir, env)
+    return opencode_setup_of(layers, env)
+
+
+def opencode_setup_of(layers: list[Any], env: Mapping[str, str]) -> ClientSetup:
+    from notes_cli.clients import opencode_config as oc
+
+    used = tuple(layer.path for layer in layers if layer.path is not None)
+    if not layers:
+        path = oc.config_path("global")
+        return ClientSetup("opencode", (), (), None, problem=f"{path} does not exist")
+    resolved = oc.resolve(layers, env, oc.auth_keys())
+    values = tuple(Value(*value) for value in resolved.values)
+    return ClientSetup("opencode", used, values, resolved.endpoint, problem=resolved.problem)
 
 
 def codex_setup(

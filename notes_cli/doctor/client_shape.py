@@ -28,6 +28,13 @@ RECORDED_PROMPT = "Reply with the single word ok."
 _SET_BY_PDNOTES = {"accept", "content-type", "anthropic-version"}
 """Headers the gateway client sets itself (accept follows the stream flag)."""
 _CLIENT_OF = {"responses": "codex", "anthropic": "claude", "gemini": "gemini"}
+_PROTOCOL_OF = {
+    "codex": "responses",
+    "claude": "anthropic",
+    "gemini": "gemini",
+    "qwen": "chat",
+    "opencode": "chat",
+}
 
 
 @dataclass(frozen=True)
@@ -53,11 +60,15 @@ class Variant:
     fields: tuple[str, ...] = field(default=())
 
 
-def shape_for(protocol: str, version: Version | None = None) -> Shape | None:
-    """The recorded shape of the client speaking `protocol`: the newest not newer than
-    `version` (the oldest when older than all; the newest when unknown)."""
-    client = _CLIENT_OF.get(protocol)
-    if client is None:
+def shape_for(
+    protocol: str, version: Version | None = None, *, client: str | None = None
+) -> Shape | None:
+    """The recorded shape of `client` (default: the client speaking `protocol`: Codex, Claude
+    Code or Gemini CLI), when it speaks `protocol`: the newest not newer than `version` (the
+    oldest when older than all; the newest when unknown). Chat clients (Qwen Code, OpenCode)
+    are named: several speak chat completions."""
+    client = client or _CLIENT_OF.get(protocol)
+    if client is None or _PROTOCOL_OF.get(client) != protocol:
         return None
     folder = template_path("clients", client)
     known = sorted(v for v in (parse_version(p.stem) for p in folder.glob("*.json")) if v)
@@ -66,6 +77,26 @@ def shape_for(protocol: str, version: Version | None = None) -> Shape | None:
     older = [v for v in known if version is None or v <= version]
     chosen = older[-1] if older else known[0]
     return _load(client, ".".join(map(str, chosen)))
+
+
+def installed_shape(endpoint: Endpoint, *, codex_version: Version | None = None) -> Shape | None:
+    """The recorded request of the client behind `endpoint`, at its installed version (Codex's
+    from `codex_version` when given): what doctor's probe and smoke send. None for a client
+    with no recording (the plain OpenAI SDK: `--client openai`)."""
+    from notes_cli.doctor import version as installed
+
+    protocol, client = endpoint.protocol, endpoint.client
+    if client == "opencode":
+        return shape_for(protocol, installed.opencode_version(), client="opencode")
+    if client == "qwen":
+        return shape_for(protocol, None, client="qwen")
+    if protocol == "gemini":
+        return shape_for(protocol, installed.gemini_version())
+    if protocol == "anthropic":
+        return shape_for(protocol, installed.claude_version())
+    if protocol == "responses":
+        return shape_for(protocol, codex_version or installed.codex_version())
+    return None
 
 
 @lru_cache(maxsize=8)
@@ -159,7 +190,7 @@ def shaped_request(
     recorded body with the model, the prompt and fresh ids put in, minus what `variant` drops."""
     variant = variant or Variant("as recorded")
     body = _fill(copy.deepcopy(shape.body), prompt)
-    for key in ("model", "stream", "max_tokens", "max_output_tokens"):
+    for key in ("model", "stream", "stream_options", "max_tokens", "max_output_tokens"):
         body.pop(key, None)  # the gateway client sets these (model, stream flag, budget)
     if variant.drop_tool_types or variant.drop_tools:
         tools = [

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from notes_cli.secrets import mask_url, scrub
 
 Severity = Literal["error", "warning", "info"]
-FindingClient = Literal["codex", "claude", "gemini", "env"]
+FindingClient = Literal["codex", "claude", "gemini", "qwen", "opencode", "env"]
 
 
 @dataclass(frozen=True)

@@ -72,8 +72,13 @@ _CUT_FIX: dict[str, dict[str, Any]] = {
 
 # Statuses that say "this request body is wrong", worth narrowing down.
 _SHAPE_ERRORS = frozenset({400, 413, 422})
-_SHAPE_PROTOCOL = {"codex": "responses", "claude": "anthropic"}
-_CLIENT_NAME = {"codex": "Codex", "claude": "Claude Code"}
+_SHAPE_PROTOCOL = {"codex": "responses", "claude": "anthropic", "qwen": "chat", "opencode": "chat"}
+_CLIENT_NAME = {
+    "codex": "Codex",
+    "claude": "Claude Code",
+    "qwen": "Qwen Code",
+    "opencode": "OpenCode",
+}
 
 
 def probe_endpoint(

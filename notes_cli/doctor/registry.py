@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 from notes_cli.doctor.findings import Finding, FindingClient, Severity
 from notes_cli.secrets import scrub
 
-RegistryClient = Literal["codex", "claude", "gemini", "env", "any"]
+RegistryClient = Literal["codex", "claude", "gemini", "qwen", "opencode", "env", "any"]
 DATA = ("doctor", "findings.toml")
 """Where the entries live, under templates/."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from notes_cli import paths
 from notes_cli.errors import InputError
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from notes_cli.clients.endpoint import Endpoint
     from notes_cli.clients.gemini_layers import GeminiLayers
     from notes_cli.clients.layers import MergedCodex
+    from notes_cli.clients.qwen_config import QwenFile, QwenResolved
     from notes_cli.clients.view import CodexView
     from notes_cli.doctor.claude_checks import ClaudeFile
     from notes_cli.doctor.findings import Finding
@@ -29,7 +30,7 @@ class Resolved(Generic[L]):
     missing, a `config-missing` finding says so); `endpoint`: None when the client is not set up
     or a file does not parse (that file already has its finding)."""
 
-    client: Literal["codex", "claude", "gemini"]
+    client: Literal["codex", "claude", "gemini", "qwen", "opencode"]
     layers: L
     files: tuple[str, ...]
     endpoint: Endpoint | None
@@ -101,3 +102,38 @@ def resolve_gemini(
     files = tuple(str(p) for p in setup.files)
     configured = layers.configured or "GOOGLE_GEMINI_BASE_URL" in env
     return Resolved("gemini", layers, files, setup.endpoint, configured)
+
+
+def resolve_qwen(
+    qwen_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> tuple[Resolved[list[QwenFile]], QwenResolved | None]:
+    """Qwen Code's settings layers and endpoint (none when a file does not parse: Qwen Code
+    stops then, and the file has its finding; none when selectedType is not openai)."""
+    from notes_cli.clients import qwen_config
+
+    layers = qwen_config.read_files(qwen_home, project_dir)
+    files = tuple(str(layer.path) for layer in layers)
+    if not layers or any(layer.problem for layer in layers):
+        return Resolved("qwen", layers, files, None, bool(layers)), None
+    resolved = qwen_config.resolve(layers, env, cwd=project_dir or Path.cwd(), qwen_home=qwen_home)
+    endpoint = resolved.endpoint() if resolved.auth_type == "openai" else None
+    return Resolved("qwen", layers, files, endpoint, True), resolved
+
+
+def resolve_opencode(
+    config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]
+) -> tuple[Resolved[list[Any]], list[Finding]]:
+    """OpenCode's layers and endpoint; a finding for each layer it could not read (no endpoint
+    then: OpenCode refuses to start)."""
+    from notes_cli.clients.resolve import opencode_setup_of
+    from notes_cli.doctor.opencode_checks import read
+
+    reading = read(config_dir, project_dir, env)
+    files = tuple(layer.where for layer in reading.layers) + tuple(
+        f.file for f in reading.problems if f.file
+    )
+    endpoint = None
+    if not reading.problems and reading.layers:
+        endpoint = opencode_setup_of(reading.layers, env).endpoint
+    configured = bool(files)
+    return Resolved("opencode", reading.layers, files, endpoint, configured), reading.problems

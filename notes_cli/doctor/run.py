@@ -17,7 +17,7 @@ from notes_cli.errors import UsageError
 if TYPE_CHECKING:
     from notes_cli.doctor.resolved import Resolved
 
-CLIENTS = ("all", "codex", "claude", "gemini")
+CLIENTS = ("all", "codex", "claude", "gemini", "qwen", "opencode")
 
 
 @dataclass(frozen=True)
@@ -58,19 +58,23 @@ def run_doctor(
     codex_home: Path | None = None,
     claude_home: Path | None = None,
     project_dir: Path | None = None,
+    opencode_dir: Path | None = None,
     codex_version: str | None = None,
     codex_view: CodexView | None = None,
     claude_settings: Path | None = None,
     run_helpers: bool = False,
     minimal: bool = False,
     gemini_home: Path | None = None,
+    qwen_home: Path | None = None,
 ) -> DoctorReport:
     """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
     `codex_version` ("0.171.0") picks the Codex rules; default: the installed `codex --version`.
     Each client's files are read once (`doctor.resolved`); the static checks, the summary and
     the live probe all use that one reading."""
     if client not in CLIENTS:
-        raise UsageError(f"unknown --client {client!r}", fix="use codex, claude, gemini or all")
+        raise UsageError(
+            f"unknown --client {client!r}", fix="use codex, claude, gemini, qwen, opencode or all"
+        )
     from notes_cli.doctor.env_checks import check_env
 
     env = dict(os.environ)
@@ -86,8 +90,14 @@ def run_doctor(
         )
     if client in ("all", "gemini"):
         resolved.append(_gemini(report, env, gemini_home, project_dir))
+    if client in ("all", "qwen"):
+        resolved.append(_qwen(report, env, qwen_home, project_dir))
+    if client in ("all", "opencode"):
+        opencode = _opencode(report, env, opencode_dir, project_dir)
+        if opencode.configured or client == "opencode":
+            resolved.append(opencode)
     report.clients += [_summary(r) for r in resolved if r.configured]
-    _config_missing(report, client, codex_home, claude_home, gemini_home)
+    _config_missing(report, client, codex_home, claude_home, gemini_home, qwen_home, opencode_dir)
     report.findings += check_env(env)
     if not offline:
         betas_off = any(_claude_betas_off(r, env) for r in resolved if r.client == "claude")
@@ -104,17 +114,15 @@ class _Shapes:
     codex_version: tuple[int, int, int] | None
     claude_betas_off: bool = False  # CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS is set
 
-    def for_protocol(self, protocol: str) -> Any:
+    def for_endpoint(self, endpoint: Any) -> Any:
         if self.minimal:
             return None
-        from notes_cli.doctor.client_shape import shape_for, without_betas
+        from notes_cli.doctor.client_shape import installed_shape, without_betas
 
-        if protocol == "anthropic":
-            from notes_cli.doctor.version import claude_version
-
-            shape = shape_for(protocol, claude_version())
-            return without_betas(shape) if shape and self.claude_betas_off else shape
-        return shape_for(protocol, self.codex_version)
+        shape = installed_shape(endpoint, codex_version=self.codex_version)
+        if shape and endpoint.protocol == "anthropic" and self.claude_betas_off:
+            return without_betas(shape)
+        return shape
 
 
 def _claude_betas_off(resolved: Resolved[Any], env: Mapping[str, str]) -> bool:
@@ -188,6 +196,34 @@ def _gemini(
     return gemini
 
 
+def _qwen(
+    report: DoctorReport, env: dict[str, str], qwen_home: Path | None, project_dir: Path | None
+) -> Resolved[Any]:
+    from notes_cli.doctor.qwen_checks import check_qwen, file_problems
+    from notes_cli.doctor.resolved import resolve_qwen
+
+    qwen, resolved = resolve_qwen(qwen_home, project_dir, env)
+    report.findings += file_problems(qwen.layers)
+    if resolved is not None:
+        report.findings += check_qwen(qwen.layers, resolved)
+    return qwen
+
+
+def _opencode(
+    report: DoctorReport,
+    env: dict[str, str],
+    opencode_dir: Path | None,
+    project_dir: Path | None,
+) -> Resolved[Any]:
+    from notes_cli.doctor.opencode_checks import check_opencode
+    from notes_cli.doctor.resolved import resolve_opencode
+
+    opencode, problems = resolve_opencode(opencode_dir, project_dir, env)
+    report.findings += problems
+    report.findings += check_opencode(opencode.layers, env)
+    return opencode
+
+
 def _summary(resolved: Resolved[Any]) -> ClientSummary:
     """The client's header: its files and the URL it will call (none when a file does not
     parse; that file has its finding)."""
@@ -206,10 +242,12 @@ def _config_missing(
     codex_home: Path | None,
     claude_home: Path | None,
     gemini_home: Path | None = None,
+    qwen_home: Path | None = None,
+    opencode_dir: Path | None = None,
 ) -> None:
     """A client with no config: an error when asked for explicitly or when no client is
-    configured, else a warning (most people use one client). Gemini CLI is counted in "all"
-    only when set up: most people with Codex or Claude Code do not use it."""
+    configured, else a warning (most people use one client). Gemini CLI, Qwen Code and OpenCode
+    are counted in "all" only once set up: most people with Codex or Claude Code use none."""
     from notes_cli.doctor.registry import make
 
     configured = {s.client for s in report.clients}
@@ -219,7 +257,13 @@ def _config_missing(
         finding_client: FindingClient = cast(FindingClient, name)
         if name in configured:
             continue
-        if name == "codex":
+        if name == "opencode":
+            from notes_cli.clients.opencode_config import config_path
+
+            path = config_path("global", config_dir=opencode_dir)
+        elif name == "qwen":
+            path = paths.qwen_settings_path("user", qwen_home_dir=qwen_home)
+        elif name == "codex":
             path = paths.codex_config_path(codex_home)
         elif name == "gemini":
             path = paths.gemini_settings_path("user", gemini_home=gemini_home)
@@ -257,7 +301,7 @@ def _live(
             client.endpoint,
             timeout=timeout,
             static_findings=[f for f in report.findings if f.client == client.client],
-            shape=shapes.for_protocol(client.endpoint.protocol),
+            shape=shapes.for_endpoint(client.endpoint),
         )
         confirmed = {(f.id, f.client) for f in findings}
         report.findings = [f for f in report.findings if (f.id, f.client) not in confirmed]

@@ -17,7 +17,13 @@ if TYPE_CHECKING:
     from notes_cli.clients.presets import Preset
     from notes_cli.clients.resolve import ClientSetup
 
-_CLIENT_TITLE = {"codex": "Codex", "claude": "Claude Code", "gemini": "Gemini CLI"}
+_CLIENT_TITLE = {
+    "codex": "Codex",
+    "claude": "Claude Code",
+    "gemini": "Gemini CLI",
+    "qwen": "Qwen Code",
+    "opencode": "OpenCode",
+}
 _METHOD = "POST"
 
 

@@ -14,15 +14,22 @@ if TYPE_CHECKING:
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _RANK = {"error": 0, "warning": 1, "info": 2}
-_TITLE = {"codex": "Codex", "claude": "Claude Code", "gemini": "Gemini CLI", "env": "Environment"}
-_METHOD = {"codex": "POST", "claude": "POST", "gemini": "POST"}
+_TITLE = {
+    "codex": "Codex",
+    "claude": "Claude Code",
+    "gemini": "Gemini CLI",
+    "qwen": "Qwen Code",
+    "opencode": "OpenCode",
+    "env": "Environment",
+}
+_METHOD = {"codex": "POST", "claude": "POST", "gemini": "POST", "opencode": "POST"}
 
 
 def report(doctor_report: DoctorReport, *, offline: bool) -> None:
     summaries = {s.client: s for s in doctor_report.clients}
     order = [
         c
-        for c in ("codex", "claude", "gemini", "env")
+        for c in ("codex", "claude", "gemini", "qwen", "opencode", "env")
         if c in summaries or any(f.client == c for f in doctor_report.findings)
     ]
     for client in order:

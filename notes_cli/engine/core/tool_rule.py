@@ -10,8 +10,9 @@
    `command` gets `["bash", "-lc", …]`). The last such line wins.
 3. The newest message is the result of a call of a shell tool: the answer is text holding the
    first non-empty line of the command's own output (after Codex's `Output:` header line when
-   there is one; the `output` field when the result is Codex's older JSON form; inside Gemini
-   CLI's `<untrusted_context>` wrapper, after its `Output: ` prefix).
+   there is one; the text after `Output: ` in Qwen Code's `Command: / Directory: / Output:`
+   block; the `output` field when the result is Codex's older JSON form; inside Gemini CLI's
+   `<untrusted_context>` wrapper, after its `Output: ` prefix).
 Anything else: no plan, the engine answers as it always has.
 """
 
@@ -145,7 +146,8 @@ def _call_for(messages: list[Message], call_id: str) -> ToolCallPart | None:
 def first_output_line(output: str) -> str:
     """The first non-empty line of what the command printed. Codex's exec_command result
     starts with header lines (chunk id, wall time, exit code, token count) and then `Output:`;
-    its older `shell` result is JSON with an `output` field."""
+    its older `shell` result is JSON with an `output` field; Qwen Code's run_shell_command
+    result is `Command: …` / `Directory: …` / `Output: <first line>` / `Error: …` lines."""
     text = output
     if text.lstrip().startswith("{"):
         try:
@@ -158,6 +160,10 @@ def first_output_line(output: str) -> str:
     marker = next((i for i, line in enumerate(lines) if line.strip() == "Output:"), None)
     if marker is not None:
         lines = lines[marker + 1 :]
+    elif lines and lines[0].startswith("Command: "):
+        inline = next((i for i, line in enumerate(lines) if line.startswith("Output: ")), None)
+        if inline is not None:
+            lines = [lines[inline].removeprefix("Output: "), *lines[inline + 1 :]]
     # Gemini CLI's run_shell_command: "<untrusted_context>", "Output: <first line>", …
     lines = [line for line in lines if line.strip() not in _GEMINI_WRAPPER]
     if lines and lines[0].startswith(_GEMINI_OUTPUT):

@@ -1,0 +1,304 @@
+"""Edit a JSON-with-comments file in place: change the values pdnotes owns and leave every other
+byte alone (comments, key order, spacing, number spellings), the way VS Code's `jsonc-parser`
+`modify` does. Qwen Code reads its settings.json through `strip-json-comments` and then
+`JSON.parse`: `//` and `/* */` comments are allowed, trailing commas are not.
+
+Reading: the comments are blanked to spaces (newlines kept), so every offset in the blanked text
+is the offset in the file, and the blanked text goes through the strict reader of
+`clients.files` (duplicate keys, NaN, nesting and surrogates refused with line and column).
+Editing: a linear scan finds the spans of the members on the edited path; a value is replaced
+where it stands, a new member is added after the object's last one in the object's own
+indentation. Nothing here recurses on the document, so a deep file costs no stack.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from notes_cli.clients import files
+from notes_cli.errors import ConfigParseError
+
+_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*+"?|//[^\n]*+|/\*[\s\S]*?(?:\*/|\Z)')
+"""A string (kept: `//` inside one is not a comment), a line comment or a block comment (an
+unterminated one runs to the end, as strip-json-comments has it). One pass, no backtracking."""
+
+
+def blank_comments(text: str) -> str:
+    """`text` with every comment replaced by spaces (newlines kept), strings untouched."""
+    if "/" not in text:
+        return text
+    out: list[str] = []
+    start = 0
+    for match in _TOKEN.finditer(text):
+        found = match.group()
+        if found[0] == '"':
+            continue
+        out.append(text[start : match.start()])
+        multiline = "\n" in found or "\r" in found
+        out.append(re.sub(r"[^\r\n]", " ", found) if multiline else " " * len(found))
+        start = match.end()
+    out.append(text[start:])
+    return "".join(out)
+
+
+def _string_end(text: str, i: int) -> int:
+    """Offset just past the string starting at `text[i] == '"'` (end of text if unclosed)."""
+    j = i + 1
+    n = len(text)
+    while j < n:
+        c = text[j]
+        if c == "\\":
+            j += 2
+        elif c == '"':
+            return j + 1
+        elif c == "\n":
+            return j  # JSON strings end at a newline: the strict reader reports it
+        else:
+            j += 1
+    return n
+
+
+def parse(text: str, path: Path, *, keep_numbers: bool = False) -> dict[str, Any]:
+    """The settings object of a JSONC file; `ConfigParseError` with line and column."""
+    blanked = blank_comments(text)
+    if not blanked.strip():
+        return {}
+    try:
+        if keep_numbers:
+            return files._parse_json(blanked, path, keep_numbers=True)
+        return files.parse_json_object(blanked, path)
+    except ConfigParseError as exc:
+        raise ConfigParseError(
+            exc.message.replace("settings.json must be strict JSON", "JSON with // comments"),
+            path=exc.path,
+            line=exc.line,
+            column=exc.column,
+            fix=(exc.fix or "").replace(
+                "settings.json must be strict JSON (no comments, no trailing commas)",
+                "comments are fine, trailing commas are not",
+            ),
+        ) from exc
+
+
+@dataclass(frozen=True)
+class _Member:
+    key: str
+    key_start: int
+    value_start: int
+    value_end: int
+
+
+_WS = " \t\r\n"
+
+
+def _skip_ws(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i] in _WS:
+        i += 1
+    return i
+
+
+def _value_end(text: str, i: int) -> int:
+    """Offset just past the JSON value starting at `i` (the text is valid, comments blanked)."""
+    c = text[i]
+    if c == '"':
+        return _string_end(text, i)
+    if c in "{[":
+        depth = 0
+        j = i
+        n = len(text)
+        while j < n:
+            ch = text[j]
+            if ch == '"':
+                j = _string_end(text, j)
+                continue
+            if ch in "{[":
+                depth += 1
+            elif ch in "}]":
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+            j += 1
+        return n
+    j = i
+    while j < len(text) and text[j] not in ",}] \t\r\n":
+        j += 1
+    return j
+
+
+def _members(text: str, start: int) -> tuple[list[_Member], int]:
+    """The members of the object opening at `text[start] == "{"`, and the offset of its `}`."""
+    members: list[_Member] = []
+    i = _skip_ws(text, start + 1)
+    while text[i] != "}":
+        key_end = _string_end(text, i)
+        key = json.loads(text[i:key_end])
+        colon = _skip_ws(text, key_end)
+        value_start = _skip_ws(text, colon + 1)
+        value_end = _value_end(text, value_start)
+        members.append(_Member(key, i, value_start, value_end))
+        i = _skip_ws(text, value_end)
+        if text[i] == ",":
+            i = _skip_ws(text, i + 1)
+    return members, i
+
+
+def _elements(text: str, start: int) -> list[tuple[int, int]]:
+    """(start, end) of each element of the array opening at `text[start] == "["`."""
+    spans: list[tuple[int, int]] = []
+    i = _skip_ws(text, start + 1)
+    while text[i] != "]":
+        end = _value_end(text, i)
+        spans.append((i, end))
+        i = _skip_ws(text, end)
+        if text[i] == ",":
+            i = _skip_ws(text, i + 1)
+    return spans
+
+
+def _line_indent(text: str, offset: int) -> str:
+    line_start = text.rfind("\n", 0, offset) + 1
+    line = text[line_start:offset]
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _render(value: Any, indent: str, unit: str | int) -> str:
+    """`value` as indented JSON whose continuation lines start at `indent`."""
+    body = files.dump_json({"v": value}, None if unit == 2 else _like(unit))
+    lines = body.rstrip("\n").split("\n")[1:-1]  # the wrapper's braces; not splitlines: U+0085
+    pad = unit if isinstance(unit, str) else " " * unit
+    inner = [line[len(pad) :] for line in lines]
+    inner[0] = inner[0][len(json.dumps("v")) + 2 :]  # drop `"v": `
+    return ("\n" + indent).join(inner)
+
+
+def _like(unit: str | int) -> str:
+    pad = unit if isinstance(unit, str) else " " * unit
+    return "{\n" + pad + '"x": 1\n}\n'
+
+
+class Editor:
+    """Edits of one JSONC text; `text` holds the result. Each edit rescans (files are small:
+    `fileio.MAX_CONFIG_BYTES`), so offsets never go stale."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.unit = files.json_indent(text)
+        self._newline = "\r\n" if "\r\n" in text else "\n"
+
+    def _blank(self) -> str:
+        return blank_comments(self.text)
+
+    def _pad(self) -> str:
+        return self.unit if isinstance(self.unit, str) else " " * self.unit
+
+    def set(self, path: tuple[str, ...], value: Any, *, at: int | None = None) -> None:
+        """Set the member at `path` (object keys) to `value`, creating missing objects; `at`:
+        the offset of the object the path starts in (default: the document)."""
+        blank = self._blank()
+        start = _skip_ws(blank, 0) if at is None else at
+        if start >= len(blank):
+            self.text = files.dump_json(_nest(path, value), None)
+            return
+        for depth, key in enumerate(path):
+            members, _ = _members(blank, start)
+            found = next((m for m in reversed(members) if m.key == key), None)
+            if found is None:
+                self._add_member(blank, start, key, _nest(path[depth + 1 :], value))
+                return
+            if depth == len(path) - 1 or blank[found.value_start] != "{":
+                if depth < len(path) - 1:
+                    value = _nest(path[depth + 1 :], value)
+                self._replace(found.value_start, found.value_end, value)
+                return
+            start = found.value_start
+
+    def set_array_item(
+        self, path: tuple[str, ...], match: tuple[str, str], value: dict[str, Any]
+    ) -> None:
+        """In the array at `path`, update the first object whose `match[0]` equals `match[1]`
+        with the members of `value` (its other members kept), or append `value` (the array is
+        created when missing)."""
+        blank = self._blank()
+        start = _skip_ws(blank, 0)
+        for key in path:
+            if start >= len(blank) or blank[start] != "{":
+                self.set(path, [value])
+                return
+            members, _ = _members(blank, start)
+            found = next((m for m in reversed(members) if m.key == key), None)
+            if found is None:
+                self.set(path, [value])
+                return
+            start = found.value_start
+        if blank[start] != "[":
+            self.set(path, [value])
+            return
+        elements = _elements(blank, start)
+        for begin, end in elements:
+            if blank[begin] == "{":
+                item = json.loads(blank[begin:end])
+                if isinstance(item, dict) and item.get(match[0]) == match[1]:
+                    for key, inner in value.items():
+                        if item.get(key) != inner:
+                            self.set((key,), inner, at=begin)  # `begin` stays: later edits
+                    return
+        close = _value_end(blank, start) - 1
+        if not elements:
+            self._replace(start, close + 1, [value])
+            return
+        last_end = elements[-1][1]
+        indent = _line_indent(self.text, elements[-1][0])
+        self._insert_after(blank, last_end, close, indent, _render(value, indent, self.unit))
+
+    def _replace(self, begin: int, end: int, value: Any) -> None:
+        indent = _line_indent(self.text, begin)
+        rendered = _render(value, indent, self.unit).replace("\n", self._newline)
+        self.text = self.text[:begin] + rendered + self.text[end:]
+
+    def _add_member(self, blank: str, start: int, key: str, value: Any) -> None:
+        members, close = _members(blank, start)
+        if not members:
+            indent = _line_indent(self.text, start)
+            inner = indent + self._pad()
+            member = json.dumps(key, ensure_ascii=False) + ": " + _render(value, inner, self.unit)
+            nl = self._newline
+            block = "{" + nl + inner + member.replace("\n", nl) + nl + indent + "}"
+            self.text = self.text[:start] + block + self.text[close + 1 :]
+            return
+        last = members[-1]
+        indent = _line_indent(self.text, last.key_start)
+        member = json.dumps(key, ensure_ascii=False) + ": " + _render(value, indent, self.unit)
+        self._insert_after(blank, last.value_end, close, indent, member)
+
+    def _insert_after(self, blank: str, last_end: int, close: int, indent: str, item: str) -> None:
+        """Add `item` after the value ending at `last_end` in the container closing at `close`:
+        on a line of its own when the items are one a line (a comment after the last item stays
+        on that item's line), else on the same line."""
+        nl = self._newline
+        item = item.replace("\n", nl)
+        line_end = blank.find("\n", last_end)
+        multiline = 0 <= line_end < close
+        if multiline:
+            line_end = line_end - 1 if self.text[line_end - 1] == "\r" else line_end
+            self.text = (
+                self.text[:last_end]
+                + ","
+                + self.text[last_end:line_end]
+                + nl
+                + indent
+                + item
+                + self.text[line_end:]
+            )
+        else:
+            self.text = self.text[:last_end] + ", " + item + self.text[last_end:]
+
+
+def _nest(path: tuple[str, ...], value: Any) -> Any:
+    for key in reversed(path):
+        value = {key: value}
+    return value
