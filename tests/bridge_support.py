@@ -14,7 +14,8 @@ import httpx
 from loopback import sse_event
 
 from notes_cli.bridge.app import BridgeApp
-from notes_cli.bridge.config import BridgeConfig
+from notes_cli.bridge.config import BridgeConfig, Fallback
+from notes_cli.bridge.fallback import Upstreams
 from notes_cli.bridge.server import RunningBridge, start_bridge
 from notes_cli.gateway.relay import Upstream
 
@@ -48,6 +49,50 @@ def bridge_to(
         store_capacity=store_capacity,
     )
     running = start_bridge(config, app=app, **bounds)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+class Clock:
+    """A clock a test moves by hand (the fallbacks' cool-down reads it)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@contextlib.contextmanager
+def bridge_over(
+    upstreams: list[tuple[str, str | None]],
+    *,
+    clock: Callable[[], float] | None = None,
+    local_key: str | None = None,
+    model_map: dict[str, str] | None = None,
+    idle_timeout: float = 10.0,
+) -> Iterator[RunningBridge]:
+    """A real bridge over several upstreams in order, (URL, key) each: the first, then its
+    fallbacks."""
+    (first, first_key), *rest = upstreams
+    fallbacks = tuple(Fallback(url) for url, _ in rest)
+    config = BridgeConfig(upstream=first, port=0, model_map=model_map or {}, fallbacks=fallbacks)
+    each = [
+        Upstream(url, key, idle_timeout=idle_timeout, headers_timeout=10.0, connect_timeout=5.0)
+        for url, key in upstreams
+    ]
+    app = BridgeApp(
+        config,
+        upstream_key=first_key,
+        local_key=local_key,
+        fallback_keys=[key for _, key in rest],
+        upstreams=Upstreams(
+            each, clock=clock or Clock(), keys=[key for _, key in upstreams if key]
+        ),
+    )
+    running = start_bridge(config, app=app)
     try:
         yield running
     finally:

@@ -751,6 +751,16 @@ class Figures:
                     f"({self.marginal_us(name, kernel=True):.1f} µs in the kernel), "
                     f"{self.cpu_ms(name, small):.2f} ms of CPU per request at {small} events"
                 )
+        if ("relay", small) in self.results:
+            relay = self.marginal_us("relay")
+            ratio = marginal / relay if relay > 0 else float("nan")
+            lines.append(
+                f"- CPU per streamed event, bridge over the bare relay in this run: "
+                f"**{ratio:.2f}x** ({marginal:.1f} / {relay:.1f} µs; user time "
+                f"{marginal - self.marginal_us(kernel=True):.1f} / "
+                f"{relay - self.marginal_us('relay', kernel=True):.1f} µs) "
+                f"(goal ≤ 1.5x: {'met' if ratio <= 1.5 else 'NOT met'})"
+            )
         for (name, events), target in self.results.items():
             if target.failures:
                 reasons = sorted(set(target.failures))

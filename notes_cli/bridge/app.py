@@ -3,6 +3,7 @@
     POST /v1/responses           Codex, the openai SDK's Responses client   (base URL …/v1)
     POST /v1/messages[?beta=true] Claude Code, the anthropic SDK             (base URL …/)
     POST /v1/messages/count_tokens Claude Code's pre-flight count (answered here, no upstream call)
+    POST /v1/chat/completions    chat clients (OpenCode, Qwen Code): passed through, with fallbacks
     GET  /v1/models              both (one list whose entries carry both protocols' fields)
     POST /v1beta/models/MODEL:generateContent | :streamGenerateContent?alt=sse | :countTokens,
     GET  /v1beta/models          Gemini CLI, Google's SDKs (`bridge.gemini_route`)
@@ -30,8 +31,9 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 
-from notes_cli.bridge import gemini_route, translate
+from notes_cli.bridge import gemini_route, passthrough, translate
 from notes_cli.bridge.config import BridgeConfig
+from notes_cli.bridge.fallback import Choice, NoUpstreamAnswered, Upstreams
 from notes_cli.bridge.http1 import Request, Response
 from notes_cli.bridge.pump import MalformedStream, Pump
 from notes_cli.bridge.store import ResponseStore
@@ -69,11 +71,16 @@ class BridgeApp:
         local_key: str | None = None,
         upstream: Upstream | None = None,
         store_capacity: int = 256,
+        fallback_keys: list[str | None] | None = None,
+        upstreams: Upstreams | None = None,
     ) -> None:
         self.config = config
         self._upstream_key = upstream_key
+        # the fallbacks' keys, in `config.fallbacks`' order (scrubbed from every message too)
+        self._fallback_keys = list(fallback_keys or [])
         self._local_key = local_key.encode() if local_key else None
         self.upstream: Upstream | None = upstream
+        self.upstreams = upstreams
         self.store: ResponseStore[list[Message]] = ResponseStore(store_capacity)
         self.tools = translate.ToolPolicy(log)
         self.requests = 0
@@ -87,6 +94,8 @@ class BridgeApp:
             await self._turn(translate.ANTHROPIC, request, response)
         elif path == "/v1/messages/count_tokens" and method == "POST":
             self._count_tokens(request, response)
+        elif path == "/v1/chat/completions" and method == "POST":
+            await self._chat(request, response)
         elif gemini_route.matches(request):
             await gemini_route.handle(self, request, response)
         elif path == "/v1/models" and method == "GET":
@@ -105,14 +114,26 @@ class BridgeApp:
             self._error(response, leg, WireError(404, "not_found", message + hint))
 
     async def aclose(self) -> None:
-        """Close the upstream's connections (the server calls this once it has stopped)."""
-        if self.upstream is not None:
+        """Close the upstreams' connections (the server calls this once it has stopped)."""
+        if self.upstreams is not None:
+            await self.upstreams.aclose()
+        elif self.upstream is not None:
             await self.upstream.aclose()
 
-    def _upstream(self) -> Upstream:
-        if self.upstream is None:
-            self.upstream = Upstream(self.config.upstream, self._upstream_key)
-        return self.upstream
+    def _upstream(self) -> Choice:
+        """This request's way to the upstreams (the first, then the fallbacks in order:
+        `bridge.fallback`); `.url` names the one that answered."""
+        if self.upstreams is None:
+            keys = [k for k in (self._upstream_key, *self._fallback_keys) if k]
+            self.upstreams = Upstreams(self._new_upstreams(), keys=keys)
+        return self.upstreams.choice()
+
+    def _new_upstreams(self) -> list[Upstream]:
+        first = self.upstream or Upstream(self.config.upstream, self._upstream_key)
+        fallbacks = self.config.fallbacks
+        keys = (self._fallback_keys + [None] * len(fallbacks))[: len(fallbacks)]
+        rest = [Upstream(f.upstream, key) for f, key in zip(fallbacks, keys, strict=True)]
+        return [first, *rest]
 
     # --- auth ---------------------------------------------------------------------------
     def _authorised(self, request: Request) -> bool:
@@ -186,19 +207,22 @@ class BridgeApp:
         error: BaseException | None = None
         # runs once the request is written upstream: while the upstream works, not after
         asyncio.get_running_loop().call_soon(pump.prepare)
+        choice = self._upstream()
         try:
-            await self._upstream().stream("/chat/completions", plan.body, pump)
+            await choice.stream("/chat/completions", plan.body, pump)
         except Exception as exc:  # worded for the client below (a cancel is not an Exception)
             error = exc
         if not pump.opened:  # failed before the upstream answered
-            self._error(response, leg, self._wire_error(error))
+            self._error(response, leg, self._wire_error(error, choice.url))
             return
-        tail, ok = self._stream_tail(pump, error)
+        tail, ok = self._stream_tail(pump, error, choice.url)
         pump.end(tail)
         if ok and pump.remembered:
             self.store.put(response_id, [*plan.history, pump.message()])
 
-    def _stream_tail(self, pump: Pump, error: BaseException | None) -> tuple[bytes, bool]:
+    def _stream_tail(
+        self, pump: Pump, error: BaseException | None, url: str | None = None
+    ) -> tuple[bytes, bool]:
         """What the stream still needs once the upstream call is over: the closing events, or
         the protocol's error event when the upstream failed or stopped before its finish."""
         tail = b""
@@ -211,43 +235,47 @@ class BridgeApp:
                 error = exc
         if error is None and not pump.complete:
             error = gw.UpstreamError(
-                "the stream ended before its finish reason", url=self.config.upstream
+                "the stream ended before its finish reason", url=url or self.config.upstream
             )
         if error is None:
             return tail + pump.encoder.close(), True
-        wire_error = self._wire_error(error)
+        wire_error = self._wire_error(error, url)
         log.warning("upstream stream failed: %s", wire_error.message)
         return tail + pump.encoder.error(wire_error), False
 
     async def _whole(
         self, leg: translate.Leg, turn: Turn, plan: translate.Plan, response: Response
     ) -> None:
+        choice = self._upstream()
         try:
-            _, body = await self._upstream().fetch("POST", "/chat/completions", plan.body)
+            _, body = await choice.fetch("POST", "/chat/completions", plan.body)
         except Exception as exc:
-            self._error(response, leg, self._wire_error(exc))
+            self._error(response, leg, self._wire_error(exc, choice.url))
             return
         response_id = leg.new_id()
         try:
             reply = replace(plan.reply(body), id=response_id, model=turn.model)
             document = leg.encode_reply(reply)
         except _UNREADABLE as exc:
-            self._error(response, leg, self._unreadable(exc))
+            self._error(response, leg, self._unreadable(exc, choice.url))
             return
         response.send(200, _JSON_HEADERS, _json(document))
         if plan.store and len(plan.body) + len(body) <= MAX_BODY_BYTES:
             self.store.put(response_id, [*plan.history, Message("assistant", list(reply.parts))])
 
-    def _unreadable(self, exc: BaseException) -> WireError:
+    def _unreadable(self, exc: BaseException, url: str | None = None) -> WireError:
         """A 2xx answer the bridge cannot read (not JSON, nested too deep, not the shape it
         should have): the upstream's fault, so a 502 naming it."""
         said = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
-        message = f"the upstream {self.config.upstream} answered with a body the bridge "
+        message = f"the upstream {url or self.config.upstream} answered with a body the bridge "
         return WireError(502, "bad_gateway", message + f"cannot read: {said}")
 
-    def _wire_error(self, error: BaseException | None) -> WireError:
-        """`error` for the client in the protocol-neutral form, its message scrubbed."""
-        url = self.config.upstream
+    def _wire_error(self, error: BaseException | None, url: str | None = None) -> WireError:
+        """`error` for the client in the protocol-neutral form, its message scrubbed. `url`
+        names the upstream that failed (default: the first)."""
+        url = url or self.config.upstream
+        if isinstance(error, NoUpstreamAnswered):  # every upstream tried: each named
+            return WireError(502, "bad_gateway", self.scrub(error.message))
         if isinstance(error, gw.HttpStatusError):
             said = error.error_message or error.message
             message = self.scrub(f"upstream {url} answered {error.status}: {said}")
@@ -267,21 +295,56 @@ class BridgeApp:
         log.warning("%s", message)
         return WireError(502, "bad_gateway", message)
 
+    # --- chat completions, passed through (`bridge.passthrough`) -----------------------------
+    async def _chat(self, request: Request, response: Response) -> None:
+        self.requests += 1
+        leg = passthrough.CHAT
+        if not self._authorised(request):
+            self._error(response, leg, WireError(401, "authentication", leg.bad_key_message))
+            return
+        try:
+            body, stream = passthrough.prepare(request.body, self.config.model_map)
+        except WireError as error:
+            self._error(response, leg, error)
+            return
+        choice = self._upstream()
+        if not stream:
+            try:
+                _, answer = await choice.fetch("POST", "/chat/completions", body)
+            except Exception as exc:
+                self._error(response, leg, self._wire_error(exc, choice.url))
+                return
+            response.send(200, _JSON_HEADERS, answer)
+            return
+        sink = passthrough.RawStream(response)
+        try:
+            await choice.stream("/chat/completions", body, sink)
+        except Exception as exc:  # (a cancel, the client gone, is not an Exception)
+            wire_error = self._wire_error(exc, choice.url)
+            if not sink.opened:
+                self._error(response, leg, wire_error)
+                return
+            log.warning("upstream stream failed: %s", wire_error.message)
+            sink.end(passthrough.stream_error(wire_error))
+            return
+        sink.end()
+
     # --- small routes -------------------------------------------------------------------
     async def _models(self, request: Request, response: Response) -> None:
         leg = translate.ANTHROPIC if _is_anthropic(request) else translate.RESPONSES
         if not self._authorised(request):
             self._error(response, leg, WireError(401, "authentication", leg.bad_key_message))
             return
+        choice = self._upstream()
         try:
-            _, body = await self._upstream().fetch("GET", "/models")
+            _, body = await choice.fetch("GET", "/models")
         except gw.GatewayError as exc:
-            self._error(response, leg, self._wire_error(exc))
+            self._error(response, leg, self._wire_error(exc, choice.url))
             return
         try:
             ids = translate.model_ids(body)
         except _UNREADABLE as exc:
-            self._error(response, leg, self._unreadable(exc))
+            self._error(response, leg, self._unreadable(exc, choice.url))
             return
         response.send(200, _JSON_HEADERS, _json(translate.models_body(ids, self.config)))
 
@@ -305,9 +368,9 @@ class BridgeApp:
         """The bridge answers; `upstream` says whether its upstream does (GET /models)."""
         started = time.perf_counter()
         report: dict[str, Any] = {"status": "ok", "bridge": "pdnotes", "upstream_url": None}
-        report["upstream_url"] = self.config.upstream
+        choice = self._upstream()  # with fallbacks: ok when one of them answers
         try:
-            status, _ = await self._upstream().fetch("GET", "/models")
+            status, _ = await choice.fetch("GET", "/models")
             report["upstream"] = {"ok": True, "status": status}
         except gw.GatewayError as exc:
             said = exc.message
@@ -315,6 +378,7 @@ class BridgeApp:
                 report["upstream"] = {"ok": False, "status": exc.status, "error": self.scrub(said)}
             else:
                 report["upstream"] = {"ok": False, "status": None, "error": self.scrub(said)}
+        report["upstream_url"] = choice.url  # the one that answered, or the last tried
         report["upstream"]["ms"] = round((time.perf_counter() - started) * 1000, 1)
         response.send(200, _JSON_HEADERS, _json(report))
 
@@ -330,7 +394,7 @@ class BridgeApp:
         """`text` as the bridge shows it: at most `limit` characters (cut before scrubbing),
         the bridge's keys (and anything key-shaped) masked."""
         local = self._local_key.decode() if self._local_key else None
-        keys = [k for k in (self._upstream_key, local) if k]
+        keys = [k for k in (self._upstream_key, *self._fallback_keys, local) if k]
         if len(text) <= limit:
             return scrub(text, keys)
         margin = max([_KEY_MARGIN, *map(len, keys)])
@@ -364,6 +428,4 @@ def _route_hint(path: str) -> str:
         return " (the base URL has one /v1 too many: Claude Code's is http://HOST:PORT)"
     if path in ("/responses", "/messages", "/chat/completions"):
         return " (Codex's base URL is http://HOST:PORT/v1)"
-    if path == "/v1/chat/completions":
-        return " (the bridge serves Responses and Messages; call the upstream for chat)"
     return ""

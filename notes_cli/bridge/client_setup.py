@@ -29,6 +29,33 @@ BRIDGE_PRESET = "bridge"
 class BridgeOptions:
     port: int = bridge_config.DEFAULT_PORT
     api_key_env: str | None = None
+    # None: keep the fallbacks recorded for the same upstream; a tuple replaces them
+    fallbacks: tuple[bridge_config.Fallback, ...] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        port: int,
+        api_key_env: str | None,
+        fallbacks: list[str] | None,
+        fallback_key_envs: list[str] | None,
+    ) -> BridgeOptions:
+        """From `--bridge-port`, `--bridge-key-env`, `--bridge-fallback` (repeated) and
+        `--bridge-fallback-key-env` (repeated, paired by position)."""
+        if fallback_key_envs and not fallbacks:
+            raise UsageError(
+                "--bridge-fallback-key-env without --bridge-fallback",
+                fix="name the fallback too: --bridge-fallback URL --bridge-fallback-key-env NAME",
+            )
+        if not fallbacks:
+            return cls(port, api_key_env)
+        paired = bridge_config.pair_upstreams(
+            fallbacks,
+            fallback_key_envs or [],
+            url_flag="--bridge-fallback",
+            key_flag="--bridge-fallback-key-env",
+        )
+        return cls(port, api_key_env, tuple(paired))
 
 
 def _upstream(
@@ -62,6 +89,7 @@ def _record(
         port=options.port,
         api_key_env=options.api_key_env,
         model=model,
+        fallbacks=options.fallbacks,
     )
 
 
@@ -136,6 +164,10 @@ def _with_notes(plan: WritePlan, record: bridge_config.BridgeConfig) -> WritePla
     notes = (
         f"through the pdnotes bridge at {record.root_url} to "
         f"{mask_url(record.upstream)}/chat/completions",
+        *(
+            f"then, when it is down or answers 5xx / 429, to {mask_url(f.upstream)} (fallback {n})"
+            for n, f in enumerate(record.fallbacks, 1)
+        ),
         f"records the upstream in {bridge_config.record_path()}; start the bridge with "
         f"`{serve}` (or keep it running: `pdnotes bridge install`)",
     )

@@ -1,4 +1,5 @@
-"""What a bridge serves: the upstream, its key's variable, where to listen, model renames.
+"""What a bridge serves: the upstream (and its ordered fallbacks), their keys' variables, where
+to listen, model renames.
 
 `pdnotes config codex|claude --bridge` records the upstream in `$PDNOTES_HOME/bridge.json` so a
 bare `pdnotes bridge serve` (and the installed service) serves it; flags override the record.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,12 +23,23 @@ from notes_cli.secrets import check_env_name, looks_like_env_name, unsendable
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 RECORD_NAME = "bridge.json"
+MAX_UPSTREAMS = 8  # the first and its fallbacks: a request tries each at most once
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """An upstream tried, in order, when the ones before it are down (`bridge.fallback`)."""
+
+    upstream: str
+    upstream_key_env: str | None = None
 
 
 @dataclass(frozen=True)
 class BridgeConfig:
     """One bridge. `upstream` is the chat endpoint's API root (the URL before
-    `/chat/completions`); `model_map` renames client model ids before they go upstream."""
+    `/chat/completions`); `fallbacks` are tried after it, in order, when it is down or answers
+    5xx / 429 before its answer starts; `model_map` renames client model ids before they go
+    upstream."""
 
     upstream: str
     upstream_key_env: str | None = None
@@ -36,6 +48,12 @@ class BridgeConfig:
     model_map: dict[str, str] = field(default_factory=dict)
     api_key_env: str | None = None
     model: str | None = None  # what `pdnotes config` pointed the clients at (informational)
+    fallbacks: tuple[Fallback, ...] = ()
+
+    @property
+    def upstreams(self) -> list[Fallback]:
+        """Every upstream in the order tried, the first one first."""
+        return [Fallback(self.upstream, self.upstream_key_env), *self.fallbacks]
 
     @property
     def root_url(self) -> str:
@@ -128,6 +146,7 @@ def _record_from(path: Path, data: object) -> BridgeConfig:
     mapping = data.get("model_map", {})
     if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
         raise _bad_record(path, '"model_map" must be an object of model id to model id')
+    fallbacks = _fallbacks_from(path, data.get("fallbacks", []))
     return BridgeConfig(
         upstream=upstream,
         upstream_key_env=names["upstream_key_env"],
@@ -136,7 +155,27 @@ def _record_from(path: Path, data: object) -> BridgeConfig:
         model_map=dict(mapping),
         api_key_env=names["api_key_env"],
         model=model,
+        fallbacks=fallbacks,
     )
+
+
+def _fallbacks_from(path: Path, data: object) -> tuple[Fallback, ...]:
+    """The record's `"fallbacks"`: a list of {"upstream": URL, "upstream_key_env": NAME|null}."""
+    shape = '"fallbacks" must be a list of {"upstream": URL, "upstream_key_env": NAME or null}'
+    if not isinstance(data, list) or len(data) > MAX_UPSTREAMS - 1:
+        raise _bad_record(path, f"{shape}, at most {MAX_UPSTREAMS - 1} of them")
+    out = []
+    for entry in data:
+        if not isinstance(entry, dict):
+            raise _bad_record(path, shape)
+        url = entry.get("upstream")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise _bad_record(path, shape)
+        name = entry.get("upstream_key_env")
+        if name is not None and not (isinstance(name, str) and looks_like_env_name(name)):
+            raise _bad_record(path, shape)  # (not shown: it may be a key pasted in place)
+        out.append(Fallback(url, name))
+    return tuple(out)
 
 
 def _kind(value: object) -> str:
@@ -175,15 +214,20 @@ def new_record(
     port: int,
     api_key_env: str | None,
     model: str | None,
+    fallbacks: Sequence[Fallback] | None = None,
 ) -> BridgeConfig:
     """What `pdnotes config --bridge` records (the variables need not be set yet). A model
-    map recorded earlier for the same upstream is kept."""
+    map and fallbacks recorded earlier for the same upstream are kept unless `fallbacks` is
+    given (then it replaces them)."""
     url = _clean_upstream(upstream)
     try:
         previous = load_record()
     except InputError:
         previous = None
-    mapping = previous.model_map if previous and previous.upstream == url else {}
+    same = previous is not None and previous.upstream == url
+    mapping = previous.model_map if previous and same else {}
+    if fallbacks is None:
+        fallbacks = previous.fallbacks if previous and same else ()
     return BridgeConfig(
         upstream=url,
         upstream_key_env=upstream_key_env,
@@ -191,45 +235,118 @@ def new_record(
         model_map=dict(mapping),
         api_key_env=api_key_env,
         model=model,
+        fallbacks=_checked_fallbacks(url, fallbacks),
     )
+
+
+def pair_upstreams(
+    urls: Sequence[str], key_envs: Sequence[str], *, url_flag: str, key_flag: str
+) -> list[Fallback]:
+    """Repeated `url_flag` / `key_flag` flags as upstreams: the Nth key variable is the Nth
+    URL's (`-`: that one has no key); URLs past the last key variable have no key (a key is
+    never sent to an upstream it was not named for). More key variables than URLs is a usage
+    error."""
+    if len(key_envs) > len(urls):
+        raise UsageError(
+            f"{len(key_envs)} {key_flag} for {len(urls)} {url_flag}",
+            fix=f"give each {url_flag} at most one {key_flag}, in the same order (the Nth "
+            f"{key_flag} is the Nth {url_flag}'s key)",
+        )
+    names: list[str | None] = [None if name == "-" else name for name in key_envs]
+    for name in names:
+        check_env_name(key_flag, name)
+    names += [None] * (len(urls) - len(names))
+    return [Fallback(url, name) for url, name in zip(urls, names, strict=True)]
+
+
+def _checked_fallbacks(first: str, fallbacks: Sequence[Fallback]) -> tuple[Fallback, ...]:
+    """Fallbacks cleaned like the first upstream; a repeat of one before it is refused (it
+    would be tried twice in one request)."""
+    seen = [first]
+    out = []
+    for fallback in fallbacks:
+        url = _clean_upstream(fallback.upstream)
+        if url in seen:
+            raise UsageError(
+                f"the upstream {url} is given twice",
+                fix="name each upstream once, in the order they should be tried",
+            )
+        seen.append(url)
+        out.append(Fallback(url, fallback.upstream_key_env))
+    if len(seen) > MAX_UPSTREAMS:
+        raise UsageError(
+            f"{len(seen)} upstreams; the bridge tries at most {MAX_UPSTREAMS}",
+            fix="keep the first and up to seven fallbacks",
+        )
+    return tuple(out)
 
 
 def resolve(
     *,
-    upstream: str | None,
-    upstream_key_env: str | None,
+    upstream: Sequence[str] | str | None,
+    upstream_key_env: Sequence[str] | str | None,
     host: str | None,
     port: int | None,
     model_map: list[str],
     api_key_env: str | None,
 ) -> BridgeConfig:
-    """Flags over the record; no upstream anywhere is a usage error saying how to get one."""
+    """Flags over the record; no upstream anywhere is a usage error saying how to get one.
+    `--upstream` repeated gives the upstreams in order (the first, then its fallbacks) and
+    replaces the record's list; `--upstream-key-env` repeated pairs with them by position. An
+    upstream given without a key variable takes the one the record has for the same URL."""
+    urls = [upstream] if isinstance(upstream, str) else list(upstream or [])
+    key_envs = [upstream_key_env] if isinstance(upstream_key_env, str) else []
+    if not isinstance(upstream_key_env, str):
+        key_envs = list(upstream_key_env or [])
     record = load_record()
-    if upstream is None and record is None:
+    if not urls and record is None:
         raise UsageError(
             "no upstream to bridge to",
             fix="pass --upstream https://host/v1 (the URL before /chat/completions), or record "
             "one with `pdnotes config codex --bridge --base-url URL --model ID`",
         )
-    base = record or BridgeConfig(upstream=str(upstream))
-    if upstream is not None and record is not None and upstream != record.upstream:
-        base = BridgeConfig(upstream=upstream)  # another upstream: the record's extras don't apply
-    check_env_name("--upstream-key-env", upstream_key_env)
+    base = record or BridgeConfig(upstream=urls[0])
+    if urls and record is not None and _clean_upstream(urls[0]) != record.upstream:
+        base = BridgeConfig(upstream=urls[0])  # another upstream: the record's extras don't apply
     check_env_name("--api-key-env", api_key_env)
+    if urls:
+        given = pair_upstreams(urls, key_envs, url_flag="--upstream", key_flag="--upstream-key-env")
+        known = {u.upstream: u.upstream_key_env for u in base.upstreams}
+        chosen = [
+            Fallback(
+                _clean_upstream(u.upstream),
+                u.upstream_key_env or known.get(_clean_upstream(u.upstream)),
+            )
+            for u in given
+        ]
+    else:
+        chosen = base.upstreams
+        for i, key_env in enumerate(key_envs[: len(chosen)]):
+            check_env_name("--upstream-key-env", key_env)
+            chosen[i] = replace(chosen[i], upstream_key_env=key_env)
+        if len(key_envs) > len(chosen):
+            pair_upstreams(
+                [u.upstream for u in chosen],
+                key_envs,
+                url_flag="recorded upstream",
+                key_flag="--upstream-key-env",
+            )
+    first = _clean_upstream(chosen[0].upstream)
     mapping = {**base.model_map, **parse_model_map(model_map)}
     config = replace(
         base,
-        upstream=_clean_upstream(upstream or base.upstream),
-        upstream_key_env=upstream_key_env or base.upstream_key_env,
+        upstream=first,
+        upstream_key_env=chosen[0].upstream_key_env,
         host=host or base.host,
         port=base.port if port is None else port,
         model_map=mapping,
         api_key_env=api_key_env or base.api_key_env,
+        fallbacks=_checked_fallbacks(first, chosen[1:]),
     )
-    for flag, name in (
-        ("--upstream-key-env", config.upstream_key_env),
-        ("--api-key-env", config.api_key_env),
-    ):
+    checks: list[tuple[str, str | None]] = [
+        ("--upstream-key-env", u.upstream_key_env) for u in config.upstreams
+    ]
+    for flag, name in [*checks, ("--api-key-env", config.api_key_env)]:
         if name and not os.environ.get(name):
             raise UsageError(
                 f"{flag} names {name}, which is unset or empty",

@@ -32,11 +32,12 @@ _STARTUP_TIMEOUT_S = 20.0
 
 def build_app(config: BridgeConfig) -> BridgeApp:
     """The app with its keys read from the environment now (names checked by `resolve`)."""
-    upstream_key = os.environ.get(config.upstream_key_env) if config.upstream_key_env else None
+    names = [u.upstream_key_env for u in config.upstreams]
+    keys = [os.environ.get(name) if name else None for name in names]
     local_key = os.environ.get(config.api_key_env) if config.api_key_env else None
     if config.api_key_env and not local_key:
         raise ValueError(f"--api-key-env names {config.api_key_env}, which is unset or empty")
-    return BridgeApp(config, upstream_key=upstream_key, local_key=local_key)
+    return BridgeApp(config, upstream_key=keys[0], local_key=local_key, fallback_keys=keys[1:])
 
 
 def _server(app: BridgeApp, graceful_s: float, **bounds: Any) -> HttpServer:

@@ -78,7 +78,8 @@ def plan_service(
     path a new unit could not carry does not keep an old one installed."""
     kind = platform_kind(platform)
     env = _service_env()
-    names = [n for n in (config.upstream_key_env, config.api_key_env) if n]
+    keys = [u.upstream_key_env for u in config.upstreams] + [config.api_key_env]
+    names = list(dict.fromkeys(n for n in keys if n))
     if not removal:
         _check_all(kind, env)
     if kind == "systemd":

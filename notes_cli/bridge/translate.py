@@ -196,6 +196,7 @@ class _CustomCalls:
         self._decoder = decoder
         self._names = names
         self._held: dict[int, list[str]] = {}
+        self.text_only = decoder.text_only  # (see `chat.StreamDecoder`)
 
     @property
     def closed(self) -> bool:
@@ -207,7 +208,9 @@ class _CustomCalls:
 
     def feed(self, data: str, event_name: str | None = None) -> list[ev.Event]:
         out: list[ev.Event] = []
-        for event in self._decoder.feed(data, event_name):
+        events = self._decoder.feed(data, event_name)
+        self.text_only = self._decoder.text_only  # text is not a call: it passes as it is
+        for event in events:
             if isinstance(event, ev.ToolCallBegin) and event.name in self._names:
                 self._held[event.index] = []
                 out.append(replace(event, kind="custom"))

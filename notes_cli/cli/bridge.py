@@ -16,16 +16,21 @@ app = typer.Typer(
 
 # Options `serve` and `install` share.
 Upstream = Annotated[
-    str | None,
+    list[str] | None,
     typer.Option(
         "--upstream",
         help="The chat endpoint's API root, the URL before /chat/completions (default: the one "
-        "`pdnotes config … --bridge` recorded).",
+        "`pdnotes config … --bridge` recorded). Repeat for fallbacks, tried in order when one "
+        "is down or answers 5xx / 429 before its answer starts.",
     ),
 ]
 UpstreamKeyEnv = Annotated[
-    str | None,
-    typer.Option("--upstream-key-env", help="NAME of the variable holding the upstream's key."),
+    list[str] | None,
+    typer.Option(
+        "--upstream-key-env",
+        help="NAME of the variable holding the upstream's key; repeated, the Nth is the Nth "
+        "--upstream's (an upstream past the last has none).",
+    ),
 ]
 Host = Annotated[
     str | None, typer.Option("--host", help="Interface to listen on (default 127.0.0.1).")
@@ -56,7 +61,8 @@ def serve(
     model_map: ModelMap = None,
     api_key_env: ApiKeyEnv = None,
 ) -> None:
-    """Translate Responses / Messages requests to the upstream's chat completions until Ctrl-C."""
+    """Translate Responses / Messages requests to the upstream's chat completions (and pass
+    chat completions through), falling back to the next --upstream, until Ctrl-C."""
     from notes_cli import render
     from notes_cli.bridge import config as bridge_config
     from notes_cli.errors import PdnotesError

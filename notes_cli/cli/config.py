@@ -84,6 +84,21 @@ BridgeKeyEnv = Annotated[
         "--bridge-key-env", help="With --bridge: the bridge's own key (its --api-key-env)."
     ),
 ]
+BridgeFallback = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--bridge-fallback",
+        help="With --bridge: another chat endpoint the bridge tries, in order, when the "
+        "upstream is down or answers 5xx / 429 (repeatable; replaces the recorded ones).",
+    ),
+]
+BridgeFallbackKeyEnv = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--bridge-fallback-key-env",
+        help="NAME of the variable holding a --bridge-fallback's key (the Nth is the Nth's).",
+    ),
+]
 
 
 @app.command("codex")
@@ -121,6 +136,8 @@ def codex(
     bridge: Bridge = False,
     bridge_port: BridgePort = 8787,
     bridge_key_env: BridgeKeyEnv = None,
+    bridge_fallback: BridgeFallback = None,
+    bridge_fallback_key_env: BridgeFallbackKeyEnv = None,
     dry_run: DryRun = False,
     as_json: AsJson = False,
     codex_home: CodexHome = None,
@@ -137,7 +154,9 @@ def codex(
     if bridge or _chat_only(preset):
         from notes_cli.bridge.client_setup import BridgeOptions, plan_codex_bridge
 
-        via = BridgeOptions(bridge_port, bridge_key_env)
+        via = BridgeOptions.of(
+            bridge_port, bridge_key_env, bridge_fallback, bridge_fallback_key_env
+        )
         _write(
             path, lambda: plan_codex_bridge(options, via, codex_home=codex_home), dry_run, as_json
         )
@@ -176,6 +195,8 @@ def claude(
     bridge: Bridge = False,
     bridge_port: BridgePort = 8787,
     bridge_key_env: BridgeKeyEnv = None,
+    bridge_fallback: BridgeFallback = None,
+    bridge_fallback_key_env: BridgeFallbackKeyEnv = None,
     dry_run: DryRun = False,
     as_json: AsJson = False,
     claude_home: ClaudeHome = None,
@@ -191,7 +212,9 @@ def claude(
     if bridge or _chat_only(preset):
         from notes_cli.bridge.client_setup import BridgeOptions, plan_claude_bridge
 
-        via = BridgeOptions(bridge_port, bridge_key_env)
+        via = BridgeOptions.of(
+            bridge_port, bridge_key_env, bridge_fallback, bridge_fallback_key_env
+        )
         build: Plan = lambda: plan_claude_bridge(  # noqa: E731
             options, via, claude_home=claude_home, project_dir=project_dir
         )
@@ -305,6 +328,8 @@ def gemini(
     bridge: Bridge = False,
     bridge_port: BridgePort = 8787,
     bridge_key_env: BridgeKeyEnv = None,
+    bridge_fallback: BridgeFallback = None,
+    bridge_fallback_key_env: BridgeFallbackKeyEnv = None,
     dry_run: DryRun = False,
     as_json: AsJson = False,
     gemini_home: GeminiHome = None,
@@ -321,7 +346,9 @@ def gemini(
     if bridge or _chat_only(preset) or _no_gemini_api(preset):
         from notes_cli.bridge.client_setup import BridgeOptions, plan_gemini_bridge
 
-        via = BridgeOptions(bridge_port, bridge_key_env)
+        via = BridgeOptions.of(
+            bridge_port, bridge_key_env, bridge_fallback, bridge_fallback_key_env
+        )
         build: GeminiBuild = lambda: plan_gemini_bridge(  # noqa: E731
             options, via, gemini_home=gemini_home, project_dir=project_dir
         )

@@ -104,6 +104,11 @@ def encode_head(method: str, origin: Origin, headers: dict[str, str]) -> bytes:
     return ("\r\n".join(lines) + "\r\n").encode("utf-8")
 
 
+def _nowhere(data: bytes) -> bool:
+    """The body's sink while a connection serves no request: nothing needs more."""
+    return True
+
+
 class _Connection(asyncio.Protocol):
     """One keep-alive connection, parsing the answer to the request it serves."""
 
@@ -123,6 +128,8 @@ class _Connection(asyncio.Protocol):
 
     def _begin(self, sink: Sink | None, done: asyncio.Future[None] | None, idle: float) -> None:
         self.sink = sink
+        # where body bytes go: the sink, or what it names once it has the head (`_head`)
+        self.on_body: Callable[[bytes], bool] = sink.on_body if sink else _nowhere
         self.done = done
         self.state = "idle"  # idle | head | body | drain | finished
         self.idle_timeout = idle
@@ -155,6 +162,19 @@ class _Connection(asyncio.Protocol):
             self.received += len(data)
             self.last = self.loop.time()
             try:
+                end = len(data)
+                line_end = data.find(b"\r\n", 0, _MAX_CHUNK_LINE)
+                if line_end > 0 and data[end - 2 :] == b"\r\n":
+                    # a read of exactly one chunk (a streamed event), the commonest: straight
+                    # to the sink, inlined (`_take_chunks` reads it the same way)
+                    try:
+                        size = int(data[:line_end], 16)
+                    except ValueError:
+                        size = 0
+                    if size > 0 and line_end + 4 + size == end:
+                        if self.on_body(data[line_end + 2 : end - 2]):
+                            self._drain()
+                        return
                 at = self._take_chunks(data)
                 if at < len(data):
                     self._buf += data[at:] if at else data
@@ -320,6 +340,11 @@ class _Connection(asyncio.Protocol):
         self._watch(self.idle_timeout)
         assert self.sink is not None
         self.sink.on_headers(status, reason, headers)
+        # a sink that only forwards a 2xx body (`StatusSink`) names the final one: a call less
+        # per streamed event
+        target = getattr(self.sink, "body_target", None)
+        if target is not None:
+            self.on_body = target()
         if self.framing == "none":
             self._finish_body()
 
@@ -459,13 +484,16 @@ class _Connection(asyncio.Protocol):
             raise httpx.DecodingError(str(exc)) from None
 
     def _give(self, data: bytes) -> bool:
-        assert self.sink is not None
-        if not self.sink.on_body(data):
+        if not self.on_body(data):
             return False
+        self._drain()
+        return True
+
+    def _drain(self) -> None:
+        """The sink has what it needs: read the rest of the body briefly (for reuse)."""
         self.state = "drain"
         self.drain_limit = self.received + DRAIN_BYTES
         self._watch(DRAIN_S)
-        return True
 
     def _finish_body(self) -> None:
         if self.decoder is not None:

@@ -180,6 +180,12 @@ class StatusSink:
         if on_reader is not None:
             on_reader(reader)
 
+    def body_target(self) -> Callable[[bytes], bool]:
+        """Where the body goes once the head is read: a 2xx stream's own sink, directly."""
+        if self.mode == "stream":
+            return self.stream.on_body  # type: ignore[union-attr]
+        return self.on_body
+
     def on_body(self, data: bytes) -> bool:
         mode = self.mode
         if mode == "stream":

@@ -17,6 +17,8 @@ upstream connection, which is how the upstream learns that the client went away.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import httpx
 
 from notes_cli.gateway import _h1, errors
@@ -71,22 +73,37 @@ class Upstream:
             headers["authorization"] = f"Bearer {self._key}"
         return headers
 
-    async def stream(self, path: str, body: bytes, sink: RelaySink) -> None:
+    async def stream(
+        self,
+        path: str,
+        body: bytes,
+        sink: RelaySink,
+        *,
+        on_status: Callable[[int], None] | None = None,
+    ) -> None:
         """POST `body` to `path` and feed the 2xx answer to `sink` as it arrives; return when
         the body ended (or soon after the sink said it had the last event). A sink with an
         `on_reader(reader)` method gets a `Reader` once the request is sent, to pause and
-        resume reading the answer."""
+        resume reading the answer. `on_status` is told the status the moment the head is
+        read (a failure before it means nothing of the answer reached the sink)."""
         url = self.url(path)
         # (identity: a compressed event stream arrives in lumps; one that comes anyway is decoded)
         headers = {**self.headers(stream=True), "accept-encoding": "identity"}
-        answer = StatusSink(sink)
+        answer = StatusSink(sink, on_status=on_status)
         await self._send(pick(self._h1, self._httpx, url), "POST", url, headers, body, answer)
 
-    async def fetch(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+    async def fetch(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        *,
+        on_status: Callable[[int], None] | None = None,
+    ) -> tuple[int, bytes]:
         """A whole answer (for `GET /models` and non-streamed turns): (status, body). Error
         statuses raise `HttpStatusError`, transport failures the other typed errors."""
         url = self.url(path)
-        answer = StatusSink(limit=MAX_RELAYED_BODY_BYTES)
+        answer = StatusSink(limit=MAX_RELAYED_BODY_BYTES, on_status=on_status)
         await self._send(self._httpx, method, url, self.headers(stream=False), body, answer)
         return answer.status, bytes(answer.body)
 

@@ -21,6 +21,13 @@ def config_commands(config: BridgeConfig, model: str | None = None) -> tuple[str
     tail = ["--bridge", "--base-url", config.upstream]
     if config.upstream_key_env:
         tail += ["--env-key", config.upstream_key_env]
+    for fallback in config.fallbacks:
+        tail += ["--bridge-fallback", fallback.upstream]
+    keyed = [f.upstream_key_env or "-" for f in config.fallbacks]  # paired by position
+    while keyed and keyed[-1] == "-":
+        keyed.pop()
+    for name in keyed:
+        tail += ["--bridge-fallback-key-env", name]
     if config.port != 8787:
         tail += ["--bridge-port", str(config.port)]
     tail += ["--model", model or config.model or "<model id>"]
@@ -39,8 +46,12 @@ def banner(config: BridgeConfig) -> None:
     )
     console.print(f"  Codex base_url               {escape(config.codex_base_url)}")
     console.print(f"  Claude ANTHROPIC_BASE_URL    {escape(config.claude_base_url)}")
+    console.print(f"  chat clients base_url        {escape(config.codex_base_url)}")
     if config.upstream_key_env:
         console.print(f"  upstream key from ${escape(config.upstream_key_env)}")
+    for n, fallback in enumerate(config.fallbacks, 1):
+        key = f"key from ${fallback.upstream_key_env}" if fallback.upstream_key_env else "no key"
+        console.print(f"  fallback {n}: {escape(fallback.upstream)} ({escape(key)})")
     if config.model_map:
         pairs = ", ".join(f"{k} → {v}" for k, v in config.model_map.items())
         console.print(f"  model map: {escape(pairs)}")

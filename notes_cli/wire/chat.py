@@ -10,8 +10,10 @@ servers (DeepSeek, Qwen, GLM, vLLM's reasoning parsers) stream; `reasoning` is r
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -608,20 +610,20 @@ class StreamEncoder:
         return f.sse(chunk)
 
 
-class _TextDelta(msgspec.Struct):
+class _TextDelta(msgspec.Struct, gc=False):
     content: object = None
     reasoning_content: object = None
     reasoning: object = None
     tool_calls: object = None
 
 
-class _TextChoice(msgspec.Struct):
+class _TextChoice(msgspec.Struct, gc=False):
     index: object = 0
     delta: _TextDelta | None = None
     finish_reason: object = None
 
 
-class _TextChunk(msgspec.Struct):
+class _TextChunk(msgspec.Struct, gc=False):
     choices: list[_TextChoice] = msgspec.field(default_factory=list)
     usage: object = None
     error: object = None
@@ -630,7 +632,7 @@ class _TextChunk(msgspec.Struct):
 _decode_text_chunk = msgspec.json.Decoder(_TextChunk).decode
 
 
-def _text_only(data: str) -> str | None:
+def _text_only(data: str | bytes) -> str | None:
     """The text of a chunk that carries nothing but a text delta for choice 0 (nearly every
     chunk of an answer), read straight into typed fields; None for anything else, which
     `StreamDecoder.feed` reads the general way, with the same result for these. Why: the
@@ -655,6 +657,55 @@ def _text_only(data: str) -> str | None:
     return content
 
 
+_decode_string = msgspec.json.Decoder(str).decode
+_CONTENT_STRING = re.compile(rb'"content"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+class _TextTemplate:
+    """`StreamDecoder.text_only` once the answer has started: the chunk read last, around its
+    text. An upstream sends every text chunk of an answer alike but for the text (the same id,
+    model, created, field order), so a chunk whose bytes are a chunk already read in full
+    (`_text_only`) up to the text's JSON string, and from its end, is text-only too: only that
+    string is decoded. Anything else (a new shape, a finish, usage, an escape msgspec refuses)
+    is read in full, and its shape becomes the template when it is text-only. Why: the full
+    typed decode was the largest part of the bridge's per-token work (docs/benchmarks/bridge.md:
+    instructions per lone event)."""
+
+    __slots__ = ("prefix", "suffix", "cut")
+
+    def __init__(self) -> None:
+        self.prefix = b"\x00"  # (matches no chunk: the first is read in full)
+        self.suffix = b""
+        self.cut = 0  # len(suffix)
+
+    def text(self, data: bytes) -> str | None:
+        if data.startswith(self.prefix) and data.endswith(self.suffix):
+            try:
+                text = _decode_string(data[len(self.prefix) : len(data) - self.cut])
+            except msgspec.DecodeError:  # not one JSON string there: another shape
+                return self.learn(data)
+            if text:
+                return text
+        return self.learn(data)
+
+    def learn(self, data: bytes) -> str | None:
+        """Read `data` in full; when it is text-only, its shape is the template."""
+        text = _text_only(data)
+        if text is None:
+            return None
+        found = list(_CONTENT_STRING.finditer(data))
+        if len(found) == 1:  # (a `"content":` inside a string value would have its quotes escaped)
+            start, end = found[0].span(1)
+            if _decode_string(data[start:end]) == text:
+                self.prefix, self.suffix, self.cut = data[:start], data[end:], len(data) - end
+        return text
+
+
+def _not_started(data: bytes) -> None:
+    """`StreamDecoder.text_only` before the first chunk: that one takes the long way."""
+    return None
+
+
 class StreamDecoder:
     """`chat.completion.chunk` SSE → neutral events. Tolerates what chat upstreams do:
     `reasoning_content` / `reasoning` deltas, a whole tool call in one chunk, a missing tool
@@ -669,6 +720,11 @@ class StreamDecoder:
         # predicted_per_token_ms, ...), sent beside the last chunk; bench compares against it.
         self.server_timings: dict[str, Any] | None = None
         self._started = False
+        # `text_only(json)`: the text of a chunk's JSON (bytes as they came) when it is nothing
+        # but a text delta of an answer already started, the one thing a relay's per-token
+        # path needs, without a neutral event made for it; None when `feed` must read it (and
+        # it then reads it the same). A plain attribute, not a method: one call per token.
+        self.text_only: Callable[[bytes], str | None] = _not_started
         self._calls: dict[tuple[int, Any], int] = {}  # (choice, upstream index) → neutral
         self._open: list[int] = []
         self._last_key: tuple[int, Any] | None = None
@@ -693,6 +749,7 @@ class StreamDecoder:
             return [ErrorEvent(f.error_text(error), None, code)]
         if not self._started and (obj.get("id") or obj.get("model")):
             self._started = True
+            self.text_only = _TextTemplate().text
             out.append(StartEvent(str(obj.get("id") or ""), str(obj.get("model") or "")))
         choices = obj.get("choices")
         for choice in choices if isinstance(choices, list) else ():

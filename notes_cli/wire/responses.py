@@ -621,9 +621,9 @@ class StreamEncoder:
                 item = self._current
             assert item is not None
         item.text.append(text)
-        self._seq += 1
-        tail = f',"delta":{fastjson.string(text)},"sequence_number":{self._seq}}}\n\n'
-        return out + self._text_prefix + tail.encode()
+        self._seq = seq = self._seq + 1
+        delta = fastjson.string(text).encode()  # (ASCII: `\uXXXX` escapes)
+        return b'%s%s,"delta":%s,"sequence_number":%d}\n\n' % (out, self._text_prefix, delta, seq)
 
     def _open_message(self) -> bytes:
         out = self._close_current()
