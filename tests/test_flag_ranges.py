@@ -1,5 +1,5 @@
-"""Every numeric flag of `engine plan`, `engine simulate`, `engine serve` and `bench` has a
-documented range (docs/planner.md, docs/simulate-bench.md): nan, inf, zero, negative, huge
+"""Every numeric flag of `engine plan`, `engine simulate`, `engine serve`, `bench` and `doctor`
+has a documented range (docs/planner.md, docs/simulate-bench.md, docs/connect.md): nan, inf, zero, negative, huge
 and tiny values are usage errors (exit 2) naming the flag and the range, never a traceback or
 a run that does not end. A plan's search space over the documented bound is refused with the
 numbers that made it large; a file written to a folder that does not exist is refused before
@@ -20,6 +20,7 @@ PLAN = ("engine", "plan", "--model", "llama-3-8b", "--chip", "h800", "--slo-ttft
 SIMULATE = ("engine", "simulate")
 BENCH = ("bench", "--base-url", "http://127.0.0.1:9/api")  # nothing listens on the discard port
 SERVE = ("engine", "serve", "--port", "0")
+DOCTOR = ("doctor", "--offline")
 
 # (command, flag, low, high): the documented ranges.
 RANGES = [
@@ -69,6 +70,7 @@ RANGES = [
     (SERVE, "--speed", 0.001, 10_000),
     (SERVE, "--seed", 0, 2**32 - 1),
     (SERVE, "--max-queue", 1, 1_000_000),
+    (DOCTOR, "--timeout", 0.1, 3600),
 ]
 INTEGER_FLAGS = {
     "--input-len", "--output-len", "--requests", "--max-chips", "--max-tp", "--max-instances",
@@ -87,7 +89,7 @@ def _outside(low: float, high: float, integer: bool) -> list[str]:
 
 
 CASES = [
-    pytest.param(command, flag, value, id=f"{command[1]}{flag}={value}")
+    pytest.param(command, flag, value, id=f"{command[0]}-{command[1]}{flag}={value}")
     for command, flag, low, high in RANGES
     for value in _outside(low, high, flag in INTEGER_FLAGS)
 ]
@@ -111,6 +113,7 @@ def test_a_value_outside_the_documented_range_is_a_usage_error(
         (SIMULATE, "--burstiness", "1e-300", "1e-300 is outside the range 0.01 to 100"),
         (BENCH, "--timeout", "nan", "nan is outside the range 0.1 to 86400"),
         (SERVE, "--speed", "inf", "inf is outside the range 0.001 to 10000"),
+        (DOCTOR, "--timeout", "nan", "nan is outside the range 0.1 to 3600"),
     ],
 )
 def test_the_error_states_the_range(

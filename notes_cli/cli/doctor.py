@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from notes_cli.cli import layer_options
+from notes_cli.cli.ranges import within
 
 
 def doctor(
@@ -19,7 +20,14 @@ def doctor(
         bool,
         typer.Option("--offline", help="Static checks only: files and environment, no network."),
     ] = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per live probe.")] = 10.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            callback=within(0.1, 3600.0),
+            help="Seconds per live probe (0.1 to 3600).",
+        ),
+    ] = 10.0,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document on stdout.")
     ] = False,
