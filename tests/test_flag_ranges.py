@@ -1,9 +1,9 @@
 """Every numeric flag of `engine plan`, `engine simulate`, `engine serve`, `bench` and `doctor`
-has a documented range (docs/planner.md, docs/simulate-bench.md, docs/connect.md): nan, inf, zero, negative, huge
-and tiny values are usage errors (exit 2) naming the flag and the range, never a traceback or
-a run that does not end. A plan's search space over the documented bound is refused with the
-numbers that made it large; a file written to a folder that does not exist is refused before
-any work (issue 24, point 5)."""
+has a documented range (docs/planner.md, docs/simulate-bench.md, docs/connect.md): nan, inf,
+zero, negative, huge and tiny values are usage errors (exit 2) naming the flag and the range,
+never a traceback or a run that does not end. A plan's search space over the documented bound is
+refused with the numbers that made it large; a file written to a folder that does not exist is
+refused before any work (issue 24, point 5)."""
 
 from __future__ import annotations
 
