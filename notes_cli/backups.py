@@ -331,6 +331,7 @@ def undo(client: str) -> UndoResult | None:
     """Restore the newest backup of `client` byte for byte (or remove a file the write
     created), holding the file's lock. None when there is nothing to undo: not a problem,
     so not an error (exit 0)."""
+    settle(client)
     for _attempt in range(5):
         backup = latest(client)
         if backup is None:
@@ -341,6 +342,16 @@ def undo(client: str) -> UndoResult | None:
                 return _undo_locked(client, backup)
         # another pdnotes changed the history meanwhile: look again
     return None
+
+
+def settle(client: str) -> None:
+    """Settle every pending backup of `client` a killed pdnotes left (each under its file's
+    lock): a step killed between two files is rolled back before anything reads the files."""
+    for undone in (False, True):
+        for backup in _all_backups(client, undone=undone):
+            if backup.pending is not None:
+                with fileio.locked(backup.original):
+                    recover(client, backup.original)
 
 
 def _undo_locked(client: str, backup: Backup) -> UndoResult:
