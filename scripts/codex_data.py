@@ -5,15 +5,15 @@
 
 Two files, both named by the Codex release they describe:
 - templates/clients/codex/config/<version>.json (doctor's schema): `check` compares its
-  catalogued_models with the binary's bundled catalog (`codex debug models --bundled`) and its
-  fallback_context_window with the window of a model-catalog entry the binary fills in by
-  default; the per-key checks (every typed key, enum and retired value through
-  `codex app-server --print-startup-config`) are tests/test_interop_codex_schema.py's.
+  catalogued_models with the binary's bundled catalog (`codex debug models --bundled`), and has
+  the binary load (`codex app-server --print-startup-config`) a config.toml with each enum
+  value the data lists (each must load) and each retired value (each must be refused). The
+  per-key type checks are tests/test_interop_codex_schema.py's (one run per key).
 - templates/clients/codex/catalog/<version>.json (the model catalog `config codex
   --model-catalog` writes): `record` takes the instructions the binary sends for a model its
   catalog lacks (its fallback metadata) from one real `codex exec` turn against a loopback
   recorder; `check` records them again and compares, and has the binary parse an entry built
-  from the data (`codex debug models` with `model_catalog_json`).
+  from the data (`codex debug models` with `model_catalog_json` lists it, with its window).
 
 Exit 0 when everything matches, 1 with the differences otherwise. Every run is bounded and in a
 throwaway HOME (scripts/client_shapes.py's runner).
@@ -86,24 +86,65 @@ def check(bin_dir: Path) -> list[str]:
                 f"{sorted(bundled - set(schema['catalogued_models']))}"
             )
         catalog = home / "catalog.json"
-        entry = codex_catalog.model_entry(data, "probe-model", None, None)
-        catalog.write_text(json.dumps({"models": [entry]}), encoding="utf-8")
+        entries = [
+            codex_catalog.model_entry(data, f"probe-{n}", window, reasoning)
+            for n, (window, reasoning) in enumerate([(None, None), (4096, True), (8192, False)])
+        ]
+        catalog.write_text(json.dumps({"models": entries}), encoding="utf-8")
         listed = _debug_models(codex, "-c", f'model_catalog_json="{catalog}"', home=home)
-        parsed = {m["slug"]: m for m in listed["models"]}
-        if set(parsed) != {"probe-model"}:
-            problems.append(f"Codex read the catalog as {sorted(parsed)}, not ['probe-model']")
-        elif parsed["probe-model"].get("context_window") != schema["fallback_context_window"]:
-            problems.append(
-                f"an entry without a window gets {parsed['probe-model'].get('context_window')} "
-                f"from Codex, the data says fallback_context_window "
-                f"{schema['fallback_context_window']}"
-            )
+        read = [(m["slug"], m.get("context_window")) for m in listed["models"]]
+        wrote = [(e["slug"], e["context_window"]) for e in entries]
+        if read != wrote:
+            problems.append(f"Codex read the catalog as {read}, pdnotes wrote {wrote}")
+    problems += _check_values(codex, schema)
     if fallback_instructions(bin_dir) != data.instructions:
         problems.append(
             f"the instructions Codex {version} sends for an uncatalogued model differ from "
             f"catalog/{data.version}.json's (record them again: scripts/codex_data.py record)"
         )
     return problems
+
+
+def _loads(codex: Path, text: str) -> bool:
+    """Whether `codex app-server --print-startup-config` loads `text` as config.toml."""
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        (home / ".codex").mkdir()
+        (home / ".codex" / "config.toml").write_text(text, encoding="utf-8")
+        env = {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
+        run = client_shapes._run([str(codex), "app-server", "--print-startup-config"], env, home)
+    first = next((line for line in run.stdout.splitlines() if line.startswith("{")), "{}")
+    return "error" not in json.loads(first)
+
+
+def _check_values(codex: Path, schema: dict[str, Any]) -> list[str]:
+    """Every enum value the schema data lists loads; every retired value is refused."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases: list[tuple[str, bool]] = []  # (config text, should load)
+    typed = [(None, k, t) for k, t in schema["top_level"].items()]
+    typed += [
+        (table, k, t)
+        for table, spec in schema["tables"].items()
+        if "*" not in table
+        for k, t in spec["fields"].items()
+    ]
+    for table, key, kind in typed:
+        name = "ApprovalPolicy" if kind == "approval_policy" else kind.removeprefix("enum:")
+        if kind != "approval_policy" and not kind.startswith("enum:"):
+            continue
+        head = f"[{table}]\n" if table else ""
+        cases += [(f"{head}{key} = {json.dumps(v)}\n", True) for v in schema["enums"][name]]
+    for key, values in schema.get("retired_values", {}).items():
+        cases += [(f"{key} = {json.dumps(v)}\n", False) for v in values]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        loaded = list(pool.map(lambda case: _loads(codex, case[0]), cases))
+    said = {True: "Codex refused a value the data lists", False: "Codex loaded a retired value"}
+    return [
+        f"{said[should]}: {text.strip()!r}"
+        for (text, should), did in zip(cases, loaded, strict=True)
+        if did != should
+    ]
 
 
 def record(bin_dir: Path) -> Path:

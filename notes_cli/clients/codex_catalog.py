@@ -40,6 +40,7 @@ class CatalogData:
     instructions: str
     reasoning_levels: tuple[str, ...]
     default_reasoning_level: str
+    fallback_window: int  # the fallback metadata's window, for a model whose window is unknown
 
 
 def catalog_data(version: Version | None) -> CatalogData:
@@ -68,6 +69,7 @@ def _load(version: str) -> CatalogData:
         instructions=data["base_instructions"],
         reasoning_levels=tuple(data["reasoning_levels"]),
         default_reasoning_level=data["default_reasoning_level"],
+        fallback_window=data["fallback_context_window"],
     )
 
 
@@ -75,9 +77,9 @@ def model_entry(
     data: CatalogData, model: str, window: int | None, reasoning: bool | None
 ) -> dict[str, Any]:
     """The catalog entry for `model`: Codex's fallback metadata, with the window (context and
-    maximum, so `model_context_window` is not capped below it) and, when known, whether the
-    model reasons (levels offered, default effort; a model that does not is asked for no
-    reasoning summary)."""
+    maximum, so `model_context_window` is not capped below it; the fallback's when unknown)
+    and, when known, whether the model reasons (levels offered, default effort; a model that
+    does not is asked for no reasoning summary)."""
     entry: dict[str, Any] = {"slug": model, "display_name": model, **data.entry}
     entry["supported_reasoning_levels"] = []
     if reasoning:
@@ -88,9 +90,7 @@ def model_entry(
         entry["default_reasoning_level"] = data.default_reasoning_level
     elif reasoning is False:
         entry["default_reasoning_summary"] = "none"
-    if window is not None:
-        entry["context_window"] = window
-        entry["max_context_window"] = window
+    entry["context_window"] = entry["max_context_window"] = window or data.fallback_window
     entry["base_instructions"] = data.instructions
     return entry
 
