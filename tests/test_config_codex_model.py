@@ -147,4 +147,8 @@ def test_the_mock_preset_writes_the_engines_default_window(cli, isolated_home, m
     written = tomllib.loads(config(isolated_home).read_text(encoding="utf-8"))
     assert written["model_context_window"] == 32768
     doc = cli("doctor", "--offline", "--client", "codex", "--json").json()
+    said = [f for f in doc["findings"] if f["id"] == "codex-model-unknown"]
+    assert [f["severity"] for f in said] == ["info"]  # the window is right; no catalog yet
+    assert cli("config", "codex", "--preset", "mock", "--model-catalog").exit_code == 0
+    doc = cli("doctor", "--offline", "--client", "codex", "--json").json()
     assert "codex-model-unknown" not in {f["id"] for f in doc["findings"]}

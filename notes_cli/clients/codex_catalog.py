@@ -159,4 +159,16 @@ def read_slugs(path: Path) -> tuple[set[str] | None, str | None]:
         return None, exc.message.split(": ", 1)[1].removesuffix("; nothing was written")
     except Exception as exc:  # noqa: BLE001 (a decode error names the file itself)
         return None, str(getattr(exc, "message", exc))
+    if not document["models"]:
+        return None, "it lists no model (Codex needs at least one)"
+    required = ("slug", "display_name", "supported_reasoning_levels", *catalog_data(None).entry)
+    for number, entry in enumerate(document["models"], start=1):
+        lacking = [name for name in required if name not in entry]
+        messages = entry.get("model_messages")
+        template = messages.get("instructions_template") if isinstance(messages, dict) else None
+        if not entry.get("base_instructions") and not template and "base_instructions" not in entry:
+            lacking.append("base_instructions")
+        if lacking:
+            name = entry.get("slug", f"number {number}")
+            return None, f"its entry {name} lacks {', '.join(lacking)}"
     return {str(m.get("slug")) for m in document["models"]}, None
