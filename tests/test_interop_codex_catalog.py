@@ -55,7 +55,8 @@ def test_the_shipped_codex_data_is_the_binarys() -> None:
 def test_codex_warns_of_the_model_until_pdnotes_catalogues_it(
     cli: Any, isolated_home: Path, engine_server: Any, catalog: bool
 ) -> None:
-    configure(cli, isolated_home, engine_server.base_url, *(["--model-catalog"] * catalog))
+    flag = "--model-catalog" if catalog else "--no-model-catalog"
+    configure(cli, isolated_home, engine_server.base_url, flag)
 
     run = codex_exec(isolated_home)
 
@@ -97,7 +98,7 @@ def test_the_catalogued_model_gets_the_prompt_and_tools_of_codexs_fallback(
     cli: Any, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Same instructions, same tools, same reasoning request: only the metadata changed."""
-    fallback = recorded_turn(cli, isolated_home)
+    fallback = recorded_turn(cli, isolated_home, "--no-model-catalog")
     other_home = tmp_path / "other-home"
     (other_home / ".codex").mkdir(parents=True)
     monkeypatch.setenv("CODEX_HOME", str(other_home / ".codex"))

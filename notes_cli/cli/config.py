@@ -111,14 +111,15 @@ def codex(
         ),
     ] = None,
     model_catalog: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            "--model-catalog",
+            "--model-catalog/--no-model-catalog",
             help="Also write the model into a Codex model catalog (model_catalog_json: "
             "$CODEX_HOME/pdnotes-models.json unless config.toml names one) with its window and "
-            "reasoning support, so Codex knows it and lists it in its picker.",
+            "reasoning support, so Codex knows it and lists it in its picker (default: as the "
+            "preset says; the mock preset does).",
         ),
-    ] = False,
+    ] = None,
     bridge: Bridge = False,
     bridge_port: BridgePort = 8787,
     bridge_key_env: BridgeKeyEnv = None,
@@ -141,7 +142,7 @@ def codex(
         window,
         _limits_fetcher(from_gateway),
         model_catalog=model_catalog,
-        codex_version=_installed_codex() if model_catalog else None,
+        installed_version=_installed_codex,
     )
     path = paths.codex_config_path(codex_home)
     if bridge or _chat_only(preset):

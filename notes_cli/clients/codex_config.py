@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -50,9 +51,12 @@ class CodexOptions:
     # Reads the window from the gateway's GET /models (the CLI hands in gateway.model_limits'
     # fetch_limits: clients/ does no HTTP); None: the window is `context_window` or none.
     fetch_limits: LimitsFetcher | None = None
-    # Also write a model catalog entry (codex_catalog) and point model_catalog_json at it.
-    model_catalog: bool = False
-    codex_version: tuple[int, int, int] | None = None  # the installed Codex, for the catalog
+    # Also write a model catalog entry (codex_catalog) and point model_catalog_json at it;
+    # None: as the preset says for its own model.
+    model_catalog: bool | None = None
+    # The installed Codex's version (the catalog entry is that release's fallback metadata),
+    # asked only when a catalog is written; None: the newest release pdnotes has data for.
+    installed_version: Callable[[], tuple[int, int, int] | None] | None = None
 
 
 CODEX_FALLBACK_WINDOW = 272_000
@@ -146,8 +150,11 @@ def _resolve(options: CodexOptions, doc: TOMLDocument, codex_home: Path) -> _Tar
     query_params = {**_query_params(current), **cleaned.query_params}
     if cleaned.query_params:
         owned["query_params"] = query_params
-    if options.context_window is None and codex_preset and model == (preset and preset.model):
-        options = replace(options, context_window=codex_preset.context_window)
+    if codex_preset and model == (preset and preset.model):
+        if options.context_window is None and options.fetch_limits is None:
+            options = replace(options, context_window=codex_preset.context_window)
+        if options.model_catalog is None:
+            options = replace(options, model_catalog=codex_preset.model_catalog)
     top, notes, limits = _model_metadata(options, cleaned.base_url, env_key, model)
     catalog = None
     if options.model_catalog:
@@ -170,7 +177,8 @@ def _catalog(
     codex_home: Path,
 ) -> tuple[tuple[Path, dict[str, Any]], tuple[str, ...]]:
     """The catalog file and `model`'s entry in it, and what to say of them."""
-    data = codex_catalog.catalog_data(options.codex_version)
+    version = options.installed_version() if options.installed_version else None
+    data = codex_catalog.catalog_data(version)
     path = codex_catalog.catalog_path(doc.get("model_catalog_json"), codex_home)
     reasoning = limits.reasoning if limits else None
     entry = codex_catalog.model_entry(data, model, window, reasoning)

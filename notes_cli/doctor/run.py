@@ -236,6 +236,7 @@ def _live(
             timeout=timeout,
             static_findings=[f for f in report.findings if f.client == client.client],
             shape=shapes.for_protocol(client.endpoint.protocol),
+            limits=client.limits,
         )
         confirmed = {(f.id, f.client) for f in findings}
         report.findings = [f for f in report.findings if (f.id, f.client) not in confirmed]
