@@ -133,6 +133,8 @@ def test_other_entries_are_kept_and_the_models_own_is_replaced(cli, isolated_hom
     assert entry_of(catalog, "qwen3-coder")["context_window"] == 65536
     assert len(catalog["models"]) == 2
     assert not (folder / "pdnotes-models.json").exists()
+    written = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+    assert written["model_catalog_json"] == "mine.json"  # the user's spelling is kept
 
 
 def test_undo_restores_both_files_byte_for_byte_in_one_step(cli, isolated_home) -> None:

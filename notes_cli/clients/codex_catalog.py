@@ -24,7 +24,7 @@ from typing import Any
 
 from notes_cli import fileio
 from notes_cli.clients.plan import FileEdit
-from notes_cli.errors import ConfigWriteError
+from notes_cli.errors import ConfigWriteError, InputError
 from notes_cli.resources import template_path
 
 CATALOG_NAME = "pdnotes-models.json"
@@ -149,16 +149,13 @@ def read_slugs(path: Path) -> tuple[set[str] | None, str | None]:
     doctor."""
     try:
         raw = fileio.read_bytes(path)
-    except Exception as exc:  # noqa: BLE001 (fileio's InputError words every refusal)
-        return None, str(getattr(exc, "message", exc))
-    if raw is None:
-        return None, f"{path} does not exist"
-    try:
+        if raw is None:
+            return None, f"{path} does not exist"
         document = _read_catalog(path, fileio.decode_text(path, raw))
+    except InputError as exc:  # a FIFO, a folder, binary, too large, not UTF-8: fileio words it
+        return None, exc.message
     except ConfigWriteError as exc:
         return None, exc.message.split(": ", 1)[1].removesuffix("; nothing was written")
-    except Exception as exc:  # noqa: BLE001 (a decode error names the file itself)
-        return None, str(getattr(exc, "message", exc))
     if not document["models"]:
         return None, "it lists no model (Codex needs at least one)"
     required = ("slug", "display_name", "supported_reasoning_levels", *catalog_data(None).entry)

@@ -160,7 +160,9 @@ def _resolve(options: CodexOptions, doc: TOMLDocument, codex_home: Path) -> _Tar
     if options.model_catalog:
         window = top.get("model_context_window")
         catalog, said = _catalog(options, doc, model, window, limits, codex_home)
-        top["model_catalog_json"] = str(catalog[0])
+        configured = doc.get("model_catalog_json")  # a catalog the file names keeps its spelling
+        named = str(configured) if isinstance(configured, str) and configured else str(catalog[0])
+        top["model_catalog_json"] = named
         notes += said
     return _Target(
         provider_id, model, cleaned.base_url, env_key, query_params, owned,
