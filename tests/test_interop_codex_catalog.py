@@ -114,3 +114,37 @@ def test_the_catalogued_model_gets_the_prompt_and_tools_of_codexs_fallback(
         t.get("name") for t in fallback["tools"]
     ]
     assert catalogued["reasoning"] == fallback["reasoning"]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "reasoning"),
+    [(["tools", "reasoning"], {"effort": "medium", "summary": "auto"}), (["tools"], {})],
+    ids=["reasons", "does-not-reason"],
+)
+def test_codex_asks_for_reasoning_as_the_gateway_says_the_model_reasons(
+    cli: Any, isolated_home: Path, parameters: list[str], reasoning: dict[str, str]
+) -> None:
+    """OpenRouter-style `/models` (`supported_parameters`) → the catalog entry → what Codex
+    puts in `reasoning`: an effort for a model that reasons, no summary for one that does not
+    (its fallback asks every model for `{"summary": "auto"}`)."""
+    from loopback import LoopbackServer, Reply, responses_stream
+
+    listing = {"data": [{"id": "m1", "context_length": 65536, "supported_parameters": parameters}]}
+
+    def handler(request: object) -> Reply:
+        if getattr(request, "method", "") == "GET":
+            return Reply.json(listing)
+        return Reply.sse(responses_stream(["pong"]))
+
+    with LoopbackServer(handler) as server:
+        written = cli(
+            "config", "codex", "--base-url", f"{server.url}/api", "--model", "m1",
+            "--provider", "pdnotes-mock", "--context-window", "gateway", "--model-catalog",
+        )  # fmt: skip
+        assert written.exit_code == 0, written.stderr
+        run = codex_exec(isolated_home)
+        turns = [r.json() for r in server.requests if r.method == "POST"]
+
+    assert run.returncode == 0, run.stderr
+    assert WARNING.replace(MODEL, "m1") not in run.stderr
+    assert turns and turns[-1]["reasoning"] == reasoning
