@@ -25,6 +25,7 @@ import httpx
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.gateway import GatewayClient, proxy_for, request_url, safe_url
 from notes_cli.gateway import errors as gw
+from notes_cli.gateway.pace import Pace, judge_cut
 from notes_cli.gateway.results import StreamResult
 from notes_cli.secrets import scrub
 
@@ -64,10 +65,18 @@ class SmokeRun:
     retried: list[str] = field(default_factory=list)
     pd_timing: dict[str, Any] | None = None
     server_timings: dict[str, Any] | None = None  # llama.cpp's own `timings` of the run
+    # A run still streaming at its deadline: how it was going (`gateway.pace.Pace.to_json`).
+    pace: dict[str, Any] | None = None
+
+    @property
+    def slow(self) -> bool:
+        """Cut at the deadline while tokens were still coming steadily: slow but working."""
+        return self.pace is not None and self.pace.get("cause") == "slow"
 
     @property
     def timed_out(self) -> bool:
-        return self.error is not None and "timeout" in str(self.error.get("kind", ""))
+        kind = str(self.error.get("kind", "")) if self.error else ""
+        return "timeout" in kind and not self.slow
 
 
 @dataclass
@@ -78,6 +87,10 @@ class Verdict:
     stable: bool
     reasons: list[str]
     rule: str = STABILITY_RULE
+    # Some run was slow but working (cut at --timeout while still streaming steadily): not a
+    # failure, but its end was not seen; `slow_reasons` says which, at what rate, what to change.
+    slow: bool = False
+    slow_reasons: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -180,12 +193,14 @@ def _one_run(
         try:
             result = client.stream(prompt, max_tokens=max_tokens, extra_body=extra_body)
         except gw.GatewayError as exc:
+            failed = _failed_run(index, exc, attempt, retried, max_tokens, timeout)
             wait = _retry_wait(exc, attempt, timeout)
-            if attempt <= retries and wait is not None:
+            # A slow run is not retried: the next would be as slow.
+            if attempt <= retries and wait is not None and not failed.slow:
                 retried.append(f"{_short(exc)}; waited {wait:.1f} s")
                 sleep(wait)
                 continue
-            return _scrubbed(_failed_run(index, exc, attempt, retried), client.endpoint)
+            return _scrubbed(failed, client.endpoint)
         return _scrubbed(_run_from(index, result, attempt, retried), client.endpoint)
     raise AssertionError("unreachable: the loop always returns")
 
@@ -251,10 +266,23 @@ def _run_from(index: int, result: StreamResult, attempts: int, retried: list[str
     )
 
 
-def _failed_run(index: int, exc: gw.GatewayError, attempts: int, retried: list[str]) -> SmokeRun:
+def _failed_run(
+    index: int,
+    exc: gw.GatewayError,
+    attempts: int,
+    retried: list[str],
+    max_tokens: int,
+    timeout: float,
+) -> SmokeRun:
     partial: StreamResult | None = getattr(exc, "partial", None)
     t = partial.timings if partial is not None else None
     error = exc.to_json() if hasattr(exc, "to_json") else {"message": exc.message, "fix": exc.fix}
+    problem = _short(exc)
+    pace: Pace | None = None
+    if isinstance(exc, gw.IdleStreamTimeout) and partial is not None and t is not None:
+        # Cut at the deadline: the tokens that came say why (slow, stalled, never started…).
+        pace = judge_cut(partial, max_tokens=max_tokens, elapsed_ms=t.total_ms or 0.0)
+        problem = _slow_problem(pace, timeout) if pace.slow else f"{problem}: {pace.describe()}"
     return SmokeRun(
         index=index,
         ok=False,
@@ -265,21 +293,32 @@ def _failed_run(index: int, exc: gw.GatewayError, attempts: int, retried: list[s
         total_ms=_r(t.total_ms) if t else None,
         output_tokens=partial.output_tokens if partial else None,
         tokens_source=partial.tokens_source if partial else None,
-        tokens_per_s=None,
+        tokens_per_s=_r(pace.tokens_per_s) if pace and pace.slow else None,
         finish_reason=partial.finish_reason if partial else None,
         completed=False,
         preview=_preview(partial.text) if partial else "",
         attempts=attempts,
-        problem=_short(exc),
+        problem=problem,
         error=error,
         retried=retried,
+        pace=pace.to_json() if pace else None,
     )
+
+
+def _slow_problem(pace: Pace, timeout: float) -> str:
+    """What a slow run's row says: the rate, the first token, and the flag to change."""
+    fit = pace.fitting_max_tokens(timeout)
+    change = f"raise --timeout to {pace.fitting_timeout()}" if pace.needs_s else "raise --timeout"
+    if fit is not None and pace.max_tokens and fit < pace.max_tokens:
+        change += f" or lower --max-tokens to {fit}"
+    return f"{pace.describe()}; its end was not seen within --timeout {timeout:g} s ({change})"
 
 
 def judge(runs: list[SmokeRun]) -> Verdict:
     """The article's criteria, with the reason for every failed one."""
     reasons: list[str] = []
-    failed = [r for r in runs if r.error]
+    slow = [r for r in runs if r.slow]
+    failed = [r for r in runs if r.error and not r.slow]
     returned = not failed
     for run in failed:
         reasons.append(f"run {run.index} did not return: {run.problem}")
@@ -289,12 +328,20 @@ def judge(runs: list[SmokeRun]) -> Verdict:
         reasons.append(f"run {run.index} {run.problem}")
     stable, why = _stability(runs)
     reasons.extend(why)
-    return Verdict(returned and completed and stable, returned, completed, stable, reasons)
+    slow_reasons = [f"run {r.index} {r.problem}" for r in slow]
+    ok = returned and completed and stable
+    return Verdict(
+        ok, returned, completed, stable, reasons, slow=bool(slow), slow_reasons=slow_reasons
+    )
 
 
 def _stability(runs: list[SmokeRun]) -> tuple[bool, list[str]]:
     reasons = [f"run {r.index} timed out" for r in runs if r.timed_out]
-    totals = [(r.index, r.total_ms) for r in runs if not r.error and r.total_ms is not None]
+    # A slow run counts with its time so far (its deadline): one run cut at 30 s among runs of
+    # 2 s is unstable latency, whatever the cause.
+    totals = [
+        (r.index, r.total_ms) for r in runs if (not r.error or r.slow) and r.total_ms is not None
+    ]
     if not reasons and len(totals) < min(2, len(runs)):  # too few to compare: not shown
         reasons.append(f"latency not judged: {len(totals)} of {len(runs)} runs returned")
     if len(totals) >= 2:
@@ -309,7 +356,7 @@ def _stability(runs: list[SmokeRun]) -> tuple[bool, list[str]]:
 
 
 def breakdown(runs: list[SmokeRun]) -> Breakdown:
-    good = [r for r in runs if not r.error]
+    good = [r for r in runs if not r.error or r.slow]
     connects = [r.connect_ms for r in good if r.connect_ms is not None]
     headers = [r.headers_ms for r in good if r.headers_ms is not None]
     model = [

@@ -33,6 +33,7 @@ MESSAGES = {"model": "pd-mock-1", "max_tokens": 32, "messages": [{"role": "user"
         ("hang", "hang-before-headers:3600s@always"),
         ("cut-before-completion@every:2", "cut-before-completion@every:2"),
         ("kv-tcp-fallback", "kv-tcp-fallback@always"),
+        ("ignore-eos@every:2", "no-stop@every:2"),
     ],
 )
 def test_fault_specs_parse(spec: str, described: str) -> None:
@@ -133,6 +134,22 @@ def test_cut_before_completion_streams_tokens_but_no_completion_event(
     assert "pong" in cut
     assert completion_marker not in cut
     assert completion_marker in whole
+
+
+def test_no_stop_runs_every_answer_to_its_token_budget(
+    start_engine_server: Callable[..., Any],
+) -> None:
+    """Like a base model: the answer that would be "pong" goes on until max_tokens."""
+    engine = start_engine_server(faults=("no-stop@first:1",))
+    body = {**CHAT, "max_tokens": 40}
+    with httpx.Client(timeout=20) as client:
+        running = client.post(engine.base_url + "/chat/completions", json=body).json()
+        normal = client.post(engine.base_url + "/chat/completions", json=body).json()
+    assert running["choices"][0]["finish_reason"] == "length"
+    assert running["usage"]["completion_tokens"] == 40
+    assert running["choices"][0]["message"]["content"].startswith("pong pong")
+    assert normal["choices"][0]["finish_reason"] == "stop"
+    assert normal["choices"][0]["message"]["content"] == "pong"
 
 
 def test_stall_mid_stream_goes_silent_after_the_first_token(start: Callable[..., Any]) -> None:

@@ -201,6 +201,9 @@ class _QuietProgress:
     def attempt_finished(self, attempt: Any) -> None:
         pass
 
+    def slow(self, message: str) -> None:
+        pass
+
 
 def _notes_step(box: Sandbox, lang: str) -> Step:
     from notes_cli.clients.resolve import resolve_endpoints

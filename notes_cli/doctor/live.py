@@ -48,6 +48,7 @@ from notes_cli.gateway import (
     safe_url,
 )
 from notes_cli.gateway import errors as gw
+from notes_cli.gateway.pace import Pace, judge_cut
 from notes_cli.gateway.results import StreamResult
 
 PROBE_PROMPT = "Reply with the single word: pong"
@@ -66,6 +67,14 @@ _BOUND_FINDINGS: tuple[tuple[type[gw.GatewayError], str], ...] = (
     (gw.ResponseTooLarge, "response-too-large"),
     (gw.HeadersTooLarge, "headers-too-large"),
 )
+
+# The fix of `stream-never-finished` for each way a turn can be cut that is not slowness
+# (keyed by `Pace.cause`, spelt with underscores).
+_CUT_FIX: dict[str, dict[str, Any]] = {
+    "stalled": {"variant": "stalled"},
+    "no_first_token": {"variant": "no_first_token"},
+    "over_budget": {"variant": "over_budget"},
+}
 
 # Statuses that say "this request body is wrong", worth narrowing down.
 _SHAPE_ERRORS = frozenset({400, 413, 422})
@@ -180,7 +189,7 @@ class _Prober:
                 result = client.list_models()
         except gw.GatewayError as exc:
             self._record_failure("models", "GET", url, exc, start)
-            if self._bound_broken(exc):
+            if self._bound_broken(exc, turn=False):
                 # A server that never answers is not asked again; after an endless or huge
                 # model list the turn may still work (or show more).
                 return not isinstance(exc, gw.HeadersTimeout)
@@ -212,7 +221,8 @@ class _Prober:
             with self._client(endpoint) as client:
                 result = client.stream(PROBE_PROMPT, max_tokens=PROBE_MAX_TOKENS, extra_body=extra)
         except gw.GatewayError as exc:
-            self._record_failure(name, "POST", url, exc, start)
+            pace = _pace_of(exc)
+            self._record_failure(name, "POST", url, exc, start, pace.describe() if pace else None)
             raise
         detail = f"finish={result.finish_reason}, {result.output_tokens} tokens"
         if result.timings.ttft_ms is not None:
@@ -489,14 +499,17 @@ class _Prober:
             return True
         return False
 
-    def _bound_broken(self, exc: gw.GatewayError) -> bool:
+    def _bound_broken(self, exc: gw.GatewayError, *, turn: bool = True) -> bool:
         """Add the finding for a server that broke a probe bound; False for other errors. A
         finding already made for this endpoint (the model list and the turn often break the
         same bound) is not repeated."""
         finding_id = next((fid for kind, fid in _BOUND_FINDINGS if isinstance(exc, kind)), None)
         if finding_id is None:
             return False
-        if finding_id not in {f.id for f in self.findings}:
+        pace = _pace_of(exc) if turn else None
+        if pace is not None:
+            self._cut_stream(exc, pace)
+        elif finding_id not in {f.id for f in self.findings}:
             proxy = proxy_for(self.endpoint.base_url) if finding_id == "no-response" else None
             self._add(
                 finding_id,
@@ -506,6 +519,30 @@ class _Prober:
                 proxy=proxy,
             )
         return True
+
+    def _cut_stream(self, exc: gw.GatewayError, pace: Pace) -> None:
+        """A test turn still open at its deadline, judged by the tokens that came: slow but
+        working is a warning (`stream-slow`) with the measured rate; a stall, a stream that
+        never started or one over its budget is `stream-never-finished`, naming which."""
+        found = {f.id for f in self.findings}
+        if pace.slow:
+            if "stream-slow" in found:
+                return
+            self._add(
+                "stream-slow",
+                f"the test turn to {exc_url(exc)} is {pace.describe()}, over doctor's "
+                f"--timeout {self.timeout:g} s",
+                timeout=pace.fitting_timeout() or "a larger value",
+            )
+            return
+        if "stream-never-finished" in found:
+            return
+        self._add(
+            "stream-never-finished",
+            f"{exc.message}: {pace.describe()}",
+            **_CUT_FIX[pace.cause.replace("-", "_")],
+            gateway_fix=exc.fix or "",
+        )
 
     def _unreachable(self, exc: gw.GatewayError) -> None:
         """Cannot connect; a proxy on the way is named (NO_PROXY is often the fix)."""
@@ -600,12 +637,19 @@ class _Prober:
         )
 
     def _record_failure(
-        self, name: str, method: str, url: str, exc: gw.GatewayError, start: float
+        self,
+        name: str,
+        method: str,
+        url: str,
+        exc: gw.GatewayError,
+        start: float,
+        pace: str | None = None,
     ) -> None:
         status = exc.status if isinstance(exc, gw.HttpStatusError) else None
         ms = (time.perf_counter() - start) * 1000
         kind = getattr(exc, "kind", "error")
-        self._record(name, method, url, status, ms, False, f"{kind}: {exc.message}")
+        detail = f"{kind}: {exc.message}" + (f": {pace}" if pace else "")
+        self._record(name, method, url, status, ms, False, detail)
 
     def _client(self, endpoint: Endpoint) -> GatewayClient:
         timeout = min(self.timeout, max(self._remaining(), 0.1))
@@ -667,6 +711,17 @@ class _Prober:
             if finding.id == finding_id and finding.client == self.client:
                 return finding.line, finding.file
         return None, self._file_of_source() if self.endpoint.client == "codex" else None
+
+
+def _pace_of(exc: gw.GatewayError) -> Pace | None:
+    """How a test turn cut at its deadline was going (None for other errors: no stream)."""
+    partial = getattr(exc, "partial", None)
+    if not isinstance(exc, gw.IdleStreamTimeout) or partial is None:
+        return None
+    elapsed = partial.timings.total_ms
+    if elapsed is None:
+        return None
+    return judge_cut(partial, max_tokens=PROBE_MAX_TOKENS, elapsed_ms=elapsed)
 
 
 def _redirect_loop(exc: gw.GatewayError) -> bool:

@@ -9,10 +9,11 @@ stream or an answer without a table never leaves a file behind that looks finish
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.errors import PdnotesError
@@ -25,6 +26,9 @@ from notes_cli.notes.reading import MapObserver, MapResult, ReadingPlan
 from notes_cli.notes.rubric import score
 from notes_cli.notes.sources import estimate_tokens
 
+if TYPE_CHECKING:
+    from notes_cli.gateway.errors import IdleStreamTimeout
+
 AttemptKind = Literal["initial", "repair"]
 DEFAULT_MAX_SOURCE_TOKENS = 6000
 DEFAULT_MAX_TOKENS = 4096
@@ -36,6 +40,11 @@ class NoteRefused(PdnotesError):
 
 class NoteIncomplete(PdnotesError):
     """The model never produced a complete table (exit 1); nothing was written."""
+
+
+class NoteTooSlow(PdnotesError):
+    """The model answers, but too slowly to finish within --timeout (exit 1): said early when
+    not even the smallest table fits, else at the deadline, with the measured rate."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,10 @@ class Observer(Protocol):
     def chunk(self, text: str, elapsed_ms: float) -> None: ...
 
     def attempt_finished(self, attempt: Attempt) -> None: ...
+
+    def slow(self, message: str) -> None:
+        """The answer's first tokens say its budget cannot finish within --timeout."""
+        ...
 
 
 def build_prompt(
@@ -170,11 +183,13 @@ def generate_note(
     """Run the conversation (first answer plus up to `repairs` repairs) and return the last
     check. Gateway failures propagate as GatewayError; a refusal raises NoteRefused."""
     from notes_cli.gateway.client import GatewayClient
+    from notes_cli.gateway.errors import IdleStreamTimeout
 
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt.text}]
     attempts: list[Attempt] = []
     # `timeout` is a wall clock on each model call (first answer or repair), not only a gap
     # between reads: a gateway that trickles or never ends its stream cannot hold it longer.
+    warned: list[str] = []  # the slow-model warning, said once per run
     with GatewayClient(
         endpoint, timeout=timeout, idle_timeout=timeout, total_timeout=timeout, transport=transport
     ) as client:
@@ -184,7 +199,11 @@ def generate_note(
             kind: AttemptKind = "initial" if number == 1 else "repair"
             request = messages[-1]["content"]
             observer.attempt_started(number, kind, request)
-            streamed = client.stream(messages, max_tokens=max_tokens, on_chunk=observer.chunk)
+            watch = PaceWatch(observer, max_tokens, timeout, min_note_tokens(kit, lang), warned)
+            try:
+                streamed = client.stream(messages, max_tokens=max_tokens, on_chunk=watch.chunk)
+            except IdleStreamTimeout as exc:
+                raise _at_deadline(exc, max_tokens, timeout) from exc
             check = _with_grounding(
                 check_text(streamed.text, kit, finish_reason=streamed.finish_reason), prompt
             )
@@ -211,6 +230,99 @@ def generate_note(
         )
     uncited = check.misplaced
     return GenerateResult(_uncited(check, prompt), attempts, uncited=uncited)
+
+
+def min_note_tokens(kit: Kit, lang: str) -> int:
+    """About the smallest answer that can pass the kit's rubric: a bare table naming every
+    required row and its concepts once (labels estimated as `estimate_tokens` does, plus
+    `_MARKUP_TOKENS` of pipes and dashes a line). A model that cannot write this much before
+    --timeout cannot write the note at all."""
+    header = sum(estimate_tokens(c.label(lang)) for c in kit.columns)
+    rows = [r for r in kit.rubric.rows if r.required]
+    cells = sum(
+        estimate_tokens(r.label) + sum(estimate_tokens(c.label) for c in r.concepts) for r in rows
+    )
+    return header + cells + _MARKUP_TOKENS * (len(rows) + 2)
+
+
+_MARKUP_TOKENS = 6  # `| … | … | … | … |` and the `|---|` line: a few tokens a table line
+_FIRST_LOOK = 16  # output chunks before the rate is judged (then at 32, 64, … to stay cheap)
+
+
+class PaceWatch:
+    """Watches an answer's chunks (`chunk` is the stream's `on_chunk`) and projects, from the
+    rate so far, how many tokens can arrive by the deadline: when fewer than `max_tokens`, the
+    observer hears it once (a longer answer will be cut); when fewer than `least` (the smallest
+    passing table), the answer is given up at once (`NoteTooSlow`) instead of at --timeout."""
+
+    def __init__(
+        self, observer: Observer, max_tokens: int, timeout: float, least: int, warned: list[str]
+    ) -> None:
+        self.observer = observer
+        self.max_tokens = max_tokens
+        self.deadline_ms = timeout * 1000
+        self.timeout = timeout
+        self.least = least
+        self.warned = warned
+        self.first_ms: float | None = None
+        self.count = 0
+        self.next_look = _FIRST_LOOK
+
+    def chunk(self, text: str, elapsed_ms: float) -> None:
+        self.observer.chunk(text, elapsed_ms)
+        self.count += 1
+        if self.first_ms is None:
+            self.first_ms = elapsed_ms
+        if self.count < self.next_look:
+            return
+        self.next_look *= 2
+        if elapsed_ms <= self.first_ms:
+            return  # one burst: no rate yet
+        rate = (self.count - 1) / (elapsed_ms - self.first_ms) * 1000
+        can = self.count + int(rate * max(self.deadline_ms - elapsed_ms, 0) / 1000)
+        if can >= self.max_tokens:
+            return
+        needs = (self.first_ms + (self.max_tokens - 1) / rate * 1000) / 1000
+        fit = math.ceil(needs / 0.8)
+        pace = f"{rate:.1f} tokens/s (first token after {self.first_ms:.0f} ms)"
+        if can < self.least:
+            raise NoteTooSlow(
+                f"the model answers at {pace}: by --timeout {self.timeout:g} s it can write "
+                f"about {can} tokens, fewer than the smallest table this kit needs (~{self.least}"
+                f" tokens); stopped after {self.count} tokens instead of waiting",
+                fix=f"raise --timeout (the {self.max_tokens}-token budget needs about "
+                f"{needs:.0f} s at this rate: --timeout {fit}), or use a faster endpoint",
+            )
+        if not self.warned:
+            self.warned.append(pace)
+            self.observer.slow(
+                f"slow model: {pace}; by --timeout {self.timeout:g} s an answer can have about "
+                f"{can} of its {self.max_tokens} tokens, so a longer one will be cut "
+                f"(--timeout {fit} fits the whole budget)"
+            )
+
+
+def _at_deadline(exc: IdleStreamTimeout, max_tokens: int, timeout: float) -> PdnotesError:
+    """An answer still open at --timeout: slow but working (`NoteTooSlow`, with the rate and
+    the flags to change) or the gateway's error with its cause (stalled, never started,
+    over the budget) named."""
+    from notes_cli.gateway.pace import judge_cut
+
+    partial = exc.partial
+    if partial is None or partial.timings.total_ms is None:
+        return exc
+    pace = judge_cut(partial, max_tokens=max_tokens, elapsed_ms=partial.timings.total_ms)
+    if not pace.slow:
+        exc.message += f": {pace.describe()}"
+        exc.args = (exc.message,)
+        return exc
+    fit = pace.fitting_timeout()
+    return NoteTooSlow(
+        f"the model is {pace.describe()}, but --timeout {timeout:g} s ran out before the "
+        "answer ended; no note written",
+        fix=f"raise --timeout{f' to {fit}' if fit else ''} (fits the whole --max-tokens "
+        f"{max_tokens} at this rate), or lower --max-tokens if the note is shorter",
+    )
 
 
 def _with_grounding(check: NoteCheck, prompt: Prompt) -> NoteCheck:

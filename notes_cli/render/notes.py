@@ -184,6 +184,13 @@ class GenerateProgress:
         if self.stream is not None:
             self.stream.done(f"{attempt.output_tokens} tokens, verdict {attempt.verdict}")
 
+    def slow(self, message: str) -> None:
+        from notes_cli.render import warn
+
+        if self.stream is not None and self.stream._live:
+            err().control(_REDRAW)  # the status line is redrawn at the next chunk
+        warn(message)
+
     def map_started(self, step: int, total: int, labels: list[str], tokens: int) -> None:
         if step == 1:
             err().print(f"reading with [bold]{escape(self.model)}[/] at {escape(self.url)}")

@@ -35,9 +35,11 @@ def header(endpoint: Endpoint, n: int) -> None:
 
 def progress(run: SmokeRun) -> None:
     """One line per finished run (stderr)."""
-    mark = "[green]ok[/]" if run.ok else "[red]FAIL[/]"
+    mark = "[green]ok[/]" if run.ok else "[yellow]slow[/]" if run.slow else "[red]FAIL[/]"
     took = f"{run.total_ms:.0f} ms" if run.total_ms is not None else "-"
     detail = "" if run.ok else f" {escape(run.problem or '')}"
+    if run.slow and run.tokens_per_s is not None:
+        detail = f" still streaming at {run.tokens_per_s:.1f} tokens/s"
     err().print(f"[dim]run {run.index}:[/] {mark} {took}{detail}")
 
 
@@ -48,17 +50,20 @@ def report(result: SmokeReport) -> None:
     for run in result.runs:
         for line in run.retried:
             console.print(f"[yellow]run {run.index} retried:[/] {escape(line)}")
-        fix = str(run.error.get("fix") or "") if run.error else ""
+        # A slow run's own line says what to change; the timeout's generic fix would not.
+        fix = str(run.error.get("fix") or "") if run.error and not run.slow else ""
         if fix and fix not in fixes:
             fixes.append(fix)
     for fix in fixes:
         console.print(f"[bold]fix:[/] {escape(fix)}")
-    if any(not run.error for run in result.runs):
+    if any(not run.error or run.slow for run in result.runs):
         console.print(_breakdown_line(result.breakdown))
     if result.proxy:
         console.print(f"[dim]via proxy {escape(result.proxy)}[/]")
     verdict = result.verdict
     style, word = ("bold green", "PASS") if verdict.ok else ("bold red", "FAIL")
+    if verdict.ok and verdict.slow:
+        style, word = "bold yellow", "SLOW"  # working, but the end of a run was not seen
     checks = ", ".join(
         f"{name} {'yes' if value else 'NO'}"
         for name, value in (
@@ -67,9 +72,16 @@ def report(result: SmokeReport) -> None:
             ("stable", verdict.stable),
         )
     )
+    if verdict.slow:
+        slow = len(verdict.slow_reasons)
+        if verdict.completed and slow == len(result.runs):  # no run's end was seen
+            checks = checks.replace("completed yes", "completed not seen")
+        checks += f", slow {slow} of {len(result.runs)} (still streaming at --timeout)"
     console.print(f"[{style}]{word}[/] {checks}  [dim]({escape(verdict.rule)})[/]")
     for reason in verdict.reasons:
         console.print(f"  [red]•[/] {escape(reason)}")
+    for reason in verdict.slow_reasons:
+        console.print(f"  [yellow]•[/] {escape(reason)}")
 
 
 class _Trimmed:
@@ -157,6 +169,8 @@ _SHORT_KIND = {
 
 
 def _finish(run: SmokeRun) -> str:
+    if run.slow:
+        return "slow"
     if run.error:
         return _SHORT_KIND.get(str(run.error.get("kind")), "error")
     return run.finish_reason or "-"

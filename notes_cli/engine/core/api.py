@@ -27,7 +27,8 @@ class GenerationRequest:
     first advanced); the wall time from there until the simulated hardware has the request is
     reported as `PdTiming.admission_wall_ms`. `answer`, when set, is the exact text to
     generate (the HTTP layer's tool rule decided it: a tool call's arguments, or the answer to
-    a tool's result) instead of what the responder would say."""
+    a tool's result) instead of what the responder would say. `ignore_eos` makes the answer
+    run to its budget (`max_tokens`) instead of stopping by itself, like a base model."""
 
     model: str
     messages: tuple[ChatMessage, ...]
@@ -36,6 +37,7 @@ class GenerationRequest:
     metadata: dict[str, Any] = field(default_factory=dict)
     received_s: float | None = None
     answer: str | None = None
+    ignore_eos: bool = False
 
 
 @dataclass(frozen=True)

@@ -102,12 +102,23 @@ class Responder:
         _knowledge_answer([("user", "")], self.seed)
 
     def respond(
-        self, messages: Sequence[ChatMessage], max_tokens: int, *, answer: str | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        max_tokens: int,
+        *,
+        answer: str | None = None,
+        ignore_eos: bool = False,
     ) -> tuple[list[str], FinishReason]:
-        """(tokens, finish reason); "".join(tokens) is the answer text (`answer` when given)."""
+        """(tokens, finish reason); "".join(tokens) is the answer text (`answer` when given).
+        With `ignore_eos` the responder's answer goes on (the text again, from its start) to
+        `max_tokens`; an exact `answer` (a tool call's arguments) is left whole."""
         text = self.answer_text(messages) if answer is None else answer
         tokens = tokenize(text)
-        if max_tokens < len(tokens):
+        ignore_eos = ignore_eos and answer is None
+        if ignore_eos and tokens and len(tokens) < max_tokens:
+            again = tokenize(" " + text)
+            tokens += again * -(-(max_tokens - len(tokens)) // len(again))
+        if max_tokens < len(tokens) or (ignore_eos and tokens):
             return tokens[: max(0, max_tokens)], "length"
         return tokens, "stop"
 

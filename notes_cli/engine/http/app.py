@@ -438,7 +438,8 @@ class _EngineHttp:
         # An injected delay before the headers is the fault's time, not the engine's queue.
         delayed = plan.hang_s is not None or bool(plan.slow_headers_s)
         received = time.monotonic() if delayed else request.scope.get(_RECEIVED)
-        stream = self.service.generate(replace(call.request, received_s=received))
+        asked = replace(call.request, received_s=received, ignore_eos=plan.no_stop)
+        stream = self.service.generate(asked)
         try:
             admitted = await anext(stream)
         except QueueFull as exc:

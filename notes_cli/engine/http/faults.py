@@ -8,6 +8,8 @@ A spec is `KIND[:SECONDS][@SCHEDULE]` (spaces work too: `"500 first 2"`):
                stall-mid-stream[:S]  go silent for S seconds (default 60) after the first token
                cut-before-completion send every token, then close without the completion event
                kv-tcp-fallback       the KV link silently falls back to TCP (always on while set)
+               no-stop               the answer never stops by itself: it runs to max_tokens
+                                     (finish reason "length"), like a base model
     SCHEDULE   always (default) | first:N | every:N | rate:P[:seed:S]
 
 Schedules count generation requests (chat, Responses, Messages) from when the fault was set,
@@ -27,7 +29,8 @@ ScheduleKind = Literal["always", "first", "every", "rate"]
 HTTP_FAULTS = ("401", "404", "429", "500", "503")
 TIMING_FAULTS = ("hang-before-headers", "slow-headers", "stall-mid-stream", "cut-before-completion")
 LINK_FAULTS = ("kv-tcp-fallback",)
-FAULT_KINDS = HTTP_FAULTS + TIMING_FAULTS + LINK_FAULTS
+ANSWER_FAULTS = ("no-stop",)
+FAULT_KINDS = HTTP_FAULTS + TIMING_FAULTS + LINK_FAULTS + ANSWER_FAULTS
 
 _ALIASES = {
     "unauthorized": "401",
@@ -42,6 +45,8 @@ _ALIASES = {
     "stall": "stall-mid-stream",
     "cut": "cut-before-completion",
     "tcp-fallback": "kv-tcp-fallback",
+    "ignore-eos": "no-stop",
+    "base-model": "no-stop",
 }
 _DEFAULT_SECONDS = {"slow-headers": 2.0, "stall-mid-stream": 60.0, "hang-before-headers": 3600.0}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s)?$")
@@ -158,6 +163,7 @@ class FaultPlan:
     slow_headers_s: float | None = None
     stall_s: float | None = None
     cut_before_completion: bool = False
+    no_stop: bool = False
 
 
 class FaultInjector:
@@ -182,7 +188,7 @@ class FaultInjector:
     def plan(self) -> FaultPlan:
         """Advance every schedule by one generation request and say what fires."""
         status = hang = slow = stall = None
-        cut = False
+        cut = no_stop = False
         for fault in self._active:
             kind = fault.spec.kind
             if kind in LINK_FAULTS or not fault.hits():
@@ -195,9 +201,11 @@ class FaultInjector:
                 slow = fault.spec.seconds
             elif kind == "stall-mid-stream":
                 stall = fault.spec.seconds
+            elif kind == "no-stop":
+                no_stop = True
             else:
                 cut = True
-        return FaultPlan(status, hang, slow, stall, cut)
+        return FaultPlan(status, hang, slow, stall, cut, no_stop)
 
     def describe(self) -> list[dict[str, object]]:
         """JSON for GET /engine/faults."""

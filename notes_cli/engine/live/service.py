@@ -268,7 +268,9 @@ class LiveEngineService:
         budget = request.max_tokens
         if budget is None:
             budget = self.config.default_max_tokens
-        tokens, finish = self.responder.respond(request.messages, budget, answer=request.answer)
+        tokens, finish = self.responder.respond(
+            request.messages, budget, answer=request.answer, ignore_eos=request.ignore_eos
+        )
         return tokens, finish, self.prompt_tokens(request)
 
     @staticmethod
