@@ -12,6 +12,12 @@ process is sorted out by `recover` on the next run, under the file's lock: commi
 file holds the intended state (the replace happened), discarded otherwise. Pending backups are
 invisible to `list_backups`, `latest` and `undo`.
 
+One write may change several files of a client as one step (`config codex` writes config.toml
+and the model catalog it names): the backup then saves every file under one stamp (`others` in
+its meta, each with its own pending digest), `undo` restores them all, and a write or an undo that
+fails or is killed between two files is rolled back to the saved state, by the writer itself or
+by `recover` on the next run, so no half of a step stays applied.
+
 Writes into a backups folder hold that folder's lock (`fileio.locked(folder)`) as well as the
 file's: the backups of several files of one client share the folder. Holding it, a save removes
 the temp files a killed save left there (copies of the file, a token included).
@@ -41,6 +47,17 @@ KEEP = 10
 
 
 @dataclass(frozen=True)
+class SavedFile:
+    """One more file saved with a backup (a write that changes several files as one step)."""
+
+    original: Path
+    existed: bool
+    mode: int | None
+    data_path: Path
+    pending: str | None = None
+
+
+@dataclass(frozen=True)
 class Backup:
     """One saved state of `original` (the path the user's client reads)."""
 
@@ -57,6 +74,8 @@ class Backup:
     group: str | None = None
     """Shared by the backups of files one command wrote together (Gemini CLI's settings.json
     and .env): `undo_group` restores them together."""
+    others: tuple[SavedFile, ...] = ()
+    """The other files of the same step, restored together with `original`."""
 
     @property
     def created(self) -> str:
@@ -70,6 +89,7 @@ class UndoResult:
     action: Literal["restored", "removed"]
     backup: Backup
     saved_current: Backup
+    others: tuple[tuple[Path, Literal["restored", "removed"]], ...] = ()
 
 
 def backups_dir(client: str, *, undone: bool = False) -> Path:
@@ -90,10 +110,12 @@ def save(
     pending: str | None = None,
     consumes: str | None = None,
     group: str | None = None,
+    others: tuple[tuple[Path, str | None], ...] = (),
 ) -> Backup:
     """Save the current bytes of `original` (or its absence) and prune to the newest KEEP.
     With `pending` (the digest of the state about to be written), the backup stays invisible
-    until `commit`. Call it holding `fileio.locked(original)`."""
+    until `commit`. `others`: (path, pending digest) of the further files the same step
+    writes, saved in the same backup. Call it holding `fileio.locked` of every file."""
     folder = backups_dir(client, undone=undone)
     original = original.absolute()  # undo may run from another folder
     data = fileio.read_bytes(original)
@@ -108,20 +130,38 @@ def save(
         meta["consumes"] = consumes
     if group is not None:
         meta["group"] = group
-    data_path: Path | None = None
+    extra = [(path.absolute(), fileio.read_bytes(path.absolute()), due) for path, due in others]
+    written: list[Path] = []
     try:
         with _folder_locked(folder):
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # may hold copies of tokens
             stamp = _unique_stamp(folder)
             data_path, meta_path = folder / f"{stamp}.bak", folder / f"{stamp}.json"
             if data is not None:
-                fileio.atomic_write(data_path, data, mode=0o600)
+                written.append(fileio.atomic_write(data_path, data, mode=0o600))
+            saved_others: list[dict[str, object]] = []
+            for number, (path, other, due) in enumerate(extra, start=1):
+                entry: dict[str, object] = {
+                    "original": str(path),
+                    "existed": other is not None,
+                    "mode": fileio.file_mode(path),
+                    "data": f"{stamp}.{number}.bak",
+                }
+                if due is not None:
+                    entry["pending"] = due
+                if other is not None:
+                    written.append(
+                        fileio.atomic_write(folder / str(entry["data"]), other, mode=0o600)
+                    )
+                saved_others.append(entry)
+            if saved_others:
+                meta["others"] = saved_others
             fileio.atomic_write(meta_path, json.dumps(meta, indent=2) + "\n", mode=0o600)
             _prune(folder)
     except (ConfigWriteError, OSError) as exc:
-        if data is not None and data_path is not None:  # a copy no meta points at
+        for copy in written:  # copies no meta points at
             with contextlib.suppress(OSError):
-                data_path.unlink(missing_ok=True)
+                copy.unlink(missing_ok=True)
         raise ConfigWriteError(
             f"cannot save a backup in {folder}, so nothing was changed "
             f"({_save_reason(exc, folder)})",
@@ -164,13 +204,61 @@ def commit(backup: Backup) -> None:
         meta = json.loads(raw)
         meta.pop("pending", None)
         meta.pop("consumes", None)
+        for entry in meta.get("others", ()):
+            entry.pop("pending", None)
         fileio.atomic_write(backup.meta_path, json.dumps(meta, indent=2) + "\n", mode=0o600)
 
 
 def discard(backup: Backup) -> None:
     """Drop a backup whose write did not happen."""
     backup.data_path.unlink(missing_ok=True)
+    for other in backup.others:
+        other.data_path.unlink(missing_ok=True)
     backup.meta_path.unlink(missing_ok=True)
+
+
+def saved_states(backup: Backup) -> list[tuple[Path, bytes | None, int | None]]:
+    """(file, its saved bytes or None when it did not exist, mode) of every file of `backup`,
+    `original` first. A saved file whose data is gone raises `ConfigWriteError`: restoring
+    b"" in its place would lose it."""
+    files = [(backup.original, backup.existed, backup.mode, backup.data_path)]
+    files += [(o.original, o.existed, o.mode, o.data_path) for o in backup.others]
+    states: list[tuple[Path, bytes | None, int | None]] = []
+    for original, existed, mode, data_path in files:
+        data = fileio.read_bytes(data_path) if existed else None
+        if existed and data is None:  # deleted by hand or by a cleaner: never restore b""
+            raise ConfigWriteError(
+                f"the {backup.client} backup is incomplete: {backup.meta_path} is there but its "
+                f"data file {data_path} is missing, so {original} cannot be restored; "
+                "nothing was changed",
+                fix=f"to undo to the backup before it, remove the incomplete one: "
+                f"rm {backup.meta_path}",
+            )
+        states.append((original, data, mode))
+    return states
+
+
+def put_back(path: Path, data: bytes | None, mode: int | None) -> None:
+    """Give `path` the saved state `data` (None: the file did not exist), atomically."""
+    if data is None:
+        fileio.remove_file(path)
+    else:
+        fileio.atomic_write(path, data, mode=mode)
+
+
+def _pending_of(backup: Backup) -> list[tuple[Path, str | None]]:
+    return [(backup.original, backup.pending)] + [(o.original, o.pending) for o in backup.others]
+
+
+def _roll_back(backup: Backup) -> None:
+    """A step that stopped between two files: put back the files it had already written (those
+    holding their pending state) from the backup, so none of the step stays applied."""
+    states = {path: (data, mode) for path, data, mode in saved_states(backup)}
+    for path, due in _pending_of(backup):
+        if due is not None and state_digest(fileio.read_bytes(path)) == due:
+            data, mode = states[path]
+            if state_digest(data) != due:
+                put_back(path, data, mode)
 
 
 def recover(client: str, original: Path) -> None:
@@ -181,17 +269,35 @@ def recover(client: str, original: Path) -> None:
         for backup in _all_backups(client, undone=undone):
             if backup.pending is None or backup.original != original:
                 continue
-            if current is None:
-                current = state_digest(fileio.read_bytes(original))
-            if backup.pending != current:
-                discard(backup)
-                continue
+            if backup.others:
+                if not _group_applied(backup):
+                    _roll_back(backup)
+                    discard(backup)
+                    continue
+            else:
+                if current is None:
+                    current = state_digest(fileio.read_bytes(original))
+                if backup.pending != current:
+                    discard(backup)
+                    continue
             if backup.consumes:  # the undo restored it but died before deleting it
                 consumed = backups_dir(client) / f"{backup.consumes}.json"
                 if consumed.exists():
                     with contextlib.suppress(FileNotFoundError):  # pruned meanwhile
                         discard(_load(client, consumed))
             commit(backup)
+
+
+def _group_applied(backup: Backup) -> bool:
+    """Every file of a several-file step holds the state the step meant to write (the
+    caller holds the lock of `original`; the other files' locks are taken here)."""
+    with contextlib.ExitStack() as stack:
+        for other in backup.others:
+            stack.enter_context(fileio.locked(other.original))
+        return all(
+            due is None or state_digest(fileio.read_bytes(path)) == due
+            for path, due in _pending_of(backup)
+        )
 
 
 def list_backups(client: str, *, undone: bool = False) -> list[Backup]:
@@ -231,6 +337,7 @@ def undo(client: str) -> UndoResult | None:
     """Restore the newest backup of `client` byte for byte (or remove a file the write
     created), holding the file's lock. None when there is nothing to undo: not a problem,
     so not an error (exit 0)."""
+    settle(client)
     for _attempt in range(5):
         backup = latest(client)
         if backup is None:
@@ -259,37 +366,51 @@ def undo_group(client: str) -> list[UndoResult]:
     return results
 
 
+def settle(client: str) -> None:
+    """Settle every pending backup of `client` a killed pdnotes left (each under its file's
+    lock): a step killed between two files is rolled back before anything reads the files."""
+    for undone in (False, True):
+        for backup in _all_backups(client, undone=undone):
+            if backup.pending is not None:
+                with fileio.locked(backup.original):
+                    recover(client, backup.original)
+
+
 def _undo_locked(client: str, backup: Backup) -> UndoResult:
-    data = fileio.read_bytes(backup.data_path) if backup.existed else None
-    if backup.existed and data is None:  # deleted by hand or by a cleaner: never restore b""
-        raise ConfigWriteError(
-            f"the newest {client} backup is incomplete: {backup.meta_path} is there but its "
-            f"data file {backup.data_path} is missing, so {backup.original} cannot be restored; "
-            "nothing was changed",
-            fix=f"to undo to the backup before it, remove the incomplete one: "
-            f"rm {backup.meta_path}",
+    states = saved_states(backup)
+    with contextlib.ExitStack() as stack:
+        for other in backup.others:  # the step's other files, always after `original`
+            stack.enter_context(fileio.locked(other.original))
+        saved_current = save(
+            client,
+            backup.original,
+            undone=True,
+            pending=state_digest(states[0][1]),
+            consumes=backup.created,
+            others=tuple((path, state_digest(data)) for path, data, _ in states[1:]),
         )
-    saved_current = save(
+        actions: list[Literal["restored", "removed"]] = []
+        try:
+            for path, data, mode in states:
+                put_back(path, data, mode)
+                actions.append("restored" if data is not None else "removed")
+        except BaseException:
+            with contextlib.suppress(Exception):  # the first failure is the one to report
+                _roll_back(saved_current)
+            discard(saved_current)
+            raise
+        discard(backup)
+        commit(saved_current)
+    others = tuple(
+        (path, action) for (path, _, _), action in zip(states[1:], actions[1:], strict=True)
+    )
+    return UndoResult(
         client,
         backup.original,
-        undone=True,
-        pending=state_digest(data),
-        consumes=backup.created,
-    )
-    try:
-        if data is not None:
-            fileio.atomic_write(backup.original, data, mode=backup.mode)
-            action: Literal["restored", "removed"] = "restored"
-        else:
-            fileio.remove_file(backup.original)
-            action = "removed"
-    except BaseException:
-        discard(saved_current)
-        raise
-    discard(backup)
-    commit(saved_current)
-    return UndoResult(
-        client, backup.original, action, backup, _load(client, saved_current.meta_path)
+        actions[0],
+        backup,
+        _load(client, saved_current.meta_path),
+        others,
     )
 
 
@@ -324,6 +445,16 @@ def _load(client: str, meta_path: Path) -> Backup:
             pending=meta.get("pending"),
             consumes=meta.get("consumes"),
             group=meta.get("group"),
+            others=tuple(
+                SavedFile(
+                    original=Path(entry["original"]),
+                    existed=bool(entry["existed"]),
+                    mode=entry.get("mode"),
+                    data_path=meta_path.parent / Path(str(entry["data"])).name,
+                    pending=entry.get("pending"),
+                )
+                for entry in meta.get("others", ())
+            ),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InputError(
@@ -351,4 +482,6 @@ def _prune(folder: Path) -> None:
     metas = sorted(folder.glob("*.json"))  # pending ones count too: they are the newest
     for meta in metas[:-KEEP]:
         meta.with_suffix(".bak").unlink(missing_ok=True)
+        for other in folder.glob(f"{meta.stem}.*.bak"):  # a several-file step's others
+            other.unlink(missing_ok=True)
         meta.unlink(missing_ok=True)

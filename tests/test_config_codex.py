@@ -122,8 +122,10 @@ def test_new_file_is_created_with_the_provider(cli, isolated_home: Path) -> None
     result = cli("config", "codex", "--preset", "mock")
 
     assert result.exit_code == 0, result.stderr
+    catalog = config_path(isolated_home).parent / "pdnotes-models.json"  # the preset's catalog
     assert config_path(isolated_home).read_text() == (
-        'model = "pd-mock-1"\nmodel_context_window = 32768\nmodel_provider = "pdnotes-mock"\n\n'
+        f'model = "pd-mock-1"\nmodel_catalog_json = "{catalog}"\nmodel_context_window = 32768\n'
+        'model_provider = "pdnotes-mock"\n\n'
         "[model_providers.pdnotes-mock]\n"
         'name = "pdnotes mock engine"\nbase_url = "http://127.0.0.1:8000/api"\n'
         'wire_api = "responses"\n'
@@ -392,7 +394,7 @@ def test_write_keeps_the_mode_and_leaves_no_temp_files(cli, isolated_home: Path)
     assert cli("config", "codex", "--preset", "mock").exit_code == 0
 
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert sorted(p.name for p in path.parent.iterdir()) == ["config.toml"]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["config.toml", "pdnotes-models.json"]
 
 
 def test_unwritable_folder_is_a_clear_error_and_nothing_changes(

@@ -143,8 +143,14 @@ def test_the_bundled_engines_models_list_gives_codex_its_window(
 
 def test_the_mock_preset_writes_the_engines_default_window(cli, isolated_home, monkeypatch) -> None:
     monkeypatch.setenv("PDNOTES_CODEX_BIN", str(isolated_home / "no-codex-here"))
-    assert cli("config", "codex", "--preset", "mock").exit_code == 0
+    assert cli("config", "codex", "--preset", "mock", "--no-model-catalog").exit_code == 0
     written = tomllib.loads(config(isolated_home).read_text(encoding="utf-8"))
-    assert written["model_context_window"] == 32768
+    assert written["model_context_window"] == 32768 and "model_catalog_json" not in written
+    doc = cli("doctor", "--offline", "--client", "codex", "--json").json()
+    said = [f for f in doc["findings"] if f["id"] == "codex-model-unknown"]
+    assert [f["severity"] for f in said] == ["info"]  # the window is right; no catalog yet
+    assert cli("config", "codex", "--preset", "mock").exit_code == 0  # the preset's catalog
+    written = tomllib.loads(config(isolated_home).read_text(encoding="utf-8"))
+    assert written["model_catalog_json"] == str(isolated_home / ".codex" / "pdnotes-models.json")
     doc = cli("doctor", "--offline", "--client", "codex", "--json").json()
     assert "codex-model-unknown" not in {f["id"] for f in doc["findings"]}

@@ -52,15 +52,15 @@ DOCTOR_FINDING = {
     "endless-body": "response-too-large",
     "gzip-bomb": "response-too-large",
     "huge-headers": "headers-too-large",
-    "invalid-utf8": "probe-failed",
+    "invalid-utf8": "stream-cut",  # garbage, then the stream closed without its completion event
     "redirect-loop": "redirect-loop",
     "no-answer": "no-response",
     "html-404": "path-not-found",
     "html-200": "probe-failed",
     "echo-key-401": "auth-rejected",
     "echo-key-500": "probe-failed",
-    "deep-json": "probe-failed",
-    "big-int": "probe-failed",
+    "deep-json": "stream-cut",  # garbage, then the stream closed without its completion event
+    "big-int": "stream-cut",  # garbage, then the stream closed without its completion event
     "error-400-60k": "probe-failed",
     "error-400-1mb": "probe-failed",
     "endless-400": "probe-failed",

@@ -107,6 +107,9 @@ def plan_codex_bridge(
         provider=options.provider,
         env_key=bridge.api_key_env,
         wire_api=options.wire_api,
+        context_window=options.context_window,
+        model_catalog=options.model_catalog,
+        installed_version=options.installed_version,
     )
     plan = plan_codex(client, codex_home=codex_home)
     return _with_notes(plan, record), record

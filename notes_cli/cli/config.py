@@ -133,6 +133,16 @@ def codex(
             "the gateway's GET /models (context_length, max_model_len, …).",
         ),
     ] = None,
+    model_catalog: Annotated[
+        bool | None,
+        typer.Option(
+            "--model-catalog/--no-model-catalog",
+            help="Also write the model into a Codex model catalog (model_catalog_json: "
+            "$CODEX_HOME/pdnotes-models.json unless config.toml names one) with its window and "
+            "reasoning support, so Codex knows it and lists it in its picker (default: as the "
+            "preset says; the mock preset does).",
+        ),
+    ] = None,
     bridge: Bridge = False,
     bridge_port: BridgePort = 8787,
     bridge_key_env: BridgeKeyEnv = None,
@@ -148,7 +158,16 @@ def codex(
 
     window, from_gateway = _context_window(context_window)
     options = CodexOptions(
-        preset, base_url, model, provider, env_key, wire_api, window, _limits_fetcher(from_gateway)
+        preset,
+        base_url,
+        model,
+        provider,
+        env_key,
+        wire_api,
+        window,
+        _limits_fetcher(from_gateway),
+        model_catalog=model_catalog,
+        installed_version=_installed_codex,
     )
     path = paths.codex_config_path(codex_home)
     if bridge or _chat_only(preset):
@@ -493,6 +512,13 @@ def _limits_fetcher(from_gateway: bool) -> LimitsFetcher | None:
     from notes_cli.gateway.model_limits import fetch_limits
 
     return fetch_limits
+
+
+def _installed_codex() -> tuple[int, int, int] | None:
+    """The installed Codex's version: the catalog entry is that release's fallback metadata."""
+    from notes_cli.doctor.version import codex_version
+
+    return codex_version()
 
 
 def _context_window(raw: str | None) -> tuple[int | None, bool]:

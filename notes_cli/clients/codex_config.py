@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,9 @@ from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
 
 from notes_cli import paths
-from notes_cli.clients import files, presets, toml_bounds, urls
+from notes_cli.clients import codex_catalog, files, presets, toml_bounds, urls
 from notes_cli.clients.endpoint import join_url
-from notes_cli.clients.model_limits import LimitsFetcher
+from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
 from notes_cli.clients.plan import WritePlan, secret_values
 from notes_cli.clients.resolve import RESERVED_PROVIDER_IDS
 from notes_cli.errors import ConfigWriteError, InputError, UsageError
@@ -50,6 +51,12 @@ class CodexOptions:
     # Reads the window from the gateway's GET /models (the CLI hands in gateway.model_limits'
     # fetch_limits: clients/ does no HTTP); None: the window is `context_window` or none.
     fetch_limits: LimitsFetcher | None = None
+    # Also write a model catalog entry (codex_catalog) and point model_catalog_json at it;
+    # None: as the preset says for its own model.
+    model_catalog: bool | None = None
+    # The installed Codex's version (the catalog entry is that release's fallback metadata),
+    # asked only when a catalog is written; None: the newest release pdnotes has data for.
+    installed_version: Callable[[], tuple[int, int, int] | None] | None = None
 
 
 CODEX_FALLBACK_WINDOW = 272_000
@@ -63,7 +70,7 @@ def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> Writ
     path = paths.codex_config_path(codex_home)
     old_text, doc = files.load_toml(path)
     doc = doc if doc is not None else tomlkit.document()
-    target = _resolve(options, doc)
+    target = _resolve(options, doc, path.parent)
     try:
         _set_top_level(doc, "model", target.model)
         _set_top_level(doc, "model_provider", target.provider_id)
@@ -80,6 +87,7 @@ def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> Writ
         ) from exc
     _check_meaning(path, old_text, new_text, target)
     _check_readable(path, new_text)
+    also = (codex_catalog.plan_catalog(*target.catalog),) if target.catalog else ()
     return WritePlan(
         client="codex",
         path=path,
@@ -89,6 +97,7 @@ def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> Writ
         export_line=export_line(target.env_key),
         notes=target.notes,
         redact=secret_values(doc.unwrap()),
+        also=also,
     )
 
 
@@ -103,10 +112,11 @@ class _Target:
     query_params: dict[str, str]
     owned: dict[str, Any]
     notes: tuple[str, ...]
-    top: dict[str, Any]  # further top-level keys pdnotes sets (model_context_window)
+    top: dict[str, Any]  # further top-level keys pdnotes sets (model_context_window, …)
+    catalog: tuple[Path, dict[str, Any]] | None = None  # the catalog file and the model's entry
 
 
-def _resolve(options: CodexOptions, doc: TOMLDocument) -> _Target:
+def _resolve(options: CodexOptions, doc: TOMLDocument, codex_home: Path) -> _Target:
     preset = presets.load_preset(options.preset) if options.preset else None
     codex_preset = preset.codex if preset else None
     _check_wire_api(options.wire_api)
@@ -140,20 +150,60 @@ def _resolve(options: CodexOptions, doc: TOMLDocument) -> _Target:
     query_params = {**_query_params(current), **cleaned.query_params}
     if cleaned.query_params:
         owned["query_params"] = query_params
-    if options.context_window is None and codex_preset and model == (preset and preset.model):
-        options = replace(options, context_window=codex_preset.context_window)
-    top, notes = _model_metadata(options, cleaned.base_url, env_key, model)
+    if codex_preset and model == (preset and preset.model):
+        if options.context_window is None and options.fetch_limits is None:
+            options = replace(options, context_window=codex_preset.context_window)
+        if options.model_catalog is None:
+            options = replace(options, model_catalog=codex_preset.model_catalog)
+    top, notes, limits = _model_metadata(options, cleaned.base_url, env_key, model)
+    catalog = None
+    if options.model_catalog:
+        window = top.get("model_context_window")
+        catalog, said = _catalog(options, doc, model, window, limits, codex_home)
+        configured = doc.get("model_catalog_json")  # a catalog the file names keeps its spelling
+        named = str(configured) if isinstance(configured, str) and configured else str(catalog[0])
+        top["model_catalog_json"] = named
+        notes += said
     return _Target(
         provider_id, model, cleaned.base_url, env_key, query_params, owned,
-        cleaned.notes + notes, top,
+        cleaned.notes + tuple(notes), top, catalog,
     )  # fmt: skip
+
+
+def _catalog(
+    options: CodexOptions,
+    doc: TOMLDocument,
+    model: str,
+    window: int | None,
+    limits: ModelLimits | None,
+    codex_home: Path,
+) -> tuple[tuple[Path, dict[str, Any]], tuple[str, ...]]:
+    """The catalog file and `model`'s entry in it, and what to say of them."""
+    version = options.installed_version() if options.installed_version else None
+    data = codex_catalog.catalog_data(version)
+    path = codex_catalog.catalog_path(doc.get("model_catalog_json"), codex_home)
+    reasoning = limits.reasoning if limits else None
+    entry = codex_catalog.model_entry(data, model, window, reasoning)
+    said = [
+        f"model catalog {path}: {model} as Codex {data.version}'s own fallback metadata"
+        + (f" with a {window}-token window" if window else " (its 272000-token window)")
+        + ("" if reasoning is None else (", reasoning levels" if reasoning else ", no reasoning"))
+        + "; Codex then lists only the catalog's models in its picker"
+    ]
+    if limits and limits.max_output_tokens:
+        said.append(
+            f"Codex {data.version} has no place for a model's output limit "
+            f"({limits.max_output_tokens}); it is not written"
+        )
+    return (path, entry), tuple(said)
 
 
 def _model_metadata(
     options: CodexOptions, base_url: str, env_key: str | None, model: str
-) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """`model_context_window` from the flag or the gateway's /models, and what to say of it."""
-    window, notes = options.context_window, []
+) -> tuple[dict[str, Any], list[str], ModelLimits | None]:
+    """`model_context_window` from the flag or the gateway's /models, what to say of it, and
+    the limits the gateway stated."""
+    window, notes, limits = options.context_window, [], None
     if options.fetch_limits is not None:
         limits = options.fetch_limits(base_url, env_key, model)
         window = limits.context_window
@@ -163,20 +213,20 @@ def _model_metadata(
         if limits.reasoning is not None:
             said.append("reasons" if limits.reasoning else "does not reason")
         notes.append(f"the gateway's /models says {model}: " + ", ".join(said))
-        if limits.max_output_tokens or limits.reasoning is not None:
+        if not options.model_catalog and (limits.max_output_tokens or limits.reasoning is not None):
             notes.append(
-                "Codex 0.171.0 has no config key for a model's output limit or reasoning "
-                "support (only a model catalog file carries them); they are not written"
+                "Codex has no config key for a model's reasoning support (only a model "
+                "catalog carries it: --model-catalog); it is not written"
             )
     if window is None:
-        return {}, ()
-    if window > CODEX_FALLBACK_WINDOW:
+        return {}, notes, limits
+    if window > CODEX_FALLBACK_WINDOW and not options.model_catalog:
         notes.append(
             f"Codex caps model_context_window at its own metadata's window: for a model its "
             f"catalog does not know that is {CODEX_FALLBACK_WINDOW} tokens, so {window} acts as "
             f"{CODEX_FALLBACK_WINDOW} until a model catalog names {model}"
         )
-    return {"model_context_window": window}, tuple(notes)
+    return {"model_context_window": window}, notes, limits
 
 
 def export_line(env_key: str | None) -> str | None:

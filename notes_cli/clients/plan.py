@@ -7,10 +7,16 @@ did not change meanwhile, save a backup, write atomically — all while holding 
 the lock over the planning read as well, so concurrent runs queue instead of failing. A plan whose
 new text is past `fileio.MAX_CONFIG_BYTES` cannot be made (`check_size`): pdnotes never writes
 a file it would then refuse to read.
+
+A plan may change further files as the same step (`also`: the model catalog `config codex`
+writes beside config.toml). They are locked after the main file, backed up in the same backup
+(`backups.save(others=…)`), and written one by one; if one cannot be written, those already
+written are put back, so the step happens whole or not at all, and `undo` restores every file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -19,6 +25,23 @@ from pathlib import Path
 from notes_cli import backups, fileio, secrets
 from notes_cli.errors import ConfigWriteError
 from notes_cli.secrets import looks_like_env_name, looks_like_secret, mask
+
+
+@dataclass(frozen=True)
+class FileEdit:
+    """A further file a plan writes in the same step (whole new text, e.g. JSON pdnotes owns)."""
+
+    path: Path
+    old_text: str | None
+    new_text: str
+    mode: int | None = None
+
+    def __post_init__(self) -> None:
+        check_size(self.path, len(self.new_text.encode("utf-8", "surrogatepass")))
+
+    @property
+    def changed(self) -> bool:
+        return self.old_text != self.new_text
 
 
 @dataclass(frozen=True)
@@ -37,27 +60,22 @@ class WritePlan:
     """Secrets the new text holds; `diff` shows them masked."""
     group: str | None = None
     """Names the plans one command applies together, so one `config undo` reverts them all."""
+    also: tuple[FileEdit, ...] = ()
+    """Further files written in the same step (see the module's docstring)."""
 
     def __post_init__(self) -> None:
         check_size(self.path, len(self.new_text.encode("utf-8", "surrogatepass")))
 
     @property
     def changed(self) -> bool:
-        return self.old_text != self.new_text
+        return self.old_text != self.new_text or any(edit.changed for edit in self.also)
 
     def diff(self) -> str:
-        """Unified diff of the change (`/dev/null` as the old side for a new file)."""
-        import difflib
-
-        old = (self.old_text or "").splitlines(keepends=True)
-        new = self.new_text.splitlines(keepends=True)
-        lines = difflib.unified_diff(
-            old,
-            new,
-            fromfile=str(self.path) if self.old_text is not None else "/dev/null",
-            tofile=str(self.path),
-        )
-        text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+        """Unified diff of the change (`/dev/null` as the old side for a new file), the
+        further files' after the main one's."""
+        edits = [(self.path, self.old_text, self.new_text)]
+        edits += [(e.path, e.old_text, e.new_text) for e in self.also]
+        text = "".join(_unified(path, old, new) for path, old, new in edits)
         for secret in self.redact:
             if len(secret) >= 8:
                 text = text.replace(secret, mask(secret))
@@ -65,6 +83,18 @@ class WritePlan:
                 alone = re.compile(rf"(?<![\w-]){re.escape(secret)}(?![\w-])")
                 text = alone.sub(mask(secret), text)
         return text
+
+
+def _unified(path: Path, old_text: str | None, new_text: str) -> str:
+    import difflib
+
+    lines = difflib.unified_diff(
+        (old_text or "").splitlines(keepends=True),
+        new_text.splitlines(keepends=True),
+        fromfile=str(path) if old_text is not None else "/dev/null",
+        tofile=str(path),
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 @dataclass(frozen=True)
@@ -87,33 +117,57 @@ def write(path: Path, build: Callable[[], WritePlan], *, dry_run: bool = False) 
 
 def apply(plan: WritePlan) -> WriteResult:
     """Back up and atomically write `plan` under the file's lock; a no-op when nothing changes.
-    Raises `ConfigWriteError` if the file changed since it was read (nothing is written then).
+    Raises `ConfigWriteError` if a file changed since it was read (nothing is written then).
     A UTF-8 BOM the file starts with is kept."""
     if not plan.changed and plan.mode is None:
         return WriteResult(plan, None, None, plan.warnings)
-    with fileio.locked(plan.path):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(fileio.locked(plan.path))
+        for edit in plan.also:  # always after the main file: two writers lock in one order
+            stack.enter_context(fileio.locked(edit.path))
         backups.recover(plan.client, plan.path)
-        raw = fileio.read_bytes(plan.path)
-        current = None if raw is None else fileio.decode_text(plan.path, raw)
-        if current != plan.old_text:
-            raise ConfigWriteError(
-                f"{plan.path} changed while pdnotes was preparing the edit; nothing was written",
-                fix="run the command again",
-            )
-        bom = fileio.UTF8_BOM if raw is not None and raw.startswith(fileio.UTF8_BOM) else b""
-        payload = bom + plan.new_text.encode("utf-8")
-        check_size(plan.path, len(payload))
+        writes = [_payload(plan.path, plan.old_text, plan.new_text, plan.mode)]
+        writes += [_payload(e.path, e.old_text, e.new_text, e.mode) for e in plan.also]
         backup = backups.save(
-            plan.client, plan.path, pending=backups.state_digest(payload), group=plan.group
+            plan.client,
+            plan.path,
+            pending=backups.state_digest(writes[0][1]),
+            group=plan.group,
+            others=tuple((path, backups.state_digest(data)) for path, data, _ in writes[1:]),
         )
+        written: list[Path] = []
         try:
-            written = fileio.atomic_write(plan.path, payload, mode=plan.mode)
+            for path, payload, mode in writes:
+                written.append(fileio.atomic_write(path, payload, mode=mode))
         except BaseException:
-            backups.discard(backup)  # the file was not replaced: nothing to undo
+            if done := len(
+                written
+            ):  # put back what this step already wrote: all of it or none of it
+                with contextlib.suppress(Exception):  # the first failure is the one to report
+                    for path, data, mode in backups.saved_states(backup)[:done]:
+                        backups.put_back(path, data, mode)
+            backups.discard(backup)  # nothing was replaced (or all was put back)
             raise
         backups.commit(backup)
     saved = backup.data_path if backup.existed else backup.meta_path
-    return WriteResult(plan, written, saved, plan.warnings)
+    return WriteResult(plan, written[0], saved, plan.warnings)
+
+
+def _payload(
+    path: Path, old_text: str | None, new_text: str, mode: int | None
+) -> tuple[Path, bytes, int | None]:
+    """(path, bytes to write, mode) once `path` is checked to still hold `old_text`."""
+    raw = fileio.read_bytes(path)
+    current = None if raw is None else fileio.decode_text(path, raw)
+    if current != old_text:
+        raise ConfigWriteError(
+            f"{path} changed while pdnotes was preparing the edit; nothing was written",
+            fix="run the command again",
+        )
+    bom = fileio.UTF8_BOM if raw is not None and raw.startswith(fileio.UTF8_BOM) else b""
+    payload = bom + new_text.encode("utf-8")
+    check_size(path, len(payload))
+    return path, payload, mode
 
 
 def check_size(path: Path, size: int) -> None:

@@ -20,6 +20,7 @@ class CodexPreset:
     base_url: str
     env_key: str | None = None
     context_window: int | None = None  # of the preset's `model`: model_context_window
+    model_catalog: bool = False  # write the preset's model into a Codex model catalog too
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from notes_cli.clients import codex_catalog
 from notes_cli.clients.files import line_of_regex, toml_header_line
 from notes_cli.clients.layers import CodexLayer, MergedCodex, merge_into
 from notes_cli.clients.resolve import (
@@ -413,12 +414,16 @@ def _check_selected(
 def _check_model_metadata(
     ctx: _Ctx, doc: Mapping[str, Any], providers: dict[str, Any], schema: codex_schema.CodexSchema
 ) -> list[Finding]:
-    """A gateway's model that Codex's bundled catalog does not know: Codex warns "Model metadata
-    for X not found" and assumes its fallback window, unless config.toml says the window."""
+    """A gateway's model that Codex's catalog does not know: Codex warns "Model metadata for X
+    not found", assumes its fallback window and leaves the model out of its picker, unless a
+    model catalog (model_catalog_json) names it; a catalog Codex cannot read stops Codex."""
     model, provider_id = doc.get("model"), str(doc.get("model_provider") or "openai")
     if not isinstance(model, str) or not model or not isinstance(providers.get(provider_id), dict):
         return []  # no model, or a built-in provider: other findings say what is wrong
-    if model in schema.models or doc.get("model_catalog_json") or schema.fallback_window is None:
+    configured = doc.get("model_catalog_json")
+    if isinstance(configured, str) and configured:
+        return _check_catalog(ctx, model, configured)
+    if model in schema.models or schema.fallback_window is None:
         return []
     if is_placeholder_model(model):
         return []  # model-placeholder says to set the real id first
@@ -428,17 +433,44 @@ def _check_model_metadata(
     if not isinstance(window, int) or isinstance(window, bool):
         message = (
             f"Codex {schema.version}'s catalog does not know {model!r}: it warns \"Model metadata "
-            f'for {model} not found" and assumes a {fallback}-token context window'
+            f'for {model} not found", assumes a {fallback}-token context window and leaves the '
+            "model out of its picker"
         )
         return [make("codex-model-unknown", "codex", message, **ctx.at(None, "model"), **fix)]
+    at = ctx.at(None, "model_context_window")
     if window > fallback:
         message = (
             f"model_context_window = {window}, but Codex caps it at its metadata's window: "
             f"{fallback} for {model!r}, which its catalog does not know"
         )
-        at = ctx.at(None, "model_context_window")
         return [make("codex-model-unknown", "codex", message, variant="capped", **at, **fix)]
-    return []
+    message = (
+        f"model_context_window gives {model!r} its window, but Codex {schema.version}'s catalog "
+        f'still does not know it: Codex warns "Model metadata for {model} not found" and '
+        "leaves it out of its picker"
+    )
+    return [make("codex-model-unknown", "codex", message, variant="uncatalogued", **at, **fix)]
+
+
+def _check_catalog(ctx: _Ctx, model: str, configured: str) -> list[Finding]:
+    """The model catalog config.toml names: Codex refuses to start on one it cannot read, and
+    warns about a model it does not list."""
+    path = codex_catalog.catalog_path(configured, _codex_home(ctx))
+    slugs, problem = codex_catalog.read_slugs(path)
+    at = ctx.at(None, "model_catalog_json")
+    fix: dict[str, Any] = {"model": model, "catalog": str(path)}
+    if slugs is None:
+        message = f"Codex cannot read the model catalog {path} (model_catalog_json): {problem}"
+        return [
+            make("codex-model-unknown", "codex", message, variant="catalog_broken", **at, **fix)
+        ]
+    if model in slugs:
+        return []
+    message = (
+        f"the model catalog {path} does not list {model!r}: Codex, which reads only the "
+        f'catalog, warns "Model metadata for {model} not found" and leaves it out of its picker'
+    )
+    return [make("codex-model-unknown", "codex", message, variant="not_in_catalog", **at, **fix)]
 
 
 def _check_anthropic_keys(ctx: _Ctx, doc: Mapping[str, Any]) -> list[Finding]:

@@ -34,6 +34,12 @@ from notes_cli.doctor.client_shape import (
 )
 from notes_cli.doctor.findings import Finding, FindingClient, Probe
 from notes_cli.doctor.registry import make
+from notes_cli.doctor.stream_limits import (
+    StreamLimits,
+    near_idle_timeout,
+    suggested_ms,
+    suggested_retries,
+)
 from notes_cli.gateway import (
     GatewayClient,
     proxy_for,
@@ -88,12 +94,17 @@ def probe_endpoint(
     static_findings: Sequence[Finding] = (),
     transport: httpx.BaseTransport | None = None,
     shape: Shape | None = None,
+    limits: StreamLimits | None = None,
 ) -> tuple[list[Finding], list[Probe]]:
     """Probe one client's endpoint. Returns the findings (empty when all is well) and every
     probe made, in order, with URL (no secret), status and milliseconds. With `shape` (the
     client's recorded request, `doctor.client_shape`) the turn is sent in the client's real shape,
-    and a shape the gateway refuses is narrowed down to the part it refuses."""
-    return _Prober(endpoint, timeout, static_findings, transport, shape).run()
+    and a shape the gateway refuses is narrowed down to the part it refuses. With `limits` (the
+    client's idle timeout and retries, `doctor.stream_limits`) a silence near the idle timeout
+    and a stream cut before its completion event name the setting to raise."""
+    prober = _Prober(endpoint, timeout, static_findings, transport, shape)
+    prober.limits = limits
+    return prober.run()
 
 
 def _shape_fix(shape: Shape, culprit: Variant | None) -> dict[str, Any]:
@@ -151,6 +162,7 @@ class _Prober:
         self.findings: list[Finding] = []
         self.probes: list[Probe] = []
         self.served: list[str] | None = None
+        self.limits: StreamLimits | None = None
 
     # ------------------------------------------------------------------ flow
 
@@ -169,6 +181,8 @@ class _Prober:
                 "probe-failed",
                 f"the test turn to {safe_url(request_url(self.endpoint))} returned, but {issue}",
             )
+        if result.timings.max_gap_ms is not None:
+            self._silence(result.timings.max_gap_ms, "")
         return self.findings, self.probes
 
     def _models(self) -> bool:
@@ -260,6 +274,11 @@ class _Prober:
 
     def _diagnose(self, exc: gw.GatewayError) -> None:
         if self._bound_broken(exc):
+            if isinstance(exc, gw.IdleStreamTimeout) and not isinstance(exc, gw.TotalTimeout):
+                self._silence(exc.seconds * 1000, "at least ")  # the probe gave up first
+            return
+        if isinstance(exc, gw.TruncatedStream):
+            self._cut(exc)
             return
         if isinstance(exc, _UNREACHABLE):
             self._unreachable(exc)
@@ -410,6 +429,67 @@ class _Prober:
             line=line,
             where=self._where(),
             setting=self._config_line(base),
+        )
+
+    # ------------------------------------------------------------------ stream timing
+
+    def _silence(self, gap_ms: float, at_least: str) -> None:
+        """A silence in the turn's stream near the client's idle timeout: the setting to raise,
+        with the silence measured."""
+        limits = self.limits
+        if limits is None or not near_idle_timeout(limits, gap_ms):
+            return
+        name = _CLIENT_NAME[limits.client]
+        default = " (the default)" if limits.idle_ms == limits.idle_default else ""
+        self._add(
+            "stream-idle-gap",
+            f"the test turn's stream from {safe_url(request_url(self.endpoint))} went silent "
+            f"for {at_least}{gap_ms:.0f} ms, {gap_ms / limits.idle_ms:.0%} of {name}'s idle "
+            f"timeout of {limits.idle_ms} ms{default}: a longer turn or a busier gateway passes "
+            f"it, and {name} drops the stream",
+            setting=limits.idle_setting,
+            suggested=suggested_ms(limits, gap_ms),
+            current=f"{limits.idle_ms} ms{default}",
+            gap_ms=f"{at_least}{gap_ms:.0f}",
+        )
+
+    def _cut(self, exc: gw.TruncatedStream) -> None:
+        """The stream ended before its completion event: how long it had been silent, and the
+        client's retries (a relay's idle timeout is the usual cause)."""
+        timings = exc.partial.timings
+        ended = timings.ended_ms or timings.total_ms or 0.0
+        last = timings.last_event_ms if timings.last_event_ms is not None else timings.headers_ms
+        silence = max(ended - (last or 0.0), 0.0)
+        message = (
+            f"{exc.message}, {exc.partial.raw_events_count} events in and {silence:.0f} ms "
+            f"after the last{' (after the headers)' if timings.last_event_ms is None else ''}, "
+            f"{ended:.0f} ms into the turn"
+        )
+        if silence >= 1000:
+            cause = (
+                f"the stream was closed after {silence:.0f} ms of silence, which is what a relay's "
+                "idle timeout does (nginx: proxy_read_timeout; a load balancer's idle timeout): "
+                "raise it above the longest silence of a turn"
+            )
+        else:
+            cause = "the gateway or a relay closed the stream mid-answer: check its logs"
+        limits = self.limits
+        if limits is None:
+            self._add(
+                "probe-failed",
+                f"the test turn to {exc_url(exc)} failed: {message}",
+                variant="turn_failed",
+                gateway_fix=exc.fix or "",
+            )
+            return
+        self._add(
+            "stream-cut",
+            message,
+            cause=cause,
+            setting=limits.retries_setting,
+            suggested=suggested_retries(limits),
+            current=limits.retries,
+            maximum=limits.retries_max,
         )
 
     # ------------------------------------------------------------------ findings

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from notes_cli.clients.view import CodexView
     from notes_cli.doctor.claude_checks import ClaudeFile
     from notes_cli.doctor.findings import Finding
+    from notes_cli.doctor.stream_limits import StreamLimits
 
 L = TypeVar("L")
 
@@ -35,6 +36,8 @@ class Resolved(Generic[L]):
     files: tuple[str, ...]
     endpoint: Endpoint | None
     configured: bool
+    limits: StreamLimits | None = None
+    """The client's idle timeout and retries, for the live turn (`doctor.stream_limits`)."""
 
 
 def resolve_codex(
@@ -65,9 +68,15 @@ def resolve_codex(
         # No config.toml: config-missing says so (project, profile or -c layers alone do not
         # make a Codex setup pdnotes can check).
         return Resolved("codex", None, (), None, False), None
+    from notes_cli.doctor.stream_limits import codex_limits
+
     setup = codex_setup_of(merged, env, path)
     files = tuple(str(p) for p in setup.files)
-    return Resolved("codex", merged, files, setup.endpoint, True), None
+    provider_id = str(merged.doc.get("model_provider") or "openai")
+    providers = merged.doc.get("model_providers")
+    provider = providers.get(provider_id) if isinstance(providers, dict) else None
+    limits = codex_limits(provider_id, provider if isinstance(provider, dict) else {})
+    return Resolved("codex", merged, files, setup.endpoint, True, limits), None
 
 
 def resolve_claude(
@@ -78,16 +87,19 @@ def resolve_claude(
 ) -> Resolved[tuple[ClaudeFile, ...]]:
     """Claude Code's settings files and endpoint. Claude Code ignores a file that does not
     parse; pdnotes shows no endpoint then (the file's finding comes first)."""
-    from notes_cli.clients.resolve import claude_setup_of
+    from notes_cli.clients.resolve import claude_setup_of, merge_claude_layers
     from notes_cli.doctor.claude_checks import read_claude_files
+    from notes_cli.doctor.stream_limits import claude_limits
 
     read = read_claude_files(claude_home, project_dir, settings_file)
     endpoint = None
+    loaded = [(f.path, f.data) for f in read if f.data is not None]
     if not any(f.problem for f in read):
-        loaded = [(f.path, f.data) for f in read if f.data is not None]
         endpoint = claude_setup_of(loaded, env).endpoint
     configured = bool(read) or any(k.startswith("ANTHROPIC_") for k in env)
-    return Resolved("claude", read, tuple(str(f.path) for f in read), endpoint, configured)
+    merged_env = {name: value for name, (value, _) in merge_claude_layers(loaded, env).env.items()}
+    files = tuple(str(f.path) for f in read)
+    return Resolved("claude", read, files, endpoint, configured, claude_limits(merged_env))
 
 
 def resolve_gemini(

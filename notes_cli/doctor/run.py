@@ -302,6 +302,7 @@ def _live(
             timeout=timeout,
             static_findings=[f for f in report.findings if f.client == client.client],
             shape=shapes.for_endpoint(client.endpoint),
+            limits=client.limits,
         )
         confirmed = {(f.id, f.client) for f in findings}
         report.findings = [f for f in report.findings if (f.id, f.client) not in confirmed]

@@ -55,6 +55,9 @@ class StreamReader:
         "usage",
         "model",
         "sentinel",
+        "first_event_ms",
+        "last_event_ms",
+        "max_gap_ms",
     )
 
     def __init__(self, protocol: str) -> None:
@@ -69,6 +72,9 @@ class StreamReader:
         self.usage: Usage | None = None
         self.model: str | None = None
         self.sentinel = False  # `data: [DONE]`, which gateways append to every protocol
+        self.first_event_ms: float | None = None  # the silences a client's idle timeout sees
+        self.last_event_ms: float | None = None
+        self.max_gap_ms = 0.0
 
     @property
     def done(self) -> bool:
@@ -82,6 +88,12 @@ class StreamReader:
         """Read one event. Returns the text it carried ("" for reasoning-only output), or None
         when it carried no output. Raises StreamFailed on the protocol's error event."""
         self.events += 1
+        last = self.last_event_ms
+        if last is None:
+            self.first_event_ms = now_ms
+        elif now_ms - last > self.max_gap_ms:
+            self.max_gap_ms = now_ms - last
+        self.last_event_ms = now_ms
         data = event.data
         if data == "[DONE]":
             self.sentinel = True
@@ -113,6 +125,10 @@ class StreamReader:
 
     def result(self, status: int, timings: Timings) -> StreamResult:
         timings.chunk_ms = self.chunk_ms
+        timings.last_event_ms = self.last_event_ms
+        if self.first_event_ms is not None:
+            lead = self.first_event_ms - (timings.headers_ms or 0.0)
+            timings.max_gap_ms = max(self.max_gap_ms, lead)
         if self.chunk_ms:
             timings.ttft_ms = self.chunk_ms[0]
         return _result(

@@ -268,6 +268,7 @@ class _Call:
         except EventTooLarge as exc:
             raise self.too_large(_limits.TooLarge("one event", exc.limit)) from exc
         self.timings.total_ms = self.state.chunk_ms[-1] if self.state.chunk_ms else now
+        self.timings.ended_ms = now
         result = self.state.result(self.status, self.timings)
         if not self.state.done:
             raise errors.TruncatedStream(
@@ -281,7 +282,7 @@ class _Call:
         return result
 
     def partial(self) -> StreamResult:
-        self.timings.total_ms = self.elapsed_ms()
+        self.timings.total_ms = self.timings.ended_ms = self.elapsed_ms()
         return self.state.result(self.status, self.timings)
 
     def upstream(self, exc: StreamFailed) -> errors.UpstreamError:

@@ -16,13 +16,19 @@ class Timings:
     `connect_ms` is DNS + TCP (+ TLS) when a new connection was opened, None when a pooled one
     was reused or the transport cannot tell (mocked). `headers_ms` is when the response headers
     arrived, `ttft_ms` when the first chunk carrying output (text or reasoning) arrived,
-    `total_ms` when the stream ended, and `chunk_ms` the arrival of every output chunk."""
+    `total_ms` when the stream ended, and `chunk_ms` the arrival of every output chunk.
+    `max_gap_ms` is the longest silence between the headers and the first event or between
+    two events of any kind (what a client's idle timeout measures), `last_event_ms` when the
+    last event arrived, and `ended_ms` when the body ended (a cut stream: the cut)."""
 
     connect_ms: float | None = None
     headers_ms: float | None = None
     ttft_ms: float | None = None
     total_ms: float | None = None
     chunk_ms: list[float] = field(default_factory=list)
+    max_gap_ms: float | None = None
+    last_event_ms: float | None = None
+    ended_ms: float | None = None
 
 
 @dataclass

@@ -69,6 +69,7 @@ def _write_document(result: WriteResult, *, dry_run: bool) -> dict[str, object]:
         "schema": "pdnotes.config-write/1",
         "client": plan.client,
         "file": str(plan.path),
+        "also": [str(edit.path) for edit in plan.also],
         "dry_run": dry_run,
         "changed": plan.changed,
         "written": result.written is not None,
@@ -96,6 +97,9 @@ def write_human(result: WriteResult, *, dry_run: bool) -> None:
         console.print(f"{escape(str(plan.path))} already has this setup; nothing written")
     else:
         console.print(f"[green]wrote[/] {escape(str(plan.path))}")
+        for edit in plan.also:
+            if edit.changed:
+                console.print(f"[green]wrote[/] {escape(str(edit.path))}")
         if result.backup:
             console.print(
                 f"  backup: {escape(str(result.backup))}  (undo: pdnotes config undo --client "
@@ -159,13 +163,15 @@ def undo(result: UndoResult, *, as_json: bool) -> None:
                 "client": result.client,
                 "file": str(result.path),
                 "action": result.action,
+                "also": [{"file": str(path), "action": action} for path, action in result.others],
                 "restored_from": str(result.backup.meta_path.with_suffix(".bak")),
                 "previous_state_saved_to": str(result.saved_current.meta_path),
             }
         )
         return
-    verb = "restored" if result.action == "restored" else "removed (it did not exist before)"
-    out().print(f"{escape(str(result.path))} {verb}")
+    for path, action in ((result.path, result.action), *result.others):
+        verb = "restored" if action == "restored" else "removed (it did not exist before)"
+        out().print(f"{escape(str(path))} {verb}")
     kept = escape(str(result.saved_current.meta_path.parent))
     out().print(f"[dim]the state it replaced is kept in {kept}[/]")
 
