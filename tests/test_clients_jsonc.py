@@ -170,6 +170,20 @@ def test_crlf_tabs_and_comments_inside_an_empty_object_are_kept() -> None:
     )
 
 
+def test_the_editor_writes_new_lines_as_crlf_in_a_crlf_file() -> None:
+    editor = jsonc.Editor('{\r\n  "a": 1\r\n}\r\n')
+    editor.set(("b", "c"), [1])
+    assert (
+        editor.text
+        == '{\r\n  "a": 1,\r\n  "b": {\r\n    "c": [\r\n      1\r\n    ]\r\n  }\r\n}\r\n'
+    )
+
+
+def test_a_replaced_object_is_indented_under_its_key() -> None:
+    edited = jsonc.set_values(RICH, {("model",): {"name": "new"}})
+    assert '    "model": {\n        "name": "new"\n    },\n' in edited
+
+
 def test_a_new_or_comment_only_file_keeps_its_comments_and_gets_an_object() -> None:
     assert jsonc.set_values("", {("a", "b"): 1}) == '{\n  "a": {\n    "b": 1\n  }\n}\n'
     assert jsonc.set_values("// mine\n", {("a",): 1}) == '// mine\n{\n  "a": 1\n}\n'
