@@ -201,6 +201,9 @@ def test_set_array_item_updates_the_matching_entry_or_appends_one() -> None:
     assert editor.text == text.replace('"keep": 1.0}', '"keep": 1.0, "url": "u"}')
     editor.set_array_item(("p",), ("id", "z"), {"id": "z"})
     assert editor.text.endswith('    {"id": "y"},\n    {\n      "id": "z"\n    }\n  ]\n}\n')
+    trailing = jsonc.Editor('{"p": [{"id": "x", "n": 1,},]}')  # OpenCode's trailing commas
+    trailing.set_array_item(("p",), ("id", "x"), {"id": "x", "n": 2})
+    assert trailing.text == '{"p": [{"id": "x", "n": 2,},]}'
     fresh = jsonc.Editor("{}")
     fresh.set_array_item(("q", "list"), ("id", "a"), {"id": "a"})
     assert jsonc.parse(fresh.text, WHERE, jsonc.QWEN) == {"q": {"list": [{"id": "a"}]}}

@@ -307,7 +307,7 @@ class Editor:
         elements = _elements(blank, start)
         for begin, end in elements:
             if blank[begin] == "{":
-                item = json.loads(blank[begin:end])
+                item = json.loads(_blank_trailing_commas(blank[begin:end]))
                 if isinstance(item, dict) and item.get(match[0]) == match[1]:
                     for key, inner in value.items():
                         if item.get(key) != inner:
