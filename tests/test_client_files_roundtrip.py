@@ -109,8 +109,8 @@ def test_settings_keep_bom_crlf_and_number_spellings(
 
     new = path.read_bytes().decode("utf-8")
     _assert_same_layout_marks(document, new)
-    old_tree = files._parse_json(document.removeprefix(BOM), path, keep_numbers=True)
-    new_tree = files._parse_json(new.removeprefix(BOM), path, keep_numbers=True)
+    old_tree = files.parse_json(document.removeprefix(BOM), path, keep_numbers=True)
+    new_tree = files.parse_json(new.removeprefix(BOM), path, keep_numbers=True)
     assert {k: v for k, v in new_tree.items() if k != "env"} == {
         k: v for k, v in old_tree.items() if k != "env"
     }  # JsonNumber compares by spelling: 1e3 stays 1e3

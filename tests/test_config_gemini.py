@@ -45,7 +45,7 @@ def test_comments_and_unknown_keys_survive_and_only_owned_values_change(
     text = path.read_text(encoding="utf-8")
     for kept in ("// my theme, do not touch", "// dark is too dark", "/* a block\n     comment */"):
         assert kept in text
-    data = jsonc.parse(text, path)
+    data = jsonc.parse(text, path, jsonc.GEMINI)
     assert data["model"] == {"name": "m-1", "maxSessionTurns": 10}
     assert data["ui"] == {"theme": "GitHub", "hideBanner": True}
     assert data["tools"] == {"sandbox": False}
@@ -236,7 +236,7 @@ def test_no_phone_home_turns_off_the_side_connections_and_keeps_the_rest(
         '{\n  "general": {"vimMode": true}, // mine\n  "telemetry": {"target": "local"}\n}\n'
     )
     assert cli("config", "gemini", "--preset", "mock", "--no-phone-home").exit_code == 0
-    data = jsonc.parse(path.read_text(), path)
+    data = jsonc.parse(path.read_text(), path, jsonc.GEMINI)
     assert data["general"] == {
         "vimMode": True,
         "enableAutoUpdate": False,

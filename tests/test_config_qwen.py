@@ -12,10 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
 
-from notes_cli.clients import jsonc_edit
+from notes_cli.clients import jsonc
 
 RICH = """{
     // my Qwen Code settings: comments stay
@@ -47,7 +45,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def parsed(path: Path) -> dict[str, Any]:
-    return jsonc_edit.parse(path.read_text(), path)
+    return jsonc.parse(path.read_text(), path, jsonc.QWEN)
 
 
 def test_the_mock_preset_writes_a_working_openai_setup(cli, isolated_home: Path) -> None:
@@ -237,47 +235,6 @@ def test_show_follows_qwen_codes_precedence(
     assert entry_wins["key_env"] == "GW_KEY"
     assert dotenv_wins["request_url"] == "https://dotenv.example/v1/chat/completions"
     assert shell_wins["request_url"] == "https://shell.example/v1/chat/completions"
-
-
-# --- the JSONC editor on its own ------------------------------------------------------------
-
-_keys = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6)
-_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | _keys,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
-    max_leaves=8,
-)
-
-
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    document=st.dictionaries(_keys, _values, max_size=4),
-    path=st.lists(_keys, min_size=1, max_size=3),
-    value=_values,
-    indent=st.sampled_from([2, 4, "\t"]),
-)
-@example(document={}, path=["", "\x85"], value=None, indent=2)  # U+0085 is no line break in JSON
-def test_set_changes_only_the_path(
-    document: dict[str, Any], path: list[str], value: Any, indent: int | str
-) -> None:
-    text = "// head comment\n" + json.dumps(document, indent=indent) + "\n// tail /* */\n"
-    editor = jsonc_edit.Editor(text)
-
-    editor.set(tuple(path), value)
-
-    result = jsonc_edit.parse(editor.text, Path("s.json"))
-    expected = json.loads(json.dumps(document))
-    cursor = expected
-    for key in path[:-1]:
-        if not isinstance(cursor.get(key), dict):
-            cursor[key] = {}
-        cursor = cursor[key]
-    cursor[path[-1]] = value
-    assert result == expected
-    assert editor.text.startswith("// head comment\n")
-    assert editor.text.endswith("// tail /* */\n")
 
 
 # --- the endpoint pdnotes config qwen wrote, used by smoke and notes -------------------------

@@ -70,12 +70,12 @@ def parse_toml(text: str, path: Path) -> TOMLDocument:
 
 def parse_json_object(text: str, path: Path) -> dict[str, Any]:
     """Parse a Claude settings file (strict JSON, as Claude Code reads it); must be an object."""
-    return _parse_json(text, path, keep_numbers=False)
+    return parse_json(text, path)
 
 
 def parse_json_for_edit(text: str, path: Path) -> dict[str, Any]:
     """Parse settings text for an edit: numbers kept as spelled, a repeated key refused."""
-    return _parse_json(text, path, keep_numbers=True)
+    return parse_json(text, path, keep_numbers=True)
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,13 @@ class JsonNumber:
         return float(self.literal) if any(c in self.literal for c in ".eE") else int(self.literal)
 
 
-def _parse_json(text: str, path: Path, *, keep_numbers: bool) -> dict[str, Any]:
+def parse_json(
+    text: str, path: Path, *, keep_numbers: bool = False, unique_keys: bool | None = None
+) -> dict[str, Any]:
+    """The object in `text`, strictly read. `keep_numbers`: numbers as spelled (`JsonNumber`);
+    `unique_keys` (default: as `keep_numbers`): a key repeated in one object is refused."""
+    unique_keys = keep_numbers if unique_keys is None else unique_keys
+
     def number(literal: str) -> Any:
         digits = len(literal.lstrip("-"))
         if digits > 400 or not math.isfinite(float(literal)):  # 400: past any double
@@ -118,7 +124,7 @@ def _parse_json(text: str, path: Path, *, keep_numbers: bool) -> dict[str, Any]:
                 parse_int=number,
                 parse_float=number,
                 parse_constant=constant,
-                object_pairs_hook=unique if keep_numbers else None,
+                object_pairs_hook=unique if unique_keys else None,
             )
             if text.strip()
             else {}
@@ -338,7 +344,7 @@ def load_json_for_edit(path: Path) -> tuple[str | None, dict[str, Any] | None]:
     text = fileio.read_text(path)
     if text is None:
         return None, None
-    return text, _parse_json(text, path, keep_numbers=True)
+    return text, parse_json(text, path, keep_numbers=True)
 
 
 def dump_toml(doc: TOMLDocument, like: str | None) -> str:

@@ -123,7 +123,9 @@ def plan_gemini(
     path = settings_path(options.scope, gemini_home=gemini_home, project_dir=project_dir)
     env_path = path.parent / ".env"
     old_text = fileio.read_text(path)
-    data = jsonc.parse(old_text, path, for_edit=True) if old_text is not None else {}
+    data = (
+        jsonc.parse(old_text, path, jsonc.GEMINI, keep_numbers=True) if old_text is not None else {}
+    )
     preset = presets.load_preset(options.preset) if options.preset else None
     gemini_preset = preset.gemini if preset else None
     if preset and gemini_preset is None:

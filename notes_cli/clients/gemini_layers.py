@@ -172,7 +172,7 @@ def folder_trust(
                       "trustedFolders.json")  # fmt: skip
     try:
         text = fileio.read_text(rules_path)
-        rules = json.loads(jsonc.strip_comments(text)) if text else {}
+        rules = json.loads(jsonc.blank_comments(text)) if text else {}
     except (InputError, ValueError):
         return None, f"{rules_path} cannot be read"
     if not isinstance(rules, dict):
@@ -203,7 +203,7 @@ def _read(scope: str, path: Path) -> GeminiFile:
     if text is None:
         return GeminiFile(scope, path)
     try:
-        return GeminiFile(scope, path, text, jsonc.parse(text, path))
+        return GeminiFile(scope, path, text, jsonc.parse(text, path, jsonc.GEMINI))
     except ConfigParseError as exc:
         return GeminiFile(scope, path, text, problem=exc)
 

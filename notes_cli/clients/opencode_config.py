@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from notes_cli import fileio, paths
-from notes_cli.clients import opencode_jsonc as jsonc
-from notes_cli.clients import presets, urls
+from notes_cli.clients import jsonc, presets, urls
 from notes_cli.clients.endpoint import Endpoint, Protocol, join_url
 from notes_cli.clients.model_limits import LimitsFetcher
 from notes_cli.clients.plan import WritePlan, secret_values
@@ -129,6 +128,11 @@ def _project_chain(start: Path) -> list[Path]:
     return list(reversed(chain))
 
 
+def parse(text: str, path: Path) -> dict[str, Any]:
+    """One OpenCode config layer's data, read as OpenCode reads it (`clients.jsonc`)."""
+    return jsonc.parse(text, path, jsonc.OPENCODE)
+
+
 def read_layers(
     config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]
 ) -> list[Layer]:
@@ -139,14 +143,14 @@ def read_layers(
     for label, path in layer_sources(config_dir, project_dir, env):
         if path is None:
             text = env["OPENCODE_CONFIG_CONTENT"]
-            layers.append(Layer(label, None, text, jsonc.parse(text, Path(label))))
+            layers.append(Layer(label, None, text, parse(text, Path(label))))
             continue
         if path.absolute() in seen:
             continue
         seen.add(path.absolute())
         text_or_none = fileio.read_text(path)
         if text_or_none is not None:
-            layers.append(Layer(str(path), path, text_or_none, jsonc.parse(text_or_none, path)))
+            layers.append(Layer(str(path), path, text_or_none, parse(text_or_none, path)))
     return layers
 
 
@@ -311,7 +315,7 @@ def plan_opencode(
     """Build the edit of the chosen OpenCode file for `options` (nothing is written)."""
     path = config_path(options.scope, config_dir=config_dir, project_dir=project_dir)
     old_text = fileio.read_text(path)
-    data = jsonc.parse(old_text, path) if old_text is not None else {}
+    data = parse(old_text, path) if old_text is not None else {}
     preset = presets.load_preset(options.preset) if options.preset else None
     codex = preset.codex if preset else None
     provider_id = _provider_id(options, preset, data)
@@ -377,7 +381,7 @@ def plan_opencode(
         notes=tuple(notes),
         warnings=tuple(warnings),
         redact=tuple(  # an `{env:NAME}` reference names the key; it is not one
-            s for s in secret_values(data, jsonc.parse(new_text, path)) if not ENV_REF.fullmatch(s)
+            s for s in secret_values(data, parse(new_text, path)) if not ENV_REF.fullmatch(s)
         ),
     )
 
@@ -400,7 +404,7 @@ def _overridden(
             text = (
                 os.environ["OPENCODE_CONFIG_CONTENT"] if later is None else fileio.read_text(later)
             )
-            data = jsonc.parse(text, later or Path(label)) if text is not None else {}
+            data = parse(text, later or Path(label)) if text is not None else {}
         except (InputError, KeyError):
             continue  # doctor reports a layer that cannot be read
         where = str(later) if later is not None else label
@@ -417,15 +421,13 @@ def _apply(
     """The edits made one by one as text; an edit that changes nothing is skipped, so a file
     that already has the setup is returned byte for byte."""
     text = old_text if old_text is not None else f'{{\n  "$schema": "{SCHEMA_URL}"\n}}\n'
-    current = data if old_text is not None else jsonc.parse(text, path)
+    current = data if old_text is not None else parse(text, path)
     for keys, value in edits:
         if _get(current, keys) == value:
             continue
-        text = jsonc.set_value(text, keys, value, path)
-        current = jsonc.parse(text, path)
-    from notes_cli.clients.files import match_newlines
-
-    return match_newlines(text, old_text)
+        text = jsonc.set_values(text, {keys: value})
+        current = parse(text, path)
+    return text
 
 
 def _get(data: Any, keys: tuple[str, ...]) -> Any:

@@ -10,7 +10,7 @@ reads the key from, and the file never holds one):
 
 The `modelProviders` entry whose `id` is the selected model wins over OPENAI_BASE_URL (shell or
 `.env`) and over `security.auth.baseUrl`, so a stray variable cannot redirect Qwen Code. Every
-other key, comment and number spelling is kept (`jsonc_edit`); an existing entry for the model
+other key, comment and number spelling is kept (`clients.jsonc`); an existing entry for the model
 keeps its other members (`generationConfig`, …). A new file gets `"$version": 4`, the settings
 format Qwen Code would otherwise rewrite the file to (dropping comments).
 
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from notes_cli import fileio, paths
-from notes_cli.clients import jsonc_edit, presets, urls
+from notes_cli.clients import jsonc, presets, urls
 from notes_cli.clients.endpoint import Endpoint, join_url
 from notes_cli.clients.plan import WritePlan, secret_values, too_large
 from notes_cli.errors import ConfigParseError, InputError, UsageError
@@ -71,7 +71,7 @@ def load_for_edit(path: Path) -> tuple[str | None, dict[str, Any]]:
     text = fileio.read_text(path)
     if text is None:
         return None, {}
-    return text, jsonc_edit.parse(text, path, keep_numbers=True)
+    return text, jsonc.parse(text, path, jsonc.QWEN, keep_numbers=True)
 
 
 def plan_qwen(
@@ -91,7 +91,7 @@ def plan_qwen(
     entry = _provider_entry(data, model)
     cleaned = _base_url(options, preset, entry, data)
     key_env, placeholder = _key(options, preset, entry)
-    editor = jsonc_edit.Editor(old_text or "")
+    editor = jsonc.Editor(old_text or "")
     if old_text is None or not old_text.strip():
         editor.set(("$version",), SETTINGS_VERSION)
     editor.set(("security", "auth", "selectedType"), "openai")
@@ -110,7 +110,7 @@ def plan_qwen(
     new_text = editor.text
     if len(new_text) > fileio.MAX_CONFIG_BYTES:
         raise too_large(path, None)  # before parsing it back
-    new_data = jsonc_edit.parse(new_text, path)
+    new_data = jsonc.parse(new_text, path, jsonc.QWEN)
     return WritePlan(
         client="qwen",
         path=path,
@@ -273,7 +273,7 @@ def read_files(qwen_home: Path | None = None, project_dir: Path | None = None) -
             text = fileio.read_text(path)
             if text is None:
                 continue
-            found.append(QwenFile(kind, path, text, jsonc_edit.parse(text, path)))
+            found.append(QwenFile(kind, path, text, jsonc.parse(text, path, jsonc.QWEN)))
         except (ConfigParseError, InputError) as exc:
             found.append(QwenFile(kind, path, problem=exc))
     return found

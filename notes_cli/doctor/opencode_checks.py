@@ -21,7 +21,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from notes_cli.clients import opencode_config as oc
-from notes_cli.clients import opencode_jsonc as jsonc
 from notes_cli.clients.files import line_of
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
@@ -63,7 +62,7 @@ def read(config_dir: Path | None, project_dir: Path | None, env: Mapping[str, st
                 seen.add(path.absolute())
                 text = fileio.read_text(path)
             if text is not None:
-                data = jsonc.parse(text, Path(where))
+                data = oc.parse(text, Path(where))
                 layers.append(oc.Layer(where, path, text, data))
         except ConfigParseError as exc:
             problems.append(
