@@ -185,6 +185,15 @@ def test_dry_run_writes_nothing_and_shows_both_diffs(cli, isolated_home: Path) -
     assert not (isolated_home / ".gemini").exists()
 
 
+def test_a_human_dry_run_shows_both_diffs_and_names_both_files(cli, isolated_home: Path) -> None:
+    result = cli("config", "gemini", "--preset", "mock", "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    settings, env = _settings(isolated_home), _env(isolated_home)
+    assert f"+++ {settings}" in result.stdout and f"+++ {env}" in result.stdout
+    assert f"dry run: {settings} and {env} were not written" in " ".join(result.stdout.split())
+    assert not (isolated_home / ".gemini").exists()
+
+
 def test_an_unchanged_setup_is_not_rewritten(cli, isolated_home: Path) -> None:
     assert cli("config", "gemini", "--preset", "mock").exit_code == 0
     again = cli("config", "gemini", "--preset", "mock", "--json").json()

@@ -68,7 +68,9 @@ def write_human(result: WriteResult, *, dry_run: bool) -> None:
     if dry_run:
         diff = plan.diff()
         console.print(escape(diff.rstrip("\n")) if diff else f"no change to {plan.path}")
-        console.print(f"[dim]dry run: {escape(str(plan.path))} was not written[/]")
+        files = " and ".join(str(p) for p in (plan.path, *(e.path for e in plan.also)))
+        verb = "were" if plan.also else "was"
+        console.print(f"[dim]dry run: {escape(files)} {verb} not written[/]")
     elif result.written is None:
         console.print(f"{escape(str(plan.path))} already has this setup; nothing written")
     else:
