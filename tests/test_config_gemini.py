@@ -237,6 +237,28 @@ def test_an_env_that_cannot_be_written_puts_settings_back(
     assert "nothing to undo" in cli("config", "undo", "--client", "gemini").stdout
 
 
+def test_an_env_that_cannot_be_written_leaves_the_bridge_record_as_it_was(
+    cli, isolated_home: Path, monkeypatch
+) -> None:
+    """Through the bridge the step has three files: the bridge's record is put back too."""
+    from notes_cli import fileio
+    from notes_cli.errors import ConfigWriteError
+
+    real = fileio.atomic_write
+
+    def failing(target: Path, data: bytes | str, *, mode: int | None = None) -> Path:
+        if target.name == ".env":
+            raise ConfigWriteError(f"cannot write {target}: No space left on device")
+        return real(target, data, mode=mode)
+
+    monkeypatch.setattr(fileio, "atomic_write", failing)
+    result = cli("config", "gemini", "--preset", "deepseek")
+
+    assert result.exit_code != 0 and "No space left" in result.stderr
+    assert not (isolated_home / ".pdnotes" / "bridge.json").exists()
+    assert not _settings(isolated_home).exists() and not _env(isolated_home).exists()
+
+
 KILLED_BETWEEN_FILES = """
 import os, sys
 from notes_cli import fileio
