@@ -13,10 +13,11 @@ file holds the intended state (the replace happened), discarded otherwise. Pendi
 invisible to `list_backups`, `latest` and `undo`.
 
 One write may change several files of a client as one step (`config codex` writes config.toml
-and the model catalog it names): the backup then saves every file under one stamp (`others` in
-its meta, each with its own pending digest), `undo` restores them all, and a write or an undo that
-fails or is killed between two files is rolled back to the saved state, by the writer itself or
-by `recover` on the next run, so no half of a step stays applied.
+and the model catalog it names, `config gemini` settings.json and the .env beside it): the
+backup then saves every file under one stamp (`others` in its meta, each with its own pending
+digest), `undo` restores them all, and a write or an undo that fails or is killed between two
+files is rolled back to the saved state, by the writer itself or by `recover` on the next run,
+so no half of a step stays applied.
 
 Writes into a backups folder hold that folder's lock (`fileio.locked(folder)`) as well as the
 file's: the backups of several files of one client share the folder. Holding it, a save removes
@@ -71,9 +72,6 @@ class Backup:
     """Digest of the state a write in progress will produce (see `state_digest`)."""
     consumes: str | None = None
     """For an undone/ entry: the backup the undo restores and then deletes."""
-    group: str | None = None
-    """Shared by the backups of files one command wrote together (Gemini CLI's settings.json
-    and .env): `undo_group` restores them together."""
     others: tuple[SavedFile, ...] = ()
     """The other files of the same step, restored together with `original`."""
 
@@ -109,7 +107,6 @@ def save(
     undone: bool = False,
     pending: str | None = None,
     consumes: str | None = None,
-    group: str | None = None,
     others: tuple[tuple[Path, str | None], ...] = (),
 ) -> Backup:
     """Save the current bytes of `original` (or its absence) and prune to the newest KEEP.
@@ -128,8 +125,6 @@ def save(
         meta["pending"] = pending
     if consumes is not None:
         meta["consumes"] = consumes
-    if group is not None:
-        meta["group"] = group
     extra = [(path.absolute(), fileio.read_bytes(path.absolute()), due) for path, due in others]
     written: list[Path] = []
     try:
@@ -250,28 +245,34 @@ def _pending_of(backup: Backup) -> list[tuple[Path, str | None]]:
     return [(backup.original, backup.pending)] + [(o.original, o.pending) for o in backup.others]
 
 
-def _roll_back(backup: Backup) -> None:
+def _roll_back(backup: Backup) -> bool:
     """A step that stopped between two files: put back the files it had already written (those
-    holding their pending state) from the backup, so none of the step stays applied."""
+    holding their pending state) from the backup, so none of the step stays applied. True when
+    a file was put back."""
     states = {path: (data, mode) for path, data, mode in saved_states(backup)}
+    put = False
     for path, due in _pending_of(backup):
         if due is not None and state_digest(fileio.read_bytes(path)) == due:
             data, mode = states[path]
             if state_digest(data) != due:
                 put_back(path, data, mode)
+                put = True
+    return put
 
 
-def recover(client: str, original: Path) -> None:
-    """Settle the pending backups of `original` a killed pdnotes left (hold its lock)."""
+def recover(client: str, original: Path) -> bool:
+    """Settle the pending backups of `original` a killed pdnotes left (hold its lock). True
+    when a step killed between two files was rolled back, so the files changed."""
     original = original.absolute()
     current: str | None = None
+    rolled_back = False
     for undone in (False, True):
         for backup in _all_backups(client, undone=undone):
             if backup.pending is None or backup.original != original:
                 continue
             if backup.others:
-                if not _group_applied(backup):
-                    _roll_back(backup)
+                if not _step_applied(backup):
+                    rolled_back = _roll_back(backup) or rolled_back
                     discard(backup)
                     continue
             else:
@@ -286,9 +287,10 @@ def recover(client: str, original: Path) -> None:
                     with contextlib.suppress(FileNotFoundError):  # pruned meanwhile
                         discard(_load(client, consumed))
             commit(backup)
+    return rolled_back
 
 
-def _group_applied(backup: Backup) -> bool:
+def _step_applied(backup: Backup) -> bool:
     """Every file of a several-file step holds the state the step meant to write (the
     caller holds the lock of `original`; the other files' locks are taken here)."""
     with contextlib.ExitStack() as stack:
@@ -348,22 +350,6 @@ def undo(client: str) -> UndoResult | None:
                 return _undo_locked(client, backup)
         # another pdnotes changed the history meanwhile: look again
     return None
-
-
-def undo_group(client: str) -> list[UndoResult]:
-    """`undo`, repeated while the next newest backup belongs to the same group as the one just
-    restored: one undo puts back every file one command wrote. Empty when nothing to undo."""
-    results: list[UndoResult] = []
-    while len(results) < KEEP:
-        group = results[-1].backup.group if results else None
-        following = latest(client)
-        if results and (group is None or following is None or following.group != group):
-            break
-        result = undo(client)
-        if result is None:
-            break
-        results.append(result)
-    return results
 
 
 def settle(client: str) -> None:
@@ -444,7 +430,6 @@ def _load(client: str, meta_path: Path) -> Backup:
             meta_path=meta_path,
             pending=meta.get("pending"),
             consumes=meta.get("consumes"),
-            group=meta.get("group"),
             others=tuple(
                 SavedFile(
                     original=Path(entry["original"]),

@@ -245,3 +245,27 @@ def test_a_step_killed_between_the_two_files_is_rolled_back_on_the_next_run(
     assert (folder / "config.toml").read_text(encoding="utf-8") == HAND_WRITTEN
     assert not (folder / "pdnotes-models.json").exists()
     assert "nothing to undo" in result.stdout.lower()
+
+
+def test_a_write_after_a_killed_step_plans_from_the_rolled_back_files(cli, isolated_home) -> None:
+    """The next `config codex` rolls the half-written step back, then plans from the files as
+    they now are (not the half-written config.toml): one undo then gives the hand-written file."""
+    folder = codex_dir(isolated_home)
+    (folder / "config.toml").write_text(HAND_WRITTEN, encoding="utf-8")
+    repo = Path(__file__).resolve().parent.parent
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_BETWEEN_FILES, *BASE, "--context-window", "32768"],
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == 9, killed.stderr
+
+    again = cli(*BASE, "--context-window", "32768")
+
+    assert again.exit_code == 0, again.stderr
+    assert (folder / "pdnotes-models.json").exists()
+    assert cli("config", "undo", "--client", "codex").exit_code == 0
+    assert (folder / "config.toml").read_text(encoding="utf-8") == HAND_WRITTEN
+    assert not (folder / "pdnotes-models.json").exists()

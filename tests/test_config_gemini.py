@@ -1,11 +1,15 @@
 """`pdnotes config gemini`: Gemini CLI's settings.json (JSON with comments) and .gemini/.env,
-merged keeping comments and unknown keys, backed up as one group, undone byte for byte."""
+merged keeping comments and unknown keys; the two files are one step: one backup, written all
+or nothing (never left half written, even when killed between them), undone together byte for
+byte."""
 
 from __future__ import annotations
 
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,7 +78,8 @@ def test_undo_puts_back_both_files_byte_for_byte(cli, isolated_home: Path) -> No
     result = cli("config", "undo", "--client", "gemini", "--json")
     assert result.exit_code == 0, result.stderr
     assert (path.read_bytes(), env.read_bytes()) == before
-    assert result.json()["also"]  # one undo, both files
+    assert result.json()["also"] == [{"file": str(env), "action": "restored"}]  # one undo
+    assert "nothing to undo" in cli("config", "undo", "--client", "gemini").stdout
 
 
 def test_undo_of_a_first_write_removes_both_files(cli, isolated_home: Path) -> None:
@@ -180,10 +185,149 @@ def test_dry_run_writes_nothing_and_shows_both_diffs(cli, isolated_home: Path) -
     assert not (isolated_home / ".gemini").exists()
 
 
+def test_a_human_dry_run_shows_both_diffs_and_names_both_files(cli, isolated_home: Path) -> None:
+    result = cli("config", "gemini", "--preset", "mock", "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    settings, env = _settings(isolated_home), _env(isolated_home)
+    assert f"+++ {settings}" in result.stdout and f"+++ {env}" in result.stdout
+    assert f"dry run: {settings} and {env} were not written" in " ".join(result.stdout.split())
+    assert not (isolated_home / ".gemini").exists()
+
+
 def test_an_unchanged_setup_is_not_rewritten(cli, isolated_home: Path) -> None:
     assert cli("config", "gemini", "--preset", "mock").exit_code == 0
     again = cli("config", "gemini", "--preset", "mock", "--json").json()
     assert not again["written"] and not again["also"][0]["written"]
+
+
+def test_a_write_shows_both_files_and_one_backup(cli, isolated_home: Path) -> None:
+    result = cli("config", "gemini", "--preset", "mock")
+    assert result.exit_code == 0, result.stderr
+    assert f"wrote {_settings(isolated_home)}" in result.stdout
+    assert f"wrote {_env(isolated_home)}" in result.stdout
+    assert result.stdout.count("backup:") == 1
+    backups = list((isolated_home / ".pdnotes" / "backups" / "gemini").glob("*.json"))
+    assert len(backups) == 1
+
+
+def test_an_env_that_cannot_be_written_puts_settings_back(
+    cli, isolated_home: Path, monkeypatch
+) -> None:
+    """settings.json is written first; the .env's write then fails: settings.json gets its old
+    bytes back and there is nothing to undo."""
+    from notes_cli import fileio
+    from notes_cli.errors import ConfigWriteError
+
+    path = _settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_text(RICH, encoding="utf-8")
+    real = fileio.atomic_write
+
+    def failing(target: Path, data: bytes | str, *, mode: int | None = None) -> Path:
+        if target.name == ".env":
+            raise ConfigWriteError(f"cannot write {target}: No space left on device")
+        return real(target, data, mode=mode)
+
+    monkeypatch.setattr(fileio, "atomic_write", failing)
+    result = cli("config", "gemini", "--preset", "mock")
+
+    assert result.exit_code != 0 and "No space left" in result.stderr
+    assert path.read_text(encoding="utf-8") == RICH and not _env(isolated_home).exists()
+    monkeypatch.setattr(fileio, "atomic_write", real)
+    assert "nothing to undo" in cli("config", "undo", "--client", "gemini").stdout
+
+
+def test_an_env_that_cannot_be_written_leaves_the_bridge_record_as_it_was(
+    cli, isolated_home: Path, monkeypatch
+) -> None:
+    """Through the bridge the step has three files: the bridge's record is put back too."""
+    from notes_cli import fileio
+    from notes_cli.errors import ConfigWriteError
+
+    real = fileio.atomic_write
+
+    def failing(target: Path, data: bytes | str, *, mode: int | None = None) -> Path:
+        if target.name == ".env":
+            raise ConfigWriteError(f"cannot write {target}: No space left on device")
+        return real(target, data, mode=mode)
+
+    monkeypatch.setattr(fileio, "atomic_write", failing)
+    result = cli("config", "gemini", "--preset", "deepseek")
+
+    assert result.exit_code != 0 and "No space left" in result.stderr
+    assert not (isolated_home / ".pdnotes" / "bridge.json").exists()
+    assert not _settings(isolated_home).exists() and not _env(isolated_home).exists()
+
+
+KILLED_BETWEEN_FILES = """
+import os, sys
+from notes_cli import fileio
+real = fileio.atomic_write
+def dying(path, data, *, mode=None):
+    if path.name == ".env":
+        os._exit(9)  # killed after settings.json was replaced, before the .env was
+    return real(path, data, mode=mode)
+fileio.atomic_write = dying
+from notes_cli.cli import main
+sys.argv = ["pdnotes", *sys.argv[1:]]
+main()
+"""
+
+
+def _killed_between_files(home: Path) -> None:
+    """Run `config gemini --preset mock` in a process that dies between the two files."""
+    repo = Path(__file__).resolve().parent.parent
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_BETWEEN_FILES, "config", "gemini", "--preset", "mock"],
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == 9, killed.stderr
+    assert "gemini-api-key" in _settings(home).read_text(encoding="utf-8")  # half written
+
+
+def test_a_step_killed_between_the_two_files_is_rolled_back_on_the_next_run(
+    cli, isolated_home: Path
+) -> None:
+    path, env = _settings(isolated_home), _env(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_text(RICH, encoding="utf-8")
+    env.write_bytes(b"DEBUG=1\n")
+    _killed_between_files(isolated_home)
+
+    result = cli("config", "undo", "--client", "gemini")
+
+    assert result.exit_code == 0, result.stderr
+    assert path.read_text(encoding="utf-8") == RICH and env.read_bytes() == b"DEBUG=1\n"
+    assert "nothing to undo" in result.stdout
+
+
+def test_a_write_after_a_killed_one_undoes_to_the_state_before_both(
+    cli, isolated_home: Path
+) -> None:
+    path = _settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_text(RICH, encoding="utf-8")
+    _killed_between_files(isolated_home)
+    assert cli("config", "gemini", "--preset", "mock").exit_code == 0
+    assert cli("config", "undo", "--client", "gemini").exit_code == 0
+    assert path.read_text(encoding="utf-8") == RICH and not _env(isolated_home).exists()
+
+
+def test_rewriting_the_same_key_keeps_the_env_private(
+    cli, isolated_home: Path, sentinel_key, monkeypatch
+) -> None:
+    """The .env already holds the key but was made world-readable by hand: the next run with
+    --write-key-from-env makes it 0600 again, though no text changes."""
+    monkeypatch.setenv("GW_KEY", sentinel_key)
+    args = ("config", "gemini", "--base-url", "https://gw.example", "--model", "m",
+            "--write-key-from-env", "GW_KEY")  # fmt: skip
+    assert cli(*args).exit_code == 0
+    _env(isolated_home).chmod(0o644)
+    assert cli(*args).exit_code == 0
+    assert stat.S_IMODE(os.stat(_env(isolated_home)).st_mode) == 0o600
 
 
 def test_project_scope_writes_the_project_folder(cli, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from notes_cli.bridge import config as bridge_config
 from notes_cli.clients import presets
 from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
 from notes_cli.clients.codex_config import CodexOptions, plan_codex
-from notes_cli.clients.gemini_config import GeminiOptions, GeminiPlans, plan_gemini
+from notes_cli.clients.gemini_config import GeminiOptions, plan_gemini
 from notes_cli.clients.plan import WritePlan
 from notes_cli.errors import UsageError
 from notes_cli.secrets import check_env_name, mask_url
@@ -143,7 +143,7 @@ def plan_gemini_bridge(
     *,
     gemini_home: Path | None = None,
     project_dir: Path | None = None,
-) -> tuple[GeminiPlans, bridge_config.BridgeConfig]:
+) -> tuple[WritePlan, bridge_config.BridgeConfig]:
     """Gemini CLI on the bridge's Gemini route (…/v1beta/models/<model>:streamGenerateContent)
     in front of a chat-completions upstream; `--key-env` names the UPSTREAM's key, as for the
     other clients; the bridge's own key (if any) is what Gemini CLI sends."""
@@ -158,8 +158,8 @@ def plan_gemini_bridge(
         model=model,
         key_env=bridge.api_key_env,
     )
-    plans = plan_gemini(client, gemini_home=gemini_home, project_dir=project_dir)
-    return replace(plans, settings=_with_notes(plans.settings, record)), record
+    plan = plan_gemini(client, gemini_home=gemini_home, project_dir=project_dir)
+    return _with_notes(plan, record), record
 
 
 def _with_notes(plan: WritePlan, record: bridge_config.BridgeConfig) -> WritePlan:

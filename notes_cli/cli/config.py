@@ -15,7 +15,6 @@ from notes_cli.cli.options import Names, one_of
 
 if TYPE_CHECKING:
     from notes_cli.bridge.config import BridgeConfig
-    from notes_cli.clients.gemini_config import GeminiPlans
     from notes_cli.clients.model_limits import LimitsFetcher
     from notes_cli.clients.plan import WritePlan, WriteResult
 
@@ -368,7 +367,7 @@ def gemini(
         via = BridgeOptions.of(
             bridge_port, bridge_key_env, bridge_fallback, bridge_fallback_key_env
         )
-        build: GeminiBuild = lambda: plan_gemini_bridge(  # noqa: E731
+        build: Plan = lambda: plan_gemini_bridge(  # noqa: E731
             options, via, gemini_home=gemini_home, project_dir=project_dir
         )
     else:
@@ -376,40 +375,7 @@ def gemini(
             plan_gemini(options, gemini_home=gemini_home, project_dir=project_dir),
             None,
         )
-    _write_gemini(path, build, dry_run, as_json)
-
-
-GeminiBuild = Callable[[], "tuple[GeminiPlans, BridgeConfig | None]"]
-
-
-def _write_gemini(path: Path, build: GeminiBuild, dry_run: bool, as_json: bool) -> None:
-    """settings.json first (with the bridge record, as `_write`), then the .env beside it; if
-    the .env cannot be written, settings.json is put back (one undo), so the two never
-    disagree."""
-    from notes_cli import backups
-    from notes_cli.clients.plan import WriteResult, apply
-    from notes_cli.render import config as render
-
-    if dry_run:
-        plans, _ = build()
-        results = [WriteResult(p, None, None, p.warnings) for p in (plans.settings, plans.env)]
-    else:
-        env_plans: list[WritePlan] = []
-
-        def settings_first() -> tuple[WritePlan, BridgeConfig | None]:
-            plans, record = build()
-            env_plans.append(plans.env)
-            return plans.settings, record
-
-        first = _write_with_record(path, settings_first)
-        try:
-            second = apply(env_plans[-1])
-        except BaseException:
-            if first.written is not None:
-                backups.undo("gemini")
-            raise
-        results = [first, second]
-    render.write_many(results, dry_run=dry_run, as_json=as_json)
+    _write(path, build, dry_run, as_json)
 
 
 def _no_gemini_api(preset: str | None) -> bool:
@@ -666,13 +632,11 @@ def undo(
     from notes_cli.render import config as render
 
     chosen = client or _most_recent_client()
-    results = backups.undo_group(chosen)
-    if not results:
+    result = backups.undo(chosen)
+    if result is None:
         render.nothing_to_undo(chosen, backups.backups_dir(chosen), as_json=as_json)
-    elif len(results) == 1:
-        render.undo(results[0], as_json=as_json)
     else:
-        render.undo_many(results, as_json=as_json)
+        render.undo(result, as_json=as_json)
 
 
 def _most_recent_client() -> str:

@@ -8,8 +8,9 @@ wins. The key is GEMINI_API_KEY (sent as `x-goog-api-key`). `security.auth.selec
 be "gemini-api-key": with a base URL and no selected type, Gemini CLI picks its "gateway" auth,
 which `gemini -p` rejects ("Invalid auth method selected"). The model is `model.name`.
 
-So `pdnotes config gemini` writes two files, backed up as one group (`config undo` restores
-both): settings.json gets `security.auth.selectedType` and `model.name` (spliced in place, every
+So `pdnotes config gemini` writes two files as one step (one `WritePlan`: settings.json, with
+the .env as its `also`; one backup, all or nothing, one `config undo` restores both):
+settings.json gets `security.auth.selectedType` and `model.name` (spliced in place, every
 comment and unknown key kept: `clients.jsonc`); `.gemini/.env` beside it gets
 GOOGLE_GEMINI_BASE_URL, and GEMINI_API_KEY only for the keyless local presets (a placeholder)
 or when explicitly asked (`--write-key-from-env`, mode 0600).
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +28,7 @@ from notes_cli import fileio, paths
 from notes_cli.clients import dotenv, files, jsonc, presets, urls
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.git import tracked_by_git
-from notes_cli.clients.plan import WritePlan, secret_values, too_large
+from notes_cli.clients.plan import FileEdit, WritePlan, secret_values, too_large
 from notes_cli.errors import UsageError
 from notes_cli.secrets import looks_like_env_name, mask
 
@@ -68,14 +68,6 @@ class GeminiOptions:
     write_key_from_env: str | None = None
     scope: Scope = "user"
     no_phone_home: bool = False
-
-
-@dataclass(frozen=True)
-class GeminiPlans:
-    """The two edits one `config gemini` makes: settings.json, then the .env beside it."""
-
-    settings: WritePlan
-    env: WritePlan
 
 
 def settings_path(
@@ -118,8 +110,9 @@ def clean_base_url(raw: str) -> urls.CleanUrl:
 
 def plan_gemini(
     options: GeminiOptions, *, gemini_home: Path | None = None, project_dir: Path | None = None
-) -> GeminiPlans:
-    """Build both edits for `options` (nothing is written)."""
+) -> WritePlan:
+    """Build the step for `options` (nothing is written): settings.json, with the .env beside
+    it as the plan's further file (mode 0600 when it will hold a key)."""
     path = settings_path(options.scope, gemini_home=gemini_home, project_dir=project_dir)
     env_path = path.parent / ".env"
     old_text = fileio.read_text(path)
@@ -158,11 +151,10 @@ def plan_gemini(
     notes = cleaned.notes + notes
     env_text = dotenv.set_value(env_text, BASE_URL_VAR, cleaned.base_url)
     warnings = (TRUST_NOTE, *_warnings(options, env_path, cleaned.base_url))
-    group = uuid.uuid4().hex
     redact = secret_values(data, dotenv.parse(old_env or ""), dotenv.parse(env_text))
     redact = tuple(s for s in redact if s not in presets.placeholder_tokens())
     url = request_url(cleaned.base_url, model)
-    settings_plan = WritePlan(
+    return WritePlan(
         client="gemini",
         path=path,
         old_text=old_text,
@@ -172,19 +164,8 @@ def plan_gemini(
         notes=notes,
         warnings=warnings,
         redact=redact,
-        group=group,
+        also=(FileEdit(env_path, old_env, env_text, mode),),
     )
-    env_plan = WritePlan(
-        client="gemini",
-        path=env_path,
-        old_text=old_env,
-        new_text=env_text,
-        request_url=url,
-        mode=mode,
-        redact=redact,
-        group=group,
-    )
-    return GeminiPlans(settings_plan, env_plan)
 
 
 def _settings_text(

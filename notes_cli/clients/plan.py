@@ -1,17 +1,19 @@
 """A planned change to one client file, and applying it safely.
 
-`pdnotes config codex|claude` first builds a `WritePlan` (old text, new text, what was cleaned,
-the URL the client will call); `--dry-run` shows its diff, a real run `apply`s it: check the file
-did not change meanwhile, save a backup, write atomically — all while holding the file's lock
-(`fileio.locked`), so two pdnotes never interleave and no reported write is lost. `write` holds
-the lock over the planning read as well, so concurrent runs queue instead of failing. A plan whose
-new text is past `fileio.MAX_CONFIG_BYTES` cannot be made (`check_size`): pdnotes never writes
-a file it would then refuse to read.
+`pdnotes config <client>` first builds a `WritePlan` (old text, new text, what was cleaned,
+the URL the client will call); `--dry-run` shows its diff, a real run `apply`s it: check the
+file did not change meanwhile, save a backup, write atomically — all while holding the file's
+lock (`fileio.locked`), so two pdnotes never interleave and no reported write is lost. `write`
+holds the lock over the planning read as well, so concurrent runs queue instead of failing; if
+a step a killed pdnotes left half written is rolled back then, the plan is made again from the
+files as they now are. A plan whose new text is past `fileio.MAX_CONFIG_BYTES` cannot be made
+(`check_size`): pdnotes never writes a file it would then refuse to read.
 
 A plan may change further files as the same step (`also`: the model catalog `config codex`
-writes beside config.toml). They are locked after the main file, backed up in the same backup
-(`backups.save(others=…)`), and written one by one; if one cannot be written, those already
-written are put back, so the step happens whole or not at all, and `undo` restores every file.
+writes beside config.toml, the .env `config gemini` writes beside settings.json). They are
+locked after the main file, backed up in the same backup (`backups.save(others=…)`), and
+written one by one; if one cannot be written, those already written are put back, so the step
+happens whole or not at all, and `undo` restores every file.
 """
 
 from __future__ import annotations
@@ -58,8 +60,6 @@ class WritePlan:
     """Mode bits to force (0o600 when the file will hold a token); None keeps the file's."""
     redact: tuple[str, ...] = field(default=(), repr=False)
     """Secrets the new text holds; `diff` shows them masked."""
-    group: str | None = None
-    """Names the plans one command applies together, so one `config undo` reverts them all."""
     also: tuple[FileEdit, ...] = ()
     """Further files written in the same step (see the module's docstring)."""
 
@@ -70,12 +70,23 @@ class WritePlan:
     def changed(self) -> bool:
         return self.old_text != self.new_text or any(edit.changed for edit in self.also)
 
+    @property
+    def forces_mode(self) -> bool:
+        """Some file of the step gets its mode set (0600 for a token) even if its text is kept."""
+        return self.mode is not None or any(edit.mode is not None for edit in self.also)
+
     def diff(self) -> str:
         """Unified diff of the change (`/dev/null` as the old side for a new file), the
         further files' after the main one's."""
         edits = [(self.path, self.old_text, self.new_text)]
         edits += [(e.path, e.old_text, e.new_text) for e in self.also]
-        text = "".join(_unified(path, old, new) for path, old, new in edits)
+        return self._masked("".join(_unified(path, old, new) for path, old, new in edits))
+
+    def diff_of(self, edit: FileEdit) -> str:
+        """The diff of one further file of the step, masked as `diff` masks."""
+        return self._masked(_unified(edit.path, edit.old_text, edit.new_text))
+
+    def _masked(self, text: str) -> str:
         for secret in self.redact:
             if len(secret) >= 8:
                 text = text.replace(secret, mask(secret))
@@ -112,14 +123,17 @@ def write(path: Path, build: Callable[[], WritePlan], *, dry_run: bool = False) 
         plan = build()
         return WriteResult(plan, None, None, plan.warnings)
     with fileio.locked(path):
-        return apply(build())
+        plan = build()
+        if backups.recover(plan.client, plan.path):  # a killed step was rolled back just now:
+            plan = build()  # plan again from the files as they are after it
+        return apply(plan)
 
 
 def apply(plan: WritePlan) -> WriteResult:
     """Back up and atomically write `plan` under the file's lock; a no-op when nothing changes.
     Raises `ConfigWriteError` if a file changed since it was read (nothing is written then).
     A UTF-8 BOM the file starts with is kept."""
-    if not plan.changed and plan.mode is None:
+    if not plan.changed and not plan.forces_mode:
         return WriteResult(plan, None, None, plan.warnings)
     with contextlib.ExitStack() as stack:
         stack.enter_context(fileio.locked(plan.path))
@@ -132,7 +146,6 @@ def apply(plan: WritePlan) -> WriteResult:
             plan.client,
             plan.path,
             pending=backups.state_digest(writes[0][1]),
-            group=plan.group,
             others=tuple((path, backups.state_digest(data)) for path, data, _ in writes[1:]),
         )
         written: list[Path] = []

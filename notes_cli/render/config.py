@@ -27,38 +27,6 @@ _CLIENT_TITLE = {
 _METHOD = "POST"
 
 
-def write_many(results: list[WriteResult], *, dry_run: bool, as_json: bool) -> None:
-    """One command that wrote several files (Gemini CLI: settings.json and .env): the first
-    result is the main one; the others follow it (human), or sit under "also" (JSON)."""
-    first, rest = results[0], results[1:]
-    if as_json:
-        document = _write_document(first, dry_run=dry_run)
-        document["also"] = [
-            {
-                "file": str(r.plan.path),
-                "changed": r.plan.changed,
-                "written": r.written is not None,
-                "backup": str(r.backup) if r.backup else None,
-                "diff": r.plan.diff(),
-            }
-            for r in rest
-        ]
-        emit_json(document)
-        return
-    console = out()
-    for result in rest:
-        if dry_run:
-            diff = result.plan.diff()
-            console.print(escape(diff.rstrip("\n")) if diff else f"no change to {result.plan.path}")
-        elif result.written is None:
-            console.print(
-                f"{escape(str(result.plan.path))} already has this setup; nothing written"
-            )
-        else:
-            console.print(f"[green]wrote[/] {escape(str(result.plan.path))}")
-    write_human(first, dry_run=dry_run)
-
-
 def write_json(result: WriteResult, *, dry_run: bool) -> None:
     emit_json(_write_document(result, dry_run=dry_run))
 
@@ -69,7 +37,15 @@ def _write_document(result: WriteResult, *, dry_run: bool) -> dict[str, object]:
         "schema": "pdnotes.config-write/1",
         "client": plan.client,
         "file": str(plan.path),
-        "also": [str(edit.path) for edit in plan.also],
+        "also": [
+            {
+                "file": str(edit.path),
+                "changed": edit.changed,
+                "written": result.written is not None,
+                "diff": plan.diff_of(edit),
+            }
+            for edit in plan.also
+        ],
         "dry_run": dry_run,
         "changed": plan.changed,
         "written": result.written is not None,
@@ -92,7 +68,9 @@ def write_human(result: WriteResult, *, dry_run: bool) -> None:
     if dry_run:
         diff = plan.diff()
         console.print(escape(diff.rstrip("\n")) if diff else f"no change to {plan.path}")
-        console.print(f"[dim]dry run: {escape(str(plan.path))} was not written[/]")
+        files = " and ".join(str(p) for p in (plan.path, *(e.path for e in plan.also)))
+        verb = "were" if plan.also else "was"
+        console.print(f"[dim]dry run: {escape(files)} {verb} not written[/]")
     elif result.written is None:
         console.print(f"{escape(str(plan.path))} already has this setup; nothing written")
     else:
@@ -174,25 +152,6 @@ def undo(result: UndoResult, *, as_json: bool) -> None:
         out().print(f"{escape(str(path))} {verb}")
     kept = escape(str(result.saved_current.meta_path.parent))
     out().print(f"[dim]the state it replaced is kept in {kept}[/]")
-
-
-def undo_many(results: list[UndoResult], *, as_json: bool) -> None:
-    """One undo that put back several files one command had written together."""
-    if as_json:
-        emit_json(
-            {
-                "schema": "pdnotes.config-undo/1",
-                "client": results[0].client,
-                "file": str(results[0].path),
-                "action": results[0].action,
-                "restored_from": str(results[0].backup.meta_path.with_suffix(".bak")),
-                "previous_state_saved_to": str(results[0].saved_current.meta_path),
-                "also": [{"file": str(r.path), "action": r.action} for r in results[1:]],
-            }
-        )
-        return
-    for result in results:
-        undo(result, as_json=False)
 
 
 def nothing_to_undo(client: str, folder: Path, *, as_json: bool) -> None:
