@@ -106,7 +106,10 @@ def plan_qwen(
     notes = list(cleaned.notes)
     if placeholder:
         editor.set(("security", "auth", "apiKey"), placeholder)
-        notes.append("the mock engine needs no key: Qwen Code gets a non-secret placeholder")
+        notes.append(
+            f"{preset.name if preset else 'this endpoint'} needs no key: Qwen Code gets a "
+            "non-secret placeholder"
+        )
     new_text = editor.text
     if len(new_text) > fileio.MAX_CONFIG_BYTES:
         raise too_large(path, None)  # before parsing it back
