@@ -157,7 +157,9 @@ def test_opencode_bridge_reads_the_window_from_the_upstream(
 
 
 @pytest.mark.parametrize("client", ["qwen", "opencode"])
-def test_bridge_needs_the_upstream(cli: Callable[..., Any], isolated_home: Path, client: str) -> None:
+def test_bridge_needs_the_upstream(
+    cli: Callable[..., Any], isolated_home: Path, client: str
+) -> None:
     result = cli("config", client, "--bridge", "--model", "m")
     assert result.exit_code == 2
     assert "--bridge needs the upstream" in result.stderr
