@@ -177,3 +177,20 @@ def test_the_bridge_preset_points_both_clients_at_a_running_bridge(
     provider = opencode_config(isolated_home)["provider"]["pdnotes-bridge"]
     assert provider["options"]["baseURL"] == "http://127.0.0.1:8787/v1"
     assert not (isolated_home / ".pdnotes" / "bridge.json").exists()  # nothing to record
+
+
+@pytest.mark.parametrize("client", ["qwen", "opencode"])
+def test_doctor_says_the_bridge_is_not_running(
+    cli: Callable[..., Any], isolated_home: Path, client: str
+) -> None:
+    from bridge_support import free_port
+
+    port = str(free_port())
+    wrote = cli("config", client, "--bridge", *UPSTREAM, "--model", "m", "--bridge-port", port)
+    assert wrote.exit_code == 0, wrote.stderr
+
+    report = cli("doctor", "--client", client, "--json")
+
+    assert report.exit_code == 1, report.stdout
+    (finding,) = [f for f in report.json()["findings"] if f["id"] == "bridge-not-running"]
+    assert f"127.0.0.1:{port}" in finding["message"]
