@@ -194,3 +194,33 @@ def test_doctor_says_the_bridge_is_not_running(
     assert report.exit_code == 1, report.stdout
     (finding,) = [f for f in report.json()["findings"] if f["id"] == "bridge-not-running"]
     assert f"127.0.0.1:{port}" in finding["message"]
+
+
+def test_qwen_moved_to_the_bridge_drops_the_upstreams_key_variable(
+    cli: Callable[..., Any], isolated_home: Path
+) -> None:
+    """Qwen Code stops when the variable `envKey` names is unset: moved onto a bridge without
+    a key of its own, the entry must not keep the upstream's variable (the bridge holds it)."""
+    path = isolated_home / ".qwen" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{\n  // mine\n  "ui": {"theme": "dark"}\n}\n')
+    direct = cli("config", "qwen", "--base-url", "http://gpu-box:23333/v1", "--key-env", "GPU_KEY",
+                 "--model", "qwen3-32b")  # fmt: skip
+    assert direct.exit_code == 0, direct.stderr
+    assert qwen_settings_jsonc(path)["modelProviders"]["openai"][0]["envKey"] == "GPU_KEY"
+
+    bridged = cli("config", "qwen", "--bridge", *UPSTREAM, "--model", "qwen3-32b")
+
+    assert bridged.exit_code == 0, bridged.stderr
+    settings = qwen_settings_jsonc(path)
+    assert settings["modelProviders"]["openai"] == [
+        {"id": "qwen3-32b", "baseUrl": "http://127.0.0.1:8787/v1"}
+    ]
+    assert settings["ui"] == {"theme": "dark"} and "// mine" in path.read_text()
+    assert record(isolated_home)["upstream_key_env"] == "GPU_KEY"
+
+
+def qwen_settings_jsonc(path: Path) -> dict[str, Any]:
+    from notes_cli.clients import jsonc_edit
+
+    return jsonc_edit.parse(path.read_text(), path)
