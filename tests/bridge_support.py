@@ -6,7 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -97,6 +103,64 @@ def bridge_over(
         yield running
     finally:
         running.stop()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (for `--bridge-port`, which takes no 0, and for
+    an upstream that is down)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def bridge_serve(*args: str, startup_s: float = 30.0) -> Iterator[list[str]]:
+    """`pdnotes bridge serve ARGS` as a user runs it: a subprocess in its own session, reading
+    the record `pdnotes config … --bridge` wrote ($PDNOTES_HOME of the test), until its banner's
+    last line; yields the lines it printed so far (and keeps collecting them). Stopped with
+    SIGTERM, then SIGKILL to the group if it lingers."""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "notes_cli", "bridge", "serve", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**env, "NO_COLOR": "1"},
+    )
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if "Ctrl-C" in line:
+                ready.set()
+        ready.set()  # EOF: it died
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        ready.wait(startup_s)
+        if process.poll() is not None or not any("Ctrl-C" in line for line in lines):
+            raise RuntimeError("bridge serve did not start:\n" + "".join(lines))
+        yield lines
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(15)
+        deadline = time.monotonic() + 5
+        while reader.is_alive() and time.monotonic() < deadline:
+            reader.join(0.1)
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

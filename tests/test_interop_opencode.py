@@ -1,6 +1,8 @@
 """The real OpenCode (`opencode run`, npm opencode-ai) on the bundled engine, with the config
 `pdnotes config opencode --preset mock` wrote: a plain turn answers with the engine's text; a
-tool turn runs the engine's bash call and answers with its output; and the misconfigurations
+tool turn runs the engine's bash call and answers with its output (also through `pdnotes bridge
+serve` with the config `config opencode --bridge` wrote, falling back when an upstream is
+down); and the misconfigurations
 doctor names make the real client fail, so the finding is about a real failure. HOME and the
 XDG folders are temp dirs; OpenCode runs with its update check, models.dev fetch, LSP download
 and plugin install switched off (no network)."""
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bridge_support import bridge_serve, free_port
 from interop_support import client_binary, opencode_events, opencode_run, recording_server
 
 pytestmark = pytest.mark.interop
@@ -147,3 +150,86 @@ def test_opencode_needs_no_bridge_on_a_chat_only_engine(
     events = opencode_events(run)
     assert [p["tool"] for p in parts(events, "tool_use")] == ["bash"]
     assert [p["text"] for p in parts(events, "text")] == [f"The command printed: {marker}"]
+
+
+ENGINE_KEY = "sk-engine-only-the-bridge-has-0000"
+
+
+@pytest.fixture
+def keyed_chat_engine(
+    start_engine_server: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    """An engine serving only chat completions whose key only the bridge holds: OpenCode's
+    environment has no ENGINE_KEY, so a turn that completes went through the bridge."""
+    monkeypatch.setenv("ENGINE_KEY", ENGINE_KEY)
+    return start_engine_server(protocols=("chat",), api_key_env="ENGINE_KEY")
+
+
+def configure_bridge(cli: Callable[..., Any], upstream: str, *extra: str) -> Path:
+    result = cli(
+        "config", "opencode", "--bridge", "--base-url", upstream, "--key-env", "ENGINE_KEY",
+        "--model", "pd-mock-1", "--context-window", "32768", "--bridge-port", str(free_port()),
+        *extra,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    path = Path(result.stdout.split("wrote ", 1)[1].split("\n", 1)[0])
+    assert ENGINE_KEY not in path.read_text()  # the key stays with the bridge
+    return path
+
+
+def test_opencode_plain_turn_through_the_bridge_on_a_chat_only_engine(
+    cli: Callable[..., Any], isolated_home: Path, keyed_chat_engine: Any
+) -> None:
+    client_binary("opencode")
+    configure_bridge(cli, keyed_chat_engine.base_url)
+
+    with bridge_serve():
+        run = opencode_run(isolated_home, "say pong")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    texts = [p["text"] for p in parts(opencode_events(run), "text")]
+    assert [t.strip().lower().rstrip(".!") for t in texts] == ["pong"]
+
+
+def test_opencode_tool_turn_through_the_bridge_on_a_chat_only_engine(
+    cli: Callable[..., Any], isolated_home: Path, keyed_chat_engine: Any
+) -> None:
+    """The pass-through keeps OpenCode's tools and the engine's call both ways: OpenCode runs
+    the command and the answer quotes its output."""
+    client_binary("opencode")
+    configure_bridge(cli, keyed_chat_engine.base_url)
+    marker = f"marker-{uuid.uuid4().hex[:10]}"
+
+    with bridge_serve():
+        run = opencode_run(isolated_home, f"run: echo {marker}")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    events = opencode_events(run)
+    (call,) = parts(events, "tool_use")
+    assert call["tool"] == "bash" and call["state"]["status"] == "completed"
+    assert call["state"]["output"].strip() == marker
+    assert [p["reason"] for p in parts(events, "step_finish")] == ["tool-calls", "stop"]
+    assert [p["text"] for p in parts(events, "text")] == [f"The command printed: {marker}"]
+
+
+def test_opencode_completes_the_turn_when_the_first_upstream_is_down(
+    cli: Callable[..., Any], isolated_home: Path, keyed_chat_engine: Any
+) -> None:
+    """`--bridge-fallback`: the recorded upstream refuses connections, the bridge tries the
+    fallback (with its own key variable), logs the switch, and OpenCode never notices."""
+    client_binary("opencode")
+    down = f"http://127.0.0.1:{free_port()}/api"
+    configure_bridge(
+        cli, down,
+        "--bridge-fallback", keyed_chat_engine.base_url, "--bridge-fallback-key-env", "ENGINE_KEY",
+    )  # fmt: skip
+
+    with bridge_serve() as log:
+        run = opencode_run(isolated_home, "say pong")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    texts = [p["text"] for p in parts(opencode_events(run), "text")]
+    assert [t.strip().lower().rstrip(".!") for t in texts] == ["pong"]
+    said = "".join(log)
+    assert f"trying {keyed_chat_engine.base_url}" in said, said
+    assert ENGINE_KEY not in said

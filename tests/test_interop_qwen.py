@@ -1,6 +1,8 @@
 """The real Qwen Code (`qwen -p`, settings written by `pdnotes config qwen`) against the bundled
 engine's chat-completions route: a plain turn completes with the engine's answer, a tool turn
-runs the engine's shell call and answers with its output, and the mistakes doctor names
+runs the engine's shell call and answers with its output (directly, and through `pdnotes bridge
+serve` with the settings `config qwen --bridge` wrote, falling back when an upstream is down),
+and the mistakes doctor names
 (doubled /v1, an unexported key variable) fail the way doctor says. A fresh recording of the
 real client has the stored request shape, and smoke sends that shape."""
 
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bridge_support import bridge_serve, free_port
 from interop_support import ClientRun, client_binary, run_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
@@ -34,10 +37,14 @@ QUIET_SETTINGS = """{
 
 def write_qwen_settings(cli: Callable[..., Any], home: Path, base_url: str, *extra: str) -> Path:
     """The user's settings (comments and telemetry off), then `pdnotes config qwen` merged in."""
+    return write_qwen_settings_with(cli, home, "--preset", "mock", "--base-url", base_url, *extra)
+
+
+def write_qwen_settings_with(cli: Callable[..., Any], home: Path, *args: str) -> Path:
     path = home / ".qwen" / "settings.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(QUIET_SETTINGS)
-    result = cli("config", "qwen", "--preset", "mock", "--base-url", base_url, *extra)
+    result = cli("config", "qwen", *args)
     assert result.exit_code == 0, result.stderr
     text = path.read_text()
     assert "// written before pdnotes" in text  # the merge kept the user's comment
@@ -126,6 +133,99 @@ def test_qwen_needs_no_bridge_on_a_chat_only_engine(
     assert run.returncode == 0, run.stdout + run.stderr
     final = [e for e in json.loads(run.stdout) if e.get("type") == "result"][-1]
     assert final["result"].strip().lower().rstrip(".!") == "pong"
+
+
+ENGINE_KEY = "sk-engine-only-the-bridge-has-0000"
+
+
+@pytest.fixture
+def keyed_chat_engine(
+    start_engine_server: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    """An engine serving only chat completions whose key only the bridge holds: the client's
+    environment has no ENGINE_KEY, so a turn that completes went through the bridge."""
+    monkeypatch.setenv("ENGINE_KEY", ENGINE_KEY)
+    return start_engine_server(protocols=("chat",), api_key_env="ENGINE_KEY")
+
+
+def write_bridged_settings(
+    cli: Callable[..., Any], home: Path, upstream: str, port: int, *extra: str
+) -> Path:
+    path = write_qwen_settings_with(
+        cli, home, "--bridge", "--base-url", upstream, "--key-env", "ENGINE_KEY",
+        "--model", "pd-mock-1", "--bridge-port", str(port), *extra,
+    )  # fmt: skip
+    assert ENGINE_KEY not in path.read_text()  # the key stays with the bridge
+    return path
+
+
+def test_qwen_plain_turn_through_the_bridge_on_a_chat_only_engine(
+    cli: Callable[..., Any], isolated_home: Path, keyed_chat_engine: Any
+) -> None:
+    client_binary("qwen")
+    write_bridged_settings(cli, isolated_home, keyed_chat_engine.base_url, free_port())
+
+    with bridge_serve():
+        run = qwen_print(isolated_home, "--output-format", "json", prompt="say pong")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    final = [e for e in json.loads(run.stdout) if e.get("type") == "result"][-1]
+    assert final["is_error"] is False
+    assert final["result"].strip().lower().rstrip(".!") == "pong"
+
+
+def test_qwen_tool_turn_through_the_bridge_on_a_chat_only_engine(
+    cli: Callable[..., Any], isolated_home: Path, keyed_chat_engine: Any
+) -> None:
+    """The pass-through keeps Qwen Code's tools and the engine's tool call both ways: the
+    answer quotes output only the real command printed."""
+    client_binary("qwen")
+    write_bridged_settings(cli, isolated_home, keyed_chat_engine.base_url, free_port())
+    marker = uuid.uuid4().hex[:10]
+    command = f"printf 'marker-%s\\n' {marker}"
+
+    with bridge_serve():
+        run = qwen_print(
+            isolated_home, "--yolo", "--output-format", "stream-json", prompt=f"run: {command}"
+        )
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    found = events(run)
+    calls = [
+        block
+        for event in found
+        if event.get("type") == "assistant"
+        for block in event["message"]["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_use"
+    ]
+    assert [(c["name"], c["input"]["command"]) for c in calls] == [("run_shell_command", command)]
+    final = found[-1]
+    assert final["type"] == "result" and final["is_error"] is False
+    assert f"marker-{marker}" in final["result"]
+    assert final["num_turns"] == 2
+
+
+def test_qwen_completes_the_turn_when_the_first_upstream_is_down(
+    cli: Callable[..., Any], isolated_home: Path, keyed_chat_engine: Any
+) -> None:
+    """`--bridge-fallback`: the recorded upstream refuses connections, the bridge tries the
+    fallback (with its own key variable), logs the switch, and Qwen Code never notices."""
+    client_binary("qwen")
+    down = f"http://127.0.0.1:{free_port()}/api"
+    write_bridged_settings(
+        cli, isolated_home, down, free_port(),
+        "--bridge-fallback", keyed_chat_engine.base_url, "--bridge-fallback-key-env", "ENGINE_KEY",
+    )  # fmt: skip
+
+    with bridge_serve() as log:
+        run = qwen_print(isolated_home, "--output-format", "json", prompt="say pong")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    final = [e for e in json.loads(run.stdout) if e.get("type") == "result"][-1]
+    assert final["result"].strip().lower().rstrip(".!") == "pong"
+    said = "".join(log)
+    assert f"trying {keyed_chat_engine.base_url}" in said, said
+    assert ENGINE_KEY not in said
 
 
 def test_qwen_fails_on_a_doubled_v1_as_doctor_says(

@@ -1,7 +1,9 @@
-"""`pdnotes config codex|claude --bridge`: point a client at the local bridge for an upstream
-that serves only chat completions, and record that upstream for `pdnotes bridge serve`.
+"""`pdnotes config codex|claude|gemini|qwen|opencode --bridge`: point a client at the local
+bridge for an upstream that serves only chat completions (or whose fallbacks the bridge should
+try), and record that upstream for `pdnotes bridge serve`.
 
-With `--bridge`, `--base-url` / `--env-key` (Claude: `--token-env`) / the preset describe the
+With `--bridge`, `--base-url` / `--env-key` (Claude: `--token-env`; Gemini CLI, Qwen Code,
+OpenCode: `--key-env`) / the preset describe the
 UPSTREAM, as they would without it; the client file gets the bridge preset's URL on
 `--bridge-port` instead. The record (`$PDNOTES_HOME/bridge.json`) and the client file change
 together or not at all (`cli.config._write_with_record`); it holds variable names, never keys.
@@ -18,7 +20,10 @@ from notes_cli.clients import presets
 from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
 from notes_cli.clients.codex_config import CodexOptions, plan_codex
 from notes_cli.clients.gemini_config import GeminiOptions, plan_gemini
+from notes_cli.clients.model_limits import ModelLimits
+from notes_cli.clients.opencode_config import OpenCodeOptions, plan_opencode
 from notes_cli.clients.plan import WritePlan
+from notes_cli.clients.qwen_config import QwenOptions, plan_qwen
 from notes_cli.errors import UsageError
 from notes_cli.secrets import check_env_name, mask_url
 
@@ -159,6 +164,70 @@ def plan_gemini_bridge(
         key_env=bridge.api_key_env,
     )
     plan = plan_gemini(client, gemini_home=gemini_home, project_dir=project_dir)
+    return _with_notes(plan, record), record
+
+
+def plan_qwen_bridge(
+    options: QwenOptions,
+    bridge: BridgeOptions,
+    *,
+    qwen_home: Path | None = None,
+    project_dir: Path | None = None,
+) -> tuple[WritePlan, bridge_config.BridgeConfig]:
+    """Qwen Code speaks chat completions itself: the bridge passes its requests through
+    (`bridge.passthrough`), adding the fallbacks and keeping the upstream's key off the client.
+    Without a bridge key Qwen Code gets the bridge preset's placeholder (it insists on one)."""
+    url, key_env, model = _upstream(
+        options.preset, options.base_url, options.key_env, options.model
+    )
+    record = _record(url, key_env, model, bridge)
+    client = replace(
+        options,
+        preset=BRIDGE_PRESET if bridge.api_key_env is None else None,
+        base_url=record.codex_base_url,  # …/v1: Qwen Code appends /chat/completions
+        model=model,
+        key_env=bridge.api_key_env,
+    )
+    plan = plan_qwen(client, qwen_home=qwen_home, project_dir=project_dir)
+    return _with_notes(plan, record), record
+
+
+def plan_opencode_bridge(
+    options: OpenCodeOptions,
+    bridge: BridgeOptions,
+    *,
+    config_dir: Path | None = None,
+    project_dir: Path | None = None,
+) -> tuple[WritePlan, bridge_config.BridgeConfig]:
+    """OpenCode through the bridge's chat pass-through, as Qwen Code. The model's limits come
+    from the upstream (its /models, or the upstream preset's window): the bridge need not be
+    running while the config is written."""
+    url, key_env, model = _upstream(
+        options.preset, options.base_url, options.key_env, options.model
+    )
+    record = _record(url, key_env, model, bridge)
+    window = options.context_window
+    preset = presets.load_preset(options.preset) if options.preset else None
+    if window is None and preset and preset.codex and model == preset.model:
+        window = preset.codex.context_window
+    fetch = options.fetch_limits
+    if fetch is not None:
+        ask = fetch
+
+        def fetch_upstream(_bridge_url: str, _bridge_key: str | None, name: str) -> ModelLimits:
+            return ask(url, key_env, name)
+
+        fetch = fetch_upstream
+    client = replace(
+        options,
+        preset=BRIDGE_PRESET,
+        base_url=record.codex_base_url,
+        model=model,
+        key_env=bridge.api_key_env,
+        context_window=window,
+        fetch_limits=fetch,
+    )
+    plan = plan_opencode(client, config_dir=config_dir, project_dir=project_dir)
     return _with_notes(plan, record), record
 
 

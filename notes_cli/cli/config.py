@@ -283,6 +283,11 @@ def qwen(
     scope: Annotated[
         str, typer.Option("--scope", help="user ($QWEN_HOME) or project (.qwen/) settings file.")
     ] = "user",
+    bridge: Bridge = False,
+    bridge_port: BridgePort = 8787,
+    bridge_key_env: BridgeKeyEnv = None,
+    bridge_fallback: BridgeFallback = None,
+    bridge_fallback_key_env: BridgeFallbackKeyEnv = None,
     dry_run: DryRun = False,
     as_json: AsJson = False,
     qwen_home: QwenHome = None,
@@ -294,12 +299,21 @@ def qwen(
 
     path = settings_path(scope, qwen_home=qwen_home, project_dir=project_dir)  # checks --scope
     options = QwenOptions(preset, base_url, model, key_env, cast(Scope, scope))
-    _write(
-        path,
-        lambda: (plan_qwen(options, qwen_home=qwen_home, project_dir=project_dir), None),
-        dry_run,
-        as_json,
-    )
+    if bridge:  # Qwen Code speaks chat itself: a chat-only preset needs no bridge
+        from notes_cli.bridge.client_setup import BridgeOptions, plan_qwen_bridge
+
+        via = BridgeOptions.of(
+            bridge_port, bridge_key_env, bridge_fallback, bridge_fallback_key_env
+        )
+        build: Plan = lambda: plan_qwen_bridge(  # noqa: E731
+            options, via, qwen_home=qwen_home, project_dir=project_dir
+        )
+    else:
+        build = lambda: (  # noqa: E731
+            plan_qwen(options, qwen_home=qwen_home, project_dir=project_dir),
+            None,
+        )
+    _write(path, build, dry_run, as_json)
 
 
 @app.command("gemini")
@@ -442,6 +456,11 @@ def opencode(
         str,
         typer.Option("--scope", help="global (~/.config/opencode) or project (./opencode.json)."),
     ] = "global",
+    bridge: Bridge = False,
+    bridge_port: BridgePort = 8787,
+    bridge_key_env: BridgeKeyEnv = None,
+    bridge_fallback: BridgeFallback = None,
+    bridge_fallback_key_env: BridgeFallbackKeyEnv = None,
     dry_run: DryRun = False,
     as_json: AsJson = False,
     opencode_dir: OpenCodeDir = None,
@@ -464,10 +483,20 @@ def opencode(
         output_limit,
         _limits_fetcher(from_gateway),
     )
-    build: Plan = lambda: (  # noqa: E731
-        plan_opencode(options, config_dir=opencode_dir, project_dir=project_dir),
-        None,
-    )
+    if bridge:  # OpenCode speaks chat itself: a chat-only preset needs no bridge
+        from notes_cli.bridge.client_setup import BridgeOptions, plan_opencode_bridge
+
+        via = BridgeOptions.of(
+            bridge_port, bridge_key_env, bridge_fallback, bridge_fallback_key_env
+        )
+        build: Plan = lambda: plan_opencode_bridge(  # noqa: E731
+            options, via, config_dir=opencode_dir, project_dir=project_dir
+        )
+    else:
+        build = lambda: (  # noqa: E731
+            plan_opencode(options, config_dir=opencode_dir, project_dir=project_dir),
+            None,
+        )
     _write(path, build, dry_run, as_json)
 
 

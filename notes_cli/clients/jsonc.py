@@ -321,6 +321,44 @@ class Editor:
         indent = _line_indent(self.text, elements[-1][0])
         self._insert_after(blank, last_end, close, indent, _render(value, indent, self.unit))
 
+    def remove_from_array_item(
+        self, path: tuple[str, ...], match: tuple[str, str], key: str
+    ) -> bool:
+        """In the array at `path`, drop member `key` of the first object whose `match[0]`
+        equals `match[1]` (with its comma; the other members, comments and layout kept).
+        False when there is no such object or member."""
+        blank = self._blank()
+        start = _skip_ws(blank, 0)
+        for step in path:
+            if start >= len(blank) or blank[start] != "{":
+                return False
+            found = next((m for m in reversed(_members(blank, start)[0]) if m.key == step), None)
+            if found is None:
+                return False
+            start = found.value_start
+        if blank[start] != "[":
+            return False
+        for begin, end in _elements(blank, start):
+            if blank[begin] != "{":
+                continue
+            item = json.loads(blank[begin:end])
+            if not (isinstance(item, dict) and item.get(match[0]) == match[1]):
+                continue
+            members = _members(blank, begin)[0]
+            index = next((i for i, m in enumerate(members) if m.key == key), None)
+            if index is None:
+                return False
+            member = members[index]
+            if index + 1 < len(members):  # up to the next member: its indent stays this one's
+                cut = (member.key_start, members[index + 1].key_start)
+            elif index > 0:  # the last: from the end of the one before (its comma goes)
+                cut = (members[index - 1].value_end, member.value_end)
+            else:
+                cut = (member.key_start, member.value_end)
+            self.text = self.text[: cut[0]] + self.text[cut[1] :]
+            return True
+        return False
+
     def _replace(self, begin: int, end: int, value: Any) -> None:
         indent = _line_indent(self.text, begin)
         rendered = _render(value, indent, self.unit).replace("\n", self._newline)

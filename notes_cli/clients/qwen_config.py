@@ -105,8 +105,18 @@ def plan_qwen(
     editor.set_array_item(("modelProviders", "openai"), ("id", model), new_entry)
     notes = list(cleaned.notes)
     if placeholder:
+        stale = _str(entry.get("envKey")) if entry else None
+        where = ("modelProviders", "openai")
+        if stale and editor.remove_from_array_item(where, ("id", model), "envKey"):
+            # Qwen Code stops when the variable envKey names is unset, and would send it here
+            notes.append(
+                f"removed envKey {stale} from the {model} entry: this endpoint takes no key"
+            )
         editor.set(("security", "auth", "apiKey"), placeholder)
-        notes.append("the mock engine needs no key: Qwen Code gets a non-secret placeholder")
+        notes.append(
+            f"{preset.name if preset else 'this endpoint'} needs no key: Qwen Code gets a "
+            "non-secret placeholder"
+        )
     new_text = editor.text
     if len(new_text) > fileio.MAX_CONFIG_BYTES:
         raise too_large(path, None)  # before parsing it back
