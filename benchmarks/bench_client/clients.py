@@ -9,6 +9,7 @@ for. The clients:
 
 - `bench`: this tree's `pdnotes bench` with everything issue 27 added switched on: unique seeded
   prompts (the default), `--records FILE.jsonl`, and the server-metrics sampler (the default).
+- `bench, no --records`: the same without `--records`, the command the baseline runs.
 - `bench@COMMIT` (`--baseline`, default a9e2b76, the commit before issue 27's bench work): the
   same command from `git archive COMMIT`, without `--records` (it had none).
 - `aiperf` and `guidellm` when their executables are given (each in its own venv; see
@@ -28,6 +29,10 @@ Part 2, sweep (`--sweep-requests`, 0 to skip): `pdnotes bench --concurrency 1,4,
 against one engine at `--sweep-speed` (10), beside the same four points as four processes, both
 with `--records`. The sweep pays Python's start-up once and the points four times, so the table
 shows both raw and net of start-up.
+
+`--full-answers` serves every answer to its full 64 tokens (the engine's `--fault no-stop`): the
+clients' prompts differ (bench's are unique per request since issue 27), so with the engine's
+own stops their answers differ in length, and a per-request comparison compares workloads too.
 
 Rounds are interleaved (client A, B, C, then again) so that a slow spell of the machine hits all.
 Engine and client are pinned to two different CPUs (`--no-pin` turns it off), as in run.py.
@@ -185,7 +190,9 @@ def engine_counts(port: int) -> tuple[int, int]:
 
 
 @contextlib.contextmanager
-def engine(speed: float, cpu: int | None) -> Iterator[tuple[int, set[int]]]:
+def engine(
+    speed: float, cpu: int | None, full_answers: bool = False
+) -> Iterator[tuple[int, set[int]]]:
     """(port, {the engine's pid}): the pid is this process's child, never reaped as a leftover."""
     port = free_port()
     command = [
@@ -193,6 +200,8 @@ def engine(speed: float, cpu: int | None) -> Iterator[tuple[int, set[int]]]:
         "--preset", "h100-disagg", "--speed", str(speed), "--prefix", "/v1",
         "--max-queue", "100000",
     ]  # fmt: skip
+    if full_answers:
+        command += ["--fault", "no-stop"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
@@ -364,7 +373,8 @@ def side_by_side(args: argparse.Namespace, pin: bool) -> dict[str, Tally]:
     work = Path(tempfile.mkdtemp(prefix="bench-clients-"))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     clients: dict[str, tuple[Command, dict[str, str]]] = {
-        "bench": (bench_command(records=True), env)
+        "bench": (bench_command(records=True), env),
+        "bench, no --records": (bench_command(records=False), env),
     }
     if args.baseline:
         tree = work / f"bench@{args.baseline}"
@@ -392,7 +402,7 @@ def side_by_side(args: argparse.Namespace, pin: bool) -> dict[str, Tally]:
             for name, (command, client_env) in clients.items():
                 for sized, target in ((load, "runs"), (startup_load, "startups")):
                     tmp = Path(tempfile.mkdtemp(dir=work))
-                    with engine(args.speed, engine_cpu) as served:
+                    with engine(args.speed, engine_cpu, args.full_answers) as served:
                         url = f"http://127.0.0.1:{served[0]}"
                         run = measure(
                             command(url, sized, tmp), client_env, served, client_cpu,
@@ -514,6 +524,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--sweep-requests", type=int, default=200, help="per point; 0: skip")
     parser.add_argument("--sweep-speed", type=float, default=10.0)
     parser.add_argument("--skip-clients", action="store_true", help="only the sweep part")
+    parser.add_argument(
+        "--full-answers",
+        action="store_true",
+        help="every answer runs to max_tokens (the engine's --fault no-stop): equal lengths",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the clients' output folder")
     parser.add_argument("--no-pin", action="store_true", help="let the kernel place processes")
     return parser.parse_args()
@@ -535,7 +550,8 @@ def main() -> None:
     if not args.skip_clients:
         print(
             f"{args.requests} requests, Poisson {args.rate:g} req/s, at most "
-            f"{args.concurrency} in flight, 128 in / 64 out, engine --speed {args.speed:g}\n"
+            f"{args.concurrency} in flight, 128 in / 64 out, engine --speed {args.speed:g}"
+            f"{' --fault no-stop' if args.full_answers else ''}\n"
         )
         report_side_by_side(side_by_side(args, pin))
         print()
