@@ -60,9 +60,7 @@ MUST_NOT: dict[str, tuple[str, ...]] = {
 }
 
 # Packages whose __init__.py docstring is still to be written, each with its reason.
-NO_DOCSTRING_YET: dict[str, str] = {
-    "notes_cli/notes/__init__.py": "notes/ is being rewritten; its docstring comes with that",
-}
+NO_DOCSTRING_YET: dict[str, str] = {}
 
 # Existing circles, each kept on purpose (its modules, sorted).
 CIRCLES: dict[tuple[str, ...], str] = {
@@ -71,11 +69,6 @@ CIRCLES: dict[tuple[str, ...], str] = {
         "notes_cli.render._console",
     ): "render/ builds its rich console lazily from _console (rich loads only when drawing), "
     "and the console applies render.visible to every string",
-    (
-        "notes_cli.notes.documents",
-        "notes_cli.notes.sources",
-        "notes_cli.notes.webpage",
-    ): "notes/ is being rewritten; the plan to break it is in the issue 26 notes",
 }
 
 

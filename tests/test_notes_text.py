@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from notes_cli.errors import InputError
-from notes_cli.notes.sources import estimate_tokens, fit_sources, html_to_text
+from notes_cli.notes.sources import fit_sources
 from notes_cli.notes.terms import contains_term, same_label
+from notes_cli.notes.tokens import estimate_tokens
+from notes_cli.notes.webpage import html_to_text
 
 
 @pytest.mark.parametrize(

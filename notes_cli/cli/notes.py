@@ -106,7 +106,7 @@ def generate(
     from notes_cli.notes.export import FORMATS
     from notes_cli.notes.kits import load_kit
     from notes_cli.notes.reading import plan_reading
-    from notes_cli.notes.sources import estimate_tokens
+    from notes_cli.notes.tokens import estimate_tokens
     from notes_cli.render import notes as draw
 
     chosen = load_kit(kit)

@@ -59,7 +59,7 @@ class Document:
 
     @property
     def tokens(self) -> int:
-        from notes_cli.notes.sources import estimate_tokens
+        from notes_cli.notes.tokens import estimate_tokens
 
         return estimate_tokens(self.text)
 

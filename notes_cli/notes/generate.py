@@ -24,7 +24,7 @@ from notes_cli.notes.kits import Kit
 from notes_cli.notes.passages import without_citations
 from notes_cli.notes.reading import MapObserver, MapResult, ReadingPlan
 from notes_cli.notes.rubric import score
-from notes_cli.notes.sources import estimate_tokens
+from notes_cli.notes.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from notes_cli.gateway.errors import IdleStreamTimeout

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from notes_cli.notes.documents import Document
-from notes_cli.notes.sources import estimate_tokens
+from notes_cli.notes.tokens import estimate_tokens
 
 DEFAULT_PASSAGE_TOKENS = 1200
 # `[S1 p.3]`, `[S2]`, `[S1 p.3; S2 p.1]` (several in one bracket), full-width brackets too.

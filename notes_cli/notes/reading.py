@@ -19,7 +19,7 @@ from notes_cli.errors import UsageError
 from notes_cli.notes.documents import Document
 from notes_cli.notes.kits import Kit
 from notes_cli.notes.passages import Passage, passages_block, split_passages
-from notes_cli.notes.sources import estimate_tokens
+from notes_cli.notes.tokens import estimate_tokens
 
 ReadingMode = Literal["none", "whole", "cut", "map-reduce"]
 DEFAULT_MAX_CALLS = 12

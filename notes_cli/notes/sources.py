@@ -3,18 +3,14 @@ sources first and saying what was cut. Reading the documents is notes/documents.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from notes_cli.errors import InputError
+from notes_cli.notes.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from notes_cli.notes.documents import Document
-
-_CJK_CHAR = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 
 
 @dataclass(frozen=True)
@@ -28,13 +24,6 @@ class Source:
     @property
     def cut(self) -> bool:
         return self.tokens < self.original_tokens
-
-
-def estimate_tokens(text: str) -> int:
-    """A tokenizer-free estimate: one token per CJK character, one per four other characters.
-    Close enough for budgeting; real tokenizers differ by model."""
-    cjk = len(_CJK_CHAR.findall(text))
-    return cjk + (len(text) - cjk + 3) // 4
 
 
 def read_source(path: Path) -> str:
@@ -88,51 +77,3 @@ def _cut(text: str, tokens: int) -> str:
     breaks = [prefix.rfind(mark) for mark in ("\n", "。", ". ")]
     best = max(breaks)
     return prefix[: best + 1].rstrip() if best > len(prefix) // 2 else prefix.rstrip()
-
-
-class _TextOnly(HTMLParser):
-    _SKIP = {"script", "style", "head", "noscript", "svg"}
-    _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "pre"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.skipping = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in self._SKIP:
-            self.skipping += 1
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self._SKIP:
-            self.skipping = max(0, self.skipping - 1)
-        elif tag in self._BLOCK or tag in ("td", "th"):
-            self.parts.append("\n" if tag in self._BLOCK else " ")
-
-    def handle_data(self, data: str) -> None:
-        if not self.skipping:
-            self.parts.append(data)
-
-
-def html_to_text(markup: str, *, name: str = "page") -> str:
-    """Visible text of `markup` with the stdlib parser: the fallback when lxml is not
-    installed. HTMLParser trips over some malformed markup (AssertionError on `<![CDATh`)."""
-    parser = _TextOnly()
-    try:
-        parser.feed(markup)
-        parser.close()
-    except AssertionError as exc:
-        raise InputError(
-            f"source {name}: malformed HTML the parser cannot read ({exc})",
-            fix=f"save the page as text, or {_reading_hint()}",
-        ) from exc
-    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
-    return "\n".join(line for line in lines if line)
-
-
-def _reading_hint() -> str:
-    from notes_cli.notes.webpage import INSTALL_HINT
-
-    return INSTALL_HINT

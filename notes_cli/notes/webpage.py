@@ -9,8 +9,10 @@ page's visible text is kept whole and the user is told how to get the article al
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html.parser import HTMLParser
 
 from notes_cli.errors import InputError
+from notes_cli.notes.tokens import estimate_tokens
 
 _MAX_STDLIB_HTML_CHARS = 2_000_000
 INSTALL_HINT = "install `pdnotes[reading]` (trafilatura) to keep the article and drop the rest"
@@ -27,8 +29,6 @@ class PageText:
 
 def main_text(markup: str, *, url: str | None, name: str) -> PageText:
     """The article text of `markup`. Raises InputError when the page has no text at all."""
-    from notes_cli.notes.sources import estimate_tokens
-
     visible = visible_text(markup, name)
     try:
         import trafilatura
@@ -60,8 +60,6 @@ def visible_text(markup: str, name: str) -> str:
     try:
         import lxml.html
     except ImportError:
-        from notes_cli.notes.sources import html_to_text
-
         # The stdlib parser is quadratic on some malformed markup (issue 11): keep it to pages
         # of ordinary size.
         if len(markup) > _MAX_STDLIB_HTML_CHARS:
@@ -86,3 +84,45 @@ def _title_of(markup: str) -> str | None:
 
     match = re.search(r"<title[^<>]*+>([^<]{1,300})</title>", markup[:20000], re.IGNORECASE)
     return " ".join(html.unescape(match.group(1)).split()) or None if match else None
+
+
+class _TextOnly(HTMLParser):
+    _SKIP = {"script", "style", "head", "noscript", "svg"}
+    _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "pre"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.skipping = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self._SKIP:
+            self.skipping += 1
+        elif tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._SKIP:
+            self.skipping = max(0, self.skipping - 1)
+        elif tag in self._BLOCK or tag in ("td", "th"):
+            self.parts.append("\n" if tag in self._BLOCK else " ")
+
+    def handle_data(self, data: str) -> None:
+        if not self.skipping:
+            self.parts.append(data)
+
+
+def html_to_text(markup: str, *, name: str = "page") -> str:
+    """Visible text of `markup` with the stdlib parser: the fallback when lxml is not
+    installed. HTMLParser trips over some malformed markup (AssertionError on `<![CDATh`)."""
+    parser = _TextOnly()
+    try:
+        parser.feed(markup)
+        parser.close()
+    except AssertionError as exc:
+        raise InputError(
+            f"source {name}: malformed HTML the parser cannot read ({exc})",
+            fix=f"save the page as text, or {INSTALL_HINT}",
+        ) from exc
+    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
+    return "\n".join(line for line in lines if line)
