@@ -39,6 +39,33 @@ def test_config_codex_bridge_points_codex_at_the_bridge_and_records_upstream(cli
     assert "pdnotes bridge serve" in result.stdout + result.stderr
 
 
+def test_codex_through_the_bridge_reads_the_window_from_the_upstream(
+    cli, isolated_home, engine_server
+):
+    """`--context-window gateway` with `--bridge` asks the upstream's /models, as without it
+    (the bridge need not be running), rather than writing no window."""
+    result = cli(
+        "config", "codex", "--bridge", "--base-url", engine_server.base_url,
+        "--model", "pd-mock-1", "--context-window", "gateway",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    config = _codex(isolated_home)
+    assert config["model_context_window"] == 32768  # the engine's max_model_len
+    assert config["model_providers"][config["model_provider"]]["base_url"].startswith(
+        "http://127.0.0.1:8787"
+    )
+
+
+def test_a_preset_keeps_its_model_metadata_through_the_bridge(cli, isolated_home):
+    """The upstream preset's window and model catalog are the model's, wherever Codex calls."""
+    result = cli("config", "codex", "--bridge", "--preset", "mock")
+    assert result.exit_code == 0, result.stderr
+    config = _codex(isolated_home)
+    assert config["model_context_window"] == 32768
+    catalog = json.loads(Path(config["model_catalog_json"]).read_text())
+    assert [m["slug"] for m in catalog["models"]] == ["pd-mock-1"]
+
+
 def test_dry_run_records_nothing(cli, isolated_home):
     result = cli(
         "config", "codex", "--bridge", "--base-url", "http://gpu-box:23333/v1",

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 from notes_cli.bridge import config as bridge_config
 from notes_cli.clients import presets
 from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
 from notes_cli.clients.codex_config import CodexOptions, plan_codex
 from notes_cli.clients.gemini_config import GeminiOptions, plan_gemini
-from notes_cli.clients.model_limits import ModelLimits
+from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
 from notes_cli.clients.opencode_config import OpenCodeOptions, plan_opencode
 from notes_cli.clients.plan import WritePlan
 from notes_cli.clients.qwen_config import QwenOptions, plan_qwen
@@ -105,6 +106,10 @@ def plan_codex_bridge(
         options.preset, options.base_url, options.env_key, options.model
     )
     record = _record(url, key_env, model, bridge)
+    window, fetch, preset = _upstream_limits(options, url, key_env, model)
+    catalog = options.model_catalog
+    if catalog is None and preset is not None and preset.codex is not None:
+        catalog = preset.codex.model_catalog
     client = CodexOptions(
         preset=BRIDGE_PRESET,
         base_url=record.codex_base_url,
@@ -112,8 +117,9 @@ def plan_codex_bridge(
         provider=options.provider,
         env_key=bridge.api_key_env,
         wire_api=options.wire_api,
-        context_window=options.context_window,
-        model_catalog=options.model_catalog,
+        context_window=window,
+        fetch_limits=fetch,
+        model_catalog=catalog,
         installed_version=options.installed_version,
     )
     plan = plan_codex(client, codex_home=codex_home)
@@ -199,25 +205,13 @@ def plan_opencode_bridge(
     config_dir: Path | None = None,
     project_dir: Path | None = None,
 ) -> tuple[WritePlan, bridge_config.BridgeConfig]:
-    """OpenCode through the bridge's chat pass-through, as Qwen Code. The model's limits come
-    from the upstream (its /models, or the upstream preset's window): the bridge need not be
-    running while the config is written."""
+    """OpenCode through the bridge's chat pass-through, as Qwen Code, with the upstream's
+    model limits (`_upstream_limits`)."""
     url, key_env, model = _upstream(
         options.preset, options.base_url, options.key_env, options.model
     )
     record = _record(url, key_env, model, bridge)
-    window = options.context_window
-    preset = presets.load_preset(options.preset) if options.preset else None
-    if window is None and preset and preset.codex and model == preset.model:
-        window = preset.codex.context_window
-    fetch = options.fetch_limits
-    if fetch is not None:
-        ask = fetch
-
-        def fetch_upstream(_bridge_url: str, _bridge_key: str | None, name: str) -> ModelLimits:
-            return ask(url, key_env, name)
-
-        fetch = fetch_upstream
+    window, fetch, _ = _upstream_limits(options, url, key_env, model)
     client = replace(
         options,
         preset=BRIDGE_PRESET,
@@ -229,6 +223,40 @@ def plan_opencode_bridge(
     )
     plan = plan_opencode(client, config_dir=config_dir, project_dir=project_dir)
     return _with_notes(plan, record), record
+
+
+class _LimitOptions(Protocol):
+    """What `_upstream_limits` reads of `CodexOptions` and `OpenCodeOptions` (frozen)."""
+
+    @property
+    def preset(self) -> str | None: ...
+
+    @property
+    def context_window(self) -> int | None: ...
+
+    @property
+    def fetch_limits(self) -> LimitsFetcher | None: ...
+
+
+def _upstream_limits(
+    options: _LimitOptions, url: str, key_env: str | None, model: str
+) -> tuple[int | None, LimitsFetcher | None, presets.Preset | None]:
+    """The model's window as the UPSTREAM states it, for a client file that names the bridge:
+    `--context-window N`, else the upstream preset's window for its own model, and
+    `--context-window gateway` asks the upstream's /models (with the upstream's key), so the
+    bridge need not be running while the config is written. Also the upstream preset."""
+    preset = presets.load_preset(options.preset) if options.preset else None
+    window = options.context_window
+    if window is None and preset and preset.codex and model == preset.model:
+        window = preset.codex.context_window
+    ask = options.fetch_limits
+    if ask is None:
+        return window, None, preset
+
+    def fetch_upstream(_bridge_url: str, _bridge_key: str | None, name: str) -> ModelLimits:
+        return ask(url, key_env, name)
+
+    return window, fetch_upstream, preset
 
 
 def _with_notes(plan: WritePlan, record: bridge_config.BridgeConfig) -> WritePlan:
