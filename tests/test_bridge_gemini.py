@@ -123,6 +123,38 @@ def test_parallel_calls_arrive_whole_and_in_order() -> None:
     assert chunks[-1]["usageMetadata"]["promptTokenCount"] == 7
 
 
+ANSWER = {
+    "id": "c1",
+    "object": "chat.completion",
+    "model": "up-model",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("in_url", "model"),
+    [
+        ("qwen/qwen3-32b", "qwen/qwen3-32b"),  # what the SDK sends for an OpenRouter-style id
+        ("qwen%2Fqwen3-32b", "qwen/qwen3-32b"),
+        ("my%20model", "my model"),  # a URL library escapes the space
+        ("caf%C3%A9", "café"),
+    ],
+)
+def test_the_model_in_the_url_reaches_the_upstream_as_named(in_url: str, model: str) -> None:
+    with (
+        LoopbackServer(Reply.json(ANSWER)) as upstream,
+        bridge_to(upstream.url) as bridge,
+    ):
+        reply = httpx.post(
+            f"{bridge.config.root_url}/v1beta/models/{in_url}:generateContent", json=BODY
+        )
+    assert reply.status_code == 200, reply.text
+    [asked] = upstream.requests
+    assert asked.json()["model"] == model
+
+
 def test_calls_without_ids_reach_the_upstream_paired() -> None:
     """The Gemini API's calls carry no id and Gemini CLI answers them with one it made up:
     the chat upstream still sees a tool message answering the call it follows."""

@@ -20,7 +20,7 @@ import re
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 from notes_cli.bridge import translate
 from notes_cli.bridge.config import BridgeConfig
@@ -112,7 +112,9 @@ async def handle(app: Host, request: Request, response: Response) -> None:
     if rest is None and request.method == "GET":
         await _models(app, response)
         return
-    model, _, method = (rest or "").rpartition(":")
+    # Percent-escapes are the model's own characters (`qwen%2Fqwen3-32b`, `my%20model`: a URL
+    # library escapes what a path cannot carry), as the engine's router reads them.
+    model, _, method = unquote(rest or "", errors="replace").rpartition(":")
     if request.method != "POST" or not model or method not in _METHODS:
         said = f"no route {request.method} {request.path} on the pdnotes bridge"
         app._error(response, LEG, WireError(404, "not_found", said))
