@@ -50,11 +50,13 @@ def test_doctor_offline_does_not_import_rich_when_piped(tmp_path) -> None:
         "CODEX_HOME": str(tmp_path / "c"),
         "PDNOTES_HOME": str(tmp_path / "p"),
         "CLAUDE_CONFIG_DIR": str(tmp_path / "cl"),
+        # this checkout's code, whatever is installed (a stale editable install is not it)
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
     }
     run = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
     )
-    assert "config-missing" in run.stdout
+    assert "config-missing" in run.stdout, run.stderr
     assert run.stderr.strip().splitlines()[-1] == "False"
 
 
