@@ -151,14 +151,24 @@ def _run(index: int, total: float, error: dict | None = None) -> SmokeRun:  # ty
 def test_stability_rule() -> None:
     assert judge([_run(1, 900), _run(2, 1000), _run(3, 1100)]).stable
     slow = judge([_run(1, 900), _run(2, 1000), _run(3, 3500)])
-    assert not slow.stable and slow.reasons == ["run 3 took 3500 ms, over 3x the median 1000 ms"]
+    assert not slow.stable and slow.reasons == [
+        "run 3 took 3499 ms after connecting, over 3x the median 999 ms"
+    ]
     # 3x of a tiny median is noise, not instability
     assert judge([_run(1, 10), _run(2, 12), _run(3, 90)]).stable
     # The 500 ms floor applies to the difference from the median, not to the run's total:
     # 600 ms is 4x the 150 ms median but only 450 ms more, so these runs are stable.
     assert judge([_run(1, 140), _run(2, 150), _run(3, 600)]).stable
     spike = judge([_run(1, 140), _run(2, 150), _run(3, 700)])
-    assert not spike.stable and spike.reasons == ["run 3 took 700 ms, over 3x the median 150 ms"]
+    assert not spike.stable and spike.reasons == [
+        "run 3 took 699 ms after connecting, over 3x the median 149 ms"
+    ]
+    # Only the first run opens the connection: a slow handshake is not unstable answers (it
+    # shows in the breakdown's connect_ms), a slow answer after a quick connect is.
+    first = _run(1, 1646)
+    first.connect_ms = 1623.0
+    assert judge([first, _run(2, 30), _run(3, 31)]).stable
+    assert not judge([_run(1, 1646), _run(2, 30), _run(3, 31)]).stable
     timeout = judge([_run(1, 900), _run(2, 0, {"kind": "idle-stream-timeout"})])
     assert not timeout.stable and "run 2 timed out" in timeout.reasons
     # Runs that never returned show nothing about stability.
