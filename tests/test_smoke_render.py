@@ -51,8 +51,8 @@ smoke runs (ms from request start)
 
 where the time goes (median): network + gateway: connect 12 ms, headers at 30 ms; model: first \
 token 50 ms after headers, decode 80.0 tok/s
-PASS returned yes, completed yes, stable yes  (stable = no run over 3x the median time after connecting \
-(differences under 500 ms ignored) and no timeout)
+PASS returned yes, completed yes, stable yes  (stable = no run over 3x the median time after \
+connecting (differences under 500 ms ignored) and no timeout)
 """
 
 
