@@ -106,10 +106,10 @@ def plan_codex_bridge(
         options.preset, options.base_url, options.env_key, options.model
     )
     record = _record(url, key_env, model, bridge)
-    window, fetch, preset = _upstream_limits(options, url, key_env, model)
+    window, fetch, own = _upstream_limits(options, url, key_env, model)
     catalog = options.model_catalog
-    if catalog is None and preset is not None and preset.codex is not None:
-        catalog = preset.codex.model_catalog
+    if catalog is None and own is not None:  # as `plan_codex` defaults it without the bridge
+        catalog = own.model_catalog
     client = CodexOptions(
         preset=BRIDGE_PRESET,
         base_url=record.codex_base_url,
@@ -240,23 +240,25 @@ class _LimitOptions(Protocol):
 
 def _upstream_limits(
     options: _LimitOptions, url: str, key_env: str | None, model: str
-) -> tuple[int | None, LimitsFetcher | None, presets.Preset | None]:
+) -> tuple[int | None, LimitsFetcher | None, presets.CodexPreset | None]:
     """The model's window as the UPSTREAM states it, for a client file that names the bridge:
     `--context-window N`, else the upstream preset's window for its own model, and
     `--context-window gateway` asks the upstream's /models (with the upstream's key), so the
-    bridge need not be running while the config is written. Also the upstream preset."""
+    bridge need not be running while the config is written. Also the upstream preset's model
+    metadata when `model` is the preset's own model (else None)."""
     preset = presets.load_preset(options.preset) if options.preset else None
+    own = preset.codex if preset and model == preset.model else None
     window = options.context_window
-    if window is None and preset and preset.codex and model == preset.model:
-        window = preset.codex.context_window
+    if window is None and own is not None:
+        window = own.context_window
     ask = options.fetch_limits
     if ask is None:
-        return window, None, preset
+        return window, None, own
 
     def fetch_upstream(_bridge_url: str, _bridge_key: str | None, name: str) -> ModelLimits:
         return ask(url, key_env, name)
 
-    return window, fetch_upstream, preset
+    return window, fetch_upstream, own
 
 
 def _with_notes(plan: WritePlan, record: bridge_config.BridgeConfig) -> WritePlan:
