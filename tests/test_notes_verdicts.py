@@ -43,6 +43,7 @@ TABLE = (
     "| Cross-node KV cache transfer | latency | RDMA or chip-to-chip links | DLSlime |\n"
 )
 CUT_TABLE = "Here is the table:\n\n" + TABLE[: TABLE.index("TP interconnect")]
+CUT_HEADER = 'Here is the table:\n\n```json\n[{"Stage": "Prefill", "Bottleneck": "Compute'  # cut
 WHOLE_THEN_CUT = TABLE + "\nA few notes on the table:\n1. Prefill runs once per request and is"
 
 
@@ -89,6 +90,17 @@ def test_a_table_cut_off_is_truncated(cli: Callable[..., CliResult], tmp_path: P
     assert "stops in the middle of the table at the token limit" in document["error"]
     assert document["fix"] == "the table did not fit: raise --max-tokens (now 128)"
     assert document["attempts"][0]["answer"] == CUT_TABLE
+
+
+@respx.mock
+def test_a_header_cut_off_at_the_limit_names_the_limit(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    document = _failed(cli, CUT_HEADER, tmp_path)
+    assert document["verdict"] == "truncated"
+    assert "before its table's header ends at the token limit" in document["error"]
+    assert "--max-tokens (now 128)" in document["fix"]
+    assert document["attempts"][0]["finish_reason"] == "length"
 
 
 @respx.mock

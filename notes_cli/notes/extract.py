@@ -143,7 +143,8 @@ def _header_lang(header: tuple[str, ...]) -> str:
 
 def _without_table(text: str, kit: Kit, cut: bool, at_limit: bool, found: int) -> Extraction:
     if cut:  # a table began, its header never ended
-        detail = "the answer stops before its table's header ends (truncated output)"
+        limit = " at the token limit" if at_limit else ""
+        detail = f"the answer stops before its table's header ends{limit} (truncated output)"
         return Extraction("truncated", None, found, (), detail, at_limit)
     missing = tuple(c.key for c in kit.columns)
     if at_limit:
