@@ -56,8 +56,9 @@ class ChunkDecoder(Protocol):
 
     def feed(self, data: str, event: str | None = None) -> list[ev.Event]: ...
 
-    # the text of a text-only chunk's JSON, else None (`chat.StreamDecoder.text_only`)
-    text_only: Callable[[bytes], str | None]
+    # the text of one whole `data:` event of a text-only chunk, else None
+    # (`chat.StreamDecoder.text_event`)
+    text_event: Callable[[bytes], str | None]
 
 
 class ClientStream(Protocol):
@@ -154,17 +155,12 @@ class Pump:
     def on_body(self, data: bytes) -> bool:
         # The per-token path: a read of exactly one `data: {json}\n\n` event whose JSON is
         # nothing but a text delta goes from the upstream's bytes to the client's in one step,
-        # without the block split, the str copy or a neutral event (a third of the bridge's
-        # instructions per lone event: docs/benchmarks/bridge.md). Anything else, or a chunk
-        # `text_only` declines, takes the general way below, which reads it the same.
-        if (
-            self.fast
-            and not self.buffer
-            and data[:6] == b"data: "
-            and data.find(b"\n", 6) == len(data) - 2
-            and data[-1:] == b"\n"
-        ):
-            text = self.decoder.text_only(data[6:-2])
+        # without the block split, the str copy or a neutral event (docs/benchmarks/bridge.md:
+        # instructions per event). The decoder's template checks the framing with the JSON
+        # around the text. Anything else, or an event `text_event` declines, takes the general
+        # way below, which reads it the same.
+        if self.fast and not self.buffer:
+            text = self.decoder.text_event(data)
             if text is not None:
                 self.room -= len(text)
                 if self.room >= 0:

@@ -196,7 +196,7 @@ class _CustomCalls:
         self._decoder = decoder
         self._names = names
         self._held: dict[int, list[str]] = {}
-        self.text_only = decoder.text_only  # (see `chat.StreamDecoder`)
+        self.text_event = decoder.text_event  # (see `chat.StreamDecoder`)
 
     @property
     def closed(self) -> bool:
@@ -209,7 +209,7 @@ class _CustomCalls:
     def feed(self, data: str, event_name: str | None = None) -> list[ev.Event]:
         out: list[ev.Event] = []
         events = self._decoder.feed(data, event_name)
-        self.text_only = self._decoder.text_only  # text is not a call: it passes as it is
+        self.text_event = self._decoder.text_event  # text is not a call: it passes as it is
         for event in events:
             if isinstance(event, ev.ToolCallBegin) and event.name in self._names:
                 self._held[event.index] = []

@@ -163,8 +163,8 @@ class _Connection(asyncio.Protocol):
             self.last = self.loop.time()
             try:
                 end = len(data)
-                line_end = data.find(b"\r\n", 0, _MAX_CHUNK_LINE)
-                if line_end > 0 and data[end - 2 :] == b"\r\n":
+                line_end = data.find(b"\r\n")  # (no bounds: those cost a tenth of the step)
+                if 0 < line_end < _MAX_CHUNK_LINE and data[end - 2 :] == b"\r\n":
                     # a read of exactly one chunk (a streamed event), the commonest: straight
                     # to the sink, inlined (`_take_chunks` reads it the same way)
                     try:

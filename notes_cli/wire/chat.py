@@ -662,47 +662,59 @@ _CONTENT_STRING = re.compile(rb'"content"\s*:\s*("(?:[^"\\]|\\.)*")')
 
 
 class _TextTemplate:
-    """`StreamDecoder.text_only` once the answer has started: the chunk read last, around its
+    """`StreamDecoder.text_event` once the answer has started: the event read last, around its
     text. An upstream sends every text chunk of an answer alike but for the text (the same id,
-    model, created, field order), so a chunk whose bytes are a chunk already read in full
+    model, created, field order), so an event whose bytes are an event already read in full
     (`_text_only`) up to the text's JSON string, and from its end, is text-only too: only that
     string is decoded. Anything else (a new shape, a finish, usage, an escape msgspec refuses)
-    is read in full, and its shape becomes the template when it is text-only. Why: the full
-    typed decode was the largest part of the bridge's per-token work (docs/benchmarks/bridge.md:
-    instructions per lone event)."""
+    is read in full, and its shape becomes the template when it is text-only. The template
+    holds the event's framing (`data: `, the blank line), so a match is also exactly one
+    one-line event: the learned event had no other line end, and a JSON string holds none.
+    Why: the full typed decode was the largest part of the bridge's per-token work, and the
+    framing checks beside it a sixth (docs/benchmarks/bridge.md: instructions per event).
+    Slices, not `startswith` / `endswith`: those parse their arguments (~10% more)."""
 
-    __slots__ = ("prefix", "suffix", "cut")
+    __slots__ = ("prefix", "suffix", "start", "cut")
 
     def __init__(self) -> None:
-        self.prefix = b"\x00"  # (matches no chunk: the first is read in full)
+        self.prefix = b"\x00"  # (matches no event: the first is read in full)
         self.suffix = b""
-        self.cut = 0  # len(suffix)
+        self.start = 1  # len(prefix), up to the text's opening quote
+        self.cut = 0  # len(suffix), from its closing quote
 
-    def text(self, data: bytes) -> str | None:
-        if data.startswith(self.prefix) and data.endswith(self.suffix):
-            try:
-                text = _decode_string(data[len(self.prefix) : len(data) - self.cut])
+    def text(self, event: bytes) -> str | None:
+        if event[: self.start] == self.prefix and event[-self.cut :] == self.suffix:
+            try:  # (the quotes are the template's: no whitespace can hide a line end around)
+                text = _decode_string(event[self.start - 1 : len(event) - self.cut + 1])
             except msgspec.DecodeError:  # not one JSON string there: another shape
-                return self.learn(data)
+                return self.learn(event)
             if text:
                 return text
-        return self.learn(data)
+        return self.learn(event)
 
-    def learn(self, data: bytes) -> str | None:
-        """Read `data` in full; when it is text-only, its shape is the template."""
+    def learn(self, event: bytes) -> str | None:
+        """Read `event` in full; when it is one text-only `data:` line, its shape is the
+        template."""
+        end = len(event) - 2
+        if event[:6] != b"data: " or event.find(b"\n") != end or event[end:] != b"\n\n":
+            return None  # (`find`, not `in`: see `bridge.pump`)
+        if event.find(b"\r") >= 0:  # a CR ends a line too: the general parser's work
+            return None
+        data = event[6:end]
         text = _text_only(data)
         if text is None:
             return None
         found = list(_CONTENT_STRING.finditer(data))
         if len(found) == 1:  # (a `"content":` inside a string value would have its quotes escaped)
-            start, end = found[0].span(1)
-            if _decode_string(data[start:end]) == text:
-                self.prefix, self.suffix, self.cut = data[:start], data[end:], len(data) - end
+            start, stop = found[0].span(1)
+            if _decode_string(data[start:stop]) == text:  # the quotes go with the template
+                self.prefix, self.suffix = event[: 7 + start], event[5 + stop :]
+                self.start, self.cut = 7 + start, len(event) - 5 - stop
         return text
 
 
-def _not_started(data: bytes) -> None:
-    """`StreamDecoder.text_only` before the first chunk: that one takes the long way."""
+def _not_started(event: bytes) -> None:
+    """`StreamDecoder.text_event` before the first chunk: that one takes the long way."""
     return None
 
 
@@ -720,11 +732,12 @@ class StreamDecoder:
         # predicted_per_token_ms, ...), sent beside the last chunk; bench compares against it.
         self.server_timings: dict[str, Any] | None = None
         self._started = False
-        # `text_only(json)`: the text of a chunk's JSON (bytes as they came) when it is nothing
-        # but a text delta of an answer already started, the one thing a relay's per-token
-        # path needs, without a neutral event made for it; None when `feed` must read it (and
-        # it then reads it the same). A plain attribute, not a method: one call per token.
-        self.text_only: Callable[[bytes], str | None] = _not_started
+        # `text_event(event)`: the text of one whole SSE event as it came (`data: {json}\n\n`)
+        # when its chunk is nothing but a text delta of an answer already started, the one
+        # thing a relay's per-token path needs, without a neutral event made for it; None when
+        # `feed` must read it (and it then reads it the same). A plain attribute, not a
+        # method: one call per token.
+        self.text_event: Callable[[bytes], str | None] = _not_started
         self._calls: dict[tuple[int, Any], int] = {}  # (choice, upstream index) → neutral
         self._open: list[int] = []
         self._last_key: tuple[int, Any] | None = None
@@ -749,7 +762,7 @@ class StreamDecoder:
             return [ErrorEvent(f.error_text(error), None, code)]
         if not self._started and (obj.get("id") or obj.get("model")):
             self._started = True
-            self.text_only = _TextTemplate().text
+            self.text_event = _TextTemplate().text
             out.append(StartEvent(str(obj.get("id") or ""), str(obj.get("model") or "")))
         choices = obj.get("choices")
         for choice in choices if isinstance(choices, list) else ():
