@@ -672,7 +672,8 @@ class _TextTemplate:
     one-line event: the learned event had no other line end, and a JSON string holds none.
     Why: the full typed decode was the largest part of the bridge's per-token work, and the
     framing checks beside it a sixth (docs/benchmarks/bridge.md: instructions per event).
-    Slices, not `startswith` / `endswith`: those parse their arguments (~10% more)."""
+    `startswith` / `endswith` rather than slices: slices run fewer instructions but copy, and
+    took 20-30% longer per event here (benchmarks/bridge/event_cost.py)."""
 
     __slots__ = ("prefix", "suffix", "start", "cut")
 
@@ -683,7 +684,7 @@ class _TextTemplate:
         self.cut = 0  # len(suffix), from its closing quote
 
     def text(self, event: bytes) -> str | None:
-        if event[: self.start] == self.prefix and event[-self.cut :] == self.suffix:
+        if event.startswith(self.prefix) and event.endswith(self.suffix):
             try:  # (the quotes are the template's: no whitespace can hide a line end around)
                 text = _decode_string(event[self.start - 1 : len(event) - self.cut + 1])
             except msgspec.DecodeError:  # not one JSON string there: another shape
