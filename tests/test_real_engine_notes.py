@@ -60,9 +60,10 @@ def test_a_real_models_answers_get_verdicts_that_name_their_cause(
         assert attempts[0]["problems"][0] in attempts[1]["request"]
     if done.returncode == 1 and document["schema"] == "pdnotes.error/1":
         assert document["verdict"] == attempts[-1]["verdict"]
-        assert document["verdict"] in LIMIT_VERDICTS | {"refusal"}
-        assert not note.exists()
-        if document["verdict"] in LIMIT_VERDICTS:
+        # a model that stops by itself may also write a table without the kit's columns
+        assert document["verdict"] in LIMIT_VERDICTS | {"refusal", "wrong-columns"}
+        assert not note.exists() and document["fix"]
+        if attempts[-1]["finish_reason"] == "length":  # the limit's fault: the fix says so
             assert f"--max-tokens (now {MAX_TOKENS})" in document["fix"]
     else:  # a table, however poor: written, judged by the rubric and its citations
         assert document["schema"] == "pdnotes.notes.generate/1" and note.exists()
