@@ -106,11 +106,15 @@ def test_smoke_reports_the_servers_decode_rate(llama: LlamaServer) -> None:
         assert run["status"] == 200 and 0 < run["output_tokens"] <= 32, run
         timings = run["server_timings"]
         assert timings["predicted_n"] == run["output_tokens"]
-        if run["output_tokens"] >= 8:
-            # smoke's rate counts to the end of the stream (the usage chunk): within 5 %.
-            assert run["tokens_per_s"] == pytest.approx(
-                1000 / timings["predicted_per_token_ms"], rel=0.05
-            )
+        assert timings["predicted_per_token_ms"] > 0  # the server's own rate, carried whole
+        if run["output_tokens"] >= 2:
+            # smoke's rate is the tokens after the first over the time after the first token,
+            # by its own clock. (Not compared with the server's: under load the client reads
+            # the stream late and in lumps, and the suite makes no wall-clock comparisons.)
+            decode_ms = run["total_ms"] - run["ttft_ms"]  # (each rounded to 0.1 ms)
+            if decode_ms > 0.1:  # (a lump of tokens read at once has no measurable rate)
+                expected = (run["output_tokens"] - 1) / decode_ms * 1000
+                assert run["tokens_per_s"] == pytest.approx(expected, rel=0.1 / decode_ms, abs=0.06)
         if run["finish_reason"] == "length":  # a base model rarely stops by itself
             assert any("token limit" in reason for reason in doc["verdict"]["reasons"])
     assert doc["verdict"]["returned"] is True, doc["verdict"]
