@@ -16,14 +16,15 @@ Two scenarios, both with --streams requests in flight:
   engines take 10-15 ms per token at batch 1-8 and more as the batch grows, DistServe's SLO
   is a P90 TPOT of 40 ms). Its TTFT counts only requests sent once every stream had started.
 
-Up to six processes, each in its own session (killed by group at the end): a fast fake chat upstream
-(first chunk at once, then one chunk every --gap-ms), `pdnotes bridge serve` in front of it, a
-bare TCP relay in front of it (the floor: one more user-space hop, no HTTP, no translation),
-socat in front of it when installed (the same hop in C, a process per connection),
-LiteLLM's proxy in front of it (installed by this runner into benchmarks/.out/venv, never a
-pdnotes dependency; configured offline, no database), and this client, which keeps --streams
-requests in flight and notes when each event arrives. The targets are run interleaved,
-round by round, in one run, so machine noise hits them alike.
+Up to six processes, each in its own session (killed by group at the end): a fast fake chat
+upstream (first chunk at once, then one chunk every --gap-ms), `pdnotes bridge serve` in front of
+it (asked in Responses, and asked in chat, which it passes through untranslated: the cost of its
+HTTP hop alone), a bare TCP relay in front of it (the floor: one more user-space hop, no HTTP, no
+translation), socat in front of it when installed (the same hop in C, a process per connection),
+LiteLLM's proxy in front of it (installed by this runner into benchmarks/.out/venv, never a pdnotes
+dependency; configured offline, no database), and this client, which keeps --streams requests in
+flight and notes when each event arrives. The targets are run interleaved, round by round, in one
+run, so machine noise hits them alike.
 
 Measured:
 - TTFT: request sent → first content event (chat `delta.content` direct; Responses
@@ -63,7 +64,8 @@ OUT = ROOT / "benchmarks" / ".out"
 VENV = OUT / "venv"
 LITELLM_VERSION = "1.106.12"  # newer releases need a `litellm-proxy` package PyPI lacks here
 MODEL = "bench-model"
-STEADY_TARGETS = ("direct", "relay", "socat", "bridge")  # LiteLLM is run in the burst only
+# LiteLLM is run in the burst only
+STEADY_TARGETS = ("direct", "relay", "socat", "passthrough", "bridge")
 TICK = os.sysconf("SC_CLK_TCK")
 TEXT_DELTA = b'"response.output_text.delta"'
 COMPLETED = b'"response.completed"'
@@ -566,6 +568,11 @@ def run(args: argparse.Namespace, small: int, large: int, processes: list) -> st
             "relay", relay_port, "/v1/chat/completions", b'"content"', b"[DONE]", b"",
             pgid=relay.pid,
         ),
+        # the same bridge passing chat through untranslated: its HTTP both ways, no wire work
+        "passthrough": Target(
+            "passthrough", bridge_port, "/v1/chat/completions", b'"content"', b"[DONE]", b"",
+            pgid=bridge.pid,
+        ),
         "bridge": Target(
             "bridge", bridge_port, "/v1/responses", TEXT_DELTA, COMPLETED, b"", pgid=bridge.pid
         ),
@@ -739,6 +746,7 @@ class Figures:
         ]
         floors = {
             "relay": "the floor, a bare TCP relay on the same loop (no HTTP, no translation)",
+            "passthrough": "the bridge passing chat through (its HTTP both ways, no translation)",
             "socat": "the same hop in C, socat (a process per connection, forked as it connects)",
         }
         for name, label in floors.items():
@@ -761,6 +769,14 @@ class Figures:
                 f"{relay - self.marginal_us('relay', kernel=True):.1f} µs) "
                 f"(goal ≤ 1.5x: {'met' if ratio <= 1.5 else 'NOT met'})"
             )
+            if ("passthrough", small) in self.results and relay > 0:
+                # what the hop's HTTP costs, and what the translation adds on top of it
+                through = self.marginal_us("passthrough")
+                lines.append(
+                    f"- CPU per streamed event, the bridge's pass-through over the bare relay: "
+                    f"**{through / relay:.2f}x** ({through:.1f} µs); the translation's own "
+                    f"share of the bridge's: {marginal - through:+.1f} µs"
+                )
         for (name, events), target in self.results.items():
             if target.failures:
                 reasons = sorted(set(target.failures))
