@@ -35,11 +35,6 @@ KEPT_IMPORTS: dict[tuple[str, str], str] = {
         "notes_cli.doctor.registry",
         "notes_cli.render",
     ): "only under `if __name__ == '__main__'`: prints the findings page for docs",
-    (
-        "notes_cli.engine.core.responder",
-        "notes_cli.notes.knowledge",
-    ): "the mock's note answers; the knowledge base is to move under engine/ after notes/ is "
-    "rewritten (issue 26)",
 }
 
 # What some packages' docstrings say they must not import, beyond the layers: importer prefix →

@@ -5,13 +5,15 @@ from __future__ import annotations
 import pytest
 
 from notes_cli.engine.core.api import ChatMessage
-from notes_cli.engine.core.responder import Responder
+from notes_cli.engine.core.responder import Knowledge, Responder
 from notes_cli.engine.core.tokens import count_tokens, tokenize
 
 
-def ask(text: str, *, seed: int = 0, max_tokens: int = 256) -> tuple[str, str]:
+def ask(
+    text: str, *, seed: int = 0, max_tokens: int = 256, knowledge: Knowledge | None = None
+) -> tuple[str, str]:
     messages = (ChatMessage("system", "You are a coding agent."), ChatMessage("user", text))
-    tokens, finish = Responder(seed).respond(messages, max_tokens)
+    tokens, finish = Responder(seed, knowledge).respond(messages, max_tokens)
     return "".join(tokens), finish
 
 
@@ -55,22 +57,30 @@ def test_max_tokens_cuts_the_answer_with_finish_length() -> None:
     assert ask("say pong", max_tokens=0) == ("", "length")
 
 
-def test_a_note_kit_prompt_is_answered_from_the_knowledge_base(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_note_kit_prompt_is_answered_from_the_knowledge_base() -> None:
     seen: list[tuple[list[tuple[str, str]], int]] = []
 
     def fake_answer(messages: list[tuple[str, str]], seed: int = 0) -> str | None:
         seen.append((list(messages), seed))
         return "| stage | bottleneck |" if "table" in messages[-1][1] else None
 
-    monkeypatch.setattr("notes_cli.notes.knowledge.answer_messages", fake_answer)
-    assert ask("Make the comparison table", seed=7) == ("| stage | bottleneck |", "stop")
+    answer = ask("Make the comparison table", seed=7, knowledge=fake_answer)
+    assert answer == ("| stage | bottleneck |", "stop")
     messages, seed = seen[-1]
     # it sees the whole conversation, each message with its role
     assert seed == 7 and any("coding agent" in text for _, text in messages)
     assert messages[-1] == ("user", "Make the comparison table")
-    assert ask("say pong") == ("pong", "stop")
+    assert ask("say pong", knowledge=fake_answer) == ("pong", "stop")
+    # without a knowledge base, the same request gets the generic answer
+    assert ask("Make the comparison table")[0] != "| stage | bottleneck |"
+
+
+def test_the_live_engine_answers_note_kits_from_the_notes_knowledge_base() -> None:
+    from notes_cli.engine.core.config import EngineConfig
+    from notes_cli.engine.live.service import LiveEngineService
+    from notes_cli.notes.knowledge import answer_messages
+
+    assert LiveEngineService(EngineConfig()).responder.knowledge is answer_messages
 
 
 @pytest.mark.parametrize(

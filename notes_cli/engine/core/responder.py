@@ -1,8 +1,9 @@
 """What the mock engine says: deterministic text for a seed, exact echoes when asked to repeat.
 
 Order of precedence for the last user message:
-1. the notes knowledge base (`notes_cli.notes.knowledge.answer_messages`) when the
-   conversation's instruction asks for a note kit's table (sources in it are only material);
+1. the knowledge the responder was given, when it answers (the live engine gives the notes
+   knowledge base, `notes_cli.notes.knowledge.answer_messages`: a note kit's table when the
+   conversation's instruction asks for one; sources in it are only material);
 2. an echo when the message asks to repeat or say something ("say pong", "repeat: X",
    "Repeat this sentence: X", "重复：X", or a quoted text after such a verb);
 3. otherwise two or three sentences about PD serving from templates/engine/answers.toml, picked
@@ -16,7 +17,7 @@ import random
 import re
 import tomllib
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -44,10 +45,8 @@ _HAS_CJK = re.compile(r"[\u3400-\u9fff]")
 _REMINDER_OPEN, _REMINDER_CLOSE = "<system-reminder>", "</system-reminder>"
 
 
-def _knowledge_answer(messages: Sequence[tuple[str, str]], seed: int) -> str | None:
-    from notes_cli.notes.knowledge import answer_messages
-
-    return answer_messages(messages, seed)
+Knowledge = Callable[[Sequence[tuple[str, str]], int], str | None]
+"""(each message's role and text, the seed) → an answer, or None to answer otherwise."""
 
 
 @lru_cache(maxsize=1)
@@ -93,13 +92,15 @@ def echo_request(text: str) -> str | None:
 class Responder:
     """Answers for the mock engine; the same seed and messages always give the same tokens."""
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, knowledge: Knowledge | None = None) -> None:
         self.seed = seed
+        self.knowledge = knowledge
 
     def warm_up(self) -> None:
         """Load the data files now, so the first request is not slower than the rest."""
         _answers()
-        _knowledge_answer([("user", "")], self.seed)
+        if self.knowledge is not None:
+            self.knowledge([("user", "")], self.seed)
 
     def respond(
         self,
@@ -125,9 +126,10 @@ class Responder:
     def answer_text(self, messages: Sequence[ChatMessage]) -> str:
         prompt = "\n\n".join(m.text for m in messages if m.text)
         last_user = next((m.text for m in reversed(messages) if m.role == "user"), prompt)
-        known = _knowledge_answer([(m.role, m.text) for m in messages if m.text], self.seed)
-        if known is not None:
-            return known
+        if self.knowledge is not None:
+            known = self.knowledge([(m.role, m.text) for m in messages if m.text], self.seed)
+            if known is not None:
+                return known
         echo = echo_request(last_user)
         if echo is not None:
             return echo

@@ -49,6 +49,7 @@ from notes_cli.engine.core.scheduler import Scheduler
 from notes_cli.engine.core.tokens import count_tokens
 from notes_cli.engine.core.workers import SchedRequest
 from notes_cli.engine.live.clock import WallClock
+from notes_cli.notes.knowledge import answer_messages
 
 Observer = Callable[[RequestRecord | StepStats], None]
 log = logging.getLogger(__name__)
@@ -137,7 +138,8 @@ class LiveEngineService:
         self.deployment = base.with_mode(config.mode)
         self.served_models = config.served_models
         self.max_context_tokens = config.max_context_tokens
-        self.responder = Responder(config.seed)
+        # the mock answers a note kit's request from the notes' own knowledge base
+        self.responder = Responder(config.seed, answer_messages)
         self.clock = WallClock(config.speed)
         self.scheduler = Scheduler(
             self.deployment, catalog, keep_gaps=True, link_fallback=config.link_fallback_tcp
