@@ -124,8 +124,8 @@ def test_new_file_is_created_with_the_provider(cli, isolated_home: Path) -> None
     assert result.exit_code == 0, result.stderr
     catalog = config_path(isolated_home).parent / "pdnotes-models.json"  # the preset's catalog
     assert config_path(isolated_home).read_text() == (
-        f'model = "pd-mock-1"\nmodel_catalog_json = "{catalog}"\nmodel_context_window = 32768\n'
-        'model_provider = "pdnotes-mock"\n\n'
+        f'model = "pd-mock-1"\nmodel_provider = "pdnotes-mock"\nmodel_context_window = 32768\n'
+        f'model_catalog_json = "{catalog}"\n\n'
         "[model_providers.pdnotes-mock]\n"
         'name = "pdnotes mock engine"\nbase_url = "http://127.0.0.1:8000/api"\n'
         'wire_api = "responses"\n'

@@ -312,23 +312,12 @@ def _str(value: object) -> str | None:
 
 
 def _set_top_level(doc: TOMLDocument, key: str, value: str | int) -> None:
-    """Set a top-level key in place; a new key goes next to its sibling or after the last
-    top-level key, never into a table (TOML would then read it as that table's key)."""
-    if key in doc:
-        if doc[key] != value:
-            doc[key] = value
-        return
-    sibling = next((k for k in ("model", "model_provider") if k in doc), None)
-    last_plain = [k.key for k, item in doc.body if k is not None and not _is_table(item)]
-    anchor = sibling or (last_plain[-1] if last_plain else None)
-    if anchor is None:
+    """Set a top-level key in place. A new key goes after the last top-level key, before the
+    first table (tomlkit's public `doc[key] = value` does exactly that), never into a table,
+    where TOML would read it as that table's key. (It once went beside its sibling `model`
+    through tomlkit's private `_insert_after`, which tomlkit 0.15 removed: issue 35.)"""
+    if key not in doc or doc[key] != value:
         doc[key] = value
-    else:
-        doc._insert_after(anchor, key, value)  # tomlkit has no public "insert after"
-
-
-def _is_table(item: object) -> bool:
-    return isinstance(item, (Table, tomlkit.items.AoT))
 
 
 def _dotted_piece(doc: TOMLDocument, key: str) -> Table | None:
