@@ -108,3 +108,69 @@ def test_demo_rejects_an_unknown_language(cli) -> None:
     result = cli("demo", "--lang", "fr")
     assert result.exit_code == 2
     assert "--lang fr" in result.stderr
+
+
+def test_a_failing_step_is_a_sentence_and_the_demo_goes_on(
+    cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35: a dependency that drops an API the config step relies on (tomlkit 0.15 and
+    `_insert_after`) gave a 40-line traceback; now it is one sentence, and exit 1."""
+    from notes_cli.clients import codex_config
+
+    def dropped_api(doc: object, key: str, value: object) -> None:
+        raise AttributeError("'TOMLDocument' object has no attribute '_insert_after'")
+
+    monkeypatch.setattr(codex_config, "_set_top_level", dropped_api)
+    result = cli("demo")
+
+    assert result.exit_code == 1
+    assert "Traceback" not in result.stdout + result.stderr
+    sentence = (
+        "step 2 failed: Write the Codex and Claude Code configuration: expected both clients "
+        "point at the engine (backups kept; no key written); saw AttributeError: 'TOMLDocument' "
+        "object has no attribute '_insert_after' (at notes_cli/clients/codex_config.py:"
+    )
+    flat = " ".join(result.stdout.split())
+    assert sentence in flat, result.stdout
+    assert "fix: this is a bug in pdnotes, not in your setup" in flat
+    assert "8. The PD experiment" in result.stdout  # the later steps still ran
+    assert _engine_threads() == []
+
+
+def test_a_failing_step_is_reported_in_json(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    from notes_cli.demo import run
+
+    def broken() -> object:
+        raise RuntimeError("the experiment's engine did not start")
+
+    monkeypatch.setattr(run, "_experiment_step", broken)
+    result = cli("demo", "--json")
+
+    assert result.exit_code == 1
+    doc = result.json()
+    assert doc["ok"] is False
+    (failed,) = [s for s in doc["steps"] if not s["ok"]]
+    assert failed["key"] == "experiment"
+    assert failed["error"]["saw"] == "RuntimeError: the experiment's engine did not start"
+    assert failed["error"]["fix"].startswith("this is a bug in pdnotes")
+
+
+def test_an_engine_that_cannot_start_ends_the_demo_with_a_sentence(
+    cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from notes_cli.engine.http import server
+
+    def cannot_bind(*args: object, **kwargs: object) -> object:
+        raise OSError(98, "Address already in use")
+
+    monkeypatch.setattr(server, "start_engine", cannot_bind)
+    result = cli("demo")
+
+    assert result.exit_code == 1
+    flat = " ".join(result.stdout.split())
+    assert "Traceback" not in result.stdout + result.stderr
+    assert (
+        "step 1 failed: Start the bundled mock PD engine: expected engine running on loopback; "
+        "saw OSError: [Errno 98] Address already in use"
+    ) in flat, result.stdout
+    assert "demo finished with 1 failed step(s):" in flat

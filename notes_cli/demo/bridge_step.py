@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from notes_cli.demo.step import ENGINE_PRESET, Step
+from notes_cli.demo.step import ENGINE_PRESET, TITLES, Step
 
 if TYPE_CHECKING:
     from notes_cli.demo.sandbox import Sandbox
@@ -41,7 +41,7 @@ def bridge_step(box: Sandbox, speed: float) -> Step:
         "request_url": request_url,
         "smoke": smoke,
     }
-    return Step("bridge", "Codex on a chat-only endpoint, through the bridge", ok, commands, data)
+    return Step("bridge", TITLES["bridge"], ok, commands, data)
 
 
 def _responses_status(base_url: str) -> int | None:

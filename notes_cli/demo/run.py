@@ -8,12 +8,13 @@ it arrives (`on_step`) and, under --json, the whole `DemoReport`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from notes_cli.demo.sandbox import Sandbox, sandbox
-from notes_cli.demo.step import ENGINE_PRESET, Step
+from notes_cli.demo.step import ENGINE_PRESET, TITLES, Step, failed_step
 
 if TYPE_CHECKING:
     from notes_cli.notes.export import ExportFormat
@@ -50,27 +51,40 @@ def run_demo(
     keep: Path | None = None,
     on_step: Callable[[Step], None] | None = None,
 ) -> DemoReport:
-    """Run every step; a failing step is recorded and the demo goes on to the next one."""
+    """Run every step; a failing step is recorded and the demo goes on to the next one. A step
+    that raises is recorded as failed, with what it expected, what it saw and the fix
+    (`failed_step`): the demo never ends in a traceback (issue 35)."""
     from notes_cli.engine.core.config import EngineConfig
     from notes_cli.engine.http.server import start_engine
 
     report = DemoReport(lang, speed, str(keep.expanduser().resolve()) if keep else None)
 
-    def record(step: Step) -> None:
+    def record(key: str, run: Callable[[], Step]) -> None:
+        try:
+            step = run()
+        except Exception as exc:  # every step's failure is a sentence, whatever raised it
+            step = failed_step(key, exc)
         report.steps.append(step)
         if on_step is not None:
             on_step(step)
 
-    with sandbox(keep) as box, start_engine(EngineConfig(preset=ENGINE_PRESET, speed=speed)) as eng:
-        record(_engine_step(eng.base_url, eng.anthropic_base_url, speed))
-        record(_config_step(box, eng.base_url, eng.anthropic_base_url))
-        record(_doctor_step(box))
-        record(_mistakes_step(box, eng.anthropic_base_url))
-        record(_smoke_step(box))
-        record(_notes_step(box, lang))
-        record(_bridge(box, speed))
-    record(_experiment_step())
-    record(_next_step(box, keep))
+    with ExitStack() as stack:
+        try:
+            box = stack.enter_context(sandbox(keep))
+            eng = stack.enter_context(start_engine(EngineConfig(preset=ENGINE_PRESET, speed=speed)))
+        except Exception as exc:  # nothing else can run without the sandbox and the engine
+            failed = failed_step("engine", exc)
+            record("engine", lambda: failed)
+            return report
+        record("engine", lambda: _engine_step(eng.base_url, eng.anthropic_base_url, speed))
+        record("config", lambda: _config_step(box, eng.base_url, eng.anthropic_base_url))
+        record("doctor", lambda: _doctor_step(box))
+        record("mistakes", lambda: _mistakes_step(box, eng.anthropic_base_url))
+        record("smoke", lambda: _smoke_step(box))
+        record("notes", lambda: _notes_step(box, lang))
+        record("bridge", lambda: _bridge(box, speed))
+        record("experiment", _experiment_step)
+        record("next", lambda: _next_step(box, keep))
     return report
 
 
@@ -83,7 +97,7 @@ def _bridge(box: Sandbox, speed: float) -> Step:
 def _engine_step(base_url: str, anthropic_base_url: str, speed: float) -> Step:
     return Step(
         "engine",
-        "Start the bundled mock PD engine",
+        TITLES["engine"],
         True,
         [f"pdnotes engine serve --preset {ENGINE_PRESET} --speed {speed:g}"],
         {
@@ -113,7 +127,7 @@ def _config_step(box: Sandbox, base_url: str, anthropic_base_url: str) -> Step:
     ]
     return Step(
         "config",
-        "Write the Codex and Claude Code configuration",
+        TITLES["config"],
         all(r.written for r in (codex, claude)),
         [
             f"pdnotes config codex --preset mock --base-url {base_url}",
@@ -135,7 +149,7 @@ def _doctor_step(box: Sandbox) -> Step:
     )
     return Step(
         "doctor",
-        "Check both clients: files, environment and live probes",
+        TITLES["doctor"],
         report.ok,
         ["pdnotes doctor"],
         {"doctor": report.to_json()},
@@ -167,7 +181,7 @@ def _mistakes_step(box: Sandbox, anthropic_base_url: str) -> Step:
         )
     return Step(
         "mistakes",
-        "Reproduce the article's common errors and catch each one",
+        TITLES["mistakes"],
         all(case["caught"] for case in cases),
         ["pdnotes doctor --client codex --codex-home <scratch copy>"],
         {"cases": cases},
@@ -182,7 +196,7 @@ def _smoke_step(box: Sandbox) -> Step:
     report = run_smoke(endpoint, n=3, timeout=30.0)
     return Step(
         "smoke",
-        "Smoke-test the endpoint the way Codex calls it",
+        TITLES["smoke"],
         report.verdict.ok,
         ["pdnotes smoke --client codex -n 3"],
         {"smoke": report.to_json()},
@@ -223,7 +237,7 @@ def _notes_step(box: Sandbox, lang: str) -> Step:
     table = _table(check, lang)
     return Step(
         "notes",
-        "Have the model write the PD comparison note, check it, export it",
+        TITLES["notes"],
         result.passed and all(Path(p).is_file() for p in written),
         [f"pdnotes notes generate --client codex --lang {lang} -o notes/pd-disagg-{lang}.md"],
         {
@@ -255,7 +269,7 @@ def _experiment_step() -> Step:
     shows_it = result.gap_ratio >= 3 and disagg.long_transfer_ms > 0
     return Step(
         "experiment",
-        "The PD experiment: a long prompt arrives while short requests decode",
+        TITLES["experiment"],
         shows_it,
         [f"pdnotes engine serve --preset {preset} --speed {result.speed:g}" for preset in PRESETS],
         {"experiment": result.to_json()},
@@ -270,7 +284,7 @@ def _next_step(box: Sandbox, keep: Path | None) -> Step:
     }
     return Step(
         "next",
-        "Where the files are, and what to run for a real gateway",
+        TITLES["next"],
         True,
         [
             "pdnotes config codex --preset taotoken --model YOUR_MODEL_ID",

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
 
-from notes_cli.render import out
+from notes_cli.render import out, visible
 
 if TYPE_CHECKING:
     from notes_cli.demo.run import DemoReport
@@ -34,20 +34,35 @@ def step(number: int, item: Step) -> None:
     console.print(Rule(f"[bold]{number}. {escape(item.title)}[/]", align="left"))
     for command in item.commands:
         console.print(f"[dim]$[/] {escape(command)}")
-    _BODIES.get(item.key, lambda _: None)(item.data)
+    error = item.data.get("error")
+    if error is None:
+        _BODIES.get(item.key, lambda _: None)(item.data)
     mark = "[green]✓[/]" if item.ok else "[bold red]✗[/]"
     console.print(f"{mark} {_VERDICT[item.key][0 if item.ok else 1]}")
+    if error is not None:
+        console.print(escape(failure_sentence(number, item)))
+
+
+def failure_sentence(number: int, item: Step) -> str:
+    """A failed step in one sentence: which step, what it expected, what it saw, the fix."""
+    error = item.data.get("error") or {}
+    saw = error.get("saw") or "a different outcome (its output is above)"
+    where = f" (at {error['where']})" if error.get("where") else ""
+    fix = f"; fix: {error['fix']}" if error.get("fix") else ""
+    return (
+        f"step {number} failed: {item.title}: expected {_VERDICT[item.key][0]}; "
+        f"saw {visible(saw)}{where}{fix}"
+    )
 
 
 def summary(report: DemoReport) -> None:
     console = out()
     console.print()
-    failed = [s.title for s in report.steps if not s.ok]
+    failed = [(n, s) for n, s in enumerate(report.steps, start=1) if not s.ok]
     if failed:
-        console.print(
-            f"[bold red]demo finished with {len(failed)} failed step(s):[/] "
-            + escape("; ".join(failed))
-        )
+        console.print(f"[bold red]demo finished with {len(failed)} failed step(s):[/]")
+        for number, item in failed:
+            console.print("  " + escape(failure_sentence(number, item)))
     else:
         console.print(
             f"[bold green]demo finished: all {len(report.steps)} steps did what they should.[/]"
