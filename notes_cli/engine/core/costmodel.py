@@ -140,7 +140,10 @@ class NodeCost:
         object.__setattr__(self, "_dense_linear", sh.linear_flops - expert_linear)
         object.__setattr__(self, "_expert_linear", expert_linear)
         object.__setattr__(self, "_expert_flops_per_ms", peak * eff.expert_mfu)
-        object.__setattr__(self, "_dense_half_flops", 2.0 * eff.dense_half_params / speedup)
+        # Each attention-DP replica runs the non-expert GEMMs on its own share of the tokens, so
+        # each pays their fill-up (half) cost: dp times a node-wide GEMM's.
+        dense_half = 2.0 * eff.dense_half_params / speedup * self.dp
+        object.__setattr__(self, "_dense_half_flops", dense_half)
         object.__setattr__(self, "_expert_half_flops", 2.0 * eff.expert_half_params / speedup)
         pair = sh.prefill_attn_full + sh.prefill_attn_slid
         object.__setattr__(self, "_prefill_attn_half", pair * eff.half_context)
@@ -151,7 +154,9 @@ class NodeCost:
         kv_bw_eff = self.chip.kv_bw_eff or self.chip.bw_eff
         object.__setattr__(self, "_hbm_bytes_per_ms", hbm * self.chip.bw_eff)
         object.__setattr__(self, "_kv_bytes_per_ms", hbm * kv_bw_eff)
-        object.__setattr__(self, "_seq_ms", m.layers * self.chip.kv_seq_us / 1000.0)
+        # A decode attention's cost per sequence: each DP replica reads only its own sequences,
+        # all replicas at once, so a step's batch costs batch / dp sequences' worth.
+        object.__setattr__(self, "_seq_ms", m.layers * self.chip.kv_seq_us / 1000.0 / self.dp)
         eager_ms = m.layers * self.chip.eager_us_per_layer / 1000.0
         decode_ms = self.chip.graph_step_ms if self.decode_exec == "graph" else eager_ms
         object.__setattr__(self, "_eager_ms", eager_ms)

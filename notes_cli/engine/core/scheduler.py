@@ -89,6 +89,11 @@ class Scheduler:
             # of a PD pair keeps reserving in full (an eviction there would need the KV again).
             incremental = dep.kv_allocation == "incremental" and role == "colocated"
             prefix = {"prefill": "prefill", "decode": "decode"}.get(role, "node")
+            # Each attention-DP replica has its own scheduler process and samples, detokenises
+            # and streams only its own sequences, all replicas at once: per-sequence CPU time
+            # is charged per replica (batch / dp), the fixed step cost once.
+            fixed_cpu, seq_cpu = dep.step_cpu_ms
+            step_cpu = (fixed_cpu, seq_cpu / group.dp)
             for _ in range(group.count):
                 index = sum(1 for w in self.workers if w.name.startswith(prefix + "-"))
                 worker = Worker(
@@ -102,7 +107,7 @@ class Scheduler:
                     prefill_budget=dep.prefill_token_budget,
                     chunk_tokens=dep.chunk_tokens,
                     kv_incremental=incremental,
-                    step_cpu_ms=dep.step_cpu_ms,
+                    step_cpu_ms=step_cpu,
                     split_prompts=dep.split_prompts,
                 )
                 if role == "decode":
