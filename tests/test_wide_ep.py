@@ -55,3 +55,40 @@ def test_per_sequence_cpu_time_is_charged_per_dp_replica(catalog: Catalog) -> No
         return sum(r.tpot_ms for r in records) / len(records)
 
     assert tpot(wide, 8 * 32) == pytest.approx(tpot(base, 32), rel=1e-6)
+
+
+def test_one_prompt_prefills_on_one_dp_rank_not_spread_over_all(catalog: Catalog) -> None:
+    # A request lives on one attention-DP rank: a lone 4,000-token prompt on 8 replicas of one
+    # GPU takes as long as on one GPU, not an eighth of it.
+    m, h100 = catalog.models["llama-3.1-8b"], catalog.chips["h100-sxm"]
+    one = NodeCost(m, h100, tp=1, dp=1)
+    eight = NodeCost(m, h100, tp=1, dp=8)
+    assert eight.prefill_time_ms(4000) == pytest.approx(one.prefill_time_ms(4000))
+    # A batch spreads over the ranks, and the busiest rank sets the step: 8 prompts take one
+    # prompt's time, 9 take two prompts' (one rank gets two).
+    assert eight.prefill_batch_ms([4000] * 8) == pytest.approx(one.prefill_time_ms(4000))
+    assert eight.prefill_batch_ms([4000] * 9) == pytest.approx(one.prefill_batch_ms([4000] * 2))
+
+
+def test_a_lone_prompts_ttft_on_a_dp_deployment_is_one_ranks_prefill(catalog: Catalog) -> None:
+    base = Deployment(
+        name="dp-prefill",
+        mode="colocated",
+        model="llama-3.1-8b",
+        link="nvlink4",
+        colocated=NodeGroup(1, "h100-sxm"),
+    )
+    wide = replace(base, colocated=NodeGroup(1, "h100-sxm", dp=8))
+    (alone,) = simulate(base, [SimRequest(0.0, 4000, 2)], catalog=catalog)
+    (spread,) = simulate(wide, [SimRequest(0.0, 4000, 2)], catalog=catalog)
+    assert spread.ttft_ms == pytest.approx(alone.ttft_ms)
+
+
+def test_deepseek_one_long_prompt_is_slower_than_eight_short_ones(catalog: Catalog) -> None:
+    # DeepSeek-R1 on 8 H200 with DP8 + EP8: the attention and dense layers of one 4,000-token
+    # prompt run on one GPU, while eight 500-token prompts (the same tokens) run on eight.
+    m, h200 = catalog.models["deepseek-r1"], catalog.chips["h200"]
+    dp8 = NodeCost(m, h200, tp=1, dp=8, ep=8, weight_dtype="fp8")
+    spread = dp8.prefill_ms(4000, 8 * 500.0**2)  # the node-wide cost of eight short prompts
+    assert dp8.prefill_batch_ms([500] * 8) == pytest.approx(spread, rel=0.05)
+    assert dp8.prefill_time_ms(4000) > 3 * spread

@@ -35,6 +35,7 @@ attention DP, and their sources are in docs/engine-model.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from notes_cli.engine.core.kernels import step_efficiency
@@ -236,22 +237,25 @@ class NodeCost:
             overhead += self.allreduce_ms(new_tokens) + self.stage_hops_ms(new_tokens)
         return max(compute, memory) + overhead
 
-    def allreduce_ms(self, new_tokens: float) -> float:
+    def allreduce_ms(self, new_tokens: float, busiest: float | None = None) -> float:
         """Communication of one step inside a pipeline stage, not overlapped with compute.
         Attention: one ring all-reduce per layer over the tp GPUs of each dp replica, of that
         replica's activations (new_tokens / dp x hidden). MLP: dense layers the same; a MoE
         layer with ep > 1 a dispatch and a combine all-to-all (alltoall_ms), with ep = 1 one
-        all-reduce over all tp x dp GPUs of the whole step's activations (dp = 1: over tp)."""
+        all-reduce over all tp x dp GPUs of the whole step's activations (dp = 1: over tp).
+        `busiest`: the tokens of the replica that holds the most (default new_tokens / dp,
+        balanced); its all-reduces and its sends set the step's pace."""
         m = self.model
         gpus = self.tp * self.dp
         if gpus <= 1 or self.chip.intra_gbps <= 0:
             return 0.0
-        replica = self._ring_ms(new_tokens / self.dp, self.tp)
+        rank = new_tokens / self.dp if busiest is None else busiest
+        replica = self._ring_ms(rank, self.tp)
         dense_mlp_layers = m.layers - m.moe_layers
         total = (m.layers + dense_mlp_layers) * replica
         if m.moe_layers:
             if self.ep > 1:
-                total += m.moe_layers * self.alltoall_ms(new_tokens)
+                total += m.moe_layers * self.alltoall_ms(rank * self.dp)
             else:
                 total += m.moe_layers * self._ring_ms(new_tokens, gpus)
         return total
@@ -306,8 +310,48 @@ class NodeCost:
         return self.step_ms(total_tokens, sum_sq_tokens / 2.0, 0.0, eager=True)
 
     def prefill_time_ms(self, prompt_tokens: int) -> float:
-        """Prefill of a single prompt."""
+        """Prefill of a single prompt (with attention DP: on one replica)."""
+        if self.dp > 1:
+            return self.prefill_batch_ms((prompt_tokens,))
         return self.prefill_ms(prompt_tokens, float(prompt_tokens) ** 2)
+
+    def prefill_batch_ms(self, prompts: Iterable[int]) -> float:
+        """A prefill batch of these prompts. With attention DP each prompt runs whole on one
+        replica (SGLang, DeepSeek: a request lives on one DP rank), each taken by the replica
+        with the fewest tokens so far; the replicas meet at every MoE layer's all-to-all, so
+        the busiest replica's attention and dense layers set the step's pace, while the routed
+        experts and their weight reads are spread over all tp x dp GPUs. With dp = 1 it is
+        prefill_ms of the batch."""
+        sizes = [float(n) for n in prompts]
+        total = sum(sizes)
+        if self.dp == 1 or not sizes:
+            return self.prefill_ms(total, sum(n * n for n in sizes))
+        loads = [0.0] * self.dp
+        squares = [0.0] * self.dp
+        for n in sizes:
+            i = loads.index(min(loads))
+            loads[i] += n
+            squares[i] += n * n
+        per_token, fixed, per_pair, per_slid, _per_seq, overhead = self._prefill_terms
+        window = self._shape.window
+        busiest, local = 0.0, 0.0  # the slowest replica's tokens and its own compute (ms)
+        for tokens, sq in zip(loads, squares, strict=True):
+            pairs = sq / 2.0
+            slid = min(pairs, tokens * window)
+            # node-wide rates are over tp x dp GPUs; one replica has tp of them
+            own = self.dp * (tokens * per_token + pairs * per_pair + slid * per_slid)
+            if own > local:
+                busiest, local = tokens, own
+        compute = local + fixed
+        memory = self._weights_ms
+        sh = self._shape
+        if sh.experts:
+            touched = 1.0 - sh.miss ** min(total, 1e6)
+            memory += self._expert_read_ms * touched
+            compute += total * self._expert_token_ms + self._expert_half_ms * touched
+        if self._comm:
+            overhead += self.allreduce_ms(total, busiest) + self.stage_hops_ms(busiest)
+        return max(compute, memory) + overhead
 
     def decode_step_ms(self, batch: int, context_tokens: float) -> float:
         """One token for each of `batch` sequences holding `context_tokens` KV entries in total."""
@@ -333,7 +377,9 @@ class NodeCost:
         return read / (self.chip.hbm_tbps * _TB) * _MS_PER_S
 
     def prefill_compute_ms(self, prompt_tokens: int) -> float:
-        """Compute time alone (no weight reads, overhead or communication) of one prefill."""
+        """Compute time alone (no weight reads, overhead or communication) of one prefill,
+        spread over all the node's GPUs: what any batch's share of the work costs at least
+        (with attention DP one prompt alone runs on one replica, prefill_time_ms)."""
         sh, n = self._shape, float(prompt_tokens)
         pairs = n * n / 2.0
         gemm = self._dense_linear * n + self._dense_half_flops

@@ -278,7 +278,11 @@ class Scheduler:
             return False
         total = sum(r.input_tokens for r in batch)
         squares = sum(float(r.input_tokens) ** 2 for r in batch)
-        duration = w.cost.prefill_ms(total, squares) + w.step_fixed_ms + w.seq_step_ms * len(batch)
+        if w.cost.dp == 1:
+            gpu_ms = w.cost.prefill_ms(total, squares)
+        else:  # attention DP: each prompt on one replica, the busiest one sets the pace
+            gpu_ms = w.cost.prefill_batch_ms(r.input_tokens for r in batch)
+        duration = gpu_ms + w.step_fixed_ms + w.seq_step_ms * len(batch)
         for request in batch:
             if not request.carried:  # an evicted request keeps its first prefill's times
                 request.prefill_start_ms = now
