@@ -105,25 +105,35 @@ def test_fp8_weights_and_kv_halve_the_bytes(catalog: Catalog) -> None:
 def test_expert_parallel_all_to_all(catalog: Catalog) -> None:
     m = catalog.models["deepseek-v3"]
     h200 = catalog.chips["h200"]
-    # EP 8 in one node: each GPU sends its 1024 / 8 tokens to 8 experts' GPUs, 7/8 of them
-    # remote, dispatch in fp8 (1 byte), combine in bf16 (2), over NVLink (the chip's measured
-    # all-reduce bus rate and latency, kernels.toml), each.
-    message = 1024 / 8 * 7168 * 8
+    # EP 8 in one node, DeepEP's normal kernels (prefill): each GPU sends its 1024 / 8 tokens
+    # once to each distinct GPU among its 8 experts', 8 x (1 - (7/8)^8) = 5.25 of them, 7/8
+    # remote (issue 37: per-GPU dedup; it was 8 copies), dispatch in fp8 (1 byte), combine in
+    # bf16 (2), over NVLink (the chip's measured all-reduce bus rate and latency, kernels.toml).
+    distinct = 8 * (1 - (7 / 8) ** 8)
+    message = 1024 / 8 * 7168 * distinct
     nvlink, latency_ms = h200.intra_gbps * 1e9, h200.allreduce_us / 1e3
     expected = 2 * latency_ms + (message * 7 / 8 * (1 + 2)) / nvlink * 1e3
     ep8 = NodeCost(m, h200, tp=1, dp=8, ep=8, weight_dtype="fp8")
     assert ep8.alltoall_ms(1024) == pytest.approx(expected)
-    # EP 16 over two nodes: half of the receivers are on the other node, over each GPU's own
-    # 50 GB/s NIC (20 us), which is slower than the NVLink share.
-    message = 1024 / 16 * 7168 * 8
-    expected = 2 * 0.020 + (message * 0.5 * (1 + 2)) / 50e9 * 1e3
+    # The low-latency kernels (decode) send one copy per expert: 8 x 7/8.
+    low = 2 * latency_ms + (1024 / 8 * 7168 * 8 * 7 / 8 * (1 + 2)) / nvlink * 1e3
+    assert ep8.alltoall_ms(1024, low_latency=True) == pytest.approx(low)
+    # EP 16 over two nodes: a token crosses once to the other node if any of its 8 experts is
+    # there, 2 x (1 - (1/2)^8) distinct nodes, half of them remote, over each GPU's own
+    # 50 GB/s NIC (20 us), which is slower than the NVLink forwarding.
+    remote = 2 * (1 - 0.5**8) / 2
+    message = 1024 / 16 * 7168
+    expected = 2 * 0.020 + (message * remote * (1 + 2)) / 50e9 * 1e3
     ep16 = NodeCost(m, h200, tp=1, dp=16, ep=16, weight_dtype="fp8")
     assert ep16.alltoall_ms(1024) == pytest.approx(expected)
+    # Decode's low-latency kernels send every copy bound for the other node over RDMA: 8 x 1/2.
+    expected_ll = 2 * 0.020 + (message * 8 * 0.5 * (1 + 2)) / 50e9 * 1e3
+    assert ep16.alltoall_ms(1024, low_latency=True) == pytest.approx(expected_ll)
     # Every MoE layer pays it; without EP the experts' all-reduce runs instead.
     assert ep8.allreduce_ms(1024) == pytest.approx(58 * ep8.alltoall_ms(1024))
     # In a GB200 NVL72 rack the 16 GPUs share one NVLink domain.
     gb200 = NodeCost(m, catalog.chips["gb200"], tp=1, dp=16, ep=16, weight_dtype="fp8")
-    assert gb200.alltoall_ms(1024) < ep16.alltoall_ms(1024) / 3
+    assert gb200.alltoall_ms(1024, True) < ep16.alltoall_ms(1024, True) / 3
 
 
 def test_sliding_window_layers_keep_at_most_the_window(catalog: Catalog) -> None:

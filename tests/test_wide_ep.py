@@ -5,10 +5,11 @@ Expected figures are worked from the formulas in docs/engine-model.md."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from notes_cli.engine.core.costmodel import NodeCost
+from notes_cli.engine.core.costmodel import NodeCost, expert_copies
 from notes_cli.engine.core.profiles import Catalog, Deployment, NodeGroup
 from notes_cli.engine.core.simcore import SimRequest, simulate
 
@@ -92,3 +93,138 @@ def test_deepseek_one_long_prompt_is_slower_than_eight_short_ones(catalog: Catal
     spread = dp8.prefill_ms(4000, 8 * 500.0**2)  # the node-wide cost of eight short prompts
     assert dp8.prefill_batch_ms([500] * 8) == pytest.approx(spread, rel=0.05)
     assert dp8.prefill_time_ms(4000) > 3 * spread
+
+
+def test_node_limited_routing_caps_the_all_to_alls_destinations(catalog: Catalog) -> None:
+    # DeepSeek-V3 over 8 nodes (EP 64): with its experts on at most topk_group = 4 nodes a
+    # prefill token crosses to at most 4 nodes (per-node dedup), 4 x (1 - (3/4)^8) of them on
+    # average, 7/8 of those remote; without the limit 8 x (1 - (7/8)^8).
+    m = catalog.models["deepseek-v3"]
+    assert m.topk_group == 4
+    h100 = catalog.chips["h100-sxm"]
+    limited = NodeCost(m, h100, tp=1, dp=64, ep=64, weight_dtype="fp8")
+    free = NodeCost(replace(m, topk_group=0), h100, tp=1, dp=64, ep=64, weight_dtype="fp8")
+    assert expert_copies(m, 64, 8)[1] == pytest.approx(4 * (1 - 0.75**8) * 7 / 8)
+    assert expert_copies(replace(m, topk_group=0), 64, 8)[1] == pytest.approx(
+        8 * (1 - (7 / 8) ** 8) * 7 / 8
+    )
+    ratio = (4 * (1 - 0.75**8)) / (8 * (1 - (7 / 8) ** 8))
+    tokens = 64 * 4096
+    latency = 2 * h100.scaleout_us / 1e3  # the network share sets each direction's time
+    assert limited.alltoall_ms(tokens) - latency == pytest.approx(
+        (free.alltoall_ms(tokens) - latency) * ratio
+    )
+    assert limited.prefill_batch_ms([4096] * 64) < free.prefill_batch_ms([4096] * 64)
+
+
+@pytest.mark.parametrize(("phase", "per_gpu"), [("prefill", 8192), ("decode", 4)])
+def test_two_batch_overlap_hides_the_smaller_of_comm_and_compute(
+    catalog: Catalog, phase: str, per_gpu: int
+) -> None:
+    m, h100 = catalog.models["deepseek-r1"], catalog.chips["h100-sxm"]
+    off = NodeCost(m, h100, tp=1, dp=32, ep=32, weight_dtype="fp8")
+    on = NodeCost(m, h100, tp=1, dp=32, ep=32, weight_dtype="fp8", two_batch_overlap=True)
+    tokens = 32 * per_gpu
+    eager = phase == "prefill"
+    context = 0.0 if eager else tokens * 2000.0
+    pairs = tokens * 4096 / 2 if eager else context
+    comm = off.allreduce_ms(tokens, None, not eager)
+    overhead = off.eager_overhead_ms if eager else off.decode_overhead_ms
+    t_off = off.step_ms(tokens, pairs, context, eager=eager)
+    t_on = on.step_ms(tokens, pairs, context, eager=eager)
+    kernels = t_off - comm - overhead  # max(compute, memory)
+    assert min(kernels, comm) > 1.0  # both are there to hide
+    assert t_on == pytest.approx(max(kernels, comm) + overhead)
+    assert t_off - t_on == pytest.approx(min(kernels, comm))
+
+
+def test_mtp_raises_decode_tokens_per_second_by_the_documented_factor(catalog: Catalog) -> None:
+    # One draft token accepted with probability a: a verify step gains 1 + a tokens per
+    # sequence and costs a step of 2 query tokens per sequence over the same KV, plus one
+    # layer's worth of draft (DeepSeek's MTP module is one layer).
+    m, h200 = catalog.models["deepseek-r1"], catalog.chips["h200"]
+    plain = NodeCost(m, h200, tp=1, dp=16, ep=16, weight_dtype="fp8")
+    mtp = replace(plain, mtp_acceptance=0.8)
+    batch, context = 16 * 64, 16 * 64 * 3000.0
+    one = plain.decode_step_ms(batch, context)
+    verify = plain.step_ms(2 * batch, 2 * context, context, eager=False)
+    factor = 1.8 * one / (verify + one / m.layers)
+    assert mtp.tokens_per_decode_step == pytest.approx(1.8)
+    assert one / mtp.decode_step_ms(batch, context) == pytest.approx(factor)
+    # At 64 sequences per GPU DeepSeek's absorbed MLA attention and the all-to-all double with
+    # the queries: throughput gains less than the 1.8 tokens per step (latency gains them).
+    assert 1.0 < factor < 1.8
+    # Two draft tokens: 1 + a + a^2 per step.
+    assert replace(mtp, mtp_tokens=2).tokens_per_decode_step == pytest.approx(1 + 0.8 + 0.64)
+
+
+def test_mtp_shortens_a_simulated_streams_tpot(catalog: Catalog) -> None:
+    base = Deployment(
+        name="mtp-probe",
+        mode="colocated",
+        model="llama-3.1-8b",
+        link="nvlink4",
+        colocated=NodeGroup(1, "h100-sxm"),
+    )
+    (plain,) = simulate(base, [SimRequest(0.0, 1000, 100)], catalog=catalog)
+    (fast,) = simulate(
+        replace(base, mtp_acceptance=0.7), [SimRequest(0.0, 1000, 100)], catalog=catalog
+    )
+    cost = NodeCost(catalog.models["llama-3.1-8b"], catalog.chips["h100-sxm"])
+    factor = cost.decode_step_ms(1, 1050) / replace(cost, mtp_acceptance=0.7).decode_step_ms(
+        1, 1050
+    )
+    assert factor > 1.5
+    assert plain.tpot_ms / fast.tpot_ms == pytest.approx(factor, rel=0.02)
+
+
+def test_a_56_percent_prefix_hit_rate_cuts_prefill_compute_accordingly(catalog: Catalog) -> None:
+    # DeepSeek's production hit rate: 56 % of prompt tokens are cached. The rest are computed
+    # (linear work x 0.44) and attend to the whole prompt (causal pairs x (1 - 0.56^2)).
+    m = catalog.models["llama-3.1-70b"]
+    h100 = catalog.chips["h100-sxm"].with_constant_mfu(0.45)  # one MFU: the FLOPs alone
+    cold = NodeCost(m, h100, tp=8)
+    warm = replace(cold, prefix_cache_hit=0.56)
+    n = 8000
+    linear = cold.linear_ms_per_token() * n
+    attention = cold.prefill_compute_ms(n) - linear
+    expected = linear * 0.44 + attention * (1 - 0.56**2)
+    assert warm.prefill_compute_ms(n) == pytest.approx(expected)
+    assert warm.prefill_time_ms(n) < 0.6 * cold.prefill_time_ms(n)
+    # The simulator's TTFT follows.
+    dep = Deployment(
+        name="hit-probe",
+        mode="colocated",
+        model="llama-3.1-70b",
+        link="nvlink4",
+        colocated=NodeGroup(1, "h100-sxm", tp=8),
+    )
+    (first,) = simulate(dep, [SimRequest(0.0, n, 2)], catalog=catalog)
+    (cached,) = simulate(
+        replace(dep, prefix_cache_hit=0.56), [SimRequest(0.0, n, 2)], catalog=catalog
+    )
+    assert cached.prefill_ms < 0.6 * first.prefill_ms
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("mtp_acceptance = 1.5", "mtp_acceptance 1.5 must be at least 0 and below 1"),
+        ("prefix_cache_hit = -0.1", "prefix_cache_hit -0.1 must be at least 0"),
+        ("expert_imbalance = 0.5", "expert_imbalance 0.5 must be 1 to 16"),
+        ('dispatch_dtype = "int4"', "dispatch_dtype 'int4' is not one of"),
+        ('two_batch_overlap = "yes"', "two_batch_overlap = 'yes' should be true or false"),
+    ],
+)
+def test_a_deployment_files_bad_ep_settings_are_refused(
+    cli: object, tmp_path: Path, line: str, message: str
+) -> None:
+    path = tmp_path / "dep.toml"
+    path.write_text(
+        '[deployments.mine]\nmode = "colocated"\nmodel = "qwen3-30b-a3b"\n'
+        f'link = "nvlink4"\n{line}\ncolocated = {{ count = 1, chip = "h200" }}\n',
+        encoding="utf-8",
+    )
+    result = cli("engine", "simulate", "-p", str(path), "-n", "4")  # type: ignore[operator]
+    assert result.exit_code == 2 and message in result.stderr
+    assert path.read_text(encoding="utf-8").count("mine") == 1  # never rewritten

@@ -72,6 +72,14 @@ class NodeCost:
     dp: int = 1  # attention data parallelism: dp replicas of tp GPUs split the batch
     weight_dtype: str | None = None  # None: the model's own precision
     kv_dtype: str | None = None  # None: the model's dtype_bytes
+    # Wide EP and decoding speed-ups (Deployment's keys of the same names; docs/engine-model.md)
+    dispatch_dtype: str | None = None  # None: fp8 with fp8/fp4 weights, else the activations'
+    combine_dtype: str | None = None  # None: the activations' dtype
+    two_batch_overlap: bool = False  # communication hidden under the other micro-batch
+    expert_imbalance: float = 1.0  # the busiest GPU's expert work over the mean
+    mtp_acceptance: float = 0.0  # speculative decoding's acceptance per draft token; 0: off
+    mtp_tokens: int = 1  # draft tokens per decode step when on
+    prefix_cache_hit: float = 0.0  # share of prompt tokens the prefix cache serves
     # Derived once in __post_init__: step_ms runs for every simulated step (the hot path).
     _prefill_flops_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _decode_flops_per_ms: float = field(init=False, repr=False, compare=False, default=0.0)
@@ -98,6 +106,7 @@ class NodeCost:
     _seq_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _eager_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _decode_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _mtp_gain: float = field(init=False, repr=False, compare=False, default=1.0)
     _shape: _StepShape = field(init=False, repr=False, compare=False)
 
     @classmethod
@@ -116,6 +125,13 @@ class NodeCost:
             group.dp,
             dep.weight_dtype,
             dep.kv_dtype,
+            dep.dispatch_dtype,
+            dep.combine_dtype,
+            bool(dep.two_batch_overlap),
+            dep.expert_imbalance or 1.0,
+            dep.mtp_acceptance,
+            dep.mtp_tokens or 1,
+            dep.prefix_cache_hit,
         )
 
     def __post_init__(self) -> None:
@@ -184,9 +200,13 @@ class NodeCost:
         object.__setattr__(self, "_kv_slid_ms", sh.kv_slid / self._kv_bytes_per_ms)
         read = sh.expert_bytes * sh.experts / self._hbm_bytes_per_ms
         object.__setattr__(self, "_expert_read_ms", read)
-        expert_rate = self._expert_flops_per_ms
+        # EP: every MoE layer waits for the GPU with the most expert work (EPLB evens it out)
+        expert_rate = self._expert_flops_per_ms / (self.expert_imbalance if self.ep > 1 else 1.0)
         object.__setattr__(self, "_expert_token_ms", self._expert_linear / expert_rate)
         object.__setattr__(self, "_expert_half_ms", self._expert_half_flops / expert_rate)
+        # Speculative decoding: tokens a sequence gains per verify step, 1 + a + ... + a^n
+        gain = sum(self.mtp_acceptance**i for i in range(self.mtp_tokens + 1))
+        object.__setattr__(self, "_mtp_gain", gain if self.mtp_acceptance > 0 else 1.0)
 
     @property
     def flops_per_ms(self) -> float:
@@ -234,17 +254,29 @@ class NodeCost:
             memory += self._expert_read_ms * touched
             compute += new_tokens * self._expert_token_ms + self._expert_half_ms * touched
         if self._comm:  # checked here: a method call per step costs ~5% of simulation speed
-            overhead += self.allreduce_ms(new_tokens) + self.stage_hops_ms(new_tokens)
+            comm = self.allreduce_ms(new_tokens, None, not eager) + self.stage_hops_ms(new_tokens)
+            return self._with_comm(max(compute, memory), comm) + overhead
         return max(compute, memory) + overhead
 
-    def allreduce_ms(self, new_tokens: float, busiest: float | None = None) -> float:
+    def _with_comm(self, core: float, comm: float) -> float:
+        """A step's GPU time with its communication: after the kernels, or, with two-batch
+        overlap, the two micro-batches' communication and compute interleaved, so only the
+        larger of the two shows (SGLang's TBO, DeepSeek's dual micro-batch overlap)."""
+        if self.two_batch_overlap:
+            return core if core > comm else comm
+        return core + comm
+
+    def allreduce_ms(
+        self, new_tokens: float, busiest: float | None = None, low_latency: bool = False
+    ) -> float:
         """Communication of one step inside a pipeline stage, not overlapped with compute.
         Attention: one ring all-reduce per layer over the tp GPUs of each dp replica, of that
         replica's activations (new_tokens / dp x hidden). MLP: dense layers the same; a MoE
         layer with ep > 1 a dispatch and a combine all-to-all (alltoall_ms), with ep = 1 one
         all-reduce over all tp x dp GPUs of the whole step's activations (dp = 1: over tp).
         `busiest`: the tokens of the replica that holds the most (default new_tokens / dp,
-        balanced); its all-reduces and its sends set the step's pace."""
+        balanced); its all-reduces and its sends set the step's pace. `low_latency`: a decode
+        step's all-to-all (DeepEP's low-latency kernels)."""
         m = self.model
         gpus = self.tp * self.dp
         if gpus <= 1 or self.chip.intra_gbps <= 0:
@@ -255,7 +287,7 @@ class NodeCost:
         total = (m.layers + dense_mlp_layers) * replica
         if m.moe_layers:
             if self.ep > 1:
-                total += m.moe_layers * self.alltoall_ms(rank * self.dp)
+                total += m.moe_layers * self.alltoall_ms(rank * self.dp, low_latency)
             else:
                 total += m.moe_layers * self._ring_ms(new_tokens, gpus)
         return total
@@ -268,32 +300,38 @@ class NodeCost:
         ring = 2.0 * (gpus - 1) / gpus * message / (self.chip.intra_gbps * 1e9) * _MS_PER_S
         return self.chip.allreduce_us / 1000.0 + ring
 
-    def alltoall_ms(self, new_tokens: float) -> float:
+    def alltoall_ms(self, new_tokens: float, low_latency: bool = False) -> float:
         """Expert parallelism, one MoE layer: dispatch sends each token's activations to the
-        GPUs holding its experts, combine brings the results back (DeepEP's pattern). Each of
-        the tp x dp GPUs sends its share of the step's tokens, each token to min(k, ep) GPUs:
-            bytes = new_tokens / (tp x dp) * hidden * dtype * min(k, ep)   per direction,
-        of which (ep - 1) / ep go to other GPUs (the formula's tokens*hidden*bytes*(ep-1)/ep).
-        With the ep GPUs in one NVLink domain (ep <= chip.node_gpus) they all cross NVLink
-        (intra_gbps, allreduce_us); beyond it the share bound for other nodes, (ep -
-        node_gpus) / ep, crosses each GPU's own NIC (scaleout_gbps, scaleout_us) while the rest
-        crosses NVLink at the same time. Dispatch is in fp8 when the experts' GEMMs are (fp8 or
-        fp4 weights), combine in the activations' dtype. Time = 2 latencies + the slower share
-        of each direction; not overlapped with compute."""
+        GPUs holding its experts, combine brings the results back (DeepEP's kernels). Each of
+        the tp x dp GPUs sends its share of the step's tokens, m = new_tokens / (tp x dp).
+        A token goes once to each distinct GPU among its k experts' (DeepEP sends per rank, not
+        per expert), and across nodes once to each distinct node, where NVLink forwards it
+        (DeepEP's internode kernels). With group-limited routing (the model's topk_group, the
+        groups placed one per node) its experts lie on at most topk_group nodes. Routing spread
+        evenly, k picks among C candidates reach C * (1 - (1 - 1/C)^k) distinct ones:
+            gpus  = that over C = min(ep, topk_group x node_gpus) GPUs
+            nodes = that over min(nodes, topk_group) nodes; remote = nodes x (nodes-1)/nodes
+            per direction: RDMA m x remote copies over each GPU's NIC (scaleout_gbps), NVLink
+            m x (gpus x (ep-1)/ep - remote) copies (intra_gbps), at the same time
+        `low_latency` (decode steps): DeepEP's low-latency kernels, which decode uses, send a
+        token once per expert (their buffers are laid out per local expert) straight to its
+        GPU, k x (ep - node_gpus) / ep copies over RDMA and k x (node_gpus - 1) / ep over
+        NVLink: no dedup, so group-limited routing saves nothing there.
+        Dispatch in dispatch_dtype (fp8 with fp8/fp4 weights), combine in combine_dtype
+        (bf16). Time = 2 latencies + the slower link of each direction, times the expert
+        imbalance (the busiest GPU receives the most)."""
         if self.ep <= 1:
             return 0.0
-        m, chip = self.model, self.chip
-        per_gpu = new_tokens / (self.tp * self.dp) * m.hidden * min(m.active_experts, self.ep)
-        local = min(self.ep, chip.node_gpus)
-        on_share = (local - 1) / self.ep
-        off_share = (self.ep - local) / self.ep
-        latency_us = chip.scaleout_us if off_share else chip.allreduce_us
+        m, chip, sh = self.model, self.chip, self._shape
+        per_gpu = new_tokens / (self.tp * self.dp) * m.hidden
+        nvlink, remote = sh.ll_copies if low_latency else sh.normal_copies
+        latency_us = chip.scaleout_us if remote else chip.allreduce_us
         total = 0.0
-        for dtype in (self._shape.dispatch_bytes, float(m.dtype_bytes)):
+        for dtype in (sh.dispatch_bytes, sh.combine_bytes):
             message = per_gpu * dtype
-            on = message * on_share / (chip.intra_gbps * 1e9) if chip.intra_gbps > 0 else 0.0
-            off = message * off_share / (chip.scaleout_gbps * 1e9) if off_share else 0.0
-            total += latency_us / 1000.0 + max(on, off) * _MS_PER_S
+            on = message * nvlink / (chip.intra_gbps * 1e9) if chip.intra_gbps else 0.0
+            off = message * remote / (chip.scaleout_gbps * 1e9)
+            total += latency_us / 1000.0 + max(on, off) * _MS_PER_S * self.expert_imbalance
         return total
 
     def stage_hops_ms(self, new_tokens: float) -> float:
@@ -306,7 +344,14 @@ class NodeCost:
         return (self.pp - 1) * (self.chip.allreduce_us / 1000.0 + send)
 
     def prefill_ms(self, total_tokens: float, sum_sq_tokens: float) -> float:
-        """A prefill batch of prompts with Σn = total_tokens and Σn² = sum_sq_tokens."""
+        """A prefill batch of prompts with Σn = total_tokens and Σn² = sum_sq_tokens. With a
+        prefix-cache hit rate h the first h·n tokens of each prompt are cached: only (1 - h)·n
+        are computed, attending to (n² - (h·n)²) / 2 pairs and reading the cached KV."""
+        h = self.prefix_cache_hit
+        if h:
+            cached = total_tokens * h
+            pairs = sum_sq_tokens * (1.0 - h * h) / 2.0
+            return self.step_ms(total_tokens - cached, pairs, cached, eager=True)
         return self.step_ms(total_tokens, sum_sq_tokens / 2.0, 0.0, eager=True)
 
     def prefill_time_ms(self, prompt_tokens: int) -> float:
@@ -323,15 +368,17 @@ class NodeCost:
         experts and their weight reads are spread over all tp x dp GPUs. With dp = 1 it is
         prefill_ms of the batch."""
         sizes = [float(n) for n in prompts]
-        total = sum(sizes)
         if self.dp == 1 or not sizes:
-            return self.prefill_ms(total, sum(n * n for n in sizes))
+            return self.prefill_ms(sum(sizes), sum(n * n for n in sizes))
+        h = self.prefix_cache_hit  # cached tokens: computed neither here nor in attention's pairs
+        new = 1.0 - h
+        total = sum(sizes) * new
         loads = [0.0] * self.dp
         squares = [0.0] * self.dp
         for n in sizes:
             i = loads.index(min(loads))
-            loads[i] += n
-            squares[i] += n * n
+            loads[i] += n * new
+            squares[i] += n * n * (1.0 - h * h)
         per_token, fixed, per_pair, per_slid, _per_seq, overhead = self._prefill_terms
         window = self._shape.window
         busiest, local = 0.0, 0.0  # the slowest replica's tokens and its own compute (ms)
@@ -343,19 +390,41 @@ class NodeCost:
             if own > local:
                 busiest, local = tokens, own
         compute = local + fixed
-        memory = self._weights_ms
         sh = self._shape
+        memory = self._weights_ms + sum(sizes) * h * self._kv_full_ms  # the cached KV read
         if sh.experts:
             touched = 1.0 - sh.miss ** min(total, 1e6)
             memory += self._expert_read_ms * touched
             compute += total * self._expert_token_ms + self._expert_half_ms * touched
         if self._comm:
-            overhead += self.allreduce_ms(total, busiest) + self.stage_hops_ms(busiest)
+            comm = self.allreduce_ms(total, busiest) + self.stage_hops_ms(busiest)
+            return self._with_comm(max(compute, memory), comm) + overhead
         return max(compute, memory) + overhead
 
     def decode_step_ms(self, batch: int, context_tokens: float) -> float:
-        """One token for each of `batch` sequences holding `context_tokens` KV entries in total."""
-        return self.step_ms(batch, context_tokens, context_tokens, eager=False)
+        """One token for each of `batch` sequences holding `context_tokens` KV entries in total.
+        With speculative decoding (mtp_acceptance > 0) the time per token a sequence gains:
+        the verify step (1 + n query tokens per sequence over the same KV) plus n draft passes
+        of one layer's size each (DeepSeek's MTP module is one layer), over the tokens a step
+        gains on average, 1 + a + ... + a^n."""
+        if self._mtp_gain == 1.0:
+            return self.step_ms(batch, context_tokens, context_tokens, eager=False)
+        return self.speculative_step_ms(batch, context_tokens) / self._mtp_gain
+
+    def speculative_step_ms(self, batch: int, context_tokens: float) -> float:
+        """One verify step of n draft tokens per sequence plus its n draft passes."""
+        n = self.mtp_tokens
+        queries = 1 + n
+        verify = self.step_ms(
+            batch * queries, context_tokens * queries, context_tokens, eager=False
+        )
+        one = self.step_ms(batch, context_tokens, context_tokens, eager=False)
+        return verify + n * one / self.model.layers
+
+    @property
+    def tokens_per_decode_step(self) -> float:
+        """Tokens a sequence gains per decode step: 1, or 1 + a + ... + a^n speculating."""
+        return self._mtp_gain
 
     def mixed_step_ms(
         self, batch: int, context_tokens: float, chunk_tokens: int, chunk_prior: float
@@ -380,8 +449,10 @@ class NodeCost:
         """Compute time alone (no weight reads, overhead or communication) of one prefill,
         spread over all the node's GPUs: what any batch's share of the work costs at least
         (with attention DP one prompt alone runs on one replica, prefill_time_ms)."""
-        sh, n = self._shape, float(prompt_tokens)
-        pairs = n * n / 2.0
+        sh, full = self._shape, float(prompt_tokens)
+        h = self.prefix_cache_hit
+        n = full * (1.0 - h)  # tokens computed; the cached ones are only attended to
+        pairs = full * full * (1.0 - h * h) / 2.0
         gemm = self._dense_linear * n + self._dense_half_flops
         experts = self._expert_linear * n
         if sh.experts:
@@ -456,6 +527,10 @@ class _StepShape:
     kv_full/slid      KV bytes per GPU per context token read, full / sliding layers
     kv_per_elem, weight_per_param   the served precisions' bytes
     dispatch_bytes    bytes per activation an EP dispatch sends (1 with fp8 / fp4 weights)
+    combine_bytes     bytes per activation an EP combine sends back
+    normal_copies     (NVLink, RDMA) copies of each token an EP GPU sends per direction,
+                      DeepEP's normal kernels (per-GPU and per-node dedup)
+    ll_copies         the same for its low-latency (decode) kernels (one per expert)
     """
 
     linear_flops: float
@@ -473,6 +548,9 @@ class _StepShape:
     kv_per_elem: float
     weight_per_param: float
     dispatch_bytes: float
+    combine_bytes: float
+    normal_copies: tuple[float, float]
+    ll_copies: tuple[float, float]
 
     @classmethod
     def of(cls, cost: NodeCost) -> _StepShape:
@@ -486,6 +564,11 @@ class _StepShape:
         gpus = cost.tp * cost.dp
         kv_split = cost.dp * (1 if m.is_mla else min(cost.tp, m.kv_heads))
         kv_token = m.kv_elems_per_layer * per_elem / kv_split
+        if cost.dispatch_dtype is not None:
+            dispatch = KV_DTYPES[cost.dispatch_dtype]
+        else:
+            dispatch = 1.0 if wdtype in FP8_GEMM_DTYPES else float(m.dtype_bytes)
+        combine = KV_DTYPES[cost.combine_dtype] if cost.combine_dtype else float(m.dtype_bytes)
         return cls(
             linear_flops=2.0 * m.active_params / speedup,
             prefill_attn_full=prefill_pair * m.full_layers,
@@ -501,8 +584,39 @@ class _StepShape:
             kv_slid=kv_token * slid_layers,
             kv_per_elem=per_elem,
             weight_per_param=per_param,
-            dispatch_bytes=1.0 if wdtype in FP8_GEMM_DTYPES else float(m.dtype_bytes),
+            dispatch_bytes=dispatch,
+            combine_bytes=combine,
+            normal_copies=expert_copies(m, cost.ep, chip.node_gpus),
+            ll_copies=expert_copies(m, cost.ep, chip.node_gpus, low_latency=True),
         )
+
+
+def _distinct(picks: int, among: float) -> float:
+    """Expected distinct items when `picks` are drawn evenly among `among` (with repeats)."""
+    if among <= 1.0:
+        return min(1.0, among)
+    return among * (1.0 - (1.0 - 1.0 / among) ** picks)
+
+
+def expert_copies(
+    model: ModelShape, ep: int, node_gpus: int, *, low_latency: bool = False
+) -> tuple[float, float]:
+    """(NVLink, RDMA) copies of one token an EP GPU sends per direction of a MoE layer's
+    all-to-all (NodeCost.alltoall_ms): one per distinct destination GPU other than itself, of
+    which one per distinct other node crosses the network and NVLink forwards the rest; with
+    `low_latency` one per expert, each straight to its GPU."""
+    if ep <= 1 or not model.is_moe:
+        return 0.0, 0.0
+    k = model.active_experts
+    local = min(ep, node_gpus)
+    if low_latency:
+        return k * (local - 1) / ep, k * (ep - local) / ep
+    nodes = ep / local
+    limit = model.topk_group if model.topk_group and nodes > model.topk_group else nodes
+    gpus = _distinct(k, min(float(ep), limit * local))
+    remote = _distinct(k, limit) * (nodes - 1.0) / nodes if nodes > 1 else 0.0
+    nvlink = max(0.0, gpus * (ep - 1) / ep - remote)
+    return nvlink, remote
 
 
 def attention_flops_per_pair(model: ModelShape) -> tuple[float, float]:

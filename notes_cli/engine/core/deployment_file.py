@@ -211,6 +211,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "int | None": (int,),
     "float | None": (int, float),
     "str | None": (str,),
+    "bool | None": (bool,),
 }
 
 

@@ -140,6 +140,10 @@ class ModelShape:
     shared_experts: int = 0  # always-on experts (n_shared_experts; params_b counts them)
     expert_ffn: int = 0  # one expert's MLP width (moe_intermediate_size)
     dense_layers: int = 0  # leading layers with a dense MLP (first_k_dense_replace)
+    # Group-limited routing (config.json topk_group of n_group groups): with the groups placed
+    # one per node (EPLB's hierarchical policy), a token's experts lie on at most this many
+    # nodes. 0: no limit.
+    topk_group: int = 0
     # Multi-head latent attention (MLA): one compressed latent per token per layer.
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
@@ -260,6 +264,15 @@ class Deployment:
     step_overhead_ms: float | None = None  # None: the backend's (0 without one)
     seq_overhead_us: float | None = None  # None: the backend's (0 without one)
     kv_alloc: str | None = None  # "reserve" | "incremental"; None: the backend's ("reserve")
+    # Wide expert parallelism and decoding speed-ups (docs/engine-model.md, "Wide EP"; each
+    # default and its source is there). None / 0: the default.
+    dispatch_dtype: str | None = None  # EP dispatch: None = fp8 with fp8/fp4 weights, else bf16
+    combine_dtype: str | None = None  # EP combine: None = the activations' (bf16), as DeepEP's
+    two_batch_overlap: bool | None = None  # None = off: comm and compute one after another
+    expert_imbalance: float | None = None  # busiest GPU's expert load / mean; None = 1.0
+    mtp_acceptance: float = 0.0  # speculative decoding: a draft token's acceptance; 0 = off
+    mtp_tokens: int | None = None  # draft tokens per step when on; None = 1 (DeepSeek's MTP)
+    prefix_cache_hit: float = 0.0  # share of prompt tokens found in the prefix cache
     description: str = ""
     source: str = ""
 
@@ -456,8 +469,12 @@ def model_problems(m: ModelShape) -> list[str]:
             out.append("dense_layers must be below layers")
         elif m.active_params <= 0:
             out.append("params_b is smaller than its routed experts (3 x hidden x expert_ffn each)")
-    elif m.active_experts or m.shared_experts or m.expert_ffn or m.dense_layers:
-        out.append("active_experts, shared_experts, expert_ffn and dense_layers need experts")
+        if m.topk_group < 0:
+            out.append("topk_group must be 0 (no limit) or more")
+    elif m.active_experts or m.shared_experts or m.expert_ffn or m.dense_layers or m.topk_group:
+        out.append(
+            "active_experts, shared_experts, expert_ffn, dense_layers and topk_group need experts"
+        )
     if m.kv_lora_rank and m.qk_rope_head_dim < 1:
         out.append("an MLA row (kv_lora_rank) needs qk_rope_head_dim")
     if bool(m.sliding_window) != bool(m.sliding_layers) or not 0 <= m.sliding_layers <= m.layers:
@@ -494,5 +511,24 @@ def _check_references(catalog: Catalog) -> None:
             problems.append(f"backend {dep.backend!r} is not one of {', '.join(BACKENDS)}")
         if dep.kv_alloc is not None and dep.kv_alloc not in KV_ALLOC:
             problems.append(f"kv_alloc {dep.kv_alloc!r} is not one of {', '.join(KV_ALLOC)}")
+        problems += deployment_setting_problems(dep)
         if problems:
             raise InputError(f"engine preset {dep.name!r}: " + "; ".join(problems))
+
+
+def deployment_setting_problems(dep: Deployment) -> list[str]:
+    """What is out of range among a deployment's EP, speculative-decoding and cache settings."""
+    out = []
+    for key in ("dispatch_dtype", "combine_dtype"):
+        value = getattr(dep, key)
+        if value is not None and value not in KV_DTYPES:
+            out.append(f"{key} {value!r} is not one of {', '.join(KV_DTYPES)}")
+    if dep.expert_imbalance is not None and not 1.0 <= dep.expert_imbalance <= 16.0:
+        out.append(f"expert_imbalance {dep.expert_imbalance} must be 1 to 16 (busiest / mean)")
+    if not 0.0 <= dep.mtp_acceptance < 1.0:
+        out.append(f"mtp_acceptance {dep.mtp_acceptance} must be at least 0 and below 1")
+    if dep.mtp_tokens is not None and not 1 <= dep.mtp_tokens <= 16:
+        out.append(f"mtp_tokens {dep.mtp_tokens} must be 1 to 16")
+    if not 0.0 <= dep.prefix_cache_hit < 1.0:
+        out.append(f"prefix_cache_hit {dep.prefix_cache_hit} must be at least 0 and below 1")
+    return out
