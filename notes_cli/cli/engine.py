@@ -1,4 +1,4 @@
-"""pdnotes engine serve | presets | simulate | sketch | plan"""
+"""pdnotes engine serve | presets | simulate | estimate | sketch | plan"""
 
 from __future__ import annotations
 
@@ -6,15 +6,16 @@ from typing import Annotated
 
 import typer
 
-from notes_cli.cli import options, plan, simulate, sketch
+from notes_cli.cli import estimate, options, plan, simulate, sketch
 from notes_cli.cli.ranges import SEED, SPEED, in_range
 
 app = typer.Typer(
     help="The bundled mock PD engine: serve it over HTTP, list its presets, simulate offline, "
-    "plan a deployment, sketch a real-engine launch.",
+    "estimate one step, plan a deployment, sketch a real-engine launch.",
     no_args_is_help=True,
 )
 app.command("simulate")(simulate.simulate)
+app.command("estimate")(estimate.estimate)
 app.command("sketch")(sketch.sketch)
 app.command("plan")(plan.plan)
 

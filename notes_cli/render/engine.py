@@ -130,3 +130,48 @@ def presets_table(rows: list[dict[str, Any]]) -> None:
     console.print(table)
     if not wide:
         console.print("[dim]descriptions and sources: pdnotes engine presets --json[/]")
+
+
+def estimate_table(doc: dict[str, Any]) -> None:
+    """`engine estimate`: the step, its throughput and what it is made of."""
+    console = out()
+    par = doc["parallel"]
+    shape = f"tp{par['tp']}" + "".join(f"-{k}{par[k]}" for k in ("dp", "ep", "pp") if par[k] > 1)
+    unit = "sequences" if doc["phase"] == "decode" else "prompt tokens"
+    console.print(
+        f"[bold]{escape(doc['deployment'])}[/]: {doc['phase']} on the {doc['role']} node "
+        f"({doc['gpus']} x {escape(doc['chip'])}, {shape}), model {escape(doc['model'])}, "
+        f"{doc['batch_per_gpu']:,} {unit} per GPU, context {doc['context_tokens']:,}"
+    )
+    rates = doc["tokens_per_s"]
+    table = Table(title="one step", title_justify="left", show_header=False)
+    table.add_column("what", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_row("step", f"{doc['step_ms']:,.2f} ms ({doc['bound']}-bound kernels)")
+    if doc["tokens_per_step"] != 1:
+        table.add_row("tokens per sequence per step", f"{doc['tokens_per_step']:.3f}")
+    table.add_row("tokens/s per GPU", f"{rates['per_gpu']:,.0f}")
+    table.add_row(f"tokens/s per node ({doc['node_gpus']} GPUs)", f"{rates['per_node']:,.0f}")
+    table.add_row("tokens/s per user", f"{rates['per_user']:,.1f}")
+    kv = doc["kv"]
+    verdict = "fits" if kv["fits"] else "[red]does NOT fit[/]"
+    table.add_row(
+        "KV cache", f"{verdict}: {kv['need_tokens']:,} of {kv['capacity_tokens']:,} tokens"
+    )
+    console.print(table)
+    parts = doc["breakdown_ms"]
+    breakdown = Table(title="the step's parts (ms)", title_justify="left")
+    for column in ("compute", "weights", "KV", "communication", "hidden", "overheads"):
+        breakdown.add_column(column, justify="right")
+    breakdown.add_row(
+        *(
+            f"{parts[k]:,.2f}"
+            for k in ("compute", "weights", "kv", "communication", "hidden_by_overlap", "overheads")
+        )
+    )
+    console.print(breakdown)
+    console.print(
+        "[dim]step = max(compute, weights + KV) + communication - hidden + overheads "
+        "(launch, speculative drafts, the engine's CPU); "
+        'docs/engine-model.md, "One step, statically"[/]'
+    )

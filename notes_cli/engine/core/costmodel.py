@@ -58,6 +58,37 @@ _MS_PER_S = 1e3
 
 
 @dataclass(frozen=True)
+class StepParts:
+    """One step's time by part, in ms, as the cost model adds them up: the kernels run for
+    max(compute, weights + kv) (whichever bounds them), communication after them (or, with
+    two-batch overlap, under them), then the fixed launch / graph overhead."""
+
+    compute: float  # GEMMs, attention and routed experts at their (measured) efficiencies
+    weights: float  # weights read from HBM (the experts the step touches included)
+    kv: float  # KV cache read (bytes, plus decode attention's cost per sequence)
+    comm: float  # all-reduces, expert all-to-alls, pipeline hops
+    overhead: float  # kernel launches (eager) or the captured graph's residual
+    two_batch_overlap: bool = False
+
+    @property
+    def kernels(self) -> float:
+        return max(self.compute, self.weights + self.kv)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute >= self.weights + self.kv else "memory"
+
+    @property
+    def hidden(self) -> float:
+        """Communication (or compute) hidden by two-batch overlap."""
+        return min(self.kernels, self.comm) if self.two_batch_overlap else 0.0
+
+    @property
+    def total(self) -> float:
+        return self.kernels + self.comm - self.hidden + self.overhead
+
+
+@dataclass(frozen=True)
 class NodeCost:
     """Step times of one model on one node: tp x dp x pp chips, with ep-way expert parallelism,
     serving weights and KV at the given precision."""
@@ -258,6 +289,29 @@ class NodeCost:
             return self._with_comm(max(compute, memory), comm) + overhead
         return max(compute, memory) + overhead
 
+    def step_parts(
+        self, new_tokens: float, attended_pairs: float, kv_read_tokens: float, *, eager: bool
+    ) -> StepParts:
+        """step_ms by part (StepParts.total == step_ms): for `engine estimate`'s breakdown."""
+        sh = self._shape
+        window = new_tokens * sh.window
+        slid_pairs = min(attended_pairs, window)
+        slid_kv = min(kv_read_tokens, window)
+        per_token, fixed, per_pair, per_slid, per_seq, overhead = (
+            self._prefill_terms if eager else self._decode_terms
+        )
+        compute = new_tokens * per_token + fixed + attended_pairs * per_pair + slid_pairs * per_slid
+        kv = kv_read_tokens * self._kv_full_ms + slid_kv * self._kv_slid_ms + new_tokens * per_seq
+        weights = self._weights_ms
+        if sh.experts:
+            touched = 1.0 - sh.miss ** min(new_tokens, 1e6)
+            weights += self._expert_read_ms * touched
+            compute += new_tokens * self._expert_token_ms + self._expert_half_ms * touched
+        comm = 0.0
+        if self._comm:
+            comm = self.allreduce_ms(new_tokens, None, not eager) + self.stage_hops_ms(new_tokens)
+        return StepParts(compute, weights, kv, comm, overhead, self.two_batch_overlap)
+
     def _with_comm(self, core: float, comm: float) -> float:
         """A step's GPU time with its communication: after the kernels, or, with two-batch
         overlap, the two micro-batches' communication and compute interleaved, so only the
@@ -370,19 +424,28 @@ class NodeCost:
         sizes = [float(n) for n in prompts]
         if self.dp == 1 or not sizes:
             return self.prefill_ms(sum(sizes), sum(n * n for n in sizes))
+        return self.prefill_parts(sizes).total
+
+    def prefill_parts(self, prompts: Iterable[float]) -> StepParts:
+        """prefill_batch_ms by part (the prefix-cache hit rate applied)."""
+        sizes = [float(n) for n in prompts]
         h = self.prefix_cache_hit  # cached tokens: computed neither here nor in attention's pairs
         new = 1.0 - h
+        if self.dp == 1:
+            total, squares = sum(sizes), sum(n * n for n in sizes)
+            pairs = squares * (1.0 - h * h) / 2.0
+            return self.step_parts(total * new, pairs, total * h, eager=True)
         total = sum(sizes) * new
         loads = [0.0] * self.dp
-        squares = [0.0] * self.dp
+        sq_loads = [0.0] * self.dp
         for n in sizes:
             i = loads.index(min(loads))
             loads[i] += n * new
-            squares[i] += n * n * (1.0 - h * h)
+            sq_loads[i] += n * n * (1.0 - h * h)
         per_token, fixed, per_pair, per_slid, _per_seq, overhead = self._prefill_terms
         window = self._shape.window
         busiest, local = 0.0, 0.0  # the slowest replica's tokens and its own compute (ms)
-        for tokens, sq in zip(loads, squares, strict=True):
+        for tokens, sq in zip(loads, sq_loads, strict=True):
             pairs = sq / 2.0
             slid = min(pairs, tokens * window)
             # node-wide rates are over tp x dp GPUs; one replica has tp of them
@@ -391,15 +454,16 @@ class NodeCost:
                 busiest, local = tokens, own
         compute = local + fixed
         sh = self._shape
-        memory = self._weights_ms + sum(sizes) * h * self._kv_full_ms  # the cached KV read
+        weights = self._weights_ms
+        kv = sum(sizes) * h * self._kv_full_ms  # the cached KV the new tokens attend to
         if sh.experts:
             touched = 1.0 - sh.miss ** min(total, 1e6)
-            memory += self._expert_read_ms * touched
+            weights += self._expert_read_ms * touched
             compute += total * self._expert_token_ms + self._expert_half_ms * touched
+        comm = 0.0
         if self._comm:
             comm = self.allreduce_ms(total, busiest) + self.stage_hops_ms(busiest)
-            return self._with_comm(max(compute, memory), comm) + overhead
-        return max(compute, memory) + overhead
+        return StepParts(compute, weights, kv, comm, overhead, self.two_batch_overlap)
 
     def decode_step_ms(self, batch: int, context_tokens: float) -> float:
         """One token for each of `batch` sequences holding `context_tokens` KV entries in total.
