@@ -65,6 +65,12 @@ class Estimate:
         return self.context_tokens / self.step_ms * 1000.0
 
     @property
+    def cpu_visible_ms(self) -> float:
+        """The engine's CPU time the step shows: all of it, or with an overlapping engine what
+        the GPU's step does not cover."""
+        return self.step_ms - self.parts.total - self.draft_ms
+
+    @property
     def kv_fits(self) -> bool:
         return self.kv_need_tokens <= self.kv_capacity_tokens
 
@@ -103,10 +109,11 @@ class Estimate:
                 "kv": _num(p.kv),
                 "communication": _num(p.comm),
                 "hidden_by_overlap": _num(p.hidden),
-                "overheads": _num(p.overhead + self.draft_ms + self.cpu_ms),
+                "overheads": _num(p.overhead + self.draft_ms + self.cpu_visible_ms),
                 "launch": _num(p.overhead),
                 "draft": _num(self.draft_ms),
                 "cpu": _num(self.cpu_ms),
+                "cpu_visible": _num(self.cpu_visible_ms),
             },
             "settings": {
                 "backend": dep.backend,
@@ -119,6 +126,11 @@ class Estimate:
                 "prefix_cache_hit": dep.prefix_cache_hit,
             },
         }
+
+
+def _with_cpu(gpu_ms: float, cpu_ms: float, overlap: bool) -> float:
+    """The step with the engine's CPU time, as the scheduler adds it (Worker.step_duration)."""
+    return max(gpu_ms, cpu_ms) if overlap else gpu_ms + cpu_ms
 
 
 def _num(value: float) -> float:
@@ -169,7 +181,7 @@ def estimate(
             plain = replace(cost, mtp_acceptance=0.0)
             draft = n * plain.decode_step_ms(sequences, kv_total) / model.layers
         cpu = fixed_cpu + seq_cpu * sequences / group.dp
-        step = parts.total + draft + cpu
+        step = _with_cpu(parts.total + draft, cpu, deployment.cpu_overlap)
         return Estimate(
             deployment, role, group, phase, batch_per_gpu, context, gpus, chip.node_gpus,
             sequences, sequences * gain, gain, parts, draft, cpu, step,
@@ -179,7 +191,7 @@ def estimate(
     prompts = max(1, round(tokens / context))
     parts = cost.prefill_parts([float(context)] * prompts)
     cpu = fixed_cpu + seq_cpu * prompts / group.dp
-    step = parts.total + cpu
+    step = _with_cpu(parts.total, cpu, deployment.cpu_overlap)
     return Estimate(
         deployment, role, group, phase, batch_per_gpu, context, gpus, chip.node_gpus,
         prompts, float(prompts * context), 1.0, parts, 0.0, cpu, step,

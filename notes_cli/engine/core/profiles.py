@@ -301,6 +301,12 @@ class Deployment:
         return fixed, per_seq / 1000.0
 
     @property
+    def cpu_overlap(self) -> bool:
+        """Does the engine's CPU work per step run under the GPU's next step (max, not sum)?"""
+        backend = BACKENDS.get(self.backend or "")
+        return backend.cpu_overlap if backend else False
+
+    @property
     def split_prompts(self) -> bool:
         """Chunked mode: may a prompt be cut across steps (vLLM), or must it go whole (TRT-LLM)?"""
         backend = BACKENDS.get(self.backend or "")

@@ -109,6 +109,7 @@ class Scheduler:
                     kv_incremental=incremental,
                     step_cpu_ms=step_cpu,
                     split_prompts=dep.split_prompts,
+                    cpu_overlap=dep.cpu_overlap,
                 )
                 if role == "decode":
                     assert dep.prefill is not None
@@ -282,7 +283,7 @@ class Scheduler:
             gpu_ms = w.cost.prefill_ms(total, squares)
         else:  # attention DP: each prompt on one replica, the busiest one sets the pace
             gpu_ms = w.cost.prefill_batch_ms(r.input_tokens for r in batch)
-        duration = gpu_ms + w.step_fixed_ms + w.seq_step_ms * len(batch)
+        duration = w.step_duration(gpu_ms, len(batch))
         for request in batch:
             if not request.carried:  # an evicted request keeps its first prefill's times
                 request.prefill_start_ms = now
@@ -414,7 +415,9 @@ class Scheduler:
             return
         batch = len(w.running)
         # the engine's CPU time (inlined: this runs for every simulated step)
-        duration = w.cost.decode_step_ms(batch, w.context) + w.step_fixed_ms + w.seq_step_ms * batch
+        gpu_ms = w.cost.decode_step_ms(batch, w.context)
+        cpu_ms = w.step_fixed_ms + w.seq_step_ms * batch  # inlined Worker.step_duration: hot path
+        duration = (gpu_ms if gpu_ms > cpu_ms else cpu_ms) if w.cpu_overlap else gpu_ms + cpu_ms
         self._begin_step(w, now, duration, "decode", batch, batch)
         self._push(now + duration, self._decode_done, w)
 
@@ -550,8 +553,8 @@ class Scheduler:
         pairs = float(w.context) + sum(c * (r.prefilled + c / 2.0) for r, c in chunks)
         kv_read = float(w.context) + sum(r.prefilled for r, _ in chunks)
         batch = len(w.running)
-        duration = w.cost.step_ms(batch + chunk_total, pairs, kv_read, eager=chunk_total > 0)
-        duration += w.step_fixed_ms + w.seq_step_ms * (batch + len(chunks))
+        gpu_ms = w.cost.step_ms(batch + chunk_total, pairs, kv_read, eager=chunk_total > 0)
+        duration = w.step_duration(gpu_ms, batch + len(chunks))
         w.chunks = chunks
         phase = "mixed" if chunks and batch else ("prefill" if chunks else "decode")
         self._begin_step(w, now, duration, phase, batch + len(chunks), batch + chunk_total)

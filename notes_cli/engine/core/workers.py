@@ -72,7 +72,7 @@ class Worker:
         "pending_kv", "ready", "prefilling", "running", "context", "busy", "busy_until",
         "step_start", "current", "chunks", "joiners", "emit", "last_emit_ms", "gaps",
         "gaps_base", "finish_at", "link", "incoming", "steps", "to_remove", "kv_incremental",
-        "step_fixed_ms", "seq_step_ms", "preemptions", "split_prompts",
+        "step_fixed_ms", "seq_step_ms", "preemptions", "split_prompts", "cpu_overlap",
     )  # fmt: skip
 
     def __init__(
@@ -90,6 +90,7 @@ class Worker:
         kv_incremental: bool = False,
         step_cpu_ms: tuple[float, float] = (0.0, 0.0),
         split_prompts: bool = True,
+        cpu_overlap: bool = False,
     ) -> None:
         self.name = name
         self.role = role
@@ -131,6 +132,15 @@ class Worker:
         self.step_fixed_ms, self.seq_step_ms = step_cpu_ms
         self.preemptions = 0
         self.split_prompts = split_prompts  # chunked: cut a prompt across steps
+        self.cpu_overlap = cpu_overlap  # the CPU work runs under the GPU's next step
+
+    def step_duration(self, gpu_ms: float, sequences: int) -> float:
+        """A step's time: the GPU's plus the engine's CPU time, or the larger of the two when
+        the engine overlaps them."""
+        cpu = self.step_fixed_ms + self.seq_step_ms * sequences
+        if self.cpu_overlap:
+            return gpu_ms if gpu_ms > cpu else cpu
+        return gpu_ms + cpu
 
     def admit_kv(self, request: SchedRequest) -> int:
         """KV entries `request` takes when admitted: its prompt (incremental) or its prompt and

@@ -25,7 +25,7 @@ class Setup:
     """How a measured engine is described to pdnotes: mode, backend and step token budget."""
 
     mode: str = "colocated"
-    backend: str | None = "trtllm"
+    backend: str | None = "trtllm-nim-2024"  # the runs are NIM's 2024 TensorRT-LLM
     chunk_tokens: int = 8192  # TensorRT-LLM's max_num_tokens, vLLM's max_num_batched_tokens
     max_batch: int = 256
 
