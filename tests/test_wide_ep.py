@@ -228,3 +228,28 @@ def test_a_deployment_files_bad_ep_settings_are_refused(
     result = cli("engine", "simulate", "-p", str(path), "-n", "4")  # type: ignore[operator]
     assert result.exit_code == 2 and message in result.stderr
     assert path.read_text(encoding="utf-8").count("mine") == 1  # never rewritten
+
+
+def test_a_deployment_file_keeps_its_ep_settings(catalog: Catalog, tmp_path: Path) -> None:
+    from notes_cli.engine.core.deployment_file import dump_deployment, resolve_preset
+
+    dep = replace(
+        catalog.deployments["deepseek-r1-h200-disagg"],
+        two_batch_overlap=True,
+        expert_imbalance=1.2,
+        dispatch_dtype="bf16",
+        combine_dtype="bf16",
+        mtp_acceptance=0.8,
+        mtp_tokens=2,
+        prefix_cache_hit=0.56,
+    )
+    path = tmp_path / "wide.toml"
+    path.write_text(dump_deployment(dep, catalog), encoding="utf-8")
+    again, _ = resolve_preset(str(path))
+    assert again == replace(dep, source=again.source, description=again.description)
+    plain = tmp_path / "plain.toml"
+    plain.write_text(
+        dump_deployment(catalog.deployments["deepseek-r1-h200-disagg"], catalog), encoding="utf-8"
+    )
+    text = plain.read_text(encoding="utf-8")
+    assert "two_batch_overlap" not in text and "mtp" not in text  # defaults stay out of files
