@@ -128,3 +128,21 @@ def test_the_estimates_parts_add_up_to_the_simulators_step(
     for tokens, pairs, kv in ((1, 900, 900), (256, 256 * 3000, 256 * 3000), (8192, 8192**2 / 2, 0)):
         parts = cost.step_parts(tokens, pairs, kv, eager=eager)
         assert parts.total == pytest.approx(cost.step_ms(tokens, pairs, kv, eager=eager))
+
+
+def test_the_documented_worked_example_is_what_the_tool_says(tmp_path: Path) -> None:
+    # docs/engine-model.md, "One step, statically": TensorRT-LLM v0.6.1's static-batch H100
+    # figure for LLaMA 7B (batch 112, 128 in / 2048 out), from the page's own deployment file.
+    from notes_cli.engine.core.deployment_file import resolve_preset
+    from notes_cli.engine.core.estimate import estimate
+
+    docs = (Path(__file__).parent.parent / "docs" / "engine-model.md").read_text(encoding="utf-8")
+    start = docs.index("[deployments.trtllm06-llama7b]")
+    path = tmp_path / "trtllm06-llama7b.toml"
+    path.write_text(docs[start : docs.index("```", start)], encoding="utf-8")
+    dep, catalog = resolve_preset(str(path))
+    decode = estimate(dep, catalog, "decode", 112, 128 + 2048 // 2)
+    prefill = estimate(dep, catalog, "prefill", 112 * 128, 128)
+    per_gpu = 112 * 2048 / (prefill.step_ms + 2048 * decode.step_ms) * 1000
+    assert f"**{per_gpu:,.0f}**" in docs
+    assert f"**{per_gpu / 6818:.2f}×**" in docs
