@@ -85,3 +85,33 @@ def test_smoke_passes_on_the_engine_with_the_mock_preset(
     document = result.json()
     assert document["verdict"]["ok"] is True
     assert all(run["finish_reason"] == "STOP" for run in document["runs"])
+
+
+def test_right_after_config_in_an_untrusted_folder_smoke_and_doctor_name_the_trust(
+    cli: Cli, engine_server: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 35: `config gemini --preset mock` writes the key into ~/.gemini/.env, which Gemini
+    CLI reads only in a trusted folder; smoke used to say the key was unset."""
+    monkeypatch.setenv("PDNOTES_GEMINI_BIN", "/nonexistent")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # a new folder: not trusted yet, no GEMINI_CLI_TRUST_WORKSPACE
+    base = engine_server.gemini_base_url
+    assert cli("config", "gemini", "--preset", "mock", "--base-url", base).exit_code == 0
+    env_file = Path.home() / ".gemini" / ".env"
+    assert "GEMINI_API_KEY=" in env_file.read_text()
+    smoke = cli("smoke", "--client", "gemini", "-n", "1")
+    said = " ".join(smoke.stderr.split())
+    assert smoke.exit_code == 2
+    assert f"{work} is not trusted by Gemini CLI" in said and f"skips {env_file}" in said
+    assert "fix: export GEMINI_CLI_TRUST_WORKSPACE=true" in said
+    assert "GEMINI_API_KEY is unset" not in said
+    doctor = cli("doctor", "--client", "gemini", "--offline", "--json")
+    found = {f["id"]: f for f in doctor.json()["findings"]}
+    key = found["gemini-key-missing"]
+    assert f"{env_file} sets it" in key["message"] and "not trusted" in key["message"]
+    assert key["fix"].startswith("export GEMINI_CLI_TRUST_WORKSPACE=true")
+    # the fix it names is the fix
+    monkeypatch.setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")
+    assert cli("smoke", "--client", "gemini", "-n", "1").exit_code == 0
+    assert "gemini-key-missing" not in cli("doctor", "--client", "gemini", "--offline").stdout

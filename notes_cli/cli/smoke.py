@@ -4,7 +4,7 @@ the source article's criteria (returned, completed, stable latency)."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -204,11 +204,7 @@ def _configured(client: str) -> Endpoint:
             fix=f"export {endpoint.key_env}=<your key>, then re-run",
         )
     if client == "gemini" and not endpoint.key:
-        raise UsageError(
-            "GEMINI_API_KEY is unset (in the environment and the .env Gemini CLI loads): "
-            "Gemini CLI would stop before sending anything",
-            fix="export GEMINI_API_KEY=<key>, or: pdnotes doctor --client gemini",
-        )
+        _gemini_without_key()
     if client == "qwen" and not endpoint.key:
         name = endpoint.key_env or "OPENAI_API_KEY"
         raise UsageError(
@@ -223,6 +219,29 @@ def _configured(client: str) -> Endpoint:
             fix="export ANTHROPIC_AUTH_TOKEN=<key>, or: pdnotes config claude --token-env NAME",
         )
     return endpoint
+
+
+def _gemini_without_key() -> NoReturn:
+    """Gemini CLI would stop before sending anything: say why, the untrusted folder first when
+    it hides the .env that holds the key (as after `pdnotes config gemini` in a new folder)."""
+    from notes_cli.clients.gemini_config import KEY_VAR
+    from notes_cli.clients.gemini_layers import gemini_layers
+    from notes_cli.errors import UsageError
+
+    layers = gemini_layers()
+    hidden = layers.hidden_by_trust(KEY_VAR)
+    if hidden is not None:
+        raise UsageError(
+            f"{layers.cwd} is not trusted by Gemini CLI ({layers.trust_source}), so it skips "
+            f"{hidden}, which sets {KEY_VAR}: Gemini CLI would stop before sending anything",
+            fix="export GEMINI_CLI_TRUST_WORKSPACE=true (scripts), or trust this folder once in "
+            "interactive `gemini`",
+        )
+    raise UsageError(
+        f"{KEY_VAR} is unset (in the environment and the .env Gemini CLI loads): "
+        "Gemini CLI would stop before sending anything",
+        fix=f"export {KEY_VAR}=<key>, or: pdnotes doctor --client gemini",
+    )
 
 
 def _auth_style(client: str, key_env: str | None) -> AuthStyle:

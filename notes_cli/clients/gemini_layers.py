@@ -7,7 +7,8 @@ Settings files, lowest precedence first (its `loadSettings`): system defaults
 settings.json, trusted folders only), system overrides (`GEMINI_CLI_SYSTEM_SETTINGS_PATH`,
 default /etc/gemini-cli/settings.json); objects merge key by key. Environment: the process
 environment, plus the ONE .env file `gemini_config.env_file_read` finds, whose variables never
-replace one already set (in an untrusted folder only the key variables are taken from it).
+replace one already set (in an untrusted folder only the key variables are taken from it, and
+the .gemini/.env files are skipped: `hidden_by_trust` names the one a trusted folder would use).
 The folder is trusted when GEMINI_CLI_TRUST_WORKSPACE=true, when folder trust is off
 (`security.folderTrust.enabled: false`), or by the longest matching rule of
 ~/.gemini/trustedFolders.json.
@@ -61,6 +62,17 @@ class GeminiLayers:
     """The variables Gemini CLI ends up with, for the names that matter: name → (value, where
     from: "environment" or the .env path)."""
     cwd: Path = Path()
+    trusted_env_file: Path | None = None
+    """The .env file Gemini CLI would load here were the folder trusted (`~/.gemini/.env`, which
+    `pdnotes config gemini` writes, is read only in a trusted folder)."""
+    trusted_env_values: dict[str, str] = field(default_factory=dict)
+
+    def hidden_by_trust(self, name: str) -> Path | None:
+        """The .env file that sets `name` but that Gemini CLI skips here because the folder is
+        not trusted (None when the variable is set, or no such file sets it)."""
+        if self.trusted or name in self.env or self.trusted_env_file == self.env_file:
+            return None
+        return self.trusted_env_file if self.trusted_env_values.get(name) else None
 
     @property
     def configured(self) -> bool:
@@ -125,6 +137,7 @@ def gemini_layers(
     merged = _merge([f.data for f in files if f.data])
     env_file = env_file_read(cwd, trusted=bool(trusted), home=home_dir)
     env_text = _read_env(env_file)
+    if_trusted = env_file if trusted else env_file_read(cwd, trusted=True, home=home_dir)
     values = dotenv.parse(env_text or "")
     if not trusted:
         values = {k: v for k, v in values.items() if k in UNTRUSTED_ENV_VARS}
@@ -146,6 +159,8 @@ def gemini_layers(
         env_file_values=dotenv.parse(env_text or ""),
         env=effective,
         cwd=cwd,
+        trusted_env_file=if_trusted,
+        trusted_env_values=dotenv.parse(_read_env(if_trusted) or ""),
     )
 
 

@@ -181,6 +181,18 @@ def _key(layers: GeminiLayers) -> list[Finding]:
         return []
     if layers.env.get(KEY_VAR, ("", ""))[0]:
         return []
+    hidden = layers.hidden_by_trust(KEY_VAR)
+    if hidden is not None:  # the real cause: the untrusted folder (as right after `config`)
+        return [
+            make(
+                "gemini-key-missing",
+                "gemini",
+                f"{KEY_VAR} is unset here: {hidden} sets it, but {layers.cwd} is not trusted by "
+                f"Gemini CLI ({layers.trust_source}), which then skips that file",
+                variant="untrusted",
+                env_file=hidden,
+            )
+        ]
     hint = ""
     if layers.env_file is not None and KEY_VAR in layers.env_file_values:
         hint = f"; {layers.env_file} sets it, but an untrusted folder hides it"
