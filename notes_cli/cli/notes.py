@@ -94,10 +94,18 @@ def generate(
     timeout: float = typer.Option(
         120.0, "--timeout", min=1.0, help="Seconds to wait for the model."
     ),
+    grounded: bool = typer.Option(
+        False,
+        "--grounded",
+        help="Fail unless every concept is cited from a --source (as `notes check --grounded`); "
+        "the repair requests ask for it.",
+    ),
     as_json: bool = _JSON,
 ) -> None:
     """Ask the model for the kit's table, check it against the rubric, repair it if needed, and
     write the note. Exit 0 when the note passes, 1 when it fails or the model could not be used.
+    With --source the note is judged exactly as `notes check --source` (and --grounded) judges
+    the written file.
     """
     from notes_cli import render
     from notes_cli.errors import UsageError
@@ -110,6 +118,8 @@ def generate(
     from notes_cli.render import notes as draw
 
     chosen = load_kit(kit)
+    if grounded and not source:
+        raise UsageError("--grounded needs the reading: pass --source FILE (or URL)")
     language = lang or chosen.default_language
     if language not in chosen.languages:
         raise UsageError(f"--lang {language}: kit {kit!r} has {', '.join(chosen.languages)}")
@@ -155,6 +165,7 @@ def generate(
         repairs=0 if no_repair else max_repairs,
         max_tokens=max_tokens,
         timeout=timeout,
+        grounded=grounded,
     )
     gen.finish_note(
         result, lang=language, endpoint=endpoint, prompt=prompt, fmt=export_format, path=path,
@@ -349,15 +360,13 @@ def check(
         text, source_format = read_answer(file)
         result = check_text(text, chosen, source_format=source_format)
     if source:
-        import dataclasses
-
+        from notes_cli.notes.check import with_grounding
         from notes_cli.notes.documents import load_document
-        from notes_cli.notes.grounding import ground
         from notes_cli.notes.passages import split_passages
 
         documents = [load_document(s) for s in source]
-        grounding = ground(result, split_passages(documents), tuple(d.name for d in documents))
-        result = dataclasses.replace(result, grounding=grounding, grounded=grounded)
+        names = tuple(d.name for d in documents)
+        result = with_grounding(result, split_passages(documents), names, grounded=grounded)
     if as_json:
         render.emit_json(check_json(result, name))
     else:

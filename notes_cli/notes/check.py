@@ -6,6 +6,7 @@ Used by `pdnotes notes check` on a saved answer and by `notes generate` after ev
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -15,6 +16,7 @@ from notes_cli.errors import InputError
 from notes_cli.notes.extract import Extraction, SourceFormat, extract
 from notes_cli.notes.grounding import ClaimGrounding, Grounding
 from notes_cli.notes.kits import Concept, Kit
+from notes_cli.notes.passages import Passage
 from notes_cli.notes.rubric import RubricResult, score
 from notes_cli.notes.tables import check_answer_size
 from notes_cli.notes.terms import has_cjk
@@ -160,6 +162,25 @@ def check_text(
     check_answer_size(text)
     extraction = extract(text, kit, source_format=source_format, finish_reason=finish_reason)
     return NoteCheck(kit, extraction, score(extraction.table, kit))
+
+
+def with_grounding(
+    check: NoteCheck,
+    passages: Sequence[Passage],
+    sources: tuple[str, ...],
+    *,
+    grounded: bool = False,
+) -> NoteCheck:
+    """`check` judged against the reading: every cited claim and every concept (notes/grounding.py),
+    and, when `grounded`, failed unless all of them are grounded. The one verdict of a note with
+    sources: `notes check --source` and `notes generate --source` (on every answer) both use it,
+    so the same note and flags get the same verdict from either."""
+    import dataclasses
+
+    from notes_cli.notes.grounding import ground
+
+    grounding = ground(check, list(passages), sources)
+    return dataclasses.replace(check, grounding=grounding, grounded=grounded)
 
 
 def read_answer(path: Path) -> tuple[str, SourceFormat]:

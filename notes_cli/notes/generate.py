@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.errors import PdnotesError
-from notes_cli.notes.check import NoteCheck, check_text
+from notes_cli.notes.check import NoteCheck, check_text, with_grounding
 from notes_cli.notes.export import ExportFormat, NoteDocument, render, write_note
 from notes_cli.notes.grounding import ClaimGrounding
 from notes_cli.notes.kits import Kit
@@ -179,9 +179,11 @@ def generate_note(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     timeout: float = 60.0,
     transport: Any = None,
+    grounded: bool = False,
 ) -> GenerateResult:
     """Run the conversation (first answer plus up to `repairs` repairs) and return the last
-    check. Gateway failures propagate as GatewayError; a refusal raises NoteRefused."""
+    check, judged as `notes check` judges the written note with the same sources (and
+    `--grounded`). Gateway failures propagate as GatewayError; a refusal raises NoteRefused."""
     from notes_cli.gateway.client import GatewayClient
     from notes_cli.gateway.errors import IdleStreamTimeout
 
@@ -205,7 +207,9 @@ def generate_note(
             except IdleStreamTimeout as exc:
                 raise _at_deadline(exc, max_tokens, timeout) from exc
             check = _with_grounding(
-                check_text(streamed.text, kit, finish_reason=streamed.finish_reason), prompt
+                check_text(streamed.text, kit, finish_reason=streamed.finish_reason),
+                prompt,
+                grounded,
             )
             attempt = Attempt(
                 number, kind, request, streamed.text, streamed.finish_reason,
@@ -229,7 +233,7 @@ def generate_note(
             details={"attempts": attempts_json(attempts, max_tokens)},
         )
     uncited = check.misplaced
-    return GenerateResult(_uncited(check, prompt), attempts, uncited=uncited)
+    return GenerateResult(_uncited(check, prompt, grounded), attempts, uncited=uncited)
 
 
 def min_note_tokens(kit: Kit, lang: str) -> int:
@@ -325,20 +329,17 @@ def _at_deadline(exc: IdleStreamTimeout, max_tokens: int, timeout: float) -> Pdn
     )
 
 
-def _with_grounding(check: NoteCheck, prompt: Prompt) -> NoteCheck:
-    """`check` with every cited claim judged against the sources' passages (when there are
-    sources): a citation whose page does not hold its claim becomes a repair request."""
-    if not prompt.plan.passages or check.extraction.table is None:
+def _with_grounding(check: NoteCheck, prompt: Prompt, grounded: bool) -> NoteCheck:
+    """`check` judged against the sources' passages (when there are sources) exactly as
+    `notes check --source` judges the written note: a citation whose page does not hold its
+    claim becomes a repair request, and so, with `grounded`, does a concept not cited from the
+    reading."""
+    if not prompt.plan.passages:
         return check
-    import dataclasses
-
-    from notes_cli.notes.grounding import ground
-
-    grounding = ground(check, list(prompt.plan.passages), prompt.source_names)
-    return dataclasses.replace(check, grounding=grounding)
+    return with_grounding(check, prompt.plan.passages, prompt.source_names, grounded=grounded)
 
 
-def _uncited(check: NoteCheck, prompt: Prompt) -> NoteCheck:
+def _uncited(check: NoteCheck, prompt: Prompt, grounded: bool) -> NoteCheck:
     """The last table with the citations that still do not hold removed: the note never shows
     a claim as cited from a page that does not say it. The claims stay, as the model's own."""
     if not check.misplaced or check.extraction.table is None:
@@ -363,7 +364,7 @@ def _uncited(check: NoteCheck, prompt: Prompt) -> NoteCheck:
     fixed = dataclasses.replace(table, rows=tuple(rows))
     extraction = dataclasses.replace(check.extraction, table=fixed)
     again = NoteCheck(check.kit, extraction, score(fixed, check.kit))
-    return _with_grounding(again, prompt)
+    return _with_grounding(again, prompt, grounded)
 
 
 def finish_note(

@@ -160,6 +160,7 @@ def ground(check: Any, passages: list[Passage], sources: tuple[str, ...]) -> Gro
     found: list[ConceptGrounding] = []
     if table is None:
         return Grounding((), sources)
+    passages = whole_pages(passages)
     claims, unjudged = ground_claims(check, passages)
     for spec, row in zip(check.kit.rubric.rows, check.rubric.rows, strict=True):
         if not row.required or not row.present:
@@ -206,7 +207,7 @@ def _judge(
     column: str,
     pages: list[Place],
     whole: dict[Ref, Place],
-    terms: tuple[str, ...],
+    terms: tuple[tuple[str, ...], ...],
 ) -> ClaimGrounding:
     words = content_words(claim.text)
     keys = frozenset(key_terms_in(claim.text, terms))
@@ -218,11 +219,22 @@ def _judge(
     return ClaimGrounding(row, column, claim.text, status, labels, held)
 
 
-def kit_terms(kit: Any) -> tuple[str, ...]:
-    """The terms a claim must keep as spelled on its page: every rubric concept's synonyms."""
-    return tuple(
-        dict.fromkeys(t for row in kit.rubric.rows for c in row.concepts for t in c.synonyms)
-    )
+def kit_terms(kit: Any) -> tuple[tuple[str, ...], ...]:
+    """The terms a claim must keep as spelled on its page (or in its other language): every
+    rubric concept's synonyms, one tuple per concept."""
+    return tuple(c.synonyms for row in kit.rubric.rows for c in row.concepts)
+
+
+def whole_pages(passages: list[Passage]) -> list[Passage]:
+    """One passage per page (per source without pages): the verdict does not depend on how
+    finely `generate` cut the reading for its prompt (its --max-source-tokens) or `check` did."""
+    names = {p.source: p.name for p in passages}
+    paged = {p.source for p in passages if p.page is not None}
+    return [
+        Passage(ref.source, ref.page, text, names[ref.source])
+        for ref, text in _texts_by_ref(passages).items()
+        if ref.page is not None or ref.source not in paged
+    ]
 
 
 def _texts_by_ref(passages: list[Passage]) -> dict[Ref, str]:
@@ -245,10 +257,11 @@ def _held(
     if any(p is None for p in places):
         return False
     cited = [p for p in places if p is not None]
-    if words and any(not words & p.words for p in cited):
+    if any(p.own(words, keys) and not p.own(words, keys) & p.words for p in cited):
         return False
-    together = Place("", frozenset().union(*(p.words for p in cited)),
-                     frozenset().union(*(p.terms for p in cited)))  # fmt: skip
+    spelled = frozenset().union(*(p.terms for p in cited))
+    translated = frozenset().union(*(p.translated for p in cited)) - spelled
+    together = Place("", frozenset().union(*(p.words for p in cited)), spelled, translated)
     return together.holds(words, keys)
 
 

@@ -192,16 +192,15 @@ def _from_material(
 
     if not evidence:
         return [item]
-    terms = _kit_concept_terms(kit_name)
     for ref, text in evidence:
-        if holds(item, text, terms):
+        if holds(item, text, _claim_terms(kit_name)):
             return [f"{item} [{ref.label}]"]
-    concepts = [c for c in _kit_concepts(kit_name) if any(contains_term(item, t) for t in c)]
-    every = _sentence_stating(concepts, evidence, used)
-    if every is not None or not concepts:
+    named = [c for c in _kit_concepts(kit_name) if any(contains_term(item, t) for t in c)]
+    every = _sentence_stating(named, evidence, used)
+    if every is not None or not named:
         return [every] if every else [item]
     found: list[str] = []
-    for concept in concepts:
+    for concept in named:
         one = _sentence_stating([concept], evidence, used + found)
         if one is None:
             return [*found, item]
@@ -233,8 +232,16 @@ def _cell_text(sentence: str) -> str:
 
 
 @lru_cache(maxsize=8)
-def _kit_concept_terms(kit_name: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(t for concept in _kit_concepts(kit_name) for t in concept))
+def _claim_terms(kit_name: str) -> tuple[tuple[str, ...], ...]:
+    """The concepts `notes check` judges a claim by (notes/grounding.py `kit_terms`)."""
+    from notes_cli.errors import PdnotesError
+    from notes_cli.notes.grounding import kit_terms
+    from notes_cli.notes.kits import load_kit
+
+    try:
+        return kit_terms(load_kit(kit_name))
+    except PdnotesError:
+        return ()
 
 
 def _render(

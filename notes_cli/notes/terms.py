@@ -2,9 +2,10 @@
 
 Both sides are NFKC-normalised (so full-width `ＴＴＦＴ` and `｜` become ASCII) and lower-cased.
 Latin-only terms match as whole words, with spaces, hyphens and underscores interchangeable
-(`compute-bound` = `Compute bound`), so a short term such as `tp` never matches inside `output`.
-Terms containing CJK characters match as substrings once whitespace and hyphens are removed,
-since Chinese text has no word boundaries.
+(`compute-bound` = `Compute bound`), so a short term such as `tp` never matches inside `output`;
+brackets and quotes between a term's words are skipped too (`(TP) interconnect` names
+`TP interconnect`). Terms containing CJK characters match as substrings once whitespace,
+hyphens, brackets and quotes are removed, since Chinese text has no word boundaries.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 _SEPARATORS = re.compile(r"[\s\-_·・]+")
+# Between a term's words in the text: separators, brackets and quotes (one character class).
+_INSIDE = r"[\s\-_·・()（）\[\]【】「」\"'“”‘’]"
+_LOOSE = re.compile(_INSIDE + "+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
@@ -43,7 +47,7 @@ def _latin_pattern(term: str) -> tuple[str, re.Pattern[str]]:
     """The term's first word (a plain `in` test rules most texts out far faster than the
     regex's scan) and the whole-word pattern."""
     words = [w for w in _SEPARATORS.split(normalize(term).strip()) if w]
-    pattern = r"(?<![a-z0-9])" + r"[\s\-_]*".join(map(re.escape, words)) + r"(?![a-z0-9])"
+    pattern = r"(?<![a-z0-9])" + (_INSIDE + "*").join(map(re.escape, words)) + r"(?![a-z0-9])"
     return (words[0] if words else ""), re.compile(pattern)
 
 
@@ -52,12 +56,17 @@ def _squash(text: str) -> str:
     return _SEPARATORS.sub("", normalize(text))
 
 
+@lru_cache(maxsize=16)
+def _squash_loose(text: str) -> str:
+    return _LOOSE.sub("", normalize(text))
+
+
 def contains_term(text: str, term: str) -> bool:
     """True if `term` occurs in `text` under the rules in the module docstring."""
     if not term.strip():
         return False
     if has_cjk(term):
-        return _squash(term) in _squash(text)
+        return _squash_loose(term) in _squash_loose(text)
     first_word, pattern = _latin_pattern(term)
     haystack = normalize(text)
     return first_word in haystack and pattern.search(haystack) is not None

@@ -268,7 +268,36 @@ def generate_summary(result: GenerateResult) -> None:
             f"“{escape(claim.claim)}” — {escape(claim.detail)}"
         )
     if check.grounding is not None:
+        _grounding_verdict(check)
         _never_cited(check.grounding)
+
+
+def _grounding_verdict(check: NoteCheck) -> None:
+    """`notes check --source` of the written note says the same: how the concepts stand, and,
+    without --grounded, that --grounded would fail the note."""
+    grounding = check.grounding
+    if grounding is None:
+        return
+    console = out()
+    console.print(
+        f"  grounding in {len(grounding.sources)} source(s): "
+        f"{grounding.count('cited')} cited and supported, "
+        f"{grounding.count('uncited')} supported but uncited, "
+        f"{grounding.count('unsupported')} from the model"
+    )
+    shy = [c for c in grounding.concepts if c.status != "cited"]
+    if not shy or check.grounded:  # with --grounded the problems above name them
+        return
+    named = ", ".join(f"{c.row} / {c.concept}" for c in shy[:_MAX_NAMED])
+    more = ", …" if len(shy) > _MAX_NAMED else ""
+    console.print(
+        f"  [yellow]~[/] not grounded: {len(shy)} concept(s) ({escape(named)}{more}) — "
+        "`notes check --grounded` fails this note; pass --grounded to have the model cite "
+        "them, or see each with `notes check NOTE --source …`"
+    )
+
+
+_MAX_NAMED = 3
 
 
 def _never_cited(grounding: Grounding) -> None:
