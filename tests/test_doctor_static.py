@@ -300,6 +300,23 @@ CLAUDE_CASES = [
 ]
 
 
+@pytest.mark.parametrize("base", ["https://gw.example/api/v1/", "https://gw.example/api/v1//"])
+def test_a_v1_with_a_trailing_slash_is_still_the_doubled_v1(
+    claude_doctor, codex_doctor, base: str
+) -> None:
+    """A URL copied with its trailing slash calls …/v1/v1/messages just the same (issue 35: a
+    mutant that stopped flagging it survived)."""
+    claude = finding(claude_doctor({"env": {**CLAUDE_OK, "ANTHROPIC_BASE_URL": base}}),
+                     "base-url-v1-suffix")  # fmt: skip
+    assert "/v1/v1/messages" in claude["message"] and "https://gw.example/api" in claude["fix"]
+    codex = codex_doctor(
+        'model = "m"\nmodel_provider = "taotoken"\n[model_providers.taotoken]\nname = "T"\n'
+        f'base_url = "{base.replace("gw.example", "taotoken.net")}"\n'
+        'env_key = "TAOTOKEN_API_KEY"\n'
+    )
+    assert "https://taotoken.net/api" in finding(codex, "base-url-v1-suffix")["fix"]
+
+
 @pytest.mark.parametrize(("settings", "finding_id"), CLAUDE_CASES)
 def test_claude_findings(claude_doctor, settings: object, finding_id: str) -> None:
     doc = claude_doctor(settings)
