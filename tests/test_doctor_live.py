@@ -383,3 +383,30 @@ def test_findings_mask_the_key_the_probes_sent_even_when_it_is_not_key_shaped() 
     shown = " ".join(f.message + f.fix for f in findings)
     assert findings and key not in shown, shown
     assert "other" in shown  # the rest of what helps stays
+
+
+@respx.mock
+def test_a_minimal_turn_that_gets_no_answer_leaves_the_clients_own_error_standing() -> None:
+    """Issue 35 (`test_hostile_gateway.py::…[drip-400-claude]` failed once under load): the
+    minimal turn that tells a refused body from a refused endpoint runs on the endpoint's
+    leftover budget (0.1 s at worst). Whether its answer came in time decided the finding:
+    `probe-failed` (the 400 Claude Code got) or `no-response`, though the endpoint had answered.
+    The minimal turn getting nothing now proves nothing, and the client's 400 stands."""
+    from notes_cli.doctor.client_shape import shape_for
+
+    shape = shape_for("anthropic")
+    assert shape is not None and "tools" in shape.body
+    error = {"type": "invalid_request_error", "message": "the prompt is too long"}
+    refused = httpx.Response(400, json={"error": error})
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if b'"tools"' in request.content:
+            return refused  # Claude Code's own request
+        raise httpx.ReadTimeout("timed out")  # the minimal turn: no answer within its budget
+
+    respx.get(f"{GW}/api/anthropic/v1/models").mock(return_value=MODELS)
+    respx.post(url__startswith=f"{GW}/api/anthropic/v1/messages").mock(side_effect=answer)
+    findings, probes = probe_endpoint(claude(), shape=shape)
+    assert ids(findings) == ["probe-failed"], findings
+    assert "400" in findings[0].message and "the prompt is too long" in findings[0].message
+    assert [p.name for p in probes] == ["models", "stream", "stream (minimal)"]

@@ -251,7 +251,10 @@ class _Prober:
         try:
             self._stream(self.endpoint, "stream (minimal)")
         except gw.GatewayError as minimal:
-            self._diagnose(minimal)  # the body is not the problem: report what is
+            # Refused too: the body is not the problem, report what is. Not answered (it runs
+            # on the endpoint's leftover budget, 0.1 s at worst): it proves nothing, and the
+            # client's own error stands, whatever the machine's load made of that budget.
+            self._diagnose(minimal if isinstance(minimal, gw.HttpStatusError) else exc)
             return True
         culprit: Variant | None = None
         for variant in variants(shape):
