@@ -527,3 +527,38 @@ def test_a_launchd_agent_an_older_pdnotes_wrote_counts_as_its_own(isolated_home,
     assert service.file_state(plan) == "ours"  # only what pdnotes writes, an older command
     plan.path.write_bytes(plistlib.dumps({**agent, "Nice": 5}))  # a key the user added
     assert service.file_state(plan) == "edited"
+
+
+def test_uninstall_without_a_user_systemd_bus_still_removes_the_unit_and_says_so(
+    cli, isolated_home, monkeypatch, tmp_path
+):
+    """Over ssh or in a container `systemctl --user` has no bus (issue 35): uninstall used to
+    stop at its error, with install's advice, and leave the unit behind."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(isolated_home / "xdg"))
+    monkeypatch.setattr("sys.platform", "linux")
+    real = service.run_manager
+    monkeypatch.setattr(service, "run_manager", lambda command: 0)
+    _record()
+    assert cli("bridge", "install").exit_code == 0
+    unit = isolated_home / "xdg" / "systemd" / "user" / "pdnotes-bridge.service"
+    assert unit.exists()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    systemctl = bin_dir / "systemctl"
+    no_bus = "echo 'Failed to connect to bus: No medium found' >&2"
+    systemctl.write_text(f"#!/bin/sh\n{no_bus}\nexit 1\n")
+    systemctl.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(service, "run_manager", real)  # the real runner, on the fake systemctl
+    result = cli("bridge", "uninstall")
+    assert result.exit_code == 1
+    assert not unit.exists()
+    assert f"removed {unit}" in result.stdout.replace("\n", "")
+    said = " ".join(result.stderr.split())
+    assert "did not stop the service" in said
+    assert "`systemctl --user disable --now pdnotes-bridge.service` exited with status 1" in said
+    assert "`systemctl --user daemon-reload` exited with status 1" in said
+    assert "start it by hand" not in said  # install's advice
+    assert "fix:" in said and "systemctl --user disable --now pdnotes-bridge.service" in said
+    again = cli("bridge", "uninstall")
+    assert again.exit_code == 0 and "nothing installed" in again.stdout

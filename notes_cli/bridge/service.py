@@ -287,6 +287,7 @@ class Outcome:
 
     state: FileState
     backup: Path | None = None  # the copy of an edited file, kept before replacing / removing
+    not_stopped: tuple[str, ...] = ()  # uninstall: the stop commands that failed, and how
 
 
 def file_state(plan: ServicePlan) -> FileState:
@@ -378,17 +379,32 @@ def install(
 
 def uninstall(plan: ServicePlan, *, stop: bool = True, runner: Runner = run_manager) -> Outcome:
     """Stop and remove the service, keeping a copy of a file pdnotes did not write as it is;
-    state "absent" when there was nothing installed."""
+    state "absent" when there was nothing installed. The file is removed even when the service
+    manager cannot be reached (no user systemd bus over ssh or in a container): what failed is
+    in `not_stopped`, for the caller to say and exit 1 on."""
     with fileio.locked(plan.path):
         state = file_state(plan)
         if state == "absent":
             return Outcome(state)
         backup = backups.save(BACKUP_CLIENT, plan.path).data_path if state == "edited" else None
-        if stop:
-            _run_all(plan.disable, runner)
+        failed = _run_each(plan.disable, runner) if stop else ()
         fileio.remove_file(plan.path)
         _remember_written(plan.path, None)
-    return Outcome(state, backup)
+    return Outcome(state, backup, failed)
+
+
+def _run_each(commands: tuple[tuple[str, ...], ...], runner: Runner) -> tuple[str, ...]:
+    """Run every command, whatever the one before did; how each that failed failed."""
+    failed: list[str] = []
+    for command in commands:
+        try:
+            status = runner(command)
+        except PdnotesError as exc:
+            failed.append(exc.message)
+            continue
+        if status != 0:
+            failed.append(f"`{shlex.join(command)}` exited with status {status}")
+    return tuple(failed)
 
 
 def _written_path() -> Path:

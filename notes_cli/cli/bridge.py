@@ -153,6 +153,18 @@ def uninstall(
     else:
         outcome = service.uninstall(plan, runner=_runner())
     render_bridge.uninstall_report(plan, outcome, dry_run=dry_run)
+    if outcome.not_stopped:
+        import shlex
+
+        from notes_cli.errors import PdnotesError
+
+        stop = "; ".join(shlex.join(c) for c in plan.disable)
+        raise PdnotesError(
+            f"removed {plan.path}, but the service manager did not stop the service: "
+            + "; ".join(outcome.not_stopped),
+            fix="without a user service manager (ssh without a login session, a container) no "
+            f"bridge service can be running here; where one is, stop it there: {stop}",
+        )
 
 
 def _runner() -> Runner:

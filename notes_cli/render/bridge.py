@@ -126,7 +126,8 @@ def uninstall_report(plan: ServicePlan, outcome: Outcome, *, dry_run: bool) -> N
         return
     verb = "would remove" if dry_run else "removed"
     commands = "; ".join(shlex.join(c) for c in plan.disable)
-    console.print(f"[bold]{verb}[/] {escape(str(plan.path))} ({escape(commands)})")
+    ran = "" if outcome.not_stopped else f" ({escape(commands)})"  # the error says what failed
+    console.print(f"[bold]{verb}[/] {escape(str(plan.path))}{ran}")
     if outcome.backup is not None:
         console.print(
             "[yellow]note:[/] it had changes pdnotes did not write (or pdnotes has no record "
