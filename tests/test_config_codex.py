@@ -156,6 +156,8 @@ def test_pasted_url_is_cleaned_and_the_user_is_told(cli, isolated_home: Path) ->
     for said in ("utm_medium, utm_source", "/chat/completions", "removed /v1", "region"):
         assert said in result.stdout
     assert "POST https://taotoken.net/api/responses?region=cn" in result.stdout
+    notes = [ln for ln in result.stdout.splitlines() if ln.startswith("• ")]
+    assert len(notes) == 4 and all(n.startswith("• cleaned the base URL: ") for n in notes)
 
 
 def test_responses_suffix_is_stripped(cli, isolated_home: Path) -> None:

@@ -97,6 +97,13 @@ def test_mock_preset_writes_a_placeholder_key_and_leaving_it_removes_it(
     result = cli("config", "gemini", "--base-url", "https://gw.example", "--json")
     assert "removed the local placeholder" in " ".join(result.json()["notes"])
     assert "GEMINI_API_KEY" not in dotenv.parse(_env(isolated_home).read_text())
+    # a plain sentence: only a note about the pasted URL says it was cleaned (issue 35)
+    assert cli("config", "gemini", "--preset", "mock").exit_code == 0
+    again = cli("config", "gemini", "--base-url", "https://gw.example/v1beta?utm_source=x")
+    said = [ln for ln in again.stdout.splitlines() if ln.startswith("• ")]
+    assert [ln.split(": ")[0] for ln in said] == [
+        "• cleaned the base URL", "• cleaned the base URL", "• removed the local placeholder "
+        "GEMINI_API_KEY from " + str(_env(isolated_home))]  # fmt: skip
 
 
 def test_no_key_on_disk_unless_asked(cli, isolated_home: Path, sentinel_key, monkeypatch) -> None:

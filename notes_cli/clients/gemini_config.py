@@ -104,7 +104,11 @@ def clean_base_url(raw: str) -> urls.CleanUrl:
     match = _PASTED_PATH.search(re.sub(r":\w+$", "", path))
     if match and match.group(1) != "v1":
         path = path[: match.start()]
-        notes += (f"removed the pasted {match.group(0)} (Gemini CLI appends /v1beta/… itself)",)
+        notes += (
+            urls.cleaned(
+                f"removed the pasted {match.group(0)} (Gemini CLI appends /v1beta/… itself)"
+            ),
+        )
     return replace(cleaned, base_url=f"{scheme_host}://{host}{path}", notes=notes)
 
 

@@ -212,7 +212,7 @@ def _base_url(
         )
     if policy == "required" and not urls.has_v1_suffix(cleaned.base_url):
         fixed = cleaned.base_url + "/v1"
-        note = "added /v1: this gateway serves its OpenAI API under /v1"
+        note = urls.cleaned("added /v1: this gateway serves its OpenAI API under /v1")
         return urls.CleanUrl(fixed, {}, (*cleaned.notes, note))
     return cleaned
 

@@ -99,6 +99,12 @@ def refuse_credentials(url: str, *, fix: str) -> None:
         )
 
 
+def cleaned(change: str) -> str:
+    """A note saying how the pasted base URL was changed; the other notes `config` prints are
+    plain sentences (what the gateway's /models said, a key moved out of the file…)."""
+    return f"cleaned the base URL: {change}"
+
+
 def clean_base_url(
     url: str,
     *,
@@ -130,21 +136,27 @@ def clean_base_url(
         else:
             kept.setdefault(key, value)
     if dropped:
-        notes.append(f"removed tracking parameters from the URL: {', '.join(sorted(set(dropped)))}")
+        notes.append(cleaned(f"removed tracking parameters {', '.join(sorted(set(dropped)))}"))
     if kept:
         notes.append(
-            "moved query parameters to query_params (the client appends its path after the URL): "
-            + ", ".join(kept)
+            cleaned(
+                "moved query parameters to query_params (the client appends its path after the "
+                "URL): " + ", ".join(kept)
+            )
         )
     if parts.fragment:
-        notes.append(f"removed the fragment #{parts.fragment}")
+        notes.append(cleaned(f"removed the fragment #{parts.fragment}"))
     path = parts.path.rstrip("/")
     suffix = next((s for s in suffixes if path.endswith(s)), None)
     if suffix:
         path = path[: -len(suffix)]
-        notes.append(f"removed the pasted endpoint path {suffix} (the client appends it itself)")
+        notes.append(
+            cleaned(f"removed the pasted endpoint path {suffix} (the client appends it itself)")
+        )
     if strip_v1 and path.endswith("/v1"):
         path = path[: -len("/v1")]
-        notes.append("removed /v1: this gateway serves its API without it (a /v1 gives a 404)")
+        notes.append(
+            cleaned("removed /v1: this gateway serves its API without it (a /v1 gives a 404)")
+        )
     base = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
     return CleanUrl(base_url=base, query_params=kept, notes=tuple(notes))

@@ -62,7 +62,7 @@ def write_human(result: WriteResult, *, dry_run: bool) -> None:
     plan = result.plan
     console = out()
     for note in plan.notes:
-        console.print(f"[cyan]cleaned:[/] {escape(note)}")
+        console.print(f"[cyan]•[/] {escape(note)}")
     for warning in result.warnings:
         warn(warning)
     if dry_run:
