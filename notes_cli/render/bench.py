@@ -212,9 +212,23 @@ def bench_report(report: BenchReport, target: str) -> None:
             )
 
 
+def prefix_cache_hit_rate(report: BenchReport) -> tuple[float | None, str]:
+    """The share of prompt tokens the server served from its prefix cache, and who said so:
+    its per-response count (exact, this run's requests only), else its /metrics counters."""
+    if report.cache is not None:
+        return report.cache.hit_rate, report.cache.source
+    if report.server_metrics is not None and report.server_metrics.hit_rate is not None:
+        return report.server_metrics.hit_rate, "/metrics"
+    return None, ""
+
+
 def server_metrics_line(view: MetricsView) -> str:
     """The server's Prometheus gauges (mean / peak over the samples) and cache hit rate."""
-    labels = {"waiting": "waiting", "running": "running", "kv_usage": "KV cache used"}
+    labels = {
+        "waiting": "waiting in its queue",
+        "running": "running",
+        "kv_usage": "KV cache used",
+    }
     parts = []
     for key, label in labels.items():
         if key in view.gauges:
@@ -272,10 +286,15 @@ def sweep_report(points: list[SweepPoint], target: str, plot: Path | None) -> No
         table.add_column(name, justify="right")
     for name in ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "tok/s/user"):
         table.add_column(f"{name}", justify="right")
-    for point in points:
+    hit_rates = [prefix_cache_hit_rate(p.report) for p in points]
+    reported = any(rate is not None for rate, _source in hit_rates)
+    if reported:
+        table.add_column("cache hit", justify="right")
+    for point, (hit_rate, _source) in zip(points, hit_rates, strict=True):
         report = point.report
         s = report.stats.summaries()
         user = point.tokens_per_user
+        hit = [_pct(hit_rate)] if reported else []
         table.add_row(
             point.label,
             f"{report.completed}/{report.sent}",
@@ -286,9 +305,16 @@ def sweep_report(points: list[SweepPoint], target: str, plot: Path | None) -> No
             _ms(s["tpot_ms"].median),
             _ms(s["tpot_ms"].p99),
             "-" if user is None else f"{user:,.1f}",
+            *hit,
         )
     console.print(table)
     console.print("  [dim]times in ms; tok/s/user = 1000 / median TPOT[/]")
+    if reported:
+        sources = sorted({source for rate, source in hit_rates if rate is not None})
+        console.print(
+            "  [dim]cache hit: the share of prompt tokens the server served from its prefix "
+            f"cache ({', '.join(sources)})[/]"
+        )
     failed = [p.label for p in points if not p.report.ok]
     if failed:
         console.print(f"  [red]not every request completed at: {', '.join(failed)}[/]")
