@@ -204,6 +204,7 @@ def bench_report(report: BenchReport, target: str) -> None:
         console.print(f"  [dim]server metrics: none ({report.server_metrics_error})[/]")
     if report.server is not None:
         console.print(server_table(report))
+        console.print(f"  {queue_line(report)}")
         if report.server.overhead_negative:
             console.print(
                 f"[yellow]{report.server.overhead_negative} request(s) took longer by the "
@@ -243,6 +244,34 @@ def server_metrics_line(view: MetricsView) -> str:
     return f"server metrics ({view.samples} samples of {escape(view.url)}): {shown}"
 
 
+def queue_line(report: BenchReport) -> str:
+    """How many requests waited in the server's queue, and how we know: the server's own
+    queue time, or (llama.cpp) a prompt that started only when another request freed a slot;
+    when neither, the queue the server's /metrics showed."""
+    view = report.server
+    assert view is not None
+    if view.queued:
+        how = (
+            "each began its prompt only when an earlier request of the run finished and "
+            "freed a slot"
+            if view.queue_source == "slot freed"
+            else "by the server's own account"
+        )
+        return (
+            f"[yellow]{view.queued} of {view.requests} requests waited in the server's queue "
+            f"(mean {_ms(view.queue_ms.mean)} ms over all {view.requests}), {how}: time on "
+            "the server's side, not the client's[/]"
+        )
+    metrics = report.server_metrics
+    waiting = None if metrics is None else metrics.gauges.get("waiting")
+    if waiting is not None and waiting[1] > 0:
+        return (
+            f"[yellow]the server's /metrics showed up to {waiting[1]:g} request(s) waiting in "
+            "its queue: part of the client + network overhead is that wait[/]"
+        )
+    return "[dim]no request waited in the server's queue[/]"
+
+
 def server_table(report: BenchReport) -> Table:
     """The server's own timing (the engine's `usage.pd_timing`, llama.cpp's `timings`) beside
     the client's measurement, and the difference; rows the server does not report are left
@@ -263,10 +292,10 @@ def server_table(report: BenchReport) -> Table:
     rows = (
         ("TTFT client", client["ttft_ms"]),
         ("TTFT server", view.ttft_ms),
-        ("client overhead", view.overhead_ms),
+        ("waited in the server's queue", view.queue_ms),
+        ("client + network overhead", view.overhead_ms),
         ("TPOT client", client["tpot_ms"]),
         ("TPOT server", view.tpot_ms),
-        ("queue (server)", view.queue_ms),
         ("KV transfer (server)", view.transfer_ms),
         ("admission (server)", view.admission_ms),
     )
