@@ -1,5 +1,5 @@
 """`notes generate` against a real model (issue 29, point 6): llama.cpp's `llama-server` with
-Gemma 3 270M (scripts/real_engine.sh builds both). A 270M base model does not write a good
+Gemma 3 270M (scripts/real_engine.sh installs both). A 270M base model does not write a good
 note; the pipeline must still behave: bounded tokens, bounded time, no note written, and a
 verdict that names the real cause, its fix, and every answer with its finish reason, token
 counts and text."""
