@@ -100,3 +100,15 @@ def test_a_request_waiting_for_the_busy_slot_waited_in_the_servers_queue(cli, tm
     # One at a time, nothing waits: none of it is called queue.
     assert alone.json()["server"]["queued_requests"] == 0
     assert all(row["server_queue_ms"] == 0 for row in alone_rows)
+
+
+def test_a_request_never_waits_for_itself(cli) -> None:
+    # One token and no prompt time: each request ends the moment its prompt "starts", so its
+    # own end sits in its own wait window; one at a time, nothing waited.
+    with OneSlotLlama() as llama:
+        result = cli(
+            *("bench", "--base-url", llama.base_url, "--model", MODEL, "-n", "4", "-c", "1"),
+            *("--output-len", "1", "--metrics-url", "off", "--json"),
+        )
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["server"]["queued_requests"] == 0, result.json()["server"]

@@ -273,15 +273,15 @@ class _Collector:
         self.cache_requests = self.prompt_tokens = self.cached_tokens = 0
         self.cache_source = "usage cached_tokens"
         self.records: list[RequestRecord] | None = [] if plan.keep_records else None
-        # (sent, finished) per request, ms from the run's start: when each freed its slot.
-        self.spans: list[tuple[float, float]] = []
+        # request → (sent, finished), ms from the run's start: when each freed its slot.
+        self.spans: dict[int, tuple[float, float]] = {}
         # llama.cpp requests: (request, sent, client TTFT − prompt_ms), attributed at the end.
         self.waits: list[tuple[int, float, float]] = []
         self.queued = 0  # requests that waited in the server's queue
         self.queue_source = "usage.pd_timing"
 
     def add(self, outcome: Outcome, sent_ms: float = 0.0, request: int = 0) -> None:
-        self.spans.append((sent_ms, sent_ms + outcome.e2e_ms))
+        self.spans[request] = (sent_ms, sent_ms + outcome.e2e_ms)
         if not outcome.ok or not outcome.chunk_ms:
             self.failed += 1
             error = outcome.error or "no output text"
@@ -420,22 +420,33 @@ class _Collector:
         into the time it waited in the server's queue and the rest (the client, the network,
         the server's own handling). llama.cpp says nothing about its queue, but a server busy
         with every slot takes a waiting request the moment one frees: when another request of
-        this run, sent earlier, finished after this one was sent and before this one's prompt
-        started, this one waited for that slot until then (FIFO; the latest such finish). The
-        client reads the freeing request's end a little late under load (and this one's first
-        token too): a finish up to SLOT_READ_SLACK_MS after the prompt's start still counts."""
+        this run finished after this one was sent and before this one's prompt started, this
+        one waited for that slot until then (the latest such finish; two requests sent
+        together may reach the server in either order, so the other may have been sent after
+        it). The client reads the freeing request's end a little late under load (and this
+        one's first token too): a finish up to SLOT_READ_SLACK_MS after the prompt's start
+        still counts."""
         if not self.waits:
             return
         self.queue_source = "slot freed"
-        finishes = sorted((finished, sent) for sent, finished in self.spans)
-        times = [finished for finished, _sent in finishes]
+        ends = sorted((finished, request) for request, (_sent, finished) in self.spans.items())
+        finishes = [finished for finished, _request in ends]
         queues: dict[int, float] = {}
         for request, sent, before_prompt in self.waits:
             started = sent + before_prompt
-            freed = _latest_finish(finishes, times, sent, started)
-            if freed is None:  # read late: the first finish just after the prompt began
-                freed = _first_finish(finishes, times, sent, started + SLOT_READ_SLACK_MS)
-            queue = 0.0 if freed is None else min(freed, started) - sent
+            # the latest other finish in (sent, started], else the first in (started, + slack]
+            at = bisect.bisect_right(finishes, started) - 1
+            while at >= 0 and ends[at][1] == request:
+                at -= 1
+            after = bisect.bisect_right(finishes, started)
+            while after < len(ends) and ends[after][1] == request:
+                after += 1
+            if at >= 0 and finishes[at] > sent:
+                queue = finishes[at] - sent
+            elif after < len(ends) and finishes[after] <= started + SLOT_READ_SLACK_MS:
+                queue = before_prompt  # it waited until its prompt began
+            else:
+                queue = 0.0
             queues[request] = queue
             self.queued += queue > 0
             self.server["queue"].add(queue)
@@ -466,30 +477,6 @@ class _Collector:
             queued=self.queued,
             queue_source=self.queue_source,
         )
-
-
-def _latest_finish(
-    finishes: list[tuple[float, float]], times: list[float], sent: float, until: float
-) -> float | None:
-    """The latest finish in (sent, until] of a request sent before `sent`."""
-    at = bisect.bisect_right(times, until) - 1
-    while at >= 0 and times[at] > sent:
-        if finishes[at][1] < sent:
-            return times[at]
-        at -= 1
-    return None
-
-
-def _first_finish(
-    finishes: list[tuple[float, float]], times: list[float], after: float, until: float
-) -> float | None:
-    """The first finish in (after, until] of a request sent before `after`."""
-    at = bisect.bisect_right(times, after)
-    while at < len(times) and times[at] <= until:
-        if finishes[at][1] < after:
-            return times[at]
-        at += 1
-    return None
 
 
 ProgressFn = Callable[[int, int], None]  # (finished, total)
