@@ -64,8 +64,14 @@ def test_the_sweep_table_shows_the_servers_cache_hit_rate(cli) -> None:
     assert "cache hit" in fresh.stdout and "timings.cache_n" in fresh.stdout
     rows = [line for line in fresh.stdout.splitlines() if line.strip().startswith("c=")]
     assert len(rows) == 2 and all(row.split()[-1].endswith("%") for row in rows), fresh.stdout
-    # 2 of 3 prompts find their 100 shared tokens: 200 of 384 prompt tokens, 52.1%
-    assert shared.stdout.count("52.1%") == 2, shared.stdout
+    # 2 of 3 prompts find their 100 shared tokens: 200 of 384 prompt tokens, 52.1% (and a
+    # random word after the prefix may match another prompt's: a token or two more)
+    hits = [
+        float(line.split()[-1].rstrip("%"))
+        for line in shared.stdout.splitlines()
+        if line.strip().startswith("c=")
+    ]
+    assert len(hits) == 2 and all(52.0 <= hit < 54.0 for hit in hits), shared.stdout
 
 
 def bench_one_point(cli, llama: OneSlotLlama, tmp_path: Path, *args: str):  # type: ignore[no-untyped-def]

@@ -38,9 +38,6 @@ if TYPE_CHECKING:
 
 TokensSource = Literal["usage", "counted"]
 TTFT_RULE = "send to the first streamed chunk carrying output text"
-# A request that finished this long after another's prompt began still freed its slot: the
-# client reads both streams late under load (see _Collector._slot_waits).
-SLOT_READ_SLACK_MS = 25.0
 
 
 @dataclass(frozen=True)
@@ -275,8 +272,9 @@ class _Collector:
         self.records: list[RequestRecord] | None = [] if plan.keep_records else None
         # request → (sent, finished), ms from the run's start: when each freed its slot.
         self.spans: dict[int, tuple[float, float]] = {}
-        # llama.cpp requests: (request, sent, client TTFT − prompt_ms), attributed at the end.
-        self.waits: list[tuple[int, float, float]] = []
+        # llama.cpp requests: (request, sent, client TTFT − prompt_ms, client TTFT), ms,
+        # split into queue and overhead at the end.
+        self.waits: list[tuple[int, float, float, float]] = []
         self.queued = 0  # requests that waited in the server's queue
         self.queue_source = "usage.pd_timing"
 
@@ -389,7 +387,7 @@ class _Collector:
         before_prompt = client_ttft - float(prompt_ms)
         if before_prompt < 0:
             self.overhead_negative += 1
-        self.waits.append((request, sent_ms, max(before_prompt, 0.0)))
+        self.waits.append((request, sent_ms, max(before_prompt, 0.0), client_ttft))
         self.modes["llama.cpp"] += 1
         return float(prompt_ms), server_tpot
 
@@ -423,18 +421,20 @@ class _Collector:
         this run finished after this one was sent and before this one's prompt started, this
         one waited for that slot until then (the latest such finish; two requests sent
         together may reach the server in either order, so the other may have been sent after
-        it). The client reads the freeing request's end a little late under load (and this
-        one's first token too): a finish up to SLOT_READ_SLACK_MS after the prompt's start
-        still counts."""
+        it). The client reads the freeing request's end late under load (and this one's first
+        token too): a finish read after this one's prompt began, but before its first token
+        arrived, still counts, with the whole wait before the prompt as queue. (On a server
+        with free slots a request whose prefill overlapped another's end is then counted as
+        queued for its few ms of client + network time: the error is at most that.)"""
         if not self.waits:
             return
         self.queue_source = "slot freed"
         ends = sorted((finished, request) for request, (_sent, finished) in self.spans.items())
         finishes = [finished for finished, _request in ends]
         queues: dict[int, float] = {}
-        for request, sent, before_prompt in self.waits:
+        for request, sent, before_prompt, first_token in self.waits:
             started = sent + before_prompt
-            # the latest other finish in (sent, started], else the first in (started, + slack]
+            # the latest other finish in (sent, started], else any before the first token
             at = bisect.bisect_right(finishes, started) - 1
             while at >= 0 and ends[at][1] == request:
                 at -= 1
@@ -443,7 +443,7 @@ class _Collector:
                 after += 1
             if at >= 0 and finishes[at] > sent:
                 queue = finishes[at] - sent
-            elif after < len(ends) and finishes[after] <= started + SLOT_READ_SLACK_MS:
+            elif after < len(ends) and finishes[after] <= sent + first_token:
                 queue = before_prompt  # it waited until its prompt began
             else:
                 queue = 0.0

@@ -257,10 +257,11 @@ def queue_line(report: BenchReport) -> str:
             if view.queue_source == "slot freed"
             else "by the server's own account"
         )
+        each = view.queue_ms.mean * view.queue_ms.count / view.queued  # over those that waited
         return (
-            f"[yellow]{view.queued} of {view.requests} requests waited in the server's queue "
-            f"(mean {_ms(view.queue_ms.mean)} ms over all {view.requests}), {how}: time on "
-            "the server's side, not the client's[/]"
+            f"[yellow]{view.queued} of {view.requests} requests waited in the server's queue, "
+            f"{_ms(each)} ms each on average; {how}: time on the server's side, not the "
+            "client's[/]"
         )
     metrics = report.server_metrics
     waiting = None if metrics is None else metrics.gauges.get("waiting")
