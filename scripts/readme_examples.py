@@ -81,7 +81,8 @@ TIMING_DEPENDENT = (
     re.compile(r"^ *the first token came with the headers \(within \d+ ms\).*$", re.MULTILINE),
     # bench: whether any request waited in the engine's queue (a fraction of a ms, or none)
     re.compile(
-        r"^ *(\d+ of \d+ requests|no request) waited in the server's queue.*$", re.MULTILINE
+        r"^ *(\d+ of \d+ requests|no request|requests) waited in the server's queue.*$",
+        re.MULTILINE,
     ),
 )
 

@@ -23,8 +23,9 @@ MODEL = "one-slot"
 
 
 class OneSlotLlama:
-    def __init__(self, prompt_s: float = 0.0, tpot_s: float = 0.0) -> None:
+    def __init__(self, prompt_s: float = 0.0, tpot_s: float = 0.0, timings: bool = True) -> None:
         self.prompt_s, self.tpot_s = prompt_s, tpot_s
+        self.timings = timings  # False: answers carry no `timings` (only /metrics tells)
         self.prompts: list[list[str]] = []  # every prompt processed, as words (the cache)
         self._lock = threading.Lock()
         self._free_at = 0.0  # monotonic time the slot is next free
@@ -85,7 +86,14 @@ class OneSlotLlama:
         finish = {"index": 0, "delta": {}, "finish_reason": "length"}
         events += [
             sse_event({**base, "choices": [finish]}),
-            sse_event({**base, "choices": [], "usage": usage, "timings": timings}),
+            sse_event(
+                {
+                    **base,
+                    "choices": [],
+                    "usage": usage,
+                    **({"timings": timings} if self.timings else {}),
+                }
+            ),
             b"data: [DONE]\n\n",
         ]
         return events

@@ -118,3 +118,18 @@ def test_a_request_never_waits_for_itself(cli) -> None:
         )
     assert result.exit_code == 0, result.stderr
     assert result.json()["server"]["queued_requests"] == 0, result.json()["server"]
+
+
+@pytest.mark.timeout(60)
+def test_a_queue_only_the_servers_metrics_show_is_named_the_servers_queue(cli) -> None:
+    # Answers without `timings`: only llamacpp:requests_deferred says requests waited. Each
+    # request holds the slot 0.9 s, so at the one-second sample the third is still waiting.
+    with OneSlotLlama(prompt_s=0.3, tpot_s=0.3, timings=False) as llama:
+        result = cli(
+            *("bench", "--base-url", llama.base_url, "--model", MODEL, "-n", "3", "-c", "3"),
+            "--output-len",
+            "3",
+        )
+    assert result.exit_code == 0, result.stderr
+    assert "server view" not in result.stdout  # nothing per request to attribute
+    assert "requests waited in the server's queue: its /metrics showed up to" in result.stdout

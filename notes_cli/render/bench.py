@@ -202,9 +202,12 @@ def bench_report(report: BenchReport, target: str) -> None:
         console.print(f"  {server_metrics_line(report.server_metrics)}")
     elif report.server_metrics_error:
         console.print(f"  [dim]server metrics: none ({report.server_metrics_error})[/]")
-    if report.server is not None:
+    if report.server is None:
+        if (line := queue_line(report)) is not None:  # the server's /metrics saw a queue
+            console.print(f"  {line}")
+    else:
         console.print(server_table(report))
-        console.print(f"  {queue_line(report)}")
+        console.print(f"  {queue_line(report) or NO_QUEUE}")
         if report.server.overhead_negative:
             console.print(
                 f"[yellow]{report.server.overhead_negative} request(s) took longer by the "
@@ -244,13 +247,15 @@ def server_metrics_line(view: MetricsView) -> str:
     return f"server metrics ({view.samples} samples of {escape(view.url)}): {shown}"
 
 
-def queue_line(report: BenchReport) -> str:
+NO_QUEUE = "[dim]no request waited in the server's queue[/]"
+
+
+def queue_line(report: BenchReport) -> str | None:
     """How many requests waited in the server's queue, and how we know: the server's own
     queue time, or (llama.cpp) a prompt that started only when another request freed a slot;
-    when neither, the queue the server's /metrics showed."""
+    when neither, the queue the server's /metrics showed; None when nothing showed one."""
     view = report.server
-    assert view is not None
-    if view.queued:
+    if view is not None and view.queued:
         how = (
             "each began its prompt only when an earlier request of the run finished and "
             "freed a slot"
@@ -266,11 +271,12 @@ def queue_line(report: BenchReport) -> str:
     metrics = report.server_metrics
     waiting = None if metrics is None else metrics.gauges.get("waiting")
     if waiting is not None and waiting[1] > 0:
+        part = "the client + network overhead" if view is not None else "the client's TTFT"
         return (
-            f"[yellow]the server's /metrics showed up to {waiting[1]:g} request(s) waiting in "
-            "its queue: part of the client + network overhead is that wait[/]"
+            f"[yellow]requests waited in the server's queue: its /metrics showed up to "
+            f"{waiting[1]:g} waiting; part of {part} is that wait, time on the server's side[/]"
         )
-    return "[dim]no request waited in the server's queue[/]"
+    return None
 
 
 def server_table(report: BenchReport) -> Table:
