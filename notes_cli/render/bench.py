@@ -257,8 +257,7 @@ def queue_line(report: BenchReport) -> str | None:
     view = report.server
     if view is not None and view.queued:
         how = (
-            "each began its prompt only when an earlier request of the run finished and "
-            "freed a slot"
+            "each began its prompt only when another request of the run finished and freed a slot"
             if view.queue_source == "slot freed"
             else "by the server's own account"
         )
