@@ -101,7 +101,8 @@ class Breakdown:
     """Medians over the runs that returned. `gateway_ms` = time to response headers (network
     + gateway + any queueing before the server answers); `model_ttft_ms` = first token after
     the headers; `decode_tokens_per_s` = output rate after the first token. `engine` carries
-    the median of the server's own `usage.pd_timing` when it reports one.
+    the median of the server's own `usage.pd_timing` when it reports one: simulated hardware
+    ms, and the engine's `speed` (wall time = simulated time / speed).
     `headers_with_first_token` is set when the server holds its headers until the first token
     (then the time to headers includes queueing and prefill, and the split cannot separate)."""
 
@@ -382,7 +383,9 @@ def breakdown(runs: list[SmokeRun]) -> Breakdown:
 def _engine_median(timings: list[dict[str, Any]]) -> dict[str, float] | None:
     if not timings:
         return None
-    keys = ("queue_ms", "prefill_ms", "transfer_ms", "decode_ms", "ttft_ms", "tpot_ms")
+    # The ms are the engine's simulated hardware time; `speed` (its --speed) says how much
+    # faster than that its wall clock runs.
+    keys = ("queue_ms", "prefill_ms", "transfer_ms", "decode_ms", "ttft_ms", "tpot_ms", "speed")
     result: dict[str, float] = {}
     for key in keys:
         values = [float(t[key]) for t in timings if isinstance(t.get(key), int | float)]

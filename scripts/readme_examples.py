@@ -79,6 +79,11 @@ _CUT_CELL = re.compile(r"(\S {2,})([^\s…]+)(?: [^\s…]+)* ?[^\s…]*…(?= {2
 TIMING_DEPENDENT = (
     # smoke: the first token arrived within 2 ms of the response headers
     re.compile(r"^ *the first token came with the headers \(within \d+ ms\).*$", re.MULTILINE),
+    # bench: whether any request waited in the engine's queue (a fraction of a ms, or none)
+    re.compile(
+        r"^ *(\d+ of \d+ requests|no request|requests) waited in the server's queue.*$",
+        re.MULTILINE,
+    ),
 )
 
 ARTICLE_CONFIG = """\

@@ -1,6 +1,11 @@
-"""llama.cpp's `llama-server` with Gemma 3 270M, as built by scripts/real_engine.sh, started on a
+"""llama.cpp's server with Gemma 3 270M, as installed by scripts/real_engine.sh, started on a
 free 127.0.0.1 port for the tests marked `real_engine`: its own session, bounded start, stopped
-with SIGTERM and then SIGKILL to the group."""
+with SIGTERM and then SIGKILL to the group.
+
+The server is PyPI's xllamacpp wheel through scripts/xllamacpp_server.py (which takes
+llama-server's flags), or a llama-server built from source (PDNOTES_REAL_ENGINE=source).
+PDNOTES_REAL_ENGINE_SERVER and PDNOTES_REAL_ENGINE_MODEL, when set (`real_engine.sh --env`),
+name the two; otherwise `real_engine.sh --paths` does."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,8 +27,14 @@ STARTUP_TIMEOUT_S = 120.0
 MODEL_ID = "gemma-3-270m"
 
 
-def _built_paths() -> tuple[Path, Path]:
-    """(llama-server, model.gguf) where scripts/real_engine.sh puts them (nothing is built)."""
+def _installed_paths() -> tuple[Path, Path]:
+    """(server, model.gguf) where scripts/real_engine.sh puts them (nothing is installed)."""
+    server, model = (
+        os.environ.get("PDNOTES_REAL_ENGINE_SERVER"),
+        os.environ.get("PDNOTES_REAL_ENGINE_MODEL"),
+    )
+    if server and model:
+        return Path(server), Path(model)
     out = subprocess.run(
         ["bash", str(ROOT / "scripts" / "real_engine.sh"), "--paths"],
         capture_output=True,
@@ -34,15 +46,28 @@ def _built_paths() -> tuple[Path, Path]:
 
 
 # Read at import, before the tests' isolated HOME replaces the one the cache is under.
-SERVER, MODEL = _built_paths()
+SERVER, MODEL = _installed_paths()
+ON_XLLAMACPP = SERVER.suffix == ".py"  # the launcher, run by this interpreter
+
+
+def _server_command() -> list[str]:
+    return [sys.executable, str(SERVER)] if ON_XLLAMACPP else [str(SERVER)]
 
 
 def missing() -> str | None:
     """Why the real engine cannot run here, or None."""
-    if not os.access(SERVER, os.X_OK) or not MODEL.is_file():
+    if ON_XLLAMACPP:
+        import importlib.util
+
+        ready = importlib.util.find_spec("xllamacpp") is not None
+    else:
+        ready = os.access(SERVER, os.X_OK)
+    if not ready or not MODEL.is_file():
+        engine = "xllamacpp" if ON_XLLAMACPP else f"llama-server ({SERVER})"
         return (
-            f"llama-server or the model is not built ({SERVER.parent.parent}): run "
-            "`bash scripts/real_engine.sh` (about 25 minutes the first time; .ci/run does it)"
+            f"{engine} or the model ({MODEL}) is not installed: run "
+            "`bash scripts/real_engine.sh` (about a minute; PDNOTES_REAL_ENGINE=source builds "
+            "llama-server instead, about an hour on 2 cores)"
         )
     return None
 
@@ -64,13 +89,13 @@ class LlamaServer:
 
     def __enter__(self) -> LlamaServer:
         args = [
-            str(SERVER),
+            *_server_command(),
             *("-m", str(MODEL), "--alias", MODEL_ID),
             *("--host", "127.0.0.1", "--port", str(self.port)),
             # One thread is faster than two on the 2-core machines this runs on; one slot keeps
             # the prompt cache deterministic (each request follows the last in that slot).
             *("-t", "1", "-tb", "1", "--parallel", "1", "-c", "4096"),
-            "--no-repack",  # the CPU repack path (AMX) crashes at start on these VMs
+            "--no-repack",  # the CPU repack path (AMX) of a native build crashes on these VMs
             # Gemma 3 has sliding-window layers: without a full-size SWA cache llama.cpp cannot
             # cut the cache back to a shared prefix and re-processes the whole prompt.
             "--swa-full",
@@ -97,7 +122,7 @@ class LlamaServer:
             time.sleep(0.2)
         log = self.log()
         self.stop()
-        raise RuntimeError(f"llama-server did not become healthy:\n{log[-4000:]}")
+        raise RuntimeError(f"{SERVER.name} did not become healthy:\n{log[-4000:]}")
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}"

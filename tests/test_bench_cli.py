@@ -112,7 +112,8 @@ def test_bench_human_output_shows_tables(cli, scripted) -> None:
         "median",
         "p99",
         "server view",
-        "client overhead",
+        "client + network overhead",
+        "waited in the server's queue",
         "output tok/s",
     ):
         assert text in result.stdout

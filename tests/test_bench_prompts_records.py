@@ -28,17 +28,29 @@ def prompts(engine) -> list[str]:  # type: ignore[no-untyped-def]
 
 def test_every_prompt_is_unique_and_the_same_seed_sends_the_same_ones(cli, scripted) -> None:  # noqa: F811
     base_url, engine = scripted
-    bench(cli, base_url, "-n", "12", "-c", "4", "--input-len", "64", "--output-len", "2")
+    args = ("-n", "12", "--input-len", "64", "--output-len", "2")
+    bench(cli, base_url, *args, "-c", "4", "--seed", "3")
     first = prompts(engine)
     assert len(set(first)) == 12  # no two requests share text a prefix cache could reuse
     assert len({text.split()[0] for text in first}) > 1
     assert all(60 <= len(text.split()) <= 64 for text in first)
     engine.requests.clear()
-    bench(cli, base_url, "-n", "12", "-c", "1", "--input-len", "64", "--output-len", "2")
+    bench(cli, base_url, *args, "-c", "1", "--seed", "3")
     assert sorted(prompts(engine)) == sorted(first)  # reproducible from the seed
     engine.requests.clear()
-    bench(cli, base_url, "-n", "12", "--input-len", "64", "--output-len", "2", "--seed", "1")
+    bench(cli, base_url, *args, "--seed", "1")
     assert not set(prompts(engine)) & set(first)
+
+
+def test_without_a_seed_no_run_repeats_an_earlier_runs_prompts(cli, scripted) -> None:  # noqa: F811
+    base_url, engine = scripted
+    args = ("-n", "6", "--input-len", "32", "--output-len", "2")
+    bench(cli, base_url, *args)
+    first = prompts(engine)
+    engine.requests.clear()
+    bench(cli, base_url, *args)
+    # A server keeps the first run's prompts in its prefix cache: the second sends its own.
+    assert len(set(first)) == 6 and not set(prompts(engine)) & set(first)
 
 
 def test_a_shared_prefix_opens_every_prompt_of_its_group() -> None:

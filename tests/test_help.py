@@ -119,3 +119,40 @@ def test_root_help_wraps_whole_sentences_at_80_columns(cli, monkeypatch) -> None
 def test_help_prints_brackets_as_written(cli, monkeypatch) -> None:
     text = " ".join(_help(cli, monkeypatch, "config", "codex").split())  # wherever it wraps
     assert "the [model_providers.<id>] table" in text
+
+
+# What each client's own files look like: a `config <client>` option's help naming another
+# client's files would send the user to the wrong file.
+_CLIENT_FILES = {
+    "codex": (".codex", "config.toml", "CODEX_"),
+    "claude": (".claude", "settings.local.json", "CLAUDE_"),
+    "qwen": (".qwen", "QWEN_"),
+    "gemini": (".gemini", "GEMINI_"),
+    "opencode": ("opencode.json", "OPENCODE_"),
+}
+
+
+def test_each_clients_options_name_its_own_files_and_no_other_clients() -> None:
+    config = typer.main.get_command(app).commands["config"]  # type: ignore[attr-defined]
+    wrong = []
+    for client in _CLIENT_FILES:
+        for param in config.commands[client].params:
+            text = getattr(param, "help", "") or ""
+            wrong += [
+                f"config {client} {param.opts[0]}: {mark}"
+                for other, marks in _CLIENT_FILES.items()
+                if other != client
+                for mark in marks
+                if mark in text
+            ]
+        if client != "codex":  # codex has no project layer to write
+            [project] = [p for p in config.commands[client].params if "--project-dir" in p.opts]
+            assert _CLIENT_FILES[client][0] in project.help, (client, project.help)
+    assert wrong == []
+
+
+def test_the_commands_reading_every_client_name_every_clients_project_files() -> None:
+    root = typer.main.get_command(app)
+    for command in (root.commands["doctor"], root.commands["config"].commands["show"]):  # type: ignore[attr-defined]
+        [project] = [p for p in command.params if "--project-dir" in p.opts]
+        assert all(files[0] in project.help for files in _CLIENT_FILES.values()), project.help

@@ -173,3 +173,42 @@ def test_on_the_bundled_engine_a_table_stopped_at_the_limit_is_repaired_to_a_pas
     assert "looked complete" in second["request"]
     assert (second["verdict"], second["finish_reason"]) == ("pass", "stop")
     assert (tmp_path / "note.md").exists()
+
+
+def _echo(request: httpx.Request) -> httpx.Response:
+    """A base model continuing its prompt: it writes the last user message out again (and
+    would go on until the limit)."""
+    import json
+
+    messages = json.loads(request.content)["messages"]
+    return _answer(messages[-1]["content"] + "\n\n" + messages[-1]["content"])
+
+
+@respx.mock
+def test_an_echo_of_the_repair_request_is_no_table_and_gets_the_base_model_advice(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    answers = iter([_answer(RAMBLE)])
+    respx.post(URL).mock(side_effect=lambda request: next(answers, None) or _echo(request))
+    result = _generate(cli, "--max-repairs", "1", "--json")
+    assert result.exit_code == 1 and not (tmp_path / "note.md").exists()
+    document = result.json()
+    echo = document["attempts"][1]
+    # The repair request names the columns as `Stage | Bottleneck | Optimisation | Component`
+    # in its sentences: repeated back, those lines split on their pipes like a table.
+    assert "Stage | Bottleneck | Optimisation | Component" in echo["answer"]
+    assert echo["verdict"] == "no-table" and document["verdict"] == "no-table"
+    assert "repeats pdnotes' own request" in document["error"]
+    assert "complete" not in document["error"] and "truncated" not in document["error"]
+    # The advice for a model that never stops: not more tokens, another kind of model.
+    assert "instruction-tuned" in document["fix"] and "will not help" in document["fix"]
+    assert "so the answer can end on its own" not in document["fix"]
+
+
+def test_a_real_header_with_the_columns_as_cells_is_still_a_table() -> None:
+    kit = load_kit("pd-disagg")
+    assert check_text(TABLE, kit, finish_reason="stop").passed
+    # without outer pipes, the header line is the column list itself: a header, not an echo
+    loose = "\n".join(line.strip("|").strip() for line in TABLE.splitlines())
+    assert loose.startswith("Stage | Bottleneck | Optimisation | Component\n")
+    assert check_text(loose, kit, finish_reason="stop").passed

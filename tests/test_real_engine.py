@@ -1,5 +1,5 @@
 """bench, smoke, doctor, notes generate and the bridge against a real engine: llama.cpp's
-`llama-server` with Gemma 3 270M (scripts/real_engine.sh builds both; .ci/run runs it first).
+server with Gemma 3 270M (scripts/real_engine.sh installs both; .ci/run runs it first).
 Their figures are checked against the server's own account of each request, its `timings`
 (prompt_ms, cache_n, predicted_per_token_ms), request by request.
 
@@ -281,6 +281,12 @@ def test_notes_generate_names_the_real_engines_rate_when_its_budget_cannot_finis
     )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     if re.search(r"answer 1: .* verdict", done.stderr):  # the model stopped by itself (rare)
+        return
+    if "fewer than the smallest table" in done.stderr:  # a machine so loaded that even the
+        # smallest table cannot fit in 20 s: said from the first tokens, not waited for
+        assert re.search(r"error: the model answers at \d+\.\d tokens/s", done.stderr)
+        assert re.search(r"fix: raise --timeout .*--timeout \d+", done.stderr), done.stderr
+        assert not note.exists()
         return
     assert "warning: slow model: " in done.stderr  # said from the first tokens
     # A base model does not stop: the answer is still coming at the deadline.

@@ -1,5 +1,5 @@
 """`notes generate` against a real model (issue 29, point 6): llama.cpp's `llama-server` with
-Gemma 3 270M (scripts/real_engine.sh builds both). A 270M base model does not write a good
+Gemma 3 270M (scripts/real_engine.sh installs both). A 270M base model does not write a good
 note; the pipeline must still behave: bounded tokens, bounded time, no note written, and a
 verdict that names the real cause, its fix, and every answer with its finish reason, token
 counts and text."""
@@ -7,6 +7,7 @@ counts and text."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -68,3 +69,32 @@ def test_a_real_models_answers_get_verdicts_that_name_their_cause(
     else:  # a table, however poor: written, judged by the rubric and its citations
         assert document["schema"] == "pdnotes.notes.generate/1" and note.exists()
         assert document["citations"] is not None
+
+
+def test_a_base_model_repeating_the_request_gets_the_base_model_advice(
+    llama: LlamaServer, tmp_path: Path
+) -> None:
+    note = tmp_path / "note.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "notes_cli", "notes", "generate", "--base-url", llama.base_url,
+         "--model", MODEL_ID, "--lang", "en", "--max-tokens", str(MAX_TOKENS),
+         "--max-repairs", "1", "--timeout", "120", "-o", str(note), "--json"],
+        capture_output=True, text=True, timeout=400, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr
+    document = json.loads(done.stdout)
+    # Gemma 3 270M, a base model, continues its prompt: it writes pdnotes' own request out
+    # again, whose sentences name the columns as `Stage | Bottleneck | Optimisation | Component`
+    # (with the server's seed it does, on the first answer and the repair).
+    quoted = re.compile(r"\w[^|\n]*Stage \| Bottleneck \| Optimisation \| Component[.,]")
+    echoes = [a for a in document["attempts"] if quoted.search(a["answer"])]
+    if not echoes:  # a machine whose sampling wrote something else: nothing to judge here
+        return
+    for attempt in echoes:
+        # Those lines are the prompt, not a table "complete but truncated at the limit".
+        assert attempt["verdict"] == "no-table", attempt
+        assert "repeats pdnotes' own request" in attempt["detail"], attempt
+    if document["attempts"][-1] in echoes:
+        assert done.returncode == 1 and not note.exists()
+        assert "instruction-tuned" in document["fix"] and "will not help" in document["fix"]
+        assert "so the answer can end on its own" not in document["fix"]

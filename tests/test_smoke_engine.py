@@ -3,6 +3,7 @@ returns, completes, reports the engine's pd_timing, and the engine's /api/v1 404
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -94,3 +95,23 @@ def test_the_documented_python_example_runs(engine_server: Any, capsys: Any) -> 
     printed = capsys.readouterr().out.splitlines()
     assert " completed True " in printed[0]
     assert "prefill_ms" in printed[2]
+
+
+def test_the_engines_simulated_time_is_labelled_and_put_into_wall_time(
+    start_engine_server: Any, cli: Any
+) -> None:
+    engine = start_engine_server(speed=5.0)
+    args = ("smoke", "--client", "openai", "--base-url", engine.base_url, "--model", "pd-mock-1")
+    result = cli(*args, "-n", "1")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    doc = cli(*args, "-n", "1", "--json").json()
+    engine_ms = doc["breakdown"]["engine"]
+    assert engine_ms["speed"] == 5.0
+    # The decode the engine reports is its simulated hardware's: five times the wall time.
+    line = next(x for x in result.stdout.splitlines() if "pd_timing" in x)
+    assert "in its simulated hardware time" in line and "decode" in line
+    assert "--speed 5: its wall clock takes 1/5 of that time" in result.stdout
+    decode = re.search(r"in wall time: decode ([\d.]+) ms", result.stdout.replace(",", ""))
+    simulated = re.search(r"decode ([\d.]+) ms", line)
+    assert decode and simulated
+    assert float(decode.group(1)) == pytest.approx(float(simulated.group(1)) / 5, abs=0.06)

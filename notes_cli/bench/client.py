@@ -21,6 +21,7 @@ Metric rules, per request:
 from __future__ import annotations
 
 import asyncio
+import bisect
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -85,13 +86,16 @@ class BenchPlan:
 @dataclass(frozen=True)
 class ServerView:
     """The server's own account of each request and the client's overhead (client TTFT −
-    server TTFT) per request. From the bundled engine's `usage.pd_timing`, converted to wall
-    ms (its TTFT includes its admission time, `admission_wall_ms`, the engine's own handling
-    before its simulated hardware has the request), or from llama.cpp's `timings` (TTFT is its
-    prompt time `prompt_ms`, TPOT its `predicted_per_token_ms`; it reports no queue, transfer or
-    admission, whose summaries are then empty). `overhead_negative` counts requests whose
-    server TTFT exceeded the client's (their overhead counts as 0): for pd_timing, the
-    server's speed is not what the conversion assumed."""
+    server TTFT − time waited in the server's queue) per request. From the bundled engine's
+    `usage.pd_timing`, converted to wall ms (its TTFT includes its queue and its admission
+    time, `admission_wall_ms`, the engine's own handling before its simulated hardware has the
+    request), or from llama.cpp's `timings` (TTFT is its prompt time `prompt_ms`, TPOT its
+    `predicted_per_token_ms`). llama.cpp reports no queue time: a request that waited for a
+    busy slot started its prompt later than it arrived, and bench attributes that wait to the
+    server's queue (`queue_source` "slot freed", see `_slot_waits`), not to the client.
+    `overhead_negative` counts requests whose server TTFT exceeded the client's (their
+    overhead counts as 0): for pd_timing, the server's speed is not what the conversion
+    assumed."""
 
     source: str  # "usage.pd_timing" or "timings"
     requests: int
@@ -103,6 +107,8 @@ class ServerView:
     overhead_ms: Summary
     modes: dict[str, int]
     overhead_negative: int = 0
+    queued: int = 0  # requests that waited in the server's queue (queue_ms > 0)
+    queue_source: str = "usage.pd_timing"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,6 +117,8 @@ class ServerView:
             "ttft_ms": self.ttft_ms.to_json(),
             "tpot_ms": self.tpot_ms.to_json(),
             "queue_ms": self.queue_ms.to_json(),
+            "queued_requests": self.queued,
+            "queue_source": self.queue_source,
             "transfer_ms": self.transfer_ms.to_json(),
             "admission_ms": self.admission_ms.to_json(),
             "client_overhead_ms": self.overhead_ms.to_json(),
@@ -241,6 +249,7 @@ class RequestRecord(NamedTuple):
     cached_tokens: int | None
     server_ttft_ms: float | None
     server_tpot_ms: float | None
+    server_queue_ms: float | None = None  # waited in the server's queue (see ServerView)
 
 
 class _Collector:
@@ -261,8 +270,16 @@ class _Collector:
         self.cache_requests = self.prompt_tokens = self.cached_tokens = 0
         self.cache_source = "usage cached_tokens"
         self.records: list[RequestRecord] | None = [] if plan.keep_records else None
+        # request → (sent, finished), ms from the run's start: when each freed its slot.
+        self.spans: dict[int, tuple[float, float]] = {}
+        # llama.cpp requests: (request, sent, client TTFT − prompt_ms, client TTFT), ms,
+        # split into queue and overhead at the end.
+        self.waits: list[tuple[int, float, float, float]] = []
+        self.queued = 0  # requests that waited in the server's queue
+        self.queue_source = "usage.pd_timing"
 
     def add(self, outcome: Outcome, sent_ms: float = 0.0, request: int = 0) -> None:
+        self.spans[request] = (sent_ms, sent_ms + outcome.e2e_ms)
         if not outcome.ok or not outcome.chunk_ms:
             self.failed += 1
             error = outcome.error or "no output text"
@@ -285,7 +302,7 @@ class _Collector:
         if outcome.pd_timing:
             server = self._add_server(outcome.pd_timing, ttft)
         elif outcome.server_timings:
-            server = self._add_timings(outcome.server_timings, ttft, n_out)
+            server = self._add_timings(outcome.server_timings, ttft, n_out, sent_ms, request)
         self._add_cache(outcome)
         if self.records is not None:
             self._record(outcome, request, sent_ms, None, ttft, tpot, e2e, gaps, *server)
@@ -348,10 +365,16 @@ class _Collector:
         )
 
     def _add_timings(
-        self, timings: dict[str, Any], client_ttft: float, n_out: int
+        self,
+        timings: dict[str, Any],
+        client_ttft: float,
+        n_out: int,
+        sent_ms: float,
+        request: int,
     ) -> tuple[float | None, float | None]:
         """llama.cpp's `timings`: prompt_ms is its prefill, predicted_per_token_ms its TPOT
-        ((predicted_ms) / (predicted_n - 1), the client's definition)."""
+        ((predicted_ms) / (predicted_n - 1), the client's definition). What the client waited
+        before the prefill is split into queue and overhead at the end (`_slot_waits`)."""
         prompt_ms = timings.get("prompt_ms")
         if not isinstance(prompt_ms, int | float):
             return None, None
@@ -361,10 +384,10 @@ class _Collector:
         server_tpot = float(tpot) if isinstance(tpot, int | float) and n_out > 1 else None
         if server_tpot is not None:
             self.server["tpot"].add(server_tpot)
-        overhead = client_ttft - float(prompt_ms)
-        if overhead < 0:
+        before_prompt = client_ttft - float(prompt_ms)
+        if before_prompt < 0:
             self.overhead_negative += 1
-        self.overhead.add(max(overhead, 0.0))
+        self.waits.append((request, sent_ms, max(before_prompt, 0.0), client_ttft))
         self.modes["llama.cpp"] += 1
         return float(prompt_ms), server_tpot
 
@@ -378,7 +401,9 @@ class _Collector:
         self.server["admission"].add(admission)
         server_tpot = float(timing.get("tpot_ms", 0.0)) * scale
         self.server["tpot"].add(server_tpot)
-        self.server["queue"].add(float(timing.get("queue_ms", 0.0)) * scale)
+        queue = float(timing.get("queue_ms", 0.0)) * scale
+        self.server["queue"].add(queue)
+        self.queued += queue > 0
         self.server["transfer"].add(float(timing.get("transfer_ms", 0.0)) * scale)
         # Overhead is never negative in a correct measurement; clamp, but count, clock skew.
         overhead = client_ttft - server_ttft
@@ -388,9 +413,55 @@ class _Collector:
         self.modes[str(timing.get("mode", "?"))] += 1
         return server_ttft, server_tpot
 
+    def _slot_waits(self) -> None:
+        """Split each llama.cpp request's wait before its prefill (client TTFT − prompt_ms)
+        into the time it waited in the server's queue and the rest (the client, the network,
+        the server's own handling). llama.cpp says nothing about its queue, but a server busy
+        with every slot takes a waiting request the moment one frees: when another request of
+        this run finished after this one was sent and before this one's prompt started, this
+        one waited for that slot until then (the latest such finish; two requests sent
+        together may reach the server in either order, so the other may have been sent after
+        it). The client reads the freeing request's end late under load (and this one's first
+        token too): a finish read after this one's prompt began, but before its first token
+        arrived, still counts, with the whole wait before the prompt as queue. (On a server
+        with free slots a request whose prefill overlapped another's end is then counted as
+        queued for its few ms of client + network time: the error is at most that.)"""
+        if not self.waits:
+            return
+        self.queue_source = "slot freed"
+        ends = sorted((finished, request) for request, (_sent, finished) in self.spans.items())
+        finishes = [finished for finished, _request in ends]
+        queues: dict[int, float] = {}
+        for request, sent, before_prompt, first_token in self.waits:
+            started = sent + before_prompt
+            # the latest other finish in (sent, started], else any before the first token
+            at = bisect.bisect_right(finishes, started) - 1
+            while at >= 0 and ends[at][1] == request:
+                at -= 1
+            after = bisect.bisect_right(finishes, started)
+            while after < len(ends) and ends[after][1] == request:
+                after += 1
+            if at >= 0 and finishes[at] > sent:
+                queue = finishes[at] - sent
+            elif after < len(ends) and finishes[after] <= sent + first_token:
+                queue = before_prompt  # it waited until its prompt began
+            else:
+                queue = 0.0
+            queues[request] = queue
+            self.queued += queue > 0
+            self.server["queue"].add(queue)
+            self.overhead.add(before_prompt - queue)
+        if self.records is not None:
+            self.records[:] = [
+                r._replace(server_queue_ms=queues[r.request]) if r.request in queues else r
+                for r in self.records
+            ]
+        self.waits = []  # attributed once
+
     def server_view(self) -> ServerView | None:
         if not self.server["ttft"].count:
             return None
+        self._slot_waits()
         s = self.server
         return ServerView(
             source=self.server_source,
@@ -403,6 +474,8 @@ class _Collector:
             overhead_ms=self.overhead.summary(),
             modes=dict(self.modes),
             overhead_negative=self.overhead_negative,
+            queued=self.queued,
+            queue_source=self.queue_source,
         )
 
 

@@ -3,11 +3,16 @@
 A server with a prefix cache (vLLM's prefix caching, SGLang's radix cache, llama.cpp's slot
 cache) prefills only the part of a prompt it has not seen. If every request sent the same text,
 the benchmark would measure cache hits, not prefill. So each request's prompt is random words,
-drawn from a generator seeded by (seed, request index): unique per request, the same on every
-run with the same seed (vLLM's random dataset uses random token ids for the same reason).
+drawn from a generator seeded by (seed, salt, point, request index): unique per request and per
+sweep point (a point's prompts would otherwise be cached by the point before it). `salt` is
+fresh for every run unless the user fixed `--seed`, so a second run against the same server
+does not find the first run's prompts in its cache either; a fixed `--seed` sends the same
+prompts again, run after run (vLLM's random dataset uses random token ids for the same reason).
 
 Caching is measured on purpose with a shared prefix: `shared_prefix` words common to every
 request of a group (request i is in group i mod `prefix_groups`), then the request's own words.
+Each sweep point has its own prefixes, so every point measures the same thing: the first
+request of a group misses, the rest hit.
 Multi-turn conversations (`turns` > 1) resend the growing history, the way chat and agents do:
 turn t of a conversation carries every earlier question and answer, then a new question.
 
@@ -51,6 +56,8 @@ class PromptSpec:
     shared_prefix: int = 0
     prefix_groups: int = 1
     turns: int = 1
+    salt: str = ""  # run-unique unless --seed was given (new_salt)
+    point: int = 0  # the sweep point, from 0: each point draws its own prompts
 
     def __post_init__(self) -> None:
         if self.shared_prefix < 0:
@@ -59,6 +66,13 @@ class PromptSpec:
             raise UsageError("--prefix-groups must be at least 1")
         if self.turns < 1:
             raise UsageError("--turns must be at least 1")
+
+
+def new_salt() -> str:
+    """A salt no earlier run used: the default, so runs do not share prompts."""
+    import secrets
+
+    return secrets.token_hex(8)
 
 
 def words(rng: random.Random, n: int) -> str:
@@ -71,10 +85,11 @@ class PromptMaker:
     def __init__(self, spec: PromptSpec) -> None:
         self.spec = spec
         self._prefixes: dict[int, str] = {}
+        self._stream = f"{spec.seed}:{spec.salt}:{spec.point}"
 
     def text(self, index: int, input_tokens: int) -> str:
         spec = self.spec
-        rng = random.Random(f"{spec.seed}:request:{index}")
+        rng = random.Random(f"{self._stream}:request:{index}")
         prefix_len = min(spec.shared_prefix, input_tokens)
         own = words(rng, input_tokens - prefix_len)
         if not prefix_len:
@@ -85,6 +100,6 @@ class PromptMaker:
     def _prefix(self, group: int, n: int) -> str:
         key = group * 1_000_003 + n
         if key not in self._prefixes:
-            rng = random.Random(f"{self.spec.seed}:prefix:{group}")
+            rng = random.Random(f"{self._stream}:prefix:{group}")
             self._prefixes[key] = words(rng, n)
         return self._prefixes[key]

@@ -120,8 +120,14 @@ def bench(
         help="The engine's --speed, to convert usage.pd_timing to wall ms (default: the speed "
         "the server reports in pd_timing, else 1).",
     ),
-    seed: int = ranged(
-        0, "--seed", low=SEED[0], high=SEED[1], help="Seed for arrivals, lengths and prompt text."
+    seed: int | None = ranged(
+        None,
+        "--seed",
+        low=SEED[0],
+        high=SEED[1],
+        help="Seed for arrivals, lengths and prompt text (default 0 for arrivals and lengths, "
+        "and prompts no earlier run sent). With a seed, a run sends the same prompts again; "
+        "either way every request and every sweep point has its own.",
     ),
     shared_prefix: int = ranged(
         0,
@@ -129,7 +135,8 @@ def bench(
         low=0,
         high=INPUT_LEN[1],
         help="Tokens every prompt of a group starts with, to measure prefix caching on purpose "
-        "(default 0: every prompt is unique, so a prefix cache cannot hit).",
+        "(default 0: every prompt is unique, in this run and against earlier runs, so a prefix "
+        "cache cannot hit).",
     ),
     prefix_groups: int = ranged(
         1,
@@ -193,8 +200,16 @@ def bench(
         from notes_cli.bench.records import records_format
 
         records_format(records)
+    from notes_cli.bench.prompts import new_salt
+
     prompts = PromptSpec(
-        seed=seed, shared_prefix=shared_prefix, prefix_groups=prefix_groups, turns=turns
+        seed=seed or 0,
+        shared_prefix=shared_prefix,
+        prefix_groups=prefix_groups,
+        turns=turns,
+        # A server keeps earlier runs' prompts in its prefix cache: without --seed, this run's
+        # prompts are its own (a fixed seed asks for the same prompts again).
+        salt=new_salt() if seed is None else "",
     )
     plan = BenchPlan(
         requests=requests,
@@ -207,7 +222,9 @@ def bench(
     )
 
     def workload(at_rate: float | None) -> Iterable[WorkItem]:
-        return _workload(requests, input_len, output_len, dist, dataset, at_rate, burstiness, seed)
+        return _workload(
+            requests, input_len, output_len, dist, dataset, at_rate, burstiness, seed or 0
+        )
 
     endpoint = _endpoint(base_url, model, key_env, api)
     from notes_cli.bench.server_metrics import metrics_url as default_metrics_url
@@ -262,14 +279,17 @@ class _Runner:
         self.endpoint, self.prompts, self.metrics_url = endpoint, prompts, metrics_url
         self.progress, self.extra_body = progress, extra_body
 
-    def __call__(self, items: Iterable[WorkItem], plan: BenchPlan, label: str) -> BenchReport:
+    def __call__(
+        self, items: Iterable[WorkItem], plan: BenchPlan, label: str, point: int = 0
+    ) -> BenchReport:
         from dataclasses import replace
 
         report, served = _run(
             self.endpoint,
             items,
             plan,
-            self.prompts,
+            # Each sweep point its own prompts: the point before would have them in its cache.
+            replace(self.prompts, point=point),
             self.metrics_url,
             show_progress=self.progress,
             description=label,
@@ -307,7 +327,8 @@ def _sweep(
     as_json: bool,
     base_url: str,
 ) -> None:
-    """One run per load point, the same seeded workload each time; then the table and plot."""
+    """One run per load point, the same seeded lengths and arrivals each time (fresh prompts
+    at each point); then the table and plot."""
     from dataclasses import replace
 
     from notes_cli import render
@@ -321,7 +342,7 @@ def _sweep(
         else:
             point_plan, items = replace(plan, concurrency=int(value)), workload(None)
         label = f"{'c=' if kind == 'concurrency' else 'rate '}{value:g} ({index}/{len(values)})"
-        report = run(items, point_plan, label)
+        report = run(items, point_plan, label, point=index - 1)
         point = SweepPoint(kind, value, report)
         points.append(point)
         if records is not None:

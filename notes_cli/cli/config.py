@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -47,13 +47,26 @@ ClaudeHome = Annotated[
         help="Claude Code user folder (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
     ),
 ]
-ProjectDir = Annotated[
+
+
+def _project_dir(files: str) -> Any:
+    """`--project-dir`, its help naming the files of the client (or clients) it applies to."""
+    return typer.Option(
+        "--project-dir", help=f"Project folder of {files} (default: the current folder)."
+    )
+
+
+# Every client reads its own project files: each command's --project-dir names its client's.
+ClaudeProjectDir = Annotated[
     Path | None,
-    typer.Option(
-        "--project-dir",
-        help="Project whose .claude/ settings and opencode.json apply (default: current folder).",
-    ),
+    _project_dir(".claude/settings.json (--scope project) or .claude/settings.local.json (local)"),
 ]
+QwenProjectDir = Annotated[Path | None, _project_dir(".qwen/settings.json (--scope project)")]
+GeminiProjectDir = Annotated[Path | None, _project_dir(".gemini/settings.json (--scope project)")]
+OpenCodeProjectDir = Annotated[
+    Path | None, _project_dir("opencode.json or opencode.jsonc (--scope project)")
+]
+ProjectDir = Annotated[Path | None, _project_dir(layer_options.ALL_PROJECT_FILES)]
 AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Show the diff; write nothing.")]
 Preset = Annotated[
@@ -218,7 +231,7 @@ def claude(
     dry_run: DryRun = False,
     as_json: AsJson = False,
     claude_home: ClaudeHome = None,
-    project_dir: ProjectDir = None,
+    project_dir: ClaudeProjectDir = None,
 ) -> None:
     """Merge the gateway into a Claude Code settings.json (env block), keeping everything else."""
     from notes_cli.clients.claude_settings import ClaudeOptions, Scope, plan_claude, settings_path
@@ -291,7 +304,7 @@ def qwen(
     dry_run: DryRun = False,
     as_json: AsJson = False,
     qwen_home: QwenHome = None,
-    project_dir: ProjectDir = None,
+    project_dir: QwenProjectDir = None,
 ) -> None:
     """Merge the gateway into Qwen Code's settings.json (a modelProviders entry), keeping
     comments and everything else."""
@@ -365,7 +378,7 @@ def gemini(
     dry_run: DryRun = False,
     as_json: AsJson = False,
     gemini_home: GeminiHome = None,
-    project_dir: ProjectDir = None,
+    project_dir: GeminiProjectDir = None,
 ) -> None:
     """Merge the gateway into Gemini CLI's settings.json and .gemini/.env, keeping everything
     else (comments included)."""
@@ -464,7 +477,7 @@ def opencode(
     dry_run: DryRun = False,
     as_json: AsJson = False,
     opencode_dir: OpenCodeDir = None,
-    project_dir: ProjectDir = None,
+    project_dir: OpenCodeProjectDir = None,
 ) -> None:
     """Merge the gateway into OpenCode's opencode.json(c): a provider entry and `model`,
     comments and every other key kept."""

@@ -44,7 +44,9 @@ def doctor(
     project_dir: Annotated[
         Path | None,
         typer.Option(
-            "--project-dir", help="Project whose .claude/ settings and opencode.json apply."
+            "--project-dir",
+            help=f"Project folder of {layer_options.ALL_PROJECT_FILES} (default: the "
+            "current folder).",
         ),
     ] = None,
     codex_version: Annotated[

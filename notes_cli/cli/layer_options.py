@@ -20,3 +20,9 @@ Overrides = Annotated[
 Settings = Annotated[
     Path | None, typer.Option("--settings", help="A Claude Code `--settings FILE` layer.")
 ]
+
+# What `--project-dir` applies to in the commands that read every client (doctor, config show).
+ALL_PROJECT_FILES = (
+    ".codex/config.toml, .claude/ settings, .gemini/settings.json, .qwen/settings.json and "
+    "opencode.json"
+)

@@ -101,6 +101,14 @@ class NoteCheck:
         """What the user can do about an answer that is not a note (the error's `fix:`)."""
         limit = f" (now {max_tokens})" if max_tokens else ""
         status = self.extraction.status
+        if status == "no-table" and self.extraction.echoed:
+            # A model that continues its prompt instead of answering it never stops by
+            # itself: more tokens only make the echo longer.
+            return (
+                "the model repeated its request instead of answering it, as a base model "
+                "does: use an instruction-tuned model (a base model rarely answers with the "
+                f"table it is asked for); raising --max-tokens{limit} will not help"
+            )
         if status == "no-table" and self.extraction.at_limit:
             return (
                 f"the model used all its tokens before starting a table: raise --max-tokens"

@@ -6,7 +6,9 @@ refusal and the three ways an answer falls short apart, so callers can say exact
 wrong and ask for the right repair:
 
 - `no-table`: no table began (`at_limit` says whether the model ran out of tokens first, e.g. a
-  base model rambling, or simply answered in prose);
+  base model rambling, or simply answered in prose; `echoed` that the only "tables" were lines
+  repeating pdnotes' own request, whose sentences name the columns as `A | B | C | D`, which
+  a base model continuing its prompt writes out);
 - `truncated`: a table began and was cut off before it ended;
 - `at-limit`: the table looks complete, but the model stopped at its token limit (finish reason
   "length"), so its end cannot be trusted and it is not written as a note.
@@ -67,6 +69,7 @@ class Extraction:
     missing_columns: tuple[str, ...]
     detail: str
     at_limit: bool = False  # the model stopped at its token limit (finish reason "length")
+    echoed: bool = False  # the answer repeated the request's own column list, and no table
 
     @property
     def ok(self) -> bool:
@@ -80,10 +83,16 @@ def extract(
     its token limit) never lets a table pass: a cut one is `truncated`, a whole-looking one
     `at-limit`."""
     tables = csv_tables(text) if source_format == "csv" else find_tables(text)
+    # A line of our own request repeated back ("… with the columns Stage | Bottleneck | …")
+    # splits on its pipes like a table row: it is the prompt, not a table.
+    answered = [t for t in tables if not echoes_columns(t, kit)]
+    echoed = len(answered) < len(tables)
+    tables = answered
     usable = [t for t in tables if t.header]
     at_limit = finish_reason == "length"
     if not usable:
-        return _without_table(text, kit, any(t.cut_short for t in tables), at_limit, len(tables))
+        cut = any(t.cut_short for t in tables)
+        return _without_table(text, kit, cut, at_limit, len(tables), echoed=echoed)
     best = max(usable, key=lambda t: (_score(t, kit.columns), len(t.rows), -usable.index(t)))
     table = NoteTable(best.header, best.rows, best.kind, map_columns(best.header, kit.columns))
     missing = tuple(c.key for c in kit.columns if c.key not in table.column_index)
@@ -141,12 +150,49 @@ def _header_lang(header: tuple[str, ...]) -> str:
     return "zh" if any(has_cjk(h) for h in header) else "en"
 
 
-def _without_table(text: str, kit: Kit, cut: bool, at_limit: bool, found: int) -> Extraction:
+def echoes_columns(table: RawTable, kit: Kit) -> bool:
+    """Whether a line of `table` is a sentence quoting the kit's column list, `… the columns
+    A | B | C | D.`: the list's first label ends a longer first cell or its last label starts a
+    longer last cell (a real header has the labels as whole cells)."""
+    for lang in ("en", "zh"):
+        labels = [c.label(lang) for c in kit.columns]
+        for line in (table.header, *table.rows):
+            if _quotes(tuple(cell.strip() for cell in line), labels):
+                return True
+    return False
+
+
+def _quotes(cells: tuple[str, ...], labels: list[str]) -> bool:
+    n = len(labels)
+    if n < 2:
+        return False
+    for at in range(len(cells) - n + 1):
+        first, *middle, last = cells[at : at + n]
+        if (
+            first.endswith(labels[0])
+            and last.startswith(labels[-1])
+            and list(middle) == labels[1:-1]
+            and (first != labels[0] or last != labels[-1])
+        ):
+            return True
+    return False
+
+
+def _without_table(
+    text: str, kit: Kit, cut: bool, at_limit: bool, found: int, *, echoed: bool = False
+) -> Extraction:
     if cut:  # a table began, its header never ended
         limit = " at the token limit" if at_limit else ""
         detail = f"the answer stops before its table's header ends{limit} (truncated output)"
         return Extraction("truncated", None, found, (), detail, at_limit)
     missing = tuple(c.key for c in kit.columns)
+    if echoed:
+        limit = " until the token limit" if at_limit else ""
+        detail = (
+            "the answer repeats pdnotes' own request (its list of columns) instead of writing "
+            f"the table{limit}"
+        )
+        return Extraction("no-table", None, 0, missing, detail, at_limit, echoed=True)
     if at_limit:
         detail = "the answer reached the token limit before any table began"
         return Extraction("no-table", None, 0, missing, detail, at_limit)

@@ -202,8 +202,12 @@ def bench_report(report: BenchReport, target: str) -> None:
         console.print(f"  {server_metrics_line(report.server_metrics)}")
     elif report.server_metrics_error:
         console.print(f"  [dim]server metrics: none ({report.server_metrics_error})[/]")
-    if report.server is not None:
+    if report.server is None:
+        if (line := queue_line(report)) is not None:  # the server's /metrics saw a queue
+            console.print(f"  {line}")
+    else:
         console.print(server_table(report))
+        console.print(f"  {queue_line(report) or NO_QUEUE}")
         if report.server.overhead_negative:
             console.print(
                 f"[yellow]{report.server.overhead_negative} request(s) took longer by the "
@@ -212,9 +216,23 @@ def bench_report(report: BenchReport, target: str) -> None:
             )
 
 
+def prefix_cache_hit_rate(report: BenchReport) -> tuple[float | None, str]:
+    """The share of prompt tokens the server served from its prefix cache, and who said so:
+    its per-response count (exact, this run's requests only), else its /metrics counters."""
+    if report.cache is not None:
+        return report.cache.hit_rate, report.cache.source
+    if report.server_metrics is not None and report.server_metrics.hit_rate is not None:
+        return report.server_metrics.hit_rate, "/metrics"
+    return None, ""
+
+
 def server_metrics_line(view: MetricsView) -> str:
     """The server's Prometheus gauges (mean / peak over the samples) and cache hit rate."""
-    labels = {"waiting": "waiting", "running": "running", "kv_usage": "KV cache used"}
+    labels = {
+        "waiting": "waiting in its queue",
+        "running": "running",
+        "kv_usage": "KV cache used",
+    }
     parts = []
     for key, label in labels.items():
         if key in view.gauges:
@@ -227,6 +245,37 @@ def server_metrics_line(view: MetricsView) -> str:
         parts.append(f"prefix-cache hit rate {view.hit_rate:.1%}")
     shown = ", ".join(parts) or "none of the known metrics"
     return f"server metrics ({view.samples} samples of {escape(view.url)}): {shown}"
+
+
+NO_QUEUE = "[dim]no request waited in the server's queue[/]"
+
+
+def queue_line(report: BenchReport) -> str | None:
+    """How many requests waited in the server's queue, and how we know: the server's own
+    queue time, or (llama.cpp) a prompt that started only when another request freed a slot;
+    when neither, the queue the server's /metrics showed; None when nothing showed one."""
+    view = report.server
+    if view is not None and view.queued:
+        how = (
+            "each began its prompt only when another request of the run finished and freed a slot"
+            if view.queue_source == "slot freed"
+            else "by the server's own account"
+        )
+        each = view.queue_ms.mean * view.queue_ms.count / view.queued  # over those that waited
+        return (
+            f"[yellow]{view.queued} of {view.requests} requests waited in the server's queue, "
+            f"{_ms(each)} ms each on average; {how}: time on the server's side, not the "
+            "client's[/]"
+        )
+    metrics = report.server_metrics
+    waiting = None if metrics is None else metrics.gauges.get("waiting")
+    if waiting is not None and waiting[1] > 0:
+        part = "the client + network overhead" if view is not None else "the client's TTFT"
+        return (
+            f"[yellow]requests waited in the server's queue: its /metrics showed up to "
+            f"{waiting[1]:g} waiting; part of {part} is that wait, time on the server's side[/]"
+        )
+    return None
 
 
 def server_table(report: BenchReport) -> Table:
@@ -249,10 +298,10 @@ def server_table(report: BenchReport) -> Table:
     rows = (
         ("TTFT client", client["ttft_ms"]),
         ("TTFT server", view.ttft_ms),
-        ("client overhead", view.overhead_ms),
+        ("waited in the server's queue", view.queue_ms),
+        ("client + network overhead", view.overhead_ms),
         ("TPOT client", client["tpot_ms"]),
         ("TPOT server", view.tpot_ms),
-        ("queue (server)", view.queue_ms),
         ("KV transfer (server)", view.transfer_ms),
         ("admission (server)", view.admission_ms),
     )
@@ -272,10 +321,15 @@ def sweep_report(points: list[SweepPoint], target: str, plot: Path | None) -> No
         table.add_column(name, justify="right")
     for name in ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "tok/s/user"):
         table.add_column(f"{name}", justify="right")
-    for point in points:
+    hit_rates = [prefix_cache_hit_rate(p.report) for p in points]
+    reported = any(rate is not None for rate, _source in hit_rates)
+    if reported:
+        table.add_column("cache hit", justify="right")
+    for point, (hit_rate, _source) in zip(points, hit_rates, strict=True):
         report = point.report
         s = report.stats.summaries()
         user = point.tokens_per_user
+        hit = [_pct(hit_rate)] if reported else []
         table.add_row(
             point.label,
             f"{report.completed}/{report.sent}",
@@ -286,9 +340,16 @@ def sweep_report(points: list[SweepPoint], target: str, plot: Path | None) -> No
             _ms(s["tpot_ms"].median),
             _ms(s["tpot_ms"].p99),
             "-" if user is None else f"{user:,.1f}",
+            *hit,
         )
     console.print(table)
     console.print("  [dim]times in ms; tok/s/user = 1000 / median TPOT[/]")
+    if reported:
+        sources = sorted({source for rate, source in hit_rates if rate is not None})
+        console.print(
+            "  [dim]cache hit: the share of prompt tokens the server served from its prefix "
+            f"cache ({', '.join(sources)})[/]"
+        )
     failed = [p.label for p in points if not p.report.ok]
     if failed:
         console.print(f"  [red]not every request completed at: {', '.join(failed)}[/]")

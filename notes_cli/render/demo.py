@@ -115,7 +115,11 @@ def _smoke(data: dict[str, Any]) -> None:
     if timing:
         out().print(
             "  the engine's own account (simulated hardware ms): "
-            + ", ".join(f"{k} {v:g}" for k, v in timing.items() if isinstance(v, (int, float)))
+            + ", ".join(
+                f"{k} {v:g}"
+                for k, v in timing.items()
+                if k.endswith("_ms") and isinstance(v, (int, float))
+            )
         )
     out().print(
         "  [dim]the gateway only forwards: network + gateway time is connect and headers; "
