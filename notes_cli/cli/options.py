@@ -131,6 +131,9 @@ class Names:
         fix: str | None = None,
         comma_list: bool = False,
     ) -> None:
+        # click names a parser-backed type after the parser (FuncParamType reads __name__,
+        # which an instance lacks): "text", as click calls a plain string.
+        self.__name__ = "text"
         self._names = names
         self._refusal = refusal
         self._fix = fix
