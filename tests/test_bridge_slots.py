@@ -111,6 +111,16 @@ ROUTES: dict[str, tuple[str, dict[str, Any], Callable[[dict[str, Any]], str]]] =
             and body["error"]["message"]
         ),  # fmt: skip
     ),
+    "gemini": (
+        "/v1beta/models/m:streamGenerateContent?alt=sse",
+        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+        lambda body: (
+            body["error"]["status"] == "UNAVAILABLE"
+            and {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}
+            in body["error"]["details"]
+            and body["error"]["message"]
+        ),
+    ),
     "chat": (
         "/v1/chat/completions",
         {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
