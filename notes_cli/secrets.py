@@ -379,12 +379,7 @@ def scrub(text: str, known: Iterable[str] = (), *, _urls: bool = True) -> str:
     `Bearer …`, `api_key=…` / `"token": "…"` and key-shaped words masked."""
     if not text:
         return text
-    secrets = {s for s in known if s and len(s) >= _MIN_KNOWN}
-    for secret in sorted(secrets, key=len, reverse=True):
-        for form in _echoed_forms(secret):
-            text = text.replace(form, mask(secret))
-    for secret in secrets:
-        text = _mask_fragments(text, secret)
+    text = mask_sent(text, known)
     if _urls:
         text = _URL_IN_TEXT.sub(lambda m: m[1] + mask_url(m[2]), text)
     text = _AUTH_IN_TEXT.sub(lambda m: f"{m[1]}{m[2]}{mask(m[3])}", text)
@@ -393,6 +388,23 @@ def scrub(text: str, known: Iterable[str] = (), *, _urls: bool = True) -> str:
     return _LONG_TOKEN.sub(
         lambda m: mask(m.group(0)) if looks_like_token(m.group(0)) else m.group(0), text
     )
+
+
+def mask_sent(text: str, sent: Iterable[str]) -> str:
+    """`text` with each secret a request `sent` (`position_secrets`: the key pdnotes put in
+    the request) masked wherever it is echoed: whole, URL-quoted, or in pieces of 12 or more
+    characters. Judged by where the value sat, not by its shape, so it suits text that is
+    meant to be kept as written (a model's answer, written into a note): nothing else in it
+    changes. `scrub` does this first, then masks credential-shaped words too."""
+    if not text:
+        return text
+    secrets = {s for s in sent if s and len(s) >= _MIN_KNOWN}
+    for secret in sorted(secrets, key=len, reverse=True):
+        for form in _echoed_forms(secret):
+            text = text.replace(form, mask(secret))
+    for secret in secrets:
+        text = _mask_fragments(text, secret)
+    return text
 
 
 def _echoed_forms(secret: str) -> tuple[str, ...]:

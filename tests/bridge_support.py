@@ -38,14 +38,25 @@ def bridge_to(
     model_map: dict[str, str] | None = None,
     store_capacity: int = 256,
     httpx_path: bool = False,
+    max_connections: int = 512,
+    slot_timeout: float = 30.0,
     **bounds: float,
 ) -> Iterator[RunningBridge]:
     """`httpx_path`: relay through httpx, as for an upstream behind a proxy, instead of the
-    lean HTTP/1.1 client."""
+    lean HTTP/1.1 client. `max_connections` / `slot_timeout`: the upstream's connection
+    slots and how long a request waits for one."""
     config = BridgeConfig(upstream=upstream_url, port=0, model_map=model_map or {})
-    transport = httpx.AsyncHTTPTransport() if httpx_path else None
+    # (an injected transport keeps its own limits: the relay's apply to the clients it makes)
+    limits = httpx.Limits(max_connections=max_connections)
+    transport = httpx.AsyncHTTPTransport(limits=limits) if httpx_path else None
     upstream = Upstream(
-        upstream_url, key, idle_timeout=idle_timeout, headers_timeout=10.0, transport=transport
+        upstream_url,
+        key,
+        idle_timeout=idle_timeout,
+        headers_timeout=10.0,
+        transport=transport,
+        max_connections=max_connections,
+        slot_timeout=slot_timeout,
     )
     app = BridgeApp(
         config,
@@ -79,14 +90,24 @@ def bridge_over(
     local_key: str | None = None,
     model_map: dict[str, str] | None = None,
     idle_timeout: float = 10.0,
+    max_connections: int = 512,
+    slot_timeout: float = 30.0,
 ) -> Iterator[RunningBridge]:
     """A real bridge over several upstreams in order, (URL, key) each: the first, then its
-    fallbacks."""
+    fallbacks; each with `max_connections` slots, waited for `slot_timeout` at most."""
     (first, first_key), *rest = upstreams
     fallbacks = tuple(Fallback(url) for url, _ in rest)
     config = BridgeConfig(upstream=first, port=0, model_map=model_map or {}, fallbacks=fallbacks)
     each = [
-        Upstream(url, key, idle_timeout=idle_timeout, headers_timeout=10.0, connect_timeout=5.0)
+        Upstream(
+            url,
+            key,
+            idle_timeout=idle_timeout,
+            headers_timeout=10.0,
+            connect_timeout=5.0,
+            max_connections=max_connections,
+            slot_timeout=slot_timeout,
+        )
         for url, key in upstreams
     ]
     app = BridgeApp(

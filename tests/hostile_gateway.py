@@ -5,7 +5,8 @@ it misbehaves, so one server serves every case.
         gw.base("endless-sse")      # http://127.0.0.1:PORT/endless-sse  (use as a base URL)
 
 `MODES` attack the client (its clock, memory, parser); `TERMINAL_MODES` send text that would act
-on the user's terminal (`TERMINAL_ATTACK`) where pdnotes shows what the gateway said.
+on the user's terminal (`TERMINAL_ATTACK`) where pdnotes shows what the gateway said;
+`ECHO_MODES` answer with the credential the client sent.
 
 Every request under that base (`/models`, `/responses`, `/v1/messages?beta=true`,
 `/chat/completions`, with or without `/v1`) gets the mode's answer. Every endless answer stops
@@ -59,6 +60,19 @@ TERMINAL_MODES = (
     "escape-answer",  # a complete chat-completions stream whose text is TERMINAL_ATTACK
     "escape-error",  # 400 whose error message (JSON) is TERMINAL_ATTACK, to every request
 )
+# A 200 whose answer repeats the `Authorization` header the client sent (issue 36): in prose, in
+# a table cell of a passing note (`ECHO_NOTE`) and as the finish reason, in the protocol the
+# request's path names (Responses, Anthropic Messages, else chat completions).
+ECHO_MODES = ("echo-key-answer",)
+ECHO_NOTE = (
+    "| Stage | Bottleneck | Optimisation | Component |\n"
+    "|---|---|---|---|\n"
+    "| Prefill | Compute-bound, TTFT | High-compute chips; Graph mode whole-graph offload / "
+    "subgraph fusion | DLInfer (asked with {auth}) |\n"
+    "| Decode | Memory-bound, TPOT | High-bandwidth / large-memory chips; TP interconnect; "
+    "PagedAttention | LMDeploy |\n"
+    "| Cross-node KV cache transfer | latency | RDMA or chip-to-chip links | DLSlime |\n"
+)
 ERROR_400_PREFIX = "the prompt is too long "  # how each 400's message starts (no `name:`)
 
 
@@ -74,7 +88,7 @@ class HostileGateway:
         self._bomb = _gzip_bomb()
 
     def base(self, mode: str) -> str:
-        assert mode in MODES + TERMINAL_MODES, mode
+        assert mode in MODES + TERMINAL_MODES + ECHO_MODES, mode
         return f"http://127.0.0.1:{self.port}/{mode}"
 
     def __enter__(self) -> HostileGateway:
@@ -280,6 +294,17 @@ class HostileGateway:
         await _send(w, 400, {"content-type": "application/json"}, body)
         return True
 
+    async def echo_key_answer(
+        self, w: asyncio.StreamWriter, is_get: bool, key: str, p: str
+    ) -> bool:
+        if is_get:
+            body = json.dumps({"object": "list", "data": [{"id": "pd-mock-1"}]}).encode()
+            await _send(w, 200, {"content-type": "application/json"}, body)
+            return True
+        text = f"Your request carried {key}.\n\n" + ECHO_NOTE.format(auth=key)
+        await _send(w, 200, {"content-type": "text/event-stream"}, _echo_stream(p, text, key))
+        return True
+
     async def error_400_60k(self, w: asyncio.StreamWriter, *_: Any) -> bool:
         await _send(w, 400, {"content-type": "application/json"}, _error_body(60_000))
         return True
@@ -304,6 +329,19 @@ class HostileGateway:
         return False  # not reached: the client hangs up, or MAX_SECONDS ends it
 
 
+def _echo_stream(path: str, text: str, key: str) -> bytes:
+    """`text` as one answer in the protocol `path` names; the finish reason echoes `key` too
+    (where the protocol lets a gateway choose it)."""
+    from loopback import anthropic_stream, chat_stream, responses_stream
+
+    pieces = [text[i : i + 40] for i in range(0, len(text), 40)]  # a key split over events
+    if "/responses" in path:
+        return b"".join(responses_stream(pieces))
+    if "/messages" in path:
+        return b"".join(anthropic_stream(pieces))
+    return b"".join(chat_stream(pieces, finish=f"stop ({key})"))
+
+
 def _error_body(size: int) -> bytes:
     message = ERROR_400_PREFIX + "a" * size  # a run of letters: what made scrubbing quadratic
     return json.dumps({"error": {"type": "invalid_request_error", "message": message}}).encode()
@@ -311,7 +349,8 @@ def _error_body(size: int) -> bytes:
 
 Handler = Callable[[HostileGateway, asyncio.StreamWriter, bool, str, str], Awaitable[bool]]
 _HANDLERS: dict[str, Handler] = {
-    mode: getattr(HostileGateway, mode.replace("-", "_")) for mode in MODES + TERMINAL_MODES
+    mode: getattr(HostileGateway, mode.replace("-", "_"))
+    for mode in MODES + TERMINAL_MODES + ECHO_MODES
 }
 
 

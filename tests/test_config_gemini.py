@@ -418,3 +418,29 @@ def test_show_names_each_value_with_the_layer_it_comes_from(
     monkeypatch.delenv("GEMINI_CLI_TRUST_WORKSPACE")  # untrusted: .gemini/.env is not read
     (setup,) = cli("config", "show", "--client", "gemini", "--json").json()["clients"]
     assert setup["request_url"].startswith("https://generativelanguage.googleapis.com/")
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["LF", "CRLF"])
+def test_a_block_comment_over_lines_after_the_last_member_keeps_the_edit_out(
+    cli, isolated_home: Path, newline: str
+) -> None:
+    # issue 36: the edit went into the comment (exit 0, settings.json invalid for Gemini CLI)
+    import json5
+
+    path = _settings(isolated_home)
+    path.parent.mkdir(parents=True)
+    text = '{\n  "ui": {"theme": "GitHub"} /* a note\n  over two lines */\n}\n'
+    path.write_bytes(text.replace("\n", newline).encode())
+    result = cli("config", "gemini", "--base-url", "https://gw.example/api", "--model", "m-1")
+    assert result.exit_code == 0, result.stderr
+    written = path.read_bytes().decode()
+    assert f"/* a note{newline}  over two lines */" in written
+    data = jsonc.parse(written, path, jsonc.GEMINI)
+    assert data == {
+        "ui": {"theme": "GitHub"},
+        "model": {"name": "m-1"},
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+    }
+    assert json5.loads(written) == data  # an independent reader agrees
+    doctor = cli("doctor", "--client", "gemini", "--offline", "--json")
+    assert "invalid" not in doctor.stdout, doctor.stdout

@@ -274,3 +274,40 @@ def test_a_symlinked_config_is_written_through_the_link(cli, isolated_home, tmp_
 
     assert link.is_symlink() and "// my own settings" in target.read_text()
     assert data_of(target)["model"] == "pdnotes-mock/pd-mock-1"
+
+
+def test_a_block_comment_over_lines_after_the_last_member_keeps_the_edit_out(
+    cli, isolated_home
+) -> None:
+    # issue 36: OpenCode read the edit as part of the comment (exit 0, the setup lost)
+    import json5
+
+    text = '{\n  "theme": "tokyonight" /* mine\n  and more */\n}\n'
+    path = write(global_config(isolated_home), text)
+    result = cli("config", "opencode", "--preset", "mock")
+    assert result.exit_code == 0, result.stderr
+    written = path.read_text()
+    assert "/* mine\n  and more */" in written
+    data = data_of(path)
+    assert data["theme"] == "tokyonight" and data["model"] == "pdnotes-mock/pd-mock-1"
+    assert "pdnotes-mock" in data["provider"]
+    assert json5.loads(written) == data  # jsonc-parser's reading: an independent reader agrees
+
+
+def test_a_line_comment_ends_at_a_lone_cr_as_opencode_reads_it(cli, isolated_home) -> None:
+    # issue 36: OpenCode ends `//` at a lone CR; pdnotes read the next line as comment too and
+    # turned a file OpenCode read as valid into one it rejects
+    import json5
+
+    text = '{\r  "theme": "tokyonight", // mine\r  "autoupdate": false\r}\r'
+    path = write(global_config(isolated_home), text)
+    assert json5.loads(text) == {"theme": "tokyonight", "autoupdate": False}
+    assert data_of(path) == {"theme": "tokyonight", "autoupdate": False}
+    result = cli("config", "opencode", "--preset", "mock")
+    assert result.exit_code == 0, result.stderr
+    written = path.read_bytes().decode()
+    assert "// mine\r" in written
+    data = json5.loads(written)
+    assert data == data_of(path)
+    assert data["theme"] == "tokyonight" and data["autoupdate"] is False
+    assert data["model"] == "pdnotes-mock/pd-mock-1"

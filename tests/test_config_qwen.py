@@ -314,3 +314,21 @@ def test_a_second_identical_run_changes_nothing(cli, isolated_home: Path) -> Non
     assert again.exit_code == 0, again.stderr
     assert user_settings(isolated_home).read_bytes() == after_first
     assert sorted((isolated_home / ".pdnotes" / "backups" / "qwen").iterdir()) == backups
+
+
+def test_a_block_comment_over_lines_after_the_last_member_keeps_the_edit_out(
+    cli, isolated_home: Path
+) -> None:
+    # issue 36: `config qwen` refused the file, naming a line it does not have
+    import json5
+
+    text = '{\n  "ui": {"theme": "GitHub"} /* a note\n  over two lines */\n}\n'
+    path = write(user_settings(isolated_home), text)
+    result = cli("config", "qwen", "--preset", "mock")
+    assert result.exit_code == 0, result.stderr
+    written = path.read_text()
+    assert "/* a note\n  over two lines */" in written
+    data = parsed(path)
+    assert data["ui"] == {"theme": "GitHub"} and data["model"] == {"name": "pd-mock-1"}
+    assert data["modelProviders"]["openai"][0]["id"] == "pd-mock-1"
+    assert json5.loads(written) == data

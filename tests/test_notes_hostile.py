@@ -148,3 +148,21 @@ def test_mutated_corpus_answers_give_a_verdict_or_an_input_error(text: str, fmt:
     assert result.verdict in ("pass", "fail", "wrong-columns", "no-table", "refusal", "truncated")
     result.problems("zh")
     result.problems("en")
+
+
+@pytest.mark.timeout(300)
+def test_a_page_that_is_one_ten_megabyte_paragraph_is_read(
+    tmp_path: Path, cli: Callable[..., CliResult]
+) -> None:
+    # libxml2 drops a text node over 10 MB unless asked not to: the page read as "no text"
+    # (issue 36). The answer cites a word the page has, so grounding must have read it.
+    page = tmp_path / "long.html"
+    page.write_text("<html><body><p>" + "prefill " * 1_400_000 + "</p></body></html>")
+    answer = tmp_path / "answer.md"
+    answer.write_text(HEADER + "| Prefill | compute-bound [S1] | prefill [S1] | vLLM |\n")
+    result = cli("notes", "check", str(answer), "--source", str(page), "--json")
+    assert "no text" not in result.stderr, result.stderr
+    assert result.exit_code in (0, 1), result.stderr
+    claims = {c["claim"]: c for c in result.json()["grounding"]["claims"]}
+    assert claims["prefill"]["held_by"] == ["S1"]  # the page's text was read
+    assert claims["compute-bound"]["held_by"] == []  # and only what it says

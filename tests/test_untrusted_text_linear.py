@@ -161,3 +161,31 @@ def test_the_engine_reads_a_prompt_linearly(prompt: str) -> None:
     assert run_command(ask) == "ls"
     shown = without_reminders(ask)
     assert "hidden" not in shown and shown.endswith("say pong.\nrun: ls  ")
+
+
+# A source (`notes generate|check --source`) is a file or page of any shape: one without
+# sentence breaks was cut by slicing the rest once per passage (quadratic: 1 MB 9.8 s, 10 MB
+# past 300 s, issue 36).
+@linear
+@pytest.mark.parametrize("unit", ["a", "word ", "字"])
+def test_a_source_without_sentence_breaks_is_cut_linearly(unit: str) -> None:
+    from notes_cli.notes.documents import Document, Page
+    from notes_cli.notes.passages import split_passages
+
+    def passages(size: int) -> list[str]:
+        text = _repeat(unit, size)
+        document = Document("big.txt", "text", None, (Page(None, text),))
+        return [p.text for p in split_passages([document], max_tokens=1200)]
+
+    small, large = passages(MB), passages(10 * MB)
+    # The work grows with the text: ten times the text, ten times the passages, each in budget,
+    # and nothing lost (the passages are the text in order).
+    assert 9 * len(small) <= len(large) <= 11 * len(small)
+    assert all(estimate <= 1200 for estimate in map(_tokens, large))
+    assert "".join(large) == _repeat(unit, 10 * MB).strip()
+
+
+def _tokens(text: str) -> int:
+    from notes_cli.notes.tokens import estimate_tokens
+
+    return estimate_tokens(text)

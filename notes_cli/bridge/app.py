@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import math
 import time
 from dataclasses import replace
 from typing import Any
@@ -275,7 +276,12 @@ class BridgeApp:
         names the upstream that failed (default: the first)."""
         url = url or self.config.upstream
         if isinstance(error, NoUpstreamAnswered):  # every upstream tried: each named
+            busy = [e for _, e in error.tried if isinstance(e, gw.Busy)]
+            if len(busy) == len(error.tried):  # every one full: come back, not "broken"
+                return _busy(self.scrub(error.message), max(e.seconds for e in busy))
             return WireError(502, "bad_gateway", self.scrub(error.message))
+        if isinstance(error, gw.Busy):
+            return _busy(self.scrub(f"upstream {url}: {error.message}"), error.seconds)
         if isinstance(error, gw.HttpStatusError):
             said = error.error_message or error.message
             message = self.scrub(f"upstream {url} answered {error.status}: {said}")
@@ -417,6 +423,13 @@ _UNREADABLE = (WireError, ValueError, TypeError, KeyError, RecursionError)
 
 def _json(document: Any) -> bytes:
     return fastjson.dumps(document)
+
+
+def _busy(message: str, waited: float) -> WireError:
+    """A 503 for a request that found every connection to the upstream(s) busy for `waited`
+    seconds: it was never sent, so the client may safely ask again after Retry-After."""
+    retry = str(max(1, math.ceil(waited)))
+    return WireError(503, kind_for_status(503), message, headers={"retry-after": retry})
 
 
 def _is_anthropic(request: Request) -> bool:

@@ -178,7 +178,7 @@ def _settings_text(
     if old_text is not None and all(_get(data, key) == value for key, value in updates.items()):
         return old_text  # already set up: not rewritten at all
     try:
-        new_text = jsonc.set_values(old_text or "", updates)
+        new_text = jsonc.set_values(old_text or "", updates, jsonc.GEMINI, path)
     except RecursionError:
         raise too_large(path, None) from None
     return new_text

@@ -4,8 +4,9 @@ only the values pdnotes owns change; comments, key order, spacing, number spelli
 keys and CRLF line endings stay byte for byte. The one owner of JSONC in pdnotes.
 
 The clients differ (`Dialect`): Gemini CLI and Qwen Code run `strip-json-comments` and then
-`JSON.parse` (no trailing commas; an unclosed `/*` runs to the end of the text); OpenCode uses
-`jsonc-parser` (trailing commas allowed, an unclosed `/*` an error) and pdnotes refuses a
+`JSON.parse` (no trailing commas; an unclosed `/*` runs to the end of the text; a `//` comment
+ends only at LF, a lone CR is inside it); OpenCode uses `jsonc-parser` (trailing commas
+allowed, an unclosed `/*` an error, a `//` comment ended by CR or LF) and pdnotes refuses a
 repeated key in its files even when only reading, as `doctor` reports it.
 
 Reading: comments (and, where allowed, trailing commas) are blanked to spaces with newlines
@@ -13,8 +14,12 @@ kept, so every offset in the blanked text is the offset in the file, and the bla
 through the strict reader of `clients.files` (repeated keys, NaN, nesting past
 `files.MAX_NESTING` and lone surrogates refused, with line and column). Editing (`Editor`): a
 linear scan finds the spans of the members on the edited path; a value is replaced where it
-stands, a new member is added after the object's last one in the object's own indentation.
-Nothing here recurses on the document, so a deep file costs no stack.
+stands, a new member is added after the object's last one in the object's own indentation
+(after the comments on that member's line, a block comment running over several lines
+included). `set_values` then reads the result back as the client would and refuses to return
+an edit whose meaning is not exactly the old document with the new values: whatever the comment
+layout, a file is never written with a meaning pdnotes did not intend (issue 36). Nothing here
+recurses on the document, so a deep file costs no stack.
 
 Hand-written: no maintained Python library edits JSONC keeping comments (json5 and commentjson
 parse, but rewrite the whole text). Of the three readers the clients once had, this one (regex
@@ -46,32 +51,53 @@ class Dialect:
     unique_keys_on_read: bool = False
     """A repeated key is refused even when only reading (an edit always refuses one: the
     client keeps the last copy, so an edit of the first would be silently ignored)."""
+    cr_ends_line_comment: bool = False
+    """A lone CR ends a `//` comment (jsonc-parser's line breaks are CR and LF);
+    strip-json-comments ends one only at LF, so a lone CR and what follows it on that line
+    are still the comment."""
 
 
 GEMINI = Dialect("Gemini CLI")
 QWEN = Dialect("Qwen Code")
-OPENCODE = Dialect("OpenCode", trailing_commas=True, closed_comments=True, unique_keys_on_read=True)
+OPENCODE = Dialect(
+    "OpenCode",
+    trailing_commas=True,
+    closed_comments=True,
+    unique_keys_on_read=True,
+    cr_ends_line_comment=True,
+)
 
 _STRING = r'"(?:[^"\\\n]|\\.)*+"?'
-_TOKEN = re.compile(_STRING + r"|//[^\n]*+|/\*[\s\S]*?(?:\*/|\Z)")
-"""A string (kept: `//` inside one is not a comment), a line comment or a block comment (an
-unclosed one runs to the end, as strip-json-comments has it). One pass, no backtracking."""
+_BLOCK_COMMENT = r"/\*[\s\S]*?(?:\*/|\Z)"
+_TOKEN = re.compile(_STRING + r"|//[^\n]*+|" + _BLOCK_COMMENT)
+_TOKEN_CR = re.compile(_STRING + r"|//[^\r\n]*+|" + _BLOCK_COMMENT)
+"""A string (kept: `//` inside one is not a comment), a line comment (to LF; `_TOKEN_CR`: to
+CR or LF) or a block comment (an unclosed one runs to the end, as strip-json-comments has it).
+One pass, no backtracking."""
+_LINE_BREAK = re.compile(r"[\r\n]")
+
+
+def _tokens(dialect: Dialect) -> re.Pattern[str]:
+    return _TOKEN_CR if dialect.cr_ends_line_comment else _TOKEN
+
+
 _TRAILING_COMMA = re.compile(_STRING + r"|,(?=[ \t\r\n]*+[}\]])")
 
 
-def blank_comments(text: str) -> str:
-    """`text` with every comment replaced by spaces (newlines kept), strings untouched."""
-    return _blank_comments(text)[0]
+def blank_comments(text: str, dialect: Dialect = GEMINI) -> str:
+    """`text` with every comment (as `dialect` ends them) replaced by spaces (line breaks
+    kept), strings untouched."""
+    return _blank_comments(text, dialect)[0]
 
 
-def _blank_comments(text: str) -> tuple[str, int | None]:
-    """(`blank_comments(text)`, offset of an unclosed `/*` or None)."""
+def _blank_comments(text: str, dialect: Dialect) -> tuple[str, int | None]:
+    """(`blank_comments(text, dialect)`, offset of an unclosed `/*` or None)."""
     if "/" not in text:
         return text, None
     out: list[str] = []
     start = 0
     unclosed = None
-    for match in _TOKEN.finditer(text):
+    for match in _tokens(dialect).finditer(text):
         found = match.group()
         if found[0] == '"':
             continue
@@ -113,7 +139,7 @@ def parse(text: str, path: Path, dialect: Dialect, *, keep_numbers: bool = False
     """The settings object of a JSONC file, read as `dialect.client` reads it; an empty or
     comment-only file is `{}`. `keep_numbers`: numbers as spelled (`files.JsonNumber`) and a
     repeated key refused, for an edit. `ConfigParseError` with line and column otherwise."""
-    blanked, unclosed = _blank_comments(text)
+    blanked, unclosed = _blank_comments(text, dialect)
     if unclosed is not None and dialect.closed_comments:
         line = text.count("\n", 0, unclosed) + 1
         column = unclosed - (text.rfind("\n", 0, unclosed) + 1) + 1
@@ -225,7 +251,7 @@ def _elements(text: str, start: int) -> list[tuple[int, int]]:
 
 
 def _line_indent(text: str, offset: int) -> str:
-    line_start = text.rfind("\n", 0, offset) + 1
+    line_start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
     line = text[line_start:offset]
     return line[: len(line) - len(line.lstrip(" \t"))]
 
@@ -246,16 +272,17 @@ def _like(unit: str | int) -> str:
 
 
 class Editor:
-    """Edits of one JSONC text; `text` holds the result. Each edit rescans (files are small:
-    `fileio.MAX_CONFIG_BYTES`), so offsets never go stale."""
+    """Edits of one JSONC text, read as `dialect` reads it; `text` holds the result. Each edit
+    rescans (files are small: `fileio.MAX_CONFIG_BYTES`), so offsets never go stale."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, dialect: Dialect = GEMINI) -> None:
         self.text = text
+        self.dialect = dialect
         self.unit = files.json_indent(text)
-        self._newline = "\r\n" if "\r\n" in text else "\n"
+        self._newline = _newline_of(text, dialect)
 
     def _blank(self) -> str:
-        return blank_comments(self.text)
+        return blank_comments(self.text, self.dialect)
 
     def _pad(self) -> str:
         return self.unit if isinstance(self.unit, str) else " " * self.unit
@@ -310,12 +337,13 @@ class Editor:
                 item = json.loads(_blank_trailing_commas(blank[begin:end]))
                 if isinstance(item, dict) and item.get(match[0]) == match[1]:
                     for key, inner in value.items():
-                        if item.get(key) != inner:
+                        if key not in item or item[key] != inner:
                             self.set((key,), inner, at=begin)  # `begin` stays: later edits
                     return
         close = _value_end(blank, start) - 1
-        if not elements:
-            self._replace(start, close + 1, [value])
+        if not elements:  # (the comments inside stay)
+            inner = _line_indent(self.text, start) + self._pad()
+            self._fill_empty(start, close, _render(value, inner, self.unit))
             return
         last_end = elements[-1][1]
         indent = _line_indent(self.text, elements[-1][0])
@@ -341,7 +369,7 @@ class Editor:
         for begin, end in _elements(blank, start):
             if blank[begin] != "{":
                 continue
-            item = json.loads(blank[begin:end])
+            item = json.loads(_blank_trailing_commas(blank[begin:end]))
             if not (isinstance(item, dict) and item.get(match[0]) == match[1]):
                 continue
             members = _members(blank, begin)[0]
@@ -355,9 +383,24 @@ class Editor:
                 cut = (members[index - 1].value_end, member.value_end)
             else:
                 cut = (member.key_start, member.value_end)
-            self.text = self.text[: cut[0]] + self.text[cut[1] :]
+            # the comments around the member stay (only the member and its comma go)
+            kept = self._comments(cut[0], member.key_start)
+            kept += self._comments(member.value_end, cut[1])
+            self.text = self.text[: cut[0]] + kept + self.text[cut[1] :]
             return True
         return False
+
+    def _comments(self, begin: int, end: int) -> str:
+        """The comments in `text[begin:end]` (a stretch of whitespace, commas and comments),
+        each after a space, a line comment ended by a line break of its own."""
+        kept = []
+        for found in _tokens(self.dialect).finditer(self.text, begin, end):
+            comment = found.group()
+            if comment.startswith("//"):
+                kept.append(" " + comment.rstrip("\r") + self._newline)
+            elif comment.startswith("/*"):
+                kept.append(" " + comment)
+        return "".join(kept)
 
     def _replace(self, begin: int, end: int, value: Any) -> None:
         indent = _line_indent(self.text, begin)
@@ -367,37 +410,43 @@ class Editor:
     def _add_member(self, blank: str, start: int, key: str, value: Any) -> None:
         members, close = _members(blank, start)
         if not members:
-            indent = _line_indent(self.text, start)
-            inner = indent + self._pad()
+            inner = _line_indent(self.text, start) + self._pad()
             member = json.dumps(key, ensure_ascii=False) + ": " + _render(value, inner, self.unit)
-            nl = self._newline
-            inside = self.text[start + 1 : close].rstrip(" \t")
-            if inside.strip():  # only comments inside: keep them, then the member
-                inside += "" if inside.endswith("\n") else nl
-            else:
-                inside = nl
-            block = "{" + inside + inner + member.replace("\n", nl) + nl + indent + "}"
-            self.text = self.text[:start] + block + self.text[close + 1 :]
+            self._fill_empty(start, close, member)
             return
         last = members[-1]
         indent = _line_indent(self.text, last.key_start)
         member = json.dumps(key, ensure_ascii=False) + ": " + _render(value, indent, self.unit)
         self._insert_after(blank, last.value_end, close, indent, member)
 
+    def _fill_empty(self, start: int, close: int, item: str) -> None:
+        """Put `item` into the empty object or array opening at `start` and closing at
+        `close`, on a line of its own after any comments inside it (kept)."""
+        indent = _line_indent(self.text, start)
+        nl = self._newline
+        inside = self.text[start + 1 : close].rstrip(" \t")
+        if inside.strip():  # only comments inside: keep them, then the item
+            inside += "" if inside.endswith(("\n", "\r")) else nl
+        else:
+            inside = nl
+        block = inside + indent + self._pad() + item.replace("\n", nl) + nl + indent
+        self.text = self.text[: start + 1] + block + self.text[close:]
+
     def _insert_after(self, blank: str, last_end: int, close: int, indent: str, item: str) -> None:
         """Add `item` after the value ending at `last_end` in the container closing at `close`:
-        on a line of its own when the items are one a line (a comment after the last item stays
-        on that item's line), else on the same line."""
+        on a line of its own when the items are one a line (the comments after the last item
+        stay on its line, a block comment running over several lines included), else on the
+        same line, before any comment."""
         nl = self._newline
         item = item.replace("\n", nl)
         comma = ","
         after = _skip_ws(blank, last_end)
         if after < close and blank[after] == ",":  # a trailing comma (OpenCode): it is ours now
             last_end, comma = after + 1, ""
-        line_end = blank.find("\n", last_end)
-        multiline = 0 <= line_end < close
-        if multiline:
-            line_end = line_end - 1 if self.text[line_end - 1] == "\r" else line_end
+        line_end = None
+        if _LINE_BREAK.search(blank, last_end, close):  # one item a line
+            line_end = self._line_end(last_end)
+        if line_end is not None:
             self.text = (
                 self.text[:last_end]
                 + comma
@@ -407,8 +456,41 @@ class Editor:
                 + item
                 + self.text[line_end:]
             )
-        else:
+        else:  # right after the value: never inside a comment that follows it
             self.text = self.text[:last_end] + comma + " " + item + self.text[last_end:]
+
+    def _line_end(self, at: int) -> int | None:
+        """Where the line `at` is on ends, past the comments that start on it (a block comment
+        over several lines included: the line is then its last one's): the offset of the line
+        break (of a CRLF, of its CR). None when anything but comments follows on the line."""
+        text = self.text
+        tokens = _tokens(self.dialect)
+        i, n = at, len(text)
+        while i < n:
+            c = text[i]
+            if c in " \t":
+                i += 1
+            elif c == "\r":
+                return i
+            elif c == "\n":  # (a CR before it is a `//` comment's, as strip-json-comments has it)
+                return i - 1 if i > at and text[i - 1] == "\r" else i
+            elif c == "/" and (found := tokens.match(text, i)) and found.group()[0] == "/":
+                if found.end() == n and found.group().startswith("/*"):
+                    return None  # (unclosed: what follows is the comment)
+                i = found.end()
+            else:
+                return None
+        return None
+
+
+def _newline_of(text: str, dialect: Dialect) -> str:
+    """The line break new lines get: the file's (CRLF, or a lone CR where the client ends a
+    `//` comment at one: elsewhere a CR would run the comment on into the line after it)."""
+    if "\r\n" in text:
+        return "\r\n"
+    if dialect.cr_ends_line_comment and "\r" in text and "\n" not in text:
+        return "\r"
+    return "\n"
 
 
 def _nest(path: tuple[str, ...], value: Any) -> Any:
@@ -417,10 +499,58 @@ def _nest(path: tuple[str, ...], value: Any) -> Any:
     return value
 
 
-def set_values(text: str, updates: dict[tuple[str, ...], Any]) -> str:
+def set_values(
+    text: str,
+    updates: dict[tuple[str, ...], Any],
+    dialect: Dialect = GEMINI,
+    path: Path = Path("settings.json"),
+) -> str:
     """`text` (a file `parse` accepts, or "" for a new one) with each key path in `updates`
-    set to its value, in order; every other byte kept."""
-    editor = Editor(text)
-    for path, value in updates.items():
-        editor.set(path, value)
-    return files.match_newlines(editor.text, text or None)
+    set to its value, in order; every other byte kept. Read back as `dialect` reads it, the
+    result must be the old document with exactly these values set: `ConfigParseError`
+    (nothing written) otherwise."""
+    editor = Editor(text, dialect)
+    for keys, value in updates.items():
+        editor.set(keys, value)
+    edited = files.match_newlines(editor.text, text or None)
+    expected = parse(text, path, dialect) if text.strip() else {}
+    for keys, value in updates.items():
+        expected = _with(expected, keys, value)
+    check_edit(edited, path, dialect, expected)
+    return edited
+
+
+def check_edit(
+    edited: str, path: Path, dialect: Dialect, expected: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The document of `edited` (an edit of `path`'s text), read as `dialect.client` reads
+    it; `ConfigParseError` when it does not read, or does not read as `expected`: an edit that
+    went wrong (a comment layout pdnotes did not place its edit around) is refused, the file
+    left as it was, rather than written with another meaning."""
+    try:
+        found = parse(edited, path, dialect)
+    except ConfigParseError:
+        found = None
+    if found is None or (expected is not None and found != expected):
+        raise ConfigParseError(
+            f"{path}: pdnotes could not place its edit among this file's comments so that "
+            f"{dialect.client} reads what was meant; the file was not changed",
+            path=str(path),
+            fix=f"move the comments near the end of the objects pdnotes edits in {path} onto "
+            "lines of their own, or make the change by hand (`pdnotes config … --dry-run` "
+            "shows it), and report the file's layout as a pdnotes bug",
+        )
+    return found
+
+
+def _with(document: dict[str, Any], keys: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """`document` with `keys` set to `value` as `Editor.set` sets it (a member on the path
+    that is not an object is replaced by one)."""
+    top: dict[str, Any] = dict(document)
+    cursor = top
+    for key in keys[:-1]:
+        inner = cursor.get(key)
+        cursor[key] = dict(inner) if isinstance(inner, dict) else {}
+        cursor = cursor[key]
+    cursor[keys[-1]] = value
+    return top

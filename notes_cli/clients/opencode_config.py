@@ -425,7 +425,7 @@ def _apply(
     for keys, value in edits:
         if _get(current, keys) == value:
             continue
-        text = jsonc.set_values(text, {keys: value})
+        text = jsonc.set_values(text, {keys: value}, jsonc.OPENCODE, path)
         current = parse(text, path)
     return text
 

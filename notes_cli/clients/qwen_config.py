@@ -91,7 +91,7 @@ def plan_qwen(
     entry = _provider_entry(data, model)
     cleaned = _base_url(options, preset, entry, data)
     key_env, placeholder = _key(options, preset, entry)
-    editor = jsonc.Editor(old_text or "")
+    editor = jsonc.Editor(old_text or "", jsonc.QWEN)
     if old_text is None or not old_text.strip():
         editor.set(("$version",), SETTINGS_VERSION)
     editor.set(("security", "auth", "selectedType"), "openai")
@@ -120,7 +120,7 @@ def plan_qwen(
     new_text = editor.text
     if len(new_text) > fileio.MAX_CONFIG_BYTES:
         raise too_large(path, None)  # before parsing it back
-    new_data = jsonc.parse(new_text, path, jsonc.QWEN)
+    new_data = jsonc.check_edit(new_text, path, jsonc.QWEN)
     return WritePlan(
         client="qwen",
         path=path,

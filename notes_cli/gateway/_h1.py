@@ -563,13 +563,16 @@ class Http1Pool:
         headers_timeout: float,
         idle_timeout: float,
         on_connect: Callable[[], None] | None = None,
+        slot_timeout: float | None = None,
     ) -> None:
         """Send one request and feed its answer to `sink`; return once the body has ended (at
         most DRAIN_S after the sink was satisfied). Raises httpx's exception types for
-        transport failures, and whatever the sink raised."""
+        transport failures (`httpx.PoolTimeout` when every connection stayed busy for
+        `slot_timeout`, default `headers_timeout`), and whatever the sink raised."""
         origin = self.origin(url)
         request = self._encode(method, url, headers, body)
-        async with self._slots:
+        await self._take_slot(headers_timeout if slot_timeout is None else slot_timeout)
+        try:
             connection = self._take_idle(origin)
             if connection is not None:
                 try:
@@ -582,6 +585,20 @@ class Http1Pool:
             if on_connect is not None:
                 on_connect()
             await self._exchange(connection, request, sink, headers_timeout, idle_timeout)
+        finally:
+            self._slots.release()
+
+    async def _take_slot(self, seconds: float) -> None:
+        """A connection slot, waited for at most `seconds`: with every slot held (a stalled
+        upstream, or a relay's clients that never read) a request waited forever (issue 36)."""
+        if not self._slots.locked():
+            await self._slots.acquire()  # (free now: no timer)
+            return
+        try:
+            async with asyncio.timeout(seconds):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise httpx.PoolTimeout(f"no free connection within {seconds:g} s") from None
 
     async def _exchange(
         self, connection: _Connection, request: bytes, sink: Sink, headers_s: float, idle_s: float

@@ -241,6 +241,14 @@ def translate(
             seconds=timeout,
             fix="check the host and port, your network and any proxy; is the gateway running?",
         )
+    if isinstance(exc, httpx.PoolTimeout):
+        return errors.Busy(
+            f"every connection to {url} stayed busy for {timeout:g} s; the request was not sent",
+            url=url,
+            seconds=timeout,
+            fix="the upstream is slow to finish the answers it has (or their clients do not "
+            "read them): retry later, or add a fallback upstream",
+        )
     if isinstance(exc, httpx.TimeoutException):
         if headers_seen:
             return errors.IdleStreamTimeout(

@@ -88,8 +88,11 @@ class AsyncTransport(Protocol):
         headers_timeout: float,
         idle_timeout: float,
         on_connect: OnConnect | None = None,
+        slot_timeout: float | None = None,
     ) -> None:
-        """Send one request and feed its answer to `sink`; return once the body has ended."""
+        """Send one request and feed its answer to `sink`; return once the body has ended.
+        `slot_timeout`: the longest wait for a free connection when all are busy
+        (`httpx.PoolTimeout` after it; default `headers_timeout`)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -265,10 +268,11 @@ class _Undecodable(Exception):
     """An error answer's body stopped decoding: it ends there."""
 
 
-def _timeouts(connect: float, headers: float) -> dict[str, float]:
+def _timeouts(connect: float, headers: float, slot: float | None = None) -> dict[str, float]:
     # httpcore reads the read timeout from this dict when the body starts, so the headers wait
     # and the idle gap can differ (`_answered` switches it).
-    return {"connect": connect, "read": headers, "write": headers, "pool": headers}
+    pool = headers if slot is None else slot
+    return {"connect": connect, "read": headers, "write": headers, "pool": pool}
 
 
 def _answered(
@@ -392,8 +396,9 @@ class AsyncHttpxTransport:
         headers_timeout: float,
         idle_timeout: float,
         on_connect: OnConnect | None = None,
+        slot_timeout: float | None = None,
     ) -> None:
-        timeouts = _timeouts(connect_timeout, headers_timeout)
+        timeouts = _timeouts(connect_timeout, headers_timeout, slot_timeout)
 
         async def trace(name: str, info: dict[str, Any]) -> None:  # (httpcore awaits it)
             if name in _CONNECTED and on_connect is not None:

@@ -44,6 +44,7 @@ from notes_cli.gateway._transport import (
 )
 from notes_cli.gateway.results import ModelsResult, StreamResult, Timings
 from notes_cli.gateway.sse import EventTooLarge, SSEParser
+from notes_cli.secrets import mask_sent
 
 OnChunk = Callable[[str, float], None]
 Messages = list[dict[str, Any]] | str
@@ -130,7 +131,8 @@ class _Call:
         return errors.scrubbed(error, self.sent_secrets())
 
     def sent_secrets(self) -> tuple[str, ...]:
-        """What this request carried in credential positions (only computed on an error)."""
+        """What this request carried in credential positions (computed once the answer is in:
+        an error's words and an answer's are masked of it)."""
         return self.endpoint.sent_secrets()
 
     def deadline_error(self) -> errors.GatewayError:
@@ -208,9 +210,10 @@ class _Call:
             raise self.bad_json()
         self.timings.total_ms = self.elapsed_ms()
         try:
-            return reply_result(self.endpoint.protocol, payload, self.status, self.timings)
+            result = reply_result(self.endpoint.protocol, payload, self.status, self.timings)
         except StreamFailed as exc:
             raise self.upstream(exc) from exc
+        return self.masked(result)
 
     def bad_json(self) -> errors.ProtocolError:
         return errors.ProtocolError(
@@ -269,7 +272,7 @@ class _Call:
             raise self.too_large(_limits.TooLarge("one event", exc.limit)) from exc
         self.timings.total_ms = self.state.chunk_ms[-1] if self.state.chunk_ms else now
         self.timings.ended_ms = now
-        result = self.state.result(self.status, self.timings)
+        result = self.masked(self.state.result(self.status, self.timings))
         if not self.state.done:
             raise errors.TruncatedStream(
                 f"the stream from {self.shown_url} ended without its completion event "
@@ -283,7 +286,20 @@ class _Call:
 
     def partial(self) -> StreamResult:
         self.timings.total_ms = self.timings.ended_ms = self.elapsed_ms()
-        return self.state.result(self.status, self.timings)
+        return self.masked(self.state.result(self.status, self.timings))
+
+    def masked(self, result: StreamResult) -> StreamResult:
+        """`result` with the secrets this request sent masked in the gateway's words (the
+        answer, the finish reason, the model name), in place: a gateway that echoes the
+        `Authorization` header into its answer would otherwise put the key into a note, a JSON
+        report or the terminal (issue 36). Only the sent values change (`mask_sent`): the
+        answer is kept as written otherwise."""
+        sent = self.sent_secrets()
+        if sent:
+            result.text = mask_sent(result.text, sent)
+            result.finish_reason = result.finish_reason and mask_sent(result.finish_reason, sent)
+            result.model = result.model and mask_sent(result.model, sent)
+        return result
 
     def upstream(self, exc: StreamFailed) -> errors.UpstreamError:
         error = errors.UpstreamError(
@@ -299,7 +315,8 @@ class _Call:
         except (ValueError, RecursionError) as exc:
             raise self.bad_json() from exc
         self.timings.total_ms = self.elapsed_ms()
-        ids = proto.parse_model_ids(payload)
+        sent = self.sent_secrets()
+        ids = [mask_sent(i, sent) for i in proto.parse_model_ids(payload)]
         data = payload.get("data") if isinstance(payload, dict) else None
         entries = [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
         return ModelsResult(self.status, ids, self.timings, entries)

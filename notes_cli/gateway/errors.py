@@ -116,6 +116,13 @@ class HeadersTimeout(GatewayTimeout):
     kind = "headers-timeout"
 
 
+class Busy(GatewayTimeout):
+    """Every connection this client may open to the URL was in use for `seconds`: the request
+    was never sent (a stalled upstream, or the clients of a relay that do not read, hold them)."""
+
+    kind = "busy"
+
+
 class IdleStreamTimeout(GatewayTimeout):
     kind = "idle-stream-timeout"
 

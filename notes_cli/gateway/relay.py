@@ -35,13 +35,20 @@ from notes_cli.gateway._transport import (
 )
 
 RelaySink = Stream  # where a 2xx answer goes, called from the transport's read callback
+MAX_CONNECTIONS = 512  # requests in flight to one upstream at once
+SLOT_WAIT_S = 30.0
+"""The longest a request waits for one of the `max_connections` when all are in use (a stalled
+upstream, or clients that do not read, hold them for up to the idle timeout): then it fails
+with `errors.Busy`, which the bridge answers with a 503 and Retry-After, or sends to a
+fallback upstream."""
 
 __all__ = ["Reader", "RelaySink", "Upstream"]
 
 
 class Upstream:
     """One upstream API root (`base_url`, e.g. `https://host/v1`) and its key (sent as a Bearer
-    token; never shown: errors name the URL only)."""
+    token; never shown: errors name the URL only). At most `max_connections` requests are in
+    flight at once; the next waits up to `slot_timeout` seconds for one to end (`errors.Busy`)."""
 
     def __init__(
         self,
@@ -51,7 +58,8 @@ class Upstream:
         connect_timeout: float = 10.0,
         headers_timeout: float = 300.0,
         idle_timeout: float = 300.0,
-        max_connections: int = 512,
+        max_connections: int = MAX_CONNECTIONS,
+        slot_timeout: float = SLOT_WAIT_S,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -59,6 +67,7 @@ class Upstream:
         self.connect_timeout = connect_timeout
         self.headers_timeout = headers_timeout
         self.idle_timeout = idle_timeout
+        self.slot_timeout = slot_timeout
         verify = httpx.create_ssl_context(trust_env=True)
         self._httpx = AsyncHttpxTransport(transport, verify=verify, max_connections=max_connections)
         self._h1 = None if transport is not None else _h1.Http1Pool(verify, max_connections)
@@ -132,6 +141,7 @@ class Upstream:
                 connect_timeout=self.connect_timeout,
                 headers_timeout=self.headers_timeout,
                 idle_timeout=self.idle_timeout,
+                slot_timeout=self.slot_timeout,
             )
         except httpx.HTTPError as exc:
             raise self._translate(exc, shown, answer.headers_seen) from exc
@@ -171,4 +181,6 @@ class Upstream:
         timeout = self.connect_timeout
         if isinstance(exc, httpx.ReadTimeout):
             timeout = self.headers_timeout
+        elif isinstance(exc, httpx.PoolTimeout):
+            timeout = self.slot_timeout
         return translate(exc, url=url, headers_seen=seen, timeout=timeout)

@@ -8,7 +8,7 @@ can be read in map steps, and a cell's citation can be checked against the text 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from notes_cli.notes.documents import Document
@@ -77,12 +77,11 @@ def _pieces(text: str, max_tokens: int) -> list[str]:
             units.append(paragraph)
             continue
         for sentence in _SENTENCE_END.split(paragraph):
-            while estimate_tokens(sentence) > max_tokens:
-                cut = max(1, max_tokens)  # a CJK character is a token; other text is denser
-                units.append(sentence[:cut])
-                sentence = sentence[cut:]
-            if sentence.strip():
-                units.append(sentence)
+            if estimate_tokens(sentence) <= max_tokens:
+                if sentence.strip():
+                    units.append(sentence)
+                continue
+            units.extend(piece for piece in _cut(sentence, max_tokens) if piece.strip())
     pieces: list[str] = []
     current: list[str] = []
     size = 0
@@ -96,6 +95,25 @@ def _pieces(text: str, max_tokens: int) -> list[str]:
     if current:
         pieces.append("\n\n".join(current))
     return [p for p in pieces if p.strip()]
+
+
+def _cut(text: str, max_tokens: int) -> Iterator[str]:
+    """`text` (longer than `max_tokens`) in consecutive windows within `max_tokens`, each
+    ending at a space where one is in its second half. Each character is looked at a bounded
+    number of times: a text without sentence breaks costs time linear in its length (the cut
+    was a slice of the rest per window, quadratic, issue 36)."""
+    budget = max(1, max_tokens)
+    widest = 4 * budget  # four characters a token: the widest window the estimate allows
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + widest)
+        if estimate_tokens(text[start:end]) > budget:
+            end = start + budget  # a CJK character is a token: this many always fit
+        if end < len(text):
+            space = text.rfind(" ", (start + end) // 2, end)
+            end = space + 1 if space > 0 else end
+        yield text[start:end]
+        start = end
 
 
 def citation_marker() -> re.Pattern[str]:

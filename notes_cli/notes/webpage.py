@@ -69,7 +69,11 @@ def visible_text(markup: str, name: str) -> str:
             ) from None
         return html_to_text(markup, name=name)
     try:
-        root = lxml.html.document_fromstring(markup)
+        # huge_tree: libxml2 otherwise drops a text node over 10 MB without a word, and a page
+        # whose text is one long paragraph read as "no text" (issue 36). The page is already
+        # bounded (documents.MAX_URL_BYTES, MAX_FILE_BYTES).
+        parser = lxml.html.HTMLParser(huge_tree=True)
+        root = lxml.html.document_fromstring(markup, parser=parser)
     except (ValueError, lxml.etree.ParserError):  # empty or only a comment
         return ""
     for element in root.xpath("//script|//style|//noscript|//head|//template|//svg"):
