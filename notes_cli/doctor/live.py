@@ -40,6 +40,7 @@ from notes_cli.doctor.stream_limits import (
     suggested_ms,
     suggested_retries,
 )
+from notes_cli.doctor.turn_verdict import turn_problem
 from notes_cli.gateway import (
     GatewayClient,
     proxy_for,
@@ -180,6 +181,16 @@ class _Prober:
             self._add(
                 "probe-failed",
                 f"the test turn to {safe_url(request_url(self.endpoint))} returned, but {issue}",
+            )
+        # The answer itself, judged as smoke judges each run (doctor.turn_verdict).
+        problem = turn_problem(
+            self.client, result, PROBE_MAX_TOKENS, secrets=self.endpoint.sent_secrets()
+        )
+        if problem is not None:
+            self.findings.append(problem)
+            probe = self.probes[-1]
+            self.probes[-1] = dataclasses.replace(
+                probe, ok=problem.severity != "error", detail=f"{probe.detail}; {problem.message}"
             )
         if result.timings.max_gap_ms is not None:
             self._silence(result.timings.max_gap_ms, "")
