@@ -72,6 +72,10 @@ def plan_claude(
     updates: dict[str, str] = {"ANTHROPIC_BASE_URL": cleaned.base_url}
     if model:
         updates.update({name: model for name in MODEL_VARIABLES})
+    if preset and preset.codex and preset.codex.context_window and model == preset.model:
+        # A model Claude Code does not know gets the window it is served with, not the one
+        # Claude Code assumes (doctor's claude-context-window-unknown).
+        updates["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] = str(preset.codex.context_window)
     top_level: dict[str, str] = {}
     credential_note = _credential(options, claude_preset, data, updates, top_level)
     warnings: list[str] = []
