@@ -230,8 +230,8 @@ def _configured(client: str) -> Endpoint:
     if client == "qwen" and not endpoint.key:
         name = endpoint.key_env or "OPENAI_API_KEY"
         raise UsageError(
-            f"${name} is unset or empty: Qwen Code would stop with '{name} environment "
-            "variable not found' and send nothing",
+            f"${name} is unset or empty: Qwen Code would stop with 'Missing API key for "
+            f"OpenAI-compatible auth. Set the '{name}' environment variable.' and send nothing",
             fix=f"export {name}=<your key>, then re-run",
         )
     if client == "claude" and not endpoint.key and endpoint.auth_style == "none":
