@@ -108,22 +108,30 @@ def probe_endpoint(
     return prober.run()
 
 
-def _shape_fix(shape: Shape, culprit: Variant | None) -> dict[str, Any]:
+def _shape_fix(shape: Shape, culprit: Variant | None, bridge: str | None) -> dict[str, Any]:
     """The registry variant and fields of `request-shape-rejected`'s fix: the client settings
-    that stop it sending the refused tool types, else the refused part, else no part named."""
+    that stop it sending the refused tool types, else the refused part, else no part named.
+    Through a pdnotes bridge (`bridge`: its root URL) the fix is its upstream's: it never
+    suggests putting a bridge in front of the bridge."""
     client = _CLIENT_NAME[shape.client]
     if culprit is None:
+        if bridge:
+            return {"variant": "unnamed_bridged", "client_name": client, "bridge": bridge}
         return {"variant": "unnamed", "client_name": client}
     if culprit.drop_betas:
         return {"variant": "betas"}
     settings = [client_setting_for(shape, kind) for kind in sorted(culprit.drop_tool_types)]
     if culprit.drop_tool_types and all(settings):
-        return {
-            "variant": "tool_types",
+        named = {
             "client_name": client,
             "settings": " and ".join(f"`{s}`" for s in settings),
             "kinds": ", ".join(f"`{k}`" for k in sorted(culprit.drop_tool_types)),
         }
+        if bridge:
+            return {"variant": "tool_types_bridged", "bridge": bridge, **named}
+        return {"variant": "tool_types", **named}
+    if bridge:
+        return {"variant": "bridged", "culprit": culprit.culprit, "bridge": bridge}
     return {"culprit": culprit.culprit}
 
 
@@ -282,7 +290,7 @@ class _Prober:
             f"the gateway refuses the request {_CLIENT_NAME[shape.client]} {shape.version} sends "
             f"({exc.status}: {exc.error_message or exc.message}), while a minimal turn works"
             + (f"; it is {culprit.culprit} (the turn works {culprit.label})" if culprit else ""),
-            **_shape_fix(shape, culprit),
+            **_shape_fix(shape, culprit, bridge_of(self.endpoint)),
         )
         return True
 
