@@ -267,8 +267,6 @@ def _run_from(
     finding = turn_problem(client, result, max_tokens)
     if finding is not None:
         problem, fix = finding.message, finding.fix
-    elif not result.completed:
-        problem = f"did not complete: finish reason {result.finish_reason or 'none'}"
     elif result.client_issues:
         problem = result.client_issues[0]
     return SmokeRun(

@@ -7,6 +7,7 @@ A turn that returned is still a problem when
   reason that says so, or the server's own count of output tokens at the limit; a base model,
   or a chat model served without its chat template, writes until any limit; with only reasoning
   so far (no answer text) the model was still thinking, a warning (its `reasoning` variant);
+- it ended for another reason (a content filter, a refusal: `answer-not-completed`);
 - it stopped by itself with no text (`answer-empty`).
 The finding's fix names the client's own output cap (CLAUDE_CODE_MAX_OUTPUT_TOKENS,
 QWEN_CODE_MAX_OUTPUT_TOKENS, OpenCode's limit.output; Codex has none).
@@ -59,7 +60,14 @@ def turn_problem(
             variant=_CAP_FIX.get(client, {}).get("variant"),
             secrets=secrets,
         )
-    if result.completed and not result.text.strip():
+    if not result.completed and not result.client_issues:  # (those name the cause themselves)
+        return make(
+            "answer-not-completed",
+            client,
+            f"the answer did not complete: finish reason {reason or 'none'}",
+            secrets=secrets,
+        )
+    if not result.text.strip():
         said = f"finish reason {reason}" if reason else "a completion event"
         return make(
             "answer-empty",
