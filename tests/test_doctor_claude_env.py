@@ -114,3 +114,37 @@ def test_a_background_or_subagent_model_the_gateway_does_not_serve(cli, isolated
     [found] = [f for f in findings if f["id"] == "model-unknown"]
     assert found["message"].startswith("CLAUDE_CODE_SUBAGENT_MODEL: model 'claude-haiku-4-5'")
     assert "pd-mock-1" in found["fix"] and found["line"] == 6
+
+
+@pytest.mark.parametrize("model", ["gemma-3-270m", "qwen3-coder"])
+def test_a_custom_model_without_a_window_variable_is_named(doctor, model: str) -> None:
+    """Claude Code 2.1.332 warns on every start that it assumes 1m tokens for a model it does
+    not know (issue 36); doctor said "no problems found"."""
+    found = only(doctor({"ANTHROPIC_MODEL": model}), "claude-context-window-unknown")
+    assert found["severity"] == "warning" and f'"{model}"' in found["message"]
+    assert "CLAUDE_CODE_MAX_CONTEXT_TOKENS is not set" in found["message"]
+    assert found["fix"].startswith("set CLAUDE_CODE_MAX_CONTEXT_TOKENS to the window")
+    assert found["file"] and found["file"].endswith("settings.json") and found["line"]
+
+
+@pytest.mark.parametrize(
+    ("env_block", "shell"),
+    [
+        ({"ANTHROPIC_MODEL": "gemma-3-270m", "CLAUDE_CODE_MAX_CONTEXT_TOKENS": "4096"}, {}),
+        ({"ANTHROPIC_MODEL": "gemma-3-270m"}, {"CLAUDE_CODE_MAX_CONTEXT_TOKENS": "4096"}),
+        ({"ANTHROPIC_MODEL": "claude-sonnet-4-5"}, {}),
+        ({"ANTHROPIC_MODEL": "opus[1m]"}, {}),
+        ({}, {}),  # Claude Code's own default model
+    ],
+)
+def test_a_known_model_or_a_set_window_raises_nothing(doctor, env_block, shell) -> None:
+    findings = doctor(env_block, **shell)
+    assert not [f for f in findings if f["id"] == "claude-context-window-unknown"], findings
+
+
+def test_a_window_variable_that_is_not_a_count_is_invalid(doctor) -> None:
+    found = only(
+        doctor({"ANTHROPIC_MODEL": "gemma-3-270m", "CLAUDE_CODE_MAX_CONTEXT_TOKENS": "4k"}),
+        "claude-env-invalid",
+    )
+    assert "CLAUDE_CODE_MAX_CONTEXT_TOKENS" in found["message"]

@@ -410,3 +410,42 @@ def test_a_minimal_turn_that_gets_no_answer_leaves_the_clients_own_error_standin
     assert ids(findings) == ["probe-failed"], findings
     assert "400" in findings[0].message and "the prompt is too long" in findings[0].message
     assert [p.name for p in probes] == ["models", "stream", "stream (minimal)"]
+
+
+@pytest.mark.parametrize(
+    ("events", "finding_id", "said"),
+    [
+        (chat_stream(["a"] * 256, finish="length"), "model-did-not-stop", "did not stop by itself"),
+        (chat_stream(["a"] * 3, finish="stop"), None, ""),
+        # the server's own count at the limit while it says `stop` (llama-server's Responses
+        # API does so for an answer cut at max_output_tokens)
+        (chat_stream(["a"] * 256, finish="stop"), "model-did-not-stop", "natural stop"),
+        (chat_stream([]), "answer-empty", "without writing any text"),
+        (chat_stream(["a"], finish="content_filter"), "answer-not-completed", "content_filter"),
+    ],
+)
+@respx.mock
+def test_doctor_and_smoke_judge_a_returned_turn_the_same_way(
+    events: list[bytes], finding_id: str | None, said: str
+) -> None:
+    """Issue 36: doctor called a cut answer "ok" while smoke failed it. One verdict for both:
+    the same id's message is smoke's problem, and its fix smoke's fix."""
+    from notes_cli.smoke import run_smoke
+
+    endpoint = Endpoint("qwen", f"{GW}/v1", "chat", model="m", key=KEY, key_env="GW_KEY")
+    respx.get(f"{GW}/v1/models").mock(return_value=httpx.Response(200, json={"data": []}))
+    respx.post(f"{GW}/v1/chat/completions").mock(side_effect=lambda _: sse(events))
+    findings, probes = probe_endpoint(endpoint, timeout=5)
+    report = run_smoke(endpoint, n=1, max_tokens=256)
+
+    (run,) = report.runs
+    if finding_id is None:
+        assert findings == [] and run.ok and report.verdict.ok
+        return
+    (finding,) = findings
+    assert finding.id == finding_id and said in finding.message
+    assert probes[-1].ok is (finding.severity != "error")
+    assert run.problem == finding.message and run.fix == finding.fix
+    assert not report.verdict.ok
+    if finding_id == "model-did-not-stop":
+        assert "QWEN_CODE_MAX_OUTPUT_TOKENS" in finding.fix  # Qwen Code's own cap

@@ -9,6 +9,7 @@ real client has the stored request shape, and smoke sends that shape."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import uuid
 from collections.abc import Callable
@@ -262,6 +263,9 @@ def test_qwen_stops_without_the_exported_key_as_doctor_says(
     assert [f["id"] for f in report.json()["findings"]] == ["qwen-key-env-unset"]
     assert missing.returncode != 0
     assert "GW_KEY" in missing.stdout + missing.stderr
+    # doctor quotes the words this Qwen Code really prints
+    quoted = re.search(r'stops with "(.+)"', report.json()["findings"][0]["message"])
+    assert quoted is not None and quoted.group(1) in missing.stdout + missing.stderr, quoted
     assert exported.returncode == 0, exported.stdout + exported.stderr
     assert "pong" in exported.stdout.lower()
 

@@ -74,8 +74,12 @@ def test_a_500_fails_the_verdict_with_exit_1(cli: Cli) -> None:
 @pytest.mark.parametrize(
     ("events", "problem"),
     [
-        (chat_stream(["cut"], finish="length"), "cut by the token limit (length)"),
-        (chat_stream([]), "empty answer"),
+        (
+            chat_stream(["cut"], finish="length"),
+            "the model did not stop by itself: the answer ran to the 512-token limit "
+            "(1 tokens, finish reason length)",
+        ),
+        (chat_stream([]), "the model stopped (finish reason stop) without writing any text"),
     ],
 )
 @respx.mock

@@ -85,3 +85,15 @@ def test_notes_generate_asks_the_endpoint_opencode_is_configured_for(
     assert result.exit_code == 0, result.stdout + result.stderr
     assert f"{engine_server.base_url}/chat/completions" in result.stdout + result.stderr
     assert out.read_text().strip()
+
+
+def test_smoke_asks_the_output_limit_opencodes_config_holds(cli) -> None:
+    """OpenCode asks each turn for the model's `limit.output`: so does smoke (issue 36: it asked
+    512 whatever the config held), unless --max-tokens says otherwise."""
+    with recording_server() as (url, requests):
+        configure(cli, f"{url}/v1", "--context-window", "4096", "--output-limit", "333")
+        asked = cli("smoke", "--client", "opencode", "-n", "1", "--json")
+        told = cli("smoke", "--client", "opencode", "-n", "1", "--max-tokens", "77", "--json")
+    assert asked.exit_code in (0, 1) and told.exit_code in (0, 1), asked.stderr + told.stderr
+    turns = [r["body"] for r in requests if r["body"] is not None]
+    assert [body["max_tokens"] for body in turns] == [333, 77]

@@ -57,7 +57,15 @@ Retries = Annotated[
         help="Retry a run this many times on 429 / 5xx / network errors (Retry-After honoured).",
     ),
 ]
-MaxTokens = Annotated[int, typer.Option("--max-tokens", min=1, help="Output budget per run.")]
+MaxTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens",
+        min=1,
+        help="Output budget per run (default: what the client asks, i.e. OpenCode's limit.output "
+        "of the model when its config holds one, else 512).",
+    ),
+]
 BaseUrl = Annotated[
     str | None,
     typer.Option("--base-url", help="Call this base URL instead of the client's configured one."),
@@ -83,7 +91,7 @@ def smoke(
     prompt: Prompt = None,
     timeout: Timeout = 30.0,
     retries: Retries = 0,
-    max_tokens: MaxTokens = 512,
+    max_tokens: MaxTokens = None,
     base_url: BaseUrl = None,
     model: Model = None,
     key_env: KeyEnv = None,
@@ -99,9 +107,11 @@ def smoke(
     """
     from notes_cli import render
     from notes_cli.render import smoke as draw
-    from notes_cli.smoke import DEFAULT_PROMPT, run_smoke
+    from notes_cli.smoke import DEFAULT_MAX_TOKENS, DEFAULT_PROMPT, run_smoke
 
     endpoint = _endpoint(client, base_url, model, key_env)
+    if max_tokens is None:
+        max_tokens = _client_budget(client, base_url) or DEFAULT_MAX_TOKENS
     if not as_json:
         draw.header(endpoint, n)
     report = run_smoke(
@@ -120,6 +130,18 @@ def smoke(
         draw.report(report)
     if not report.verdict.ok:
         raise SystemExit(1)  # typer.Exit's code is dropped under standalone_mode=False
+
+
+def _client_budget(client: str, base_url: str | None) -> int | None:
+    """The output budget the configured client asks each turn for, when its config states one:
+    OpenCode's `limit.output` of the model (a turn of smoke is then the client's turn)."""
+    if client != "opencode" or base_url is not None:
+        return None
+    from notes_cli.clients.resolve import resolve_setups
+
+    (setup,) = resolve_setups("opencode")
+    stated = next((v.value for v in setup.values if v.name == "limit.output"), None)
+    return int(stated) if stated is not None and stated.isdigit() else None
 
 
 def _shape(endpoint: Endpoint) -> object:
@@ -208,8 +230,8 @@ def _configured(client: str) -> Endpoint:
     if client == "qwen" and not endpoint.key:
         name = endpoint.key_env or "OPENAI_API_KEY"
         raise UsageError(
-            f"${name} is unset or empty: Qwen Code would stop with '{name} environment "
-            "variable not found' and send nothing",
+            f"${name} is unset or empty: Qwen Code would stop with 'Missing API key for "
+            f"OpenAI-compatible auth. Set the '{name}' environment variable.' and send nothing",
             fix=f"export {name}=<your key>, then re-run",
         )
     if client == "claude" and not endpoint.key and endpoint.auth_style == "none":

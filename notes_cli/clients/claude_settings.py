@@ -72,8 +72,16 @@ def plan_claude(
     updates: dict[str, str] = {"ANTHROPIC_BASE_URL": cleaned.base_url}
     if model:
         updates.update({name: model for name in MODEL_VARIABLES})
+    if preset and preset.codex and preset.codex.context_window and model == preset.model:
+        # A model Claude Code does not know gets the window it is served with, not the one
+        # Claude Code assumes (doctor's claude-context-window-unknown).
+        updates["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] = str(preset.codex.context_window)
     top_level: dict[str, str] = {}
     credential_note = _credential(options, claude_preset, data, updates, top_level)
+    local = _local_placeholder(options, claude_preset, data, env, cleaned.base_url)
+    if local is not None and credential_note is not None:
+        updates["ANTHROPIC_AUTH_TOKEN"] = local
+        credential_note = None
     warnings: list[str] = []
     mode: int | None = None
     if options.write_token_from_env:
@@ -81,6 +89,16 @@ def plan_claude(
         warnings.extend(_token_warnings(path, options.scope))
     new_env = {**env, **updates}
     notes = cleaned.notes
+    if (
+        local is not None
+        and credential_note is None
+        and updates.get("ANTHROPIC_AUTH_TOKEN") == local
+    ):
+        notes += (
+            f"a server on this machine needs no key: Claude Code, which refuses to start "
+            f"without one, gets the non-secret placeholder {local} (a server started with a "
+            "key: --token-env NAME)",
+        )
     if "ANTHROPIC_AUTH_TOKEN" not in updates and _is_placeholder(env.get("ANTHROPIC_AUTH_TOKEN")):
         del new_env["ANTHROPIC_AUTH_TOKEN"]  # ours, and wrong for any gateway but the mock
         notes += ("removed the mock engine's placeholder token: this gateway needs a real key",)
@@ -178,6 +196,28 @@ def _credential(
     if data.get("apiKeyHelper"):
         return None
     return _export_line("ANTHROPIC_AUTH_TOKEN")
+
+
+def _local_placeholder(
+    options: ClaudeOptions,
+    claude_preset: presets.ClaudePreset | None,
+    data: dict[str, Any],
+    env: dict[str, Any],
+    base_url: str,
+) -> str | None:
+    """The placeholder token for a keyless server on this machine (llama-server), when no
+    credential is named anywhere: not in a flag, the preset, the file or the shell (the
+    settings' env block would override a token the shell exports)."""
+    if options.token_env or options.write_token_from_env or claude_preset is not None:
+        return None
+    if not urls.is_loopback(base_url) or data.get("apiKeyHelper"):
+        return None
+    names = ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY")
+    if any(os.environ.get(n) for n in names):
+        return None
+    if any(env.get(n) and not _is_placeholder(env.get(n)) for n in names):
+        return None
+    return presets.LOCAL_PLACEHOLDER
 
 
 def _drop_replaced_credential(

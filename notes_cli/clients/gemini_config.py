@@ -151,7 +151,9 @@ def plan_gemini(
     if options.no_phone_home:
         updates.update(QUIET_SETTINGS)
     new_text = _settings_text(old_text, data, updates, path)
-    env_text, export_line, notes, mode = _env_edit(options, gemini_preset, old_env or "", env_path)
+    env_text, export_line, notes, mode = _env_edit(
+        options, gemini_preset, old_env or "", env_path, cleaned.base_url
+    )
     notes = cleaned.notes + notes
     env_text = dotenv.set_value(env_text, BASE_URL_VAR, cleaned.base_url)
     warnings = (TRUST_NOTE, *_warnings(options, env_path, cleaned.base_url))
@@ -219,6 +221,7 @@ def _env_edit(
     gemini_preset: presets.GeminiPreset | None,
     old_env: str,
     env_path: Path,
+    base_url: str,
 ) -> tuple[str, str | None, tuple[str, ...], int | None]:
     """The .env text with the credential pdnotes was asked to write (or none), the line the
     user still needs, notes, and the mode to force."""
@@ -246,6 +249,14 @@ def _env_edit(
                  "a real key",)  # fmt: skip
     elif current:
         return text, None, (f"{KEY_VAR} is already set in {env_path}; kept",), None
+    if not options.key_env and not os.environ.get(KEY_VAR) and urls.is_loopback(base_url):
+        # a server on this machine takes no key unless started with one; Gemini CLI refuses to
+        # start without GEMINI_API_KEY, so it gets a documented non-secret placeholder
+        local = presets.LOCAL_PLACEHOLDER
+        notes = (f"a server on this machine needs no key: Gemini CLI, which refuses to start "
+                 f"without one, gets the non-secret placeholder {local} in {env_path} (a server "
+                 "started with a key: --key-env NAME)",)  # fmt: skip
+        return dotenv.set_value(old_env, KEY_VAR, local), None, notes, None
     name = _env_name(options.key_env, "--key-env") if options.key_env else KEY_VAR
     return text, _export_line(name), notes, None
 

@@ -4,8 +4,12 @@ own way:
 
     OpenRouter   context_length, top_provider.context_length, supported_parameters ["reasoning"]
     vLLM         max_model_len
-    llama.cpp    meta.n_ctx_train (the trained window; the served one may be smaller)
+    llama.cpp    meta.n_ctx: the window it serves, each slot's share of `-c` (llama-server
+                 `-c 4096 --parallel 2` says 2048); meta.n_ctx_train (the trained window, often
+                 8x larger) only from a server too old to say n_ctx
     others       context_window, max_context_length, max_input_tokens
+A request larger than the served window fails, whatever the model was trained on: the served
+window is the one a client must plan for.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ _WINDOW_PATHS = (
     ("max_context_length",),
     ("max_input_tokens",),
     ("top_provider", "context_length"),
-    ("meta", "n_ctx_train"),
+    ("meta", "n_ctx"),  # llama.cpp: served, per slot
+    ("meta", "n_ctx_train"),  # llama.cpp before it said n_ctx: trained
 )
 _OUTPUT_PATHS = (("top_provider", "max_completion_tokens"), ("max_output_tokens",))
 

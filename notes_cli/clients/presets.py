@@ -102,8 +102,15 @@ def preset_for_host(host: str) -> Preset | None:
     return None
 
 
+LOCAL_PLACEHOLDER = "pdnotes-local-no-key"
+"""What a client that refuses to start without a key (Claude Code, Qwen Code) gets for a keyless
+server on this machine (a loopback base URL, no key named): not a secret, documented in
+docs/connect.md ("Keyless local servers")."""
+
+
 def placeholder_tokens() -> frozenset[str]:
-    """Non-secret tokens pdnotes writes for keyless gateways (the mock engine)."""
+    """Non-secret tokens pdnotes writes for keyless gateways (the mock engine, the bridge, a
+    server on this machine)."""
     claude = {p.claude.placeholder_token for p in all_presets() if p.claude}
     gemini = {p.gemini.placeholder_key for p in all_presets() if p.gemini}
-    return frozenset(token for token in claude | gemini if token)
+    return frozenset(token for token in claude | gemini | {LOCAL_PLACEHOLDER} if token)

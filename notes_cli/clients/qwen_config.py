@@ -90,7 +90,7 @@ def plan_qwen(
         )
     entry = _provider_entry(data, model)
     cleaned = _base_url(options, preset, entry, data)
-    key_env, placeholder = _key(options, preset, entry)
+    key_env, placeholder = _key(options, preset, entry, cleaned.base_url)
     editor = jsonc.Editor(old_text or "", jsonc.QWEN)
     if old_text is None or not old_text.strip():
         editor.set(("$version",), SETTINGS_VERSION)
@@ -114,8 +114,11 @@ def plan_qwen(
             )
         editor.set(("security", "auth", "apiKey"), placeholder)
         notes.append(
-            f"{preset.name if preset else 'this endpoint'} needs no key: Qwen Code gets a "
-            "non-secret placeholder"
+            f"{preset.name} needs no key: Qwen Code gets a non-secret placeholder"
+            if preset
+            else f"a server on this machine needs no key: Qwen Code, which refuses to start "
+            f"without one, gets the non-secret placeholder {placeholder} (a server started "
+            "with a key: --key-env NAME)"
         )
     new_text = editor.text
     if len(new_text) > fileio.MAX_CONFIG_BYTES:
@@ -218,9 +221,12 @@ def _base_url(
 
 
 def _key(
-    options: QwenOptions, preset: presets.Preset | None, entry: dict[str, Any] | None
+    options: QwenOptions,
+    preset: presets.Preset | None,
+    entry: dict[str, Any] | None,
+    base_url: str,
 ) -> tuple[str | None, str | None]:
-    """(envKey to write, placeholder key for a keyless preset)."""
+    """(envKey to write, placeholder key for a keyless preset or local server)."""
     if options.key_env:
         if not looks_like_env_name(options.key_env):
             raise UsageError(
@@ -234,6 +240,10 @@ def _key(
     if preset and preset.claude and preset.claude.placeholder_token:
         return None, preset.claude.placeholder_token  # keyless (the mock engine)
     current = _str(entry.get("envKey")) if entry else None
+    if current is None and preset is None and urls.is_loopback(base_url):
+        # a server on this machine (llama-server) takes no key unless started with one; Qwen
+        # Code refuses to start without one, so it gets a documented non-secret placeholder
+        return None, presets.LOCAL_PLACEHOLDER
     return current or DEFAULT_KEY_ENV, None
 
 

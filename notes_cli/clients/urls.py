@@ -54,6 +54,23 @@ def host_of(url: str) -> str:
     return urlsplit(url).netloc.lower().rsplit("@", 1)[-1]
 
 
+def is_loopback(url: str) -> bool:
+    """The URL names this machine (127.0.0.0/8, ::1, localhost): a local server such as
+    llama-server, which serves without a key unless started with one."""
+    import ipaddress
+
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def endpoint_suffix(url: str, suffixes: tuple[str, ...]) -> str | None:
     """The endpoint path a pasted URL already ends in, if any."""
     path = urlsplit(url).path.rstrip("/")

@@ -22,7 +22,7 @@ from notes_cli.clients.resolve import (
     claude_settings_files,
     merge_claude_layers,
 )
-from notes_cli.doctor.claude_env import check_claude_env
+from notes_cli.doctor.claude_env import check_claude_env, check_claude_window
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.doctor.secret_checks import CLAUDE_HOW, claude_secrets
@@ -363,6 +363,7 @@ def _check_merged(
     )
     located = functools.partial(_where, texts)
     found += check_claude_env(layers, located, base_url or ANTHROPIC_DEFAULT_BASE_URL)
+    found += check_claude_window(layers, model, model_source, located)
     style, _key, _var, _values = claude_auth(layers, env)
     if style == "none":
         found.append(

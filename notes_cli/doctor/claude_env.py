@@ -6,6 +6,8 @@ What each changes (Claude Code's env-vars and model-configuration docs):
     ANTHROPIC_DEFAULT_HAIKU_MODEL   the Haiku-class model for background work (titles, summaries)
     ANTHROPIC_SMALL_FAST_MODEL      the same, under its deprecated name
     CLAUDE_CODE_MAX_OUTPUT_TOKENS   `max_tokens` of most requests
+    CLAUDE_CODE_MAX_CONTEXT_TOKENS  the context window of a model Claude Code does not know
+                                    (without it: 200k, or 1m from 2.1.3xx, with a warning)
     MAX_THINKING_TOKENS             the extended-thinking budget (0: no thinking)
     NODE_EXTRA_CA_CERTS             a PEM file of CA certificates Node trusts besides its own
 A model variable names a model the gateway must serve, like ANTHROPIC_MODEL: a gateway that
@@ -28,7 +30,15 @@ _MODELS = (
     "ANTHROPIC_DEFAULT_HAIKU_MODEL",
     "ANTHROPIC_SMALL_FAST_MODEL",
 )
-_COUNTS = {"CLAUDE_CODE_MAX_OUTPUT_TOKENS": 1, "MAX_THINKING_TOKENS": 0}  # name -> least value
+# name -> least value
+_COUNTS = {
+    "CLAUDE_CODE_MAX_OUTPUT_TOKENS": 1,
+    "CLAUDE_CODE_MAX_CONTEXT_TOKENS": 1,
+    "MAX_THINKING_TOKENS": 0,
+}
+_WINDOW = "CLAUDE_CODE_MAX_CONTEXT_TOKENS"
+# Model names Claude Code knows without an id: its aliases (a `[1m]` suffix asks the 1M window).
+_ALIASES = frozenset({"default", "best", "opus", "sonnet", "haiku", "opusplan"})
 _PEM_MARK = b"-----BEGIN CERTIFICATE-----"
 _PEM_READ = 1 << 20  # a CA bundle is well under this; the mark is looked for in it
 
@@ -173,3 +183,36 @@ def _ca_file(value: object, source: str, where: Located) -> list[Finding]:
             line=line,
         )
     ]
+
+
+def check_claude_window(
+    layers: ClaudeLayers, model: str | None, model_source: str, where: Located
+) -> list[Finding]:
+    """A model Claude Code does not know, with no window variable: it assumes a window (1m
+    tokens in 2.1.332, which warns `[claude-code:unrecognized_model]` on every start) that a
+    gateway's model does not have, so it compacts too late."""
+    if not model or _known_to_claude(model):
+        return []
+    value, _source = layers.env.get(_WINDOW, ("", ""))
+    if str(value).strip():
+        return []  # set (an invalid value is claude-env-invalid's)
+    file, line = where("ANTHROPIC_MODEL", model_source)
+    return [
+        make(
+            "claude-context-window-unknown",
+            "claude",
+            f'Claude Code does not know the model "{model}" (from {model_source or "default"}) '
+            f"and {_WINDOW} is not set: it assumes a context window the model does not have "
+            "(Claude Code 2.1.332: \"doesn't recognize the model …, so it assumes a context "
+            'window of 1m tokens") and compacts too late',
+            file=file,
+            line=line,
+            model=model,
+            settings=file or "~/.claude/settings.json",
+        )
+    ]
+
+
+def _known_to_claude(model: str) -> bool:
+    name = model.strip().lower().removesuffix("[1m]")
+    return name in _ALIASES or "claude" in name

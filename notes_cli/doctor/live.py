@@ -40,6 +40,7 @@ from notes_cli.doctor.stream_limits import (
     suggested_ms,
     suggested_retries,
 )
+from notes_cli.doctor.turn_verdict import turn_problem
 from notes_cli.gateway import (
     GatewayClient,
     proxy_for,
@@ -107,22 +108,30 @@ def probe_endpoint(
     return prober.run()
 
 
-def _shape_fix(shape: Shape, culprit: Variant | None) -> dict[str, Any]:
+def _shape_fix(shape: Shape, culprit: Variant | None, bridge: str | None) -> dict[str, Any]:
     """The registry variant and fields of `request-shape-rejected`'s fix: the client settings
-    that stop it sending the refused tool types, else the refused part, else no part named."""
+    that stop it sending the refused tool types, else the refused part, else no part named.
+    Through a pdnotes bridge (`bridge`: its root URL) the fix is its upstream's: it never
+    suggests putting a bridge in front of the bridge."""
     client = _CLIENT_NAME[shape.client]
     if culprit is None:
+        if bridge:
+            return {"variant": "unnamed_bridged", "client_name": client, "bridge": bridge}
         return {"variant": "unnamed", "client_name": client}
     if culprit.drop_betas:
         return {"variant": "betas"}
     settings = [client_setting_for(shape, kind) for kind in sorted(culprit.drop_tool_types)]
     if culprit.drop_tool_types and all(settings):
-        return {
-            "variant": "tool_types",
+        named = {
             "client_name": client,
             "settings": " and ".join(f"`{s}`" for s in settings),
             "kinds": ", ".join(f"`{k}`" for k in sorted(culprit.drop_tool_types)),
         }
+        if bridge:
+            return {"variant": "tool_types_bridged", "bridge": bridge, **named}
+        return {"variant": "tool_types", **named}
+    if bridge:
+        return {"variant": "bridged", "culprit": culprit.culprit, "bridge": bridge}
     return {"culprit": culprit.culprit}
 
 
@@ -180,6 +189,16 @@ class _Prober:
             self._add(
                 "probe-failed",
                 f"the test turn to {safe_url(request_url(self.endpoint))} returned, but {issue}",
+            )
+        # The answer itself, judged as smoke judges each run (doctor.turn_verdict).
+        problem = turn_problem(
+            self.client, result, PROBE_MAX_TOKENS, secrets=self.endpoint.sent_secrets()
+        )
+        if problem is not None:
+            self.findings.append(problem)
+            probe = self.probes[-1]
+            self.probes[-1] = dataclasses.replace(
+                probe, ok=problem.severity != "error", detail=f"{probe.detail}; {problem.message}"
             )
         if result.timings.max_gap_ms is not None:
             self._silence(result.timings.max_gap_ms, "")
@@ -271,7 +290,7 @@ class _Prober:
             f"the gateway refuses the request {_CLIENT_NAME[shape.client]} {shape.version} sends "
             f"({exc.status}: {exc.error_message or exc.message}), while a minimal turn works"
             + (f"; it is {culprit.culprit} (the turn works {culprit.label})" if culprit else ""),
-            **_shape_fix(shape, culprit),
+            **_shape_fix(shape, culprit, bridge_of(self.endpoint)),
         )
         return True
 

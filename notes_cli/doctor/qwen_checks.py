@@ -204,7 +204,8 @@ def _key(resolved: QwenResolved) -> list[Finding]:
                 "qwen",
                 f"${env_key} (envKey of modelProviders.openai[{resolved.model}]) is unset or "
                 "not exported, and there is no OPENAI_API_KEY or security.auth.apiKey: Qwen "
-                f'Code stops with "{env_key} environment variable not found"',
+                'Code 0.24 stops with "Missing API key for OpenAI-compatible auth. Set the '
+                f"'{env_key}' environment variable.\"",
                 variable=env_key,
             )
         ]
@@ -214,8 +215,9 @@ def _key(resolved: QwenResolved) -> list[Finding]:
                 "qwen-key-env-unset",
                 "qwen",
                 "no key: OPENAI_API_KEY is unset or not exported and the settings name no "
-                'envKey or security.auth.apiKey: Qwen Code stops with "OPENAI_API_KEY '
-                'environment variable not found"',
+                'envKey or security.auth.apiKey: Qwen Code 0.24 stops with "Missing API key for '
+                "OpenAI-compatible auth. Set settings.security.auth.apiKey, or set the "
+                "'OPENAI_API_KEY' environment variable.\"",
                 variable="OPENAI_API_KEY",
             )
         ]

@@ -51,7 +51,7 @@ def report(result: SmokeReport) -> None:
         for line in run.retried:
             console.print(f"[yellow]run {run.index} retried:[/] {escape(line)}")
         # A slow run's own line says what to change; the timeout's generic fix would not.
-        fix = str(run.error.get("fix") or "") if run.error and not run.slow else ""
+        fix = str(run.error.get("fix") or "") if run.error and not run.slow else run.fix or ""
         if fix and fix not in fixes:
             fixes.append(fix)
     for fix in fixes:
