@@ -226,8 +226,12 @@ def saved_states(backup: Backup) -> list[tuple[Path, bytes | None, int | None]]:
                 f"the {backup.client} backup is incomplete: {backup.meta_path} is there but its "
                 f"data file {data_path} is missing, so {original} cannot be restored; "
                 "nothing was changed",
-                fix=f"to undo to the backup before it, remove the incomplete one: "
-                f"rm {backup.meta_path}",
+                fix=fileio.aside_fix(
+                    backup.meta_path,
+                    "to undo to the backup before it, remove the incomplete one: "
+                    f"rm {backup.meta_path}",
+                    setting="PDNOTES_HOME",
+                ),
             )
         states.append((original, data, mode))
     return states
@@ -406,9 +410,11 @@ _MAX_META_BYTES = 64 * 1024
 def _load(client: str, meta_path: Path) -> Backup:
     """The backup `meta_path` describes. Raises `InputError` naming it when it cannot be read
     or is not a pdnotes backup, `FileNotFoundError` when it is gone."""
-    aside = (
-        f"to skip it, so undo goes to the backup before it, move it aside: "
-        f"mv {meta_path} {meta_path}.broken"
+    aside = fileio.aside_fix(
+        meta_path,
+        "to skip it, so undo goes to the backup before it, move it aside: "
+        f"mv {meta_path} {meta_path}.broken",
+        setting="PDNOTES_HOME",
     )
     try:
         raw = fileio.read_bytes(meta_path, max_bytes=_MAX_META_BYTES)

@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from notes_cli import paths
+from notes_cli import fileio, paths
 from notes_cli.clients import dotenv, presets, urls
 from notes_cli.clients.gemini_config import AUTH_TYPE, BASE_URL_VAR, KEY_VAR, clean_base_url
 from notes_cli.clients.gemini_layers import GeminiLayers
@@ -63,7 +63,7 @@ def _file_problems(layers: GeminiLayers) -> list[Finding]:
                     "gemini",
                     problem.message,
                     file=str(layer.path),
-                    detail=problem.fix or "fix or remove the file",
+                    detail=problem.fix or fileio.aside_fix(layer.path, "fix or remove the file"),
                 )
             )
     return found

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from notes_cli import fileio
 from notes_cli.clients import opencode_config as oc
 from notes_cli.clients import urls
 from notes_cli.clients.files import line_of
@@ -46,7 +47,6 @@ class Reading:
 
 
 def read(config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]) -> Reading:
-    from notes_cli import fileio
 
     layers: list[oc.Layer] = []
     problems: list[Finding] = []
@@ -76,7 +76,7 @@ def read(config_dir: Path | None, project_dir: Path | None, env: Mapping[str, st
                 )
             )
         except InputError as exc:
-            detail = exc.fix or "fix or remove the file"
+            detail = exc.fix or fileio.aside_fix(Path(where), "fix or remove the file")
             problems.append(
                 make("file-unreadable", "opencode", exc.message, file=where, detail=detail)
             )
