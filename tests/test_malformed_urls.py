@@ -176,3 +176,32 @@ def test_notes_generate_stops_on_a_malformed_url_in_a_config_file(
 
     assert result.exit_code == 2, (result.stdout, result.stderr)
     assert "config.toml" in result.stderr and "is not a usable URL" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "proxy", ["http://[::1", "http://proxy.example:99999", "http://user:pw-proxy@proxy:-1"]
+)
+def test_a_malformed_proxy_variable_is_a_usage_error_naming_it(
+    cli, monkeypatch: pytest.MonkeyPatch, proxy: str
+) -> None:
+    """httpx parses HTTPS_PROXY building any client: a malformed one was a traceback."""
+    monkeypatch.setenv("HTTPS_PROXY", proxy)
+    monkeypatch.setenv("NO_PROXY", "")
+
+    result = cli("notes", "sources", "https://gw.example/page")
+
+    assert result.exit_code == 2, result.stderr
+    assert "HTTPS_PROXY" in result.stderr and "is not a usable URL" in result.stderr
+    assert "pw-proxy" not in result.stderr  # the proxy's password is masked
+
+
+def test_a_malformed_url_carrying_a_key_is_refused_without_showing_the_key(
+    cli, sentinel_key: str, isolated_home: Path
+) -> None:
+    for args in (
+        ["smoke", "--client", "openai", "--model", "m"],
+        ["config", "claude", "--model", "m"],
+    ):
+        result = cli(*args, "--base-url", f"http://user:{sentinel_key}@gw.example:99999/v1")
+        assert result.exit_code == 2, result.stderr
+        assert sentinel_key not in result.stdout + result.stderr

@@ -85,15 +85,17 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def require_url(url: str, *, flag: str) -> str:
+def require_url(
+    url: str, *, flag: str, example: str = "https://host/v1 or http://127.0.0.1:8000/v1"
+) -> str:
     """`url` stripped when `url_problem` finds nothing; else a `UsageError` naming `flag`
     (the URL shown masked: a pasted one may carry a key)."""
     url = url.strip()
     why = url_problem(url)
     if why is not None:
         raise UsageError(
-            f"{flag} {_shown(url)!r} is not a usable URL: {why}",
-            fix=f"give {flag} a URL like https://host/v1 or http://127.0.0.1:8000/v1",
+            f"{flag} {shown_url(url)!r} is not a usable URL: {why}",
+            fix=f"give {flag} a URL like {example}",
         )
     return url
 
@@ -105,17 +107,25 @@ def require_configured_url(url: str, *, client: str, source: str | None) -> str:
     if why is not None:
         where = source or f"{client}'s config"
         raise InputError(
-            f"the base URL {_shown(url)!r} in {where} is not a usable URL: {why}",
+            f"the base URL {shown_url(url)!r} in {where} is not a usable URL: {why}",
             fix=f"correct it there (pdnotes doctor --client {client} names the line), or "
             f"rewrite it: pdnotes config {client} --base-url URL",
         )
     return url
 
 
-def _shown(url: str) -> str:
+def shown_url(url: str) -> str:
+    """`url` fit to print, parseable or not: user-info (`user:key@`) masked, key-shaped
+    values scrubbed."""
     from notes_cli.secrets import scrub
 
-    return mask_url(url) if url_problem(url) is None else scrub(url)
+    if url_problem(url) is None:
+        return mask_url(url)
+    scheme, sep, rest = url.partition("://")
+    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "@" in authority:
+        rest = "***@" + rest[len(authority.rsplit("@", 1)[0]) + 1 :]
+    return scrub(scheme + sep + rest)
 
 
 def split(url: str) -> SplitResult | None:

@@ -79,7 +79,7 @@ def _base_url(url: str, where: dict[str, object]) -> list[Finding]:
     why = urls.url_problem(url)
     if why is not None and why != urls.NO_SCHEME:
         # Gemini CLI stops with "Invalid custom base URL": say which part is wrong
-        message = f"{BASE_URL_VAR} {url!r} is not a usable URL: {why}"
+        message = f"{BASE_URL_VAR} {urls.shown_url(url)!r} is not a usable URL: {why}"
         return [
             make(
                 "base-url-malformed",

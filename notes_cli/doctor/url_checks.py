@@ -26,7 +26,7 @@ def check_base_url(
             make(
                 "base-url-malformed",
                 client,
-                f"base URL {url!r} is not a usable URL: {why}",
+                f"base URL {urls.shown_url(url)!r} is not a usable URL: {why}",
                 config_client=client,
                 **where,
             )

@@ -137,6 +137,7 @@ def fetch(
 
     from notes_cli.clients.urls import url_problem
     from notes_cli.gateway._http import safe_url
+    from notes_cli.gateway._transport import require_valid_proxies
 
     shown = safe_url(url)
     if not url.lower().startswith(("http://", "https://")):
@@ -147,6 +148,7 @@ def fetch(
     deadline = start + timeout
     redirects: list[str] = []
     current = url
+    require_valid_proxies()
     options: dict[str, object] = {"follow_redirects": False, "trust_env": True}
     if transport is not None:
         options["transport"] = transport
