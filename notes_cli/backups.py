@@ -36,7 +36,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -78,6 +78,15 @@ class Backup:
     @property
     def created(self) -> str:
         return self.meta_path.stem
+
+
+@dataclass(frozen=True)
+class RolledBack:
+    """What `undo` did instead when it found a step killed between two files: the files it
+    put back to their state before that step (which is then undone: nothing older is)."""
+
+    client: str
+    paths: tuple[Path, ...]
 
 
 @dataclass(frozen=True)
@@ -226,8 +235,12 @@ def saved_states(backup: Backup) -> list[tuple[Path, bytes | None, int | None]]:
                 f"the {backup.client} backup is incomplete: {backup.meta_path} is there but its "
                 f"data file {data_path} is missing, so {original} cannot be restored; "
                 "nothing was changed",
-                fix=f"to undo to the backup before it, remove the incomplete one: "
-                f"rm {backup.meta_path}",
+                fix=fileio.aside_fix(
+                    backup.meta_path,
+                    "to undo to the backup before it, remove the incomplete one: "
+                    f"rm {backup.meta_path}",
+                    setting="PDNOTES_HOME",
+                ),
             )
         states.append((original, data, mode))
     return states
@@ -245,34 +258,53 @@ def _pending_of(backup: Backup) -> list[tuple[Path, str | None]]:
     return [(backup.original, backup.pending)] + [(o.original, o.pending) for o in backup.others]
 
 
-def _roll_back(backup: Backup) -> bool:
+def _roll_back(backup: Backup) -> list[Path]:
     """A step that stopped between two files: put back the files it had already written (those
-    holding their pending state) from the backup, so none of the step stays applied. True when
-    a file was put back."""
+    holding their pending state) from the backup, so none of the step stays applied. Returns
+    the files put back."""
     states = {path: (data, mode) for path, data, mode in saved_states(backup)}
-    put = False
+    put: list[Path] = []
     for path, due in _pending_of(backup):
         if due is not None and state_digest(fileio.read_bytes(path)) == due:
             data, mode = states[path]
             if state_digest(data) != due:
                 put_back(path, data, mode)
-                put = True
+                put.append(path)
     return put
 
 
-def recover(client: str, original: Path) -> bool:
-    """Settle the pending backups of `original` a killed pdnotes left (hold its lock). True
-    when a step killed between two files was rolled back, so the files changed."""
+@dataclass
+class Recovered:
+    """The files `recover` put back: those a write killed between two files had written, and
+    those an undo killed between two files had restored. False when none: nothing changed."""
+
+    writes: list[Path] = field(default_factory=list)
+    undos: list[Path] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.writes or self.undos)
+
+    def __iadd__(self, other: Recovered) -> Recovered:
+        self.writes += other.writes
+        self.undos += other.undos
+        return self
+
+
+def recover(client: str, original: Path) -> Recovered:
+    """Settle the pending backups of `original` a killed pdnotes left (hold its lock). Returns
+    what a step killed between two files had written and was put back (false when nothing
+    was: the files did not change)."""
     original = original.absolute()
     current: str | None = None
-    rolled_back = False
+    rolled_back = Recovered()
     for undone in (False, True):
         for backup in _all_backups(client, undone=undone):
             if backup.pending is None or backup.original != original:
                 continue
             if backup.others:
                 if not _step_applied(backup):
-                    rolled_back = _roll_back(backup) or rolled_back
+                    put = _roll_back(backup)
+                    (rolled_back.undos if undone else rolled_back.writes).extend(put)
                     discard(backup)
                     continue
             else:
@@ -335,31 +367,38 @@ def latest(client: str) -> Backup | None:
     return items[-1] if items else None
 
 
-def undo(client: str) -> UndoResult | None:
+def undo(client: str) -> UndoResult | RolledBack | None:
     """Restore the newest backup of `client` byte for byte (or remove a file the write
-    created), holding the file's lock. None when there is nothing to undo: not a problem,
-    so not an error (exit 0)."""
-    settle(client)
+    created), holding the file's lock. A step killed between two files is the last write: it
+    is rolled back, and that is the undo (`RolledBack` names the files put back; the write
+    before it stays). None when there is nothing to undo: not a problem, so not an error
+    (exit 0)."""
+    rolled_back = settle(client)
     for _attempt in range(5):
+        if rolled_back.writes:  # (an undo killed half way is rolled back, then done again)
+            return RolledBack(client, tuple(dict.fromkeys(rolled_back.writes)))
         backup = latest(client)
         if backup is None:
             break
         with fileio.locked(backup.original):
-            recover(client, backup.original)
-            if latest(client) == backup:
+            rolled_back = recover(client, backup.original)
+            if not rolled_back.writes and latest(client) == backup:
                 return _undo_locked(client, backup)
         # another pdnotes changed the history meanwhile: look again
     return None
 
 
-def settle(client: str) -> None:
+def settle(client: str) -> Recovered:
     """Settle every pending backup of `client` a killed pdnotes left (each under its file's
-    lock): a step killed between two files is rolled back before anything reads the files."""
+    lock): a step killed between two files is rolled back before anything reads the files.
+    Returns the files put back."""
+    rolled_back = Recovered()
     for undone in (False, True):
         for backup in _all_backups(client, undone=undone):
             if backup.pending is not None:
                 with fileio.locked(backup.original):
-                    recover(client, backup.original)
+                    rolled_back += recover(client, backup.original)
+    return rolled_back
 
 
 def _undo_locked(client: str, backup: Backup) -> UndoResult:
@@ -406,9 +445,11 @@ _MAX_META_BYTES = 64 * 1024
 def _load(client: str, meta_path: Path) -> Backup:
     """The backup `meta_path` describes. Raises `InputError` naming it when it cannot be read
     or is not a pdnotes backup, `FileNotFoundError` when it is gone."""
-    aside = (
-        f"to skip it, so undo goes to the backup before it, move it aside: "
-        f"mv {meta_path} {meta_path}.broken"
+    aside = fileio.aside_fix(
+        meta_path,
+        "to skip it, so undo goes to the backup before it, move it aside: "
+        f"mv {meta_path} {meta_path}.broken",
+        setting="PDNOTES_HOME",
     )
     try:
         raw = fileio.read_bytes(meta_path, max_bytes=_MAX_META_BYTES)

@@ -35,6 +35,42 @@ MAX_CONFIG_BYTES = 10 * 1024 * 1024
 _SNIFF_BYTES = 8192
 
 
+# The system's own folders: a fix line never tells the user to remove, rename or move aside
+# anything in them (a setting that names /dev/null or /etc is the setting's fault).
+_SYSTEM_TREES = tuple(
+    Path(p)
+    for p in ("/etc", "/dev", "/proc", "/sys", "/usr", "/bin", "/sbin", "/lib", "/lib32",
+              "/lib64", "/boot", "/run", "/snap", "/private/etc", "/System", "/Library")
+)  # fmt: skip
+
+
+def may_suggest_removing(path: Path) -> bool:
+    """Whether a fix line may tell the user to remove, rename or move `path` aside: a regular
+    file (symlinks followed) that is neither in the system's folders nor the root or the home
+    folder, by its own name or the one its links lead to. A device, a FIFO, a folder never."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    if not stat.S_ISREG(info.st_mode):
+        return False
+    home = Path.home()
+    for name in {Path(os.path.abspath(path)), Path(os.path.realpath(path))}:
+        if name in (Path("/"), home) or any(t == name or t in name.parents for t in _SYSTEM_TREES):
+            return False
+    return True
+
+
+def aside_fix(path: Path, suggestion: str, *, setting: str | None = None) -> str:
+    """The one way a fix line suggests removing, renaming or moving `path` aside: `suggestion`
+    when `may_suggest_removing(path)`, else a fix that leaves `path` alone and says to point
+    `setting` (the setting, variable or flag that named it) at another file."""
+    if may_suggest_removing(path):
+        return suggestion
+    where = setting or "the setting, variable or flag that names it"
+    return f"leave {path} as it is (not a file pdnotes may replace): point {where} at another file"
+
+
 def read_text(path: Path, *, max_bytes: int = MAX_CONFIG_BYTES) -> str | None:
     """Return the UTF-8 text of `path` without a leading BOM, or None when it does not exist (a
     dangling symlink counts as absent). Raises `InputError` for anything but a regular file,
@@ -51,7 +87,9 @@ def decode_text(path: Path, data: bytes) -> str:
     if b"\x00" in data[:_SNIFF_BYTES]:
         raise InputError(
             f"{path} is a binary file, not a text config",
-            fix=f"move it aside (mv {path} {path}.broken) and run the command again",
+            fix=aside_fix(
+                path, f"move it aside (mv {path} {path}.broken) and run the command again"
+            ),
         )
     try:
         text = data.decode("utf-8")
@@ -95,7 +133,8 @@ def require_regular(path: Path, info: os.stat_result) -> None:
         return
     if stat.S_ISDIR(info.st_mode):
         raise InputError(
-            f"{path} is a folder, not a file", fix=f"remove or rename the folder {path}"
+            f"{path} is a folder, not a file",
+            fix=aside_fix(path, f"remove or rename the folder {path}"),
         )
     what = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
     via = ""
@@ -104,8 +143,11 @@ def require_regular(path: Path, info: os.stat_result) -> None:
     raise InputError(
         f"{path}{via} is {what}, not a regular file; pdnotes reads and replaces only "
         "regular files, so nothing was touched",
-        fix=f"to have pdnotes manage it, replace it with a regular file (rm {path}) and run "
-        "the command again",
+        fix=aside_fix(
+            path,
+            f"to have pdnotes manage it, replace it with a regular file (rm {path}) and run "
+            "the command again",
+        ),
     )
 
 

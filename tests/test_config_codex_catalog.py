@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tomllib
@@ -209,12 +210,13 @@ def test_a_catalog_that_cannot_be_written_puts_config_back(cli, isolated_home, m
 
 
 KILLED_BETWEEN_FILES = """
-import os, sys
+import os, signal, sys
 from notes_cli import fileio
 real = fileio.atomic_write
 def dying(path, data, *, mode=None):
     if path.name == "pdnotes-models.json":
-        os._exit(9)  # killed after config.toml was replaced, before the catalog was
+        # kill -9 after config.toml was replaced, before the catalog was
+        os.kill(os.getpid(), signal.SIGKILL)
     return real(path, data, mode=mode)
 fileio.atomic_write = dying
 from notes_cli.cli import main
@@ -223,20 +225,25 @@ main()
 """
 
 
-def test_a_step_killed_between_the_two_files_is_rolled_back_on_the_next_run(
-    cli, isolated_home
-) -> None:
-    folder = codex_dir(isolated_home)
-    (folder / "config.toml").write_text(HAND_WRITTEN, encoding="utf-8")
+def kill_between_the_two_files(*args: str) -> None:
+    """Run `pdnotes ARGS` in a real process that is killed (SIGKILL) between its two files."""
     repo = Path(__file__).resolve().parent.parent
     killed = subprocess.run(
-        [sys.executable, "-c", KILLED_BETWEEN_FILES, *BASE, "--context-window", "32768"],
+        [sys.executable, "-c", KILLED_BETWEEN_FILES, *args],
         env={**os.environ, "PYTHONPATH": str(repo)},
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert killed.returncode == 9, killed.stderr
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+
+def test_a_step_killed_between_the_two_files_is_rolled_back_on_the_next_run(
+    cli, isolated_home
+) -> None:
+    folder = codex_dir(isolated_home)
+    (folder / "config.toml").write_text(HAND_WRITTEN, encoding="utf-8")
+    kill_between_the_two_files(*BASE, "--context-window", "32768")
     assert "model_catalog_json" in (folder / "config.toml").read_text(encoding="utf-8")
 
     result = cli("config", "undo", "--client", "codex")
@@ -244,7 +251,38 @@ def test_a_step_killed_between_the_two_files_is_rolled_back_on_the_next_run(
     assert result.exit_code == 0, result.stderr
     assert (folder / "config.toml").read_text(encoding="utf-8") == HAND_WRITTEN
     assert not (folder / "pdnotes-models.json").exists()
-    assert "nothing to undo" in result.stdout.lower()
+    # it says what it did: the rollback is the undo of the killed step
+    assert "nothing to undo" not in result.stdout.lower()
+    assert "rolled back" in result.stdout and "killed between two files" in result.stdout
+    assert f"{folder / 'config.toml'} put back" in result.stdout.replace("\n", "")
+
+
+def test_undo_after_a_killed_step_rolls_it_back_and_leaves_the_write_before_it(
+    cli, isolated_home
+) -> None:
+    """The killed step was the last write: its rollback is what undo does (said in --json as
+    "rolled-back"); the committed write before it is undone only by the next undo."""
+    folder = codex_dir(isolated_home)
+    (folder / "config.toml").write_text(HAND_WRITTEN, encoding="utf-8")
+    assert cli(*BASE, "--context-window", "16384").exit_code == 0
+    first_write = [(folder / n).read_bytes() for n in ("config.toml", "pdnotes-models.json")]
+    kill_between_the_two_files(*BASE, "--context-window", "32768")
+    assert (folder / "config.toml").read_bytes() != first_write[0]  # half written
+
+    rolled = cli("config", "undo", "--client", "codex", "--json")
+
+    assert rolled.exit_code == 0, rolled.stderr
+    document = rolled.json()
+    assert document["action"] == "rolled-back"
+    assert document["file"] == str(folder / "config.toml")
+    assert (folder / "config.toml").read_bytes() == first_write[0]
+    assert (folder / "pdnotes-models.json").read_bytes() == first_write[1]
+
+    again = cli("config", "undo", "--client", "codex", "--json")
+
+    assert again.json()["action"] == "restored"
+    assert (folder / "config.toml").read_text(encoding="utf-8") == HAND_WRITTEN
+    assert not (folder / "pdnotes-models.json").exists()
 
 
 def test_a_write_after_a_killed_step_plans_from_the_rolled_back_files(cli, isolated_home) -> None:
@@ -252,15 +290,7 @@ def test_a_write_after_a_killed_step_plans_from_the_rolled_back_files(cli, isola
     they now are (not the half-written config.toml): one undo then gives the hand-written file."""
     folder = codex_dir(isolated_home)
     (folder / "config.toml").write_text(HAND_WRITTEN, encoding="utf-8")
-    repo = Path(__file__).resolve().parent.parent
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLED_BETWEEN_FILES, *BASE, "--context-window", "32768"],
-        env={**os.environ, "PYTHONPATH": str(repo)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert killed.returncode == 9, killed.stderr
+    kill_between_the_two_files(*BASE, "--context-window", "32768")
 
     again = cli(*BASE, "--context-window", "32768")
 

@@ -308,7 +308,7 @@ def test_a_step_killed_between_the_two_files_is_rolled_back_on_the_next_run(
 
     assert result.exit_code == 0, result.stderr
     assert path.read_text(encoding="utf-8") == RICH and env.read_bytes() == b"DEBUG=1\n"
-    assert "nothing to undo" in result.stdout
+    assert "rolled back" in result.stdout and f"{path} put back" in result.stdout
 
 
 def test_a_write_after_a_killed_one_undoes_to_the_state_before_both(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from notes_cli import fileio, paths
-from notes_cli.clients.urls import refuse_credentials
+from notes_cli.clients.urls import refuse_credentials, require_url, url_problem
 from notes_cli.errors import InputError, UsageError
 from notes_cli.secrets import check_env_name, looks_like_env_name, unsendable
 
@@ -125,8 +125,8 @@ def _record_from(path: Path, data: object) -> BridgeConfig:
     if not isinstance(data, dict):
         raise _bad_record(path, f"a JSON {_kind(data)}, not an object")
     upstream = data.get("upstream")
-    if not isinstance(upstream, str) or not upstream.startswith(("http://", "https://")):
-        raise _bad_record(path, '"upstream" must be an http:// or https:// URL')
+    if not isinstance(upstream, str) or url_problem(upstream) is not None:
+        raise _bad_record(path, '"upstream" must be an http:// or https:// URL with a valid port')
     host = data.get("host", DEFAULT_HOST)
     if not isinstance(host, str) or not host.strip():
         raise _bad_record(path, '"host" must be a host name or address')
@@ -169,7 +169,7 @@ def _fallbacks_from(path: Path, data: object) -> tuple[Fallback, ...]:
         if not isinstance(entry, dict):
             raise _bad_record(path, shape)
         url = entry.get("upstream")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        if not isinstance(url, str) or url_problem(url) is not None:
             raise _bad_record(path, shape)
         name = entry.get("upstream_key_env")
         if name is not None and not (isinstance(name, str) and looks_like_env_name(name)):
@@ -219,7 +219,7 @@ def new_record(
     """What `pdnotes config --bridge` records (the variables need not be set yet). A model
     map and fallbacks recorded earlier for the same upstream are kept unless `fallbacks` is
     given (then it replaces them)."""
-    url = _clean_upstream(upstream)
+    url = _clean_upstream(upstream, flag="--base-url")
     try:
         previous = load_record()
     except InputError:
@@ -235,7 +235,7 @@ def new_record(
         model_map=dict(mapping),
         api_key_env=api_key_env,
         model=model,
-        fallbacks=_checked_fallbacks(url, fallbacks),
+        fallbacks=_checked_fallbacks(url, fallbacks, flag="--bridge-fallback"),
     )
 
 
@@ -259,13 +259,15 @@ def pair_upstreams(
     return [Fallback(url, name) for url, name in zip(urls, names, strict=True)]
 
 
-def _checked_fallbacks(first: str, fallbacks: Sequence[Fallback]) -> tuple[Fallback, ...]:
+def _checked_fallbacks(
+    first: str, fallbacks: Sequence[Fallback], *, flag: str = "--upstream"
+) -> tuple[Fallback, ...]:
     """Fallbacks cleaned like the first upstream; a repeat of one before it is refused (it
     would be tried twice in one request)."""
     seen = [first]
     out = []
     for fallback in fallbacks:
-        url = _clean_upstream(fallback.upstream)
+        url = _clean_upstream(fallback.upstream, flag=flag)
         if url in seen:
             raise UsageError(
                 f"the upstream {url} is given twice",
@@ -362,14 +364,15 @@ def resolve(
     return config
 
 
-def _clean_upstream(url: str) -> str:
+def _clean_upstream(url: str, *, flag: str = "--upstream") -> str:
     """The API root: a pasted `/chat/completions` is dropped; the scheme is required."""
     url = url.strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise UsageError(
-            f"--upstream {url!r} has no http:// or https://",
+            f"{flag} {url!r} has no http:// or https://",
             fix="write the upstream with its scheme, e.g. http://127.0.0.1:23333/v1",
         )
+    require_url(url, flag=flag)
     # the URL is printed and recorded in bridge.json: a key in it would be too
     refuse_credentials(
         url,

@@ -7,11 +7,12 @@
 
 The next upstream is tried only while nothing of the answer has reached the client: the
 upstream is down (refused, DNS, TLS, no connection or no response head in time: any transport
-failure before a status line) or answers 5xx or 429. Once an upstream's 2xx head has arrived
-the answer is its own: a stream that breaks later ends with the client protocol's error event,
-never switching mid-answer (the client would get two answers spliced together). Other 4xx
-answers are the request's fault and go to the client as they are: another upstream would say
-the same.
+failure before a status line), answers 5xx or 429, or answers a 2xx that is not the API's
+answer (an HTML page, binary bytes: `gateway.relay` says so before passing any of it on).
+Once an upstream's 2xx head has arrived the answer is its own: a stream that breaks later ends
+with the client protocol's error event, never switching mid-answer (the client would get two
+answers spliced together). Other 4xx answers are the request's fault and go to the client as
+they are: another upstream would say the same.
 
 Cool-down: an upstream that was down, or answered 429 / 502 / 503 / 504, is put last in the
 order for `COOL_DOWN_S` (an upstream's Retry-After, up to `MAX_COOL_DOWN_S`, when it gave one),

@@ -228,6 +228,10 @@ def bench(
 
     endpoint = _endpoint(base_url, model, key_env, api)
     from notes_cli.bench.server_metrics import metrics_url as default_metrics_url
+    from notes_cli.clients.urls import require_url
+
+    if metrics_url not in (None, "off"):
+        metrics_url = require_url(metrics_url, flag="--metrics-url")
 
     scrape = metrics_url or default_metrics_url(base_url)
     extra: dict[str, object] | None = {"ignore_eos": True} if ignore_eos else None

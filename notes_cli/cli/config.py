@@ -677,6 +677,8 @@ def undo(
     result = backups.undo(chosen)
     if result is None:
         render.nothing_to_undo(chosen, backups.backups_dir(chosen), as_json=as_json)
+    elif isinstance(result, backups.RolledBack):
+        render.rolled_back(result, as_json=as_json)
     else:
         render.undo(result, as_json=as_json)
 

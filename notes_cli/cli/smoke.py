@@ -158,6 +158,7 @@ def _endpoint(
     import dataclasses
 
     from notes_cli.clients.endpoint import endpoint_from_flags
+    from notes_cli.clients.urls import require_configured_url
     from notes_cli.errors import UsageError
 
     if client not in _PROTOCOL:
@@ -165,8 +166,10 @@ def _endpoint(
             f"unknown client {client!r}",
             fix="use --client codex, claude, gemini, qwen, opencode or openai",
         )
+    source = "--base-url"
     if client == "openai" and base_url is None:
         base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        source = "OPENAI_BASE_URL"
     if base_url is not None:
         endpoint = endpoint_from_flags(
             base_url,
@@ -176,10 +179,11 @@ def _endpoint(
             default_key_env=_DEFAULT_KEY_ENV[client],
             client=client,  # type: ignore[arg-type]
             auth_style=_auth_style(client, key_env or _DEFAULT_KEY_ENV[client]),
-            source="--base-url" if client != "openai" else "OPENAI_BASE_URL",
+            source=source,
         )
     else:
         endpoint = _configured(client)
+        require_configured_url(endpoint.base_url, client=client, source=endpoint.source)
         if model:
             endpoint = dataclasses.replace(endpoint, model=model)
     if not endpoint.model:

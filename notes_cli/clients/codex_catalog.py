@@ -140,7 +140,11 @@ def _read_catalog(path: Path, text: str) -> dict[str, Any]:
             return document
     raise ConfigWriteError(
         f"cannot add the model to the catalog {path}: {problem}; nothing was written",
-        fix=f"fix or move {path} aside and run the command again",
+        fix=fileio.aside_fix(
+            path,
+            f"fix or move {path} aside and run the command again",
+            setting="--model-catalog (or model_catalog_json in config.toml)",
+        ),
     )
 
 

@@ -27,7 +27,7 @@ from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
 
-from notes_cli import paths
+from notes_cli import fileio, paths
 from notes_cli.clients import codex_catalog, files, presets, toml_bounds, urls
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
@@ -82,8 +82,8 @@ def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> Writ
         # tomlkit refuses some shapes (e.g. a table inside an inline table); never guess.
         raise ConfigWriteError(
             f"cannot merge the provider into {path} as it is laid out ({exc}); nothing was written",
-            fix=f"edit [model_providers.{target.provider_id}] by hand, or move the file aside "
-            "and run the command again",
+            fix=f"edit [model_providers.{target.provider_id}] by hand, or "
+            + fileio.aside_fix(path, "move the file aside and run the command again"),
         ) from exc
     _check_meaning(path, old_text, new_text, target)
     _check_readable(path, new_text)
@@ -403,8 +403,8 @@ def _check_meaning(path: Path, old_text: str | None, new_text: str, target: _Tar
             what = "other settings in the file would change meaning"
     raise ConfigWriteError(
         f"cannot merge the provider into {path} as it is laid out: {what}; nothing was written",
-        fix=f"set model, model_provider and [model_providers.{target.provider_id}] by hand, "
-        "or move the file aside and run the command again",
+        fix=f"set model, model_provider and [model_providers.{target.provider_id}] by hand, or "
+        + fileio.aside_fix(path, "move the file aside and run the command again"),
     )
 
 

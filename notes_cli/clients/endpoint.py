@@ -88,9 +88,11 @@ def endpoint_from_flags(
     `default_key_env` is used quietly when set (no key otherwise)."""
     import os
 
+    from notes_cli.clients.urls import require_url
     from notes_cli.errors import UsageError
     from notes_cli.secrets import check_env_name
 
+    base_url = require_url(base_url, flag=source)
     check_env_name("--key-env", key_env)  # before it is shown in any message
     name = key_env or default_key_env
     key = os.environ.get(name) if name else None

@@ -10,10 +10,11 @@ user-info, or a credential-shaped query value — since writing it would put the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit, urlunsplit
 
-from notes_cli.errors import UsageError
+from notes_cli.errors import InputError, UsageError
 from notes_cli.secrets import (
     is_credential_name,
     looks_like_prefixed_key,
@@ -45,13 +46,120 @@ class CleanUrl:
     notes: tuple[str, ...] = ()
 
 
+NO_SCHEME = "it has no http:// or https:// scheme"
+_PORT = re.compile(r"[0-9]{1,5}")
+_CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f-\x9f]")
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` is not an http(s) URL a client can call, in words; None when it is one.
+
+    The one judge of a URL's shape, for every URL a flag or a file gives: `urlsplit` raises on
+    an unclosed or non-IPv6 `[host]` and on a port that is not a number, and accepts one past
+    65535 (which httpx, Node and the clients then refuse or crash on)."""
+    if _CONTROL_OR_SPACE.search(url):
+        return "it contains a space or control character"
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "its [IPv6 address] is not closed with ] or is not an IPv6 address"
+    if parts.scheme not in ("http", "https"):
+        return NO_SCHEME
+    hostport = parts.netloc.rpartition("@")[2]
+    host, port = hostport, ""
+    if hostport.startswith("["):
+        host, _, rest = hostport.partition("]")
+        if rest and not rest.startswith(":"):
+            return f"{rest!r} follows its [IPv6 address] where only :PORT may"
+        port = rest[1:]
+        has_port = bool(rest)
+    else:
+        has_port = ":" in hostport
+        host, _, port = hostport.rpartition(":") if has_port else (hostport, "", "")
+    if not host.strip("[]"):
+        return "it has no host"
+    if ":" in host and not host.startswith("["):
+        return "its host holds a ':' (an IPv6 address goes in [brackets], a port once)"
+    if has_port and port and not (_PORT.fullmatch(port) and 1 <= int(port) <= 65535):
+        return f"its port {port!r} is not a whole number from 1 to 65535"
+    return None
+
+
+def require_url(
+    url: str, *, flag: str, example: str = "https://host/v1 or http://127.0.0.1:8000/v1"
+) -> str:
+    """`url` stripped when `url_problem` finds nothing; else a `UsageError` naming `flag`
+    (the URL shown masked: a pasted one may carry a key)."""
+    url = url.strip()
+    why = url_problem(url)
+    if why is not None:
+        raise UsageError(
+            f"{flag} {shown_url(url)!r} is not a usable URL: {why}",
+            fix=f"give {flag} a URL like {example}",
+        )
+    return url
+
+
+def require_configured_url(url: str, *, client: str, source: str | None) -> str:
+    """`url`, read from `client`'s config (`source` names the file), when `url_problem` finds
+    nothing; else an `InputError` naming the file and how to mend it."""
+    why = url_problem(url)
+    if why is not None:
+        where = source or f"{client}'s config"
+        raise InputError(
+            f"the base URL {shown_url(url)!r} in {where} is not a usable URL: {why}",
+            fix=f"correct it there (pdnotes doctor --client {client} names the line), or "
+            f"rewrite it: pdnotes config {client} --base-url URL",
+        )
+    return url
+
+
+def shown_url(url: str) -> str:
+    """`url` fit to print, parseable or not: user-info (`user:key@`) masked, key-shaped
+    values scrubbed."""
+    from notes_cli.secrets import scrub
+
+    if url_problem(url) is None:
+        return mask_url(url)
+    scheme, sep, rest = url.partition("://")
+    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "@" in authority:
+        rest = "***@" + rest[len(authority.rsplit("@", 1)[0]) + 1 :]
+    return scrub(scheme + sep + rest)
+
+
+def split(url: str) -> SplitResult | None:
+    """`urlsplit(url)` for a URL `url_problem` accepts; None for any other."""
+    return urlsplit(url) if url_problem(url) is None else None
+
+
 def has_scheme(url: str) -> bool:
-    return urlsplit(url).scheme in ("http", "https") and bool(urlsplit(url).netloc)
+    """An http(s) URL with a host and a valid port (see `url_problem`)."""
+    return split(url) is not None
 
 
 def host_of(url: str) -> str:
-    """`host` or `host:port` of a URL, lower-cased ("" when it has none)."""
-    return urlsplit(url).netloc.lower().rsplit("@", 1)[-1]
+    """`host` or `host:port` of a URL, lower-cased ("" when it has none or is malformed)."""
+    parts = split(url)
+    return parts.netloc.lower().rsplit("@", 1)[-1] if parts else ""
+
+
+def hostname_of(url: str) -> str | None:
+    """The host name of a URL without port or brackets (None when malformed)."""
+    parts = split(url)
+    return parts.hostname if parts else None
+
+
+def port_of(url: str) -> int | None:
+    """The URL's explicit port (None when it names none or is malformed)."""
+    parts = split(url)
+    return parts.port if parts else None
+
+
+def path_of(url: str) -> str:
+    """The URL's path ("" when malformed)."""
+    parts = split(url)
+    return parts.path if parts else ""
 
 
 def is_loopback(url: str) -> bool:
@@ -73,12 +181,12 @@ def is_loopback(url: str) -> bool:
 
 def endpoint_suffix(url: str, suffixes: tuple[str, ...]) -> str | None:
     """The endpoint path a pasted URL already ends in, if any."""
-    path = urlsplit(url).path.rstrip("/")
+    path = path_of(url).rstrip("/")
     return next((s for s in suffixes if path.endswith(s)), None)
 
 
 def has_v1_suffix(url: str) -> bool:
-    return urlsplit(url).path.rstrip("/").endswith("/v1")
+    return path_of(url).rstrip("/").endswith("/v1")
 
 
 def url_credential(url: str) -> str | None:
@@ -134,13 +242,14 @@ def clean_base_url(
     forbids it) and a trailing slash. Raises `UsageError` for a URL without http(s)://, and
     with `credential_fix` for one that carries a key (see `refuse_credentials`)."""
     url = url.strip()
-    if not has_scheme(url):
+    if "://" not in url:
         # Masked as if it had a scheme: a pasted `user:key@host` must not be echoed either.
         shown = mask_url("https://" + url.lstrip("/")).removeprefix("https://")
         raise UsageError(
             f"base URL {shown!r} has no http:// or https:// scheme",
             fix=f"pass the full URL, e.g. --base-url https://{shown}",
         )
+    url = require_url(url, flag="--base-url")
     if credential_fix is not None:
         refuse_credentials(url, fix=credential_fix)
     parts = urlsplit(url)

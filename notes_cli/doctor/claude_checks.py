@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from notes_cli import paths
+from notes_cli import fileio, paths
 from notes_cli.clients import files
 from notes_cli.clients.git import tracked_by_git
 from notes_cli.clients.presets import placeholder_tokens
@@ -72,7 +72,7 @@ def read_claude_files(
             read.append(ClaudeFile(scope, path, problem=problem))
             continue
         except InputError as exc:
-            detail = exc.fix or "fix or remove the file"
+            detail = exc.fix or fileio.aside_fix(path, "fix or remove the file")
             problem = make("file-unreadable", "claude", exc.message, file=str(path), detail=detail)
             read.append(ClaudeFile(scope, path, problem=problem))
             continue

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from notes_cli import fileio
 from notes_cli.clients import codex_catalog
 from notes_cli.clients.files import line_of_regex, toml_header_line
 from notes_cli.clients.layers import CodexLayer, MergedCodex, merge_into
@@ -461,6 +462,9 @@ def _check_catalog(ctx: _Ctx, model: str, configured: str) -> list[Finding]:
     fix: dict[str, Any] = {"model": model, "catalog": str(path)}
     if slugs is None:
         message = f"Codex cannot read the model catalog {path} (model_catalog_json): {problem}"
+        fix["catalog_action"] = fileio.aside_fix(
+            path, f"fix or remove {path}", setting="model_catalog_json"
+        )
         return [
             make("codex-model-unknown", "codex", message, variant="catalog_broken", **at, **fix)
         ]

@@ -8,9 +8,8 @@ import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from notes_cli import paths
+from notes_cli import fileio, paths
 from notes_cli.clients import dotenv, presets, urls
 from notes_cli.clients.gemini_config import AUTH_TYPE, BASE_URL_VAR, KEY_VAR, clean_base_url
 from notes_cli.clients.gemini_layers import GeminiLayers
@@ -64,7 +63,7 @@ def _file_problems(layers: GeminiLayers) -> list[Finding]:
                     "gemini",
                     problem.message,
                     file=str(layer.path),
-                    detail=problem.fix or "fix or remove the file",
+                    detail=problem.fix or fileio.aside_fix(layer.path, "fix or remove the file"),
                 )
             )
     return found
@@ -77,10 +76,23 @@ def _where(layers: GeminiLayers, source: str, name: str) -> dict[str, object]:
 
 
 def _base_url(url: str, where: dict[str, object]) -> list[Finding]:
-    if not urls.has_scheme(url):
+    why = urls.url_problem(url)
+    if why is not None and why != urls.NO_SCHEME:
+        # Gemini CLI stops with "Invalid custom base URL": say which part is wrong
+        message = f"{BASE_URL_VAR} {urls.shown_url(url)!r} is not a usable URL: {why}"
+        return [
+            make(
+                "base-url-malformed",
+                "gemini",
+                message,
+                config_client="gemini",
+                **where,  # type: ignore[arg-type]
+            )
+        ]
+    if why is not None:
         return []  # Gemini CLI stops with "Invalid custom base URL" itself
     found: list[Finding] = []
-    if _V1BETA.search(urlsplit(url).path):
+    if _V1BETA.search(urls.path_of(url)):
         try:
             suggested = clean_base_url(url).base_url
         except UsageError:

@@ -768,15 +768,13 @@ def _redirect_loop(exc: gw.GatewayError) -> bool:
 def bridge_of(endpoint: Endpoint) -> str | None:
     """The bridge's root URL when `endpoint` points at a pdnotes bridge (the bridge preset's
     address, or the one `pdnotes config --bridge` recorded), else None."""
-    from urllib.parse import urlsplit
-
+    from notes_cli.clients import urls
     from notes_cli.clients.presets import load_preset
 
-    try:
-        parts = urlsplit(endpoint.base_url)
-        netloc = f"{parts.hostname}:{parts.port}"
-    except ValueError:
+    parts = urls.split(endpoint.base_url)
+    if parts is None:
         return None
+    netloc = f"{parts.hostname}:{parts.port}"
     hosts = set(load_preset("bridge").hosts)
     try:
         from notes_cli.bridge.config import load_record

@@ -18,9 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from notes_cli import fileio
 from notes_cli.clients import opencode_config as oc
+from notes_cli.clients import urls
 from notes_cli.clients.files import line_of
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
@@ -46,7 +47,6 @@ class Reading:
 
 
 def read(config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]) -> Reading:
-    from notes_cli import fileio
 
     layers: list[oc.Layer] = []
     problems: list[Finding] = []
@@ -76,7 +76,7 @@ def read(config_dir: Path | None, project_dir: Path | None, env: Mapping[str, st
                 )
             )
         except InputError as exc:
-            detail = exc.fix or "fix or remove the file"
+            detail = exc.fix or fileio.aside_fix(Path(where), "fix or remove the file")
             problems.append(
                 make("file-unreadable", "opencode", exc.message, file=where, detail=detail)
             )
@@ -206,7 +206,7 @@ def _provider(
         file, line = _where(layers, ("provider", provider_id, "options", "baseURL"), '"baseURL"')
         found += check_base_url("opencode", url, file=file, line=line)
         found += _doubled_v1(url, file, line)
-        if npm == "@ai-sdk/openai" and urlsplit(url).hostname not in (_OPENAI_HOST, None):
+        if npm == "@ai-sdk/openai" and urls.hostname_of(url) not in (_OPENAI_HOST, None):
             file, line = _where(layers, ("provider", provider_id, "npm"), '"npm"')
             found.append(
                 make(
@@ -253,7 +253,7 @@ def _selected_model(layers: list[oc.Layer]) -> tuple[str, str] | None:
 
 
 def _doubled_v1(url: str, file: str | None, line: int | None) -> list[Finding]:
-    path = urlsplit(url).path.rstrip("/")
+    path = urls.path_of(url).rstrip("/")
     if "/v1/v1" not in path + "/":
         return []
     fixed = url.replace("/v1/v1", "/v1", 1)

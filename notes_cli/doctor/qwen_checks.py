@@ -4,8 +4,6 @@ it loads and the environment, resolved the way Qwen Code resolves them
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from notes_cli.clients import presets, urls
 from notes_cli.clients.files import line_of
 from notes_cli.clients.git import tracked_by_git
@@ -130,7 +128,7 @@ def _base_url(resolved: QwenResolved, layers: list[QwenFile]) -> list[Finding]:
     found = check_base_url("qwen", url, file=file, line=line)
     if not urls.has_scheme(url):
         return found
-    path = urlsplit(url).path.rstrip("/")
+    path = urls.path_of(url).rstrip("/")
     if "/v1/v1" in path + "/":
         fixed = url.replace("/v1/v1", "/v1", 1)
         found.append(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from notes_cli import paths
+from notes_cli import fileio, paths
 from notes_cli.errors import InputError
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def resolve_codex(
         return Resolved("codex", None, (file,), None, True), problem
     except InputError as exc:
         file = str(getattr(exc, "path", None) or path)
-        detail = exc.fix or "fix or remove the file"
+        detail = exc.fix or fileio.aside_fix(Path(file), "fix or remove the file")
         problem = make("file-unreadable", "codex", exc.message, file=file, detail=detail)
         return Resolved("codex", None, (str(path),), None, True), problem
     if not any(layer.kind == "user" for layer in merged.layers):

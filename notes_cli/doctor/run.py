@@ -294,8 +294,11 @@ def _live(
         raise UsageError(
             "live checks are not available in this build", fix="run pdnotes doctor --offline"
         ) from exc
+    from notes_cli.clients.urls import url_problem
+
     for client in resolved:
-        if client.endpoint is None:
+        # A URL that does not parse cannot be called: its static finding says why.
+        if client.endpoint is None or url_problem(client.endpoint.base_url) is not None:
             continue
         findings, probes = probe_endpoint(
             client.endpoint,

@@ -20,6 +20,17 @@ def check_base_url(
 ) -> list[Finding]:
     """Every static problem of `url` as the base URL `client` appends its endpoint path to."""
     where: dict[str, Any] = {"file": file, "line": line}
+    why = urls.url_problem(url)
+    if why is not None and why != urls.NO_SCHEME:  # (no scheme: base-url-no-scheme, below)
+        return [
+            make(
+                "base-url-malformed",
+                client,
+                f"base URL {urls.shown_url(url)!r} is not a usable URL: {why}",
+                config_client=client,
+                **where,
+            )
+        ]
     if not urls.has_scheme(url):
         return [
             make(
@@ -34,7 +45,7 @@ def check_base_url(
     preset = presets.preset_for_host(urls.host_of(url))
     strip_v1 = client == "claude" or bool(preset and preset.v1_suffix == "forbidden")
     cleaned = urls.clean_base_url(url, suffixes=suffixes, strip_v1=strip_v1)
-    parts = urlsplit(url)
+    parts = urlsplit(url)  # has_scheme above: it parses
     found: list[Finding] = []
     if parts.query:
         hint = (
@@ -137,7 +148,7 @@ def closest_models(model: str, served: tuple[str, ...] | list[str]) -> list[str]
 
 def check_gateway_note(client: FindingClient, url: str) -> list[Finding]:
     """Remind, once per remote endpoint, that a gateway does not speed inference up."""
-    host = urlsplit(url).hostname or ""
+    host = urls.hostname_of(url) or ""
     if not urls.has_scheme(url) or host in _LOCAL_HOSTS:
         return []
     return [

@@ -14,7 +14,7 @@ import time
 import weakref
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import httpx
 
@@ -183,9 +183,16 @@ def status_error(
 def redirects_to_itself(url: str, location: str | None) -> bool:
     """A Location that is the URL asked for (relative or absolute, query and a trailing slash
     ignored): a redirect loop, which no client gets out of."""
+    from notes_cli.clients.urls import split
+
     if not location:
         return False
-    asked, target = urlsplit(url), urlsplit(urljoin(url, location))
+    try:
+        asked, target = split(url), split(urljoin(url, location))
+    except ValueError:  # urljoin splits both: a Location like `http://[::1` raises
+        return False
+    if asked is None or target is None:
+        return False
     same = (asked.scheme, asked.netloc, asked.path.rstrip("/"))
     return same == (target.scheme, target.netloc, target.path.rstrip("/"))
 

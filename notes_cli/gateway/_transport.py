@@ -282,9 +282,36 @@ def _answered(
     sink.on_headers(response.status_code, response.reason_phrase, list(response.headers.items()))
 
 
+def require_valid_proxies() -> None:
+    """A malformed proxy variable (HTTPS_PROXY=http://[::1, a port past 65535) is a usage
+    error naming it: httpx raises `InvalidURL` building any client that trusts the
+    environment, before a request is made."""
+    import importlib.util
+    import urllib.request
+
+    from notes_cli.clients.urls import require_url, shown_url
+    from notes_cli.errors import UsageError
+
+    for scheme, value in urllib.request.getproxies().items():
+        if scheme == "no" or not value:
+            continue
+        name = f"{scheme.upper()}_PROXY"
+        flag = f"{name} (or {name.lower()})"
+        kind, _, rest = value.partition("://") if "://" in value else ("http", "", value)
+        # the scheme may be socks5://: only the host and port are judged here
+        require_url("http://" + rest, flag=flag, example="http://proxy.example:3128")
+        if kind.lower().startswith("socks") and importlib.util.find_spec("socksio") is None:
+            raise UsageError(
+                f"{flag} {shown_url(value)!r} is a SOCKS proxy, and httpx needs the socksio "
+                "package for one",
+                fix="pip install 'httpx[socks]', or use an HTTP proxy",
+            )
+
+
 def _client_kwargs() -> dict[str, Any]:
     # follow_redirects=False: credentials must never be forwarded to another origin.
     # Accept-Encoding: only what `_limits.Decoder` can decode in bounded pieces.
+    require_valid_proxies()
     return {
         "follow_redirects": False,
         "trust_env": True,

@@ -219,6 +219,14 @@ class ProtocolError(_UrlError):
     kind = "protocol-error"
 
 
+class NotTheAnswer(ProtocolError):
+    """A 2xx whose content is not the API's answer: an HTML page (a proxy's login, a web
+    server's index), binary bytes, an event stream where JSON was asked. Found before any of
+    it was passed on (`gateway.relay`)."""
+
+    kind = "not-the-answer"
+
+
 class UnsendableHeader(_UrlError):
     kind = "unsendable-header"
 

@@ -135,15 +135,20 @@ def fetch(
     `max_bytes` of decoded body. Raises FetchError (exit 2) for every failure."""
     import httpx
 
+    from notes_cli.clients.urls import url_problem
     from notes_cli.gateway._http import safe_url
+    from notes_cli.gateway._transport import require_valid_proxies
 
     shown = safe_url(url)
-    if urlsplit(url).scheme not in ("http", "https"):
+    if not url.lower().startswith(("http://", "https://")):
         raise FetchError(f"{shown}: only http:// and https:// URLs are fetched", url=url)
+    if (why := url_problem(url)) is not None:
+        raise FetchError(f"{shown} is not a usable URL: {why}", url=url, fix="correct the URL")
     start = time.monotonic()
     deadline = start + timeout
     redirects: list[str] = []
     current = url
+    require_valid_proxies()
     options: dict[str, object] = {"follow_redirects": False, "trust_env": True}
     if transport is not None:
         options["transport"] = transport
@@ -160,16 +165,23 @@ def fetch(
                 response = client.send(request, stream=True)
                 try:
                     if response.is_redirect:
-                        location = response.headers.get("location", "")
+                        target = _joined(current, response.headers.get("location", ""))
                         if len(redirects) >= max_redirects:
                             raise FetchError(
                                 f"{shown} redirected more than {max_redirects} times "
-                                f"(last to {safe_url(urljoin(current, location))})",
+                                f"(last to {safe_url(target)})",
                                 url=url,
                                 fix="pass the final URL of the page",
                             )
-                        current = urljoin(current, location)
+                        current = target
                         redirects.append(safe_url(current))
+                        if (why := url_problem(current)) is not None:
+                            raise FetchError(
+                                f"{shown} redirected to {safe_url(current)}, which is not a "
+                                f"usable URL: {why}",
+                                url=url,
+                                fix="save the page and pass the file",
+                            )
                         continue
                     if response.status_code >= 400:
                         raise FetchError(
@@ -199,6 +211,15 @@ def fetch(
         ) from exc
     except httpx.HTTPError as exc:
         raise FetchError(f"cannot fetch {shown}: {exc or type(exc).__name__}", url=url) from exc
+
+
+def _joined(current: str, location: str) -> str:
+    """The redirect target; a Location `urljoin` cannot split is kept as sent (`url_problem`
+    then names what is wrong with it)."""
+    try:
+        return urljoin(current, location)
+    except ValueError:
+        return location
 
 
 def _read_body(

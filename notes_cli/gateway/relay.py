@@ -11,8 +11,11 @@ transport seam (`_transport`): streams over the lean HTTP/1.1 transport (`_h1`, 
 `data_received`, no task switch per chunk) unless `_transport.pick` declines it (a proxy applies
 to the URL), then over the httpx adapter; whole answers over the httpx adapter. An error status
 (3xx/4xx/5xx) never reaches the sink: the `StatusSink` keeps its body (up to 64 KiB) for an
-`HttpStatusError` carrying the upstream's message. Cancelling the awaiting task closes the
-upstream connection, which is how the upstream learns that the client went away.
+`HttpStatusError` carrying the upstream's message. Neither does a 2xx that is not the API's
+answer (an HTML page, binary bytes): a stream's head is held until its content type and first
+bytes show an event stream, a whole answer must be JSON, else `NotTheAnswer`, raised before
+`on_status` heard of the 2xx (so a fallback may still answer). Cancelling the awaiting task
+closes the upstream connection, which is how the upstream learns that the client went away.
 """
 
 from __future__ import annotations
@@ -98,8 +101,10 @@ class Upstream:
         url = self.url(path)
         # (identity: a compressed event stream arrives in lumps; one that comes anyway is decoded)
         headers = {**self.headers(stream=True), "accept-encoding": "identity"}
-        answer = StatusSink(sink, on_status=on_status)
+        check = _EventStreamCheck(sink, on_status)
+        answer = StatusSink(check, on_status=check.on_error_status)
         await self._send(pick(self._h1, self._httpx, url), "POST", url, headers, body, answer)
+        check.finish(safe_url(url))
 
     async def fetch(
         self,
@@ -112,9 +117,15 @@ class Upstream:
         """A whole answer (for `GET /models` and non-streamed turns): (status, body). Error
         statuses raise `HttpStatusError`, transport failures the other typed errors."""
         url = self.url(path)
-        answer = StatusSink(limit=MAX_RELAYED_BODY_BYTES, on_status=on_status)
+        answer = StatusSink(limit=MAX_RELAYED_BODY_BYTES, on_status=_errors_only(on_status))
         await self._send(self._httpx, method, url, self.headers(stream=False), body, answer)
-        return answer.status, bytes(answer.body)
+        whole = bytes(answer.body)
+        if not _looks_like_json(answer.header("content-type"), whole):
+            kind = answer.header("content-type")
+            raise _not_the_answer(safe_url(url), answer.status, kind, whole, "JSON")
+        if on_status is not None:
+            on_status(answer.status)
+        return answer.status, whole
 
     async def aclose(self) -> None:
         if self._h1 is not None:
@@ -184,3 +195,116 @@ class Upstream:
         elif isinstance(exc, httpx.PoolTimeout):
             timeout = self.slot_timeout
         return translate(exc, url=url, headers_seen=seen, timeout=timeout)
+
+
+_EVENT_STREAM = "text/event-stream"
+# What an event stream starts with (after a BOM and blank lines): a comment or a field name.
+_SSE_STARTS = (b":", b"data", b"event", b"id", b"retry")
+_BLANK = b"\xef\xbb\xbf \t\r\n"
+_MAX_UNDECIDED = 4096  # blank bytes before the first field: more is not an event stream
+
+
+class _EventStreamCheck:
+    """Between the `StatusSink` and the caller's sink for a streamed 2xx: the head and the
+    first bytes are held until they show an event stream (its content type, then a first
+    field or comment), and only then passed on. An HTML page, binary bytes or a JSON body is
+    refused with nothing passed on; `finish` raises `NotTheAnswer` for it."""
+
+    __slots__ = ("sink", "on_status", "status", "headers", "first", "state")
+
+    def __init__(self, sink: RelaySink, on_status: Callable[[int], None] | None) -> None:
+        self.sink, self.on_status = sink, on_status
+        self.status = 0
+        self.headers: list[tuple[str, str]] = []
+        self.first = b""
+        self.state = "head"  # head | checking | open | refused
+
+    def on_error_status(self, status: int) -> None:
+        """`StatusSink`'s `on_status`: an error status is told at once; a 2xx once it opens."""
+        if status >= 300 and self.on_status is not None:
+            self.on_status(status)
+
+    def on_headers(self, status: int, headers: list[tuple[str, str]]) -> None:
+        self.status, self.headers = status, headers
+        self.state = "checking" if _EVENT_STREAM in self.content_type().lower() else "refused"
+
+    def on_reader(self, reader: Reader) -> None:
+        on_reader = getattr(self.sink, "on_reader", None)
+        if on_reader is not None:
+            on_reader(reader)
+
+    def on_body(self, data: bytes) -> bool:
+        if self.state == "open":
+            return self.sink.on_body(data)
+        if self.state == "refused":
+            self.first = (self.first + data)[:64]  # (to say what it was)
+            return True  # enough: nothing of it goes on
+        self.first += data
+        start = self.first.lstrip(_BLANK)
+        if start.startswith(_SSE_STARTS):
+            return self._open()
+        if len(start) >= 5 or len(self.first) > _MAX_UNDECIDED:
+            self.state = "refused"  # (a field name cut short stays undecided until 5 bytes)
+            return True
+        if start and not any(s.startswith(start) for s in _SSE_STARTS):
+            self.state = "refused"
+            return True
+        return False
+
+    def finish(self, url: str) -> None:
+        """After the body ended: `NotTheAnswer` when refused; a short stream still held goes
+        on (an empty one too: the caller's sink words a stream without its end)."""
+        if self.state == "checking":
+            start = self.first.lstrip(_BLANK)
+            if start and not start.startswith(_SSE_STARTS):
+                self.state = "refused"
+            else:
+                self._open()
+        if self.state == "refused":
+            kind = self.content_type()
+            raise _not_the_answer(url, self.status, kind, self.first, "an event stream")
+
+    def content_type(self) -> str:
+        return next((v for k, v in self.headers if k == "content-type"), "")
+
+    def _open(self) -> bool:
+        self.state = "open"
+        if self.on_status is not None:
+            self.on_status(self.status)
+        self.sink.on_headers(self.status, self.headers)
+        first, self.first = self.first, b""
+        return self.sink.on_body(first) if first else False
+
+
+def _errors_only(on_status: Callable[[int], None] | None) -> Callable[[int], None] | None:
+    if on_status is None:
+        return None
+    return lambda status: on_status(status) if status >= 300 else None
+
+
+def _looks_like_json(content_type: str, body: bytes) -> bool:
+    """A whole answer the caller can parse: typed JSON (or untyped) and starting like JSON."""
+    kind = content_type.partition(";")[0].strip().lower()
+    if kind and "json" not in kind:
+        return False
+    start = body.lstrip(_BLANK)[:1]
+    return start in (b"{", b"[")
+
+
+def _not_the_answer(
+    url: str, status: int, content_type: str, first: bytes, wanted: str
+) -> errors.NotTheAnswer:
+    kind = content_type.partition(";")[0].strip() or "no content type"
+    start = first.lstrip(_BLANK)[:64]
+    if start[:1] == b"<":
+        shape = "an HTML page"
+    elif any(b < 0x09 or 0x0D < b < 0x20 or b >= 0x80 for b in start):
+        shape = "binary bytes"
+    else:
+        shape = "a body" if start else "an empty body"
+    return errors.NotTheAnswer(
+        f"{url} answered {status} with {shape} ({kind}) instead of {wanted}",
+        url=url,
+        fix="the URL reaches something that is not the API (a web page, a proxy's sign-in "
+        "page, a file): check the upstream's URL and path",
+    )

@@ -424,6 +424,7 @@ def choose_endpoint(
     import dataclasses
 
     from notes_cli.clients.endpoint import endpoint_from_flags
+    from notes_cli.clients.urls import require_configured_url
     from notes_cli.errors import UsageError
 
     if base_url:
@@ -445,6 +446,7 @@ def choose_endpoint(
             "--base-url URL --model ID [--key-env NAME]",
         )
     endpoint = found[0]
+    require_configured_url(endpoint.base_url, client=endpoint.client, source=endpoint.source)
     if model:
         endpoint = dataclasses.replace(endpoint, model=model)
     if not endpoint.model:

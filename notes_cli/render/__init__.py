@@ -7,8 +7,9 @@ width is pinned when not a terminal so output is stable for scripts and golden t
 
 Nothing a gateway, a model, a web page, a file or the environment sends reaches the terminal
 raw. `visible` shows every control character (C0 but `\n` and `\t`, DEL, C1; so ESC and `\r`
-too: `\r` returns to the line's start and overwrites what was shown) as `\xNN`, so no text can
-move the cursor, clear the screen, set the title (OSC 0) or write the clipboard (OSC 52). It
+too: `\r` returns to the line's start and overwrites what was shown) as `\xNN`, and every
+bidi control as `\uNNNN`, so no text can move the cursor, clear the screen, set the title
+(OSC 0), write the clipboard (OSC 52) or reorder what is shown (U+202E). It
 runs where text becomes output, not at each call site:
 - the consoles (`out()`, `err()`) are `render._console.SafeConsole`: every string is made
   visible before rich parses its markup (`render_str`, which rich calls for print, table cells,
@@ -17,7 +18,8 @@ runs where text becomes output, not at each call site:
   codes are made from styles after that and are untouched; its cursor moves are control
   segments, also untouched;
 - the plain writers here (`line` when stdout is not a terminal, `text`) call it themselves;
-- `emit_json` keeps the exact text: JSON escapes C0, and DEL and C1 are written as `\u00XX`.
+- `emit_json` keeps the exact text: JSON escapes C0, and DEL, C1 and bidi controls are
+  written as `\uXXXX`.
 Nothing outside this package writes to stdout or stderr (tests/test_render_visible.py checks).
 
 Imports the cores for their result types and the bottom layer. Must not import cli/; the cores
@@ -70,14 +72,23 @@ def err() -> Console:
 
 # Every control character but line feed and tab: C0, DEL and C1 (ESC is C0, CSI is C1 too).
 _CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0)]
-_VISIBLE = {c: f"\\x{c:02x}" for c in _CONTROLS if chr(c) not in "\n\t"}
-# JSON already escapes C0; DEL and C1 it writes raw, and a terminal may act on C1.
-_JSON_RAW = {c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)}
+# The bidirectional controls: embeddings and overrides (U+202A-U+202E), isolates
+# (U+2066-U+2069), the marks (U+200E, U+200F, U+061C). A terminal that reorders text by them
+# shows `sk-…` or a command in another order than the bytes say (the "Trojan Source" trick).
+BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_VISIBLE = {
+    **{c: f"\\x{c:02x}" for c in _CONTROLS if chr(c) not in "\n\t"},
+    **{c: f"\\u{c:04x}" for c in BIDI_CONTROLS},
+}
+# JSON already escapes C0; DEL, C1 and the bidi controls it writes raw, and a terminal acts
+# on them (`\\u202e` in JSON is the same string to every parser).
+_JSON_RAW = {c: f"\\u{c:04x}" for c in [*range(0x7F, 0xA0), *BIDI_CONTROLS]}
 
 
 def visible(text: str) -> str:
     """`text` with each control character but `\\n` and `\\t` shown as `\\xNN` (ESC as
-    `\\x1b`), so it cannot act on the terminal. Linear time; no-op on clean text."""
+    `\\x1b`) and each bidi control as `\\uNNNN` (U+202E as `\\u202e`), so it can neither act
+    on the terminal nor reorder what it shows. Linear time; no-op on clean text."""
     return text.translate(_VISIBLE)
 
 

@@ -12,7 +12,7 @@ from notes_cli.secrets import mask_url
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from notes_cli.backups import UndoResult
+    from notes_cli.backups import RolledBack, UndoResult
     from notes_cli.clients.plan import WriteResult
     from notes_cli.clients.presets import Preset
     from notes_cli.clients.resolve import ClientSetup
@@ -152,6 +152,32 @@ def undo(result: UndoResult, *, as_json: bool) -> None:
         out().print(f"{escape(str(path))} {verb}")
     kept = escape(str(result.saved_current.meta_path.parent))
     out().print(f"[dim]the state it replaced is kept in {kept}[/]")
+
+
+def rolled_back(result: RolledBack, *, as_json: bool) -> None:
+    """`config undo` found a write (or undo) killed between two files and rolled it back."""
+    first, *rest = result.paths
+    if as_json:
+        emit_json(
+            {
+                "schema": "pdnotes.config-undo/1",
+                "client": result.client,
+                "file": str(first),
+                "action": "rolled-back",
+                "also": [{"file": str(path), "action": "rolled-back"} for path in rest],
+            }
+        )
+        return
+    out().print(
+        f"rolled back the last `pdnotes config {result.client}` step, which was killed between "
+        "two files:"
+    )
+    for path in result.paths:
+        out().print(f"{escape(str(path))} put back as it was before that step")
+    out().print(
+        f"[dim]nothing older was undone; `pdnotes config undo --client {result.client}` again "
+        "undoes the write before it[/]"
+    )
 
 
 def nothing_to_undo(client: str, folder: Path, *, as_json: bool) -> None:
