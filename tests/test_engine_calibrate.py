@@ -147,3 +147,21 @@ def test_least_squares_recovers_known_coefficients(rows, beta) -> None:
     targets = [sum(b * x for b, x in zip(beta, row, strict=True)) for row in rows]
     got = least_squares(rows, targets)
     assert got == pytest.approx(beta, rel=1e-9, abs=1e-9)
+
+
+def test_the_batch_is_what_the_server_saw_running_else_the_highest_load(cli, tmp_path) -> None:
+    files = _copy(tmp_path, [p.name for p in GRID])
+    out = tmp_path / "a.toml"
+    assert cli("engine", "calibrate", *map(str, files), "--out", str(out)).exit_code == 0
+    assert "max_batch = 4" in out.read_text()  # every client of the highest load
+    for path in files:  # the server said it never ran more than 3 at once
+        side = path.with_name(path.name + ".meta.json")
+        meta = json.loads(side.read_text())
+        meta["server_metrics"] = {"running": {"mean": 1.5, "max": 3.0}}
+        side.write_text(json.dumps(meta))
+    out = tmp_path / "b.toml"
+    assert cli("engine", "calibrate", *map(str, files), "--out", str(out)).exit_code == 0
+    assert "max_batch = 3" in out.read_text()
+    out = tmp_path / "c.toml"
+    given = cli("engine", "calibrate", *map(str, files), "--out", str(out), "--max-batch", "2")
+    assert given.exit_code == 0 and "max_batch = 2" in out.read_text()

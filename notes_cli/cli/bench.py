@@ -270,7 +270,7 @@ def bench(
 
         write_records(records, report.records or [])
         point = {"concurrency": plan.concurrency, "rate": rate}
-        _write_meta(records, run, base_url, started, {**meta, **point})
+        _write_meta(records, run, base_url, started, {**meta, **point}, report)
     if as_json:
         render.emit_json({**report.to_json(), "target": run.target_json(base_url, api)})
     else:
@@ -353,13 +353,22 @@ def _now() -> str:
 
 
 def _write_meta(
-    records: Path, run: _Runner, base_url: str, started: str, meta: dict[str, object]
+    records: Path,
+    run: _Runner,
+    base_url: str,
+    started: str,
+    meta: dict[str, object],
+    report: BenchReport,
 ) -> None:
+    """The records' provenance, and the server's own metrics (its running requests: the batch
+    it really ran) where it published them."""
     from notes_cli.bench.records import write_meta
     from notes_cli.secrets import mask_url
 
     target = {"base_url": mask_url(base_url), "model": run.endpoint.model, "started": started}
-    write_meta(records, {**target, **meta})
+    view = report.server_metrics
+    server = {"server_metrics": view.to_json() if view is not None else None}
+    write_meta(records, {**target, **meta, **server})
 
 
 def _grid(
@@ -474,7 +483,7 @@ def _sweep(
             load = {"concurrency": int(value), "rate": None} if kind == "concurrency" else {
                 "concurrency": None, "rate": value}  # fmt: skip
             load["prompt_point"] = clock.done
-            _write_meta(where, run, base_url, started, {**meta, **load})
+            _write_meta(where, run, base_url, started, {**meta, **load}, report)
         if report.interrupted:
             break
         left = clock.point_done(report)

@@ -78,6 +78,14 @@ class LoadPoint:
     def label(self) -> str:
         return f"c={self.concurrency} in={self.prompt_tokens:.0f}"
 
+    @property
+    def running_peak(self) -> float | None:
+        """The most requests the server's metrics saw running (bench's .meta.json), if any."""
+        server = self.meta.get("server_metrics")
+        running = server.get("running") if isinstance(server, dict) else None
+        peak = running.get("max") if isinstance(running, dict) else None
+        return float(peak) if isinstance(peak, int | float) and peak >= 1 else None
+
 
 @dataclass(frozen=True)
 class Fitted:
@@ -493,10 +501,12 @@ def calibrate(
     shape = catalog.models[model]
     weight_bytes = NodeCost(shape, catalog.chips[UNCALIBRATED_CHIP]).weight_bytes
     fitted = first_guess(fit, shape.active_params, weight_bytes)
-    # The batch: what the user says the engine runs (its slots), else every client of the
-    # highest load recorded (held-back points included: a load level is the experiment's
-    # design, not a measured latency).
-    fitted = replace(fitted, max_batch=max_batch or max(p.concurrency for p in points))
+    # The batch: what the user says the engine runs (its slots), else the most requests the
+    # server's own metrics saw running, else every client of the highest load recorded
+    # (held-back points included: a load level is the experiment's design, not a latency).
+    running = [r for p in points if (r := p.running_peak) is not None]
+    batch = max_batch or (round(max(running)) if running else 0)
+    fitted = replace(fitted, max_batch=max(1, batch or max(p.concurrency for p in points)))
     provenance = provenance_of(points, now)
     for _ in range(REFINE_ROUNDS):
         deployment, with_rows = build(fitted, model, name, provenance, catalog, with_hit=False)
