@@ -11,9 +11,11 @@ TPOT. The fit is two steps, both in the cost model's own terms, so what it predi
    (a decode step's fixed part s0, each sequence in it s1). b becomes the chip's FLOP/s, s0 its
    memory bandwidth (the weights a step reads), s1 the CPU cost per sequence (seq_overhead_us),
    r the request overhead.
-2. The simulator replays every fitted point with those numbers; the chip's FLOP/s and bandwidth
-   are scaled by the median measured/predicted TTFT and TPOT until they agree (a few rounds), so
-   the scheduler's own effects (queueing, decodes sharing steps with prompts) are in the fit.
+2. The simulator replays every fitted point with those numbers, and what it still misses moves
+   them (a few rounds): the TTFT residual against prompt length corrects the prefill cost per
+   token and the request overhead, the TPOT residual against concurrency the decode step's fixed
+   part and its cost per sequence. So the scheduler's own effects (queueing, prompts sharing
+   steps with decodes) are in the fit, not counted twice.
 
 Pure Python: numpy is a test extra only, and a 3-column least squares needs no library.
 
@@ -388,6 +390,49 @@ def first_guess(fit: list[LoadPoint], model_params: float, weight_bytes: float) 
     )
 
 
+def _line(groups: dict[float, list[float]]) -> tuple[float, float]:
+    """(intercept, slope) through the median residual of the lowest and the highest group."""
+    low, high = min(groups), max(groups)
+    r_low, r_high = statistics.median(groups[low]), statistics.median(groups[high])
+    slope = (r_high - r_low) / (high - low)
+    return r_low - slope * low, slope
+
+
+def refine(
+    fitted: Fitted, replayed: list[Comparison], model_params: float, weight_bytes: float
+) -> tuple[Fitted, bool]:
+    """Step 2: move the four numbers by what the simulator still misses. TTFT's residual
+    (measured - predicted median) against prompt length corrects the prefill ms per token
+    (slope) and the request overhead (intercept); TPOT's against concurrency the decode step's
+    fixed part and its cost per sequence. True when every group is within 2 %."""
+    ttft: dict[float, list[float]] = {}
+    tpot: dict[float, list[float]] = {}
+    misses = []
+    for c in replayed:
+        p = c.point
+        ttft.setdefault(p.prompt_tokens, []).append(p.ttft_ms - c.ttft_ms)
+        tpot.setdefault(float(p.concurrency), []).append(p.tpot_ms - c.tpot_ms)
+        misses += [abs(c.ttft_ms / p.ttft_ms - 1.0), abs(c.tpot_ms / p.tpot_ms - 1.0)]
+    if max(misses) < 0.02:
+        return fitted, True
+    per_token = 2.0 * model_params / fitted.tflops / 1e9  # ms per prompt token
+    fixed = weight_bytes / fitted.hbm_tbps / 1e9  # ms a decode step reads weights
+    d_overhead, d_token = _line(ttft)
+    d_fixed, d_seq = _line(tpot)
+    per_token = max(per_token + d_token, per_token * 0.1)
+    fixed = max(fixed + d_fixed, fixed * 0.1)
+    return (
+        replace(
+            fitted,
+            tflops=2.0 * model_params / per_token / 1e9,
+            hbm_tbps=weight_bytes / fixed / 1e9,
+            seq_overhead_us=max(0.0, fitted.seq_overhead_us + d_seq * 1000.0),
+            request_overhead_ms=max(0.0, fitted.request_overhead_ms + d_overhead),
+        ),
+        False,
+    )
+
+
 def build(
     fitted: Fitted,
     model: str,
@@ -511,11 +556,9 @@ def calibrate(
     for _ in range(REFINE_ROUNDS):
         deployment, with_rows = build(fitted, model, name, provenance, catalog, with_hit=False)
         comparisons = predict(_document(deployment, with_rows, provenance), fit)
-        ttft = statistics.median(c.ttft_ms / c.point.ttft_ms for c in comparisons)
-        tpot = statistics.median(c.tpot_ms / c.point.tpot_ms for c in comparisons)
-        if abs(ttft - 1.0) < 0.01 and abs(tpot - 1.0) < 0.01:
+        fitted, done = refine(fitted, comparisons, shape.active_params, weight_bytes)
+        if done:
             break
-        fitted = replace(fitted, tflops=fitted.tflops * ttft, hbm_tbps=fitted.hbm_tbps * tpot)
     replay, with_rows = build(fitted, model, name, provenance, catalog, with_hit=False)
     replayed = _document(replay, with_rows, provenance)
     deployment, with_rows = build(fitted, model, name, provenance, catalog)
