@@ -160,7 +160,7 @@ def bench(
         "(e.g. --input-lens 128,512 --concurrency 1,2,4 --records run.jsonl writes "
         "run.i128.c1.jsonl ...). Points run one after another, each about -n x its median E2E "
         "/ concurrency; after each point bench says how long the rest will take from the "
-        "engine's answers so far. A slow engine (a CPU): -n 8 --output-len 32.",
+        "engine's answers so far. A slow engine (a CPU): -n 8 --output-len 16.",
     ),
     records: Path | None = typer.Option(
         None,

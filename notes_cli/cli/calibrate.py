@@ -59,7 +59,8 @@ MaxBatch = Annotated[
         low=1,
         high=MAX_BATCH,
         help="Sequences the engine decodes at once (llama-server -np, vLLM --max-num-seqs; "
-        "default: the highest concurrency recorded).",
+        "default: the most the server's metrics saw running, else the highest concurrency "
+        "recorded).",
     ),
 ]
 Name = Annotated[str, typer.Option("--name", help="The deployment's name in the file.")]
