@@ -81,7 +81,10 @@ def _free_port() -> int:
 class LlamaServer:
     """`with LlamaServer() as server: server.base_url` (the OpenAI root, …/v1)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, parallel: int = 1) -> None:
+        """`parallel`: llama-server's slots (-np), the requests it decodes in one batch; each
+        slot gets 4096 tokens of context."""
+        self.parallel = parallel
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
@@ -94,7 +97,8 @@ class LlamaServer:
             *("--host", "127.0.0.1", "--port", str(self.port)),
             # One thread is faster than two on the 2-core machines this runs on; one slot keeps
             # the prompt cache deterministic (each request follows the last in that slot).
-            *("-t", "1", "-tb", "1", "--parallel", "1", "-c", "4096"),
+            *("-t", "1", "-tb", "1", "--parallel", str(self.parallel)),
+            *("-c", str(4096 * self.parallel)),
             "--no-repack",  # the CPU repack path (AMX) of a native build crashes on these VMs
             # Gemma 3 has sliding-window layers: without a full-size SWA cache llama.cpp cannot
             # cut the cache back to a shared prefix and re-processes the whole prompt.

@@ -88,3 +88,41 @@ def test_a_plot_marks_every_point(cli, scripted, tmp_path) -> None:  # noqa: F81
     svg = plot.read_text()
     # Two panels x two series (median, P99) x three points.
     assert len(re.findall(r"<circle ", svg)) == 12
+
+
+def test_input_lens_runs_the_grid_calibrate_needs_with_fresh_prompts_and_provenance(
+    cli,
+    scripted,  # noqa: F811
+    tmp_path,
+) -> None:
+    base_url, engine = scripted
+    records = tmp_path / "run.jsonl"
+    result = cli(
+        "bench", "--base-url", base_url, "--input-lens", "32,96", "-c", "1,2", "-n", "3",
+        "--output-len", "3", "--records", str(records),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert len(engine.requests) == 12  # 2 lengths x 2 levels x -n
+    assert "point(s) left, about" in result.stderr  # the time still to go, from its answers
+    points = set()
+    for length in (32, 96):
+        for level in (1, 2):
+            path = tmp_path / f"run.i{length}.c{level}.jsonl"
+            assert len(path.read_text().splitlines()) == 3
+            meta = json.loads((tmp_path / f"run.i{length}.c{level}.jsonl.meta.json").read_text())
+            assert meta["schema"] == "pdnotes.bench.meta/1"
+            assert (meta["input_len"], meta["concurrency"]) == (length, level)
+            assert meta["base_url"] == base_url and meta["model"] == "pd-mock-1"
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", meta["started"])
+            points.add(meta["prompt_point"])
+    assert points == {0, 1, 2, 3}  # numbered across the grid, not restarting per length
+    # no point repeats another's prompts: a prefix cache cannot serve one from the last
+    # (a longer prompt of the same point number would start with a shorter one's words)
+    starts = [" ".join(r.messages[-1].text.split()[:8]) for r in engine.requests]
+    assert len(set(starts)) == len(starts)
+
+
+def test_input_lens_needs_concurrency_levels(cli, scripted) -> None:  # noqa: F811
+    base_url, _ = scripted
+    result = cli("bench", "--base-url", base_url, "--input-lens", "32,96", "-n", "2")
+    assert result.exit_code == 2 and "--input-lens runs a grid" in result.stderr

@@ -51,6 +51,25 @@ def render_records(records: Sequence[RequestRecord], kind: str) -> str:
     return buffer.getvalue()
 
 
+META_SCHEMA = "pdnotes.bench.meta/1"
+
+
+def meta_path(path: Path) -> Path:
+    """`run.c2.jsonl` → `run.c2.jsonl.meta.json`: what the records were measured against."""
+    return path.with_name(path.name + ".meta.json")
+
+
+def write_meta(path: Path, meta: dict[str, object]) -> Path:
+    """The run's provenance beside its records (endpoint with any key masked, model, load,
+    lengths, start time): `pdnotes engine calibrate` reads it into what it fits."""
+    import json
+
+    from notes_cli import fileio
+
+    document = {"schema": META_SCHEMA, **meta}
+    return fileio.atomic_write(meta_path(path), json.dumps(document, indent=1) + "\n")
+
+
 def write_records(path: Path, records: Sequence[RequestRecord]) -> Path:
     from notes_cli import fileio
 

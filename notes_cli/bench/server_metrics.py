@@ -14,11 +14,12 @@ null with the reason: a run never fails over metrics.
 
 Names, per server (first found wins):
 - waiting: vllm:num_requests_waiting, sglang:num_queue_reqs, llamacpp:requests_deferred,
+  lmdeploy:num_requests_waiting (`lmdeploy serve api_server --enable-metrics`),
   pdnotes_engine_requests_in_flight{state="waiting"}
 - running: vllm:num_requests_running, sglang:num_running_reqs, llamacpp:requests_processing,
-  pdnotes_engine_requests_in_flight{state="running"}
+  lmdeploy:num_requests_running, pdnotes_engine_requests_in_flight{state="running"}
 - KV usage (0..1): vllm:kv_cache_usage_perc, vllm:gpu_cache_usage_perc, sglang:token_usage,
-  pdnotes_engine_kv_usage_ratio (the fullest node)
+  lmdeploy:gpu_cache_usage_perc, pdnotes_engine_kv_usage_ratio (the fullest node)
 - cache hit rate: vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total, llama.cpp's
   llamacpp:prompt_tokens_cached_total / (cached + llamacpp:prompt_tokens_total), else
   sglang:cache_hit_rate (a gauge).
@@ -40,18 +41,21 @@ GAUGES: dict[str, tuple[tuple[str, dict[str, str]], ...]] = {
         ("vllm:num_requests_waiting", {}),
         ("sglang:num_queue_reqs", {}),
         ("llamacpp:requests_deferred", {}),
+        ("lmdeploy:num_requests_waiting", {}),
         ("pdnotes_engine_requests_in_flight", {"state": "waiting"}),
     ),
     "running": (
         ("vllm:num_requests_running", {}),
         ("sglang:num_running_reqs", {}),
         ("llamacpp:requests_processing", {}),
+        ("lmdeploy:num_requests_running", {}),
         ("pdnotes_engine_requests_in_flight", {"state": "running"}),
     ),
     "kv_usage": (
         ("vllm:kv_cache_usage_perc", {}),
         ("vllm:gpu_cache_usage_perc", {}),
         ("sglang:token_usage", {}),
+        ("lmdeploy:gpu_cache_usage_perc", {}),
         ("pdnotes_engine_kv_usage_ratio", {}),
     ),
 }

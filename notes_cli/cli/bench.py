@@ -153,6 +153,15 @@ def bench(
         help="Turns per conversation: each turn resends the history with a new question "
         "(-n counts turns).",
     ),
+    input_lens: str | None = typer.Option(
+        None,
+        "--input-lens",
+        help="A grid for `pdnotes engine calibrate`: one --concurrency sweep per prompt length "
+        "(e.g. --input-lens 128,512 --concurrency 1,2,4 --records run.jsonl writes "
+        "run.i128.c1.jsonl ...). Points run one after another, each about -n x its median E2E "
+        "/ concurrency; after each point bench says how long the rest will take from the "
+        "engine's answers so far. A slow engine (a CPU): -n 8 --output-len 16.",
+    ),
     records: Path | None = typer.Option(
         None,
         "--records",
@@ -202,6 +211,17 @@ def bench(
         records_format(records)
     from notes_cli.bench.prompts import new_salt
 
+    lengths = (
+        [int(v) for v in parse_points(input_lens, "--input-lens", integer=True)]
+        if (input_lens)
+        else []
+    )
+    _within([float(v) for v in lengths], "--input-lens", *INPUT_LEN)
+    if lengths and (not levels or rate_points or dataset is not None or plot is not None):
+        raise UsageError(
+            "--input-lens runs a grid of prompt lengths x --concurrency levels",
+            fix="give --concurrency (e.g. 1,2,4), and no --rates, --dataset or --plot",
+        )
     prompts = PromptSpec(
         seed=seed or 0,
         shared_prefix=shared_prefix,
@@ -221,9 +241,9 @@ def bench(
         keep_records=records is not None,
     )
 
-    def workload(at_rate: float | None) -> Iterable[WorkItem]:
+    def workload(at_rate: float | None, length: int = input_len) -> Iterable[WorkItem]:
         return _workload(
-            requests, input_len, output_len, dist, dataset, at_rate, burstiness, seed or 0
+            requests, length, output_len, dist, dataset, at_rate, burstiness, seed or 0
         )
 
     endpoint = _endpoint(base_url, model, key_env, api)
@@ -236,14 +256,25 @@ def bench(
     scrape = metrics_url or default_metrics_url(base_url)
     extra: dict[str, object] | None = {"ignore_eos": True} if ignore_eos else None
     run = _Runner(endpoint, prompts, None if scrape == "off" else scrape, not as_json, extra)
-    if sweeping:
-        _sweep(run, plan, workload, levels, rate_points, records, plot, gpus, as_json, base_url)
+    meta = {"api": api, "output_len": output_len, "requests": requests, "seed": seed,
+            "ignore_eos": ignore_eos}  # fmt: skip
+    if lengths:
+        _grid(run, plan, workload, levels, lengths, records, meta, as_json, base_url)
         return
+    meta["input_len"] = input_len
+    if sweeping:
+        _sweep(
+            run, plan, workload, levels, rate_points, records, plot, gpus, as_json, base_url, meta
+        )
+        return
+    started = _now()
     report = run(workload(rate), plan, "bench")
     if records is not None:
         from notes_cli.bench.records import write_records
 
         write_records(records, report.records or [])
+        point = {"concurrency": plan.concurrency, "rate": rate}
+        _write_meta(records, run, base_url, started, {**meta, **point}, report)
     if as_json:
         render.emit_json({**report.to_json(), "target": run.target_json(base_url, api)})
     else:
@@ -319,6 +350,99 @@ class _Runner:
         }
 
 
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _write_meta(
+    records: Path,
+    run: _Runner,
+    base_url: str,
+    started: str,
+    meta: dict[str, object],
+    report: BenchReport,
+) -> None:
+    """The records' provenance, and the server's own metrics (its running requests: the batch
+    it really ran) where it published them."""
+    from notes_cli.bench.records import write_meta
+    from notes_cli.secrets import mask_url
+
+    target = {"base_url": mask_url(base_url), "model": run.endpoint.model, "started": started}
+    view = report.server_metrics
+    server = {"server_metrics": view.to_json() if view is not None else None}
+    write_meta(records, {**target, **meta, **server})
+
+
+def _grid(
+    run: _Runner,
+    plan: BenchPlan,
+    workload: Callable[..., Iterable[WorkItem]],
+    levels: list[float],
+    lengths: list[int],
+    records: Path | None,
+    meta: dict[str, object],
+    as_json: bool,
+    base_url: str,
+) -> None:
+    """--input-lens: one concurrency sweep per prompt length (`run.i128.c2.jsonl` ...), the
+    grid `pdnotes engine calibrate` fits; one table per length, or one JSON document."""
+    import functools
+
+    from notes_cli import render
+
+    clock = _Remaining(plan.requests, [c for _ in lengths for c in levels])
+    documents: list[dict[str, object]] = []
+    ok, interrupted = True, False
+    for length in lengths:
+        if not as_json:
+            render.note(f"prompt length {length} tokens")
+        where = (
+            None
+            if records is None
+            else records.with_name(f"{records.stem}.i{length}{records.suffix}")
+        )
+        at_length = functools.partial(workload, length=length)
+        done = _sweep(
+            run, plan, at_length, levels, [], where, None, None,
+            as_json, base_url, {**meta, "input_len": length}, clock=clock, finish=False,
+        )  # fmt: skip
+        documents.append(done[0])
+        ok, interrupted = ok and done[1], interrupted or done[2]
+        if interrupted:
+            break
+    if as_json:
+        render.emit_json({"schema": "pdnotes.bench.grid/1", "ok": ok, "sweeps": documents})
+    _exit(ok, interrupted)
+
+
+class _Remaining:
+    """How long the points still to run will take, from the median E2E measured so far: each
+    point of n requests at concurrency c takes about n x E2E / c."""
+
+    def __init__(self, requests: int, levels: list[float]) -> None:
+        self.requests, self.levels, self.done = requests, levels, 0
+        self.ms_per_request_slot: list[float] = []
+
+    def point_done(self, report: BenchReport) -> str | None:
+        import math
+
+        e2e = report.stats.summaries()["e2e_ms"].median
+        self.done += 1
+        if not math.isnan(e2e) and e2e > 0:
+            self.ms_per_request_slot.append(e2e)
+        left = self.levels[self.done :]
+        if not left or not self.ms_per_request_slot:
+            return None
+        e2e_now = max(self.ms_per_request_slot)
+        seconds = sum(self.requests * e2e_now / c for c in left) / 1000.0
+        return (
+            f"{len(left)} point(s) left, about {seconds:,.0f} s at the slowest median E2E so far "
+            f"({e2e_now:,.0f} ms)"
+        )
+
+
 def _sweep(
     run: _Runner,
     plan: BenchPlan,
@@ -330,15 +454,21 @@ def _sweep(
     gpus: int | None,
     as_json: bool,
     base_url: str,
-) -> None:
+    meta: dict[str, object],
+    *,
+    clock: _Remaining | None = None,
+    finish: bool = True,
+) -> tuple[dict[str, object], bool, bool]:
     """One run per load point, the same seeded lengths and arrivals each time (fresh prompts
-    at each point); then the table and plot."""
+    at each point, numbered across a grid's sweeps); then the table and plot. `finish`: print
+    the JSON document and exit; else return (document, ok, interrupted)."""
     from dataclasses import replace
 
     from notes_cli import render
     from notes_cli.bench.sweep import SweepPoint, point_file, sweep_json, write_sweep_plot
 
     kind, values = ("rate", rate_points) if rate_points else ("concurrency", levels)
+    clock = clock or _Remaining(plan.requests, values)
     points: list[SweepPoint] = []
     for index, value in enumerate(values, 1):
         if kind == "rate":
@@ -346,26 +476,37 @@ def _sweep(
         else:
             point_plan, items = replace(plan, concurrency=int(value)), workload(None)
         label = f"{'c=' if kind == 'concurrency' else 'rate '}{value:g} ({index}/{len(values)})"
-        report = run(items, point_plan, label, point=index - 1)
+        started = _now()
+        report = run(items, point_plan, label, point=clock.done)
         point = SweepPoint(kind, value, report)
         points.append(point)
         if records is not None:
             from notes_cli.bench.records import write_records
 
-            write_records(point_file(records, point), report.records or [])
+            where = write_records(point_file(records, point), report.records or [])
+            load = {"concurrency": int(value), "rate": None} if kind == "concurrency" else {
+                "concurrency": None, "rate": value}  # fmt: skip
+            load["prompt_point"] = clock.done
+            _write_meta(where, run, base_url, started, {**meta, **load}, report)
         if report.interrupted:
             break
+        left = clock.point_done(report)
+        if left and not as_json:
+            render.note(left)
     if plot is not None:
         write_sweep_plot(points, plot, run.target, gpus)
-    if as_json:
-        document = sweep_json(points, gpus)
-        document["target"] = run.target_json(base_url, run.endpoint.protocol)
+    document = sweep_json(points, gpus)
+    document["target"] = run.target_json(base_url, run.endpoint.protocol)
+    ok, interrupted = all(p.report.ok for p in points), any(p.report.interrupted for p in points)
+    if as_json and finish:
         render.emit_json(document)
-    else:
+    elif not as_json:
         from notes_cli.render.bench import sweep_report
 
         sweep_report(points, run.target, plot)
-    _exit(all(p.report.ok for p in points), any(p.report.interrupted for p in points))
+    if finish:
+        _exit(ok, interrupted)
+    return document, ok, interrupted
 
 
 def _workload(

@@ -1,4 +1,4 @@
-"""pdnotes engine serve | presets | simulate | estimate | sketch | plan"""
+"""pdnotes engine serve | presets | simulate | estimate | calibrate | sketch | plan"""
 
 from __future__ import annotations
 
@@ -6,16 +6,18 @@ from typing import Annotated
 
 import typer
 
-from notes_cli.cli import estimate, options, plan, simulate, sketch
+from notes_cli.cli import calibrate, estimate, options, plan, simulate, sketch
 from notes_cli.cli.ranges import SEED, SPEED, in_range
 
 app = typer.Typer(
     help="The bundled mock PD engine: serve it over HTTP, list its presets, simulate offline, "
-    "estimate one step, plan a deployment, sketch a real-engine launch.",
+    "estimate one step, calibrate to a real engine's records, plan a deployment, sketch a "
+    "real-engine launch.",
     no_args_is_help=True,
 )
 app.command("simulate")(simulate.simulate)
 app.command("estimate")(estimate.estimate)
+app.command("calibrate")(calibrate.calibrate)
 app.command("sketch")(sketch.sketch)
 app.command("plan")(plan.plan)
 

@@ -38,7 +38,8 @@ Chip = Annotated[
     list[str],
     typer.Option(
         "--chip",
-        help="A chip kind you can deploy, NAME or NAME:PRICE per chip-hour (repeatable).",
+        help="A chip kind you can deploy, NAME or NAME:PRICE per chip-hour (repeatable); or a "
+        "deployment FILE.toml (`engine calibrate --out`): its chip, with its engine's overheads.",
     ),
 ]
 Link = Annotated[str, typer.Option("--link", help="KV-transfer link between nodes.")]
@@ -222,6 +223,12 @@ def plan(
 
     engines = sketch or []
     catalog = load_catalog()
+    base, chip, catalog = _calibrated(chip, catalog)
+    if base is not None and model != base.model:
+        raise UsageError(
+            f"--model {model}: the deployment file's engine was fitted serving {base.model}",
+            fix=f"--model {base.model} (a calibration holds for the model it measured)",
+        )
     chips = _chips(chip, catalog)
     _known("model", model, catalog.models)
     _known("link", link, catalog.links)
@@ -245,6 +252,7 @@ def plan(
         prune=not no_prune,
         top=top,
         curves=min(top, 4) if plot is not None else 0,
+        base=base,
     )
     report = run_plan(request, catalog, _executor(jobs, ray), on_progress=render_plan.Progress())
     _publish(report, catalog, plot, out, engines, as_json)
@@ -378,6 +386,36 @@ def _refuse_huge(space: SearchSpace, model: ModelShape) -> None:
             fix="narrow it: fewer --chip kinds, --modes, --max-batch or --chunk-tokens values, "
             "or a lower --max-tp, --max-instances or --max-chips",
         )
+
+
+def _calibrated(specs: list[str], catalog: Catalog) -> tuple[Deployment | None, list[str], Catalog]:
+    """A --chip that names a deployment file (a calibrated engine): its rows join the catalog,
+    the --chip becomes its chip (with any :PRICE kept) and its deployment the engine settings
+    every candidate keeps. At most one: two engines' overheads cannot both apply."""
+    from notes_cli import render
+    from notes_cli.engine.core.deployment_file import is_deployment_path, resolve_preset
+
+    def split(spec: str) -> tuple[str, str]:  # (path, ":PRICE" or "")
+        if spec.endswith(".toml") or ":" not in spec:
+            return spec, ""
+        path, _, price = spec.rpartition(":")
+        return path, f":{price}"
+
+    files = [s for s in specs if is_deployment_path(split(s)[0])]
+    if not files:
+        return None, specs, catalog
+    if len(files) > 1:
+        raise UsageError("--chip takes one deployment file", fix="plan one engine at a time")
+    spec = files[0]
+    path, price = split(spec)
+    deployment, catalog = resolve_preset(path, catalog)
+    group = deployment.colocated or deployment.decode or deployment.prefill
+    assert group is not None  # the catalog loader refuses a deployment without groups
+    render.note(
+        f"--chip {path}: chip {group.chip}, engine as {deployment.name} ({deployment.source})"
+    )
+    named = f"{group.chip}{price}"
+    return deployment, [named if s == spec else s for s in specs], catalog
 
 
 def _chips(specs: list[str], catalog: Catalog) -> tuple[ChipOption, ...]:

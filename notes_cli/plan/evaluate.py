@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from notes_cli.bench.goodput import search_goodput
-from notes_cli.engine.core.profiles import Catalog
+from notes_cli.engine.core.profiles import Catalog, Deployment
 from notes_cli.engine.core.simcore import SimRequest, simulate
 from notes_cli.plan.prune import Bounds
 from notes_cli.plan.slo import Judge, PlanSlo
@@ -49,6 +49,7 @@ class PlanContext:
     tolerance: float = DEFAULT_TOLERANCE
     max_probes: int = DEFAULT_MAX_PROBES
     window_s: float = 10.0  # a probe's judged arrivals span at least this long (steady.py)
+    base: Deployment | None = None  # engine settings every candidate keeps (PlanRequest.base)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -255,7 +256,7 @@ def _point(judge: Judge, rate: float, requests: int) -> LoadPoint:
 
 
 def _shape(context: PlanContext, candidate: Candidate, rate: float, factor: int) -> ProbeShape:
-    dep = candidate.deployment(context.model, context.link)
+    dep = candidate.deployment(context.model, context.link, context.base)
     return probe_shape(candidate, dep, bounds(), context.slo, rate, context.window_s, factor)
 
 
@@ -265,7 +266,7 @@ def _run(
     """Simulate `shape` and judge its measured part: stops once every measured request has
     finished (the tail only keeps the load on until then) or, with `early_stop`, once the
     verdict is certain to be "misses"."""
-    deployment = candidate.deployment(context.model, context.link)
+    deployment = candidate.deployment(context.model, context.link, context.base)
     judge = Judge(context.slo, shape.measured)
     items = context.workload.steady_items(
         shape.rate, context.seed, shape.warmup, shape.repeat, shape.tail

@@ -83,6 +83,9 @@ class PlanRequest:
     front_size: int = 24  # the best candidates by score that are sized for the front
     wave: int = WAVE
     curves: int = 0  # how many of the top candidates get an attainment-vs-rate curve
+    # Engine settings every candidate keeps (a calibrated deployment file's overheads, batch
+    # policy, prefix-cache hit); None: the defaults.
+    base: Deployment | None = None
 
     @property
     def prices(self) -> dict[str, float | None]:
@@ -154,7 +157,8 @@ class PlanReport:
         best = self.best
         if best is None:
             return None
-        return best.result.candidate.deployment(self.request.model, self.request.link)
+        request = self.request
+        return best.result.candidate.deployment(request.model, request.link, request.base)
 
     def runner_ups(self) -> list[tuple[Scored, str]]:
         best = self.best
@@ -248,6 +252,7 @@ def plan(
         seed=request.seed,
         tolerance=request.tolerance,
         window_s=request.window_s,
+        base=request.base,
     )
     executor.start(context)
     try:
@@ -285,7 +290,7 @@ def _capacities(
     results: dict[int, CandidateResult] = {}
     queue: list[Skipped] = []
     for c in candidates:
-        dep = c.deployment(request.model, request.link)
+        dep = c.deployment(request.model, request.link, request.base)
         verdict, bound = screen(c, dep)
         if verdict.reason is not None and (request.prune or verdict.kind == "memory"):
             results[c.index] = CandidateResult(c, 0.0, verdict.reason, verdict.kind)

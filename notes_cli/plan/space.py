@@ -172,7 +172,8 @@ class Candidate:
             "description": f"pdnotes engine plan: {self.label}",
             "source": "found by pdnotes engine plan",
         }
-        if base is not None:
+        if base is not None:  # its engine settings kept, and where they came from
+            fields["source"] = f"found by pdnotes engine plan, engine as {base.name}: {base.source}"
             return replace(base, **fields)
         return Deployment(**fields)
 

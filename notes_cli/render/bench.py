@@ -87,6 +87,8 @@ def simulate_report(report: SimulateReport) -> None:
     for result in report.results:
         chips = result.resolved.chips
         console.print(f"[bold]{result.label}[/]  [dim]{chips} chip{'s' if chips != 1 else ''}[/]")
+        if result.resolved.provenance:
+            console.print(f"  [dim]calibrated: {escape(result.resolved.provenance)}[/]")
         for point in result.points:
             title = _point_title(point, report.workload)
             console.print(metrics_table(point.summaries, title=title))

@@ -34,6 +34,7 @@ class Resolved:
     prefill_chips: int
     decode_chips: int
     colocated_chips: int = 0
+    provenance: str | None = None  # a calibrated deployment's records, endpoint and model
 
     @property
     def chips(self) -> int:
@@ -47,6 +48,7 @@ class Resolved:
             "prefill_chips": self.prefill_chips,
             "decode_chips": self.decode_chips,
             "colocated_chips": self.colocated_chips,
+            "provenance": self.provenance,
         }
 
 

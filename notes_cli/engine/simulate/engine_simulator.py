@@ -68,6 +68,7 @@ class EngineSimulator:
             prefill_chips=chips["prefill"],
             decode_chips=chips["decode"],
             colocated_chips=chips["colocated"],
+            provenance=_provenance(deployment),
         )
 
     def run(self, config: SimConfig, items: Iterable[WorkItem], seed: int) -> Iterator[Any]:
@@ -114,6 +115,17 @@ def _with_ratio(deployment: Deployment, prefill: int, decode: int) -> Deployment
         )
     assert deployment.colocated is not None
     return replace(deployment, colocated=replace(deployment.colocated, count=prefill + decode))
+
+
+CALIBRATED = "CALIBRATED by `pdnotes engine calibrate`"
+
+
+def _provenance(deployment: Deployment) -> str | None:
+    """Where a calibrated deployment's numbers come from (its records, endpoint, model)."""
+    source = deployment.source
+    if not source.startswith(CALIBRATED):
+        return None
+    return source.removeprefix(CALIBRATED).lstrip(": ")
 
 
 def _label(deployment: Deployment) -> str:

@@ -1,0 +1,193 @@
+"""How well `pdnotes engine calibrate` predicts llama.cpp's server on this machine:
+`python benchmarks/calibrate/run.py [--runs 3] [--json results.json]`.
+
+Each run starts llama-server (tests/real_engine.py: xllamacpp, Gemma 3 270M Q4_K_M, one thread,
+4 slots), records the grid `pdnotes bench --input-lens 64,256 --concurrency 1,2,4 -n 8
+--output-len 16 --ignore-eos --records`, fits on c=1 and c=2 (2 x 2 points) and predicts the
+held-back c=4 points; the same prediction from the shipped, uncalibrated `cpu-x86` chip row is
+shown beside it. Signed error = predicted median / measured median - 1, per held-back point.
+Prints a Markdown section for docs/benchmarks/calibrate-llama-server.md; `--plot FILE.svg`
+draws predicted against measured (the project's own SVG panels, notes_cli/bench/sweep.py);
+`--from-json FILE` redraws both from a previous run's rows. Wall-clock numbers of a shared
+machine: the spread over runs is part of the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from real_engine import LlamaServer, missing  # noqa: E402
+
+from notes_cli.engine.simulate.calibrate import calibrate, predict, uncalibrated  # noqa: E402
+
+LENGTHS, LEVELS, REQUESTS, OUTPUT = "64,256", "1,2,4", 8, 16
+SLOTS = 4
+
+
+def measure(folder: Path) -> None:
+    """One grid of records from a fresh llama-server into `folder`."""
+    with LlamaServer(parallel=SLOTS) as server:
+        subprocess.run(
+            [sys.executable, "-m", "notes_cli", "bench", "--base-url", server.base_url,
+             "--input-lens", LENGTHS, "--concurrency", LEVELS, "-n", str(REQUESTS),
+             "--output-len", str(OUTPUT), "--ignore-eos", "--timeout", "600",
+             "--records", str(folder / "llama.jsonl")],
+            check=True, capture_output=True, text=True, timeout=3600,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+
+
+def evaluate(folder: Path) -> list[dict[str, Any]]:
+    """Fit one grid's records and predict its held-back points, calibrated and not."""
+    files = sorted(folder.glob("llama.i*.c*.jsonl"))
+    result = calibrate(files, max_batch=SLOTS)
+    plain = predict(uncalibrated(result), [c.point for c in result.held_out])
+    rows = []
+    for cal, raw in zip(result.held_out, plain, strict=True):
+        p = cal.point
+        rows.append(
+            {
+                "point": p.label,
+                "measured_ttft_ms": p.ttft_ms,
+                "measured_tpot_ms": p.tpot_ms,
+                "calibrated_ttft_ms": cal.ttft_ms,
+                "calibrated_tpot_ms": cal.tpot_ms,
+                "uncalibrated_ttft_ms": raw.ttft_ms,
+                "uncalibrated_tpot_ms": raw.tpot_ms,
+            }
+        )
+    return rows
+
+
+def _err(pred: float, meas: float) -> float:
+    return pred / meas - 1.0
+
+
+def markdown(runs: list[list[dict[str, Any]]]) -> str:
+    lines = [
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared), Python "
+        f"{platform.python_version()}; llama-server via xllamacpp, Gemma 3 270M Q4_K_M, 1 thread, "
+        f"{SLOTS} slots. Grid: prompt lengths {LENGTHS} x concurrency {LEVELS}, {REQUESTS} "
+        f"requests of {OUTPUT} output tokens each; fitted on c=1,2, predicted c=4.",
+        "",
+        "| run | held-back point | TTFT measured | calibrated | uncalibrated cpu-x86 | "
+        "TPOT measured | calibrated | uncalibrated cpu-x86 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for i, rows in enumerate(runs, 1):
+        for r in rows:
+            cells = [str(i), r["point"]]
+            for metric in ("ttft", "tpot"):
+                meas = r[f"measured_{metric}_ms"]
+                cells.append(f"{meas:,.0f} ms")
+                for kind in ("calibrated", "uncalibrated"):
+                    pred = r[f"{kind}_{metric}_ms"]
+                    cells.append(f"{pred:,.0f} ms ({_err(pred, meas) * 100:+.0f} %)")
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "| signed error over all held-back points | median | min | max |",
+        "|---|---|---|---|",
+    ]
+    for metric in ("ttft", "tpot"):
+        for kind in ("calibrated", "uncalibrated"):
+            errs = [
+                _err(r[f"{kind}_{metric}_ms"], r[f"measured_{metric}_ms"])
+                for rows in runs
+                for r in rows
+            ]
+            lines.append(
+                f"| {metric.upper()} {kind} | {statistics.median(errs) * 100:+.0f} % | "
+                f"{min(errs) * 100:+.0f} % | {max(errs) * 100:+.0f} % |"
+            )
+    return "\n".join(lines)
+
+
+def plot(runs: list[list[dict[str, Any]]], path: Path) -> None:
+    """Predicted against measured medians of the held-back points, calibrated and not, one
+    panel per metric, with the line where they agree."""
+    from notes_cli.bench.sweep import _panel  # the project's own SVG panel
+
+    panels = []
+    for metric, name in (("ttft", "TTFT"), ("tpot", "TPOT")):
+        rows = [r for rows in runs for r in rows]
+        top = max(r[f"measured_{metric}_ms"] for r in rows) * 1.5
+        series = [
+            (
+                kind,
+                [
+                    (r[f"measured_{metric}_ms"], r[f"{kind}_{metric}_ms"])
+                    for r in rows
+                    if r[f"{kind}_{metric}_ms"] <= top
+                ],
+            )  # fmt: skip
+            for kind in ("calibrated", "uncalibrated")
+        ]
+        series.append(("predicted = measured", [(0.0, 0.0), (top, top)]))
+        panels.append(
+            _panel(
+                f"{name}: predicted vs measured (held back)",
+                f"measured median {name} (ms)",
+                f"predicted median {name} (ms)",
+                series,
+                [],
+                lines=(False, False, True),
+            )
+        )
+    width = 400
+    body = "\n".join(
+        f'<g transform="translate({i * width} 0)">{panel}</g>' for i, panel in enumerate(panels)
+    )
+    path.write_text(
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width * len(panels)}" height="320" '
+        f'font-family="sans-serif" font-size="12">\n{body}\n</svg>\n'
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="also write the raw rows here")
+    parser.add_argument("--plot", type=Path, help="draw predicted vs measured to FILE.svg")
+    parser.add_argument("--from-json", type=Path, help="redraw from a previous run's rows")
+    parser.add_argument("--keep", type=Path, help="keep each run's records in DIR/run-N")
+    parser.add_argument(
+        "--from-records", type=Path, help="fit the records kept in DIR/run-* (no measuring)"
+    )
+    args = parser.parse_args()
+    if args.from_json:
+        runs = json.loads(args.from_json.read_text())
+    elif args.from_records:
+        runs = [evaluate(d) for d in sorted(args.from_records.glob("run-*"))]
+    else:
+        reason = missing()
+        if reason:
+            raise SystemExit(reason)
+        runs = []
+        for index in range(1, args.runs + 1):
+            with tempfile.TemporaryDirectory(prefix="pdnotes-calibrate-bench-") as temp:
+                folder = args.keep / f"run-{index}" if args.keep else Path(temp)
+                folder.mkdir(parents=True, exist_ok=True)
+                measure(folder)
+                runs.append(evaluate(folder))
+            if args.json:
+                args.json.write_text(json.dumps(runs, indent=1) + "\n")
+    if args.plot:
+        plot(runs, args.plot)
+    sys.stdout.write(markdown(runs) + "\n")
+
+
+if __name__ == "__main__":
+    main()
