@@ -1,0 +1,308 @@
+"""pdnotes against aiconfigurator's measured serving runs (docs/validation.md, "Measured serving
+runs: bias per group"). Every read of the runs goes through silicon.read_runs, which drops the
+project's held-back rows (holdout-ids.txt) first.
+
+    python benchmarks/validation/run.py derive WHEEL_CSV   # write silicon_runs.csv (once)
+    python benchmarks/validation/run.py score calibration  # simulate a part, results/<part>.csv
+    python benchmarks/validation/run.py fit                # fit the engines' CPU costs (tuning)
+    python benchmarks/validation/run.py score calibration --tuned
+    python benchmarks/validation/run.py report calibration [--tuned] [--write]
+
+`score validation` refuses to run before a commit whose message starts with "FREEZE:" exists:
+the model and the tuning are frozen before the validation part is looked at. A few minutes of
+CPU per part (about 800 runs, each a short closed-loop simulation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+import silicon  # noqa: E402
+
+RUNS = HERE / "silicon_runs.csv"
+RESULTS = HERE / "results"
+TUNING = HERE / "tuning.toml"
+DOC = ROOT / "docs" / "validation.md"
+
+LICENSE_HEADER = """\
+# SPDX-FileCopyrightText: Copyright (c) 2025-2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+#
+# DERIVED from NVIDIA aiconfigurator-core 0.12.0 (PyPI, Apache-2.0; license text in
+# LICENSES/aiconfigurator-Apache-2.0.txt; github.com/ai-dynamo/aiconfigurator), file
+# aiconfigurator_core/systems/silicon_sample.csv: measured serving runs.
+# Changes: the rows whose id is in benchmarks/validation/holdout-ids.txt are EXCLUDED (never
+# read); only H100/H200 rows of models pdnotes describes are kept; only the columns pdnotes
+# scores are kept; `concurrency` is read out of `silicon_data_source`. Values are unchanged.
+# Written by benchmarks/validation/run.py derive.
+"""
+
+
+def derive(wheel_csv: Path) -> None:
+    kept = [c for row in silicon.read_runs(wheel_csv) if (c := silicon.compact(row)) is not None]
+    with RUNS.open("w", encoding="utf-8", newline="") as handle:
+        handle.write(LICENSE_HEADER)
+        writer = csv.DictWriter(handle, fieldnames=silicon.KEPT_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(kept)
+    print(f"{len(kept)} runs -> {RUNS.relative_to(ROOT)}")
+
+
+def load_tuning() -> silicon.Tuning:
+    if not TUNING.exists():
+        return {}
+    data = tomllib.loads(TUNING.read_text(encoding="utf-8"))
+    return {engine: dict(values) for engine, values in data.get("engines", {}).items()}
+
+
+def frozen() -> bool:
+    out = subprocess.run(
+        ["git", "-C", str(ROOT), "log", "--format=%s", "--grep=^FREEZE:"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return bool(out.stdout.strip())
+
+
+def rows_of(part: str) -> list[dict[str, str]]:
+    rows = list(silicon.read_runs(RUNS))
+    parts = silicon.split(rows)
+    return [row for row in rows if parts[row["id"]] == part]
+
+
+FIELDS = (
+    "id",
+    "part",
+    "class",
+    "engine",
+    "parallelism",
+    "mode",
+    "isl",
+    "osl",
+    "concurrency",
+    "measured_ttft_ms",
+    "measured_tpot_ms",
+    "ttft_ms",
+    "tpot_ms",
+    "ttft_ratio",
+    "tpot_ratio",
+    "skipped",
+)
+
+
+def score(part: str, tuning: silicon.Tuning, name: str) -> Path:
+    from notes_cli.engine.core.profiles import load_catalog
+    from notes_cli.errors import InputError, UsageError
+
+    if part == "validation" and not frozen():
+        sys.exit("no FREEZE: commit yet: freeze the model and tuning before scoring validation")
+    catalog = load_catalog(user=False)
+    out = RESULTS / f"{name}.csv"
+    RESULTS.mkdir(exist_ok=True)
+    rows = rows_of(part)
+    with out.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=FIELDS, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            try:
+                got = silicon.score(row, catalog, part, tuning)
+            except (UsageError, InputError) as exc:  # pdnotes refuses the deployment as given
+                writer.writerow({"id": row["id"], "part": part, "skipped": str(exc)})
+                continue
+            klass, engine, parallelism, mode = got.group
+            writer.writerow(
+                {
+                    "id": got.id,
+                    "part": part,
+                    "class": klass,
+                    "engine": engine,
+                    "parallelism": parallelism,
+                    "mode": mode,
+                    "isl": got.isl,
+                    "osl": got.osl,
+                    "concurrency": row["concurrency"],
+                    "measured_ttft_ms": f"{got.measured_ttft_ms:.3f}",
+                    "measured_tpot_ms": f"{got.measured_tpot_ms:.3f}",
+                    "ttft_ms": f"{got.ttft_ms:.3f}",
+                    "tpot_ms": f"{got.tpot_ms:.3f}",
+                    "ttft_ratio": f"{got.ttft_ratio:.4f}",
+                    "tpot_ratio": f"{got.tpot_ratio:.4f}",
+                }
+            )
+    print(f"{len(rows)} {part} runs -> {out.relative_to(ROOT)}")
+    return out
+
+
+def read_results(name: str) -> list[silicon.Scored]:
+    with (RESULTS / f"{name}.csv").open(encoding="utf-8", newline="") as handle:
+        return [
+            silicon.Scored(
+                id=r["id"],
+                part=r["part"],
+                group=(r["class"], r["engine"], r["parallelism"], r["mode"]),
+                isl=int(r["isl"]),
+                osl=int(r["osl"]),
+                ttft_ms=float(r["ttft_ms"]),
+                tpot_ms=float(r["tpot_ms"]),
+                measured_ttft_ms=float(r["measured_ttft_ms"]),
+                measured_tpot_ms=float(r["measured_tpot_ms"]),
+            )
+            for r in csv.DictReader(handle)
+            if not r["skipped"]
+        ]
+
+
+# ---- the fit: each engine's CPU time per step and per sequence, on calibration agg runs ----------
+
+STEP_MS = [x * 0.25 for x in range(0, 41)]  # 0-10 ms per step
+SEQ_US = [x * 5.0 for x in range(0, 41)]  # 0-200 us per sequence in a step
+
+
+def fit() -> None:
+    """Simulate the calibration agg runs with no engine CPU cost, then pick per engine the
+    (ms per step, us per sequence) whose added TPOT makes the median log ratio closest to 0 and
+    the spread smallest (least squares on log TPOT ratio); batch = min(concurrency, max batch)."""
+    zero = {e: {"step_overhead_ms": 0.0, "seq_overhead_us": 0.0} for e in silicon.ENGINES}
+    name = score("calibration", zero, "calibration-no-cpu")
+    with name.open(encoding="utf-8", newline="") as handle:
+        results = [r for r in csv.DictReader(handle) if r["mode"] == "agg"]
+    batch_of = {
+        row["id"]: min(int(row["concurrency"]), silicon.max_batch_of(row))
+        for row in rows_of("calibration")
+    }
+    lines = [
+        "# Engine CPU costs FITTED by benchmarks/validation/run.py fit on the CALIBRATION part",
+        "# only (its agg runs): least squares on log(TPOT predicted / measured). Applied to every",
+        "# run of the engine by `score --tuned` (Deployment step_overhead_ms / seq_overhead_us).",
+        "",
+        "[engines]",
+    ]
+    for engine in silicon.ENGINES:
+        mine = [r for r in results if r["engine"] == engine]
+        if not mine:
+            continue
+        best = min(
+            ((a, b) for a in STEP_MS for b in SEQ_US),
+            key=lambda ab: sum(
+                math.log(
+                    (float(r["tpot_ms"]) + ab[0] + ab[1] / 1000 * batch_of[r["id"]])
+                    / float(r["measured_tpot_ms"])
+                )
+                ** 2
+                for r in mine
+            ),
+        )
+        lines.append(
+            f"{engine} = {{ step_overhead_ms = {best[0]}, seq_overhead_us = {best[1]} }}"
+            f"  # {len(mine)} calibration agg runs"
+        )
+    TUNING.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(TUNING.read_text(encoding="utf-8"))
+
+
+# ---- the tables ----------------------------------------------------------------------------------
+
+
+def _cells(b: silicon.Bias) -> str:
+    t10, t50, t90 = b.ttft
+    p10, p50, p90 = b.tpot
+    return (
+        f"{b.runs} | {t50:.2f} ({t10:.2f}–{t90:.2f}) | {b.ttft_within:.0%} | "
+        f"{p50:.2f} ({p10:.2f}–{p90:.2f}) | {b.tpot_within:.0%} | **{b.both_within:.0%}**"
+    )
+
+
+HEAD = (
+    "| {what} | runs | TTFT ratio median (P10–P90) | TTFT ±50 % | TPOT ratio median (P10–P90) "
+    "| TPOT ±30 % | both |\n|{dashes}---|---|---|---|---|---|---|"
+)
+
+
+def table(scored: list[silicon.Scored], what: str, key: object) -> str:
+    groups = silicon.by_group(scored, key)  # type: ignore[arg-type]
+    n_cols = len(next(iter(groups))) if groups else 1
+    lines = [HEAD.format(what=what, dashes="---|" * (n_cols - 1))]
+    lines += [f"| {' | '.join(k)} | {_cells(b)} |" for k, b in groups.items()]
+    return "\n".join(lines)
+
+
+def long_context(s: silicon.Scored) -> tuple[str, ...]:
+    prompt = "prompt ≥ 8K" if s.isl >= 8000 else "prompt < 8K"
+    output = "output ≥ 8K" if s.osl >= 8000 else "output < 8K"
+    return (s.group[0], prompt, output)
+
+
+def skipped(name: str) -> list[dict[str, str]]:
+    with (RESULTS / f"{name}.csv").open(encoding="utf-8", newline="") as handle:
+        return [r for r in csv.DictReader(handle) if r["skipped"]]
+
+
+def report(name: str) -> str:
+    scored = read_results(name)
+    if not scored:
+        return f"(no runs in {name})"
+    refused = skipped(name)
+    return "\n\n".join(
+        [
+            f"{len(scored)} runs scored; {len(refused)} refused by pdnotes as the row states "
+            f"them (e.g. {refused[0]['skipped'][:160] if refused else '-'}).",
+            table(scored, "all runs", lambda s: ("all",)),
+            table(scored, "class | mode", lambda s: (s.group[0], s.group[3])),
+            table(scored, "class | engine | mode", lambda s: (s.group[0], s.group[1], s.group[3])),
+            table(scored, "class | prompt | output", long_context),
+            table(scored, "class | engine | parallelism | mode", lambda s: s.group),
+        ]
+    )
+
+
+def write_section(name: str, text: str) -> None:
+    begin, end = f"<!-- BEGIN silicon {name} -->", f"<!-- END silicon {name} -->"
+    doc = DOC.read_text(encoding="utf-8")
+    if begin not in doc or end not in doc:
+        sys.exit(f"{DOC.relative_to(ROOT)} has no {begin} ... {end} markers")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    DOC.write_text(f"{head}{begin}\n{text}\n{end}{tail}", encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("derive").add_argument("wheel_csv", type=Path)
+    for command in ("score", "report"):
+        one = sub.add_parser(command)
+        one.add_argument("part", choices=silicon.PARTS)
+        one.add_argument("--tuned", action="store_true", help="with tuning.toml (the fit)")
+        if command == "report":
+            one.add_argument("--write", action="store_true", help="into docs/validation.md")
+    sub.add_parser("fit")
+    args = parser.parse_args()
+    if args.command == "derive":
+        derive(args.wheel_csv)
+    elif args.command == "fit":
+        fit()
+    else:
+        name = args.part + ("-tuned" if args.tuned else "")
+        if args.command == "score":
+            score(args.part, load_tuning() if args.tuned else {}, name)
+        text = report(name)
+        print(text)
+        if getattr(args, "write", False):
+            write_section(name, text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,402 @@
+"""Measured serving runs of aiconfigurator-core 0.12.0's `systems/silicon_sample.csv`, read with
+the project's held-back rows removed (issue 37, docs/validation.md "Measured serving runs").
+
+THE RULE: the rows whose `id` is listed in holdout-ids.txt (beside this file) are pdnotes'
+independent check. `read_runs` drops them row by row on the `id` column as the FIRST thing it
+does with each row, before any other processing; every reader of the CSV in pdnotes goes
+through it. Never read the CSV any other way.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+HOLDOUT_IDS = HERE / "holdout-ids.txt"
+
+
+def holdout_ids(path: Path = HOLDOUT_IDS) -> frozenset[str]:
+    """The held-back ids: one a line, '#' comments and blank lines skipped."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    ids = frozenset(s for line in lines if (s := line.strip()) and not s.startswith("#"))
+    if not ids:
+        raise ValueError(f"{path} lists no ids: refusing to read the runs unfiltered")
+    return ids
+
+
+def filtered(rows: Iterable[dict[str, str]], excluded: frozenset[str]) -> Iterator[dict[str, str]]:
+    """The rows whose `id` is not excluded, one by one; a row with no `id` is an error (it could
+    not be checked against the list)."""
+    for row in rows:
+        run_id = row.get("id")
+        if run_id is None:
+            raise ValueError("a row has no `id` column: it cannot be checked against the holdout")
+        if run_id.strip() in excluded:
+            continue
+        yield row
+
+
+def read_runs(path: Path, excluded: frozenset[str] | None = None) -> Iterator[dict[str, str]]:
+    """The rows of a silicon_sample-style CSV at `path` (the wheel's file, or the derived
+    silicon_runs.csv whose '#' lines carry its license), held-back ids removed first."""
+    excluded = holdout_ids() if excluded is None else excluded
+    with path.open(encoding="utf-8", newline="") as handle:
+        lines = (line for line in handle if not line.startswith("#"))
+        yield from filtered(csv.DictReader(lines), excluded)
+
+
+# ---- the split ---------------------------------------------------------------------------------
+
+
+def unit_of(run_id: str) -> str:
+    """The configuration a run belongs to: its id without the concurrency (`_c<N>`), so the runs
+    of one configuration at every concurrency fall in the same part."""
+    return re.sub(r"_c\d+(?=_|$)", "", run_id)
+
+
+def _hash(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+
+
+def split(rows: Iterable[dict[str, str]]) -> dict[str, str]:
+    """id -> 'calibration' or 'validation'. Stratified by group: within each group the
+    configurations (unit_of) are ordered by a hash of their name and dealt alternately, the
+    first to calibration. Depends on ids and groups only, never on a measured number."""
+    units: dict[tuple[str, ...], set[str]] = {}
+    unit_group: dict[str, tuple[str, ...]] = {}
+    ids: dict[str, list[str]] = {}
+    for row in rows:
+        unit = unit_of(row["id"])
+        group = unit_group.setdefault(unit, group_of(row))
+        units.setdefault(group, set()).add(unit)
+        ids.setdefault(unit, []).append(row["id"])
+    parts: dict[str, str] = {}
+    for group_units in units.values():
+        for rank, unit in enumerate(sorted(group_units, key=lambda u: (_hash(u), u))):
+            for run_id in ids[unit]:
+                parts[run_id] = PARTS[rank % 2]
+    return parts
+
+
+PARTS = ("calibration", "validation")
+
+
+# ---- a row as pdnotes poses it ------------------------------------------------------------------
+
+CHIPS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200"}
+"""aiconfigurator system -> pdnotes chip; other systems (Blackwell, fp4) are not scored."""
+
+MODELS = {
+    "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b",
+    "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
+    "Qwen/Qwen3-32B": "qwen3-32b",
+    "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b",
+    "deepseek-ai/DeepSeek-R1": "deepseek-r1",
+    "deepseek-ai/DeepSeek-V3": "deepseek-v3",
+    "openai/gpt-oss-120b": "gpt-oss-120b",
+}
+"""model_path -> pdnotes model; models pdnotes has no row for (MiniMax-M2.5, Qwen3.5, GLM-5,
+Kimi-K2.5) are not scored."""
+
+ENGINES = ("trtllm", "vllm", "sglang")
+
+MOE_MODELS = {"qwen3-235b-a22b", "deepseek-r1", "deepseek-v3", "gpt-oss-120b"}
+
+KEPT_COLUMNS = (
+    "id",
+    "backend",
+    "backend_version",
+    "model_path",
+    "system",
+    "precision",
+    "mode",
+    "isl",
+    "osl",
+    "concurrency",
+    "batch_size",
+    "tp_size",
+    "attention_dp_size",
+    "moe_ep_size",
+    "prefill_num_workers",
+    "prefill_tp_size",
+    "prefill_attention_dp_size",
+    "prefill_moe_ep_size",
+    "decode_batch_size",
+    "decode_num_workers",
+    "decode_tp_size",
+    "decode_attention_dp_size",
+    "decode_moe_ep_size",
+    "silicon_ttft_ms",
+    "silicon_tpot_ms",
+)
+"""The columns the derived file keeps (`concurrency` is read out of `silicon_data_source`)."""
+
+# Documented defaults for what a row does not say (docs/validation.md, "Measured serving runs"):
+# the same for every row, never chosen per row.
+CHUNK_TOKENS = 8192  # TRT-LLM max_num_tokens, vLLM max_num_batched_tokens, SGLang chunked prefill
+DEFAULT_WORKERS = 1  # a disagg row without worker counts: one prefill and one decode worker
+DEFAULT_MAX_BATCH = 256  # a row without a batch size
+NODE_GPUS = 8  # HGX H100/H200: KV moves over NVLink inside 8 GPUs, over RDMA beyond
+
+
+def _int(value: str, default: int) -> int:
+    value = (value or "").strip()
+    return int(float(value)) if value and float(value) > 0 else default
+
+
+def concurrency_of(row: dict[str, str]) -> int | None:
+    """The run's client count: `silicon_concurrency=` in its source, else `_c<N>_` in its id."""
+    found = re.search(r"silicon_concurrency=(\d+)", row.get("silicon_data_source", ""))
+    if found is None:
+        found = re.search(r"_c(\d+)(?:_|$)", row["id"])
+    return int(found.group(1)) if found else None
+
+
+def compact(row: dict[str, str]) -> dict[str, str] | None:
+    """A row of the wheel's CSV reduced to KEPT_COLUMNS, or None when pdnotes cannot pose it
+    (another chip, a model pdnotes has no row for, no concurrency, no measurement)."""
+    if row["system"] not in CHIPS or row["model_path"] not in MODELS:
+        return None
+    conc = concurrency_of(row)
+    if conc is None or not row["silicon_ttft_ms"] or not row["silicon_tpot_ms"]:
+        return None
+    out = {key: row.get(key, "") for key in KEPT_COLUMNS}
+    out["concurrency"] = str(conc)
+    return out
+
+
+def max_batch_of(row: dict[str, str]) -> int:
+    """The engine's batch limit: the row's batch size (decode's for disagg)."""
+    key = "decode_batch_size" if row["mode"] == "disagg" else "batch_size"
+    return _int(row[key], DEFAULT_MAX_BATCH)
+
+
+def model_class(row: dict[str, str]) -> str:
+    """dense bf16 / dense fp8 / MoE (any precision)."""
+    if MODELS[row["model_path"]] in MOE_MODELS:
+        return "MoE"
+    return "dense fp8" if row["precision"] in ("fp8", "fp8_block") else "dense bf16"
+
+
+def weight_dtype(row: dict[str, str]) -> str | None:
+    """The precision served: fp8 rows fp8, fp4 rows the model's own 4-bit format, else the
+    model's own (None)."""
+    if row["precision"] == "fp8":
+        return "fp8"
+    return None
+
+
+def parallel_label(row: dict[str, str]) -> str:
+    """TP/DP/EP of the run; a disagg run's prefill and decode workers each."""
+
+    def one(prefix: str) -> str:
+        tp = _int(row[f"{prefix}tp_size"], 1)
+        dp = _int(row[f"{prefix}attention_dp_size"], 1)
+        ep = _int(row[f"{prefix}moe_ep_size"], 1)
+        return f"TP{tp}" + (f"·DP{dp}" if dp > 1 else "") + (f"·EP{ep}" if ep > 1 else "")
+
+    if row["mode"] == "disagg":
+        return f"P {one('prefill_')} / D {one('decode_')}"
+    return one("")
+
+
+def group_of(row: dict[str, str]) -> tuple[str, str, str, str]:
+    """(model class, engine, parallelism, agg/disagg): the rows a table line summarises."""
+    return (model_class(row), row["backend"], parallel_label(row), row["mode"])
+
+
+def backend_for(engine: str, version: str, known: Iterable[str]) -> str | None:
+    """The pdnotes backend for a row's engine: `engine-major.minor` when pdnotes has a
+    description of that version, else the plain engine name if it has one, else None. A rule of
+    the harness, the same for every row."""
+    known = set(known)
+    parts = version.split(".")
+    if len(parts) >= 2 and f"{engine}-{parts[0]}.{parts[1]}" in known:
+        return f"{engine}-{parts[0]}.{parts[1]}"
+    return engine if engine in known else None
+
+
+def _group(row: dict[str, str], prefix: str, chip: str, count: int) -> Any:
+    from notes_cli.engine.core.profiles import NodeGroup
+
+    return NodeGroup(
+        count,
+        chip,
+        tp=_int(row[f"{prefix}tp_size"], 1),
+        dp=_int(row[f"{prefix}attention_dp_size"], 1),
+        ep=_int(row[f"{prefix}moe_ep_size"], 1),
+    )
+
+
+def deployment_for(
+    row: dict[str, str], backends: Iterable[str], tuning: Tuning | None = None
+) -> Any:
+    """The deployment pdnotes simulates for a row: its chip, model, precision and parallelism;
+    agg = one replica in chunked mode (in-flight batching, CHUNK_TOKENS a step, max batch the
+    row's batch size); disagg = its prefill and decode workers (DEFAULT_WORKERS when the row has
+    no counts), decode batch the row's, KV over NVLink within NODE_GPUS GPUs, RDMA beyond."""
+    from notes_cli.engine.core.profiles import Deployment
+
+    chip = CHIPS[row["system"]]
+    common = {
+        "name": f"silicon-{row['id']}",
+        "model": MODELS[row["model_path"]],
+        "prefill_token_budget": CHUNK_TOKENS,
+        "chunk_tokens": CHUNK_TOKENS,
+        "weight_dtype": weight_dtype(row),
+        "backend": backend_for(row["backend"], row["backend_version"], backends),
+    }
+    common.update((tuning or {}).get(row["backend"], {}))
+    if row["mode"] == "disagg":
+        prefill = _group(row, "prefill_", chip, _int(row["prefill_num_workers"], DEFAULT_WORKERS))
+        decode = _group(row, "decode_", chip, _int(row["decode_num_workers"], DEFAULT_WORKERS))
+        gpus = prefill.gpus + decode.gpus
+        return Deployment(
+            mode="disagg",
+            link="nvlink4" if gpus <= NODE_GPUS else "rdma-8x400g",
+            prefill=prefill,
+            decode=decode,
+            max_batch=max_batch_of(row),
+            **common,
+        )
+    return Deployment(
+        mode="chunked",
+        link="nvlink4",
+        colocated=_group(row, "", chip, 1),
+        max_batch=max_batch_of(row),
+        **common,
+    )
+
+
+Tuning = dict[str, dict[str, float]]
+"""engine -> Deployment fields set on every row of that engine (the calibration fit writes it:
+`step_overhead_ms`, `seq_overhead_us`)."""
+
+
+ROUNDS = 3
+"""Requests simulated per client: the closed loop's first round (every client at once) and two
+more, so the mean includes the steady state as the measuring tool's did."""
+MIN_REQUESTS = 16
+
+
+def requests_for(concurrency: int) -> int:
+    return max(MIN_REQUESTS, ROUNDS * concurrency)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One row: pdnotes' mean TTFT and TPOT against the measured means."""
+
+    id: str
+    part: str
+    group: tuple[str, str, str, str]
+    isl: int
+    osl: int
+    ttft_ms: float
+    tpot_ms: float
+    measured_ttft_ms: float
+    measured_tpot_ms: float
+
+    @property
+    def ttft_ratio(self) -> float:
+        """predicted / measured: above 1 pdnotes is slower than measured."""
+        return self.ttft_ms / self.measured_ttft_ms
+
+    @property
+    def tpot_ratio(self) -> float:
+        return self.tpot_ms / self.measured_tpot_ms
+
+
+def score(row: dict[str, str], catalog: Any, part: str, tuning: Tuning | None = None) -> Scored:
+    """pdnotes' closed loop (`engine simulate -c C`) on one row's deployment and lengths."""
+    from notes_cli.bench.stats import Slo
+    from notes_cli.bench.workload import LengthSpec
+    from notes_cli.engine.core.backends import BACKENDS
+    from notes_cli.engine.simulate.configs import SimConfig
+    from notes_cli.engine.simulate.engine_simulator import EngineSimulator
+    from notes_cli.engine.simulate.runner import WorkloadSpec, measure
+
+    deployment = deployment_for(row, BACKENDS, tuning)
+    catalog = replace(catalog, deployments={**catalog.deployments, deployment.name: deployment})
+    conc = int(row["concurrency"])
+    workload = WorkloadSpec(
+        requests=requests_for(conc),
+        lengths=LengthSpec(int(row["isl"]), int(row["osl"])),
+        concurrency=conc,
+    )
+    point = measure(EngineSimulator(catalog), SimConfig(deployment.name), workload, Slo(), None)
+    return Scored(
+        id=row["id"],
+        part=part,
+        group=group_of(row),
+        isl=int(row["isl"]),
+        osl=int(row["osl"]),
+        ttft_ms=point.summaries["ttft_ms"].mean,
+        tpot_ms=point.summaries["tpot_ms"].mean,
+        measured_ttft_ms=float(row["silicon_ttft_ms"]),
+        measured_tpot_ms=float(row["silicon_tpot_ms"]),
+    )
+
+
+# ---- bias per group ---------------------------------------------------------------------------
+
+WITHIN = {"ttft": 0.5, "tpot": 0.3}
+"""The issue's bar: TTFT within +-50 %, TPOT within +-30 % of the measured mean."""
+
+
+def quantile(values: list[float], q: float) -> float:
+    """Linear-interpolated quantile (numpy's default) of a non-empty list."""
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+@dataclass(frozen=True)
+class Bias:
+    """A group's signed ratios predicted/measured: median, P10-P90, share within the bar."""
+
+    runs: int
+    ttft: tuple[float, float, float]  # P10, median, P90
+    tpot: tuple[float, float, float]
+    ttft_within: float
+    tpot_within: float
+    both_within: float
+
+
+def bias(scored: list[Scored]) -> Bias:
+    ttft = [s.ttft_ratio for s in scored]
+    tpot = [s.tpot_ratio for s in scored]
+    ok_ttft = [abs(r - 1) <= WITHIN["ttft"] for r in ttft]
+    ok_tpot = [abs(r - 1) <= WITHIN["tpot"] for r in tpot]
+    n = len(scored)
+    return Bias(
+        runs=n,
+        ttft=(quantile(ttft, 0.1), quantile(ttft, 0.5), quantile(ttft, 0.9)),
+        tpot=(quantile(tpot, 0.1), quantile(tpot, 0.5), quantile(tpot, 0.9)),
+        ttft_within=sum(ok_ttft) / n,
+        tpot_within=sum(ok_tpot) / n,
+        both_within=sum(a and b for a, b in zip(ok_ttft, ok_tpot, strict=True)) / n,
+    )
+
+
+def by_group(
+    scored: Iterable[Scored], key: Callable[[Scored], tuple[str, ...]]
+) -> dict[tuple[str, ...], Bias]:
+    """Bias per key(scored), one part at a time: mixing parts is refused."""
+    groups: dict[tuple[str, ...], list[Scored]] = {}
+    parts = set()
+    for item in scored:
+        parts.add(item.part)
+        groups.setdefault(key(item), []).append(item)
+    if len(parts) > 1:
+        raise ValueError(f"calibration and validation are never pooled (got {sorted(parts)})")
+    return {k: bias(v) for k, v in sorted(groups.items())}

@@ -1,0 +1,234 @@
+"""The harness behind docs/validation.md "Measured serving runs: bias per group"
+(benchmarks/validation/): aiconfigurator-core's measured runs, the project's held-back rows
+filtered out where the file is read, a deterministic split, rows posed to `engine simulate -c`,
+signed ratios grouped. These tests check the mechanics, never the numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+HARNESS = Path(__file__).resolve().parents[1] / "benchmarks" / "validation"
+sys.path.insert(0, str(HARNESS))
+
+import silicon  # noqa: E402
+
+from notes_cli.engine.core.profiles import load_catalog  # noqa: E402
+
+COLUMNS = list(silicon.KEPT_COLUMNS)
+
+
+def _row(run_id: str, **changes: str) -> dict[str, str]:
+    row = dict.fromkeys(COLUMNS, "")
+    row.update(
+        id=run_id,
+        backend="trtllm",
+        backend_version="1.0.0rc3",
+        model_path="meta-llama/Llama-3.1-8B-Instruct",
+        system="h200_sxm",
+        mode="agg",
+        isl="1024",
+        osl="64",
+        concurrency="4",
+        batch_size="4",
+        tp_size="1",
+        attention_dp_size="1",
+        moe_ep_size="1",
+        silicon_ttft_ms="50",
+        silicon_tpot_ms="8",
+    )
+    row.update(changes)
+    return row
+
+
+def _write(path: Path, rows: list[dict[str, str]], comment: str = "") -> Path:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        handle.write(comment)
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+# ---- the held-back rows never come out -----------------------------------------------------------
+
+
+def test_the_loader_never_yields_a_listed_id(tmp_path: Path) -> None:
+    listed = silicon.holdout_ids()
+    some_listed = sorted(listed)[:5]
+    rows = [_row(i) for i in some_listed] + [_row(f"kept-{n}") for n in range(3)]
+    random.Random(3).shuffle(rows)
+    # a listed id with stray spaces is still the listed id
+    rows.append(_row(f" {some_listed[0]} "))
+    path = _write(tmp_path / "runs.csv", rows, comment="# a derived file's license header\n")
+    got = [row["id"] for row in silicon.read_runs(path)]
+    assert sorted(got) == ["kept-0", "kept-1", "kept-2"]
+
+
+def test_a_row_without_an_id_stops_the_loader(tmp_path: Path) -> None:
+    path = tmp_path / "runs.csv"
+    path.write_text("model_path,isl\nx,1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no `id`"):
+        list(silicon.read_runs(path))
+
+
+def test_an_empty_holdout_list_refuses_to_read(tmp_path: Path) -> None:
+    empty = tmp_path / "ids.txt"
+    empty.write_text("# nothing listed\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no ids"):
+        silicon.holdout_ids(empty)
+
+
+def test_the_repository_list_is_the_projects_and_the_derived_runs_hold_none_of_it() -> None:
+    listed = silicon.holdout_ids()
+    assert len(listed) == 52
+    derived = silicon.HERE / "silicon_runs.csv"
+    # read raw here on purpose: the committed file itself must not contain a listed id
+    with derived.open(encoding="utf-8") as handle:
+        ids = {
+            row["id"].strip()
+            for row in csv.DictReader(line for line in handle if not line.startswith("#"))
+        }
+    assert len(ids) > 1000
+    assert not ids & listed
+    assert not {row["id"] for row in silicon.read_runs(derived)} & listed
+
+
+# ---- the split ----------------------------------------------------------------------------------
+
+
+def _rows_for_split() -> list[dict[str, str]]:
+    rows = []
+    for config in range(12):
+        for conc in (1, 8, 64):
+            tp = str(1 + config % 2)
+            rows.append(_row(f"cfg{config}_agg_c{conc}_tp{tp}", tp_size=tp))
+    return rows
+
+
+def test_the_split_is_fixed_by_ids_and_groups_alone() -> None:
+    rows = _rows_for_split()
+    parts = silicon.split(rows)
+    shuffled = list(reversed(rows))
+    other_numbers = [dict(r, silicon_ttft_ms="999", silicon_tpot_ms="1") for r in shuffled]
+    assert silicon.split(other_numbers) == parts
+
+
+def test_the_split_keeps_a_configuration_together_and_balances_each_group() -> None:
+    parts = silicon.split(_rows_for_split())
+    for config in range(12):
+        tp = 1 + config % 2
+        assert len({parts[f"cfg{config}_agg_c{c}_tp{tp}"] for c in (1, 8, 64)}) == 1
+    for tp in (1, 2):
+        mine = [parts[f"cfg{c}_agg_c1_tp{tp}"] for c in range(12) if 1 + c % 2 == tp]
+        assert mine.count("calibration") == mine.count("validation") == 3
+
+
+# ---- a row posed and scored ---------------------------------------------------------------------
+
+
+def test_a_row_becomes_its_deployment() -> None:
+    agg = silicon.deployment_for(
+        _row("a", tp_size="8", model_path="deepseek-ai/DeepSeek-R1", precision="fp8"),
+        ["trtllm"],
+    )
+    assert (agg.mode, agg.model, agg.weight_dtype, agg.backend) == (
+        "chunked",
+        "deepseek-r1",
+        "fp8",
+        "trtllm",
+    )
+    assert (agg.colocated.chip, agg.colocated.tp, agg.max_batch) == ("h200", 8, 4)
+    disagg = silicon.deployment_for(
+        _row(
+            "d",
+            mode="disagg",
+            backend="sglang",
+            prefill_tp_size="8",
+            decode_tp_size="1",
+            decode_attention_dp_size="8",
+            decode_moe_ep_size="8",
+            decode_batch_size="32",
+        ),
+        ["trtllm"],
+    )
+    assert disagg.mode == "disagg" and disagg.backend is None  # no sglang description: none
+    assert (disagg.prefill.count, disagg.prefill.tp) == (silicon.DEFAULT_WORKERS, 8)
+    assert (disagg.decode.dp, disagg.decode.ep, disagg.max_batch) == (8, 8, 32)
+    assert disagg.link == "rdma-8x400g"  # 16 GPUs: beyond one node
+
+
+def test_a_row_falls_in_its_group() -> None:
+    assert silicon.group_of(_row("a", precision="fp8", tp_size="2")) == (
+        "dense fp8",
+        "trtllm",
+        "TP2",
+        "agg",
+    )
+    assert silicon.group_of(_row("b"))[0] == "dense bf16"
+    moe = _row(
+        "c",
+        model_path="deepseek-ai/DeepSeek-V3",
+        precision="fp8",
+        mode="disagg",
+        prefill_tp_size="8",
+        decode_tp_size="1",
+        decode_attention_dp_size="8",
+        decode_moe_ep_size="8",
+    )
+    assert silicon.group_of(moe) == ("MoE", "trtllm", "P TP8 / D TP1·DP8·EP8", "disagg")
+
+
+def test_a_versioned_backend_is_preferred_when_pdnotes_has_one() -> None:
+    assert silicon.backend_for("vllm", "0.12.0", ["vllm", "vllm-0.12"]) == "vllm-0.12"
+    assert silicon.backend_for("vllm", "0.18.0", ["vllm", "vllm-0.12"]) == "vllm"
+    assert silicon.backend_for("vllm", "", ["trtllm"]) is None
+
+
+def test_the_ratio_is_predicted_over_measured() -> None:
+    catalog = load_catalog(user=False)
+    row = _row("r", silicon_ttft_ms="1000000", silicon_tpot_ms="0.001")
+    got = silicon.score(row, catalog, "calibration")
+    assert got.ttft_ms < 1000000 and got.ttft_ratio < 1  # pdnotes faster than a slow measurement
+    assert got.tpot_ms > 0.001 and got.tpot_ratio > 1
+    assert got.ttft_ratio == pytest.approx(got.ttft_ms / 1000000)
+
+
+# ---- grouping ---------------------------------------------------------------------------------
+
+
+def _scored(ratio_ttft: float, ratio_tpot: float, group: str, part: str) -> silicon.Scored:
+    return silicon.Scored(
+        id=f"{group}-{ratio_ttft}-{ratio_tpot}",
+        part=part,
+        group=("dense bf16", group, "TP1", "agg"),
+        isl=1024,
+        osl=1024,
+        ttft_ms=100 * ratio_ttft,
+        tpot_ms=10 * ratio_tpot,
+        measured_ttft_ms=100,
+        measured_tpot_ms=10,
+    )
+
+
+def test_bias_is_reported_per_group_with_median_spread_and_share() -> None:
+    runs = [_scored(r, 0.5, "vllm", "calibration") for r in (0.4, 0.9, 1.0, 1.2, 3.0)]
+    runs += [_scored(1.0, r, "trtllm", "calibration") for r in (1.1, 1.2)]
+    table = silicon.by_group(runs, lambda s: (s.group[1],))
+    vllm = table[("vllm",)]
+    assert vllm.runs == 5 and vllm.ttft[1] == pytest.approx(1.0)
+    assert vllm.ttft[0] < 0.9 and vllm.ttft[2] > 1.2  # P10 and P90 around the median
+    assert vllm.ttft_within == pytest.approx(3 / 5) and vllm.tpot_within == 0
+    assert vllm.tpot[1] == pytest.approx(0.5)  # signed: too fast shows below 1
+    assert table[("trtllm",)].both_within == 1
+
+
+def test_calibration_and_validation_are_never_pooled() -> None:
+    runs = [_scored(1.0, 1.0, "vllm", "calibration"), _scored(1.0, 1.0, "vllm", "validation")]
+    with pytest.raises(ValueError, match="never pooled"):
+        silicon.by_group(runs, lambda s: (s.group[1],))
