@@ -6,7 +6,7 @@ project's held-back rows (holdout-ids.txt) first.
     python benchmarks/validation/run.py score calibration  # simulate a part, results/<part>.csv
     python benchmarks/validation/run.py fit                # fit the engines' CPU costs (tuning)
     python benchmarks/validation/run.py score calibration --tuned
-    python benchmarks/validation/run.py report calibration [--tuned] [--write]
+    python benchmarks/validation/run.py report calibration-tuned [--write]
 
 `score validation` refuses to run before a commit whose message starts with "FREEZE:" exists:
 the model and the tuning are frozen before the validation part is looked at. A few minutes of
@@ -171,12 +171,14 @@ STEP_MS = [x * 0.25 for x in range(0, 41)]  # 0-10 ms per step
 SEQ_US = [x * 5.0 for x in range(0, 41)]  # 0-200 us per sequence in a step
 
 
-def fit() -> None:
+def fit(reuse: bool = False) -> None:
     """Simulate the calibration agg runs with no engine CPU cost, then pick per engine the
     (ms per step, us per sequence) whose added TPOT makes the median log ratio closest to 0 and
     the spread smallest (least squares on log TPOT ratio); batch = min(concurrency, max batch)."""
     zero = {e: {"step_overhead_ms": 0.0, "seq_overhead_us": 0.0} for e in silicon.ENGINES}
-    name = score("calibration", zero, "calibration-no-cpu")
+    name = RESULTS / "calibration-no-cpu.csv"
+    if not (reuse and name.exists()):
+        name = score("calibration", zero, "calibration-no-cpu")
     with name.open(encoding="utf-8", newline="") as handle:
         results = [r for r in csv.DictReader(handle) if r["mode"] == "agg"]
     batch_of = {
@@ -282,22 +284,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("derive").add_argument("wheel_csv", type=Path)
-    for command in ("score", "report"):
-        one = sub.add_parser(command)
-        one.add_argument("part", choices=silicon.PARTS)
-        one.add_argument("--tuned", action="store_true", help="with tuning.toml (the fit)")
-        if command == "report":
-            one.add_argument("--write", action="store_true", help="into docs/validation.md")
-    sub.add_parser("fit")
+    one = sub.add_parser("score")
+    one.add_argument("part", choices=silicon.PARTS)
+    one.add_argument("--tuned", action="store_true", help="with tuning.toml (the fit)")
+    report_parser = sub.add_parser("report", help="tables of results/NAME.csv")
+    report_parser.add_argument("name", help="e.g. calibration, validation-tuned")
+    report_parser.add_argument("--write", action="store_true", help="into docs/validation.md")
+    sub.add_parser("fit").add_argument(
+        "--reuse", action="store_true", help="reuse results/calibration-no-cpu.csv"
+    )
     args = parser.parse_args()
     if args.command == "derive":
         derive(args.wheel_csv)
     elif args.command == "fit":
-        fit()
+        fit(args.reuse)
     else:
-        name = args.part + ("-tuned" if args.tuned else "")
         if args.command == "score":
+            name = args.part + ("-tuned" if args.tuned else "")
             score(args.part, load_tuning() if args.tuned else {}, name)
+        else:
+            name = args.name
         text = report(name)
         print(text)
         if getattr(args, "write", False):

@@ -236,7 +236,10 @@ def _group(row: dict[str, str], prefix: str, chip: str, count: int) -> Any:
 
 
 def deployment_for(
-    row: dict[str, str], backends: Iterable[str], tuning: Tuning | None = None
+    row: dict[str, str],
+    backends: Iterable[str],
+    tuning: Tuning | None = None,
+    harness: Harness | None = None,
 ) -> Any:
     """The deployment pdnotes simulates for a row: its chip, model, precision and parallelism;
     agg = one replica in chunked mode (in-flight batching, CHUNK_TOKENS a step, max batch the
@@ -267,7 +270,7 @@ def deployment_for(
             **common,
         )
     return Deployment(
-        mode="chunked",
+        mode=(harness or HARNESS).agg_mode,
         link="nvlink4",
         colocated=_group(row, "", chip, 1),
         max_batch=max_batch_of(row),
@@ -280,14 +283,24 @@ Tuning = dict[str, dict[str, float]]
 `step_overhead_ms`, `seq_overhead_us`)."""
 
 
-ROUNDS = 3
-"""Requests simulated per client: the closed loop's first round (every client at once) and two
-more, so the mean includes the steady state as the measuring tool's did."""
+@dataclass(frozen=True)
+class Harness:
+    """How every row is simulated (the same for all rows; docs/validation.md names the values).
+    `rounds`: requests per client; `skip_first_round`: leave out of the means the requests of
+    the closed loop's first round (all clients at once at t=0, a burst the measuring tool's
+    warm-up does not see); `agg_mode`: the pdnotes mode an aggregated run is simulated in."""
+
+    rounds: int = 10
+    skip_first_round: bool = False
+    agg_mode: str = "chunked"
+
+
+HARNESS = Harness()
 MIN_REQUESTS = 16
 
 
-def requests_for(concurrency: int) -> int:
-    return max(MIN_REQUESTS, ROUNDS * concurrency)
+def requests_for(concurrency: int, harness: Harness = HARNESS) -> int:
+    return max(MIN_REQUESTS, harness.rounds * concurrency)
 
 
 @dataclass(frozen=True)
@@ -314,32 +327,44 @@ class Scored:
         return self.tpot_ms / self.measured_tpot_ms
 
 
-def score(row: dict[str, str], catalog: Any, part: str, tuning: Tuning | None = None) -> Scored:
-    """pdnotes' closed loop (`engine simulate -c C`) on one row's deployment and lengths."""
-    from notes_cli.bench.stats import Slo
-    from notes_cli.bench.workload import LengthSpec
+def score(
+    row: dict[str, str],
+    catalog: Any,
+    part: str,
+    tuning: Tuning | None = None,
+    harness: Harness = HARNESS,
+) -> Scored:
+    """pdnotes' closed loop (`engine simulate -c C`) on one row's deployment and lengths: the
+    mean TTFT and mean TPOT (vLLM's definition, requests with more than one output token)."""
+    from notes_cli.bench.closed_loop import ClosedLoop
+    from notes_cli.bench.workload import ArrivalSpec, LengthSpec, synthetic
     from notes_cli.engine.core.backends import BACKENDS
     from notes_cli.engine.simulate.configs import SimConfig
     from notes_cli.engine.simulate.engine_simulator import EngineSimulator
-    from notes_cli.engine.simulate.runner import WorkloadSpec, measure
 
-    deployment = deployment_for(row, BACKENDS, tuning)
+    deployment = deployment_for(row, BACKENDS, tuning, harness)
     catalog = replace(catalog, deployments={**catalog.deployments, deployment.name: deployment})
     conc = int(row["concurrency"])
-    workload = WorkloadSpec(
-        requests=requests_for(conc),
-        lengths=LengthSpec(int(row["isl"]), int(row["osl"])),
-        concurrency=conc,
-    )
-    point = measure(EngineSimulator(catalog), SimConfig(deployment.name), workload, Slo(), None)
+    lengths = LengthSpec(int(row["isl"]), int(row["osl"]))
+    items = synthetic(requests_for(conc, harness), lengths, ArrivalSpec(rate=None), seed=0)
+    loop = ClosedLoop(items, conc)
+    ttfts: list[float] = []
+    tpots: list[float] = []
+    for record in EngineSimulator(catalog).run(SimConfig(deployment.name), loop.requests(), 0):
+        loop.finished(record)
+        if harness.skip_first_round and record.arrival_ms == 0.0:
+            continue
+        ttfts.append(record.ttft_ms)
+        if int(record.output_tokens) > 1:
+            tpots.append(record.tpot_ms)
     return Scored(
         id=row["id"],
         part=part,
         group=group_of(row),
         isl=int(row["isl"]),
         osl=int(row["osl"]),
-        ttft_ms=point.summaries["ttft_ms"].mean,
-        tpot_ms=point.summaries["tpot_ms"].mean,
+        ttft_ms=sum(ttfts) / len(ttfts),
+        tpot_ms=sum(tpots) / len(tpots),
         measured_ttft_ms=float(row["silicon_ttft_ms"]),
         measured_tpot_ms=float(row["silicon_tpot_ms"]),
     )
