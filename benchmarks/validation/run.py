@@ -260,7 +260,7 @@ def report(name: str) -> str:
     return "\n\n".join(
         [
             f"{len(scored)} runs scored; {len(refused)} refused by pdnotes as the row states "
-            f"them (e.g. {refused[0]['skipped'][:160] if refused else '-'}).",
+            f"them{': ' + refused[0]['skipped'].split(': ', 1)[-1][:90] + '…' if refused else ''}",
             table(scored, "all runs", lambda s: ("all",)),
             table(scored, "class | mode", lambda s: (s.group[0], s.group[3])),
             table(scored, "class | engine | mode", lambda s: (s.group[0], s.group[1], s.group[3])),
