@@ -77,10 +77,16 @@ def frozen() -> bool:
     return bool(out.stdout.strip())
 
 
-def rows_of(part: str) -> list[dict[str, str]]:
+def rows_of(part: str, every: int = 1) -> list[dict[str, str]]:
+    """The runs of a part; with `every` > 1 only the configurations whose name hashes to 0
+    modulo `every` (a deterministic subsample, whole configurations)."""
     rows = list(silicon.read_runs(RUNS))
     parts = silicon.split(rows)
-    return [row for row in rows if parts[row["id"]] == part]
+    return [
+        row
+        for row in rows
+        if parts[row["id"]] == part and silicon.unit_hash(row["id"]) % every == 0
+    ]
 
 
 FIELDS = (
@@ -103,7 +109,7 @@ FIELDS = (
 )
 
 
-def score(part: str, tuning: silicon.Tuning, name: str) -> Path:
+def score(part: str, tuning: silicon.Tuning, name: str, every: int = 1) -> Path:
     from notes_cli.engine.core.profiles import load_catalog
     from notes_cli.errors import InputError, UsageError
 
@@ -112,7 +118,7 @@ def score(part: str, tuning: silicon.Tuning, name: str) -> Path:
     catalog = load_catalog(user=False)
     out = RESULTS / f"{name}.csv"
     RESULTS.mkdir(exist_ok=True)
-    rows = rows_of(part)
+    rows = rows_of(part, every)
     with out.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=FIELDS, lineterminator="\n")
         writer.writeheader()
@@ -287,6 +293,7 @@ def main() -> None:
     one = sub.add_parser("score")
     one.add_argument("part", choices=silicon.PARTS)
     one.add_argument("--tuned", action="store_true", help="with tuning.toml (the fit)")
+    one.add_argument("--every", type=int, default=1, help="score 1 configuration in N")
     report_parser = sub.add_parser("report", help="tables of results/NAME.csv")
     report_parser.add_argument("name", help="e.g. calibration, validation-tuned")
     report_parser.add_argument("--write", action="store_true", help="into docs/validation.md")
@@ -301,7 +308,7 @@ def main() -> None:
     else:
         if args.command == "score":
             name = args.part + ("-tuned" if args.tuned else "")
-            score(args.part, load_tuning() if args.tuned else {}, name)
+            score(args.part, load_tuning() if args.tuned else {}, name, args.every)
         else:
             name = args.name
         text = report(name)

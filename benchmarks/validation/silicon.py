@@ -64,6 +64,11 @@ def _hash(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
 
 
+def unit_hash(run_id: str) -> int:
+    """A stable number for a run's configuration (subsamples take whole configurations)."""
+    return _hash("subsample:" + unit_of(run_id))
+
+
 def split(rows: Iterable[dict[str, str]]) -> dict[str, str]:
     """id -> 'calibration' or 'validation'. Stratified by group: within each group the
     configurations (unit_of) are ordered by a hash of their name and dealt alternately, the
@@ -338,11 +343,13 @@ def score(
     mean TTFT and mean TPOT (vLLM's definition, requests with more than one output token)."""
     from notes_cli.bench.closed_loop import ClosedLoop
     from notes_cli.bench.workload import ArrivalSpec, LengthSpec, synthetic
-    from notes_cli.engine.core.backends import BACKENDS
+    from notes_cli.engine.core import backends
     from notes_cli.engine.simulate.configs import SimConfig
     from notes_cli.engine.simulate.engine_simulator import EngineSimulator
 
-    deployment = deployment_for(row, BACKENDS, tuning, harness)
+    # the backend names pdnotes accepts: its descriptions and any aliases of them
+    known = set(backends.BACKENDS) | set(getattr(backends, "BACKEND_ALIASES", {}))
+    deployment = deployment_for(row, known, tuning, harness)
     catalog = replace(catalog, deployments={**catalog.deployments, deployment.name: deployment})
     conc = int(row["concurrency"])
     lengths = LengthSpec(int(row["isl"]), int(row["osl"]))
