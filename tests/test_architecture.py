@@ -20,7 +20,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "notes_cli"
 # docs/architecture.md, "Layers": a module may import its own layer and the ones below.
 LAYERS: dict[str, int] = {
     **dict.fromkeys(["__main__", "cli", "render"], 3),
-    **dict.fromkeys(["demo", "doctor", "smoke", "notes", "bench", "plan", "bridge", "engine"], 2),
+    **dict.fromkeys(
+        ["demo", "doctor", "smoke", "notes", "bench", "plan", "bridge", "engine", "trace"], 2
+    ),
     **dict.fromkeys(["clients", "gateway", "wire"], 1),
     **dict.fromkeys(["fileio", "backups", "secrets", "paths", "proxy", "resources", "errors"], 0),
 }

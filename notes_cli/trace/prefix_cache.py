@@ -1,0 +1,88 @@
+"""A finite LRU prefix cache replayed over a trace's `hash_ids`.
+
+A prompt's leading blocks found in the cache are hits (the match stops at the first miss, as
+vLLM's and SGLang's prefix caches do: a block is reusable only with everything before it); then
+all the prompt's blocks become the most recently used, and the least recently used ones are
+evicted down to the capacity. A prompt always computes at least its last token (the engine needs
+its logits), so a request's cached tokens are at most input_length - 1.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from notes_cli.trace.format import BLOCK_TOKENS, TraceRow
+
+
+@dataclass(frozen=True)
+class CacheReplay:
+    """What the cache served over a whole trace."""
+
+    capacity_blocks: int
+    block_tokens: int
+    requests: int
+    prompt_tokens: int
+    cached_tokens: int
+    hit_blocks: int
+    looked_up_blocks: int
+
+    @property
+    def hit_rate(self) -> float:
+        """Share of prompt tokens served from the cache."""
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "capacity_blocks": self.capacity_blocks,
+            "block_tokens": self.block_tokens,
+            "requests": self.requests,
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "hit_blocks": self.hit_blocks,
+            "looked_up_blocks": self.looked_up_blocks,
+            "hit_rate": round(self.hit_rate, 4),
+        }
+
+
+class PrefixCache:
+    """An LRU set of block ids holding at most `capacity_blocks`."""
+
+    def __init__(self, capacity_blocks: int, block_tokens: int = BLOCK_TOKENS) -> None:
+        self.capacity = max(0, capacity_blocks)
+        self.block_tokens = block_tokens
+        self._blocks: OrderedDict[int, None] = OrderedDict()
+
+    def lookup_and_insert(self, row: TraceRow) -> int:
+        """The tokens of `row`'s prompt served from the cache; then its blocks are cached."""
+        blocks = self._blocks
+        hits = 0
+        for block in row.hash_ids:
+            if block not in blocks:
+                break
+            hits += 1
+        for block in row.hash_ids:
+            blocks[block] = None
+            blocks.move_to_end(block)
+        while len(blocks) > self.capacity:
+            blocks.popitem(last=False)
+        return min(hits * self.block_tokens, row.input_length - 1)
+
+
+def replay(
+    rows: Iterable[TraceRow], capacity_blocks: int, block_tokens: int = BLOCK_TOKENS
+) -> CacheReplay:
+    cache = PrefixCache(capacity_blocks, block_tokens)
+    requests = prompt = cached = hit_blocks = looked_up = 0
+    for row in rows:
+        served = cache.lookup_and_insert(row)
+        requests += 1
+        prompt += row.input_length
+        cached += served
+        hit_blocks += -(-served // block_tokens) if served else 0
+        looked_up += len(row.hash_ids)
+    return CacheReplay(
+        capacity_blocks, block_tokens, requests, prompt, cached, hit_blocks, looked_up
+    )

@@ -1,0 +1,102 @@
+"""The trace format reads strictly, `trace show` summarises sessions, growth, reuse and
+burstiness as computed by hand, and the LRU prefix cache hits what a hand count says."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from notes_cli.errors import InputError
+from notes_cli.trace.format import TraceRow, read_rows, render_rows
+from notes_cli.trace.prefix_cache import replay
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def _row(t: float, n_in: int, blocks: list[int], session: str | None = None, turn=None) -> dict:
+    row: dict = {"timestamp": t, "input_length": n_in, "output_length": 10, "hash_ids": blocks}
+    if session is not None:
+        row.update(session_id=session, turn=turn)
+    return row
+
+
+# Two sessions: a grows 1000 → 1600 → 2100 tokens on a shared prefix, b is one turn alone.
+SESSIONS = [
+    _row(0, 1000, [0, 1], "a", 1),
+    _row(1000, 300, [9], "b", 1),
+    _row(2000, 1600, [0, 1, 2, 3], "a", 2),
+    _row(6000, 2100, [0, 1, 2, 3, 4], "a", 3),
+]
+
+
+def test_rows_round_trip_through_the_writer(tmp_path: Path) -> None:
+    rows = [TraceRow(0.0, 5, 2, (1, 2), "s", 1, 0), TraceRow(12.5, 7, 3)]
+    path = tmp_path / "t.jsonl"
+    path.write_text(render_rows(rows))
+    assert list(read_rows(path)) == rows
+    assert json.loads(path.read_text().splitlines()[0])["timestamp"] == 0  # ms, as Mooncake
+
+
+def test_show_counts_sessions_growth_reuse_and_burstiness(cli, tmp_path: Path) -> None:
+    doc = cli("trace", "show", str(_write(tmp_path / "t.jsonl", SESSIONS)), "--json").json()
+    assert (doc["requests"], doc["sessions"], doc["max_turns"]) == (4, 2, 3)
+    assert doc["turns_per_session"] == 2.0
+    # a: 1000 → 1600 → 2100, growth 600 then 500
+    assert doc["mean_prompt_growth_per_turn"] == 550.0
+    # 12 blocks; seen before: 0, 1 in turn 2 and 0, 1, 2, 3 in turn 3
+    assert (doc["blocks"], doc["reused_blocks"]) == (12, 6)
+    # gaps 1000, 1000, 4000 ms: mean 2000, std sqrt(2e6)
+    assert doc["arrival_gap_cv"] == pytest.approx(2**0.5 / 2, abs=1e-3)
+    text = cli("trace", "show", str(tmp_path / "t.jsonl")).stdout
+    assert "50.0% of 12 blocks" in text and "2, 2.0 turns each" in text
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"timestamp": -1, "input_length": 5, "output_length": 1}', "timestamp must be"),
+        ('{"timestamp": 0, "input_length": 0, "output_length": 1}', "input_length must be"),
+        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [-3]}', "hash_ids"),
+        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": 4}', "hash_ids"),
+        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "turn": 0}', "turn must be"),
+        ("[1, 2]", "a JSON object"),
+        ("{nope", "not JSON"),
+    ],
+)
+def test_bad_rows_name_the_line_and_exit_2(cli, tmp_path: Path, line: str, message: str) -> None:
+    good = json.dumps(_row(0, 5, [0]))
+    path = tmp_path / "bad.jsonl"
+    path.write_text(good + "\n" + line + "\n")
+    result = cli("trace", "show", str(path))
+    assert result.exit_code == 2 and f"{path}:2: " in result.stderr and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_backwards_time_and_overlong_lines_are_refused(tmp_path: Path, monkeypatch) -> None:
+    from notes_cli.trace import format as trace_format
+
+    back = _write(tmp_path / "back.jsonl", [_row(5, 5, []), _row(1, 5, [])])
+    with pytest.raises(InputError, match="backwards"):
+        list(read_rows(back))
+    monkeypatch.setattr(trace_format, "MAX_LINE_BYTES", 64)
+    long = _write(tmp_path / "long.jsonl", [_row(0, 5, list(range(100)))])
+    with pytest.raises(InputError, match="longer than"):
+        list(read_rows(long))
+
+
+def test_lru_prefix_cache_hits_the_hand_counted_tokens() -> None:
+    rows = [TraceRow(**{**r, "hash_ids": tuple(r["hash_ids"])}) for r in SESSIONS]
+    # unbounded: turn 2 reuses blocks 0, 1 (1024 tokens), turn 3 blocks 0-3 (2048 tokens)
+    big = replay(rows, capacity_blocks=100, block_tokens=512)
+    assert (big.cached_tokens, big.prompt_tokens) == (1024 + 2048, 5000)
+    # 3 blocks: after turn 2, LRU keeps 1, 2, 3 (0 was evicted first): turn 3 misses at block 0
+    small = replay(rows, capacity_blocks=3, block_tokens=512)
+    assert small.cached_tokens == 1024
+    # a whole prompt cached still computes its last token
+    again = [TraceRow(0, 512, 1, (7,)), TraceRow(1, 512, 1, (7,))]
+    assert replay(again, 10, 512).cached_tokens == 511
