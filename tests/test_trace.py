@@ -100,3 +100,31 @@ def test_lru_prefix_cache_hits_the_hand_counted_tokens() -> None:
     # a whole prompt cached still computes its last token
     again = [TraceRow(0, 512, 1, (7,)), TraceRow(1, 512, 1, (7,))]
     assert replay(again, 10, 512).cached_tokens == 511
+
+
+def test_kv_aware_routing_keeps_a_session_on_the_node_with_its_prefix() -> None:
+    rows = [TraceRow(**{**r, "hash_ids": tuple(r["hash_ids"])}) for r in SESSIONS]
+    # round robin over 2 nodes: a1 → 0, b1 → 1, a2 → 0 (hits 0, 1), a3 → 1 (holds only b's)
+    assert replay(rows, 100, 512, nodes=2, kv_aware=False).cached_tokens == 1024
+    # KV-aware: a3 follows its prefix to node 0
+    assert replay(rows, 100, 512, nodes=2, kv_aware=True).cached_tokens == 1024 + 2048
+
+
+def _simulate(cli, trace: Path, *flags: str) -> dict:
+    args = ("engine", "simulate", "--trace", str(trace), "--preset", "h100-disagg", *flags)
+    return cli(*args, "--json").json()["configurations"][0]
+
+
+def test_simulate_replays_hash_ids_through_the_prefix_cache(cli, tmp_path: Path) -> None:
+    trace = _write(tmp_path / "t.jsonl", SESSIONS)
+    cached = _simulate(cli, trace)
+    assert cached["prefix_cache"]["cached_tokens"] == 1024 + 2048
+    assert cached["prefix_cache_hit"] == pytest.approx(3072 / 5000)
+    off = _simulate(cli, trace, "--no-prefix-cache")
+    assert off["prefix_cache"]["cached_tokens"] == 0 and off["prefix_cache_hit"] == 0
+    ttft = lambda c: c["points"][0]["metrics"]["ttft_ms"]["mean"]  # noqa: E731
+    assert ttft(cached) < ttft(off)
+    # without hash_ids the trace replays lengths only, exactly as with the cache off
+    bare = [{k: v for k, v in row.items() if k != "hash_ids"} for row in SESSIONS]
+    plain = _simulate(cli, _write(tmp_path / "bare.jsonl", bare))
+    assert "prefix_cache" not in plain and ttft(plain) == ttft(off)

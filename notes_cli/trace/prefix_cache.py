@@ -5,6 +5,11 @@ vLLM's and SGLang's prefix caches do: a block is reusable only with everything b
 all the prompt's blocks become the most recently used, and the least recently used ones are
 evicted down to the capacity. A prompt always computes at least its last token (the engine needs
 its logits), so a request's cached tokens are at most input_length - 1.
+
+A deployment has a cache per prefill (or colocated) node. Routing decides which node's cache a
+request meets: KV-aware routing (Dynamo's KV router, SGLang's cache-aware router) sends it to the
+node holding the longest prefix of its prompt, so a session stays where its prefix is; without
+it, requests go round robin and a session's turns land on different nodes.
 """
 
 from __future__ import annotations
@@ -21,13 +26,15 @@ from notes_cli.trace.format import BLOCK_TOKENS, TraceRow
 class CacheReplay:
     """What the cache served over a whole trace."""
 
-    capacity_blocks: int
+    capacity_blocks: int  # per node
     block_tokens: int
     requests: int
     prompt_tokens: int
     cached_tokens: int
     hit_blocks: int
     looked_up_blocks: int
+    nodes: int = 1
+    kv_aware: bool = True
 
     @property
     def hit_rate(self) -> float:
@@ -44,6 +51,8 @@ class CacheReplay:
             "hit_blocks": self.hit_blocks,
             "looked_up_blocks": self.looked_up_blocks,
             "hit_rate": round(self.hit_rate, 4),
+            "nodes": self.nodes,
+            "kv_aware_routing": self.kv_aware,
         }
 
 
@@ -55,14 +64,20 @@ class PrefixCache:
         self.block_tokens = block_tokens
         self._blocks: OrderedDict[int, None] = OrderedDict()
 
-    def lookup_and_insert(self, row: TraceRow) -> int:
-        """The tokens of `row`'s prompt served from the cache; then its blocks are cached."""
+    def matched_blocks(self, row: TraceRow) -> int:
+        """How many of `row`'s leading blocks the cache holds."""
         blocks = self._blocks
         hits = 0
         for block in row.hash_ids:
             if block not in blocks:
                 break
             hits += 1
+        return hits
+
+    def lookup_and_insert(self, row: TraceRow) -> int:
+        """The tokens of `row`'s prompt served from the cache; then its blocks are cached."""
+        blocks = self._blocks
+        hits = self.matched_blocks(row)
         for block in row.hash_ids:
             blocks[block] = None
             blocks.move_to_end(block)
@@ -72,12 +87,27 @@ class PrefixCache:
 
 
 def replay(
-    rows: Iterable[TraceRow], capacity_blocks: int, block_tokens: int = BLOCK_TOKENS
+    rows: Iterable[TraceRow],
+    capacity_blocks: int,
+    block_tokens: int = BLOCK_TOKENS,
+    *,
+    nodes: int = 1,
+    kv_aware: bool = True,
 ) -> CacheReplay:
-    cache = PrefixCache(capacity_blocks, block_tokens)
+    """Replay `rows` through `nodes` caches of `capacity_blocks` each, routed KV-aware (the
+    longest match, ties to the node that served fewest requests) or round robin."""
+    caches = [PrefixCache(capacity_blocks, block_tokens) for _ in range(max(1, nodes))]
+    served_by = [0] * len(caches)
     requests = prompt = cached = hit_blocks = looked_up = 0
     for row in rows:
-        served = cache.lookup_and_insert(row)
+        if kv_aware:
+            pick = max(
+                range(len(caches)), key=lambda i: (caches[i].matched_blocks(row), -served_by[i])
+            )
+        else:
+            pick = requests % len(caches)
+        served_by[pick] += 1
+        served = caches[pick].lookup_and_insert(row)
         requests += 1
         prompt += row.input_length
         cached += served
