@@ -128,3 +128,21 @@ def test_simulate_replays_hash_ids_through_the_prefix_cache(cli, tmp_path: Path)
     bare = [{k: v for k, v in row.items() if k != "hash_ids"} for row in SESSIONS]
     plain = _simulate(cli, _write(tmp_path / "bare.jsonl", bare))
     assert "prefix_cache" not in plain and ttft(plain) == ttft(off)
+
+
+PLAN = (
+    "engine", "plan", "--model", "qwen3-8b", "--chip", "h800", "--link", "roce-200g",
+    "--max-chips", "2", "--max-instances", "1", "--max-tp", "1", "--modes", "disagg",
+    "-n", "40", "--window-s", "2", "--tolerance", "0.1", "--jobs", "1",
+    "--slo-ttft-ms", "600", "--slo-tpot-ms", "40", "--json",
+)  # fmt: skip
+
+
+def test_plan_plans_with_the_traces_measured_reuse(cli, tmp_path: Path) -> None:
+    shared = cli(*PLAN, "--trace", str(_write(tmp_path / "t.jsonl", SESSIONS))).json()
+    assert shared["workload"]["prefix_cache_hit"] == pytest.approx(3072 / 5000, abs=1e-4)
+    bare = [{k: v for k, v in row.items() if k != "hash_ids"} for row in SESSIONS]
+    plain = cli(*PLAN, "--trace", str(_write(tmp_path / "bare.jsonl", bare))).json()
+    assert plain["workload"]["prefix_cache_hit"] == 0
+    # the same lengths, three fifths of each prompt cached: the same nodes serve more
+    assert shared["best"]["capacity_rps"] > plain["best"]["capacity_rps"]

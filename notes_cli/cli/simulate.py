@@ -245,7 +245,8 @@ def _trace_caches(
     rate (engine/simulate/trace_cache.py); otherwise none (the preset's own rate applies)."""
     if trace is None:
         return []
-    from notes_cli.engine.simulate.trace_cache import has_hash_ids, with_trace_cache
+    from notes_cli.engine.simulate.trace_cache import with_trace_cache
+    from notes_cli.trace.prefix_cache import has_hash_ids
 
     if not has_hash_ids(trace):
         return []

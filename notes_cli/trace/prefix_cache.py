@@ -14,12 +14,16 @@ it, requests go round robin and a session's turns land on different nodes.
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from notes_cli.trace.format import BLOCK_TOKENS, TraceRow
+
+UNBOUNDED = 1 << 62  # capacity of a cache that never evicts (memory: the distinct blocks)
 
 
 @dataclass(frozen=True)
@@ -116,3 +120,17 @@ def replay(
     return CacheReplay(
         capacity_blocks, block_tokens, requests, prompt, cached, hit_blocks, looked_up
     )
+
+
+def has_hash_ids(trace: Path) -> bool:
+    """Whether `trace` is a Mooncake-style trace with block hashes (its first row has
+    `hash_ids`); other traces (pdnotes rows, vLLM / SGLang results) replay lengths only."""
+    try:
+        with trace.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    value = json.loads(line)
+                    return isinstance(value, dict) and "hash_ids" in value
+    except (OSError, ValueError):
+        return False  # the trace reader says what is wrong with it
+    return False

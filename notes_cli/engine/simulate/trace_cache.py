@@ -11,7 +11,6 @@ batch's KV competes for it in a real engine), so the rate is an upper bound at h
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from itertools import islice
 from pathlib import Path
@@ -26,20 +25,6 @@ if TYPE_CHECKING:
 
 # The cost model takes a share below 1 (a prompt computes at least one token).
 MAX_HIT = 0.999
-
-
-def has_hash_ids(trace: Path) -> bool:
-    """Whether `trace` is a Mooncake-style trace with block hashes (its first row has
-    `hash_ids`); other traces (pdnotes rows, vLLM / SGLang results) replay lengths only."""
-    try:
-        with trace.open(encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    value = json.loads(line)
-                    return isinstance(value, dict) and "hash_ids" in value
-    except (OSError, ValueError):
-        return False  # the trace reader says what is wrong with it
-    return False
 
 
 def cache_shape(simulator: EngineSimulator, config: SimConfig) -> tuple[int, int]:
