@@ -109,3 +109,28 @@ def test_record_refuses_an_existing_file(cli, tmp_path: Path) -> None:
                  "--record", str(path))  # fmt: skip
     assert result.exit_code == 2 and "already exists" in result.stderr
     assert path.read_text() == "keep me\n"
+
+
+def test_engine_serve_records_its_answered_requests_without_text(tmp_path: Path) -> None:
+    from notes_cli.engine.core.config import EngineConfig
+    from notes_cli.engine.http.server import start_engine
+
+    path = tmp_path / "engine.jsonl"
+    recorder = TraceRecorder.create(path)
+    first = [{"role": "user", "content": PROMPT}]
+    second = [*first, {"role": "assistant", "content": ANSWER},
+              {"role": "user", "content": "SENTINEL-FOLLOW-UP"}]  # fmt: skip
+    headers = {"x-api-key": LOCAL_KEY, "x-claude-code-session-id": SESSION}
+    with start_engine(EngineConfig(speed=50), recorder=recorder) as engine:
+        for messages, stream in ((first, True), (second, False)):
+            body = {"model": "pd-mock-1", "max_tokens": 8, "stream": stream, "messages": messages}
+            url = engine.anthropic_base_url.rstrip("/") + "/v1/messages"
+            assert httpx.post(url, json=body, headers=headers, timeout=30).status_code == 200
+    recorder.close()
+    rows = list(read_rows(path))
+    assert [r.turn for r in rows] == [1, 2] and rows[0].session_id == rows[1].session_id
+    assert rows[1].input_length > rows[0].input_length > 1000 and rows[0].output_length >= 1
+    shared = len(rows[0].hash_ids) - 1
+    assert rows[1].hash_ids[:shared] == rows[0].hash_ids[:shared]
+    text = path.read_text()
+    assert "SENTINEL" not in text and "pd-mock-1" not in text
