@@ -146,3 +146,17 @@ def test_plan_plans_with_the_traces_measured_reuse(cli, tmp_path: Path) -> None:
     assert plain["workload"]["prefix_cache_hit"] == 0
     # the same lengths, three fifths of each prompt cached: the same nodes serve more
     assert shared["best"]["capacity_rps"] > plain["best"]["capacity_rps"]
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "trace.jsonl"
+    os.mkfifo(fifo)
+    run = subprocess.run(
+        [sys.executable, "-m", "notes_cli", "trace", "show", str(fifo)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 2 and "FIFO" in run.stderr

@@ -16,10 +16,11 @@ checked, an error names the file and line.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from notes_cli.errors import InputError
 
@@ -70,10 +71,7 @@ def render_rows(rows: Iterable[TraceRow]) -> str:
 def read_rows(path: Path) -> Iterator[TraceRow]:
     """The rows of a trace file, lazily. Raises InputError naming the line for anything that is
     not a trace row, and for timestamps that go backwards."""
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read trace {path}: {exc.strerror}") from exc
+    handle = open_trace(path)
     last = 0.0
     with handle:
         number = 0
@@ -99,6 +97,18 @@ def read_rows(path: Path) -> Iterator[TraceRow]:
                 raise InputError(f"{where}: timestamp goes backwards; sort the trace")
             last = row.timestamp
             yield row
+
+
+def open_trace(path: Path) -> TextIO:
+    """`path` open for reading, if it is a regular file (a FIFO or a device would hang or
+    never end: fileio.require_regular refuses them)."""
+    from notes_cli.fileio import require_regular
+
+    try:
+        require_regular(path, os.stat(path))
+        return path.open(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read trace {path}: {exc.strerror}") from exc
 
 
 _FIX = (

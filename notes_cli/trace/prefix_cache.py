@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from notes_cli.trace.format import BLOCK_TOKENS, TraceRow
+from notes_cli.errors import InputError
+from notes_cli.trace.format import BLOCK_TOKENS, TraceRow, open_trace
 
 UNBOUNDED = 1 << 62  # capacity of a cache that never evicts (memory: the distinct blocks)
 
@@ -126,11 +127,11 @@ def has_hash_ids(trace: Path) -> bool:
     """Whether `trace` is a Mooncake-style trace with block hashes (its first row has
     `hash_ids`); other traces (pdnotes rows, vLLM / SGLang results) replay lengths only."""
     try:
-        with trace.open(encoding="utf-8") as handle:
+        with open_trace(trace) as handle:
             for line in handle:
                 if line.strip():
                     value = json.loads(line)
                     return isinstance(value, dict) and "hash_ids" in value
-    except (OSError, ValueError):
+    except (OSError, ValueError, InputError):
         return False  # the trace reader says what is wrong with it
     return False
