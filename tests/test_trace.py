@@ -160,3 +160,15 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert run.returncode == 2 and "FIFO" in run.stderr
+
+
+def test_show_plots_prompt_length_by_turn_per_session(cli, tmp_path: Path) -> None:
+    trace = _write(tmp_path / "t.jsonl", SESSIONS)
+    plot = tmp_path / "growth.svg"
+    assert cli("trace", "show", str(trace), "--plot", str(plot)).exit_code == 0
+    lines = [line for line in plot.read_text().splitlines() if "<polyline" in line]
+    # session a: three turns rising to the top (2,100 tokens, y = 24); b: one turn
+    assert [line.split('points="')[1].count(",") for line in lines] == [3, 1]
+    assert lines[0].rstrip('"/>').endswith(",24.0")
+    bad = cli("trace", "show", str(trace), "--plot", str(tmp_path / "g.png"))
+    assert bad.exit_code == 2 and "use a .svg or .html" in bad.stderr

@@ -23,15 +23,34 @@ TraceFile = Annotated[
 AsJson = Annotated[bool, typer.Option("--json", help="Print one pdnotes.trace-summary/1 document.")]
 
 
+Plot = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot", help="Also draw prompt length by turn, a line per session, to FILE.svg/.html."
+    ),
+]
+
+
 @app.command("show")
-def show(trace: TraceFile, as_json: AsJson = False) -> None:
+def show(trace: TraceFile, as_json: AsJson = False, plot: Plot = None) -> None:
     """Summarise a trace: sessions, turns per session, prompt growth per turn, prefix reuse
     (share of blocks an earlier request already had) and arrival burstiness."""
     from notes_cli import render
     from notes_cli.trace.format import read_rows
     from notes_cli.trace.summary import summarise
 
-    summary = summarise(read_rows(trace))
+    if plot is None:
+        summary = summarise(read_rows(trace))
+    else:
+        from notes_cli.fileio import require_output_folder
+        from notes_cli.trace.plot import SessionLengths, check_plot_path, write_plot
+
+        check_plot_path(plot)
+        require_output_folder(plot, "--plot")
+        lengths = SessionLengths()
+        summary = summarise(lengths.watch(read_rows(trace)))
+        write_plot(lengths.sessions, plot, f"prompt length by turn: {trace.name}")
+        render.note(f"wrote {plot}")
     if as_json:
         render.emit_json({"trace": str(trace), **summary.to_json()})
         return
