@@ -172,3 +172,10 @@ def test_show_plots_prompt_length_by_turn_per_session(cli, tmp_path: Path) -> No
     assert lines[0].rstrip('"/>').endswith(",24.0")
     bad = cli("trace", "show", str(trace), "--plot", str(tmp_path / "g.png"))
     assert bad.exit_code == 2 and "use a .svg or .html" in bad.stderr
+
+
+def test_recorded_blocks_count_the_rows_own_tokens_per_block() -> None:
+    # a recording cuts blocks by characters: 8 blocks of a 1,200-token prompt are 150 tokens
+    # each, not 512, so 6 shared blocks are 900 cached tokens
+    rows = [TraceRow(0, 900, 1, tuple(range(6))), TraceRow(1, 1200, 1, tuple(range(8)))]
+    assert replay(rows, 100, 512).cached_tokens == 900

@@ -88,7 +88,16 @@ class PrefixCache:
             blocks.move_to_end(block)
         while len(blocks) > self.capacity:
             blocks.popitem(last=False)
-        return min(hits * self.block_tokens, row.input_length - 1)
+        return min(round(hits * self.tokens_per_block(row)), row.input_length - 1)
+
+    def tokens_per_block(self, row: TraceRow) -> float:
+        """`block_tokens` when the row's blocks are Mooncake's (ceil(n / block_tokens) of
+        them); else the row's own average: a recording cuts blocks by characters, which the
+        tokenizer may count as more or fewer tokens (trace/record.py)."""
+        n, count = row.input_length, len(row.hash_ids)
+        if count == -(-n // self.block_tokens):
+            return float(self.block_tokens)
+        return n / count if count else 0.0
 
 
 def replay(

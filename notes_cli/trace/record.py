@@ -98,7 +98,7 @@ class TraceRecorder:
         self._handle = handle
         self._hasher = hasher or BlockHasher()
         self._clock = clock
-        self._start = clock()
+        self._start: float | None = None  # the first arrival: the trace's time 0
         self._turns: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
         self._issued = 0  # arrivals numbered so far
@@ -113,9 +113,12 @@ class TraceRecorder:
         return cls(create_new(path))
 
     def begin(self) -> tuple[int, float]:
-        """A request arrived: its ticket (arrival number, ms since the recording began)."""
+        """A request arrived: its ticket (arrival number, ms since the first arrival)."""
         with self._lock:
-            ticket = (self._issued, round((self._clock() - self._start) * 1000.0, 3))
+            now = self._clock()
+            if self._start is None:
+                self._start = now
+            ticket = (self._issued, round((now - self._start) * 1000.0, 3))
             self._issued += 1
             return ticket
 
