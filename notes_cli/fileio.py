@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from notes_cli.errors import ConfigWriteError, InputError
 
@@ -486,3 +487,17 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def create_new(path: Path, *, mode: int = 0o600) -> BinaryIO:
+    """A new file at `path`, open for writing (unbuffered appends by the caller). Refuses a path
+    that exists, whatever it is: a recording never overwrites a file or mixes into one."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, mode)
+    except FileExistsError:
+        raise InputError(
+            f"{path} already exists; nothing was changed", fix="name a new file to record to"
+        ) from None
+    except OSError as exc:
+        raise _path_error(path, exc) from exc
+    return os.fdopen(fd, "ab", buffering=0)

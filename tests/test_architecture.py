@@ -20,7 +20,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "notes_cli"
 # docs/architecture.md, "Layers": a module may import its own layer and the ones below.
 LAYERS: dict[str, int] = {
     **dict.fromkeys(["__main__", "cli", "render"], 3),
-    **dict.fromkeys(["demo", "doctor", "smoke", "notes", "bench", "plan", "bridge", "engine"], 2),
+    **dict.fromkeys(
+        ["demo", "doctor", "smoke", "notes", "bench", "plan", "bridge", "engine", "trace"], 2
+    ),
     **dict.fromkeys(["clients", "gateway", "wire"], 1),
     **dict.fromkeys(["fileio", "backups", "secrets", "paths", "proxy", "resources", "errors"], 0),
 }
@@ -46,12 +48,14 @@ MUST_NOT: dict[str, tuple[str, ...]] = {
     "notes_cli.engine": ("notes_cli.plan", "notes_cli.gateway"),
     "notes_cli.engine.core": tuple(
         f"notes_cli.{name}"
-        for name in ("demo", "doctor", "smoke", "notes", "bench", "plan", "bridge")
+        for name in ("demo", "doctor", "smoke", "notes", "bench", "plan", "bridge", "trace")
     )
     + ("notes_cli.engine.live", "notes_cli.engine.http", "notes_cli.engine.simulate"),
     "notes_cli.engine.live": ("notes_cli.engine.http", "notes_cli.engine.simulate"),
     "notes_cli.engine.simulate": ("notes_cli.engine.http", "notes_cli.engine.live"),
     "notes_cli.engine.http": ("notes_cli.engine.simulate",),
+    # the trace format is read by the simulator, planner and bridge, never the other way round
+    "notes_cli.trace": ("notes_cli.engine", "notes_cli.plan", "notes_cli.bridge"),
 }
 
 # Packages whose __init__.py docstring is still to be written, each with its reason.

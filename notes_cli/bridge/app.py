@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 
-from notes_cli.bridge import gemini_route, passthrough, translate
+from notes_cli.bridge import gemini_route, passthrough, recording, translate
 from notes_cli.bridge.config import BridgeConfig
 from notes_cli.bridge.fallback import Choice, NoUpstreamAnswered, Upstreams
 from notes_cli.bridge.http1 import Request, Response
@@ -42,9 +42,10 @@ from notes_cli.engine.core import prompt
 from notes_cli.gateway import errors as gw
 from notes_cli.gateway.relay import Upstream
 from notes_cli.secrets import scrub
+from notes_cli.trace.record import TraceRecorder
 from notes_cli.wire import fastjson
 from notes_cli.wire.errors import WireError, kind_for_status
-from notes_cli.wire.turn import Message, Turn
+from notes_cli.wire.turn import Message, Turn, Usage
 
 log = logging.getLogger("pdnotes.bridge")
 
@@ -85,6 +86,7 @@ class BridgeApp:
         self.store: ResponseStore[list[Message]] = ResponseStore(store_capacity)
         self.tools = translate.ToolPolicy(log)
         self.requests = 0
+        self.recorder: TraceRecorder | None = None  # `bridge serve --record` (bridge.recording)
 
     # --- requests ------------------------------------------------------------------------
     async def handle(self, request: Request, response: Response) -> None:
@@ -158,18 +160,26 @@ class BridgeApp:
         if not self._authorised(request):
             self._error(response, leg, WireError(401, "authentication", leg.bad_key_message))
             return
+        ticket = self.recorder.begin() if self.recorder is not None else None
         try:
             turn = leg.decode_request(request.body)
             history = self._history(turn)
             turn, plan = translate.prepare(turn, history, self.config, self.tools)
         except WireError as error:
             self._error(response, leg, error)
+            if ticket is not None:
+                recording.dropped(self.recorder, ticket)
             return
         # The client going away cancels this task (the server does), and so the upstream call.
-        if turn.stream:
-            await self._stream(leg, turn, plan, response)
-        else:
-            await self._whole(leg, turn, plan, response)
+        usage = None
+        try:
+            if turn.stream:
+                usage = await self._stream(leg, turn, plan, response)
+            else:
+                usage = await self._whole(leg, turn, plan, response)
+        finally:
+            if ticket is not None:
+                recording.record(self.recorder, ticket, request.headers, turn, usage)
 
     def _history(self, turn: Turn) -> list[Message]:
         previous = turn.extra.get("previous_response_id")
@@ -198,7 +208,8 @@ class BridgeApp:
 
     async def _stream(
         self, leg: translate.Leg, turn: Turn, plan: translate.Plan, response: Response
-    ) -> None:
+    ) -> Usage | None:
+        """Stream the turn; the upstream's token counts when it finished well, else None."""
         response_id = leg.new_id()
         # a conversation is stored only while it fits in a request body: past that, a client
         # could not have sent it whole either (and the store's memory stays bounded)
@@ -215,11 +226,12 @@ class BridgeApp:
             error = exc
         if not pump.opened:  # failed before the upstream answered
             self._error(response, leg, self._wire_error(error, choice.url))
-            return
+            return None
         tail, ok = self._stream_tail(pump, error, choice.url)
         pump.end(tail)
         if ok and pump.remembered:
             self.store.put(response_id, [*plan.history, pump.message()])
+        return (pump.usage or Usage()) if ok else None
 
     def _stream_tail(
         self, pump: Pump, error: BaseException | None, url: str | None = None
@@ -246,23 +258,24 @@ class BridgeApp:
 
     async def _whole(
         self, leg: translate.Leg, turn: Turn, plan: translate.Plan, response: Response
-    ) -> None:
+    ) -> Usage | None:
         choice = self._upstream()
         try:
             _, body = await choice.fetch("POST", "/chat/completions", plan.body)
         except Exception as exc:
             self._error(response, leg, self._wire_error(exc, choice.url))
-            return
+            return None
         response_id = leg.new_id()
         try:
             reply = replace(plan.reply(body), id=response_id, model=turn.model)
             document = leg.encode_reply(reply)
         except _UNREADABLE as exc:
             self._error(response, leg, self._unreadable(exc, choice.url))
-            return
+            return None
         response.send(200, _JSON_HEADERS, _json(document))
         if plan.store and len(plan.body) + len(body) <= MAX_BODY_BYTES:
             self.store.put(response_id, [*plan.history, Message("assistant", list(reply.parts))])
+        return reply.usage or Usage()
 
     def _unreadable(self, exc: BaseException, url: str | None = None) -> WireError:
         """A 2xx answer the bridge cannot read (not JSON, nested too deep, not the shape it

@@ -29,7 +29,7 @@ from notes_cli.gateway.sse import EventTooLarge, ServerSentEvent, SSEParser
 from notes_cli.wire import events as ev
 from notes_cli.wire.codec import StreamEncoder
 from notes_cli.wire.errors import WireError
-from notes_cli.wire.turn import Message, Part, ReasoningPart, TextPart, ToolCallPart
+from notes_cli.wire.turn import Message, Part, ReasoningPart, TextPart, ToolCallPart, Usage
 
 Headers = list[tuple[bytes, bytes]]
 REMEMBER_CHARS = 16 * 1024 * 1024  # the most of an answer kept for the store, by default
@@ -101,6 +101,7 @@ class Pump:
         "scrub",
         "failed",
         "fast",
+        "usage",
     )
 
     def __init__(
@@ -128,6 +129,7 @@ class Pump:
         self.scrub = scrub  # the bridge's keys out of the upstream's words (its error events)
         self.failed = False  # the upstream's error event went to the client: the stream's end
         self.fast = True  # the per-token shortcut, while the general parser is not needed
+        self.usage: Usage | None = None  # the upstream's token counts (for --record)
 
     def prepare(self) -> None:
         """Encode the opening events, numbered before any upstream byte is encoded. The app
@@ -313,6 +315,8 @@ class Pump:
         kind = type(event)
         if kind is ev.FinishEvent:
             self.finish_seen = True
+        elif kind is ev.UsageEvent:
+            self.usage = event.usage  # type: ignore[union-attr]
         elif self.room < 0:
             return
         elif kind is ev.TextDelta:

@@ -15,6 +15,7 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from notes_cli.bridge.app import LOG_CHARS, MAX_BODY_BYTES, BridgeApp
@@ -130,11 +131,19 @@ def start_bridge(
 
 
 def serve_forever(
-    config: BridgeConfig, *, on_ready: Callable[[BridgeConfig], None] | None = None
+    config: BridgeConfig,
+    *,
+    on_ready: Callable[[BridgeConfig], None] | None = None,
+    record: Path | None = None,
 ) -> None:
     """Serve in the foreground until SIGINT / SIGTERM (in-flight answers get 5 s; a second
-    signal cuts them). Raises OSError when the port is taken."""
+    signal cuts them). Raises OSError when the port is taken. With `record`, each turn's
+    trace row goes to that new file (notes_cli.trace.record)."""
     app = build_app(config)
+    if record is not None:
+        from notes_cli.trace.record import TraceRecorder
+
+        app.recorder = TraceRecorder.create(record)
     sock = bind_socket(config.host, config.port)
     config = replace(config, port=sock.getsockname()[1])
     app.config = config
@@ -158,6 +167,8 @@ def serve_forever(
         loop.run_until_complete(_run(app, server, sock, ready))
     finally:
         loop.close()
+        if app.recorder is not None:
+            app.recorder.close()
 
 
 def log_handler(app: BridgeApp) -> logging.Handler:

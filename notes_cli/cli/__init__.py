@@ -48,7 +48,7 @@ def _root(
 
 
 def _register() -> None:
-    from notes_cli.cli import bench, bridge, config, demo, doctor, engine, notes, smoke
+    from notes_cli.cli import bench, bridge, config, demo, doctor, engine, notes, smoke, trace
 
     app.add_typer(config.app, name="config")
     app.command("doctor")(doctor.doctor)
@@ -58,6 +58,7 @@ def _register() -> None:
     app.add_typer(bridge.app, name="bridge")
     app.command("bench")(bench.bench)
     app.command("demo")(demo.demo)
+    app.add_typer(trace.app, name="trace")
 
 
 _register()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -32,6 +33,14 @@ UpstreamKeyEnv = Annotated[
         "--upstream's (an upstream past the last has none).",
     ),
 ]
+Record = Annotated[
+    Path | None,
+    typer.Option(
+        "--record",
+        help="Write a trace of the turns to this new FILE.jsonl: sessions, turns, arrival "
+        "times, token counts and salted prompt block ids, never text (docs/trace.md).",
+    ),
+]
 Host = Annotated[
     str | None, typer.Option("--host", help="Interface to listen on (default 127.0.0.1).")
 ]
@@ -60,6 +69,7 @@ def serve(
     port: Port = None,
     model_map: ModelMap = None,
     api_key_env: ApiKeyEnv = None,
+    record: Record = None,
 ) -> None:
     """Translate Responses / Messages requests to the upstream's chat completions (and pass
     chat completions through), falling back to the next --upstream, until Ctrl-C."""
@@ -78,8 +88,13 @@ def serve(
     )
     from notes_cli.bridge.server import serve_forever  # after the flags: the app is heavier
 
+    if record is not None:
+        from notes_cli.fileio import require_output_folder
+
+        require_output_folder(record, "--record")
+
     try:
-        serve_forever(config, on_ready=render_bridge.banner)
+        serve_forever(config, on_ready=render_bridge.banner, record=record)
     except (OSError, OverflowError) as exc:  # OverflowError: a port bind() refuses
         why = getattr(exc, "strerror", None) or exc
         raise PdnotesError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -92,6 +93,14 @@ Protocols = Annotated[
         "/gemini/... answer 404.",
     ),
 ]
+Record = Annotated[
+    Path | None,
+    typer.Option(
+        "--record",
+        help="Write a trace of the answered requests to this new FILE.jsonl: sessions, turns, "
+        "arrival times, token counts and salted prompt block ids, never text (docs/trace.md).",
+    ),
+]
 
 
 @app.command("serve")
@@ -108,6 +117,7 @@ def serve(
     model: Model = None,
     max_queue: MaxQueue = 512,
     protocols: Protocols = "chat,responses,anthropic,gemini",
+    record: Record = None,
 ) -> None:
     """Serve the mock PD engine (OpenAI chat + Responses, Anthropic Messages, Gemini) until
     Ctrl-C."""
@@ -143,6 +153,13 @@ def serve(
     banner = render_engine.ServeBanner(
         config, deployment.mode, api_key_env, tuple(f.describe() for f in faults), served
     )
+    recorder = None
+    if record is not None:
+        from notes_cli.fileio import require_output_folder
+        from notes_cli.trace.record import TraceRecorder
+
+        require_output_folder(record, "--record")
+        recorder = TraceRecorder.create(record)
     try:
         serve_forever(
             config,
@@ -153,6 +170,7 @@ def serve(
             faults=faults,
             protocols=served,
             on_ready=banner.show,
+            recorder=recorder,
         )
     except (OSError, OverflowError) as exc:  # OverflowError: a port bind() refuses
         why = getattr(exc, "strerror", None) or exc
@@ -160,6 +178,9 @@ def serve(
             f"cannot listen on {host}:{port}: {why}",
             fix="pick another --port (or --port 0 for a free one)",
         ) from exc
+    finally:
+        if recorder is not None:
+            recorder.close()
     render.note("engine stopped")
 
 

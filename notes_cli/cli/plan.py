@@ -4,6 +4,7 @@ the SLOs, on all local cores or a Ray cluster."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -239,12 +240,14 @@ def plan(
     )  # fmt: skip
     _refuse_huge(space, catalog.models[model])
     judged_at = options.percentile(ctx, percentile_alias) / 100
+    workload = _workload(input_len, output_len, dist, trace, requests, burstiness, seed)
+    space = replace(space, prefix_cache_hit=workload.prefix_cache_hit)  # a trace's reuse
     request = PlanRequest(
         model=model,
         link=link,
         space=space,
         slo=PlanSlo(slo_ttft_ms, slo_tpot_ms, slo_tbt_ms, judged_at, attainment),
-        workload=_workload(input_len, output_len, dist, trace, requests, burstiness, seed),
+        workload=workload,
         target_rate=rate,
         seed=seed,
         tolerance=tolerance,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from notes_cli.bench.stats import Slo
     from notes_cli.bench.workload import LengthSpec
     from notes_cli.engine.simulate.configs import SimConfig
+    from notes_cli.trace.prefix_cache import CacheReplay
 
 
 # The flags of `engine simulate` (those other commands share are in cli/options.py).
@@ -115,6 +116,22 @@ Plot = Annotated[
     typer.Option("--plot", help="Write SLO attainment vs rate to FILE.html (or .svg)."),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print one pdnotes.simulate/1 document.")]
+PrefixCache = Annotated[
+    bool,
+    typer.Option(
+        "--prefix-cache/--no-prefix-cache",
+        help="With a --trace that has hash_ids: replay its blocks through an LRU prefix cache "
+        "per node (the node's KV memory) and skip the cached share of prefill.",
+    ),
+]
+KvRouting = Annotated[
+    bool,
+    typer.Option(
+        "--kv-routing/--no-kv-routing",
+        help="With --prefix-cache: send each request to the node holding its longest prefix "
+        "(else round robin).",
+    ),
+]
 
 
 def simulate(
@@ -144,6 +161,8 @@ def simulate(
     goodput: Goodput = False,
     seed: options.Seed = 0,
     plot: Plot = None,
+    prefix_cache: PrefixCache = True,
+    kv_routing: KvRouting = True,
     as_json: AsJson = False,
 ) -> None:
     """Simulate presets, modes and P:D ratios on one workload: TTFT, TPOT, ITL (TBT), E2E,
@@ -173,26 +192,65 @@ def simulate(
         trace=trace,
         concurrency=concurrency,
     )
+    from notes_cli.engine.simulate.runner import default_simulator
+
+    simulator = default_simulator(exact_gaps=slo.tbt_ms is not None)
+    configs = _configs(preset or [], mode or [], pd_ratio, (weight_dtype, kv_dtype))
+    caches = _trace_caches(simulator, configs, trace, requests, prefix_cache, kv_routing)
     report = simulate_configs(
-        _configs(preset or [], mode or [], pd_ratio, (weight_dtype, kv_dtype)),
+        [config for config, _ in caches] if caches else configs,
         workload,
         rates=sweep,
         slo=slo,
         goodput=goodput,
         seed=seed,
+        simulator=simulator,
         on_progress=None if as_json else render.note,
     )
+    for config, found in caches:
+        if not as_json and not prefix_cache:
+            render.note(f"prefix cache off on {config.preset}: every prompt fully prefilled")
+        elif not as_json:
+            render.note(
+                f"prefix cache on {config.preset}: {found.hit_rate:.1%} of prompt tokens hit "
+                f"({found.nodes} node(s) x {found.capacity_blocks:,} blocks of "
+                f"{found.block_tokens} tokens, {'KV-aware' if found.kv_aware else 'round-robin'}"
+                " routing)"
+            )
     if plot is not None:
         from notes_cli.engine.simulate.plot import write_plot
 
         write_plot(report, plot)
         render.note(f"wrote {plot}")
     if as_json:
-        render.emit_json(report.to_json())
+        document = report.to_json()
+        for entry, (_, found) in zip(document["configurations"], caches, strict=False):
+            entry["prefix_cache"] = found.to_json()
+        render.emit_json(document)
         return
     from notes_cli.render.bench import simulate_report
 
     simulate_report(report)
+
+
+def _trace_caches(
+    simulator: Any,
+    configs: list[SimConfig],
+    trace: Path | None,
+    requests: int,
+    enabled: bool,
+    kv_aware: bool,
+) -> list[tuple[SimConfig, CacheReplay]]:
+    """With a trace that has hash_ids, each configuration with its measured prefix-cache hit
+    rate (engine/simulate/trace_cache.py); otherwise none (the preset's own rate applies)."""
+    if trace is None:
+        return []
+    from notes_cli.engine.simulate.trace_cache import with_trace_cache
+    from notes_cli.trace.prefix_cache import has_hash_ids
+
+    if not has_hash_ids(trace):
+        return []
+    return with_trace_cache(simulator, configs, trace, requests, kv_aware=kv_aware, enabled=enabled)
 
 
 def _sweep(

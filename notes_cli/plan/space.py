@@ -41,6 +41,7 @@ class SearchSpace:
     chunk_sizes: tuple[int, ...] = (512,)
     weight_dtype: str | None = None  # None: the model's own precision
     kv_dtype: str | None = None
+    prefix_cache_hit: float = 0.0  # a trace's measured prefix reuse (plan/workload.from_trace)
 
     def tp_choices(self, model: ModelShape) -> tuple[int, ...]:
         """Powers of two up to max_tp that divide the model's attention heads."""
@@ -77,6 +78,7 @@ class SearchSpace:
             "chunk_sizes": list(self.chunk_sizes),
             "weight_dtype": self.weight_dtype,
             "kv_dtype": self.kv_dtype,
+            "prefix_cache_hit": self.prefix_cache_hit,
         }
 
 
@@ -109,6 +111,7 @@ class Candidate:
     chunk_tokens: int = 512
     weight_dtype: str | None = None  # the space's precision, carried into the deployment
     kv_dtype: str | None = None
+    prefix_cache_hit: float = 0.0  # the space's, carried into the deployment
 
     @property
     def id(self) -> str:
@@ -169,6 +172,7 @@ class Candidate:
             "chunk_tokens": self.chunk_tokens,
             "weight_dtype": self.weight_dtype,
             "kv_dtype": self.kv_dtype,
+            "prefix_cache_hit": self.prefix_cache_hit,
             "description": f"pdnotes engine plan: {self.label}",
             "source": "found by pdnotes engine plan",
         }
@@ -195,7 +199,16 @@ class Candidate:
 def enumerate_candidates(space: SearchSpace, model: ModelShape) -> list[Candidate]:
     """Every candidate of `space`, in a fixed order: mode, chips, TP, counts, batch, chunk."""
     return [
-        Candidate(i, mode, groups, batch, chunk, space.weight_dtype, space.kv_dtype)
+        Candidate(
+            i,
+            mode,
+            groups,
+            batch,
+            chunk,
+            space.weight_dtype,
+            space.kv_dtype,
+            space.prefix_cache_hit,
+        )  # fmt: skip
         for i, (mode, groups, batch, chunk) in enumerate(_shapes(space, model))
     ]
 

@@ -37,6 +37,7 @@ class PlanWorkload:
     pairs: tuple[tuple[int, int], ...]
     burstiness: float = 1.0
     source: str = ""
+    prefix_cache_hit: float = 0.0  # share of prompt tokens a trace's hash_ids show reused
 
     @property
     def requests(self) -> int:
@@ -89,6 +90,7 @@ class PlanWorkload:
             "mean_input_tokens": round(mean_in, 1),
             "mean_output_tokens": round(mean_out, 1),
             "max_input_tokens": max((p[0] for p in self.pairs), default=0),
+            "prefix_cache_hit": round(self.prefix_cache_hit, 4),
         }
 
 
@@ -105,11 +107,24 @@ def drawn(spec: LengthSpec, requests: int, *, seed: int, burstiness: float = 1.0
 
 def from_trace(path: Path, requests: int, *, burstiness: float = 1.0) -> PlanWorkload:
     """The first `requests` lengths of a JSONL trace (its arrival times are not used: the
-    planner imposes its own rates)."""
+    planner imposes its own rates). A trace with `hash_ids` also brings its prefix reuse: the
+    share of prompt tokens an unbounded prefix cache would serve (notes_cli.trace), which every
+    candidate is planned with; `engine simulate --trace` then checks the pick with each node's
+    finite cache."""
     pairs = tuple(
         (item.input_tokens, item.output_tokens)
         for item in read_trace(path, limit=requests, keep_times=False)
     )
     if not pairs:
         raise InputError(f"trace {path} has no requests")
-    return PlanWorkload(pairs, burstiness, f"trace {path.name}")
+    return PlanWorkload(pairs, burstiness, f"trace {path.name}", _reuse(path, requests))
+
+
+def _reuse(path: Path, requests: int) -> float:
+    from notes_cli.trace.format import read_rows
+    from notes_cli.trace.prefix_cache import UNBOUNDED, has_hash_ids, replay
+
+    if not has_hash_ids(path):
+        return 0.0
+    found = replay(islice(read_rows(path), requests), UNBOUNDED)
+    return min(found.hit_rate, 0.999)  # a prompt computes at least one token

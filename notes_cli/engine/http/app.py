@@ -69,6 +69,8 @@ from notes_cli.engine.http.faults import (
 )
 from notes_cli.engine.http.http_errors import ApiError, invalid
 from notes_cli.engine.http.metrics import CONTENT_TYPE, EngineMetrics
+from notes_cli.engine.http.recording import RequestRecord
+from notes_cli.trace.record import TraceRecorder
 from notes_cli.wire import anthropic as wire_anthropic
 from notes_cli.wire import chat as wire_chat
 from notes_cli.wire import gemini as wire_gemini
@@ -161,6 +163,7 @@ def create_app(
     speed: float = 1.0,
     fingerprint: str = DEFAULT_FINGERPRINT,
     protocols: tuple[str, ...] = PROTOCOLS,
+    recorder: TraceRecorder | None = None,
 ) -> Starlette:
     """Build the ASGI app over `service`. With `api_key_env`, requests must carry that
     variable's value (read now) as a Bearer token or `x-api-key`. `speed` is the service's
@@ -184,6 +187,7 @@ def create_app(
         fingerprint=fingerprint,
         protocols=frozenset(protocols),
     )
+    engine.recorder = recorder  # `engine serve --record` (engine/http/recording.py)
     return engine.build()
 
 
@@ -216,6 +220,7 @@ class _EngineHttp:
         self.fingerprint = fingerprint
         self.protocols = protocols
         self.metrics = EngineMetrics(service.state)
+        self.recorder: TraceRecorder | None = None
 
     # --- assembly ----------------------------------------------------------------------
 
@@ -513,6 +518,26 @@ class _EngineHttp:
         if plan.http_status is not None:
             raise http_errors.injected(plan.http_status, call.request.model)
         prompt_tokens = self._check_request(call)
+        record = None
+        if self.recorder is not None:
+            record = RequestRecord(self.recorder, request.headers.raw, call.turn, prompt_tokens)
+        try:
+            return await self._admit(request, dialect, call, plan, prompt_tokens, encoder, record)
+        except BaseException:
+            if record is not None:
+                record.close()
+            raise
+
+    async def _admit(
+        self,
+        request: Request,
+        dialect: Dialect,
+        call: EngineCall,
+        plan: FaultPlan,
+        prompt_tokens: int,
+        encoder: StreamEncoderFactory | None,
+        record: RequestRecord | None,
+    ) -> Response:
         # An injected delay before the headers is the fault's time, not the engine's queue.
         delayed = plan.hang_s is not None or bool(plan.slow_headers_s)
         received = time.monotonic() if delayed else request.scope.get(_RECEIVED)
@@ -529,13 +554,13 @@ class _EngineHttp:
             await _close(stream)
             raise TypeError(f"the engine's stream began with {admitted!r}, not ADMITTED")
         if not call.stream:
-            return await self._respond_whole(dialect, call, stream, plan)
+            return await self._respond_whole(dialect, call, stream, plan, record)
         self.metrics.count(dialect.route, 200)
         engine_stream: StreamEncoder = EngineStream(
             dialect, call, self.fingerprint, prompt_tokens, encoder
         )
         # The headers (and the protocol's head) go out now; the first token when it exists.
-        events = self._stream_events(engine_stream, stream, plan)
+        events = self._stream_events(engine_stream, stream, plan, record)
         headers = {"cache-control": "no-cache", **self._labels(call)}
         media_type = "application/json" if encoder is not None else "text/event-stream"
         return _EventStream(events, media_type=media_type, headers=headers)
@@ -553,6 +578,7 @@ class _EngineHttp:
         call: EngineCall,
         stream: AsyncIterator[Admitted | TokenChunk | Completion],
         plan: FaultPlan,
+        record: RequestRecord | None = None,
     ) -> Response:
         texts: list[str] = []
         try:
@@ -570,6 +596,8 @@ class _EngineHttp:
             raise TypeError(f"the engine's stream ended with {item!r}, not a Completion")
         self.metrics.observe(item.pd_timing, item.completion_tokens, ())
         self.metrics.count(dialect.route, 200)
+        if record is not None:
+            record.finish(item.completion_tokens)
         body = dialects.body(dialect, call, "".join(texts), item, self.fingerprint)
         return _Json(body, headers=self._labels(call))
 
@@ -583,6 +611,7 @@ class _EngineHttp:
         encoder: StreamEncoder,
         stream: AsyncIterator[Admitted | TokenChunk | Completion],
         plan: FaultPlan,
+        record: RequestRecord | None = None,
     ) -> AsyncIterator[bytes]:
         """SSE bytes: the protocol's head at once (the headers go out with it), the opening with
         the first token, each later token the moment the engine yields it, then the closing
@@ -612,9 +641,13 @@ class _EngineHttp:
                 return
             self.metrics.observe(item.pd_timing, item.completion_tokens, gaps)
             yield encoder.closing(item)
+            if record is not None:
+                record.finish(item.completion_tokens)
         except EngineStopped:
             return  # shutting down: end the stream; the client sees no completion event
         finally:
+            if record is not None:
+                record.close()  # (nothing when finished) cut, stopped or disconnected: no row
             await _close(stream)
 
 

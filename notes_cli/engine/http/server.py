@@ -23,6 +23,7 @@ from notes_cli.engine.http.app import DEFAULT_FINGERPRINT, Limits, create_app
 from notes_cli.engine.http.dialects import PROTOCOLS
 from notes_cli.engine.http.faults import FaultSpec, parse_fault
 from notes_cli.engine.http.header_deadline import with_header_deadline
+from notes_cli.trace.record import TraceRecorder
 
 if TYPE_CHECKING:
     from notes_cli.engine.core.api import EngineService
@@ -142,14 +143,15 @@ def start_engine(
     limits: Limits | None = None,
     service: EngineService | None = None,
     protocols: Iterable[str] = PROTOCOLS,
+    recorder: TraceRecorder | None = None,
 ) -> RunningEngine:
     """Start the engine for `config` on a background thread and return once it accepts
     connections. `port=0` picks a free port (see `.port` / `.base_url`). `service` replaces
     the engine core built from `config` (tests use fakes). Raises ValueError for a bad fault
     spec or an unset `api_key_env`, OSError when the port is taken. `protocols` limits the
-    APIs served (the others' routes 404)."""
+    APIs served (the others' routes 404); `recorder` gets a trace row per answered request."""
     limits = limits or Limits()
-    app = _build_app(config, prefix, api_key_env, faults, limits, service, protocols)
+    app = _build_app(config, prefix, api_key_env, faults, limits, service, protocols, recorder)
     sock = bind_socket(host, port)
     server = Server(uvicorn_config(app, graceful_s=1, header_timeout_s=limits.header_timeout_s))
     thread = server.start_thread(sock, "engine")
@@ -169,12 +171,13 @@ def serve_forever(
     on_ready: Callable[[EngineAddress], None] | None = None,
     service: EngineService | None = None,
     protocols: Iterable[str] = PROTOCOLS,
+    recorder: TraceRecorder | None = None,
 ) -> None:
     """Serve in the foreground until SIGINT or SIGTERM, then shut down cleanly: requests in
     flight get a few seconds to finish (a second Ctrl-C forces it). `on_ready` gets the
     address once the socket is listening; `service` replaces the core built from `config`."""
     limits = limits or Limits()
-    app = _build_app(config, prefix, api_key_env, faults, limits, service, protocols)
+    app = _build_app(config, prefix, api_key_env, faults, limits, service, protocols, recorder)
     sock = bind_socket(host, port)
     address = EngineAddress(host, sock.getsockname()[1], _prefix(prefix))
     settings = uvicorn_config(app, graceful_s=5, header_timeout_s=limits.header_timeout_s)
@@ -195,6 +198,7 @@ def _build_app(
     limits: Limits | None,
     service: EngineService | None,
     protocols: Iterable[str] = PROTOCOLS,
+    recorder: TraceRecorder | None = None,
 ) -> Any:
     specs = tuple(parse_fault(f) if isinstance(f, str) else f for f in faults)
     if service is None:
@@ -210,6 +214,7 @@ def _build_app(
         speed=float(getattr(config, "speed", 1.0)),
         fingerprint=_fingerprint(),
         protocols=tuple(protocols),
+        recorder=recorder,
     )
 
 

@@ -23,6 +23,7 @@ class SimConfig:
     pd_ratio: tuple[int, int] | None = None  # None: the preset's own node counts
     weight_dtype: str | None = None  # None: the preset's own precision
     kv_dtype: str | None = None
+    prefix_cache_hit: float | None = None  # None: the preset's own (a trace's replay sets it)
 
 
 @dataclass(frozen=True)

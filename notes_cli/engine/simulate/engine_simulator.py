@@ -39,6 +39,10 @@ class EngineSimulator:
         """The catalog preset with the configuration's mode and node ratio applied."""
         return self._deployment(config)
 
+    def catalog_of(self, config: SimConfig) -> Catalog:
+        """The catalog the configuration's preset resolves in (a deployment file's own)."""
+        return self._preset(config.preset)[1]
+
     def _resolve(self, preset: str) -> tuple[Deployment, Catalog]:
         """A preset name, or a deployment file read once (its rows in a catalog of its own)."""
         from notes_cli.engine.core.deployment_file import resolve_preset
@@ -53,6 +57,8 @@ class EngineSimulator:
             deployment = replace(deployment, weight_dtype=config.weight_dtype)
         if config.kv_dtype is not None:
             deployment = replace(deployment, kv_dtype=config.kv_dtype)
+        if config.prefix_cache_hit is not None:
+            deployment = replace(deployment, prefix_cache_hit=config.prefix_cache_hit)
         deployment = deployment.with_mode(config.mode)
         _check_weights_fit(deployment, self._preset(config.preset)[1])
         return deployment

@@ -119,6 +119,7 @@ class ConfigResult:
         return {
             "preset": self.config.preset,
             **self.resolved.to_json(),
+            "prefix_cache_hit": self.config.prefix_cache_hit,
             "points": [p.to_json() for p in self.points],
             "goodput": None if self.goodput is None else self.goodput.to_json(),
         }
