@@ -3,9 +3,10 @@
 Phases (each a batch of tasks for the executor, results in task order):
 1. capacity: every candidate of the space is pruned by the roofline (prune.py) or searched by
    simulation. Survivors run best bound first, in waves of a fixed size; after each wave, a
-   candidate whose capacity bound per chip (or per price) is below the `shown`-th best score
-   found so far is skipped, since it cannot enter what the report shows of the ranking (the
-   top table, the front's candidates, the curves): branch and bound. Waves have a fixed size
+   candidate whose capacity bound ranks it (rank.py: per chip or per price, or with a target
+   rate by what carrying it costs) behind the `shown`-th best found so far is skipped, since
+   it cannot enter what the report shows of the ranking (the top table, the front's
+   candidates, the curves): branch and bound. Waves have a fixed size
    and run in a fixed order, so the result does not depend on the executor;
 2. verify: the top `top` candidates are each simulated once more at their capacity, for
    VERIFY_FACTOR times longer than a probe (steady.py); a claim the verification refutes is
@@ -39,11 +40,13 @@ from notes_cli.plan.evaluate import (
 from notes_cli.plan.prune import Screen, rate_hint
 from notes_cli.plan.rank import (
     FrontPoint,
+    RankKey,
     Scored,
     pareto_front,
+    rank_key,
     ranked,
     replicas,
-    score_of,
+    total_text,
     why_behind,
 )
 from notes_cli.plan.slo import PlanSlo
@@ -52,7 +55,7 @@ from notes_cli.plan.workload import PlanWorkload
 
 SCHEMA = "pdnotes.plan/1"
 WAVE = 32  # candidates per branch-and-bound wave (a constant: results must not depend on cores)
-Skipped = tuple[float, Candidate, float]  # (bound score, candidate, start rate)
+Skipped = tuple[RankKey, Candidate, float]  # (the bound's rank key, candidate, start rate)
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)  # of each one's capacity
 
 
@@ -94,6 +97,19 @@ class PlanRequest:
     @property
     def per_price(self) -> bool:
         return all(c.price is not None for c in self.space.chips)
+
+    def key(self, candidate: Candidate, rate: float) -> RankKey:
+        """The rank key of `candidate` at capacity `rate` (rank.py: by score, or with a target
+        rate by what carrying it costs)."""
+        return rank_key(candidate, rate, self.prices, self.target_rate)
+
+    def key_text(self, key: RankKey, best: bool = False) -> str:
+        """A rank key as the bound's reason says it: what a candidate can reach at best."""
+        unit = "req/s per $/h" if self.per_price else "req/s per chip"
+        if len(key) == 1:
+            return f"{-key[0]:.3g} {unit}" if best else f"at most {-key[0]:.3g} {unit}"
+        cost = total_text(key[0], self.per_price)
+        return f"{cost} for the target rate" if best else f"at least {cost} for the target rate"
 
     @property
     def shown(self) -> int:
@@ -146,6 +162,14 @@ class PlanReport:
     def simulated_requests(self) -> int:
         return sum(r.simulated_requests for r in self.results)
 
+    @property
+    def rank_by(self) -> str:
+        """What the ranking orders by (rank.py)."""
+        req = self.request
+        if req.target_rate is None:
+            return "req/s per $/h" if req.per_price else "req/s per chip"
+        return f"{'$/h' if req.per_price else 'chips'} for the target rate"
+
     def replicas_needed(self) -> int | None:
         best = self.best
         if best is None or self.request.target_rate is None:
@@ -190,6 +214,7 @@ class PlanReport:
             "workload": req.workload.to_json(),
             "space": req.space.to_json(),
             "score": "req/s per $/h" if req.per_price else "req/s per chip",
+            "rank_by": self.rank_by,
             "target_rate": req.target_rate,
             "reference_rate": round(self.reference_rate, 4),
             "counts": {
@@ -210,6 +235,7 @@ class PlanReport:
                 "capacity_rps": round(best.result.capacity, 4),
                 "score": round(best.score, 6),
                 "replicas": self.replicas_needed(),
+                "total_for_target": best.total,
                 "binding": list(best.result.binding),
                 "verified": best.result.verified,
                 "verification": _json_or_none(best.result.verification),
@@ -298,10 +324,9 @@ def _capacities(
         if verdict.reason is not None:  # --no-prune: simulate it anyway
             hint = rate_hint(c, dep, screen.bounds)
             bound, verdict = math.inf, replace(verdict, rate_hint=hint)
-        queue.append((score_of(c, bound, request.prices), c, verdict.rate_hint))
-    queue.sort(key=lambda item: (-item[0], item[1].index))
-    unit = "req/s per $/h" if request.per_price else "req/s per chip"
-    best: list[float] = []  # scores found so far, best first
+        queue.append((request.key(c, bound), c, verdict.rate_hint))
+    queue.sort(key=lambda item: (item[0], item[1].index))
+    best: list[RankKey] = []  # rank keys found so far, best first
     skipped: list[Skipped] = []
 
     def progress() -> None:
@@ -315,11 +340,10 @@ def _capacities(
         threshold = best[shown - 1] if request.prune and len(best) >= shown else None
         todo = []
         for item in wave:
-            bound_score, c, hint = item
-            if threshold is not None and bound_score < threshold:
-                reason = (
-                    f"bound: at most {bound_score:.3g} {unit}, below the top {shown}'s "
-                    f"{threshold:.3g}"
+            bound_key, c, hint = item
+            if threshold is not None and bound_key > threshold:
+                reason = f"bound: {request.key_text(bound_key)}, behind the top {shown}'s " + (
+                    request.key_text(threshold, best=True)
                 )
                 results[c.index] = CandidateResult(c, 0.0, reason, "bound")
                 skipped.append(item)
@@ -334,8 +358,8 @@ def _capacities(
         for result in executor.map(todo, wave_done) if todo else []:
             results[result.candidate.index] = result
             if result.capacity > 0:
-                best.append(score_of(result.candidate, result.capacity, request.prices))
-        best.sort(reverse=True)
+                best.append(request.key(result.candidate, result.capacity))
+        best.sort()
         progress()
     return results, skipped
 
@@ -351,12 +375,12 @@ def _verified(
     `results` is updated in place. Each round verifies new entries or searches skipped
     candidates, each at most once, so it ends."""
     while True:
-        ranking = ranked([results[i] for i in sorted(results)], request.prices)
+        ranking = ranked([results[i] for i in sorted(results)], request.prices, request.target_rate)
         shown = request.shown
-        threshold = ranking[shown - 1].score if len(ranking) >= shown else -math.inf
-        revived = [item for item in skipped if item[0] >= threshold]
+        threshold = ranking[shown - 1].key if len(ranking) >= shown else (math.inf, math.inf)
+        revived = [item for item in skipped if item[0] <= threshold]
         if revived:  # a lowered claim made room above candidates the bound skipped
-            skipped[:] = [item for item in skipped if item[0] < threshold]
+            skipped[:] = [item for item in skipped if item[0] > threshold]
             tasks: list[tuple[Any, ...]] = [("capacity", c, hint) for _, c, hint in revived]
             for result in _phase(executor, "capacity", tasks, on_progress):
                 results[result.candidate.index] = result

@@ -89,9 +89,11 @@ def plan_report(report: PlanReport) -> None:
         console.print(f"  at higher load: {escape('; '.join(best.result.binding))}")
     replicas = report.replicas_needed()
     if replicas is not None and req.target_rate is not None:
+        cost = f", ${best.total:,.4g}/h" if req.per_price and best.total is not None else ""
         console.print(
             f"  target {req.target_rate:g} req/s: [bold]{replicas} replica"
-            f"{'s' if replicas > 1 else ''}[/] ({replicas * cand.chips} chips)"
+            f"{'s' if replicas > 1 else ''}[/] ({replicas * cand.chips} chips{cost}), the "
+            "cheapest of the candidates for that rate"
         )
     console.print()
     console.print(_top_table(report, unit))
@@ -158,38 +160,28 @@ def _refutation(point: LoadPoint) -> str:
 
 
 def _top_table(report: PlanReport, unit: str) -> Table:
-    table = Table(
-        title=f"Top {min(report.request.top, len(report.ranking))} by {unit}",
-        title_justify="left",
-        show_edge=False,
-        pad_edge=False,
-    )
-    for name, justify in (
-        ("#", "right"),
-        ("id", "left"),
-        ("candidate", "left"),
-        ("chips", "right"),
-        ("$/h", "right"),
-        ("req/s", "right"),
-        (unit, "right"),
-        ("verified", "right"),
-    ):
+    req = report.request
+    n = min(req.top, len(report.ranking))
+    target = req.target_rate
+    total = "total $/h" if req.per_price else "total chips"
+    by = unit if target is None else f"{total} for {target:g} req/s"
+    table = Table(title=f"Top {n} by {by}", title_justify="left", show_edge=False, pad_edge=False)
+    columns = [("#", "right"), ("id", "left"), ("candidate", "left"), ("chips", "right")]
+    columns += [("$/h", "right"), ("req/s", "right"), (unit, "right")]
+    if target is not None:
+        columns += [("replicas", "right"), (total, "right")]
+    for name, justify in (*columns, ("verified", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for i, s in enumerate(report.ranking[: report.request.top], 1):
+    for i, s in enumerate(report.ranking[: req.top], 1):
         c = s.result.candidate
         price = "-" if s.price_per_hour is None else f"{s.price_per_hour:g}"
         check = s.result.verification
         verified = "-" if check is None else f"{check.attainment:.0%} of {check.requests:,}"
-        table.add_row(
-            str(i),
-            c.id,
-            escape(c.label),
-            str(c.chips),
-            price,
-            f"{s.result.capacity:.3g}",
-            f"{s.score:.3g}",
-            verified,
-        )
+        cells = [str(i), c.id, escape(c.label), str(c.chips), price]
+        cells += [f"{s.result.capacity:.3g}", f"{s.score:.3g}"]
+        if target is not None:
+            cells += [str(s.replicas), "-" if s.total is None else f"{s.total:g}"]
+        table.add_row(*cells, verified)
     return table
 
 
