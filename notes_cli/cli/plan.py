@@ -23,6 +23,7 @@ MAX_CHUNK_TOKENS = 131072  # chunked-prefill chunk size
 MAX_CANDIDATES = 5000  # the default space has 596; each candidate is several simulations
 MAX_WINDOW_S = 600.0  # a probe's arrivals span at most ten minutes of simulated time
 MAX_PLAN_REQUESTS = REQUESTS[1] // 10  # 100,000 distinct lengths per probe
+MAX_PRICE = 1_000_000.0  # $ per chip-hour: any real price, and no sum or ratio overflows
 
 if TYPE_CHECKING:
     from notes_cli.engine.core.profiles import Catalog, Deployment, ModelShape
@@ -432,8 +433,11 @@ def _chips(specs: list[str], catalog: Catalog) -> tuple[ChipOption, ...]:
                 price = float(price_text)
             except ValueError:
                 raise UsageError(f"--chip {spec!r}: the price must be a number") from None
-            if not price > 0:
-                raise UsageError(f"--chip {spec!r}: the price must be positive")
+            if not 0 < price <= MAX_PRICE:  # also refuses nan and inf
+                raise UsageError(
+                    f"--chip {spec!r}: the price must be a number above 0 and at most "
+                    f"{MAX_PRICE:,.0f} (per chip-hour)"
+                )
         out[name] = ChipOption(name, price)
     options = tuple(out.values())
     priced = [c.price is not None for c in options]
