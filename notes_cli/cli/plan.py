@@ -255,7 +255,8 @@ def plan(
         curves=min(top, 4) if plot is not None else 0,
         base=base,
     )
-    report = run_plan(request, catalog, _executor(jobs, ray), on_progress=render_plan.Progress())
+    with render_plan.progress() as on_progress:
+        report = run_plan(request, catalog, _executor(jobs, ray), on_progress=on_progress)
     _publish(report, catalog, plot, out, engines, as_json)
     if report.best is None:
         raise typer.Exit(1)

@@ -4,7 +4,9 @@ the chips-vs-latency front, and progress lines on stderr."""
 from __future__ import annotations
 
 import math
-import time
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -12,6 +14,8 @@ from rich.table import Table
 from notes_cli.render import err, escape, out
 
 if TYPE_CHECKING:
+    from rich.progress import TaskID
+
     from notes_cli.plan.evaluate import LoadPoint
     from notes_cli.plan.planner import PlanReport
 
@@ -24,22 +28,27 @@ _PHASES = {
 }
 
 
-class Progress:
-    """`(phase, done, total)` callback: one stderr line per phase start and every 10%."""
+@contextmanager
+def progress() -> Iterator[Callable[[str, int, int], None] | None]:
+    """A `(phase, done, total)` callback drawing one bar per phase on stderr while the plan
+    runs, removed when it ends; None (nothing drawn) when stderr is not a terminal, so that
+    logs, pipes and `--json` consumers get no progress noise."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bars
 
-    def __init__(self) -> None:
-        self._started = time.perf_counter()
-        self._shown: dict[str, int] = {}
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Bars(*columns, TimeElapsedColumn(), console=err(), transient=True) as bars:
+        tasks: dict[str, TaskID] = {}
 
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        step = max(1, math.ceil(total / 10))
-        last = self._shown.get(phase, -1)
-        if done == last or (done not in (0, total) and done - last < step and last >= 0):
-            return
-        self._shown[phase] = done
-        elapsed = time.perf_counter() - self._started
-        what = _PHASES.get(phase, phase)
-        err().print(f"[dim]{phase}: {done}/{total} {what} ({elapsed:.1f} s)[/]")
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bars.add_task(f"{phase}: {_PHASES.get(phase, phase)}")
+            bars.update(tasks[phase], completed=done, total=total)
+
+        yield update
 
 
 def _n(x: float) -> str:
