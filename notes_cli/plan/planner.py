@@ -67,7 +67,7 @@ class Executor(Protocol):
     def map(
         self, tasks: list[tuple[Any, ...]], on_done: Callable[[int], None] | None = None
     ) -> list[Any]: ...
-    def close(self) -> None: ...
+    def close(self, abort: bool = False) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -280,16 +280,18 @@ def plan(
         window_s=request.window_s,
         base=request.base,
     )
-    executor.start(context)
     try:
+        executor.start(context)
         found, skipped = _capacities(request, executor, candidates, on_progress)
         ranking = _verified(request, executor, found, skipped, on_progress)
         results = [found[c.index] for c in candidates]
         reference = request.target_rate or (ranking[0].result.capacity if ranking else 0.0)
         loads = _loads(executor, ranking[: request.front_size], reference, on_progress)
         curves = _curves(executor, ranking[: request.curves], on_progress)
-    finally:
-        executor.close()
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM) or failed: stop the workers now
+        executor.close(abort=True)
+        raise
+    executor.close()
     return PlanReport(
         request=request,
         results=tuple(results),
