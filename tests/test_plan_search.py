@@ -267,3 +267,17 @@ def test_with_a_target_rate_the_best_is_the_cheapest_way_to_carry_it() -> None:
     assert check is not None and check.met and check.rate == best.result.capacity
     sized = report.loads[best.candidate_id]
     assert sized.load.met and sized.replicas == report.replicas_needed()
+
+
+@pytest.mark.parametrize("top", [1, 3, 8])
+def test_every_row_of_the_top_table_is_verified_the_last_one_too(top: int) -> None:
+    # A surviving mutant (issue 35) verified the table but its last row; that row's rate would
+    # then be a search's claim no longer simulation ever checked.
+    report = plan(replace(hand_request(), top=top), lab_catalog(), LocalExecutor(1))
+    rows = report.ranking[:top]
+    assert len(rows) == top  # the hand case has 8 candidates that meet the SLOs
+    for s in rows:
+        check = s.result.verification
+        assert check is not None and check.met, s.candidate_id
+        assert check.rate == s.result.capacity
+    assert report.to_json()["counts"]["verified"] >= top
