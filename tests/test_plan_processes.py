@@ -159,3 +159,32 @@ def test_progress_is_drawn_on_a_terminal_and_only_there(tmp_path: Path) -> None:
     with planner(*SMALL_PLAN, stderr=subprocess.PIPE) as proc:
         _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0 and b"candidates searched" not in err
+
+
+def test_an_interrupted_version_probe_leaves_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the same search (issue 36): doctor's `<client> --version` runs in a session of
+    # its own and was killed on a timeout only; a pdnotes interrupted meanwhile left it running.
+    from notes_cli.doctor.version import installed_version
+
+    slow = tmp_path / "slow-cli"
+    slow.write_text("#!/bin/sh\nsleep 60\n", encoding="utf-8")
+    slow.chmod(0o755)
+    monkeypatch.setenv("PDNOTES_TEST_SLOW_CLI", str(slow))
+    started: list[int] = []
+
+    def interrupted(self: subprocess.Popen[bytes], *args: object, **kwargs: object) -> None:
+        started.append(self.pid)
+        wait_for(lambda: len(session_members(self.pid)) >= 2, 30, "sh and sleep running")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(subprocess.Popen, "communicate", interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            installed_version("slow-cli", "PDNOTES_TEST_SLOW_CLI")
+        wait_for(lambda: not session_members(started[0]), GONE_S, "the probe's session gone")
+    finally:
+        for pid in session_members(started[0]) if started else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
