@@ -176,9 +176,9 @@ def front_ids(report: PlanReport) -> list[str]:
 def test_the_bound_keeps_every_candidate_the_front_is_drawn_from(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The front is drawn from the best 7 here, the top table shows 5: K (7th) must be
-    # simulated, although it cannot enter the top five.
-    request = table_request((None, None), top=TOP, front_size=7)
+    # The front is drawn from the best 7 here, the top table shows 5: with an exhaustive front
+    # K (7th) must be simulated, although it cannot enter the top five.
+    request = replace(table_request((None, None), top=TOP, front_size=7), exhaustive_front=True)
     pruned, table = planted_plan(monkeypatch, request)
     exhaustive, _ = planted_plan(monkeypatch, replace(request, prune=False))
     assert names(exhaustive, table)[:7] == ["A", "C", "D", "E", "T", "F", "K"]
@@ -188,6 +188,10 @@ def test_the_bound_keeps_every_candidate_the_front_is_drawn_from(
     assert "K" in [name_of[i] for i in front_ids(exhaustive)]
     assert front_ids(pruned) == front_ids(exhaustive)
     assert pruned.pruned["bound"] == len(table) - len(ROWS)  # the rest is still skipped
+    # By default the front is drawn from what the search simulated: K is skipped, cheaper.
+    default, _ = planted_plan(monkeypatch, replace(request, exhaustive_front=False))
+    assert "K" not in names(default, table)
+    assert names(default, table)[:TOP] == names(exhaustive, table)[:TOP]
 
 
 # ---- a small simulated search ---------------------------------------------------------------

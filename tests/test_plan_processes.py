@@ -140,9 +140,10 @@ def test_progress_is_drawn_on_a_terminal_and_only_there(tmp_path: Path) -> None:
     leader, follower = pty.openpty()
     out = tmp_path / "plan.json"
     try:
-        with out.open("wb") as stdout, planner(
-            *SMALL_PLAN, "--json", stdout=stdout, stderr=follower
-        ) as proc:
+        with (
+            out.open("wb") as stdout,
+            planner(*SMALL_PLAN, "--json", stdout=stdout, stderr=follower) as proc,
+        ):
             os.close(follower)
             follower = -1
             terminal = _read_terminal(leader, proc, 300.0)

@@ -281,3 +281,29 @@ def test_every_row_of_the_top_table_is_verified_the_last_one_too(top: int) -> No
         assert check is not None and check.met, s.candidate_id
         assert check.rate == s.result.capacity
     assert report.to_json()["counts"]["verified"] >= top
+
+
+def test_a_coarse_search_refined_is_exactly_the_search_to_the_tolerance() -> None:
+    # The plan searches every candidate coarsely first and finishes only those that can still
+    # enter what it shows: a finished one must be exactly what one search would have found.
+    from notes_cli.plan.evaluate import capacity, refine
+
+    request = hand_request()
+    catalog = lab_catalog()
+    context = PlanContext(
+        catalog, request.model, request.link, request.slo, request.workload,
+        tolerance=0.02, window_s=request.window_s,
+    )  # fmt: skip
+    install(context)
+    candidates = enumerate_candidates(request.space, catalog.models[request.model])
+    unsettled = 0
+    for c in candidates[:4]:
+        coarse = capacity(context, c, 3.0, coarse=True)
+        whole = capacity(context, c, 3.0)
+        unsettled += not coarse.settled
+        finished = refine(context, coarse)
+        assert finished.settled and whole.settled
+        assert finished.capacity == whole.capacity, c.label
+        assert [p.rate for p in finished.probes] == [p.rate for p in whole.probes]
+        assert coarse.capacity <= whole.capacity < (coarse.failed_rate or math.inf)
+    assert unsettled, "some coarse search must have stopped short of the tolerance"

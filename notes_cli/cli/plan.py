@@ -154,6 +154,14 @@ NoPrune = Annotated[
     bool,
     typer.Option("--no-prune", help="Simulate every candidate (the roofline SLO pruning off)."),
 ]
+ExhaustiveFront = Annotated[
+    bool,
+    typer.Option(
+        "--exhaustive-front",
+        help="Draw the front from the best 24 of an exhaustive search (more CPU); by default "
+        "it is drawn from the candidates the search simulated.",
+    ),
+]
 Out = Annotated[
     Path | None,
     typer.Option(
@@ -208,6 +216,7 @@ def plan(
     ray: Ray = None,
     plot: Plot = None,
     no_prune: NoPrune = False,
+    exhaustive_front: ExhaustiveFront = False,
     out: Out = None,
     sketch: Sketch = None,
     as_json: AsJson = False,
@@ -251,6 +260,7 @@ def plan(
         tolerance=tolerance,
         window_s=_window(window_s, slo_ttft_ms),
         prune=not no_prune,
+        exhaustive_front=exhaustive_front,
         top=top,
         curves=min(top, 4) if plot is not None else 0,
         base=base,

@@ -15,9 +15,10 @@ Phases (each a batch of tasks for the executor, results in task order):
    if they could now enter the shown set, and the new top is verified, until every candidate
    of the top table is verified;
 3. load: the best `front_size` candidates by score are sized to the reference load (the target
-   rate, else the best candidate's capacity) and simulated there by a verification-length
-   simulation each, for the chips-vs-latency front; a candidate missing the SLOs there is left
-   off the front (and listed in the JSON);
+   rate, else the best candidate's capacity) and simulated there by a probe-length simulation
+   each, for the chips-vs-latency front; every row the front prints is then verified there by
+   a verification-length simulation (repeated until the front's rows are all verifications);
+   a candidate missing the SLOs there is left off the front (and listed in the JSON);
 4. curves (only with a plot): the top candidates' attainment at rates around their capacity.
 """
 
@@ -54,7 +55,7 @@ from notes_cli.plan.space import Candidate, SearchSpace, enumerate_candidates
 from notes_cli.plan.workload import PlanWorkload
 
 SCHEMA = "pdnotes.plan/1"
-WAVE = 32  # candidates per branch-and-bound wave (a constant: results must not depend on cores)
+WAVE = 8  # candidates per branch-and-bound wave (a constant: results must not depend on cores)
 Skipped = tuple[RankKey, Candidate, float]  # (the bound's rank key, candidate, start rate)
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)  # of each one's capacity
 
@@ -83,7 +84,8 @@ class PlanRequest:
     window_s: float = 10.0
     prune: bool = True
     top: int = 5
-    front_size: int = 24  # the best candidates by score that are sized for the front
+    front_size: int = 24  # the best candidates by rank that are sized for the front
+    exhaustive_front: bool = False  # the bound keeps every candidate that can enter them too
     wave: int = WAVE
     curves: int = 0  # how many of the top candidates get an attainment-vs-rate curve
     # Engine settings every candidate keeps (a calibrated deployment file's overheads, batch
@@ -103,21 +105,27 @@ class PlanRequest:
         rate by what carrying it costs)."""
         return rank_key(candidate, rate, self.prices, self.target_rate)
 
-    def key_text(self, key: RankKey, best: bool = False) -> str:
-        """A rank key as the bound's reason says it: what a candidate can reach at best."""
-        unit = "req/s per $/h" if self.per_price else "req/s per chip"
-        if len(key) == 1:
-            return f"{-key[0]:.3g} {unit}" if best else f"at most {-key[0]:.3g} {unit}"
-        cost = total_text(key[0], self.per_price)
-        return f"{cost} for the target rate" if best else f"at least {cost} for the target rate"
+    def bound_reason(self, bound: RankKey, threshold: RankKey) -> str:
+        """Why the bound skipped a candidate: the best it could reach against the threshold."""
+        if len(bound) == 1:
+            unit = "req/s per $/h" if self.per_price else "req/s per chip"
+            return (
+                f"bound: at most {-bound[0]:.3g} {unit}, below the top {self.shown}'s "
+                f"{-threshold[0]:.3g}"
+            )
+        return (
+            f"bound: at least {total_text(bound[0], self.per_price)} for the target rate, above "
+            f"the top {self.shown}'s {total_text(threshold[0], self.per_price)}"
+        )
 
     @property
     def shown(self) -> int:
-        """How many of the best candidates the report uses: the top table, the front's
-        candidates, the curves. The bound may skip only candidates that cannot enter them, so
-        that all of these are what an exhaustive search gives (with the top five only, a
-        candidate ranked 6th-24th could be skipped and its point go missing from the front)."""
-        return max(self.top, self.front_size, self.curves)
+        """How many of the best candidates the bound must keep exact: the top table and the
+        curves; with `exhaustive_front` the front's candidates too (else the front is drawn
+        from the best candidates the search simulated, which costs far less: in a space of 77
+        candidates the 24 the front is drawn from are most of it)."""
+        front = self.front_size if self.exhaustive_front else 0
+        return max(self.top, front, self.curves)
 
 
 @dataclass(frozen=True)
@@ -146,7 +154,8 @@ class PlanReport:
 
     @property
     def front_missed(self) -> tuple[FrontPoint, ...]:
-        """Sized candidates whose verification at the reference load missed the SLOs."""
+        """Sized candidates that missed the SLOs at the reference load (in their sizing or in
+        their verification)."""
         return tuple(p for p in self.loads.values() if not p.load.met)
 
     @property
@@ -344,9 +353,7 @@ def _capacities(
         for item in wave:
             bound_key, c, hint = item
             if threshold is not None and bound_key > threshold:
-                reason = f"bound: {request.key_text(bound_key)}, behind the top {shown}'s " + (
-                    request.key_text(threshold, best=True)
-                )
+                reason = request.bound_reason(bound_key, threshold)
                 results[c.index] = CandidateResult(c, 0.0, reason, "bound")
                 skipped.append(item)
             else:
@@ -387,6 +394,19 @@ def _verified(
             for result in _phase(executor, "capacity", tasks, on_progress):
                 results[result.candidate.index] = result
             continue
+        # A coarse capacity is below the true one, which is below its lowest failed rate:
+        # search on every candidate that could enter the shown set at that rate.
+        unsettled = [
+            r
+            for r in (results[i] for i in sorted(results))
+            if not r.settled
+            and (not request.prune or request.key(r.candidate, _upper(r)) <= threshold)
+        ]
+        if unsettled:
+            tasks = [("refine", r.candidate, r) for r in unsettled]
+            for result in _phase(executor, "refine", tasks, on_progress):
+                results[result.candidate.index] = result
+            continue
         todo = [s.result for s in ranking[: request.top] if s.result.verification is None]
         if not todo:
             return ranking
@@ -407,6 +427,11 @@ def _verified(
             results[r.candidate.index] = replace(low, probes=r.probes + low.probes, refuted=point)
 
 
+def _upper(result: CandidateResult) -> float:
+    """Above any capacity `result`'s search can still reach."""
+    return result.failed_rate or math.inf
+
+
 def _phase(
     executor: Executor, name: str, tasks: list[tuple[Any, ...]], on_progress: ProgressFn | None
 ) -> list[Any]:
@@ -424,25 +449,45 @@ def _phase(
 def _loads(
     executor: Executor, ranking: list[Scored], reference: float, on_progress: ProgressFn | None
 ) -> dict[str, FrontPoint]:
+    """Each candidate of `ranking` sized to the reference load and simulated there. Only the
+    rows the front prints are claims: every candidate is sized by a probe-length simulation,
+    the front is drawn from those, and each of its rows is simulated again at verification
+    length, its point replaced by that one; a row the verification moves (or makes miss) can
+    change the front, so this repeats until every row of the front is a verification."""
     if reference <= 0:
         return {}
-    sized = [(s.result, replicas(s.result.capacity, reference)) for s in ranking]
+    sized = {s.candidate_id: (s.result, replicas(s.result.capacity, reference)) for s in ranking}
     # A candidate sized to one replica at its own capacity was verified there already.
-    known = {
-        r.candidate.id: r.verification
-        for r, n in sized
+    verified = {
+        cid: r.verification
+        for cid, (r, n) in sized.items()
         if r.verification is not None and r.verification.rate == reference / n
     }
+
+    def row(cid: str, point: LoadPoint) -> FrontPoint:
+        r, n = sized[cid]
+        return FrontPoint(cid, r.candidate.label, n, n * r.candidate.chips, point)
+
+    todo = [cid for cid in sized if cid not in verified]
     tasks: list[tuple[Any, ...]] = [
-        ("load", r.candidate, reference / n) for r, n in sized if r.candidate.id not in known
+        ("size", sized[c][0].candidate, reference / sized[c][1]) for c in todo
     ]
-    simulated = iter(_phase(executor, "front", tasks, on_progress))
-    points = {}
-    for r, n in sized:
-        c = r.candidate
-        point = known.get(c.id) or next(simulated)
-        points[c.id] = FrontPoint(c.id, c.label, n, n * c.chips, point)
-    return points
+    points = {
+        c: row(c, p)
+        for c, p in zip(todo, _phase(executor, "front", tasks, on_progress), strict=True)
+    }
+    points.update({c: row(c, p) for c, p in verified.items() if p is not None})
+    while True:
+        front = pareto_front([p for p in points.values() if p.load.met])
+        todo = [p.candidate_id for p in front if p.candidate_id not in verified]
+        if not todo:
+            return {cid: points[cid] for cid in sized}
+        tasks = [("load", sized[c][0].candidate, reference / sized[c][1]) for c in todo]
+        for cid, point in zip(
+            todo, _phase(executor, "verify-front", tasks, on_progress), strict=True
+        ):
+            verified[cid] = point
+            points[cid] = row(cid, point)
 
 
 def _curves(

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 _PHASES = {
     "capacity": "candidates searched",
+    "refine": "capacities searched on to the tolerance",
     "front": "candidates sized to the reference load",
+    "verify-front": "front rows verified by a longer simulation",
     "verify": "claims verified by a longer simulation",
     "lower": "refuted claims searched again below",
     "curves": "attainment curves",
