@@ -178,7 +178,8 @@ def bounds() -> Bounds:
 
 def run_task(task: tuple[Any, ...]) -> Any:
     """Evaluate one task in this process's plan: ("capacity", candidate, start_rate),
-    ("refine", candidate, coarse_result): its bisection finished, ("load", candidate, rate): a
+    ("refine", candidate, coarse_result): its bisection finished, ("entry", candidate, rate): one
+    probe (the Probe), ("load", candidate, rate): a
     verification-length simulation, ("size", candidate, rate): a
     probe-length one, ("lower", candidate, refuted_rate): the capacity searched again with
     verification-length probes below a refuted claim, or ("sweep", candidate, rates)."""
@@ -188,6 +189,10 @@ def run_task(task: tuple[Any, ...]) -> Any:
         return capacity(context, candidate, task[2], coarse=True)
     if kind == "refine":
         return refine(context, task[2])
+    if kind == "entry":
+        probes: list[Probe] = []
+        _prober(context, candidate, 1, math.inf, probes, {})(task[2])
+        return probes[0]
     if kind == "load":
         return load_point(context, candidate, task[2], VERIFY_FACTOR)
     if kind == "size":

@@ -105,6 +105,23 @@ class PlanRequest:
         rate by what carrying it costs)."""
         return rank_key(candidate, rate, self.prices, self.target_rate)
 
+    def entry_rate(self, candidate: Candidate, threshold: RankKey) -> float | None:
+        """The lowest capacity at which `candidate` would rank no worse than `threshold`; None
+        when none would (rank.py's key, solved for the rate)."""
+        price = candidate.price_per_hour(self.prices) if self.prices else None
+        unit = price if price is not None and price > 0 else candidate.chips
+        if len(threshold) == 1:  # by score: rate / unit
+            return -threshold[0] * unit
+        assert self.target_rate is not None
+        total, negative_score = threshold
+        n = math.floor(total / unit + 1e-9)  # replicas it may need at most
+        if n < 1:
+            return None
+        rate = self.target_rate / n
+        if math.isclose(n * unit, total):  # as costly: the score decides
+            rate = max(rate, -negative_score * unit)
+        return rate
+
     def bound_reason(self, bound: RankKey, threshold: RankKey) -> str:
         """Why the bound skipped a candidate: the best it could reach against the threshold."""
         if len(bound) == 1:
@@ -146,7 +163,7 @@ class PlanReport:
 
     @property
     def pruned(self) -> dict[str, int]:
-        counts = {"memory": 0, "slo": 0, "bound": 0}
+        counts = {"memory": 0, "slo": 0, "bound": 0, "entry": 0}
         for r in self.results:
             if r.pruned:
                 counts[r.prune_kind] = counts.get(r.prune_kind, 0) + 1
@@ -358,6 +375,8 @@ def _capacities(
                 skipped.append(item)
             else:
                 todo.append(("capacity", c, hint))
+        if threshold is not None and todo:
+            todo = _entered(request, executor, todo, threshold, results, skipped)
         done_before = len(results)
 
         def wave_done(n: int, base: int = done_before) -> None:
@@ -371,6 +390,44 @@ def _capacities(
         best.sort()
         progress()
     return results, skipped
+
+
+def _entered(
+    request: PlanRequest,
+    executor: Executor,
+    todo: list[tuple[Any, ...]],
+    threshold: RankKey,
+    results: dict[int, CandidateResult],
+    skipped: list[Skipped],
+) -> list[tuple[Any, ...]]:
+    """The capacity tasks worth running: each candidate is first probed once at the lowest
+    capacity that would rank it with the `shown` best so far (`entry_rate`). A probe that
+    misses there means a capacity below it (the search's own assumption: meeting the SLOs
+    only gets harder as the rate rises), so the candidate cannot enter and its search is
+    skipped; a probe above the capacity mostly stops early, so this costs a fraction of a
+    search. It is kept among the skipped, in case lowered claims make room later."""
+    entries = [(task, request.entry_rate(task[1], threshold)) for task in todo]
+    probing = [(task, rate) for task, rate in entries if rate is not None]
+    probes = executor.map([("entry", task[1], rate) for task, rate in probing])
+    missed = {task[1].index: (rate, p) for (task, rate), p in zip(probing, probes, strict=True)}
+    missed = {i: v for i, v in missed.items() if not v[1].met}
+    out = []
+    for task in todo:
+        c, hint = task[1], task[2]
+        if c.index not in missed:
+            out.append(task)
+            continue
+        rate, probe = missed[c.index]
+        why = "; ".join(probe.binding) or "SLOs missed"
+        reason = (
+            f"entry: missed the SLOs at {rate:.3g} req/s, the least it needed to rank with the "
+            f"top {request.shown} ({why})"
+        )
+        results[c.index] = CandidateResult(c, 0.0, reason, "entry", probes=(probe,))
+        # Its capacity is below `rate`, so its key is worse than the key there: (inf,) after
+        # it makes a threshold equal to that key not revive it, a looser one does.
+        skipped.append(((*request.key(c, rate), math.inf), c, hint))
+    return out
 
 
 def _verified(

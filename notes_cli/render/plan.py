@@ -72,7 +72,8 @@ def plan_report(report: PlanReport) -> None:
     console.print(
         f"Searched {len(report.results)} candidates: pruned by the roofline "
         f"{counts.get('memory', 0)} (memory) + {counts.get('slo', 0)} (SLO), skipped by the "
-        f"capacity bound {counts.get('bound', 0)}, simulated "
+        f"capacity bound {counts.get('bound', 0)} and by one probe at the rate needed to enter "
+        f"the top {req.shown} {counts.get('entry', 0)}, simulated "
         f"{report.simulated_candidates}, {len(report.ranking)} meet the SLOs at some rate. "
         f"{report.simulated_requests:,} requests simulated in {report.wall_s:.1f} s on "
         f"{escape(report.executor)}."
