@@ -12,6 +12,7 @@ winner's score."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 
 from notes_cli.engine.core.profiles import Catalog
 from notes_cli.plan import evaluate, planner
-from notes_cli.plan.evaluate import CandidateResult, LoadPoint, PlanContext, install
+from notes_cli.plan.evaluate import CandidateResult, LoadPoint, PlanContext, Probe, install
 from notes_cli.plan.planner import PlanReport, PlanRequest, plan
 from notes_cli.plan.prune import Verdict, capacity_bound
 from notes_cli.plan.rank import score_of
@@ -107,12 +108,16 @@ class TableExecutor:
             kind, c = task[0], task[1]
             if kind == "capacity":
                 out.append(CandidateResult(c, self.table[c.index][2]))
+            elif kind == "entry":  # one probe: met up to the planted capacity
+                out.append(Probe(task[2], task[2] <= self.table[c.index][2], (), 0))
+            elif kind == "refine":
+                out.append(task[2])
             else:  # the front's load points: more chips per instance, lower latency
                 latency = {"ttft_ms": 1000.0 / c.chips, "tpot_ms": 100.0 / c.chips}
                 out.append(LoadPoint(task[2], True, 1.0, latency))
         return out
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
         pass
 
 
@@ -176,9 +181,9 @@ def front_ids(report: PlanReport) -> list[str]:
 def test_the_bound_keeps_every_candidate_the_front_is_drawn_from(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The front is drawn from the best 7 here, the top table shows 5: K (7th) must be
-    # simulated, although it cannot enter the top five.
-    request = table_request((None, None), top=TOP, front_size=7)
+    # The front is drawn from the best 7 here, the top table shows 5: with an exhaustive front
+    # K (7th) must be simulated, although it cannot enter the top five.
+    request = replace(table_request((None, None), top=TOP, front_size=7), exhaustive_front=True)
     pruned, table = planted_plan(monkeypatch, request)
     exhaustive, _ = planted_plan(monkeypatch, replace(request, prune=False))
     assert names(exhaustive, table)[:7] == ["A", "C", "D", "E", "T", "F", "K"]
@@ -188,6 +193,10 @@ def test_the_bound_keeps_every_candidate_the_front_is_drawn_from(
     assert "K" in [name_of[i] for i in front_ids(exhaustive)]
     assert front_ids(pruned) == front_ids(exhaustive)
     assert pruned.pruned["bound"] == len(table) - len(ROWS)  # the rest is still skipped
+    # By default the front is drawn from what the search simulated: K is skipped, cheaper.
+    default, _ = planted_plan(monkeypatch, replace(request, exhaustive_front=False))
+    assert "K" not in names(default, table)
+    assert names(default, table)[:TOP] == names(exhaustive, table)[:TOP]
 
 
 # ---- a small simulated search ---------------------------------------------------------------
@@ -230,3 +239,23 @@ def test_a_simulated_search_in_small_waves_finds_the_exhaustive_top_five(
     bounds = bound_scores(exhaustive, catalog)
     best = exhaustive.ranking[0].score
     assert any(bounds[s.candidate_id] < best for s in exhaustive.ranking[1 : request.top])
+
+
+def test_one_probe_at_the_rate_needed_to_enter_skips_a_loose_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # M's bound (14) is far above the top five's 6, but it serves 5.9: one probe at the rate
+    # that would rank it fifth misses, so its search is skipped (issue 37: in a small space
+    # the roofline bound skipped 1 of 77 candidates, and searching the rest was the plan's cost).
+    rows = [("A", 20.0, 10.0), ("C", 19.0, 9.0), ("D", 18.0, 8.0), ("E", 17.0, 7.0),
+            ("F", 16.0, 6.0), ("L", 15.0, 2.0), ("M", 14.0, 5.9)]  # fmt: skip
+    monkeypatch.setattr(sys.modules[__name__], "ROWS", rows)
+    request = table_request((None, None))
+    pruned, table = planted_plan(monkeypatch, request)
+    exhaustive, _ = planted_plan(monkeypatch, replace(request, prune=False))
+    assert names(pruned, table)[:TOP] == names(exhaustive, table)[:TOP] == ["A", "C", "D", "E", "F"]
+    entered = {table[r.candidate.index][0]: r for r in pruned.results if r.prune_kind == "entry"}
+    assert list(entered) == ["M"]
+    per_chip = 6.0 * entered["M"].candidate.chips  # the top five's 6 req/s per chip
+    assert entered["M"].pruned.startswith(f"entry: missed the SLOs at {per_chip:g} req/s")
+    assert pruned.pruned["entry"] == 1

@@ -8,6 +8,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,7 +39,8 @@ def test_json_has_the_whole_table_and_the_best(cli: Cli) -> None:
     assert row["capacity_rps"] == best["capacity_rps"] > 0
     assert row["probes"] and all("met" in p for p in row["probes"])
     assert doc["slo"]["ttft_ms"] == 600 and doc["score"] == "req/s per chip"
-    assert "capacity: 6/6 candidates searched" in result.stderr  # progress goes to stderr
+    # Progress is drawn only on a terminal (test_plan_processes.py): none in a pipe or a log.
+    assert "candidates searched" not in result.stderr
 
 
 def test_human_report_names_the_best_the_runner_ups_and_the_front(cli: Cli) -> None:
@@ -152,3 +154,40 @@ def test_a_built_in_workload_is_a_dist(cli: Cli) -> None:
     result = cli(*SMALL, "--modes", "colocated", "--dist", "sharegpt", "--json")
     assert result.exit_code == 0, result.stderr
     assert result.json()["workload"]["source"] == "workload sharegpt"
+
+
+@pytest.mark.parametrize("price", ["1.7e308", "inf", "-inf", "nan", "0", "1e7"])
+def test_a_price_that_is_not_a_finite_positive_number_in_range_is_refused(
+    cli: Cli, price: str
+) -> None:
+    # Issue 36: `--chip h800:1.7e308 --json` printed `Infinity` ($/h of a 2-chip instance),
+    # which strict JSON parsers reject.
+    result = cli(*SMALL, "--chip", f"h800:{price}", "--chip", "h20:1", "--json")
+    assert result.exit_code == 2, result.stdout
+    error = result.json()  # still one strict document: the error
+    assert error["schema"] == "pdnotes.error/1"
+    assert "the price must be a number above 0 and at most 1,000,000" in error["error"]
+
+
+def test_every_json_document_is_strict_json(capsys: pytest.CaptureFixture[str]) -> None:
+    # The one writer of --json documents: a number that is not finite becomes null, wherever
+    # it sits, so `Infinity` and `NaN` never reach a strict parser.
+    from notes_cli import render
+
+    def strict(text: str) -> Any:
+        def refuse(constant: str) -> None:
+            raise ValueError(f"not strict JSON: {constant}")
+
+        return json.loads(text, parse_constant=refuse)
+
+    render.emit_json(
+        {
+            "schema": "test/1",
+            "rate": float("inf"),
+            "rows": [{"ttft_ms": float("nan")}, (1.5, float("-inf"))],
+            "ok": 2.0,
+        }
+    )
+    document = strict(capsys.readouterr().out)
+    assert document == {"schema": "test/1", "rate": None, "rows": [{"ttft_ms": None}, [1.5, None]],
+                        "ok": 2.0}  # fmt: skip

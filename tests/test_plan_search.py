@@ -237,3 +237,73 @@ def test_attainment_mode_finds_the_same_optimum() -> None:
     assert report.ranking[0].result.candidate.label == "colocated 1xlab-fast b256"
     binding = report.ranking[0].result.binding
     assert binding and binding[0].startswith("attainment < 90%")
+
+
+def test_with_a_target_rate_the_best_is_the_cheapest_way_to_carry_it() -> None:
+    # Issue 35: the README's example printed a 142 req/s instance on 6 chips as best (2 replicas,
+    # $24/h for 200 req/s) beside a 70 req/s one on 3 chips its own table showed carrying the
+    # rate on 9 chips ($18/h). Here the fast chip is best per $/h (6.3 req/s at $1.4/h), but 8
+    # req/s takes two fast replicas ($2.8/h) and three slow ones ($2.7/h) carry it too.
+    target = 8.0
+    request = replace(hand_request(prices=(1.4, 0.9)), target_rate=target)
+    report = plan(request, lab_catalog(), LocalExecutor(1))
+
+    def cost(s: Any) -> float:  # replicas x $/h, computed here, not by the planner
+        c = s.result.candidate
+        return float(math.ceil(target / s.result.capacity) * c.price_per_hour(request.prices))
+
+    best = report.best
+    assert best is not None
+    cheapest = min(cost(s) for s in report.ranking)
+    assert cost(best) == pytest.approx(cheapest)
+    # Among equally cheap ones, the better instance per $/h.
+    assert best.score == max(s.score for s in report.ranking if cost(s) == pytest.approx(cheapest))
+    by_score = max(report.ranking, key=lambda s: s.score)
+    assert cost(by_score) > cheapest, "the case must tell the two rules apart"
+    assert report.replicas_needed() == math.ceil(target / best.result.capacity)
+    assert report.to_json()["best"]["total_for_target"] == pytest.approx(cheapest)
+    # Verified at the rate printed, and its replicas met the SLOs sharing the target rate.
+    check = best.result.verification
+    assert check is not None and check.met and check.rate == best.result.capacity
+    sized = report.loads[best.candidate_id]
+    assert sized.load.met and sized.replicas == report.replicas_needed()
+
+
+@pytest.mark.parametrize("top", [1, 3, 8])
+def test_every_row_of_the_top_table_is_verified_the_last_one_too(top: int) -> None:
+    # A surviving mutant (issue 35) verified the table but its last row; that row's rate would
+    # then be a search's claim no longer simulation ever checked.
+    report = plan(replace(hand_request(), top=top), lab_catalog(), LocalExecutor(1))
+    rows = report.ranking[:top]
+    assert len(rows) == top  # the hand case has 8 candidates that meet the SLOs
+    for s in rows:
+        check = s.result.verification
+        assert check is not None and check.met, s.candidate_id
+        assert check.rate == s.result.capacity
+    assert report.to_json()["counts"]["verified"] >= top
+
+
+def test_a_coarse_search_refined_is_exactly_the_search_to_the_tolerance() -> None:
+    # The plan searches every candidate coarsely first and finishes only those that can still
+    # enter what it shows: a finished one must be exactly what one search would have found.
+    from notes_cli.plan.evaluate import capacity, refine
+
+    request = hand_request()
+    catalog = lab_catalog()
+    context = PlanContext(
+        catalog, request.model, request.link, request.slo, request.workload,
+        tolerance=0.02, window_s=request.window_s,
+    )  # fmt: skip
+    install(context)
+    candidates = enumerate_candidates(request.space, catalog.models[request.model])
+    unsettled = 0
+    for c in candidates[:4]:
+        coarse = capacity(context, c, 3.0, coarse=True)
+        whole = capacity(context, c, 3.0)
+        unsettled += not coarse.settled
+        finished = refine(context, coarse)
+        assert finished.settled and whole.settled
+        assert finished.capacity == whole.capacity, c.label
+        assert [p.rate for p in finished.probes] == [p.rate for p in whole.probes]
+        assert coarse.capacity <= whole.capacity < (coarse.failed_rate or math.inf)
+    assert unsettled, "some coarse search must have stopped short of the tolerance"

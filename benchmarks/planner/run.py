@@ -1,4 +1,13 @@
-"""Planner speed: `python benchmarks/planner/run.py [--jobs N]`.
+"""Planner speed: `python benchmarks/planner/run.py [--jobs N]`, and side by side with
+aiconfigurator: `python benchmarks/planner/run.py --against-aiconfigurator [--only NAME]`.
+
+The side-by-side mode (issue 37) runs, one after the other in this one run, `pdnotes engine plan`
+(the default search, as a user types it) and aiconfigurator 0.12's `cli default` on the same
+questions, each in a subprocess of its own, and records each one's CPU time (user + system of the
+whole process tree, from the kernel's accounting of waited-for children) and wall time. The
+machine may be shared, so the ratio of the two CPU times is what counts. aiconfigurator is an
+optional extra (`pip install aiconfigurator==0.12.0`, in this environment or in the one named
+by $AIC_PYTHON, default ~/.venvs/aic/bin/python); without it the mode says so and stops.
 
 One planning run of the article's case, the whole default search space: Qwen3-8B on H800 and
 H20 chips (either for either phase) over RoCE 200G, modes disagg / colocated / chunked, TP 1-8
@@ -16,10 +25,15 @@ docs/benchmarks/planner.md. The same run from the command line:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import resource
+import subprocess
+import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 from notes_cli.bench.workload import LengthSpec
 from notes_cli.engine.core.profiles import load_catalog
@@ -51,10 +65,140 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Question:
+    name: str
+    model: str  # pdnotes' model row
+    aic_model: str  # aiconfigurator's model path
+    chip: str
+    system: str  # aiconfigurator's system
+    gpus: int
+    isl: int
+    osl: int
+    ttft_ms: float
+    tpot_ms: float
+    fp8: bool = False
+
+
+# The planner's Llama-3.1-8B case and its four questions of issue 37.
+QUESTIONS = (
+    Question("llama-3.1-8b-8xh200", "llama-3.1-8b", "meta-llama/Meta-Llama-3.1-8B", "h200",
+             "h200_sxm", 8, 1024, 1024, 500, 20),
+    Question("deepseek-r1-16xh200-fp8", "deepseek-r1", "deepseek-ai/DeepSeek-R1", "h200",
+             "h200_sxm", 16, 4000, 500, 1000, 50, fp8=True),
+    Question("llama-3.1-70b-16xh100", "llama-3.1-70b", "meta-llama/Meta-Llama-3.1-70B",
+             "h100-sxm", "h100_sxm", 16, 4000, 500, 1000, 50),
+    Question("qwen3-235b-a22b-16xh200-fp8", "qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", "h200",
+             "h200_sxm", 16, 4000, 500, 1000, 50, fp8=True),
+    Question("qwen3-32b-8xh200", "qwen3-32b", "Qwen/Qwen3-32B", "h200", "h200_sxm", 8,
+             4000, 500, 1000, 50),
+)  # fmt: skip
+
+AIC_SCRIPT = """
+import json, logging, sys, warnings
+logging.disable(logging.WARNING)
+warnings.filterwarnings("ignore")
+from aiconfigurator.cli.api import cli_default
+result = cli_default(**json.loads(sys.argv[1]), top_n=1)
+picks = {}
+for mode, frame in (result.best_configs or {}).items():
+    if frame is not None and len(frame):
+        row = frame.iloc[0].to_dict()
+        picks[mode] = {k: row[k] for k in ("tokens/s/gpu", "num_total_gpus") if k in row}
+print(json.dumps({"chosen": str(result.chosen_exp), "picks": picks}, default=str))
+"""
+
+
+def plan_args(q: Question) -> list[str]:
+    """`pdnotes engine plan` for a question: its default search, KV over NVLink in the node."""
+    args = [
+        "engine", "plan", "--model", q.model, "--chip", q.chip, "--link", "nvlink4",
+        "--input-len", str(q.isl), "--output-len", str(q.osl), "--slo-ttft-ms",
+        f"{q.ttft_ms:g}", "--slo-tpot-ms", f"{q.tpot_ms:g}", "--max-chips", str(q.gpus),
+    ]  # fmt: skip
+    if q.fp8:
+        args += ["--weight-dtype", "fp8", "--kv-dtype", "fp8"]
+    return [*args, "--json"]
+
+
+def aic_python() -> str | None:
+    """A Python that imports aiconfigurator: this one, or $AIC_PYTHON (~/.venvs/aic)."""
+    for python in (sys.executable, os.environ.get("AIC_PYTHON", "~/.venvs/aic/bin/python")):
+        path = os.path.expanduser(python)
+        check = [path, "-c", "import aiconfigurator"]
+        if Path(path).exists() and subprocess.run(check, capture_output=True).returncode == 0:
+            return path
+    return None
+
+
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[str, float, float]:
+    """Run `command` to its end (at most an hour): its stdout, CPU seconds of its whole process
+    tree, wall seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=3600, env=env, cwd=ROOT, check=False
+    )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode not in (0, 1):  # 1: the plan found no candidate, still an answer
+        raise RuntimeError(f"{command[:4]}: exit {done.returncode}: {done.stderr[-800:]}")
+    return done.stdout, cpu, wall
+
+
+def side_by_side(only: list[str] | None) -> None:
+    python = aic_python()
+    if python is None:
+        raise SystemExit(
+            "aiconfigurator is not installed: pip install aiconfigurator==0.12.0 (here or in "
+            "the environment $AIC_PYTHON names)"
+        )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    load_before = os.getloadavg()
+    print(f"### {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
+    print(f"- machine: {platform.processor() or platform.machine()}, {available_cores()} cores")
+    print(f"- load average before: {load_before[0]:.2f} / {load_before[1]:.2f}\n")
+    print("| question | pdnotes CPU s | aiconfigurator CPU s | ratio | pdnotes wall s | "
+          "aiconfigurator wall s | pdnotes best | aiconfigurator's pick |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for q in QUESTIONS:
+        if only and q.name not in only:
+            continue
+        out, cpu, wall = timed([sys.executable, "-m", "notes_cli", *plan_args(q)], env)
+        doc = json.loads(out)
+        best = doc.get("best") or {}
+        verified = "verified" if best.get("verified") else "NOT verified"
+        pick = f"{best.get('label', 'none')}, {best.get('capacity_rps', 0):.3g} req/s, {verified}"
+        question = {
+            "model_path": q.aic_model, "total_gpus": q.gpus, "system": q.system,
+            "isl": q.isl, "osl": q.osl, "ttft": q.ttft_ms, "tpot": q.tpot_ms,
+        }  # fmt: skip
+        aic_out, aic_cpu, aic_wall = timed([python, "-c", AIC_SCRIPT, json.dumps(question)])
+        aic = json.loads(aic_out.strip().splitlines()[-1])
+        print(
+            f"| {q.name} | {cpu:.1f} | {aic_cpu:.1f} | **{cpu / aic_cpu:.2f}** | {wall:.0f} | "
+            f"{aic_wall:.0f} | {pick} | {aic['chosen']} |",
+            flush=True,
+        )
+    load_after = os.getloadavg()
+    print(f"\n- load average after: {load_after[0]:.2f} / {load_after[1]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=None, help="default: all cores")
+    parser.add_argument(
+        "--against-aiconfigurator", action="store_true", help="the side-by-side CPU questions"
+    )
+    parser.add_argument("--only", action="append", help="question name(s), with the above")
     args = parser.parse_args()
+    if args.against_aiconfigurator:
+        side_by_side(args.only)
+        return
     catalog = load_catalog()
     load_before = os.getloadavg()
     cpu_before = cpu_seconds()

@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> None:
 
     _reopen_closed_std_streams()
     args = sys.argv[1:] if argv is None else argv
+    previous = _exit_on_termination()
     try:
         command()(args=args, prog_name="pdnotes")
     except PdnotesError as exc:
@@ -125,6 +126,41 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+    finally:
+        _restore_handlers(previous)
+
+
+_TERMINATING = ("SIGTERM", "SIGHUP")
+
+
+def _exit_on_termination() -> dict[int, Any]:
+    """Make SIGTERM and SIGHUP (a supervisor's stop or timeout, a closed terminal) end pdnotes
+    as an exception does, with exit code 128 + the signal: every `finally` runs and stops what
+    the command started (the planner's worker processes, a Ray runtime). Python's default ends
+    the process on the spot and leaves its children running. Servers (engine serve, bridge)
+    install their own graceful handlers while they run. Returns the handlers replaced."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}  # only the main thread may set handlers (pdnotes called from a thread)
+    replaced = {}
+    for name in _TERMINATING:
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) is signal.SIG_DFL:
+            replaced[number] = signal.signal(number, _exit_with_signal)
+    return replaced
+
+
+def _exit_with_signal(number: int, frame: object) -> None:
+    raise SystemExit(128 + number)
+
+
+def _restore_handlers(previous: dict[int, Any]) -> None:
+    import signal
+
+    for number, handler in previous.items():
+        signal.signal(number, handler)
 
 
 def _reopen_closed_std_streams() -> None:

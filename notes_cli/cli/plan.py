@@ -24,6 +24,7 @@ MAX_CHUNK_TOKENS = 131072  # chunked-prefill chunk size
 MAX_CANDIDATES = 5000  # the default space has 596; each candidate is several simulations
 MAX_WINDOW_S = 600.0  # a probe's arrivals span at most ten minutes of simulated time
 MAX_PLAN_REQUESTS = REQUESTS[1] // 10  # 100,000 distinct lengths per probe
+MAX_PRICE = 1_000_000.0  # $ per chip-hour: any real price, and no sum or ratio overflows
 
 if TYPE_CHECKING:
     from notes_cli.engine.core.profiles import Catalog, Deployment, ModelShape
@@ -154,6 +155,14 @@ NoPrune = Annotated[
     bool,
     typer.Option("--no-prune", help="Simulate every candidate (the roofline SLO pruning off)."),
 ]
+ExhaustiveFront = Annotated[
+    bool,
+    typer.Option(
+        "--exhaustive-front",
+        help="Draw the front from the best 24 of an exhaustive search (more CPU); by default "
+        "it is drawn from the candidates the search simulated.",
+    ),
+]
 Out = Annotated[
     Path | None,
     typer.Option(
@@ -208,6 +217,7 @@ def plan(
     ray: Ray = None,
     plot: Plot = None,
     no_prune: NoPrune = False,
+    exhaustive_front: ExhaustiveFront = False,
     out: Out = None,
     sketch: Sketch = None,
     as_json: AsJson = False,
@@ -253,11 +263,13 @@ def plan(
         tolerance=tolerance,
         window_s=_window(window_s, slo_ttft_ms),
         prune=not no_prune,
+        exhaustive_front=exhaustive_front,
         top=top,
         curves=min(top, 4) if plot is not None else 0,
         base=base,
     )
-    report = run_plan(request, catalog, _executor(jobs, ray), on_progress=render_plan.Progress())
+    with render_plan.progress() as on_progress:
+        report = run_plan(request, catalog, _executor(jobs, ray), on_progress=on_progress)
     _publish(report, catalog, plot, out, engines, as_json)
     if report.best is None:
         raise typer.Exit(1)
@@ -435,8 +447,11 @@ def _chips(specs: list[str], catalog: Catalog) -> tuple[ChipOption, ...]:
                 price = float(price_text)
             except ValueError:
                 raise UsageError(f"--chip {spec!r}: the price must be a number") from None
-            if not price > 0:
-                raise UsageError(f"--chip {spec!r}: the price must be positive")
+            if not 0 < price <= MAX_PRICE:  # also refuses nan and inf
+                raise UsageError(
+                    f"--chip {spec!r}: the price must be a number above 0 and at most "
+                    f"{MAX_PRICE:,.0f} (per chip-hour)"
+                )
         out[name] = ChipOption(name, price)
     options = tuple(out.values())
     priced = [c.price is not None for c in options]

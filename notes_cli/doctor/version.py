@@ -61,6 +61,9 @@ def installed_version(name: str, override: str) -> tuple[int, int, int] | None:
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         return None
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): the child's session ends with us
+        _kill_group(proc)
+        raise
     return parse_version(out.decode("utf-8", "replace"))
 
 
@@ -74,3 +77,5 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=TIMEOUT_S)
+    if proc.stdout is not None:
+        proc.stdout.close()

@@ -18,8 +18,8 @@ per process and shared by every candidate it evaluates.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from notes_cli.bench.goodput import search_goodput
@@ -33,6 +33,8 @@ from notes_cli.plan.workload import PlanWorkload
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_MAX_PROBES = 16
+COARSE_FACTOR = 4  # a first search stops at 4x the tolerance; only candidates that can still
+# enter what the report shows are searched on to the tolerance (planner.py)
 LOWER_START = 0.9  # a refuted claim's search starts this far below it
 
 
@@ -113,6 +115,13 @@ class CandidateResult:
     repeat: int = 1  # the passing probe at `capacity` judged the lengths this many times over
     verification: LoadPoint | None = None  # the longer simulation at `capacity`, once verified
     refuted: LoadPoint | None = None  # the verification that refuted an earlier, higher claim
+    settled: bool = True  # False: a coarse search's capacity, below the true one (`refine`)
+
+    @property
+    def failed_rate(self) -> float | None:
+        """The lowest rate a probe of the search failed at: the capacity is below it."""
+        failed = [p.rate for p in self.probes if not p.met]
+        return min(failed) if failed else None
 
     @property
     def simulated_requests(self) -> int:
@@ -137,6 +146,7 @@ class CandidateResult:
             **self.candidate.to_json(),
             "capacity_rps": round(self.capacity, 4),
             "capped": self.capped,
+            "settled": self.settled,
             "repeat": None if self.pruned else self.repeat,
             "pruned": self.pruned,
             "prune_kind": self.prune_kind or None,
@@ -168,15 +178,25 @@ def bounds() -> Bounds:
 
 def run_task(task: tuple[Any, ...]) -> Any:
     """Evaluate one task in this process's plan: ("capacity", candidate, start_rate),
-    ("load", candidate, rate): a verification-length simulation, ("lower", candidate,
-    refuted_rate): the capacity searched again with verification-length probes below a refuted
-    claim, or ("sweep", candidate, rates)."""
+    ("refine", candidate, coarse_result): its bisection finished, ("entry", candidate, rate): one
+    probe (the Probe), ("load", candidate, rate): a
+    verification-length simulation, ("size", candidate, rate): a
+    probe-length one, ("lower", candidate, refuted_rate): the capacity searched again with
+    verification-length probes below a refuted claim, or ("sweep", candidate, rates)."""
     context: PlanContext = _STATE["context"]
     kind, candidate = task[0], task[1]
     if kind == "capacity":
-        return capacity(context, candidate, task[2])
+        return capacity(context, candidate, task[2], coarse=True)
+    if kind == "refine":
+        return refine(context, task[2])
+    if kind == "entry":
+        probes: list[Probe] = []
+        _prober(context, candidate, 1, math.inf, probes, {})(task[2])
+        return probes[0]
     if kind == "load":
         return load_point(context, candidate, task[2], VERIFY_FACTOR)
+    if kind == "size":
+        return load_point(context, candidate, task[2])
     if kind == "lower":
         return lowered(context, candidate, task[2])
     if kind == "sweep":
@@ -192,12 +212,73 @@ def capacity(
     *,
     factor: int = 1,
     ceiling: float = math.inf,
+    coarse: bool = False,
 ) -> CandidateResult:
     """Search the highest rate below `ceiling` at which `candidate` meets the SLOs, from
     `start_rate`; every probe runs to steady state (steady.probe_shape; `factor` lengthens
-    it, VERIFY_FACTOR making each passing probe a verification)."""
+    it, VERIFY_FACTOR making each passing probe a verification). `coarse` stops the bisection
+    at COARSE_FACTOR x the tolerance (`refine` finishes it where the plan needs it)."""
     probes: list[Probe] = []
     passed: dict[float, tuple[LoadPoint, int]] = {}
+    meets = _prober(context, candidate, factor, ceiling, probes, passed)
+    tolerance = context.tolerance * (COARSE_FACTOR if coarse else 1)
+    found = search_goodput(
+        meets,
+        chips=candidate.chips,
+        start_rate=start_rate,
+        tolerance=tolerance,
+        max_probes=context.max_probes,
+    )
+    point, repeat = passed.get(found.rate, (None, 1))
+    high = found.failed_rate
+    settled = (
+        found.rate <= 0
+        or found.capped
+        or high is None
+        or (high - found.rate) / high <= context.tolerance
+    )
+    return CandidateResult(
+        candidate,
+        found.rate,
+        probes=tuple(probes),
+        capped=found.capped,
+        repeat=repeat,
+        verification=point if factor >= VERIFY_FACTOR else None,
+        settled=settled or len(probes) >= context.max_probes,
+    )
+
+
+def refine(context: PlanContext, result: CandidateResult) -> CandidateResult:
+    """Finish a coarse search's bisection to the plan's tolerance. The probes are those the
+    search to that tolerance would have run after the coarse ones (bisection halves the same
+    bracket either way), so the result is exactly that search's."""
+    if result.settled:
+        return result
+    probes = list(result.probes)
+    passed: dict[float, tuple[LoadPoint, int]] = {}
+    meets = _prober(context, result.candidate, 1, math.inf, probes, passed)
+    low, high = result.capacity, result.failed_rate
+    assert high is not None
+    while (high - low) / high > context.tolerance and len(probes) < context.max_probes:
+        middle = (low + high) / 2
+        if meets(middle):
+            low = middle
+        else:
+            high = middle
+    repeat = passed[low][1] if low in passed else result.repeat
+    return replace(result, capacity=low, probes=tuple(probes), repeat=repeat, settled=True)
+
+
+def _prober(
+    context: PlanContext,
+    candidate: Candidate,
+    factor: int,
+    ceiling: float,
+    probes: list[Probe],
+    passed: dict[float, tuple[LoadPoint, int]],
+) -> Callable[[float], bool]:
+    """`meets(rate)` for the goodput search: one steady-state probe, recorded in `probes`
+    (and, when it passes, its point and repeat in `passed`)."""
 
     def meets(rate: float) -> bool:
         if rate >= ceiling:  # refuted there already: not simulated again
@@ -212,22 +293,7 @@ def capacity(
             passed[rate] = (_point(judge, rate, shape.measured), shape.repeat)
         return met
 
-    found = search_goodput(
-        meets,
-        chips=candidate.chips,
-        start_rate=start_rate,
-        tolerance=context.tolerance,
-        max_probes=context.max_probes,
-    )
-    point, repeat = passed.get(found.rate, (None, 1))
-    return CandidateResult(
-        candidate,
-        found.rate,
-        probes=tuple(probes),
-        capped=found.capped,
-        repeat=repeat,
-        verification=point if factor >= VERIFY_FACTOR else None,
-    )
+    return meets
 
 
 def lowered(context: PlanContext, candidate: Candidate, refuted_rate: float) -> CandidateResult:

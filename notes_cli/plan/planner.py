@@ -3,9 +3,10 @@
 Phases (each a batch of tasks for the executor, results in task order):
 1. capacity: every candidate of the space is pruned by the roofline (prune.py) or searched by
    simulation. Survivors run best bound first, in waves of a fixed size; after each wave, a
-   candidate whose capacity bound per chip (or per price) is below the `shown`-th best score
-   found so far is skipped, since it cannot enter what the report shows of the ranking (the
-   top table, the front's candidates, the curves): branch and bound. Waves have a fixed size
+   candidate whose capacity bound ranks it (rank.py: per chip or per price, or with a target
+   rate by what carrying it costs) behind the `shown`-th best found so far is skipped, since
+   it cannot enter what the report shows of the ranking (the top table, the front's
+   candidates, the curves): branch and bound. Waves have a fixed size
    and run in a fixed order, so the result does not depend on the executor;
 2. verify: the top `top` candidates are each simulated once more at their capacity, for
    VERIFY_FACTOR times longer than a probe (steady.py); a claim the verification refutes is
@@ -14,9 +15,10 @@ Phases (each a batch of tasks for the executor, results in task order):
    if they could now enter the shown set, and the new top is verified, until every candidate
    of the top table is verified;
 3. load: the best `front_size` candidates by score are sized to the reference load (the target
-   rate, else the best candidate's capacity) and simulated there by a verification-length
-   simulation each, for the chips-vs-latency front; a candidate missing the SLOs there is left
-   off the front (and listed in the JSON);
+   rate, else the best candidate's capacity) and simulated there by a probe-length simulation
+   each, for the chips-vs-latency front; every row the front prints is then verified there by
+   a verification-length simulation (repeated until the front's rows are all verifications);
+   a candidate missing the SLOs there is left off the front (and listed in the JSON);
 4. curves (only with a plot): the top candidates' attainment at rates around their capacity.
 """
 
@@ -39,11 +41,13 @@ from notes_cli.plan.evaluate import (
 from notes_cli.plan.prune import Screen, rate_hint
 from notes_cli.plan.rank import (
     FrontPoint,
+    RankKey,
     Scored,
     pareto_front,
+    rank_key,
     ranked,
     replicas,
-    score_of,
+    total_text,
     why_behind,
 )
 from notes_cli.plan.slo import PlanSlo
@@ -51,8 +55,8 @@ from notes_cli.plan.space import Candidate, SearchSpace, enumerate_candidates
 from notes_cli.plan.workload import PlanWorkload
 
 SCHEMA = "pdnotes.plan/1"
-WAVE = 32  # candidates per branch-and-bound wave (a constant: results must not depend on cores)
-Skipped = tuple[float, Candidate, float]  # (bound score, candidate, start rate)
+WAVE = 8  # candidates per branch-and-bound wave (a constant: results must not depend on cores)
+Skipped = tuple[RankKey, Candidate, float]  # (the bound's rank key, candidate, start rate)
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)  # of each one's capacity
 
 
@@ -64,7 +68,7 @@ class Executor(Protocol):
     def map(
         self, tasks: list[tuple[Any, ...]], on_done: Callable[[int], None] | None = None
     ) -> list[Any]: ...
-    def close(self) -> None: ...
+    def close(self, abort: bool = False) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,8 @@ class PlanRequest:
     window_s: float = 10.0
     prune: bool = True
     top: int = 5
-    front_size: int = 24  # the best candidates by score that are sized for the front
+    front_size: int = 24  # the best candidates by rank that are sized for the front
+    exhaustive_front: bool = False  # the bound keeps every candidate that can enter them too
     wave: int = WAVE
     curves: int = 0  # how many of the top candidates get an attainment-vs-rate curve
     # Engine settings every candidate keeps (a calibrated deployment file's overheads, batch
@@ -95,13 +100,49 @@ class PlanRequest:
     def per_price(self) -> bool:
         return all(c.price is not None for c in self.space.chips)
 
+    def key(self, candidate: Candidate, rate: float) -> RankKey:
+        """The rank key of `candidate` at capacity `rate` (rank.py: by score, or with a target
+        rate by what carrying it costs)."""
+        return rank_key(candidate, rate, self.prices, self.target_rate)
+
+    def entry_rate(self, candidate: Candidate, threshold: RankKey) -> float | None:
+        """The lowest capacity at which `candidate` would rank no worse than `threshold`; None
+        when none would (rank.py's key, solved for the rate)."""
+        price = candidate.price_per_hour(self.prices) if self.prices else None
+        unit = price if price is not None and price > 0 else candidate.chips
+        if len(threshold) == 1:  # by score: rate / unit
+            return -threshold[0] * unit
+        assert self.target_rate is not None
+        total, negative_score = threshold
+        n = math.floor(total / unit + 1e-9)  # replicas it may need at most
+        if n < 1:
+            return None
+        rate = self.target_rate / n
+        if math.isclose(n * unit, total):  # as costly: the score decides
+            rate = max(rate, -negative_score * unit)
+        return rate
+
+    def bound_reason(self, bound: RankKey, threshold: RankKey) -> str:
+        """Why the bound skipped a candidate: the best it could reach against the threshold."""
+        if len(bound) == 1:
+            unit = "req/s per $/h" if self.per_price else "req/s per chip"
+            return (
+                f"bound: at most {-bound[0]:.3g} {unit}, below the top {self.shown}'s "
+                f"{-threshold[0]:.3g}"
+            )
+        return (
+            f"bound: at least {total_text(bound[0], self.per_price)} for the target rate, above "
+            f"the top {self.shown}'s {total_text(threshold[0], self.per_price)}"
+        )
+
     @property
     def shown(self) -> int:
-        """How many of the best candidates the report uses: the top table, the front's
-        candidates, the curves. The bound may skip only candidates that cannot enter them, so
-        that all of these are what an exhaustive search gives (with the top five only, a
-        candidate ranked 6th-24th could be skipped and its point go missing from the front)."""
-        return max(self.top, self.front_size, self.curves)
+        """How many of the best candidates the bound must keep exact: the top table and the
+        curves; with `exhaustive_front` the front's candidates too (else the front is drawn
+        from the best candidates the search simulated, which costs far less: in a space of 77
+        candidates the 24 the front is drawn from are most of it)."""
+        front = self.front_size if self.exhaustive_front else 0
+        return max(self.top, front, self.curves)
 
 
 @dataclass(frozen=True)
@@ -122,7 +163,7 @@ class PlanReport:
 
     @property
     def pruned(self) -> dict[str, int]:
-        counts = {"memory": 0, "slo": 0, "bound": 0}
+        counts = {"memory": 0, "slo": 0, "bound": 0, "entry": 0}
         for r in self.results:
             if r.pruned:
                 counts[r.prune_kind] = counts.get(r.prune_kind, 0) + 1
@@ -130,7 +171,8 @@ class PlanReport:
 
     @property
     def front_missed(self) -> tuple[FrontPoint, ...]:
-        """Sized candidates whose verification at the reference load missed the SLOs."""
+        """Sized candidates that missed the SLOs at the reference load (in their sizing or in
+        their verification)."""
         return tuple(p for p in self.loads.values() if not p.load.met)
 
     @property
@@ -145,6 +187,14 @@ class PlanReport:
     @property
     def simulated_requests(self) -> int:
         return sum(r.simulated_requests for r in self.results)
+
+    @property
+    def rank_by(self) -> str:
+        """What the ranking orders by (rank.py)."""
+        req = self.request
+        if req.target_rate is None:
+            return "req/s per $/h" if req.per_price else "req/s per chip"
+        return f"{'$/h' if req.per_price else 'chips'} for the target rate"
 
     def replicas_needed(self) -> int | None:
         best = self.best
@@ -190,6 +240,7 @@ class PlanReport:
             "workload": req.workload.to_json(),
             "space": req.space.to_json(),
             "score": "req/s per $/h" if req.per_price else "req/s per chip",
+            "rank_by": self.rank_by,
             "target_rate": req.target_rate,
             "reference_rate": round(self.reference_rate, 4),
             "counts": {
@@ -210,6 +261,7 @@ class PlanReport:
                 "capacity_rps": round(best.result.capacity, 4),
                 "score": round(best.score, 6),
                 "replicas": self.replicas_needed(),
+                "total_for_target": best.total,
                 "binding": list(best.result.binding),
                 "verified": best.result.verified,
                 "verification": _json_or_none(best.result.verification),
@@ -254,16 +306,18 @@ def plan(
         window_s=request.window_s,
         base=request.base,
     )
-    executor.start(context)
     try:
+        executor.start(context)
         found, skipped = _capacities(request, executor, candidates, on_progress)
         ranking = _verified(request, executor, found, skipped, on_progress)
         results = [found[c.index] for c in candidates]
         reference = request.target_rate or (ranking[0].result.capacity if ranking else 0.0)
         loads = _loads(executor, ranking[: request.front_size], reference, on_progress)
         curves = _curves(executor, ranking[: request.curves], on_progress)
-    finally:
-        executor.close()
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM) or failed: stop the workers now
+        executor.close(abort=True)
+        raise
+    executor.close()
     return PlanReport(
         request=request,
         results=tuple(results),
@@ -298,10 +352,9 @@ def _capacities(
         if verdict.reason is not None:  # --no-prune: simulate it anyway
             hint = rate_hint(c, dep, screen.bounds)
             bound, verdict = math.inf, replace(verdict, rate_hint=hint)
-        queue.append((score_of(c, bound, request.prices), c, verdict.rate_hint))
-    queue.sort(key=lambda item: (-item[0], item[1].index))
-    unit = "req/s per $/h" if request.per_price else "req/s per chip"
-    best: list[float] = []  # scores found so far, best first
+        queue.append((request.key(c, bound), c, verdict.rate_hint))
+    queue.sort(key=lambda item: (item[0], item[1].index))
+    best: list[RankKey] = []  # rank keys found so far, best first
     skipped: list[Skipped] = []
 
     def progress() -> None:
@@ -315,16 +368,15 @@ def _capacities(
         threshold = best[shown - 1] if request.prune and len(best) >= shown else None
         todo = []
         for item in wave:
-            bound_score, c, hint = item
-            if threshold is not None and bound_score < threshold:
-                reason = (
-                    f"bound: at most {bound_score:.3g} {unit}, below the top {shown}'s "
-                    f"{threshold:.3g}"
-                )
+            bound_key, c, hint = item
+            if threshold is not None and bound_key > threshold:
+                reason = request.bound_reason(bound_key, threshold)
                 results[c.index] = CandidateResult(c, 0.0, reason, "bound")
                 skipped.append(item)
             else:
                 todo.append(("capacity", c, hint))
+        if threshold is not None and todo:
+            todo = _entered(request, executor, todo, threshold, results, skipped)
         done_before = len(results)
 
         def wave_done(n: int, base: int = done_before) -> None:
@@ -334,10 +386,48 @@ def _capacities(
         for result in executor.map(todo, wave_done) if todo else []:
             results[result.candidate.index] = result
             if result.capacity > 0:
-                best.append(score_of(result.candidate, result.capacity, request.prices))
-        best.sort(reverse=True)
+                best.append(request.key(result.candidate, result.capacity))
+        best.sort()
         progress()
     return results, skipped
+
+
+def _entered(
+    request: PlanRequest,
+    executor: Executor,
+    todo: list[tuple[Any, ...]],
+    threshold: RankKey,
+    results: dict[int, CandidateResult],
+    skipped: list[Skipped],
+) -> list[tuple[Any, ...]]:
+    """The capacity tasks worth running: each candidate is first probed once at the lowest
+    capacity that would rank it with the `shown` best so far (`entry_rate`). A probe that
+    misses there means a capacity below it (the search's own assumption: meeting the SLOs
+    only gets harder as the rate rises), so the candidate cannot enter and its search is
+    skipped; a probe above the capacity mostly stops early, so this costs a fraction of a
+    search. It is kept among the skipped, in case lowered claims make room later."""
+    entries = [(task, request.entry_rate(task[1], threshold)) for task in todo]
+    probing = [(task, rate) for task, rate in entries if rate is not None]
+    probes = executor.map([("entry", task[1], rate) for task, rate in probing])
+    missed = {task[1].index: (rate, p) for (task, rate), p in zip(probing, probes, strict=True)}
+    missed = {i: v for i, v in missed.items() if not v[1].met}
+    out = []
+    for task in todo:
+        c, hint = task[1], task[2]
+        if c.index not in missed:
+            out.append(task)
+            continue
+        rate, probe = missed[c.index]
+        why = "; ".join(probe.binding) or "SLOs missed"
+        reason = (
+            f"entry: missed the SLOs at {rate:.3g} req/s, the least it needed to rank with the "
+            f"top {request.shown} ({why})"
+        )
+        results[c.index] = CandidateResult(c, 0.0, reason, "entry", probes=(probe,))
+        # Its capacity is below `rate`, so its key is worse than the key there: (inf,) after
+        # it makes a threshold equal to that key not revive it, a looser one does.
+        skipped.append(((*request.key(c, rate), math.inf), c, hint))
+    return out
 
 
 def _verified(
@@ -351,14 +441,27 @@ def _verified(
     `results` is updated in place. Each round verifies new entries or searches skipped
     candidates, each at most once, so it ends."""
     while True:
-        ranking = ranked([results[i] for i in sorted(results)], request.prices)
+        ranking = ranked([results[i] for i in sorted(results)], request.prices, request.target_rate)
         shown = request.shown
-        threshold = ranking[shown - 1].score if len(ranking) >= shown else -math.inf
-        revived = [item for item in skipped if item[0] >= threshold]
+        threshold = ranking[shown - 1].key if len(ranking) >= shown else (math.inf, math.inf)
+        revived = [item for item in skipped if item[0] <= threshold]
         if revived:  # a lowered claim made room above candidates the bound skipped
-            skipped[:] = [item for item in skipped if item[0] < threshold]
+            skipped[:] = [item for item in skipped if item[0] > threshold]
             tasks: list[tuple[Any, ...]] = [("capacity", c, hint) for _, c, hint in revived]
             for result in _phase(executor, "capacity", tasks, on_progress):
+                results[result.candidate.index] = result
+            continue
+        # A coarse capacity is below the true one, which is below its lowest failed rate:
+        # search on every candidate that could enter the shown set at that rate.
+        unsettled = [
+            r
+            for r in (results[i] for i in sorted(results))
+            if not r.settled
+            and (not request.prune or request.key(r.candidate, _upper(r)) <= threshold)
+        ]
+        if unsettled:
+            tasks = [("refine", r.candidate, r) for r in unsettled]
+            for result in _phase(executor, "refine", tasks, on_progress):
                 results[result.candidate.index] = result
             continue
         todo = [s.result for s in ranking[: request.top] if s.result.verification is None]
@@ -381,6 +484,11 @@ def _verified(
             results[r.candidate.index] = replace(low, probes=r.probes + low.probes, refuted=point)
 
 
+def _upper(result: CandidateResult) -> float:
+    """Above any capacity `result`'s search can still reach."""
+    return result.failed_rate or math.inf
+
+
 def _phase(
     executor: Executor, name: str, tasks: list[tuple[Any, ...]], on_progress: ProgressFn | None
 ) -> list[Any]:
@@ -398,25 +506,45 @@ def _phase(
 def _loads(
     executor: Executor, ranking: list[Scored], reference: float, on_progress: ProgressFn | None
 ) -> dict[str, FrontPoint]:
+    """Each candidate of `ranking` sized to the reference load and simulated there. Only the
+    rows the front prints are claims: every candidate is sized by a probe-length simulation,
+    the front is drawn from those, and each of its rows is simulated again at verification
+    length, its point replaced by that one; a row the verification moves (or makes miss) can
+    change the front, so this repeats until every row of the front is a verification."""
     if reference <= 0:
         return {}
-    sized = [(s.result, replicas(s.result.capacity, reference)) for s in ranking]
+    sized = {s.candidate_id: (s.result, replicas(s.result.capacity, reference)) for s in ranking}
     # A candidate sized to one replica at its own capacity was verified there already.
-    known = {
-        r.candidate.id: r.verification
-        for r, n in sized
+    verified = {
+        cid: r.verification
+        for cid, (r, n) in sized.items()
         if r.verification is not None and r.verification.rate == reference / n
     }
+
+    def row(cid: str, point: LoadPoint) -> FrontPoint:
+        r, n = sized[cid]
+        return FrontPoint(cid, r.candidate.label, n, n * r.candidate.chips, point)
+
+    todo = [cid for cid in sized if cid not in verified]
     tasks: list[tuple[Any, ...]] = [
-        ("load", r.candidate, reference / n) for r, n in sized if r.candidate.id not in known
+        ("size", sized[c][0].candidate, reference / sized[c][1]) for c in todo
     ]
-    simulated = iter(_phase(executor, "front", tasks, on_progress))
-    points = {}
-    for r, n in sized:
-        c = r.candidate
-        point = known.get(c.id) or next(simulated)
-        points[c.id] = FrontPoint(c.id, c.label, n, n * c.chips, point)
-    return points
+    points = {
+        c: row(c, p)
+        for c, p in zip(todo, _phase(executor, "front", tasks, on_progress), strict=True)
+    }
+    points.update({c: row(c, p) for c, p in verified.items() if p is not None})
+    while True:
+        front = pareto_front([p for p in points.values() if p.load.met])
+        todo = [p.candidate_id for p in front if p.candidate_id not in verified]
+        if not todo:
+            return {cid: points[cid] for cid in sized}
+        tasks = [("load", sized[c][0].candidate, reference / sized[c][1]) for c in todo]
+        for cid, point in zip(
+            todo, _phase(executor, "verify-front", tasks, on_progress), strict=True
+        ):
+            verified[cid] = point
+            points[cid] = row(cid, point)
 
 
 def _curves(

@@ -10,6 +10,7 @@ installed (a worker imports notes_cli.plan.evaluate).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ class RayExecutor:
         self._context_ref: Any = None
         self._remote: Any = None
         self._started_here = False
+        self._pending: list[Any] = []  # the batches of the current `map` not yet returned
 
     @property
     def description(self) -> str:
@@ -72,9 +74,9 @@ class RayExecutor:
         batches = [list(tasks[i : i + BATCH]) for i in range(0, len(tasks), BATCH)]
         refs = [self._remote.remote(self._context_ref, batch) for batch in batches]
         sizes = {ref: len(batch) for ref, batch in zip(refs, batches, strict=True)}
-        pending, done = list(refs), 0
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1, timeout=_WAIT_S)
+        self._pending, done = list(refs), 0
+        while self._pending:
+            ready, self._pending = ray.wait(self._pending, num_returns=1, timeout=_WAIT_S)
             if not ready:
                 raise PdnotesError(f"no Ray result within {_WAIT_S:.0f} s; is the cluster busy?")
             done += sizes[ready[0]]
@@ -82,7 +84,15 @@ class RayExecutor:
                 on_done(done)
         return [result for batch in ray.get(refs) for result in batch]
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """Disconnect, shutting down a runtime started here (its worker processes with it).
+        On `abort` (the plan was interrupted) the batches still running are cancelled first,
+        so a shared cluster does not keep computing for a plan nobody waits for."""
+        if self._ray is not None and abort:
+            for ref in self._pending:
+                with contextlib.suppress(Exception):  # finished meanwhile, or the cluster gone
+                    self._ray.cancel(ref, force=True)
+        self._pending = []
         if self._started_here and self._ray is not None:
             self._ray.shutdown()
         self._started_here = False

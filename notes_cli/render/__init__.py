@@ -30,6 +30,7 @@ tests/test_architecture.py.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -122,12 +123,27 @@ def text(content: str) -> None:
 
 
 def emit_json(document: dict[str, Any]) -> None:
-    """Write exactly one JSON document to stdout. `schema` must name kind and version."""
+    """Write exactly one JSON document to stdout. `schema` must name kind and version. Strict
+    JSON: a number that is not finite (NaN, ±inf, which json.dumps would write as `NaN` and
+    `Infinity`, and strict parsers reject) is written as null."""
     if "schema" not in document:
         raise ValueError("a --json document needs a 'schema' field")
-    encoded = json.dumps(document, ensure_ascii=False, indent=2, default=str)
+    encoded = json.dumps(
+        finite_or_null(document), ensure_ascii=False, indent=2, default=str, allow_nan=False
+    )
     sys.stdout.write(encoded.translate(_JSON_RAW) + "\n")
     sys.stdout.flush()
+
+
+def finite_or_null(value: Any) -> Any:
+    """`value` with every non-finite float inside dicts, lists and tuples replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_null(v) for v in value]
+    return value
 
 
 def error(message: str, fix: str | None = None) -> None:

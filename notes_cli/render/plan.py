@@ -4,7 +4,9 @@ the chips-vs-latency front, and progress lines on stderr."""
 from __future__ import annotations
 
 import math
-import time
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -12,34 +14,43 @@ from rich.table import Table
 from notes_cli.render import err, escape, out
 
 if TYPE_CHECKING:
+    from rich.progress import TaskID
+
     from notes_cli.plan.evaluate import LoadPoint
     from notes_cli.plan.planner import PlanReport
 
 _PHASES = {
     "capacity": "candidates searched",
+    "refine": "capacities searched on to the tolerance",
     "front": "candidates sized to the reference load",
+    "verify-front": "front rows verified by a longer simulation",
     "verify": "claims verified by a longer simulation",
     "lower": "refuted claims searched again below",
     "curves": "attainment curves",
 }
 
 
-class Progress:
-    """`(phase, done, total)` callback: one stderr line per phase start and every 10%."""
+@contextmanager
+def progress() -> Iterator[Callable[[str, int, int], None] | None]:
+    """A `(phase, done, total)` callback drawing one bar per phase on stderr while the plan
+    runs, removed when it ends; None (nothing drawn) when stderr is not a terminal, so that
+    logs, pipes and `--json` consumers get no progress noise."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bars
 
-    def __init__(self) -> None:
-        self._started = time.perf_counter()
-        self._shown: dict[str, int] = {}
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Bars(*columns, TimeElapsedColumn(), console=err(), transient=True) as bars:
+        tasks: dict[str, TaskID] = {}
 
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        step = max(1, math.ceil(total / 10))
-        last = self._shown.get(phase, -1)
-        if done == last or (done not in (0, total) and done - last < step and last >= 0):
-            return
-        self._shown[phase] = done
-        elapsed = time.perf_counter() - self._started
-        what = _PHASES.get(phase, phase)
-        err().print(f"[dim]{phase}: {done}/{total} {what} ({elapsed:.1f} s)[/]")
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bars.add_task(f"{phase}: {_PHASES.get(phase, phase)}")
+            bars.update(tasks[phase], completed=done, total=total)
+
+        yield update
 
 
 def _n(x: float) -> str:
@@ -61,7 +72,8 @@ def plan_report(report: PlanReport) -> None:
     console.print(
         f"Searched {len(report.results)} candidates: pruned by the roofline "
         f"{counts.get('memory', 0)} (memory) + {counts.get('slo', 0)} (SLO), skipped by the "
-        f"capacity bound {counts.get('bound', 0)}, simulated "
+        f"capacity bound {counts.get('bound', 0)} and by one probe at the rate needed to enter "
+        f"the top {req.shown} {counts.get('entry', 0)}, simulated "
         f"{report.simulated_candidates}, {len(report.ranking)} meet the SLOs at some rate. "
         f"{report.simulated_requests:,} requests simulated in {report.wall_s:.1f} s on "
         f"{escape(report.executor)}."
@@ -89,9 +101,11 @@ def plan_report(report: PlanReport) -> None:
         console.print(f"  at higher load: {escape('; '.join(best.result.binding))}")
     replicas = report.replicas_needed()
     if replicas is not None and req.target_rate is not None:
+        cost = f", ${best.total:,.4g}/h" if req.per_price and best.total is not None else ""
         console.print(
             f"  target {req.target_rate:g} req/s: [bold]{replicas} replica"
-            f"{'s' if replicas > 1 else ''}[/] ({replicas * cand.chips} chips)"
+            f"{'s' if replicas > 1 else ''}[/] ({replicas * cand.chips} chips{cost}), the "
+            "cheapest of the candidates for that rate"
         )
     console.print()
     console.print(_top_table(report, unit))
@@ -158,38 +172,28 @@ def _refutation(point: LoadPoint) -> str:
 
 
 def _top_table(report: PlanReport, unit: str) -> Table:
-    table = Table(
-        title=f"Top {min(report.request.top, len(report.ranking))} by {unit}",
-        title_justify="left",
-        show_edge=False,
-        pad_edge=False,
-    )
-    for name, justify in (
-        ("#", "right"),
-        ("id", "left"),
-        ("candidate", "left"),
-        ("chips", "right"),
-        ("$/h", "right"),
-        ("req/s", "right"),
-        (unit, "right"),
-        ("verified", "right"),
-    ):
+    req = report.request
+    n = min(req.top, len(report.ranking))
+    target = req.target_rate
+    total = "total $/h" if req.per_price else "total chips"
+    by = unit if target is None else f"{total} for {target:g} req/s"
+    table = Table(title=f"Top {n} by {by}", title_justify="left", show_edge=False, pad_edge=False)
+    columns = [("#", "right"), ("id", "left"), ("candidate", "left"), ("chips", "right")]
+    columns += [("$/h", "right"), ("req/s", "right"), (unit, "right")]
+    if target is not None:
+        columns += [("replicas", "right"), (total, "right")]
+    for name, justify in (*columns, ("verified", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for i, s in enumerate(report.ranking[: report.request.top], 1):
+    for i, s in enumerate(report.ranking[: req.top], 1):
         c = s.result.candidate
         price = "-" if s.price_per_hour is None else f"{s.price_per_hour:g}"
         check = s.result.verification
         verified = "-" if check is None else f"{check.attainment:.0%} of {check.requests:,}"
-        table.add_row(
-            str(i),
-            c.id,
-            escape(c.label),
-            str(c.chips),
-            price,
-            f"{s.result.capacity:.3g}",
-            f"{s.score:.3g}",
-            verified,
-        )
+        cells = [str(i), c.id, escape(c.label), str(c.chips), price]
+        cells += [f"{s.result.capacity:.3g}", f"{s.score:.3g}"]
+        if target is not None:
+            cells += [str(s.replicas), "-" if s.total is None else f"{s.total:g}"]
+        table.add_row(*cells, verified)
     return table
 
 
