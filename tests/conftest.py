@@ -91,6 +91,8 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("PDNOTES_HOME", str(home / ".pdnotes"))
+    # aiconfigurator (optional, heavy) runs only where a test names a Python for it.
+    monkeypatch.setenv("PDNOTES_AICONFIGURATOR_PYTHON", "off")
     # OpenCode (and any XDG client) reads and writes under these: all inside the temp home.
     for name, folder in _XDG.items():
         monkeypatch.setenv(name, str(home / folder))

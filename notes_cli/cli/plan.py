@@ -227,6 +227,7 @@ def plan(
     data parallelism), P:D instance counts, batch and chunk sizes, each candidate's capacity
     found by simulation. Deterministic for a seed."""
     from notes_cli.engine.core.profiles import load_catalog
+    from notes_cli.plan.crosscheck import crosscheck
     from notes_cli.plan.planner import PlanRequest
     from notes_cli.plan.planner import plan as run_plan
     from notes_cli.plan.slo import PlanSlo
@@ -270,6 +271,7 @@ def plan(
     )
     with render_plan.progress() as on_progress:
         report = run_plan(request, catalog, _executor(jobs, ray), on_progress=on_progress)
+    report = replace(report, checks=crosscheck(report, catalog))  # aiconfigurator, if beside us
     _publish(report, catalog, plot, out, engines, as_json)
     if report.best is None:
         raise typer.Exit(1)

@@ -28,7 +28,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from notes_cli.engine.core.profiles import Catalog, Deployment
 from notes_cli.plan import evaluate
@@ -53,6 +53,9 @@ from notes_cli.plan.rank import (
 from notes_cli.plan.slo import PlanSlo
 from notes_cli.plan.space import Candidate, SearchSpace, enumerate_candidates
 from notes_cli.plan.workload import PlanWorkload
+
+if TYPE_CHECKING:
+    from notes_cli.plan.crosscheck import CrossCheck
 
 SCHEMA = "pdnotes.plan/1"
 WAVE = 8  # candidates per branch-and-bound wave (a constant: results must not depend on cores)
@@ -156,6 +159,7 @@ class PlanReport:
     curves: dict[str, tuple[LoadPoint, ...]] = field(default_factory=dict)
     executor: str = ""
     wall_s: float = 0.0
+    checks: dict[str, CrossCheck] = field(default_factory=dict)  # aiconfigurator's, by id
 
     @property
     def best(self) -> Scored | None:
@@ -229,6 +233,7 @@ class PlanReport:
             row["price_per_hour"] = r.candidate.price_per_hour(req.prices)
             load = self.loads.get(r.candidate.id)
             row["at_reference"] = load.to_json() if load else None
+            row["checks"] = self.checks_json(r) if s else None
             table.append(row)
         return {
             "schema": SCHEMA,
@@ -266,6 +271,7 @@ class PlanReport:
                 "verified": best.result.verified,
                 "verification": _json_or_none(best.result.verification),
                 "refuted": _json_or_none(best.result.refuted),
+                "checks": self.checks_json(best.result),
             },
             "ranking": [s.candidate_id for s in self.ranking],
             "runner_ups": [{"id": s.candidate_id, "why": why} for s, why in self.runner_ups()],
@@ -275,6 +281,20 @@ class PlanReport:
             "candidates": table,
             "executor": self.executor,
             "wall_s": round(self.wall_s, 3),
+        }
+
+    def checks_json(self, result: CandidateResult) -> dict[str, Any]:
+        """The checks a claim passed: its own steady-state simulation (the verification) and
+        aiconfigurator's estimate of the same configuration (crosscheck.py), where it ran."""
+        point = result.verification
+        check = self.checks.get(result.candidate.id)
+        return {
+            "simulation": {
+                "checked": point is not None,
+                "passed": result.verified,
+                "requests": point.requests if point is not None else 0,
+            },
+            "aiconfigurator": check.to_json() if check is not None else None,
         }
 
 

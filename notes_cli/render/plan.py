@@ -97,6 +97,13 @@ def plan_report(report: PlanReport) -> None:
         console.print(f"  verified: {escape(_verification(report, check))}")
     if best.result.refuted is not None:
         console.print(f"  lowered: {escape(_refutation(best.result.refuted))}")
+    second = report.checks.get(cand.id)
+    if second is not None:
+        style = "bold yellow" if second.uncertain else ""
+        text = escape(second.summary())
+        console.print(
+            f"  second opinion: [{style}]{text}[/]" if style else f"  second opinion: {text}"
+        )
     if best.result.binding:
         console.print(f"  at higher load: {escape('; '.join(best.result.binding))}")
     replicas = report.replicas_needed()
@@ -182,7 +189,9 @@ def _top_table(report: PlanReport, unit: str) -> Table:
     columns += [("$/h", "right"), ("req/s", "right"), (unit, "right")]
     if target is not None:
         columns += [("replicas", "right"), (total, "right")]
-    for name, justify in (*columns, ("verified", "right")):
+    checked = bool(report.checks)
+    extra = [("verified", "right")] + ([("vs aiconfigurator", "right")] if checked else [])
+    for name, justify in (*columns, *extra):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for i, s in enumerate(report.ranking[: req.top], 1):
         c = s.result.candidate
@@ -193,8 +202,21 @@ def _top_table(report: PlanReport, unit: str) -> Table:
         cells += [f"{s.result.capacity:.3g}", f"{s.score:.3g}"]
         if target is not None:
             cells += [str(s.replicas), "-" if s.total is None else f"{s.total:g}"]
-        table.add_row(*cells, verified)
+        cells.append(verified)
+        if checked:
+            cells.append(_second_opinion(report, c.id))
+        table.add_row(*cells)
     return table
+
+
+def _second_opinion(report: PlanReport, candidate_id: str) -> str:
+    """A top-table cell: pdnotes / aiconfigurator tokens/s per GPU, and whether uncertain."""
+    check = report.checks.get(candidate_id)
+    if check is None or not check.checked or check.ratios is None:
+        return "not checked"
+    ratio = check.ratios.get("tokens/s/GPU")
+    cell = "-" if ratio is None else f"{ratio:.2f}x"
+    return f"{cell} uncertain" if check.uncertain else cell
 
 
 def _front_table(report: PlanReport) -> Table:

@@ -1,0 +1,1 @@
+"""A stand-in for NVIDIA aiconfigurator in the tests (tests/test_plan_crosscheck.py)."""
