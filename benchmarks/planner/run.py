@@ -107,7 +107,9 @@ picks = {}
 for mode, frame in (result.best_configs or {}).items():
     if frame is not None and len(frame):
         row = frame.iloc[0].to_dict()
-        picks[mode] = {k: row[k] for k in ("tokens/s/gpu", "num_total_gpus") if k in row}
+        keys = ("tokens/s/gpu", "num_total_gpus", "ttft", "tpot", "parallel", "(p)parallel",
+                "(d)parallel", "bs", "(d)bs", "(p)workers", "(d)workers")
+        picks[mode] = {k: row[k] for k in keys if k in row}
 print(json.dumps({"chosen": str(result.chosen_exp), "picks": picks}, default=str))
 """
 
@@ -157,7 +159,9 @@ def side_by_side(only: list[str] | None) -> None:
             "aiconfigurator is not installed: pip install aiconfigurator==0.12.0 (here or in "
             "the environment $AIC_PYTHON names)"
         )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # pdnotes checks its claims with this aiconfigurator (its CPU is counted apart, below)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PDNOTES_AICONFIGURATOR_PYTHON": python}
+    answers = []
     load_before = os.getloadavg()
     print(f"### {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
     print(f"- machine: {platform.processor() or platform.machine()}, {available_cores()} cores")
@@ -171,6 +175,8 @@ def side_by_side(only: list[str] | None) -> None:
         out, cpu, wall = timed([sys.executable, "-m", "notes_cli", *plan_args(q)], env)
         doc = json.loads(out)
         best = doc.get("best") or {}
+        second = (best.get("checks") or {}).get("aiconfigurator") or {}
+        cpu -= second.get("cpu_s") or 0.0  # the planner's own CPU: its cross-check apart
         verified = "verified" if best.get("verified") else "NOT verified"
         pick = f"{best.get('label', 'none')}, {best.get('capacity_rps', 0):.3g} req/s, {verified}"
         question = {
@@ -179,6 +185,7 @@ def side_by_side(only: list[str] | None) -> None:
         }  # fmt: skip
         aic_out, aic_cpu, aic_wall = timed([python, "-c", AIC_SCRIPT, json.dumps(question)])
         aic = json.loads(aic_out.strip().splitlines()[-1])
+        answers.append((q, best, second, aic))
         print(
             f"| {q.name} | {cpu:.1f} | {aic_cpu:.1f} | **{cpu / aic_cpu:.2f}** | {wall:.0f} | "
             f"{aic_wall:.0f} | {pick} | {aic['chosen']} |",
@@ -186,6 +193,42 @@ def side_by_side(only: list[str] | None) -> None:
         )
     load_after = os.getloadavg()
     print(f"\n- load average after: {load_after[0]:.2f} / {load_after[1]:.2f}")
+    print("\n(pdnotes' CPU leaves out its cross-check, the aiconfigurator run below.)\n")
+    throughput_table(answers)
+
+
+def throughput_table(answers: list[tuple[Question, dict, dict, dict]]) -> None:
+    """pdnotes' claimed output tokens/s per GPU beside aiconfigurator's best answer, and
+    aiconfigurator's estimate of pdnotes' own pick (`engine plan`'s cross-check)."""
+    print("| question | pdnotes' pick | tokens/s/GPU claimed | aiconfigurator's best | its "
+          "tokens/s/GPU (TTFT / TPOT ms) | ratio | pdnotes' pick in aiconfigurator: "
+          "pdnotes / it |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for q, best, second, aic in answers:
+        mine = best.get("score", 0.0) * q.osl  # req/s per chip x output tokens
+        picks = aic["picks"]
+        chosen = aic["chosen"] if aic["chosen"] in picks else None
+        if chosen is None and picks:  # its best of the modes it answered
+            chosen = max(picks, key=lambda m: float(picks[m].get("tokens/s/gpu", 0.0)))
+        pick = picks.get(chosen, {})
+        theirs = float(pick.get("tokens/s/gpu", "nan"))
+        shape = pick.get("parallel") or f"P {pick.get('(p)parallel')} + D {pick.get('(d)parallel')}"
+        aic_cell = (
+            f"{theirs:.0f} ({float(pick.get('ttft', 'nan')):.0f} / "
+            f"{float(pick.get('tpot', 'nan')):.1f})"
+        )
+        if second.get("checked"):
+            ratios = ", ".join(f"{k} {v:.2f}x" for k, v in second["ratios"].items())
+            verdict = "; uncertain: " + "; ".join(second["why_uncertain"]) if second[
+                "uncertain"] else ""  # fmt: skip
+            check = f"batch {second['batch']}: {ratios}{verdict}"
+        else:
+            check = f"not checked: {second.get('reason')}"
+        print(
+            f"| {q.name} | {best.get('label', 'none')} | {mine:.0f} | {chosen} {shape} | "
+            f"{aic_cell} | **{mine / theirs if theirs > 0 else float('nan'):.2f}** | {check} |",
+            flush=True,
+        )
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ import importlib.util
 import json
 import math
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -96,6 +97,7 @@ class CrossCheck:
     outside: tuple[str, ...] = ()  # the ratios outside their band, each said in words
     batch: int | None = None  # the decode batch per attention-DP rank posed
     source: str = ""  # "aiconfigurator 0.12.0 (trtllm 1.3.0rc20)"
+    cpu_s: float = 0.0  # CPU time of the one aiconfigurator run that checked all the claims
 
     @property
     def checked(self) -> bool:
@@ -138,6 +140,7 @@ class CrossCheck:
             "uncertain": self.uncertain,
             "why_uncertain": list(self.outside),
             "batch": self.batch,
+            "cpu_s": round(self.cpu_s, 2),
         }
 
 
@@ -311,6 +314,7 @@ def run_checker(python: str, queries: list[dict[str, Any]]) -> dict[str, Any]:
         )
     except OSError as exc:
         raise RuntimeError(f"cannot run {python}: {exc.strerror or exc}") from exc
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         out, err = child.communicate(json.dumps({"queries": queries}), timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -322,9 +326,12 @@ def run_checker(python: str, queries: list[dict[str, Any]]) -> dict[str, Any]:
         raise RuntimeError(f"aiconfigurator failed under {python}: {last[:300]}")
     try:
         doc = json.loads(out)
-        return {"version": str(doc["version"]), "results": {r["id"]: r for r in doc["results"]}}
+        results = {r["id"]: r for r in doc["results"]}
     except (ValueError, KeyError, TypeError) as exc:
         raise RuntimeError(f"aiconfigurator's answer under {python} was not understood") from exc
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return {"version": str(doc["version"]), "results": results, "cpu_s": cpu}
 
 
 def crosscheck(report: PlanReport, catalog: Catalog) -> dict[str, CrossCheck]:
@@ -346,10 +353,11 @@ def crosscheck(report: PlanReport, catalog: Catalog) -> dict[str, CrossCheck]:
     answers: dict[str, Any] = {}
     version = ""
     failure = ""
+    cpu = 0.0
     if queries:
         try:
             done = run_checker(python, queries)
-            answers, version = done["results"], done["version"]
+            answers, version, cpu = done["results"], done["version"], done["cpu_s"]
         except RuntimeError as exc:
             failure = str(exc)
     shape = catalog.models[request.model]
@@ -383,5 +391,6 @@ def crosscheck(report: PlanReport, catalog: Catalog) -> dict[str, CrossCheck]:
             outside=outside,
             batch=answer.get("batch"),
             source=f"aiconfigurator {version}{backend}",
+            cpu_s=cpu,
         )
     return checks
