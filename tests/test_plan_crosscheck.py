@@ -89,9 +89,9 @@ def test_a_claim_is_posed_as_the_same_configuration_and_shown_as_ratios(fake_aic
         {"tokens/s/GPU": mine / tokens, "TTFT": 500.0 / ttft, "TPOT": 20.0 / tpot}
     )
     # 0.75x, 2.5x, 1.33x: inside the dense disaggregated (all-runs) spread.
-    assert not check.uncertain and check.band_group == "all all"
+    assert not check.uncertain and check.band_group == "all-runs"
     assert "aiconfigurator 0.0.1 (fake 1.0) at batch 10" in check.summary()
-    assert "within the all all spread" in check.summary()
+    assert "within the all-runs spread" in check.summary()
 
 
 def test_a_colocated_claim_sizes_its_batch_by_the_whole_request_lifetime(fake_aic: None) -> None:
@@ -109,7 +109,7 @@ def test_a_disagreement_beyond_the_validation_spread_is_uncertain_and_says_why(
     # TTFT 1000 ms against the stand-in's 200 ms: 5x, above the all-runs P90 of 4.10.
     check = check_of(report_of("qwen3-32b", "h200", 2.0, 1000.0, 20.0))
     assert check.uncertain
-    assert check.outside == ("TTFT 5.00x is outside the all all spread 0.23-4.10x",)
+    assert check.outside == ("TTFT 5.00x is outside the all-runs spread 0.23-4.10x",)
     assert "UNCERTAIN: TTFT 5.00x" in check.summary()
 
 

@@ -170,6 +170,10 @@ def band_group(model_experts: int, weight_dtype: str | None, mode: str) -> tuple
     return (kind, phase) if (kind, phase) in BANDS else ("all", "all")
 
 
+def group_name(group: tuple[str, str]) -> str:
+    return "all-runs" if group == ("all", "all") else " ".join(group)
+
+
 def judge(
     claim: Claim, estimate: Claim, group: tuple[str, str]
 ) -> tuple[dict[str, float], tuple[str, ...]]:
@@ -198,9 +202,8 @@ def judge(
         ratio = mine[name] / theirs[name]
         ratios[name] = ratio
         if not low <= ratio <= high:
-            outside.append(
-                f"{name} {ratio:.2f}x is outside the {' '.join(group)} spread {low:.2f}-{high:.2f}x"
-            )
+            spread = f"{group_name(group)} spread {low:.2f}-{high:.2f}x"
+            outside.append(f"{name} {ratio:.2f}x is outside the {spread}")
     return ratios, tuple(outside)
 
 
@@ -387,7 +390,7 @@ def crosscheck(report: PlanReport, catalog: Catalog) -> dict[str, CrossCheck]:
             claim,
             estimate=estimate,
             ratios=ratios,
-            band_group=" ".join(group),
+            band_group=group_name(group),
             outside=outside,
             batch=answer.get("batch"),
             source=f"aiconfigurator {version}{backend}",
