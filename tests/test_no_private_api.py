@@ -14,8 +14,9 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "notes_cli"
 
-# Public although underscored: the documented API of collections.namedtuple (and NamedTuple).
-DOCUMENTED_UNDERSCORED = {"_asdict", "_replace", "_fields", "_make", "_field_defaults"}
+# Public although underscored: the documented API of collections.namedtuple (and NamedTuple),
+# and os._exit (the documented way for a forked child to end without cleanup).
+DOCUMENTED_UNDERSCORED = {"_asdict", "_replace", "_fields", "_make", "_field_defaults", "_exit"}
 
 
 def _is_private(name: str) -> bool:
