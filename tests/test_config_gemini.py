@@ -444,3 +444,23 @@ def test_a_block_comment_over_lines_after_the_last_member_keeps_the_edit_out(
     assert json5.loads(written) == data  # an independent reader agrees
     doctor = cli("doctor", "--client", "gemini", "--offline", "--json")
     assert "invalid" not in doctor.stdout, doctor.stdout
+
+
+@pytest.mark.parametrize("brk", ["\v", "\f", "\x1c", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_a_line_break_dotenv_does_not_know_stays_inside_its_value(
+    cli, isolated_home: Path, brk: str
+) -> None:
+    """dotenv (Gemini CLI's parser) ends lines at LF, CRLF and CR only: `NOTE=keep<brk>GOOGLE_…`
+    is one variable NOTE whose value holds the rest (node + dotenv 16.6.1 parse it so). pdnotes
+    once split there too, took `GOOGLE_GEMINI_BASE_URL=…` for a line of its own and rewrote it:
+    NOTE's value changed and the base URL Gemini CLI reads was never set."""
+    env = _env(isolated_home)
+    env.parent.mkdir(parents=True)
+    kept = f"NOTE=keep{brk}GOOGLE_GEMINI_BASE_URL=https://old.example\r\n"
+    env.write_bytes(kept.encode())
+    assert dotenv.parse(kept) == {"NOTE": f"keep{brk}GOOGLE_GEMINI_BASE_URL=https://old.example"}
+    result = cli("config", "gemini", "--base-url", "https://gw.example/api", "--model", "m-1")
+    assert result.exit_code == 0, result.stderr
+    text = env.read_bytes().decode()
+    assert text.startswith(kept)  # NOTE's line, byte for byte
+    assert text[len(kept) :] == "GOOGLE_GEMINI_BASE_URL=https://gw.example/api\r\n"

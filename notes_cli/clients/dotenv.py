@@ -1,25 +1,53 @@
-""".env files as Gemini CLI reads them (the `dotenv` package's parse): read, and edit one
+r""".env files as Gemini CLI reads them (the `dotenv` package's parse): read, and edit one
 variable at a time keeping every other line, comment and blank line as it was.
 
 dotenv's rules that matter here: `KEY=value` or `export KEY=value`, one a line; a value may be
 quoted ('…', "…" or `…`); `#` starts a comment outside quotes; a later line for the same key
-wins over an earlier one.
+wins over an earlier one. Lines end at LF, CRLF or CR only (dotenv turns `\r\n?` into `\n`
+first): `str.splitlines` also breaks at `\v`, `\f`, `\x1c`-`\x1e`, U+0085 and U+2028/2029,
+which dotenv keeps inside the value (`A=1\x0bB=2` sets A to `1\x0bB=2`, not B). Whitespace is
+JavaScript's `\s` / `trim()` (no `\x1c`-`\x1f` or U+0085, which Python's would strip).
 """
 
 from __future__ import annotations
 
 import re
 
+_JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+"""JavaScript's `\\s` and what its `String.prototype.trim` removes."""
+_S = f"[{_JS_SPACE}]"
 _LINE = re.compile(
-    r"^\s*(?:export\s+)?(?P<key>[\w.-]+)\s*=\s*(?P<value>'(?:[^'\\]|\\.)*'|"
-    r'"(?:[^"\\]|\\.)*"|`(?:[^`\\]|\\.)*`|[^#\r\n]*)'
+    rf"^{_S}*(?:export{_S}+)?(?P<key>[\w.-]+){_S}*={_S}*(?P<value>'(?:[^'\\]|\\.)*'|"
+    r'"(?:[^"\\]|\\.)*"|`(?:[^`\\]|\\.)*`|[^#\r\n]*)',
+    re.ASCII,  # `\w` is [A-Za-z0-9_], as in JavaScript
 )
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_TRIM = _JS_SPACE.replace("\u2000-\u200a", "".join(map(chr, range(0x2000, 0x200B))))
+
+
+def lines(text: str, keepends: bool = False) -> list[str]:
+    """`text`'s lines as dotenv sees them: ended by LF, CRLF or CR, nothing else."""
+    pieces = _LINE_END.split(text) if not keepends else _split_keeping(text)
+    if not keepends and pieces and pieces[-1] == "":
+        pieces.pop()  # (a last line end starts no line, as with `splitlines`)
+    return pieces
+
+
+def _split_keeping(text: str) -> list[str]:
+    out: list[str] = []
+    start = 0
+    for end in _LINE_END.finditer(text):
+        out.append(text[start : end.end()])
+        start = end.end()
+    if start < len(text):
+        out.append(text[start:])
+    return out
 
 
 def parse(text: str) -> dict[str, str]:
     """The variables `text` sets, the last line for a key winning (as dotenv does)."""
     found: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in lines(text):
         match = _LINE.match(line)
         if match:
             found[match["key"]] = _unquote(match["value"])
@@ -29,7 +57,7 @@ def parse(text: str) -> dict[str, str]:
 def line_of(text: str, key: str) -> int | None:
     """The 1-based line that sets `key` last, for findings that point into the file."""
     last = None
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(lines(text), 1):
         match = _LINE.match(line)
         if match and match["key"] == key:
             last = number
@@ -37,7 +65,7 @@ def line_of(text: str, key: str) -> int | None:
 
 
 def _unquote(raw: str) -> str:
-    raw = raw.strip()
+    raw = raw.strip(_TRIM)
     if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"`":
         inner = raw[1:-1]
         return inner.replace("\\n", "\n") if raw[0] == '"' else inner
@@ -48,10 +76,10 @@ def set_value(text: str, key: str, value: str | None) -> str:
     """`text` with `key` set to `value` (None removes it): every line setting the key is
     rewritten in place (or dropped); a key not there yet is appended. Other lines are kept."""
     newline = "\r\n" if "\r\n" in text else "\n"
-    lines = text.splitlines(keepends=True)
+    kept = lines(text, keepends=True)
     out: list[str] = []
     placed = False
-    for line in lines:
+    for line in kept:
         match = _LINE.match(line)
         if not match or match["key"] != key:
             out.append(line)
