@@ -431,9 +431,19 @@ def json_type_name(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def lines_of(text: str) -> list[str]:
+    """`text`'s lines as the clients' parsers count them: TOML, JSON and dotenv end a line at
+    LF or CRLF (and a lone CR), never at `splitlines`' \\v, \\f, U+0085 or U+2028, which a
+    comment or string may hold: a finding would point at the wrong line."""
+    return _LINE_END.split(text)
+
+
 def line_of(text: str, needle: str, *, after: int = 0) -> int | None:
     """1-based number of the first line at or after line `after` containing `needle`."""
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines_of(text), start=1):
         if number >= after and needle in line:
             return number
     return None
@@ -448,7 +458,7 @@ def toml_key_line(text: str, table: str | None, key: str) -> int | None:
             return None
         start = header + 1
     pattern = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines_of(text), start=1):
         if number < start:
             continue
         if line.lstrip().startswith("["):
@@ -465,7 +475,7 @@ def toml_header_line(text: str, table: str) -> int | None:
 
 def line_of_regex(text: str, pattern: str) -> int | None:
     compiled = re.compile(pattern)
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines_of(text), start=1):
         if compiled.search(line):
             return number
     return None

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from notes_cli import fileio, paths
-from notes_cli.clients import jsonc, presets, urls
+from notes_cli.clients import dotenv, jsonc, presets, urls
 from notes_cli.clients.endpoint import Endpoint, join_url
 from notes_cli.clients.plan import WritePlan, secret_values, too_large
 from notes_cli.errors import ConfigParseError, InputError, UsageError
@@ -348,7 +348,7 @@ _DOTENV_LINE = re.compile(
 def parse_dotenv(text: str) -> dict[str, str]:
     """KEY=VALUE lines as Node's dotenv reads them (quotes, `export`, # comments)."""
     found: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in dotenv.lines(text):  # LF, CRLF, CR only (not `splitlines`' \v, U+2028…)
         match = _DOTENV_LINE.match(line)
         if not match:
             continue
