@@ -487,3 +487,72 @@ def looks_like_token(value: str) -> bool:
         any(c.isdigit() for c in seg) and any(c.isalpha() for c in seg)
         for seg in _TOKEN_SEGMENT.findall(value)
     )
+
+
+class SentMasker:
+    """`mask_sent` over text that arrives in pieces (a streamed answer relayed by the bridge):
+    `feed` each piece, then `flush` at the end (or before anything that is not text). A key
+    split across pieces is masked as if it came whole: a piece's last characters that could
+    begin a secret (at most its length - 1) are held until the next piece shows whether they
+    do, so nothing is buffered but that tail. Per piece: one `in` per echoed form, a look at
+    the piece's tail, and a set look-up per 12-character window of the piece (none for a
+    token shorter than that); `mask_sent` itself runs only on a piece that holds a secret."""
+
+    __slots__ = ("sent", "forms", "windows", "held")
+
+    def __init__(self, sent: Iterable[str]) -> None:
+        self.sent = tuple(sorted({s for s in sent if s and len(s) >= _MIN_KNOWN}, key=len)[::-1])
+        self.forms = tuple(form for s in self.sent for form in _echoed_forms(s))
+        self.windows = frozenset(
+            s[i : i + _FRAGMENT]
+            for s in self.sent
+            if len(s) >= _FRAGMENT + 4
+            for i in range(len(s) - _FRAGMENT + 1)
+        )
+        self.held = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.sent)
+
+    def feed(self, text: str) -> str:
+        """What of `text` (after what was held) can be shown now, masked."""
+        if self.held:
+            text, self.held = self.held + text, ""
+        if not text:
+            return text
+        if self._holds_secret(text):
+            text = self._mask_whole(text)  # first: the tail held below never splits a key
+        keep = self._tail(text)
+        if keep:
+            text, self.held = text[:-keep], text[-keep:]
+        return mask_sent(text, self.sent) if self._holds_secret(text) else text
+
+    def flush(self) -> str:
+        """The held tail, masked: the answer ended, or something other than text follows."""
+        held, self.held = self.held, ""
+        return mask_sent(held, self.sent) if held else held
+
+    def _holds_secret(self, text: str) -> bool:
+        if any(form in text for form in self.forms):
+            return True
+        windows = self.windows
+        return any(text[i : i + _FRAGMENT] in windows for i in range(len(text) - _FRAGMENT + 1))
+
+    def _mask_whole(self, text: str) -> str:
+        for secret in self.sent:
+            for form in _echoed_forms(secret):
+                text = text.replace(form, mask(secret))
+        return text
+
+    def _tail(self, text: str) -> int:
+        """How many of `text`'s last characters could begin an echoed form (0: none)."""
+        longest = 0
+        size = len(text)
+        for form in self.forms:
+            at = text.find(form[0], max(0, size - len(form) + 1))
+            while at >= 0:
+                if form.startswith(text[at:]):
+                    longest = max(longest, size - at)
+                    break
+                at = text.find(form[0], at + 1)
+        return longest

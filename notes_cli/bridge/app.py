@@ -41,7 +41,7 @@ from notes_cli.bridge.store import ResponseStore
 from notes_cli.engine.core import prompt
 from notes_cli.gateway import errors as gw
 from notes_cli.gateway.relay import Upstream
-from notes_cli.secrets import scrub
+from notes_cli.secrets import SentMasker, mask_sent, scrub
 from notes_cli.trace.record import TraceRecorder
 from notes_cli.wire import fastjson
 from notes_cli.wire.errors import WireError, kind_for_status
@@ -215,7 +215,9 @@ class BridgeApp:
         # could not have sent it whole either (and the store's memory stays bounded)
         room = MAX_BODY_BYTES - len(plan.body) if plan.store else -1
         encoder = leg.stream_encoder(response_id, turn.model)
-        pump = Pump(plan.decoder(), encoder, response, remember=room, scrub=self.scrub)
+        pump = Pump(
+            plan.decoder(), encoder, response, remember=room, scrub=self.scrub, mask=self.masker()
+        )
         error: BaseException | None = None
         # runs once the request is written upstream: while the upstream works, not after
         asyncio.get_running_loop().call_soon(pump.prepare)
@@ -252,6 +254,9 @@ class BridgeApp:
             )
         if error is None:
             return tail + pump.encoder.close(), True
+        held: list[bytes] = []
+        pump.release(held)  # (text that waited to see whether it began a key)
+        tail = b"".join([tail, *held])
         wire_error = self._wire_error(error, url)
         log.warning("upstream stream failed: %s", wire_error.message)
         return tail + pump.encoder.error(wire_error), False
@@ -265,6 +270,7 @@ class BridgeApp:
         except Exception as exc:
             self._error(response, leg, self._wire_error(exc, choice.url))
             return None
+        body = self.unsent(body)
         response_id = leg.new_id()
         try:
             reply = replace(plan.reply(body), id=response_id, model=turn.model)
@@ -333,9 +339,9 @@ class BridgeApp:
             except Exception as exc:
                 self._error(response, leg, self._wire_error(exc, choice.url))
                 return
-            response.send(200, _JSON_HEADERS, answer)
+            response.send(200, _JSON_HEADERS, self.unsent(answer))
             return
-        sink = passthrough.RawStream(response)
+        sink = passthrough.RawStream(response, self.masker())
         try:
             await choice.stream("/chat/completions", body, sink)
         except Exception as exc:  # (a cancel, the client gone, is not an Exception)
@@ -361,7 +367,7 @@ class BridgeApp:
             self._error(response, leg, self._wire_error(exc, choice.url))
             return
         try:
-            ids = translate.model_ids(body)
+            ids = translate.model_ids(self.unsent(body))
         except _UNREADABLE as exc:
             self._error(response, leg, self._unreadable(exc, choice.url))
             return
@@ -400,6 +406,24 @@ class BridgeApp:
         report["upstream_url"] = choice.url  # the one that answered, or the last tried
         report["upstream"]["ms"] = round((time.perf_counter() - started) * 1000, 1)
         response.send(200, _JSON_HEADERS, _json(report))
+
+    # --- the keys the bridge sends upstream, out of what the upstream answers ---------------
+    def masker(self) -> SentMasker | None:
+        """For one streamed answer: None when the bridge sends no key (nothing to mask)."""
+        return SentMasker(self._sent_keys()) or None
+
+    def unsent(self, body: bytes) -> bytes:
+        """A whole answer's bytes with the keys the bridge sent masked (`mask_sent`: only
+        those values change; the JSON around them stays valid)."""
+        keys = self._sent_keys()
+        if not keys:
+            return body
+        text = body.decode("utf-8", "surrogateescape")
+        masked = mask_sent(text, keys)
+        return body if masked == text else masked.encode("utf-8", "surrogateescape")
+
+    def _sent_keys(self) -> list[str]:
+        return [k for k in (self._upstream_key, *self._fallback_keys) if k]
 
     def _error(self, response: Response, leg: translate.Leg, error: WireError) -> None:
         error.message = self.scrub(error.message)

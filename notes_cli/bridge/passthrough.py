@@ -12,16 +12,25 @@ Failures are OpenAI error objects: before the answer starts, with the status (th
 fallbacks first: `bridge.fallback`); after it started, a last `data: {"error": {…}}` event and
 the end of the stream (the openai SDK raises an `APIError` on such an event), with no
 `data: [DONE]`, so a client cannot take the cut answer for a whole one.
+
+When the bridge sends a key upstream, an upstream that echoes it must not show it to the
+bridge's clients (who do not have it): each event is then read (`Unsend`), its text masked as
+the translated streams' are (`secrets.SentMasker`, a key split across events included), and an
+event is rewritten only where something changed or a text's last characters wait to see
+whether they begin a key; every other event's bytes still go out as they came.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any, cast
 
 from notes_cli.bridge.pump import SSE_HEADERS, ClientStream
 from notes_cli.bridge.translate import RESPONSES, Leg
+from notes_cli.gateway._limits import MAX_EVENT_LINE_BYTES
 from notes_cli.gateway.relay import Reader
+from notes_cli.secrets import SentMasker, mask_sent
 from notes_cli.wire import _fields as f
 from notes_cli.wire import chat, fastjson
 from notes_cli.wire.codec import Codec
@@ -50,11 +59,12 @@ def prepare(body: bytes, model_map: dict[str, str]) -> tuple[bytes, bool]:
 class RawStream:
     """The relay's sink for a passed-through stream: the upstream's bytes, as they come."""
 
-    __slots__ = ("client", "opened")
+    __slots__ = ("client", "opened", "unsend")
 
-    def __init__(self, client: ClientStream) -> None:
+    def __init__(self, client: ClientStream, mask: SentMasker | None = None) -> None:
         self.client = client
         self.opened = False  # the upstream answered 2xx: the client's stream has begun
+        self.unsend = Unsend(mask) if mask else None  # the keys sent upstream, masked
 
     def on_headers(self, status: int, headers: list[tuple[str, str]]) -> None:
         self.opened = True
@@ -68,6 +78,8 @@ class RawStream:
             reader.pause()
 
     def on_body(self, data: bytes) -> bool:
+        if self.unsend is not None:
+            data = self.unsend.feed(data)
         self._send(data)
         return False  # the stream's end is the upstream body's end
 
@@ -84,11 +96,88 @@ class RawStream:
         event first."""
         client = self.client
         client.on_pause = client.on_resume = None  # the upstream connection may serve another
+        rest = self.unsend.close() if self.unsend is not None else b""
         if not client.started:
             client.start(200, SSE_HEADERS)
-        client.end(b"" if error is None else b"data: " + fastjson.dumps(error) + b"\n\n")
+        client.end(rest + (b"" if error is None else b"data: " + fastjson.dumps(error) + b"\n\n"))
 
 
 def stream_error(error: WireError) -> dict[str, Any]:
     """The in-stream error event's payload."""
     return chat.encode_error(error)
+
+
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+
+
+class Unsend:
+    """A passed-through stream's events with the keys the bridge sent masked: the text of
+    each `data:` chunk goes through one `SentMasker` (so a key split across chunks is seen
+    whole), and a whole key anywhere else in an event (a finish reason, an id) is masked in
+    its JSON text. Bytes wait only for the rest of their event."""
+
+    __slots__ = ("mask", "buffer")
+
+    def __init__(self, mask: SentMasker) -> None:
+        self.mask = mask
+        self.buffer = b""
+
+    def feed(self, data: bytes) -> bytes:
+        buffer = self.buffer + data if self.buffer else data
+        out: list[bytes] = []
+        start = 0
+        for end in _EVENT_END.finditer(buffer):
+            out.append(self._event(buffer[start : end.end()]))
+            start = end.end()
+        self.buffer = buffer[start:]
+        if len(self.buffer) > MAX_EVENT_LINE_BYTES:  # not SSE: let the bytes go, masked
+            out.append(self._masked(self.buffer))
+            self.buffer = b""
+        return b"".join(out)
+
+    def close(self) -> bytes:
+        """The upstream's body ended: its unfinished event, and any text still held."""
+        last, self.buffer = self.buffer, b""
+        return (self._event(last) if last else b"") + self._held()
+
+    def _event(self, block: bytes) -> bytes:
+        data = block.strip()
+        if not data.startswith(b"data:") or data[5:].strip() == b"[DONE]":
+            return self._held() + self._masked(block)
+        chunk = fastjson.loads_object(data[5:])
+        delta = _delta(chunk)
+        content = delta.get("content") if delta is not None else None
+        if chunk is None or delta is None or not isinstance(content, str):
+            return self._held() + self._masked(block)
+        shown = self.mask.feed(content)
+        if shown == content and not any(f.encode() in block for f in self.mask.forms):
+            return block  # (the common case: the upstream's bytes, unchanged)
+        delta["content"] = shown
+        text = mask_sent(fastjson.dumps(chunk).decode("utf-8"), self.mask.sent)
+        return b"data: " + text.encode("utf-8") + b"\n\n"
+
+    def _held(self) -> bytes:
+        held = self.mask.flush()
+        if not held:
+            return b""
+        chunk = {"object": "chat.completion.chunk", "choices": [_text_choice(held)]}
+        return b"data: " + fastjson.dumps(chunk) + b"\n\n"
+
+    def _masked(self, block: bytes) -> bytes:
+        if not any(f.encode() in block for f in self.mask.forms):
+            return block
+        text = block.decode("utf-8", "surrogateescape")
+        return mask_sent(text, self.mask.sent).encode("utf-8", "surrogateescape")
+
+
+def _delta(chunk: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The first choice's `delta` of a chat chunk (where its text is), else None."""
+    choices = chunk.get("choices") if chunk is not None else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    delta = choices[0].get("delta")
+    return delta if isinstance(delta, dict) else None
+
+
+def _text_choice(text: str) -> dict[str, Any]:
+    return {"index": 0, "delta": {"content": text}, "finish_reason": None}

@@ -15,6 +15,11 @@ A client that reads slower than the upstream writes pauses the upstream's readin
 It also keeps what the answer said (text, reasoning, tool calls) as a neutral assistant message,
 for the response store: up to `remember` characters, past which it forgets the answer (an
 endless upstream would otherwise grow the bridge's memory for as long as the client reads).
+
+The keys the bridge sent upstream are masked out of the answer's text (`mask`, a
+`secrets.SentMasker`): an upstream that echoes its `Authorization` header would otherwise show
+the bridge's key to its clients, who do not have it. A key split across events is masked
+whole: the few characters at a text event's end that could begin one wait for the next.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Protocol
 from notes_cli.gateway._limits import MAX_EVENT_LINE_BYTES
 from notes_cli.gateway.relay import Reader
 from notes_cli.gateway.sse import EventTooLarge, ServerSentEvent, SSEParser
+from notes_cli.secrets import SentMasker
 from notes_cli.wire import events as ev
 from notes_cli.wire.codec import StreamEncoder
 from notes_cli.wire.errors import WireError
@@ -102,6 +108,7 @@ class Pump:
         "failed",
         "fast",
         "usage",
+        "mask",
     )
 
     def __init__(
@@ -111,6 +118,7 @@ class Pump:
         client: ClientStream,
         remember: int = REMEMBER_CHARS,
         scrub: Callable[[str], str] = str,
+        mask: SentMasker | None = None,
     ) -> None:
         self.decoder = decoder
         self.encoder = encoder
@@ -130,6 +138,7 @@ class Pump:
         self.failed = False  # the upstream's error event went to the client: the stream's end
         self.fast = True  # the per-token shortcut, while the general parser is not needed
         self.usage: Usage | None = None  # the upstream's token counts (for --record)
+        self.mask = mask or None  # the keys sent upstream, out of the answer's text
 
     def prepare(self) -> None:
         """Encode the opening events, numbered before any upstream byte is encoded. The app
@@ -163,6 +172,10 @@ class Pump:
         # way below, which reads it the same.
         if self.fast and not self.buffer:
             text = self.decoder.text_event(data)
+            if text is not None and self.mask is not None:
+                text = self.mask.feed(text)
+                if not text:
+                    return False  # all of it held: it may begin a key
             if text is not None:
                 self.room -= len(text)
                 if self.room >= 0:
@@ -255,7 +268,16 @@ class Pump:
         for event in parser.close():
             if not self.finished:
                 self._event(event.data, event.event, out)
+        self.release(out)
         return b"".join(out)
+
+    def release(self, out: list[bytes]) -> None:
+        """The text held back in case it began a key (none did): before any other event."""
+        if self.mask is not None and self.mask.held:
+            text = self.mask.flush()
+            if self.room >= 0:
+                self._keep(text, self.texts, "text")
+            out.append(self.encoder.text(text))
 
     def _event(self, data: str, name: str, out: list[bytes]) -> None:
         decoder = self.decoder
@@ -275,10 +297,15 @@ class Pump:
         for event in events:
             if type(event) is ev.TextDelta:  # the per-token hot path: pre-rendered frames
                 text = event.text
+                if self.mask is not None:
+                    text = self.mask.feed(text)
+                    if not text:
+                        continue  # held: it may begin a key
                 if self.room >= 0:
                     self._keep(text, self.texts, "text")
                 out.append(encoder.text(text))
             elif type(event) is ev.ErrorEvent:  # an upstream may echo the key it was sent
+                self.release(out)
                 code = self.scrub(event.code) if event.code else None
                 out.append(
                     encoder.encode(ev.ErrorEvent(self.scrub(event.message), event.status, code))
@@ -286,6 +313,7 @@ class Pump:
                 self.failed = self.finished = True  # nothing more is relayed after it
                 return
             else:
+                self.release(out)
                 self._remember(event)
                 out.append(encoder.encode(event))
         if decoder.closed:
