@@ -132,10 +132,16 @@ class BridgeApp:
         return self.upstreams.choice()
 
     def _new_upstreams(self) -> list[Upstream]:
-        first = self.upstream or Upstream(self.config.upstream, self._upstream_key)
+        deadline = self.config.answer_timeout
+        first = self.upstream or Upstream(
+            self.config.upstream, self._upstream_key, answer_timeout=deadline
+        )
         fallbacks = self.config.fallbacks
         keys = (self._fallback_keys + [None] * len(fallbacks))[: len(fallbacks)]
-        rest = [Upstream(f.upstream, key) for f, key in zip(fallbacks, keys, strict=True)]
+        rest = [
+            Upstream(f.upstream, key, answer_timeout=deadline)
+            for f, key in zip(fallbacks, keys, strict=True)
+        ]
         return [first, *rest]
 
     # --- auth ---------------------------------------------------------------------------

@@ -49,6 +49,9 @@ class BridgeConfig:
     api_key_env: str | None = None
     model: str | None = None  # what `pdnotes config` pointed the clients at (informational)
     fallbacks: tuple[Fallback, ...] = ()
+    # the longest a non-streamed answer may take, head to last byte (`serve --answer-timeout`;
+    # not recorded: 600 s unless the command line says otherwise)
+    answer_timeout: float = 600.0
 
     @property
     def upstreams(self) -> list[Fallback]:
@@ -74,7 +77,9 @@ class BridgeConfig:
         return self.model_map.get(model, model)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        del data["answer_timeout"]  # a flag of `serve`, not part of the record
+        return data
 
 
 def parse_model_map(pairs: list[str]) -> dict[str, str]:

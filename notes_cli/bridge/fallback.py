@@ -189,6 +189,8 @@ class Choice:
         upstream's (down, 5xx, 429), not the request's."""
         if isinstance(error, gw.HttpStatusError):
             return error.status >= 500 or error.status == 429
+        if isinstance(error, gw.AnswerTimeout):
+            return True  # a whole answer: none of it went to the client, whatever its head
         return self._status == 0 and not isinstance(error, gw.UnsendableHeader)
 
 

@@ -70,6 +70,16 @@ def serve(
     model_map: ModelMap = None,
     api_key_env: ApiKeyEnv = None,
     record: Record = None,
+    answer_timeout: Annotated[
+        float,
+        typer.Option(
+            "--answer-timeout",
+            min=0.1,
+            max=86400,
+            help="Seconds a non-streamed answer may take from the upstream, head to last byte "
+            "(then a 504, or the next --upstream).",
+        ),
+    ] = 600.0,
 ) -> None:
     """Translate Responses / Messages requests to the upstream's chat completions (and pass
     chat completions through), falling back to the next --upstream, until Ctrl-C."""
@@ -86,6 +96,9 @@ def serve(
         model_map=model_map or [],
         api_key_env=api_key_env,
     )
+    from dataclasses import replace
+
+    config = replace(config, answer_timeout=answer_timeout)
     from notes_cli.bridge.server import serve_forever  # after the flags: the app is heavier
 
     if record is not None:

@@ -123,6 +123,14 @@ class Busy(GatewayTimeout):
     kind = "busy"
 
 
+class AnswerTimeout(GatewayTimeout):
+    """A whole (non-streamed) answer did not arrive within its overall deadline: each read
+    came within the read timeout, but the body trickled (a byte every few minutes would
+    otherwise hold the request forever)."""
+
+    kind = "answer-timeout"
+
+
 class IdleStreamTimeout(GatewayTimeout):
     kind = "idle-stream-timeout"
 

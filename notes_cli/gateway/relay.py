@@ -20,6 +20,7 @@ closes the upstream connection, which is how the upstream learns that the client
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import httpx
@@ -44,6 +45,10 @@ SLOT_WAIT_S = 30.0
 upstream, or clients that do not read, hold them for up to the idle timeout): then it fails
 with `errors.Busy`, which the bridge answers with a 503 and Retry-After, or sends to a
 fallback upstream."""
+ANSWER_TIMEOUT_S = 600.0
+"""The longest a whole (non-streamed) answer may take, head to last byte: each read is bounded
+by `idle_timeout`, but an upstream sending a byte just inside it would hold the request (and a
+connection) forever. Streams have no such deadline: their events keep the client informed."""
 
 __all__ = ["Reader", "RelaySink", "Upstream"]
 
@@ -63,6 +68,7 @@ class Upstream:
         idle_timeout: float = 300.0,
         max_connections: int = MAX_CONNECTIONS,
         slot_timeout: float = SLOT_WAIT_S,
+        answer_timeout: float = ANSWER_TIMEOUT_S,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -71,6 +77,7 @@ class Upstream:
         self.headers_timeout = headers_timeout
         self.idle_timeout = idle_timeout
         self.slot_timeout = slot_timeout
+        self.answer_timeout = answer_timeout
         verify = httpx.create_ssl_context(trust_env=True)
         self._httpx = AsyncHttpxTransport(transport, verify=verify, max_connections=max_connections)
         self._h1 = None if transport is not None else _h1.Http1Pool(verify, max_connections)
@@ -115,10 +122,25 @@ class Upstream:
         on_status: Callable[[int], None] | None = None,
     ) -> tuple[int, bytes]:
         """A whole answer (for `GET /models` and non-streamed turns): (status, body). Error
-        statuses raise `HttpStatusError`, transport failures the other typed errors."""
+        statuses raise `HttpStatusError`, transport failures the other typed errors; an answer
+        not whole within `answer_timeout` seconds raises `AnswerTimeout`."""
         url = self.url(path)
         answer = StatusSink(limit=MAX_RELAYED_BODY_BYTES, on_status=_errors_only(on_status))
-        await self._send(self._httpx, method, url, self.headers(stream=False), body, answer)
+        deadline = asyncio.timeout(self.answer_timeout)
+        try:
+            async with deadline:
+                await self._send(self._httpx, method, url, self.headers(stream=False), body, answer)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            shown = safe_url(url)
+            raise errors.AnswerTimeout(
+                f"the answer from {shown} was not whole after {self.answer_timeout:g} s",
+                url=shown,
+                seconds=self.answer_timeout,
+                fix="the upstream sends its answer too slowly; check it, or raise the bridge's "
+                "--answer-timeout",
+            ) from None
         whole = bytes(answer.body)
         if not _looks_like_json(answer.header("content-type"), whole):
             kind = answer.header("content-type")
