@@ -47,7 +47,9 @@ async def _dripping(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) 
         for byte in body[:600]:
             writer.write(bytes([byte]))
             await writer.drain()
-            await asyncio.sleep(0.05)
+            with contextlib.suppress(TimeoutError):
+                if not await asyncio.wait_for(reader.read(1), 0.05):
+                    break  # the client hung up
     writer.close()
 
 
@@ -109,8 +111,14 @@ def test_a_dripping_upstream_falls_back_to_the_next_one() -> None:
         asyncio_upstream(_dripping, lifetime_s=60) as drip,
         asyncio_upstream(_prompt, lifetime_s=60) as good,
         bridge_serve(
-            "--upstream", drip + "/v1", "--upstream", good + "/v1",
-            "--port", port, "--answer-timeout", "1",
+            "--upstream",
+            drip + "/v1",
+            "--upstream",
+            good + "/v1",
+            "--port",
+            port,
+            "--answer-timeout",
+            "1",
         ) as lines,  # fmt: skip
     ):
         reply = _ask(f"http://127.0.0.1:{port}", "chat")

@@ -22,7 +22,8 @@ def fetch_limits(
     endpoint = Endpoint("codex", base_url, "responses", model=model, key_env=key_env, key=key)
     manual = "pass the window yourself: --context-window <tokens>"
     try:
-        with GatewayClient(endpoint, timeout=timeout) as client:
+        # the whole answer within `timeout`: a list trickled a byte at a time held it forever
+        with GatewayClient(endpoint, timeout=timeout, total_timeout=timeout) as client:
             listed = client.list_models()
     except GatewayError as exc:
         raise InputError(f"cannot read the model list: {exc.message}", fix=manual) from exc
