@@ -494,21 +494,24 @@ class SentMasker:
     `feed` each piece, then `flush` at the end (or before anything that is not text). A key
     split across pieces is masked as if it came whole: a piece's last characters that could
     begin a secret (at most its length - 1) are held until the next piece shows whether they
-    do, so nothing is buffered but that tail. Per piece: one `in` per echoed form, a look at
-    the piece's tail, and a set look-up per 12-character window of the piece (none for a
-    token shorter than that); `mask_sent` itself runs only on a piece that holds a secret."""
+    do, so nothing is buffered but that tail. Per piece (the bridge's per-token path): one `in`
+    per echoed form, a `find` of each form's first character in the piece's tail, and a set
+    look-up per 12-character window (none for a token shorter than that); `mask_sent` itself
+    runs only on a piece that holds a secret."""
 
-    __slots__ = ("sent", "forms", "windows", "held")
+    __slots__ = ("sent", "forms", "firsts", "windows", "reach", "held")
 
     def __init__(self, sent: Iterable[str]) -> None:
         self.sent = tuple(sorted({s for s in sent if s and len(s) >= _MIN_KNOWN}, key=len)[::-1])
         self.forms = tuple(form for s in self.sent for form in _echoed_forms(s))
+        self.firsts = "".join(sorted({form[0] for form in self.forms}))
         self.windows = frozenset(
             s[i : i + _FRAGMENT]
             for s in self.sent
             if len(s) >= _FRAGMENT + 4
             for i in range(len(s) - _FRAGMENT + 1)
         )
+        self.reach = max((len(form) for form in self.forms), default=1) - 1  # the most held
         self.held = ""
 
     def __bool__(self) -> bool:
@@ -520,12 +523,15 @@ class SentMasker:
             text, self.held = self.held + text, ""
         if not text:
             return text
-        if self._holds_secret(text):
+        secret = self._holds_secret(text)
+        if secret:
             text = self._mask_whole(text)  # first: the tail held below never splits a key
         keep = self._tail(text)
         if keep:
             text, self.held = text[:-keep], text[-keep:]
-        return mask_sent(text, self.sent) if self._holds_secret(text) else text
+        if secret and self._holds_secret(text):
+            return mask_sent(text, self.sent)
+        return text
 
     def flush(self) -> str:
         """The held tail, masked: the answer ended, or something other than text follows."""
@@ -533,8 +539,11 @@ class SentMasker:
         return mask_sent(held, self.sent) if held else held
 
     def _holds_secret(self, text: str) -> bool:
-        if any(form in text for form in self.forms):
-            return True
+        for form in self.forms:
+            if form in text:
+                return True
+        if len(text) < _FRAGMENT:
+            return False
         windows = self.windows
         return any(text[i : i + _FRAGMENT] in windows for i in range(len(text) - _FRAGMENT + 1))
 
@@ -546,8 +555,11 @@ class SentMasker:
 
     def _tail(self, text: str) -> int:
         """How many of `text`'s last characters could begin an echoed form (0: none)."""
-        longest = 0
         size = len(text)
+        start = size - self.reach if size > self.reach else 0
+        if len(self.firsts) == 1 and text.find(self.firsts, start) < 0:
+            return 0  # (the per-token case: no character in the tail can start a key)
+        longest = 0
         for form in self.forms:
             at = text.find(form[0], max(0, size - len(form) + 1))
             while at >= 0:

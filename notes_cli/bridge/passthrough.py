@@ -23,6 +23,7 @@ whether they begin a key; every other event's bytes still go out as they came.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from typing import Any, cast
 
@@ -114,16 +115,26 @@ class Unsend:
     """A passed-through stream's events with the keys the bridge sent masked: the text of
     each `data:` chunk goes through one `SentMasker` (so a key split across chunks is seen
     whole), and a whole key anywhere else in an event (a finish reason, an id) is masked in
-    its JSON text. Bytes wait only for the rest of their event."""
+    its JSON text. Bytes wait only for the rest of their event. A text chunk is read the way
+    the translated streams read it (`chat.StreamDecoder.text_event`: the chunk's framing
+    checked against the last one's, only its text decoded), and goes out as it came unless
+    its text changed; other chunks are decoded whole. Measured with benchmarks/bridge/run.py
+    (docs/benchmarks/bridge.md): decoding every chunk whole doubled the pass-through's CPU
+    per event."""
 
-    __slots__ = ("mask", "buffer")
+    __slots__ = ("mask", "buffer", "decoder", "forms")
 
     def __init__(self, mask: SentMasker) -> None:
         self.mask = mask
         self.buffer = b""
+        self.decoder = chat.StreamDecoder()  # (for its `text_event` only)
+        self.forms = tuple(form.encode() for form in mask.forms)
 
     def feed(self, data: bytes) -> bytes:
         buffer = self.buffer + data if self.buffer else data
+        if buffer.endswith(b"\n\n") and buffer.find(b"\n\n") == len(buffer) - 2:
+            self.buffer = b""  # (the per-token case: one whole event)
+            return self._event(buffer)
         out: list[bytes] = []
         start = 0
         for end in _EVENT_END.finditer(buffer):
@@ -141,20 +152,38 @@ class Unsend:
         return (self._event(last) if last else b"") + self._held()
 
     def _event(self, block: bytes) -> bytes:
+        text = self.decoder.text_event(block)
+        if text is not None:
+            shown = self.mask.feed(text)
+            if shown == text and not self._echoes(block):
+                return block  # (the common case: the upstream's bytes, unchanged)
+            chunk = fastjson.loads_object(block.strip()[5:])
+            return self._rewritten(chunk, shown) if chunk is not None else self._masked(block)
         data = block.strip()
         if not data.startswith(b"data:") or data[5:].strip() == b"[DONE]":
             return self._held() + self._masked(block)
         chunk = fastjson.loads_object(data[5:])
+        with contextlib.suppress(WireError, ValueError, TypeError, KeyError, RecursionError):
+            self.decoder.feed(data[5:].decode("utf-8", "replace"))  # (its template starts)
         delta = _delta(chunk)
         content = delta.get("content") if delta is not None else None
-        if chunk is None or delta is None or not isinstance(content, str):
+        if chunk is None or not isinstance(content, str):
             return self._held() + self._masked(block)
         shown = self.mask.feed(content)
-        if shown == content and not any(f.encode() in block for f in self.mask.forms):
-            return block  # (the common case: the upstream's bytes, unchanged)
-        delta["content"] = shown
-        text = mask_sent(fastjson.dumps(chunk).decode("utf-8"), self.mask.sent)
-        return b"data: " + text.encode("utf-8") + b"\n\n"
+        if shown == content and not self._echoes(block):
+            return block
+        return self._rewritten(chunk, shown)
+
+    def _rewritten(self, chunk: dict[str, Any], text: str) -> bytes:
+        """`chunk` with its text replaced by `text`, and any whole key in it masked."""
+        delta = _delta(chunk)
+        if delta is not None:
+            delta["content"] = text
+        masked = mask_sent(fastjson.dumps(chunk).decode("utf-8"), self.mask.sent)
+        return b"data: " + masked.encode("utf-8") + b"\n\n"
+
+    def _echoes(self, block: bytes) -> bool:
+        return any(form in block for form in self.forms)
 
     def _held(self) -> bytes:
         held = self.mask.flush()
@@ -164,7 +193,7 @@ class Unsend:
         return b"data: " + fastjson.dumps(chunk) + b"\n\n"
 
     def _masked(self, block: bytes) -> bytes:
-        if not any(f.encode() in block for f in self.mask.forms):
+        if not self._echoes(block):
             return block
         text = block.decode("utf-8", "surrogateescape")
         return mask_sent(text, self.mask.sent).encode("utf-8", "surrogateescape")
