@@ -13,10 +13,13 @@ verdict on the source article's criteria:
 It also splits where the time went: network + gateway (connect, time to response headers) vs
 the model (time to first token after the headers, decode rate), so a slow engine is not blamed
 on the gateway. Retries are opt-in (`retries`), honour `Retry-After` and are reported.
+Each run asks its own prompt (a nonce in front), so a server's prefix cache serves none of them
+from another's; the prompt tokens the server says it took from its cache are shown.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -35,6 +38,10 @@ from notes_cli.gateway.results import StreamResult
 from notes_cli.secrets import scrub
 
 DEFAULT_PROMPT = "In one short sentence: what does prefill/decode disaggregation separate?"
+NONCE_BYTES = 3
+"""Each run's prompt starts with its own 6-hex-digit nonce (`fresh_prompt`): on a server with a
+prefix cache (llama.cpp keeps every prompt it processed) the same prompt three times made runs
+2 and 3 cache hits, and the latency verdict compared a cold run with warm ones."""
 DEFAULT_MAX_TOKENS = 512  # room for a reasoning model to think and still answer
 STABLE_FACTOR = 3.0
 STABLE_FLOOR_MS = 500.0
@@ -71,6 +78,10 @@ class SmokeRun:
     retried: list[str] = field(default_factory=list)
     pd_timing: dict[str, Any] | None = None
     server_timings: dict[str, Any] | None = None  # llama.cpp's own `timings` of the run
+    # prompt tokens the server says it served from its cache (llama.cpp `timings.cache_n`, else
+    # usage `prompt_tokens_details.cached_tokens`); None when it says nothing
+    cached_tokens: int | None = None
+    prompt: str = ""  # what this run asked (its nonce first)
     # A run still streaming at its deadline: how it was going (`gateway.pace.Pace.to_json`).
     pace: dict[str, Any] | None = None
 
@@ -153,11 +164,10 @@ def run_smoke(
     With `shape` (`doctor.client_shape.Shape`) every turn is the client's real request."""
     runs: list[SmokeRun] = []
     sent = endpoint
-    extra: dict[str, Any] | None = None
     if shape is not None:
         from notes_cli.doctor.client_shape import shaped_request
 
-        sent, extra = shaped_request(shape, endpoint, prompt)
+        sent, _ = shaped_request(shape, endpoint, prompt)  # (the headers: the same every run)
     client = GatewayClient(
         sent,
         timeout=timeout,
@@ -167,7 +177,12 @@ def run_smoke(
     )
     with client:
         for index in range(1, n + 1):
-            run = _one_run(client, index, prompt, max_tokens, retries, timeout, sleep, extra)
+            asked = fresh_prompt(prompt)
+            extra: dict[str, Any] | None = None
+            if shape is not None:
+                _, extra = shaped_request(shape, endpoint, asked)
+            run = _one_run(client, index, asked, max_tokens, retries, timeout, sleep, extra)
+            run.prompt = asked
             runs.append(run)
             if on_run is not None:
                 on_run(run)
@@ -183,6 +198,20 @@ def run_smoke(
         verdict=judge(runs),
         breakdown=breakdown(runs),
     )
+
+
+def fresh_prompt(prompt: str) -> str:
+    """`prompt` with a new nonce in front (where a prefix cache compares first), so no run is
+    served from the cache another run filled: `(3fa9c1) In one short sentence: …`."""
+    return f"({os.urandom(NONCE_BYTES).hex()}) {prompt}"
+
+
+def _cached(result: StreamResult) -> int | None:
+    """The prompt tokens the server served from its cache, as it reported them."""
+    cache_n = (result.server_timings or {}).get("cache_n")
+    if isinstance(cache_n, int) and not isinstance(cache_n, bool):
+        return cache_n
+    return result.cached_input_tokens
 
 
 def _one_run(
@@ -289,6 +318,7 @@ def _run_from(
         retried=retried,
         pd_timing=result.pd_timing,
         server_timings=result.server_timings,
+        cached_tokens=_cached(result),
     )
 
 

@@ -125,6 +125,24 @@ def test_smoke_reports_the_servers_decode_rate(llama: LlamaServer) -> None:
     assert doc["verdict"]["returned"] is True, doc["verdict"]
 
 
+def test_smoke_runs_miss_the_prefix_cache_and_show_what_the_server_cached(
+    llama: LlamaServer,
+) -> None:
+    """Each smoke run's prompt starts with its own nonce (issue 36): llama.cpp's prefix cache
+    served runs 2 and 3 of the same prompt almost whole, and the latency verdict compared a
+    cold run with warm ones. Only the chat template's opening tokens may still match."""
+    done = pdnotes(
+        *("smoke", "--client", "openai", "--base-url", llama.base_url, "--model", MODEL_ID),
+        *("-n", "3", "--max-tokens", "4", "--timeout", "120", "--minimal", "--json"),
+    )
+    doc = json.loads(done.stdout)
+    for run in doc["runs"]:
+        timings = run["server_timings"]
+        assert run["cached_tokens"] == timings["cache_n"], run  # the server's own count, shown
+        # most of the prompt was processed, not read from the cache another run filled
+        assert timings["prompt_n"] > timings["cache_n"], run
+
+
 @pytest.fixture(scope="module")
 def bridge(llama: LlamaServer) -> Iterator[str]:
     """`pdnotes bridge serve` in front of llama-server; yields the bridge's root URL."""

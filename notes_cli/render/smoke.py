@@ -105,7 +105,10 @@ def _runs_table(runs: list[SmokeRun]) -> Table:
     table = Table(
         title="smoke runs (ms from request start)", title_justify="left", box=SIMPLE, pad_edge=False
     )
-    for name in ("run", "status", "connect", "headers", "TTFT", "total", "tokens", "tok/s"):
+    # the server's prompt-cache hits, when it reports them (llama.cpp, vLLM, OpenAI)
+    cached = any(run.cached_tokens is not None for run in runs)
+    names = ("run", "status", "connect", "headers", "TTFT", "total", "tokens", "tok/s")
+    for name in (*names, "cached") if cached else names:
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("finish", no_wrap=True)
     # The preview gives way when the numbers widen the table (a stream read in one burst has a
@@ -116,6 +119,7 @@ def _runs_table(runs: list[SmokeRun]) -> Table:
         tokens = "-" if run.output_tokens is None else str(run.output_tokens)
         if run.tokens_source == "counted":
             tokens += "*"
+        hits = ["-" if run.cached_tokens is None else str(run.cached_tokens)] if cached else []
         table.add_row(
             str(run.index),
             str(run.status) if run.status is not None else "-",
@@ -125,6 +129,7 @@ def _runs_table(runs: list[SmokeRun]) -> Table:
             _num(run.total_ms),
             tokens,
             f"{run.tokens_per_s:.1f}" if run.tokens_per_s is not None else "-",
+            *hits,
             escape(_finish(run)),
             _preview_cell(run.preview),
         )
