@@ -417,6 +417,7 @@ def _echoed_forms(secret: str) -> tuple[str, ...]:
 
 
 _FRAGMENT = 12  # a run of 12 characters of a key is the key's, not chance
+_GRAM = _FRAGMENT // 2
 _RUN = re.compile(r"[A-Za-z0-9_\-.+/=%]*+")  # the characters a key's run is made of
 
 
@@ -499,7 +500,7 @@ class SentMasker:
     look-up per 12-character window (none for a token shorter than that); `mask_sent` itself
     runs only on a piece that holds a secret."""
 
-    __slots__ = ("sent", "forms", "firsts", "windows", "reach", "held")
+    __slots__ = ("sent", "forms", "firsts", "windows", "grams", "reach", "held")
 
     def __init__(self, sent: Iterable[str]) -> None:
         self.sent = tuple(sorted({s for s in sent if s and len(s) >= _MIN_KNOWN}, key=len)[::-1])
@@ -511,6 +512,9 @@ class SentMasker:
             if len(s) >= _FRAGMENT + 4
             for i in range(len(s) - _FRAGMENT + 1)
         )
+        # a 12-character window always holds a 6-character piece that starts at a multiple of
+        # 6: the text's pieces at 0, 6, 12… are looked up first (a third of the windows)
+        self.grams = frozenset(w[i : i + _GRAM] for w in self.windows for i in range(_GRAM + 1))
         self.reach = max((len(form) for form in self.forms), default=1) - 1  # the most held
         self.held = ""
 
@@ -542,7 +546,14 @@ class SentMasker:
         for form in self.forms:
             if form in text:
                 return True
-        if len(text) < _FRAGMENT:
+        size = len(text)
+        if size < _FRAGMENT:
+            return False
+        grams = self.grams
+        for at in range(0, size - _GRAM + 1, _GRAM):
+            if text[at : at + _GRAM] in grams:
+                break
+        else:
             return False
         windows = self.windows
         return any(text[i : i + _FRAGMENT] in windows for i in range(len(text) - _FRAGMENT + 1))
