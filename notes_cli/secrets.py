@@ -500,21 +500,11 @@ class SentMasker:
     look-up per 12-character window (none for a token shorter than that); `mask_sent` itself
     runs only on a piece that holds a secret."""
 
-    __slots__ = ("sent", "forms", "firsts", "windows", "grams", "reach", "held")
+    __slots__ = ("sent", "forms", "firsts", "chars", "windows", "grams", "reach", "held")
 
     def __init__(self, sent: Iterable[str]) -> None:
-        self.sent = tuple(sorted({s for s in sent if s and len(s) >= _MIN_KNOWN}, key=len)[::-1])
-        self.forms = tuple(form for s in self.sent for form in _echoed_forms(s))
-        self.firsts = "".join(sorted({form[0] for form in self.forms}))
-        self.windows = frozenset(
-            s[i : i + _FRAGMENT]
-            for s in self.sent
-            if len(s) >= _FRAGMENT + 4
-            for i in range(len(s) - _FRAGMENT + 1)
-        )
-        # a 12-character window always holds a 6-character piece that starts at a multiple of
-        # 6: the text's pieces at 0, 6, 12… are looked up first (a third of the windows)
-        self.grams = frozenset(w[i : i + _GRAM] for w in self.windows for i in range(_GRAM + 1))
+        parts = _masker_parts(tuple(sorted({s for s in sent if s and len(s) >= _MIN_KNOWN})))
+        self.sent, self.forms, self.firsts, self.chars, self.windows, self.grams = parts
         self.reach = max((len(form) for form in self.forms), default=1) - 1  # the most held
         self.held = ""
 
@@ -566,6 +556,8 @@ class SentMasker:
 
     def _tail(self, text: str) -> int:
         """How many of `text`'s last characters could begin an echoed form (0: none)."""
+        if text[-1] not in self.chars:
+            return 0  # (the per-token case: a key has no such character, so cannot end here)
         size = len(text)
         start = size - self.reach if size > self.reach else 0
         if len(self.firsts) == 1 and text.find(self.firsts, start) < 0:
@@ -579,3 +571,26 @@ class SentMasker:
                     break
                 at = text.find(form[0], at + 1)
         return longest
+
+
+@lru_cache(maxsize=64)
+def _masker_parts(
+    secrets: tuple[str, ...],
+) -> tuple[tuple[str, ...], tuple[str, ...], str, frozenset[str], frozenset[str], frozenset[str]]:
+    """What a `SentMasker` looks for, made once per set of keys (a bridge makes a masker per
+    streamed answer, always for the same keys: ~40 µs each uncached): the secrets longest
+    first, their echoed forms, the forms' first characters, every character of the forms, the
+    12-character windows of the secrets, and the 6-character pieces of those windows (a
+    12-character window always holds one starting at a multiple of 6, so a text's pieces at
+    0, 6, 12… are looked up first: a third of the look-ups)."""
+    sent = tuple(sorted(secrets, key=len, reverse=True))
+    forms = tuple(form for s in sent for form in _echoed_forms(s))
+    windows = frozenset(
+        s[i : i + _FRAGMENT]
+        for s in sent
+        if len(s) >= _FRAGMENT + 4
+        for i in range(len(s) - _FRAGMENT + 1)
+    )
+    grams = frozenset(w[i : i + _GRAM] for w in windows for i in range(_GRAM + 1))
+    firsts = "".join(sorted({form[0] for form in forms}))
+    return sent, forms, firsts, frozenset("".join(forms)), windows, grams
