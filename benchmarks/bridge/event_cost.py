@@ -1,12 +1,14 @@
 """The bridge's own Python per streamed event, with the sockets stubbed out.
 
-    python benchmarks/bridge/event_cost.py [--events 30000] [--profile]
+    python benchmarks/bridge/event_cost.py [--events 30000] [--profile] [--no-key]
 
 One upstream text chunk as the lean client reads it (a whole HTTP chunk), through the status
 sink (`gateway._transport.StatusSink`), the pump (chat decode, Responses encode) and the client
 `Response`, to a transport that only counts writes: what the bridge's code costs per event
 before any system call. `run.py` measures the same path in situ, where the reads, writes and
 wake-ups of this machine come on top. `--profile` adds a cProfile table of the same loop.
+The bridge holds an upstream key, as it does in front of a real upstream, so the masking of an
+echoed key (`secrets.SentMasker`) is part of the path; `--no-key` leaves it out.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from notes_cli.bridge import http1
 from notes_cli.bridge.pump import Pump
 from notes_cli.gateway import _h1
 from notes_cli.gateway._transport import StatusSink
+from notes_cli.secrets import SentMasker
 from notes_cli.wire import chat, responses
 
+KEY = "sk-bench-9f3Kq2LmX7vR4tYp8WzN1cHdQe6"  # what the bridge sends upstream (and masks)
 BASE = {"id": "chatcmpl-b", "object": "chat.completion.chunk", "created": 0, "model": "m"}
 
 
@@ -51,13 +55,14 @@ class CountingTransport:
         pass
 
 
-async def measure(events: int, profile: bool) -> None:
+async def measure(events: int, profile: bool, key: bool = True) -> None:
     loop = asyncio.get_running_loop()
     client = http1._Connection.__new__(http1._Connection)  # just what `Response` touches
     sent = CountingTransport()
     client.transport, client.lost, client.write_paused = cast(asyncio.Transport, sent), False, False
     response = http1.Response(client, True, False)
-    pump = Pump(chat.StreamDecoder(), responses.StreamEncoder("resp_x", "m"), response)
+    mask = SentMasker([KEY]) if key else None
+    pump = Pump(chat.StreamDecoder(), responses.StreamEncoder("resp_x", "m"), response, mask=mask)
     upstream = _h1._Connection(loop)
     upstream.transport = cast(asyncio.Transport, CountingTransport())
     upstream.send(b"request", StatusSink(pump), 300, 300)
@@ -91,8 +96,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=30000)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--no-key", action="store_true", help="no upstream key: no masking")
     args = parser.parse_args()
-    asyncio.run(measure(args.events, args.profile))
+    asyncio.run(measure(args.events, args.profile, key=not args.no_key))
 
 
 if __name__ == "__main__":

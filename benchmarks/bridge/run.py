@@ -553,9 +553,11 @@ def run(args: argparse.Namespace, small: int, large: int, processes: list) -> st
     bridge_port = free_port()
     bridge = spawn(
         [sys.executable, "-m", "notes_cli", "bridge", "serve", "--upstream", f"{upstream_url}/v1",
-         "--port", str(bridge_port)],
+         "--port", str(bridge_port), "--upstream-key-env", "BENCH_UPSTREAM_KEY"],
         OUT / "bridge-serve.log",
-        {"PYTHONPATH": str(ROOT), "NO_COLOR": "1", "PDNOTES_HOME": str(OUT / "pdnotes-home")},
+        {"PYTHONPATH": str(ROOT), "NO_COLOR": "1", "PDNOTES_HOME": str(OUT / "pdnotes-home"),
+         # a key, as a real upstream takes: the bridge masks it out of every answer it relays
+         "BENCH_UPSTREAM_KEY": "sk-bench-9f3Kq2LmX7vR4tYp8WzN1cHdQe6"},
     )  # fmt: skip
     processes.append(bridge)
     wait_port(bridge_port, 30, bridge)
