@@ -89,6 +89,12 @@ def echo_request(text: str) -> str | None:
     return None
 
 
+_SMOKE_NONCE = re.compile(r"(?:^|(?<=[>\n]))\([0-9a-f]{6}\) ")  # (after a client's reminders)
+"""The nonce `pdnotes smoke` puts before each run's prompt (`smoke.fresh_prompt`), so that a
+server's prefix cache serves no run from another's: the mock engine answers the question
+behind it, the same every run (for a seed), as it did before the nonce."""
+
+
 class Responder:
     """Answers for the mock engine; the same seed and messages always give the same tokens."""
 
@@ -136,6 +142,7 @@ class Responder:
         return self._default_answer(last_user)
 
     def _default_answer(self, prompt: str) -> str:
+        prompt = _SMOKE_NONCE.sub("", prompt, count=1)  # the same question, the same answer
         lang = "zh" if _HAS_CJK.search(without_reminders(prompt)) else "en"
         data = _answers()[lang]
         rng = random.Random(self.seed * 1_000_003 + zlib.crc32(prompt.encode("utf-8")))
