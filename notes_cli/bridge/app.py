@@ -109,12 +109,14 @@ class BridgeApp:
             response.send(200, _JSON_HEADERS)
         else:
             leg = translate.ANTHROPIC if _is_anthropic(request) else translate.RESPONSES
-            if not self._authorised(request):  # nothing of the request is read or echoed
-                self._error(response, leg, WireError(401, "authentication", leg.bad_key_message))
+            if not self.authorised(request):  # nothing of the request is read or echoed
+                self.wire_error(
+                    response, leg, WireError(401, "authentication", leg.bad_key_message)
+                )
                 return
-            message = f"no route {method} {path} on the pdnotes bridge"  # (cut by `_error`)
+            message = f"no route {method} {path} on the pdnotes bridge"  # (cut by `wire_error`)
             hint = _route_hint(path)
-            self._error(response, leg, WireError(404, "not_found", message + hint))
+            self.wire_error(response, leg, WireError(404, "not_found", message + hint))
 
     async def aclose(self) -> None:
         """Close the upstreams' connections (the server calls this once it has stopped)."""
@@ -145,7 +147,7 @@ class BridgeApp:
         return [first, *rest]
 
     # --- auth ---------------------------------------------------------------------------
-    def _authorised(self, request: Request) -> bool:
+    def authorised(self, request: Request) -> bool:
         expected = self._local_key
         if expected is None:
             return True
@@ -163,8 +165,8 @@ class BridgeApp:
     # --- one turn -----------------------------------------------------------------------
     async def _turn(self, leg: translate.Leg, request: Request, response: Response) -> None:
         self.requests += 1
-        if not self._authorised(request):
-            self._error(response, leg, WireError(401, "authentication", leg.bad_key_message))
+        if not self.authorised(request):
+            self.wire_error(response, leg, WireError(401, "authentication", leg.bad_key_message))
             return
         ticket = self.recorder.begin() if self.recorder is not None else None
         try:
@@ -172,7 +174,7 @@ class BridgeApp:
             history = self._history(turn)
             turn, plan = translate.prepare(turn, history, self.config, self.tools)
         except WireError as error:
-            self._error(response, leg, error)
+            self.wire_error(response, leg, error)
             if ticket is not None:
                 recording.dropped(self.recorder, ticket)
             return
@@ -233,7 +235,7 @@ class BridgeApp:
         except Exception as exc:  # worded for the client below (a cancel is not an Exception)
             error = exc
         if not pump.opened:  # failed before the upstream answered
-            self._error(response, leg, self._wire_error(error, choice.url))
+            self.wire_error(response, leg, self._wire_error(error, choice.url))
             return None
         tail, ok = self._stream_tail(pump, error, choice.url)
         pump.end(tail)
@@ -274,7 +276,7 @@ class BridgeApp:
         try:
             _, body = await choice.fetch("POST", "/chat/completions", plan.body)
         except Exception as exc:
-            self._error(response, leg, self._wire_error(exc, choice.url))
+            self.wire_error(response, leg, self._wire_error(exc, choice.url))
             return None
         body = self.unsent(body)
         response_id = leg.new_id()
@@ -282,7 +284,7 @@ class BridgeApp:
             reply = replace(plan.reply(body), id=response_id, model=turn.model)
             document = leg.encode_reply(reply)
         except _UNREADABLE as exc:
-            self._error(response, leg, self._unreadable(exc, choice.url))
+            self.wire_error(response, leg, self._unreadable(exc, choice.url))
             return None
         response.send(200, _JSON_HEADERS, _json(document))
         if plan.store and len(plan.body) + len(body) <= MAX_BODY_BYTES:
@@ -316,7 +318,7 @@ class BridgeApp:
             status = error.status if 400 <= error.status < 600 else 502
             return WireError(
                 status, kind_for_status(status), message, code=error.error_code, headers=headers
-            )  # (its code is its words too: `_error` scrubs it, as every error the client gets)
+            )  # (its code is its words too: `wire_error` scrubs it, as every error the client gets)
         if isinstance(error, MalformedStream):
             return WireError(502, "bad_gateway", self.scrub(f"upstream {url} sent {error}"))
         if isinstance(error, gw.GatewayTimeout):
@@ -330,20 +332,20 @@ class BridgeApp:
     async def _chat(self, request: Request, response: Response) -> None:
         self.requests += 1
         leg = passthrough.CHAT
-        if not self._authorised(request):
-            self._error(response, leg, WireError(401, "authentication", leg.bad_key_message))
+        if not self.authorised(request):
+            self.wire_error(response, leg, WireError(401, "authentication", leg.bad_key_message))
             return
         try:
             body, stream = passthrough.prepare(request.body, self.config.model_map)
         except WireError as error:
-            self._error(response, leg, error)
+            self.wire_error(response, leg, error)
             return
         choice = self._upstream()
         if not stream:
             try:
                 _, answer = await choice.fetch("POST", "/chat/completions", body)
             except Exception as exc:
-                self._error(response, leg, self._wire_error(exc, choice.url))
+                self.wire_error(response, leg, self._wire_error(exc, choice.url))
                 return
             response.send(200, _JSON_HEADERS, self.unsent(answer))
             return
@@ -353,7 +355,7 @@ class BridgeApp:
         except Exception as exc:  # (a cancel, the client gone, is not an Exception)
             wire_error = self._wire_error(exc, choice.url)
             if not sink.opened:
-                self._error(response, leg, wire_error)
+                self.wire_error(response, leg, wire_error)
                 return
             log.warning("upstream stream failed: %s", wire_error.message)
             sink.end(passthrough.stream_error(wire_error))
@@ -363,19 +365,19 @@ class BridgeApp:
     # --- small routes -------------------------------------------------------------------
     async def _models(self, request: Request, response: Response) -> None:
         leg = translate.ANTHROPIC if _is_anthropic(request) else translate.RESPONSES
-        if not self._authorised(request):
-            self._error(response, leg, WireError(401, "authentication", leg.bad_key_message))
+        if not self.authorised(request):
+            self.wire_error(response, leg, WireError(401, "authentication", leg.bad_key_message))
             return
         choice = self._upstream()
         try:
             _, body = await choice.fetch("GET", "/models")
         except gw.GatewayError as exc:
-            self._error(response, leg, self._wire_error(exc, choice.url))
+            self.wire_error(response, leg, self._wire_error(exc, choice.url))
             return
         try:
             ids = translate.model_ids(self.unsent(body))
         except _UNREADABLE as exc:
-            self._error(response, leg, self._unreadable(exc, choice.url))
+            self.wire_error(response, leg, self._unreadable(exc, choice.url))
             return
         response.send(200, _JSON_HEADERS, _json(translate.models_body(ids, self.config)))
 
@@ -384,13 +386,13 @@ class BridgeApp:
         chat-completions upstreams have no count endpoint, and Claude Code asks before every
         turn (docs/bridge.md). The upstream's own tokenizer may count differently."""
         leg = translate.ANTHROPIC
-        if not self._authorised(request):
-            self._error(response, leg, WireError(401, "authentication", leg.bad_key_message))
+        if not self.authorised(request):
+            self.wire_error(response, leg, WireError(401, "authentication", leg.bad_key_message))
             return
         try:
             turn = leg.decode_request(request.body)
         except WireError as error:
-            self._error(response, leg, error)
+            self.wire_error(response, leg, error)
             return
         count = prompt.prompt_tokens(turn.messages)
         response.send(200, _JSON_HEADERS, _json({"input_tokens": count}))
@@ -431,7 +433,7 @@ class BridgeApp:
     def _sent_keys(self) -> list[str]:
         return [k for k in (self._upstream_key, *self._fallback_keys) if k]
 
-    def _error(self, response: Response, leg: translate.Leg, error: WireError) -> None:
+    def wire_error(self, response: Response, leg: translate.Leg, error: WireError) -> None:
         error.message = self.scrub(error.message)
         if error.code:
             error.code = self.scrub(error.code)

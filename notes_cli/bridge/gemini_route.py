@@ -49,13 +49,13 @@ class Host(Protocol):
 
     config: BridgeConfig
 
-    def _authorised(self, request: Request) -> bool: ...
+    def authorised(self, request: Request) -> bool: ...
 
     def _turn(
         self, leg: translate.Leg, request: Request, response: Response
     ) -> Awaitable[None]: ...
 
-    def _error(self, response: Response, leg: translate.Leg, error: WireError) -> None: ...
+    def wire_error(self, response: Response, leg: translate.Leg, error: WireError) -> None: ...
 
     def _upstream(self) -> _Upstream: ...
 
@@ -97,8 +97,8 @@ def matches(request: Request) -> bool:
 async def handle(app: Host, request: Request, response: Response) -> None:
     """One request on a Gemini path (`matches` said so)."""
     match = PATH.match(request.path)
-    if not app._authorised(request):  # nothing of the request is read or echoed
-        app._error(response, LEG, WireError(401, "authentication", BAD_KEY))
+    if not app.authorised(request):  # nothing of the request is read or echoed
+        app.wire_error(response, LEG, WireError(401, "authentication", BAD_KEY))
         return
     if match is None:  # a Google SDK on a path that is none of Gemini's
         said = f"no route {request.method} {request.path} on the pdnotes bridge"
@@ -106,7 +106,7 @@ async def handle(app: Host, request: Request, response: Response) -> None:
             " (Gemini CLI's GOOGLE_GEMINI_BASE_URL is the bridge's root, http://HOST:PORT, "
             "without the API version: the SDK adds /v1beta itself)"
         )
-        app._error(response, LEG, WireError(404, "not_found", said + hint))
+        app.wire_error(response, LEG, WireError(404, "not_found", said + hint))
         return
     rest = match.group("rest")
     if rest is None and request.method == "GET":
@@ -117,7 +117,7 @@ async def handle(app: Host, request: Request, response: Response) -> None:
     model, _, method = unquote(rest or "", errors="replace").rpartition(":")
     if request.method != "POST" or not model or method not in _METHODS:
         said = f"no route {request.method} {request.path} on the pdnotes bridge"
-        app._error(response, LEG, WireError(404, "not_found", said))
+        app.wire_error(response, LEG, WireError(404, "not_found", said))
         return
     if method == "countTokens":
         _count_tokens(app, request, response, model)
@@ -125,7 +125,7 @@ async def handle(app: Host, request: Request, response: Response) -> None:
     streamed = method == "streamGenerateContent"
     if streamed and "sse" not in parse_qs(request.query).get("alt", []):
         said = "the pdnotes bridge streams Gemini answers as SSE only: add ?alt=sse"
-        app._error(response, LEG, WireError(400, "invalid_request", said, param="alt"))
+        app.wire_error(response, LEG, WireError(400, "invalid_request", said, param="alt"))
         return
     await app._turn(GeminiLeg("gemini", gemini, "", BAD_KEY, model, streamed), request, response)
 
@@ -136,7 +136,7 @@ def _count_tokens(app: Host, request: Request, response: Response, model: str) -
     try:
         turn = gemini.decode_count_request(request.body, model=model)
     except WireError as error:
-        app._error(response, LEG, error)
+        app.wire_error(response, LEG, error)
         return
     count = prompt.prompt_tokens(turn.messages)
     response.send(200, _JSON_HEADERS, fastjson.dumps({"totalTokens": count}))
@@ -146,12 +146,12 @@ async def _models(app: Host, response: Response) -> None:
     try:
         _, body = await app._upstream().fetch("GET", "/models")
     except gw.GatewayError as exc:
-        app._error(response, LEG, app._wire_error(exc))
+        app.wire_error(response, LEG, app._wire_error(exc))
         return
     try:
         ids = translate.model_ids(body)
     except (ValueError, TypeError, KeyError, RecursionError) as exc:
-        app._error(response, LEG, app._unreadable(exc))
+        app.wire_error(response, LEG, app._unreadable(exc))
         return
     aliases = list(app.config.model_map)
     listed = gemini.encode_models([*aliases, *(i for i in ids if i not in aliases)])
