@@ -25,6 +25,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 if TYPE_CHECKING:
     import httpx
     from hostile_gateway import HostileGateway
+    from real_engine import LlamaServer
 
     from notes_cli.engine.core.profiles import Catalog
 
@@ -312,3 +313,16 @@ def interop_clients(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
         else:
             monkeypatch.delenv("PDNOTES_INTEROP_BIN", raising=False)
     return name
+
+
+@pytest.fixture(scope="module")
+def llama() -> Iterator[LlamaServer]:
+    """A real llama.cpp server (tests/real_engine.py) for one test module; skips, saying why,
+    where it cannot run."""
+    from real_engine import LlamaServer, missing
+
+    reason = missing()
+    if reason is not None:
+        pytest.skip(reason)
+    with LlamaServer() as server:
+        yield server

@@ -152,3 +152,14 @@ class LlamaServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def pdnotes(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The CLI in its own interpreter (the isolated HOME of conftest is in the environment)."""
+    return subprocess.run(
+        [sys.executable, "-m", "notes_cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )

@@ -13,23 +13,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from real_engine import MODEL_ID, LlamaServer, missing
+from real_engine import MODEL_ID, LlamaServer
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(600)]
-
-
-@pytest.fixture(scope="module")
-def llama() -> Iterator[LlamaServer]:
-    reason = missing()
-    if reason is not None:
-        pytest.skip(reason)
-    with LlamaServer() as server:
-        yield server
 
 
 def bench(llama: LlamaServer, records: Path, *args: str) -> dict[str, Any]:

@@ -6,37 +6,14 @@ one the model was trained on; doctor and smoke agree on a model that does not st
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from real_engine import MODEL_ID, LlamaServer, missing
+from real_engine import MODEL_ID, LlamaServer, pdnotes
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(600)]
-
-
-@pytest.fixture(scope="module")
-def llama() -> Iterator[LlamaServer]:
-    reason = missing()
-    if reason is not None:
-        pytest.skip(reason)
-    with LlamaServer() as server:
-        yield server
-
-
-def pdnotes(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """The CLI in its own interpreter (the isolated HOME of conftest is in the environment)."""
-    return subprocess.run(
-        [sys.executable, "-m", "notes_cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def served_window(llama: LlamaServer) -> int:

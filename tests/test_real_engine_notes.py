@@ -10,26 +10,16 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from heldout_reading import write_reading
-from real_engine import MODEL_ID, LlamaServer, missing
+from real_engine import MODEL_ID, LlamaServer
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(600)]
 
 MAX_TOKENS = 64
 LIMIT_VERDICTS = {"no-table", "truncated", "at-limit"}
-
-
-@pytest.fixture(scope="module")
-def llama() -> Iterator[LlamaServer]:
-    reason = missing()
-    if reason is not None:
-        pytest.skip(reason)
-    with LlamaServer() as server:
-        yield server
 
 
 def test_a_real_models_answers_get_verdicts_that_name_their_cause(
