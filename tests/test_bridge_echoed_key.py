@@ -150,3 +150,75 @@ def test_a_whole_answer_echoing_the_key_is_masked(protocol: str) -> None:
         raw, text = _ask(bridge.config.root_url, protocol, stream=False)
     _no_key(raw)
     assert text == _answer(mask(UPSTREAM_KEY))
+
+
+def _echoing_in_reasoning_and_a_call(piece: int):
+    """An upstream that streams the key it got inside its reasoning and inside a tool call's
+    arguments (a model asked to "show the request" can do either), in pieces of `piece`."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await read_request(reader)
+        head = request.partition(b"\r\n\r\n")[0].decode()
+        auth = next(
+            line.partition(":")[2].strip().removeprefix("Bearer ")
+            for line in head.split("\r\n")
+            if line.lower().startswith("authorization:")
+        )
+        thought, arguments = _thought(auth), json.dumps({"note": _answer(auth)})
+        split = lambda text: [text[i : i + piece] for i in range(0, len(text), piece)]  # noqa: E731
+        events = [_chunk({"role": "assistant", "content": ""})]
+        events += [_chunk({"reasoning_content": p}) for p in split(thought)]
+        call = {"index": 0, "id": "call_1", "type": "function"}
+        events.append(_chunk({"tool_calls": [{**call, "function": {"name": "save"}}]}))
+        events += [
+            _chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]})
+            for p in split(arguments)
+        ]
+        events += [_chunk({}, finish="tool_calls"), b"data: [DONE]\n\n"]
+        payload = b"".join(events)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: "
+            + str(len(payload)).encode() + b"\r\nconnection: close\r\n\r\n" + payload
+        )  # fmt: skip
+        await writer.drain()
+        writer.close()
+
+    return handle
+
+
+def _thought(key: str) -> str:
+    return f"The header says {key}; I will save it.{TAIL}"
+
+
+_RESPONSES_REASONING = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
+
+
+def _reasoning_and_arguments(protocol: str, raw: bytes) -> tuple[str, str]:
+    thought, arguments = [], []
+    for event in sse_payloads(raw):
+        kind = event.get("type")
+        if protocol == "responses" and kind in _RESPONSES_REASONING:
+            thought.append(event["delta"])
+        elif protocol == "responses" and kind == "response.function_call_arguments.delta":
+            arguments.append(event["delta"])
+        elif protocol == "anthropic" and kind == "content_block_delta":
+            delta = event["delta"]
+            thought.append(delta.get("thinking", ""))
+            arguments.append(delta.get("partial_json", ""))
+    return "".join(thought), "".join(arguments)
+
+
+@pytest.mark.parametrize("protocol", ["responses", "anthropic"])
+@pytest.mark.parametrize("piece", [1, 7, 40])
+def test_a_key_echoed_in_reasoning_or_a_tool_calls_arguments_is_masked(
+    protocol: str, piece: int
+) -> None:
+    with (
+        asyncio_upstream(_echoing_in_reasoning_and_a_call(piece)) as upstream,
+        bridge_to(upstream + "/v1") as bridge,
+    ):
+        raw, _ = _ask(bridge.config.root_url, protocol, stream=True)
+    _no_key(raw)
+    thought, arguments = _reasoning_and_arguments(protocol, raw)
+    assert thought == _thought(mask(UPSTREAM_KEY))  # the rest of each, in order, unchanged
+    assert json.loads(arguments) == {"note": _answer(mask(UPSTREAM_KEY))}

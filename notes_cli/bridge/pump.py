@@ -19,19 +19,22 @@ endless upstream would otherwise grow the bridge's memory for as long as the cli
 The keys the bridge sent upstream are masked out of the answer's text (`mask`, a
 `secrets.SentMasker`): an upstream that echoes its `Authorization` header would otherwise show
 the bridge's key to its clients, who do not have it. A key split across events is masked
-whole: the few characters at a text event's end that could begin one wait for the next.
+whole: the few characters at a text event's end that could begin one wait for the next. The
+answer's other words (reasoning, each tool call's name, id and arguments) are masked the same
+way, each channel with its own held tail, which goes out before any event of another kind.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
 from notes_cli.gateway._limits import MAX_EVENT_LINE_BYTES
 from notes_cli.gateway.relay import Reader
 from notes_cli.gateway.sse import EventTooLarge, ServerSentEvent, SSEParser
-from notes_cli.secrets import SentMasker
+from notes_cli.secrets import SentMasker, mask_sent
 from notes_cli.wire import events as ev
 from notes_cli.wire.codec import StreamEncoder
 from notes_cli.wire.errors import WireError
@@ -44,6 +47,9 @@ SSE_HEADERS: Headers = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
+
+
+_MASKED = (ev.ReasoningDelta, ev.ToolCallBegin, ev.ToolCallDelta)  # words besides the text
 
 
 def _general(block: bytes) -> list[ServerSentEvent]:
@@ -109,6 +115,7 @@ class Pump:
         "fast",
         "usage",
         "mask",
+        "side",
     )
 
     def __init__(
@@ -139,6 +146,8 @@ class Pump:
         self.fast = True  # the per-token shortcut, while the general parser is not needed
         self.usage: Usage | None = None  # the upstream's token counts (for --record)
         self.mask = mask or None  # the keys sent upstream, out of the answer's text
+        # the same for reasoning ("reasoning") and each tool call's arguments (its index)
+        self.side: dict[str | int, SentMasker] = {}
 
     def prepare(self) -> None:
         """Encode the opening events, numbered before any upstream byte is encoded. The app
@@ -177,6 +186,8 @@ class Pump:
                 if not text:
                     return False  # all of it held: it may begin a key
             if text is not None:
+                if self.side:
+                    self._send(b"".join(self._release_side([])))
                 self.room -= len(text)
                 if self.room >= 0:
                     if not self.texts:
@@ -271,13 +282,56 @@ class Pump:
         self.release(out)
         return b"".join(out)
 
-    def release(self, out: list[bytes]) -> None:
-        """The text held back in case it began a key (none did): before any other event."""
+    def release(self, out: list[bytes], keep: str | int | None = None) -> None:
+        """The words held back in case they began a key (none did), before any other event:
+        the text's, and every other channel's but `keep`'s (the channel of the event next)."""
         if self.mask is not None and self.mask.held:
             text = self.mask.flush()
             if self.room >= 0:
                 self._keep(text, self.texts, "text")
             out.append(self.encoder.text(text))
+        if self.side:
+            self._release_side(out, keep)
+
+    def _release_side(self, out: list[bytes], keep: str | int | None = None) -> list[bytes]:
+        for channel in [c for c in self.side if c != keep]:
+            held = self.side.pop(channel).flush()
+            if held:
+                event: ev.Event = (
+                    ev.ReasoningDelta(held)
+                    if channel == "reasoning"
+                    else ev.ToolCallDelta(int(channel), held)
+                )
+                self._remember(event)
+                out.append(self.encoder.encode(event))
+        return out
+
+    def _masked(self, event: ev.Event, out: list[bytes]) -> ev.Event | None:
+        """A reasoning or tool-call event with the sent keys masked (None: all of it held)."""
+        assert self.mask is not None
+        if type(event) is ev.ToolCallBegin:
+            self.release(out)
+            sent = self.mask.sent
+            return replace(
+                event, call_id=mask_sent(event.call_id, sent), name=mask_sent(event.name, sent)
+            )
+        if type(event) is ev.ReasoningDelta:
+            text = self._side_feed("reasoning", event.text, out)
+            if not text and event.signature is None:
+                return None
+            return ev.ReasoningDelta(text, event.signature)
+        assert type(event) is ev.ToolCallDelta
+        text = self._side_feed(event.index, event.arguments, out)
+        return ev.ToolCallDelta(event.index, text) if text else None
+
+    def _side_feed(self, channel: str | int, text: str, out: list[bytes]) -> str:
+        """`text` of one channel, masked, once the other channels' held words went out."""
+        assert self.mask is not None
+        self.release(out, keep=channel)
+        masker = self.side.get(channel)
+        if masker is None:
+            masker = self.side[channel] = SentMasker(self.mask.sent)
+        return masker.feed(text)
 
     def _event(self, data: str, name: str, out: list[bytes]) -> None:
         decoder = self.decoder
@@ -298,6 +352,8 @@ class Pump:
             if type(event) is ev.TextDelta:  # the per-token hot path: pre-rendered frames
                 text = event.text
                 if self.mask is not None:
+                    if self.side:
+                        self._release_side(out)
                     text = self.mask.feed(text)
                     if not text:
                         continue  # held: it may begin a key
@@ -313,7 +369,13 @@ class Pump:
                 self.failed = self.finished = True  # nothing more is relayed after it
                 return
             else:
-                self.release(out)
+                if self.mask is not None and type(event) in _MASKED:
+                    masked = self._masked(event, out)
+                    if masked is None:
+                        continue  # held: it may begin a key
+                    event = masked
+                else:
+                    self.release(out)
                 self._remember(event)
                 out.append(encoder.encode(event))
         if decoder.closed:
