@@ -272,6 +272,32 @@ def test_notes_generate_stops_with_a_clear_error_within_its_timeout(
     assert not (tmp_path / "note.md").exists()
 
 
+@pytest.mark.parametrize("mode", CLOCK_MODES)
+def test_notes_generate_reading_in_map_steps_stops_within_its_timeout(
+    cli: Run, hostile: HostileGateway, tmp_path: Path, mode: str
+) -> None:
+    """Sources over --max-source-tokens are read in map steps before the note: each map step
+    is a model call bounded by --timeout as well (a dripping stream held it before)."""
+    source = tmp_path / "reading.md"
+    source.write_text(
+        "\n\n".join(f"Paragraph {i}: prefill is compute-bound; decode reads the KV cache." * 8
+                    for i in range(40))
+    )  # fmt: skip
+    result, took = timed(
+        cli,
+        "notes", "generate", "--base-url", hostile.base(mode), "--model", "pd-mock-1",
+        "--key-env", KEY_ENV, "--lang", "en", "--no-repair", "--source", str(source),
+        "--max-source-tokens", "700", "--max-calls", "50",
+        "--timeout", str(timeout_for(mode, T_GENERATE)), "-o", "note.md",
+    )  # fmt: skip
+    out = result.stdout + result.stderr  # type: ignore[attr-defined]
+    assert "map" in out.lower()  # the sources were read in map steps
+    assert took < timeout_for(mode, T_GENERATE) + SLACK_S  # one map step's timeout
+    assert result.exit_code == 1  # type: ignore[attr-defined]
+    assert_clean(result)
+    assert not (tmp_path / "note.md").exists()
+
+
 # --------------------------------------------------------------------------- bench
 
 

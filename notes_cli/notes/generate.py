@@ -149,8 +149,9 @@ def read_sources(
     from notes_cli.gateway.client import GatewayClient
     from notes_cli.notes.reading import run_map
 
+    # `timeout` bounds each map step's whole answer, as it does the note's (generate_note)
     with GatewayClient(
-        endpoint, timeout=timeout, idle_timeout=timeout, transport=transport
+        endpoint, timeout=timeout, idle_timeout=timeout, total_timeout=timeout, transport=transport
     ) as client:
         return run_map(plan, kit, lang, client, observer=observer, max_tokens=max_tokens)
 
