@@ -232,3 +232,54 @@ def test_calibration_and_validation_are_never_pooled() -> None:
     runs = [_scored(1.0, 1.0, "vllm", "calibration"), _scored(1.0, 1.0, "vllm", "validation")]
     with pytest.raises(ValueError, match="never pooled"):
         silicon.by_group(runs, lambda s: (s.group[1],))
+
+
+# ---- scoring validation needs the model that was frozen ------------------------------------------
+
+
+def _harness_run():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("validation_run", HARNESS / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_validation_is_scored_only_with_the_model_frozen_as_named(tmp_path: Path) -> None:
+    import subprocess
+
+    run = _harness_run()
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(tmp_path), *args], capture_output=True, text=True, check=True
+        )
+        return done.stdout.strip()
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.invalid")
+    git("config", "user.name", "t")
+    for path in run.FROZEN_PATHS.values():
+        target = tmp_path / path
+        if "." not in target.name:  # a tree: one file in it
+            target = target / "model.py"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("cost = 1\n")
+    git("add", "-A")
+    git("commit", "-qm", "model")
+    frozen = {key: git("rev-parse", f"HEAD:{path}") for key, path in run.FROZEN_PATHS.items()}
+    assert run.unfrozen(tmp_path, frozen) == []
+
+    harness = tmp_path / "benchmarks/validation/silicon.py"
+    harness.write_text("cost = 2\n")  # changed after the freeze, not committed
+    assert run.unfrozen(tmp_path, frozen) == [
+        "benchmarks/validation/silicon.py has uncommitted changes"
+    ]
+    git("commit", "-qam", "a change after the freeze")
+    (changed,) = run.unfrozen(tmp_path, frozen)
+    assert changed.startswith("benchmarks/validation/silicon.py is ")
+    (tmp_path / "notes_cli/engine/model.py").write_text("cost = 3\n")
+    git("commit", "-qam", "the engine too")
+    assert len(run.unfrozen(tmp_path, frozen)) == 2

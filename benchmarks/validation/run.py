@@ -8,8 +8,10 @@ project's held-back rows (holdout-ids.txt) first.
     python benchmarks/validation/run.py score calibration --tuned
     python benchmarks/validation/run.py report calibration-tuned [--write]
 
-`score validation` refuses to run before a commit whose message starts with "FREEZE:" exists:
-the model and the tuning are frozen before the validation part is looked at. A few minutes of
+`score validation` refuses to run before a commit whose message starts with "FREEZE:" exists,
+and while the engine model, its rows, this harness or the tuning differ from what frozen.toml
+names (committed and unmodified): the model and the tuning are frozen before the validation
+part is looked at, and the validation part is scored with exactly that model. A few minutes of
 CPU per part (about 800 runs, each a short closed-loop simulation).
 """
 
@@ -77,6 +79,39 @@ def frozen() -> bool:
     return bool(out.stdout.strip())
 
 
+# What a FREEZE: commit fixes (frozen.toml's keys): the engine model, its bundled rows, the
+# harness that poses the runs and the fitted tuning. `score validation` runs only while each is,
+# committed and unmodified, what frozen.toml names.
+FROZEN = HERE / "frozen.toml"
+FROZEN_PATHS = {
+    "engine_tree": "notes_cli/engine",
+    "templates_tree": "templates/engine",
+    "harness_blob": "benchmarks/validation/silicon.py",
+    "tuning_blob": "benchmarks/validation/tuning.toml",
+}
+
+
+def unfrozen(root: Path, frozen_toml: dict[str, object]) -> list[str]:
+    """What differs from the freeze: each frozen path whose committed object is not the one
+    named, or which has uncommitted changes (empty: the model scored is the one frozen)."""
+    changed = []
+    for key, path in FROZEN_PATHS.items():
+        named = str(frozen_toml.get(key, ""))
+        now = _git(root, "rev-parse", f"HEAD:{path}")
+        if not named or now != named:
+            changed.append(f"{path} is {now[:10] or 'missing'}, frozen {named[:10] or 'unnamed'}")
+        elif _git(root, "status", "--porcelain", "--", path):
+            changed.append(f"{path} has uncommitted changes")
+    return changed
+
+
+def _git(root: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30, check=False
+    )
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
 def rows_of(part: str, every: int = 1) -> list[dict[str, str]]:
     """The runs of a part; with `every` > 1 only the configurations whose name hashes to 0
     modulo `every` (a deterministic subsample, whole configurations)."""
@@ -113,8 +148,16 @@ def score(part: str, tuning: silicon.Tuning, name: str, every: int = 1) -> Path:
     from notes_cli.engine.core.profiles import load_catalog
     from notes_cli.errors import InputError, UsageError
 
-    if part == "validation" and not frozen():
-        sys.exit("no FREEZE: commit yet: freeze the model and tuning before scoring validation")
+    if part == "validation":
+        if not frozen():
+            sys.exit("no FREEZE: commit yet: freeze the model and tuning before scoring validation")
+        changed = unfrozen(ROOT, tomllib.loads(FROZEN.read_text(encoding="utf-8")))
+        if changed:
+            sys.exit(
+                "the model is not the one frozen in frozen.toml ("
+                + "; ".join(changed)
+                + "): commit the changes, freeze again (frozen.toml + a FREEZE: commit), then score"
+            )
     catalog = load_catalog(user=False)
     out = RESULTS / f"{name}.csv"
     RESULTS.mkdir(exist_ok=True)
