@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from notes_cli.engine.core.profiles import Catalog, Deployment, ModelShape
     from notes_cli.plan.launch import LaunchSketch
     from notes_cli.plan.planner import Executor, PlanReport
+    from notes_cli.plan.slo import PlanSlo
     from notes_cli.plan.space import ChipOption, SearchSpace
     from notes_cli.plan.workload import PlanWorkload
 
@@ -518,3 +519,44 @@ def _executor(jobs: int | None, ray: str | None) -> Executor:
     from notes_cli.plan.run_local import LocalExecutor
 
     return LocalExecutor(jobs)
+
+
+def plan_trace(
+    trace: Path,
+    *,
+    model: str,
+    chips: tuple[ChipOption, ...],
+    slo: PlanSlo,
+    target_rate: float | None,
+    link: str = "roce-200g",
+    requests: int = 300,
+    max_chips: int = 16,
+    modes: str = "disagg,colocated,chunked",
+    jobs: int | None = None,
+) -> PlanReport:
+    """`engine plan --trace` with these settings and the defaults for the rest, as `trace cost`
+    runs it (ranked per $/h, or with a target rate by what carrying it costs)."""
+    from notes_cli.engine.core.profiles import load_catalog
+    from notes_cli.plan.planner import PlanRequest
+    from notes_cli.plan.planner import plan as run_plan
+    from notes_cli.render import plan as render_plan
+
+    catalog = load_catalog()
+    for chip in chips:
+        _known("chip", chip.name, catalog.chips)
+    _known("model", model, catalog.models)
+    _known("link", link, catalog.links)
+    space = _space(chips, modes, 8, max_chips, 4, "256", "512", None, None)
+    _refuse_huge(space, catalog.models[model])
+    workload = _workload(0, 0, "fixed", trace, requests, 1.0, 0)
+    request = PlanRequest(
+        model=model,
+        link=link,
+        space=replace(space, prefix_cache_hit=workload.prefix_cache_hit),
+        slo=slo,
+        workload=workload,
+        target_rate=target_rate,
+        window_s=_window(None, slo.ttft_ms or 1000.0),
+    )
+    with render_plan.progress() as on_progress:
+        return run_plan(request, catalog, _executor(jobs, None), on_progress=on_progress)

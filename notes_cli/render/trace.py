@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from notes_cli.render import escape, line
 
 if TYPE_CHECKING:
+    from notes_cli.trace.cost import CostReport
     from notes_cli.trace.summary import TraceSummary
 
 
@@ -52,3 +53,45 @@ def _burstiness(cv: float | None) -> str:
         return "too few arrivals"
     shape = "bursty" if cv > 1.2 else "Poisson-like" if cv > 0.8 else "regular"
     return f"{cv:.2f} ({shape}; 1 = Poisson)"
+
+
+def cost_report(path: Path, model: str, report: CostReport, named_volume: bool) -> None:
+    """`pdnotes trace cost` as text: the volume, the cluster, then a row per gateway model."""
+    volume, cluster = report.volume, report.cluster
+    cached = {
+        "recorded": "the upstream's recorded cache hits",
+        "hash_ids": "an unbounded prefix cache over hash_ids",
+        "none": "no cache (the trace records neither hits nor hash_ids)",
+    }[volume.cached_from]
+    where = "named with --per-day" if named_volume else "the trace's own volume"
+    line(f"[bold]{escape(str(path))}[/bold]")
+    line(
+        f"  {volume.requests:,} requests over {volume.span_s:,.3f} s: "
+        f"{report.requests_per_day:,.0f} requests a day ({where})"
+    )
+    share = volume.cached_tokens / volume.input_tokens if volume.input_tokens else 0.0
+    line(f"  prompt tokens cached {share:.1%} ({escape(cached)})")
+    line(
+        f"  self-hosted: {escape(model)} on {escape(cluster.label)}, "
+        f"{cluster.capacity_rps:,.2f} req/s per replica at the SLOs, "
+        f"${cluster.per_hour:,.2f}/h; {report.replicas} replica(s): "
+        f"${report.self_hosted_per_day:,.2f} a day"
+    )
+    rows = [
+        (
+            g.price.model,
+            f"${g.per_request:,.5f}",
+            f"${g.per_day:,.2f}",
+            "never (a full replica costs more per request)"
+            if g.break_even_per_day is None
+            else f"{g.break_even_per_day:,.0f} requests a day",
+        )
+        for g in report.gateways
+    ]
+    head = ("gateway model", "per request", "per day", "self-hosting breaks even at")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
+    for row in [head, *rows]:
+        cells = [f"{row[i]:<{widths[i]}}" for i in range(3)]
+        line(escape(f"  {'  '.join(cells)}  {row[3]}"))
+    for g in report.gateways:
+        line(escape(f"  {g.price.model}: {g.price.source}, {g.price.date}"))
