@@ -102,6 +102,27 @@ def test_rows_are_written_in_arrival_order_and_failed_turns_leave_none(tmp_path:
     assert [r.input_length for r in read_rows(path)] == [1, 3]
 
 
+def test_a_turn_records_its_think_time_since_its_sessions_last_answer(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    # seconds: turn 1 arrives at 0 and ends at 2; turn 2 arrives at 5 (3 s of thought) and
+    # ends at 6; turn 3 arrives at 7, turn 4 at 7.5 before turn 3 ends at 8 (no think time)
+    times = iter([0.0, 2.0, 5.0, 6.0, 7.0, 7.5, 8.0, 9.0])
+    recorder = TraceRecorder(path.open("ab", buffering=0), clock=lambda: next(times))
+    common = {"session": "s", "prompt": ["x"], "output_tokens": 1, "cached_tokens": 0}
+    recorder.finish(recorder.begin(), input_tokens=1, **common)
+    recorder.finish(recorder.begin(), input_tokens=2, **common)
+    third, fourth = recorder.begin(), recorder.begin()
+    recorder.finish(third, input_tokens=3, **common)
+    recorder.finish(fourth, input_tokens=4, **common)
+    recorder.close()
+    assert [(r.turn, r.delay) for r in read_rows(path)] == [
+        (1, None),
+        (2, 3000.0),
+        (3, 1000.0),
+        (4, None),
+    ]
+
+
 def test_record_refuses_an_existing_file(cli, tmp_path: Path) -> None:
     path = tmp_path / "old.jsonl"
     path.write_text("keep me\n")

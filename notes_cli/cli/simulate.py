@@ -132,6 +132,15 @@ KvRouting = Annotated[
         "(else round robin).",
     ),
 ]
+SessionOrder = Annotated[
+    bool,
+    typer.Option(
+        "--session-order/--no-session-order",
+        help="With a --trace whose rows name their session: a turn arrives after its "
+        "session's previous answer plus the recorded think time (delay), never before its "
+        "timestamp.",
+    ),
+]
 
 
 def simulate(
@@ -163,6 +172,7 @@ def simulate(
     plot: Plot = None,
     prefix_cache: PrefixCache = True,
     kv_routing: KvRouting = True,
+    session_order: SessionOrder = True,
     as_json: AsJson = False,
 ) -> None:
     """Simulate presets, modes and P:D ratios on one workload: TTFT, TPOT, ITL (TBT), E2E,
@@ -191,6 +201,7 @@ def simulate(
         burstiness=burstiness,
         trace=trace,
         concurrency=concurrency,
+        session_order=session_order and _has_sessions(trace),
     )
     from notes_cli.engine.simulate.runner import default_simulator
 
@@ -231,6 +242,12 @@ def simulate(
     from notes_cli.render.bench import simulate_report
 
     simulate_report(report)
+
+
+def _has_sessions(trace: Path | None) -> bool:
+    from notes_cli.trace.session_order import has_sessions
+
+    return trace is not None and has_sessions(trace)
 
 
 def _trace_caches(

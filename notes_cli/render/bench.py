@@ -112,6 +112,8 @@ def _point_title(point: RatePoint, workload: WorkloadSpec) -> str:
     if point.rate is None:
         if workload.concurrency is not None:
             when = f"{workload.concurrency} clients in a closed loop"
+        elif workload.trace is not None and workload.session_order:
+            when = "in session order (each turn after its previous answer and think time)"
         elif workload.trace is not None:
             when = "at the trace's arrival times"
         else:

@@ -2,12 +2,16 @@
 
     {"timestamp": 0, "input_length": 6955, "output_length": 52, "hash_ids": [0, 1, 2],
      "session_id": "a1", "turn": 1, "cached_tokens": 0}
+    {"timestamp": 4200, "input_length": 7400, "output_length": 40, "hash_ids": [0, 1, 2, 3],
+     "session_id": "a1", "turn": 2, "delay": 1500}
 
 `timestamp` is the arrival in ms from the trace's start; `hash_ids` names the prompt's blocks of
 BLOCK_TOKENS tokens (Mooncake's convention: a block's id depends on its whole prefix, so two
 prompts share a block id only when they share everything up to and including that block; the
 last block may be partial). `session_id`, `turn` and `cached_tokens` (the cached prefix the
 upstream reported) are optional additions; aiperf's and SGLang's Mooncake readers ignore them.
+`delay` (aiperf's multi-turn field) is the think time in ms between the session's previous
+answer ending and this turn's arrival; a replay in session order (session_order.py) keeps it.
 
 Reading is strict and streaming: a line at a time, each at most MAX_LINE_BYTES, every field
 checked, an error names the file and line.
@@ -41,6 +45,7 @@ class TraceRow:
     session_id: str | None = None
     turn: int | None = None
     cached_tokens: int | None = None
+    delay: float | None = None  # ms from the session's previous answer to this arrival
 
     def to_json(self) -> dict[str, Any]:
         stamp = int(self.timestamp) if float(self.timestamp).is_integer() else self.timestamp
@@ -56,6 +61,8 @@ class TraceRow:
             data["turn"] = self.turn
         if self.cached_tokens is not None:
             data["cached_tokens"] = self.cached_tokens
+        if self.delay is not None:
+            data["delay"] = int(self.delay) if float(self.delay).is_integer() else self.delay
         return data
 
 
@@ -138,6 +145,11 @@ def parse_row(value: object, where: str) -> TraceRow:
         raise InputError(f"{where}: session_id longer than {MAX_ID_CHARS} characters")
     turn = _count(value, "turn", where, low=1, optional=True)
     cached = _count(value, "cached_tokens", where, low=0, optional=True)
+    delay = value.get("delay")
+    if delay is not None and (
+        isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay < 1e12
+    ):
+        raise InputError(f"{where}: delay must be a non-negative number of ms, got {delay!r}")
     return TraceRow(
         float(stamp),
         n_in,
@@ -146,6 +158,7 @@ def parse_row(value: object, where: str) -> TraceRow:
         None if session is None else str(session),
         turn,
         cached,
+        None if delay is None else float(delay),
     )
 
 

@@ -2,9 +2,10 @@
 --record`).
 
 Per request the file gets: the session (a salted hash of the client's own session header, never
-the header's value), the turn within it, the arrival time, the upstream's input, output and
-cached-prefix token counts, and the prompt's block ids. Nothing else of the request or the
-answer is kept.
+the header's value), the turn within it, the arrival time, the think time since the session's
+previous answer ended (`delay`; none for a turn sent before it ended), the upstream's input,
+output and cached-prefix token counts, and the prompt's block ids. Nothing else of the request
+or the answer is kept.
 
 Block ids follow Mooncake's `hash_ids`: the prompt (its tools, then each message, in order) is
 cut into blocks of BLOCK_CHARS characters (about BLOCK_TOKENS tokens at 4 characters a token;
@@ -99,7 +100,8 @@ class TraceRecorder:
         self._hasher = hasher or BlockHasher()
         self._clock = clock
         self._start: float | None = None  # the first arrival: the trace's time 0
-        self._turns: OrderedDict[str, int] = OrderedDict()
+        # session → (turns so far, when its last answer ended in ms), the oldest forgotten
+        self._turns: OrderedDict[str, tuple[int, float]] = OrderedDict()
         self._lock = threading.Lock()
         self._issued = 0  # arrivals numbered so far
         self._written = 0  # the arrival whose row is written next
@@ -143,10 +145,14 @@ class TraceRecorder:
     ) -> None:
         hash_ids = self._hasher.hash_ids(prompt)
         with self._lock:
-            turn = None
+            turn = delay = None
             if session is not None:
-                turn = self._turns.pop(session, 0) + 1
-                self._turns[session] = turn
+                ended = round((self._clock() - (self._start or 0.0)) * 1000.0, 3)
+                before, answered = self._turns.pop(session, (0, None))
+                turn = before + 1
+                if answered is not None and answered <= ticket[1]:
+                    delay = round(ticket[1] - answered, 3)  # think time after the last answer
+                self._turns[session] = (turn, ended)
                 if len(self._turns) > MAX_KNOWN_SESSIONS:
                     self._turns.popitem(last=False)
             row = TraceRow(
@@ -157,6 +163,7 @@ class TraceRecorder:
                 session,
                 turn,
                 cached_tokens,
+                delay,
             )
             self._settle(ticket[0], row)
 

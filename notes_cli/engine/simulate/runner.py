@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ from notes_cli.bench.goodput import GoodputResult, capacity
 from notes_cli.bench.stats import Attainment, LatencyStats, Slo, Summary
 from notes_cli.bench.workload import ArrivalSpec, LengthSpec, WorkItem, read_trace, synthetic
 from notes_cli.engine.simulate.configs import Resolved, SimConfig, Simulator
+from notes_cli.trace.format import read_rows
+from notes_cli.trace.session_order import SessionOrder
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,9 @@ class WorkloadSpec:
     burstiness: float = 1.0
     trace: Path | None = None
     concurrency: int | None = None  # a closed loop of this many clients instead of arrivals
+    # A trace with session_id: at its own times, each turn waits for its session's previous
+    # answer plus the recorded think time (trace/session_order.py).
+    session_order: bool = False
 
     def items(self, rate: float | None, seed: int) -> Iterator[WorkItem]:
         arrivals = ArrivalSpec(rate=rate, burstiness=self.burstiness)
@@ -59,6 +65,7 @@ class WorkloadSpec:
         }
         if self.trace is not None:
             data["trace"] = str(self.trace)
+            data["session_order"] = self.session_order
         elif self.lengths.workload is not None:
             from notes_cli.bench.length_tables import named_workload
 
@@ -178,9 +185,12 @@ def measure(
         chips = simulator.resolve(config).chips
     stats = LatencyStats(slo)
     items: Iterable[Any] = workload.items(rate, seed)
-    loop = None
+    loop: ClosedLoop | SessionOrder | None = None
     if workload.concurrency is not None:
         loop = ClosedLoop(items, workload.concurrency)
+        items = loop.requests()
+    elif workload.session_order and workload.trace is not None and rate is None:
+        loop = SessionOrder(islice(read_rows(workload.trace), workload.requests))
         items = loop.requests()
     for record in simulator.run(config, items, seed):
         if loop is not None:

@@ -1,0 +1,89 @@
+"""Session-ordered replay on the simulator's virtual clock: a turn arrives after its session's
+previous answer plus the recorded think time (`delay`), never before its timestamp, and other
+sessions are not held up behind a waiting turn; `engine simulate --trace` replays that way
+unless told not to."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from notes_cli.engine.simulate.configs import SimConfig
+from notes_cli.engine.simulate.engine_simulator import EngineSimulator
+from notes_cli.errors import InputError
+from notes_cli.trace.format import TraceRow, read_rows
+from notes_cli.trace.session_order import SessionOrder
+
+PRESET = SimConfig("h100-disagg")
+
+
+def _replay(rows: list[TraceRow]) -> dict[int, object]:
+    """Each request's simulator record, by its (distinct) prompt length."""
+    order = SessionOrder(rows)
+    records = {}
+    for record in EngineSimulator().run(PRESET, order.requests(), 0):
+        order.finished(record)
+        records[record.input_tokens] = record
+    assert len(records) == len(rows)
+    return records
+
+
+def _session(first_output: int, second_at: float = 10.0) -> list[TraceRow]:
+    # session a: turn 1 at 0 ms, turn 2 recorded at `second_at` ms with 100 ms of think time;
+    # session b: one turn at 5 ms, which must not wait for a's second turn
+    return [
+        TraceRow(0.0, 1000, first_output, session_id="a", turn=1),
+        TraceRow(5.0, 700, 8, session_id="b", turn=1),
+        TraceRow(second_at, 1600, 8, session_id="a", turn=2, delay=100.0),
+    ]
+
+
+def test_a_turn_arrives_after_its_previous_answer_plus_the_think_time() -> None:
+    records = _replay(_session(first_output=64))
+    first, other, second = records[1000], records[700], records[1600]
+    answered = first.arrival_ms + first.e2e_ms
+    assert answered > 10.0  # the recorded timestamp came before the answer ended
+    assert second.arrival_ms == pytest.approx(answered + 100.0)
+    assert other.arrival_ms == 5.0  # another session's turn keeps its own time
+
+
+def test_a_slow_previous_answer_pushes_the_next_turn_later_by_as_much() -> None:
+    quick, slow = _replay(_session(first_output=16)), _replay(_session(first_output=400))
+    slower_by = slow[1000].e2e_ms - quick[1000].e2e_ms
+    assert slower_by > 1000.0  # 384 more decode steps
+    assert slow[1600].arrival_ms - quick[1600].arrival_ms == pytest.approx(slower_by)
+
+
+def test_a_turn_recorded_after_its_think_time_keeps_its_timestamp() -> None:
+    records = _replay(_session(first_output=16, second_at=60_000.0))
+    assert records[1600].arrival_ms == 60_000.0
+
+
+def test_delay_round_trips_and_is_read_strictly(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    row = {"timestamp": 0, "input_length": 5, "output_length": 2, "session_id": "a"}
+    path.write_text(json.dumps({**row, "delay": 250}) + "\n")
+    (read,) = read_rows(path)
+    assert read.delay == 250.0 and read.to_json()["delay"] == 250
+    path.write_text(json.dumps({**row, "delay": -1}) + "\n")
+    with pytest.raises(InputError, match="delay must be a non-negative"):
+        list(read_rows(path))
+
+
+def test_engine_simulate_replays_a_session_trace_in_session_order(cli, tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps(r.to_json()) + "\n" for r in _session(400)))
+    args = ("engine", "simulate", "--trace", str(trace), "--preset", "h100-disagg", "--json")
+    ordered, stamped = cli(*args), cli(*args, "--no-session-order")
+    assert ordered.exit_code == 0 and stamped.exit_code == 0, ordered.stderr + stamped.stderr
+    doc, plain = json.loads(ordered.stdout), json.loads(stamped.stdout)
+    assert doc["workload"]["session_order"] and not plain["workload"]["session_order"]
+
+    def e2e_mean(document: dict) -> float:
+        return document["configurations"][0]["points"][0]["metrics"]["e2e_ms"]["mean"]
+
+    # at its timestamp, a's second turn queues behind its own first answer's decode; in
+    # session order it arrives once that answer is done, so it is not slowed by it
+    assert e2e_mean(doc) < e2e_mean(plain)
