@@ -179,3 +179,44 @@ def test_recorded_blocks_count_the_rows_own_tokens_per_block() -> None:
     # each, not 512, so 6 shared blocks are 900 cached tokens
     rows = [TraceRow(0, 900, 1, tuple(range(6))), TraceRow(1, 1200, 1, tuple(range(8)))]
     assert replay(rows, 100, 512).cached_tokens == 900
+
+
+def test_the_prefix_cache_lowers_ttft_by_the_prefill_its_cached_tokens_cost(
+    cli, tmp_path: Path
+) -> None:
+    """One session of six turns, 10 s apart (each alone on the engine), each resending the
+    previous prompt (two 512-token blocks a turn) and adding two blocks: turn i finds
+    1,024 x (i - 1) tokens cached. The TTFT the cache saves is exactly the cost model's prefill
+    of those tokens: prefill at no hit minus prefill at the measured hit."""
+    from dataclasses import replace
+
+    from notes_cli.engine.core.costmodel import NodeCost
+    from notes_cli.engine.core.profiles import load_catalog
+
+    blocks: list[int] = []
+    rows = []
+    for i in range(6):
+        blocks = [*blocks, 2 * i, 2 * i + 1]
+        rows.append(_row(i * 10_000.0, 1024 * (i + 1), list(blocks), "a", i + 1))
+    trace = _write(tmp_path / "t.jsonl", rows)
+    args = ("engine", "simulate", "--trace", str(trace), "--preset", "h100-disagg", "--json")
+    on, off = (json.loads(cli(*args, *flag).stdout) for flag in ((), ("--no-prefix-cache",)))
+    hit = on["configurations"][0]["prefix_cache_hit"]
+    assert hit == pytest.approx(1024 * 15 / (1024 * 21))  # the hand count
+    assert off["configurations"][0]["prefix_cache_hit"] == 0
+
+    def ttft(doc: dict) -> float:
+        return doc["configurations"][0]["points"][0]["metrics"]["ttft_ms"]["mean"]
+
+    catalog = load_catalog()
+    deployment = catalog.deployments["h100-disagg"]
+    ((_, group),) = [(r, g) for r, g in deployment.worker_groups() if r == "prefill"]
+    model, chip = catalog.models[deployment.model], catalog.chips[group.chip]
+    cold, warm = (
+        NodeCost.for_group(model, chip, group, replace(deployment, prefix_cache_hit=h))
+        for h in (0.0, hit)
+    )
+    saved = [cold.prefill_time_ms(r["input_length"]) - warm.prefill_time_ms(r["input_length"])
+             for r in rows]  # fmt: skip
+    assert ttft(off) - ttft(on) == pytest.approx(sum(saved) / len(saved), abs=2e-3)
+    assert ttft(off) - ttft(on) > 10.0  # and that is a real saving
