@@ -16,6 +16,11 @@ request of a group misses, the rest hit.
 Multi-turn conversations (`turns` > 1) resend the growing history, the way chat and agents do:
 turn t of a conversation carries every earlier question and answer, then a new question.
 
+A trace's requests (`bench --trace`) carry Mooncake `hash_ids` instead: request i's prompt is
+the text of its blocks in order, each block id always the same `block_words` words (drawn from
+the run's stream and the id), so two prompts share text exactly where they share block ids and
+the server's prefix cache sees the trace's reuse; the last block is cut to the prompt's length.
+
 Lengths are in words of the list below, each one token in the common tokenizers (Llama, Gemma,
 Qwen, GPT): "about N tokens", as `--input-len` always was.
 """
@@ -23,6 +28,7 @@ Qwen, GPT): "about N tokens", as `--input-len` always was.
 from __future__ import annotations
 
 import random
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from notes_cli.errors import UsageError
@@ -58,6 +64,9 @@ class PromptSpec:
     turns: int = 1
     salt: str = ""  # run-unique unless --seed was given (new_salt)
     point: int = 0  # the sweep point, from 0: each point draws its own prompts
+    # `bench --trace`: each request's block ids, and the words a block holds
+    blocks: tuple[tuple[int, ...], ...] = ()
+    block_words: int = 512
 
     def __post_init__(self) -> None:
         if self.shared_prefix < 0:
@@ -66,6 +75,8 @@ class PromptSpec:
             raise UsageError("--prefix-groups must be at least 1")
         if self.turns < 1:
             raise UsageError("--turns must be at least 1")
+        if self.block_words < 1:
+            raise UsageError("a block holds at least one word")
 
 
 def new_salt() -> str:
@@ -79,16 +90,22 @@ def words(rng: random.Random, n: int) -> str:
     return " ".join(rng.choices(WORDS, k=n))
 
 
+MAX_BLOCK_TEXTS = 4096  # block texts kept for reuse (a block's text is redrawn past this)
+
+
 class PromptMaker:
     """The user text of request `index` (0-based, in sending order)."""
 
     def __init__(self, spec: PromptSpec) -> None:
         self.spec = spec
         self._prefixes: dict[int, str] = {}
+        self._blocks: OrderedDict[int, list[str]] = OrderedDict()
         self._stream = f"{spec.seed}:{spec.salt}:{spec.point}"
 
     def text(self, index: int, input_tokens: int) -> str:
         spec = self.spec
+        if index < len(spec.blocks) and spec.blocks[index]:
+            return self._from_blocks(index, spec.blocks[index], input_tokens)
         rng = random.Random(f"{self._stream}:request:{index}")
         prefix_len = min(spec.shared_prefix, input_tokens)
         own = words(rng, input_tokens - prefix_len)
@@ -103,3 +120,26 @@ class PromptMaker:
             rng = random.Random(f"{self._stream}:prefix:{group}")
             self._prefixes[key] = words(rng, n)
         return self._prefixes[key]
+
+    def _from_blocks(self, index: int, ids: tuple[int, ...], input_tokens: int) -> str:
+        """Every block but the last whole, the last cut to the length; a prompt longer than
+        its blocks ends with words of its own."""
+        per = self.spec.block_words
+        whole = [word for block in ids[:-1] for word in self._block(block)]
+        left = input_tokens - len(whole)
+        last = self._block(ids[-1])[: max(1, min(per, left))]
+        extra = left - len(last)
+        own = words(random.Random(f"{self._stream}:request:{index}"), extra) if extra > 0 else ""
+        return " ".join(whole + last + ([own] if own else []))
+
+    def _block(self, block: int) -> list[str]:
+        known = self._blocks
+        found = known.get(block)
+        if found is None:
+            rng = random.Random(f"{self._stream}:block:{block}")
+            found = known[block] = rng.choices(WORDS, k=self.spec.block_words)
+            if len(known) > MAX_BLOCK_TEXTS:
+                known.popitem(last=False)
+        else:
+            known.move_to_end(block)
+        return found

@@ -89,6 +89,12 @@ def bench(
     dataset: Path | None = typer.Option(
         None, "--dataset", help="JSONL: input_tokens and output_tokens per line (arrival_ms too)."
     ),
+    trace: Path | None = typer.Option(
+        None,
+        "--trace",
+        help="Replay an agent trace (docs/trace.md) at its own times: prompts share text "
+        "exactly where its requests share hash_ids, so the server's prefix cache sees its reuse.",
+    ),
     slo_ttft_ms: float | None = ranged(
         None, "--slo-ttft-ms", low=SLO_MS[0], high=SLO_MS[1], help="TTFT objective (ms)."
     ),
@@ -222,6 +228,12 @@ def bench(
             "--input-lens runs a grid of prompt lengths x --concurrency levels",
             fix="give --concurrency (e.g. 1,2,4), and no --rates, --dataset or --plot",
         )
+    if trace is not None:
+        clash = [flag for flag, given in (("--dataset", dataset is not None),
+                 ("--shared-prefix", shared_prefix > 0), ("--turns", turns > 1),
+                 ("--input-lens", bool(lengths))) if given]  # fmt: skip
+        if clash:
+            raise UsageError(f"--trace brings its own prompts and lengths: drop {clash[0]}")
     prompts = PromptSpec(
         seed=seed or 0,
         shared_prefix=shared_prefix,
@@ -241,7 +253,20 @@ def bench(
         keep_records=records is not None,
     )
 
+    if trace is not None:
+        from dataclasses import replace
+
+        from notes_cli.bench.trace_replay import trace_workload
+
+        traced = trace_workload(trace, limit=requests, rate=None, burstiness=burstiness, seed=0)
+        prompts = replace(prompts, blocks=traced.blocks, block_words=traced.block_words)
+        plan = replace(plan, requests=len(traced.items))
+
     def workload(at_rate: float | None, length: int = input_len) -> Iterable[WorkItem]:
+        if trace is not None:
+            return trace_workload(
+                trace, limit=requests, rate=at_rate, burstiness=burstiness, seed=seed or 0
+            ).items
         return _workload(
             requests, length, output_len, dist, dataset, at_rate, burstiness, seed or 0
         )
