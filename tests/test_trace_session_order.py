@@ -87,3 +87,36 @@ def test_engine_simulate_replays_a_session_trace_in_session_order(cli, tmp_path:
     # at its timestamp, a's second turn queues behind its own first answer's decode; in
     # session order it arrives once that answer is done, so it is not slowed by it
     assert e2e_mean(doc) < e2e_mean(plain)
+
+
+def test_engine_plan_checks_its_pick_on_the_trace_in_session_order(cli, tmp_path: Path) -> None:
+    """A session of six turns growing by two 512-token blocks each: the pick is replayed on the
+    trace itself, in session order, through its finite prefix cache (the hand count: turn i
+    finds 1,024 x (i - 1) tokens, 15 of 21 thousand-odd)."""
+    rows, blocks = [], []
+    for i in range(6):
+        blocks = [*blocks, 2 * i, 2 * i + 1]
+        rows.append(TraceRow(i * 50.0, 1024 * (i + 1), 32, tuple(blocks), "a", i + 1, None, 20.0))
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps(r.to_json()) + "\n" for r in rows))
+    plan = ("engine", "plan", "--model", "qwen3-8b", "--chip", "h100-sxm", "--max-chips", "1",
+            "--slo-ttft-ms", "2000", "--slo-tpot-ms", "100", "--jobs", "1", "--json")  # fmt: skip
+    picked = tmp_path / "pick.toml"
+    run = cli(*plan, "--trace", str(trace), "--out", str(picked))
+    assert run.exit_code == 0, run.stderr
+    check = json.loads(run.stdout)["trace_check"]
+    assert check["requests"] == 6 and check["session_order"] and check["met"]
+    assert check["prefix_cache_hit"] == pytest.approx(15 / 21, abs=1e-4)
+    # the same numbers as `engine simulate` of the pick in session order, not at the timestamps
+    simulate = ("engine", "simulate", "--preset", str(picked), "--trace", str(trace), "--json")
+
+    def ttft_p90(*flags: str) -> float:
+        doc = json.loads(cli(*simulate, *flags).stdout)
+        return doc["configurations"][0]["points"][0]["metrics"]["ttft_ms"]["p90"]
+
+    assert check["ttft_ms"] == pytest.approx(ttft_p90(), abs=1e-3)
+    assert ttft_p90("--no-session-order") != pytest.approx(check["ttft_ms"], abs=1e-3)
+    lengths_only = tmp_path / "lengths.jsonl"
+    lengths_only.write_text('{"input_tokens": 900, "output_tokens": 30}\n' * 3)
+    plain = cli(*plan, "--trace", str(lengths_only))
+    assert plain.exit_code == 0 and "trace_check" not in json.loads(plain.stdout)

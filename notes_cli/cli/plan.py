@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from notes_cli.plan.planner import Executor, PlanReport
     from notes_cli.plan.slo import PlanSlo
     from notes_cli.plan.space import ChipOption, SearchSpace
+    from notes_cli.plan.trace_check import TraceCheck
     from notes_cli.plan.workload import PlanWorkload
 
 
@@ -273,9 +274,22 @@ def plan(
     with render_plan.progress() as on_progress:
         report = run_plan(request, catalog, _executor(jobs, ray), on_progress=on_progress)
     report = replace(report, checks=crosscheck(report, catalog))  # aiconfigurator, if beside us
-    _publish(report, catalog, plot, out, engines, as_json)
+    checked = _trace_check(report, catalog, trace, requests)
+    _publish(report, catalog, plot, out, engines, as_json, checked)
     if report.best is None:
         raise typer.Exit(1)
+
+
+def _trace_check(
+    report: PlanReport, catalog: Catalog, trace: Path | None, requests: int
+) -> TraceCheck | None:
+    """The best replayed on the trace itself (plan/trace_check.py), when there is a trace."""
+    best = report.best_deployment()
+    if trace is None or best is None:
+        return None
+    from notes_cli.plan.trace_check import check_on_trace
+
+    return check_on_trace(best, catalog, trace, report.request.slo, requests)
 
 
 def _check_outputs(plot: Path | None, out: Path | None) -> None:
@@ -330,6 +344,7 @@ def _publish(
     out: Path | None,
     engines: list[str],
     as_json: bool,
+    checked: TraceCheck | None = None,
 ) -> None:
     """Write the plot and the deployment file asked for, then print the report."""
     from notes_cli import render
@@ -350,11 +365,15 @@ def _publish(
         document["deployment_file"] = str(out)
         render.note(f"wrote {out}: pdnotes engine serve --preset {out}")
     sketches = _sketches(best, catalog, engines) if best is not None else []
+    if checked is not None:
+        document["trace_check"] = checked.to_json()
     if as_json:
         document["launch"] = {s.engine: s.to_json() for s in sketches}
         render.emit_json(document)
         return
     render_plan.plan_report(report)
+    if checked is not None:
+        render_plan.trace_check_line(checked, report.request.slo)
     for result in sketches:
         render.line("")
         render_plan.sketch_text(result.text())

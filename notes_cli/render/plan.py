@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
     from notes_cli.plan.evaluate import LoadPoint
     from notes_cli.plan.planner import PlanReport
+    from notes_cli.plan.slo import PlanSlo
+    from notes_cli.plan.trace_check import TraceCheck
 
 _PHASES = {
     "capacity": "candidates searched",
@@ -57,6 +59,24 @@ def _n(x: float) -> str:
     if x is None or math.isnan(x):
         return "-"
     return f"{x:,.1f}" if abs(x) < 10_000 else f"{x:,.0f}"
+
+
+def trace_check_line(check: TraceCheck, slo: PlanSlo) -> None:
+    """The best replayed on the trace itself (plan/trace_check.py), in one line."""
+    q = f"P{slo.percentile * 100:g}"
+
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.1f} ms"
+
+    how = "in session order" if check.session_order else "at its times"
+    verdict = "meets the SLOs" if check.met else f"misses the SLOs ({check.binding or 'n/a'})"
+    out().print(
+        escape(
+            f"on the trace itself ({check.requests:,} requests {how}, prefix cache "
+            f"{check.prefix_cache_hit:.1%} hit): {q} TTFT {ms(check.ttft_ms)}, "
+            f"{q} TPOT {ms(check.tpot_ms)}; the best {verdict}"
+        )
+    )
 
 
 def plan_report(report: PlanReport) -> None:

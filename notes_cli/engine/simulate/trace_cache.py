@@ -21,6 +21,7 @@ from notes_cli.trace.format import BLOCK_TOKENS, read_rows
 from notes_cli.trace.prefix_cache import CacheReplay, replay
 
 if TYPE_CHECKING:
+    from notes_cli.engine.core.profiles import Catalog, Deployment
     from notes_cli.engine.simulate.engine_simulator import EngineSimulator
 
 # The cost model takes a share below 1 (a prompt computes at least one token).
@@ -28,12 +29,15 @@ MAX_HIT = 0.999
 
 
 def cache_shape(simulator: EngineSimulator, config: SimConfig) -> tuple[int, int]:
+    """(nodes, blocks per node) of the configuration's prefix caches (deployment_cache_shape)."""
+    return deployment_cache_shape(simulator.deployment(config), simulator.catalog_of(config))
+
+
+def deployment_cache_shape(deployment: Deployment, catalog: Catalog) -> tuple[int, int]:
     """(nodes, blocks per node) of the prefix caches: the prefill nodes of a disaggregated
     deployment, else its colocated nodes; each node's whole KV capacity, in blocks."""
     from notes_cli.engine.core.costmodel import NodeCost
 
-    deployment = simulator.deployment(config)
-    catalog = simulator.catalog_of(config)
     model = catalog.models[deployment.model]
     for role, group in deployment.worker_groups():
         if role == "decode":
