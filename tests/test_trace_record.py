@@ -155,3 +155,53 @@ def test_engine_serve_records_its_answered_requests_without_text(tmp_path: Path)
     assert rows[1].hash_ids[:shared] == rows[0].hash_ids[:shared]
     text = path.read_text()
     assert "SENTINEL" not in text and "pd-mock-1" not in text
+
+
+def _chat_answer() -> dict[str, Any]:
+    usage = {"prompt_tokens": 1500, "completion_tokens": 9, "total_tokens": 1509,
+             "prompt_tokens_details": {"cached_tokens": 512}}  # fmt: skip
+    message = {"role": "assistant", "content": ANSWER}
+    return {"id": "c1", "object": "chat.completion", "model": "m", "usage": usage,
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}  # fmt: skip
+
+
+def test_passed_through_chat_turns_and_gemini_turns_are_recorded_without_text(
+    tmp_path: Path,
+) -> None:
+    """OpenCode's chat completions (passed through, streamed and whole, with its session
+    header) and a Gemini generateContent turn each add a row with the upstream's counts."""
+    path = tmp_path / "trace.jsonl"
+    chat = {"model": "m", "messages": [{"role": "user", "content": PROMPT}]}
+    headers = {"authorization": f"Bearer {LOCAL_KEY}", "x-session-id": SESSION}
+    gemini = {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}]}
+    with (
+        LoopbackServer(Reply.sse(_upstream_stream(256))) as streamed,
+        LoopbackServer(Reply.json(_chat_answer())) as whole,
+    ):
+        with bridge_to(streamed.url, local_key=LOCAL_KEY) as bridge:
+            recorder = bridge.app.recorder = TraceRecorder.create(path)
+            url = bridge.config.root_url
+            reply = httpx.post(f"{url}/v1/chat/completions", json={**chat, "stream": True},
+                               headers=headers, timeout=20)  # fmt: skip
+            assert reply.status_code == 200 and ANSWER in reply.text
+        with bridge_to(whole.url, local_key=LOCAL_KEY) as bridge:
+            bridge.app.recorder = recorder
+            url = bridge.config.root_url
+            reply = httpx.post(f"{url}/v1/chat/completions", json=chat, headers=headers,
+                               timeout=20)  # fmt: skip
+            assert reply.status_code == 200 and reply.json()["choices"]
+            reply = httpx.post(f"{url}/v1beta/models/m:generateContent", json=gemini,
+                               headers={"x-goog-api-key": LOCAL_KEY}, timeout=20)  # fmt: skip
+            assert reply.status_code == 200, reply.text
+    recorder.close()
+    rows = list(read_rows(path))
+    assert [(r.turn, r.input_length, r.output_length, r.cached_tokens) for r in rows] == [
+        (1, 1600, 7, 256),  # streamed: the usage chunk, read as it went by
+        (2, 1500, 9, 512),  # whole
+        (None, 1500, 9, 512),  # Gemini CLI sends no session header
+    ]
+    assert rows[0].session_id == rows[1].session_id is not None
+    assert rows[0].hash_ids == rows[1].hash_ids and len(rows[0].hash_ids) == 4  # same prompt
+    text = path.read_text()
+    for secret in ("SENTINEL", SESSION, LOCAL_KEY, UPSTREAM_KEY):
+        assert secret not in text

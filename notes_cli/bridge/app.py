@@ -335,32 +335,51 @@ class BridgeApp:
         if not self.authorised(request):
             self.wire_error(response, leg, WireError(401, "authentication", leg.bad_key_message))
             return
+        ticket = self.recorder.begin() if self.recorder is not None else None
         try:
             body, stream = passthrough.prepare(request.body, self.config.model_map)
         except WireError as error:
             self.wire_error(response, leg, error)
+            recording.dropped(self.recorder, ticket)
             return
+        turn = recording.chat_turn(request.body) if ticket is not None else None
+        usage = None
+        try:
+            usage = await self._pass(leg, body, stream, response, turn is not None)
+        finally:
+            if ticket is not None:
+                if turn is None:
+                    recording.dropped(self.recorder, ticket)
+                else:
+                    recording.record(self.recorder, ticket, request.headers, turn, usage)
+
+    async def _pass(
+        self, leg: translate.Leg, body: bytes, stream: bool, response: Response, record: bool
+    ) -> Usage | None:
+        """Pass the chat request through; when `record`, the answer's usage (None: failed)."""
         choice = self._upstream()
         if not stream:
             try:
                 _, answer = await choice.fetch("POST", "/chat/completions", body)
             except Exception as exc:
                 self.wire_error(response, leg, self._wire_error(exc, choice.url))
-                return
+                return None
             response.send(200, _JSON_HEADERS, self.unsent(answer))
-            return
-        sink = passthrough.RawStream(response, self.masker())
+            return (recording.chat_usage(answer) or Usage()) if record else None
+        tap = recording.UsageTap() if record else None
+        sink = passthrough.RawStream(response, self.masker(), tap)
         try:
             await choice.stream("/chat/completions", body, sink)
         except Exception as exc:  # (a cancel, the client gone, is not an Exception)
             wire_error = self._wire_error(exc, choice.url)
             if not sink.opened:
                 self.wire_error(response, leg, wire_error)
-                return
+                return None
             log.warning("upstream stream failed: %s", wire_error.message)
             sink.end(passthrough.stream_error(wire_error))
-            return
+            return None
         sink.end()
+        return (tap.usage or Usage()) if tap is not None else None
 
     # --- small routes -------------------------------------------------------------------
     async def _models(self, request: Request, response: Response) -> None:

@@ -28,6 +28,7 @@ import re
 from typing import Any, cast
 
 from notes_cli.bridge.pump import SSE_HEADERS, ClientStream
+from notes_cli.bridge.recording import UsageTap
 from notes_cli.bridge.translate import RESPONSES, Leg
 from notes_cli.gateway._limits import MAX_EVENT_LINE_BYTES
 from notes_cli.gateway.relay import Reader
@@ -60,12 +61,15 @@ def prepare(body: bytes, model_map: dict[str, str]) -> tuple[bytes, bool]:
 class RawStream:
     """The relay's sink for a passed-through stream: the upstream's bytes, as they come."""
 
-    __slots__ = ("client", "opened", "unsend")
+    __slots__ = ("client", "opened", "tap", "unsend")
 
-    def __init__(self, client: ClientStream, mask: SentMasker | None = None) -> None:
+    def __init__(
+        self, client: ClientStream, mask: SentMasker | None = None, tap: UsageTap | None = None
+    ) -> None:
         self.client = client
         self.opened = False  # the upstream answered 2xx: the client's stream has begun
         self.unsend = Unsend(mask) if mask else None  # the keys sent upstream, masked
+        self.tap = tap  # `bridge serve --record`: the usage read as the bytes go by
 
     def on_headers(self, status: int, headers: list[tuple[str, str]]) -> None:
         self.opened = True
@@ -79,6 +83,8 @@ class RawStream:
             reader.pause()
 
     def on_body(self, data: bytes) -> bool:
+        if self.tap is not None:
+            self.tap.feed(data)
         if self.unsend is not None:
             data = self.unsend.feed(data)
         self._send(data)
