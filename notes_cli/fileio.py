@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 from notes_cli.errors import ConfigWriteError, InputError
 
@@ -201,6 +201,33 @@ def read_document(
     if len(data) > max_bytes:  # grew while we read it
         raise InputError(f"{what} {path} is over {max_bytes / 1e6:.0f} MB")
     return data
+
+
+def text_lines(path: Path, handle: TextIO, max_line_bytes: int) -> Iterator[tuple[int, str]]:
+    """(line number, line) for each non-blank line of a JSON Lines file open as UTF-8 text, a
+    line at a time, so a file of millions of lines costs one line's memory. A line longer than
+    `max_line_bytes`, or text that is not UTF-8, is an InputError naming the file and line. The
+    one reader of the JSONL formats pdnotes takes (traces, bench workloads, agents' logs)."""
+    number = 0
+    while True:
+        try:
+            line = handle.readline(max_line_bytes + 1)
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from exc
+        if not line:
+            return
+        number += 1
+        if len(line) > max_line_bytes:
+            raise InputError(
+                f"{path}:{number}: line longer than {_size(max_line_bytes)}",
+                fix="one JSON value per line",
+            )
+        if line.strip():
+            yield number, line
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n:,} bytes"
 
 
 def write_target(path: Path) -> Path:

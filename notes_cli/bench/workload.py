@@ -188,20 +188,10 @@ def read_trace(
 
 def _trace_rows(path: Path, handle: TextIO) -> Iterator[tuple[str, object]]:
     """(where, parsed value) per JSONL line, or per element of a whole-file JSON document."""
-    number = 0
+    from notes_cli.fileio import text_lines
+
     first = True
-    while True:
-        try:
-            line = handle.readline(MAX_TRACE_LINE_BYTES + 1)
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from exc
-        if not line:
-            return
-        number += 1
-        if len(line) > MAX_TRACE_LINE_BYTES:
-            raise InputError(f"{path}:{number}: line longer than {MAX_TRACE_LINE_BYTES >> 20} MiB")
-        if not line.strip():
-            continue
+    for number, line in text_lines(path, handle, MAX_TRACE_LINE_BYTES):
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:

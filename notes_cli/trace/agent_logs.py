@@ -185,18 +185,10 @@ def _lines(path: Path) -> Iterator[tuple[str, dict[str, object]]]:
         handle = path.open(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}") from exc
+    from notes_cli.fileio import text_lines
+
     with handle:
-        number = 0
-        while True:
-            try:
-                line = handle.readline(MAX_LOG_LINE_BYTES + 1)
-            except UnicodeDecodeError as exc:
-                raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from exc
-            if not line:
-                return
-            number += 1
-            if len(line) > MAX_LOG_LINE_BYTES:
-                raise InputError(f"{path}:{number}: line longer than 64 MiB")
+        for number, line in text_lines(path, handle, MAX_LOG_LINE_BYTES):
             try:
                 value = json.loads(line)
             except json.JSONDecodeError:

@@ -78,23 +78,12 @@ def render_rows(rows: Iterable[TraceRow]) -> str:
 def read_rows(path: Path) -> Iterator[TraceRow]:
     """The rows of a trace file, lazily. Raises InputError naming the line for anything that is
     not a trace row, and for timestamps that go backwards."""
-    handle = open_trace(path)
+    from notes_cli.fileio import text_lines
+
     last = 0.0
-    with handle:
-        number = 0
-        while True:
-            try:
-                line = handle.readline(MAX_LINE_BYTES + 1)
-            except UnicodeDecodeError as exc:
-                raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from exc
-            if not line:
-                return
-            number += 1
+    with open_trace(path) as handle:
+        for number, line in text_lines(path, handle, MAX_LINE_BYTES):
             where = f"{path}:{number}"
-            if len(line) > MAX_LINE_BYTES:
-                raise InputError(f"{where}: line longer than {MAX_LINE_BYTES >> 20} MiB")
-            if not line.strip():
-                continue
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
