@@ -128,3 +128,11 @@ def test_a_chip_without_a_price_or_an_unknown_gateway_is_exit_2(cli, tmp_path: P
     assert run.exit_code == 2 and "--chip h800:PRICE" in run.stderr
     run = cli("trace", "cost", str(trace), "--prices", str(table), *PLAN, "--gateway", "nope")
     assert run.exit_code == 2 and "test-model" in run.stderr
+
+
+def test_no_deployment_meeting_the_slos_is_exit_1_saying_what_to_loosen(
+    cli, tmp_path: Path
+) -> None:
+    trace, table = _files(tmp_path)
+    run = cli("trace", "cost", str(trace), "--prices", str(table), *PLAN, "--slo-ttft-ms", "1")
+    assert run.exit_code == 1 and "meets the SLOs" in run.stderr and "--max-chips" in run.stderr

@@ -245,7 +245,9 @@ def cost(
     )
     best = report.best
     if best is None or best.price_per_hour is None:
-        raise UsageError(
+        from notes_cli.errors import PdnotesError
+
+        raise PdnotesError(
             f"no deployment of {model} on {', '.join(c.name for c in chips)} meets the SLOs "
             "for this trace; nothing to price",
             fix="allow more chips (--max-chips), another --chip, or looser --slo-ttft-ms / "
