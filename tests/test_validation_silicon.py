@@ -196,6 +196,13 @@ def test_a_disagg_row_with_worker_counts_runs_them() -> None:
     dep = silicon.deployment_for(row, ["trtllm"])
     assert (dep.prefill.count, dep.decode.count, dep.max_batch) == (2, 9, 16 * 8)
     assert dep.decode.count * dep.max_batch == 1152  # concurrency = workers x DP x batch
+    # a prefill step takes the row's prefill batch of its prompts, per attention-DP rank
+    dp_prefill = dict(row, prefill_tp_size="1", prefill_attention_dp_size="8")
+    batched = silicon.deployment_for(dict(dp_prefill, prefill_batch_size="2"), ["trtllm"])
+    assert batched.prefill_token_budget == 2 * 8 * 1024
+    # ... and one prompt per rank where the row does not say (aiconfigurator's heuristic)
+    assert silicon.deployment_for(dp_prefill, ["trtllm"]).prefill_token_budget == 8 * 1024
+    assert silicon.deployment_for(row, ["trtllm"]).prefill_token_budget == 1024
 
 
 def test_without_worker_counts_the_decode_workers_hold_every_client() -> None:
@@ -219,7 +226,7 @@ def test_without_worker_counts_prefill_is_rate_matched_to_decode() -> None:
     row = _disagg("p", concurrency="1024")
     short = silicon.disagg_sizes(row, catalog)
     costs = silicon._phase_costs(row, catalog)
-    prefill_rate = 8 / costs.prefill.prefill_batch_ms([1024] * 8)  # 8 prompts in a budget
+    prefill_rate = 1 / costs.prefill.prefill_batch_ms([1024])  # one prompt a step (TP8, no DP)
     step = costs.decode.decode_step_ms(short.decode_batch, short.decode_batch * 1536)
     decode_rate = short.decode_batch / (step * 1023)
     # enough prefill workers to feed the decode workers, and not one more

@@ -130,6 +130,7 @@ KEPT_COLUMNS = (
     "tp_size",
     "attention_dp_size",
     "moe_ep_size",
+    "prefill_batch_size",
     "prefill_num_workers",
     "prefill_tp_size",
     "prefill_attention_dp_size",
@@ -148,6 +149,7 @@ KEPT_COLUMNS = (
 # the same for every row, never chosen per row.
 CHUNK_TOKENS = 8192  # TRT-LLM max_num_tokens, vLLM max_num_batched_tokens, SGLang chunked prefill
 DEFAULT_WORKERS = 1  # "one-pair" rule: a disagg row without counts runs 1 prefill + 1 decode
+PREFILL_BATCH = 1  # prompts a disagg prefill step takes per attention-DP rank (aiconfigurator's)
 DEFAULT_MAX_BATCH = 256  # a row without a batch size
 NODE_GPUS = 8  # HGX H100/H200: KV moves over NVLink inside 8 GPUs, over RDMA beyond
 
@@ -247,12 +249,13 @@ def _group(row: dict[str, str], prefix: str, chip: str, count: int) -> Any:
 
 @dataclass(frozen=True)
 class DisaggSizes:
-    """How many prefill and decode workers a disagg row runs, and the sequences one decode
-    worker holds (all its attention-DP ranks together)."""
+    """How many prefill and decode workers a disagg row runs, the sequences one decode worker
+    holds and the prompts one prefill step takes (all attention-DP ranks of a worker)."""
 
     prefill_workers: int
     decode_workers: int
     decode_batch: int
+    prefill_batch: int
 
 
 def disagg_sizes(
@@ -267,6 +270,9 @@ def disagg_sizes(
     worker's KV memory holds at the full prompt + answer; prefill workers enough to feed them
     (rate_matched_prefill). "one-pair": one prefill and one decode worker (the earlier rule)."""
     conc = max(1, int(row["concurrency"]))
+    prompts = _int(row["prefill_batch_size"], PREFILL_BATCH) * _int(
+        row["prefill_attention_dp_size"], 1
+    )
     d_dp = _int(row["decode_attention_dp_size"], 1)
     given_p = _int(row["prefill_num_workers"], 0)
     given_d = _int(row["decode_num_workers"], 0)
@@ -276,13 +282,14 @@ def disagg_sizes(
             given_p or DEFAULT_WORKERS,
             given_d or DEFAULT_WORKERS,
             given_batch or DEFAULT_MAX_BATCH,
+            prompts,
         )
     costs = _phase_costs(row, catalog)
     per_worker = min(d_dp * DEFAULT_MAX_BATCH, costs.decode_fits)
     decode = given_d or -(-conc // max(1, per_worker))
     batch = given_batch or -(-conc // decode)  # every client holds a decode slot
-    prefill = given_p or rate_matched_prefill(row, decode, batch, costs)
-    return DisaggSizes(prefill, decode, batch)
+    prefill = given_p or rate_matched_prefill(row, decode, batch, prompts, costs)
+    return DisaggSizes(prefill, decode, batch, prompts)
 
 
 @dataclass(frozen=True)
@@ -315,15 +322,14 @@ def _phase_costs(row: dict[str, str], catalog: Any = None) -> _PhaseCosts:
 
 
 def rate_matched_prefill(
-    row: dict[str, str], decode_workers: int, decode_batch: int, costs: _PhaseCosts
+    row: dict[str, str], decode_workers: int, decode_batch: int, prompts: int, costs: _PhaseCosts
 ) -> int:
     """Prefill workers enough to feed the decode workers, aiconfigurator's rate matching
     (prefill requests/s x workers >= decode requests/s x workers) on pdnotes' own step costs:
-    a prefill step of the prompts one CHUNK_TOKENS budget holds (at least one per attention-DP
-    rank), a decode step of the decode batch at half the answer's length."""
+    a prefill step of `prompts` prompts, a decode step of the decode batch at half the
+    answer's length."""
     isl, osl = int(row["isl"]), int(row["osl"])
     p_cost, d_cost = costs.prefill, costs.decode
-    prompts = max(1, CHUNK_TOKENS // isl, p_cost.dp)
     prefill_rate = prompts / p_cost.prefill_batch_ms([isl] * prompts)
     step = d_cost.decode_step_ms(decode_batch, decode_batch * (isl + osl / 2))
     decode_rate = decode_batch / (step * max(1, osl - 1))
@@ -358,6 +364,8 @@ def deployment_for(
         prefill = _group(row, "prefill_", chip, sizes.prefill_workers)
         decode = _group(row, "decode_", chip, sizes.decode_workers)
         gpus = prefill.gpus + decode.gpus
+        # a prefill step takes sizes.prefill_batch prompts of the row's length
+        common["prefill_token_budget"] = sizes.prefill_batch * int(row["isl"])
         return Deployment(
             mode="disagg",
             link="nvlink4" if gpus <= NODE_GPUS else "rdma-8x400g",
