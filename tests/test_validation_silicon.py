@@ -200,9 +200,12 @@ def test_a_disagg_row_with_worker_counts_runs_them() -> None:
     dp_prefill = dict(row, prefill_tp_size="1", prefill_attention_dp_size="8")
     batched = silicon.deployment_for(dict(dp_prefill, prefill_batch_size="2"), ["trtllm"])
     assert batched.prefill_token_budget == 2 * 8 * 1024
-    # ... and one prompt per rank where the row does not say (aiconfigurator's heuristic)
-    assert silicon.deployment_for(dp_prefill, ["trtllm"]).prefill_token_budget == 8 * 1024
-    assert silicon.deployment_for(row, ["trtllm"]).prefill_token_budget == 1024
+    # ... and where the row does not say, the prompts one 8,192-token budget holds, per rank
+    unsaid = dict(dp_prefill, prefill_batch_size="")
+    assert silicon.deployment_for(unsaid, ["trtllm"]).prefill_token_budget == 8 * 8192
+    long = dict(unsaid, isl="16384")  # a prompt longer than the budget still goes, one a rank
+    assert silicon.deployment_for(long, ["trtllm"]).prefill_token_budget == 8 * 16384
+    assert silicon.deployment_for(row, ["trtllm"]).prefill_token_budget == 8192
 
 
 def test_without_worker_counts_the_decode_workers_hold_every_client() -> None:
@@ -226,7 +229,7 @@ def test_without_worker_counts_prefill_is_rate_matched_to_decode() -> None:
     row = _disagg("p", concurrency="1024")
     short = silicon.disagg_sizes(row, catalog)
     costs = silicon._phase_costs(row, catalog)
-    prefill_rate = 1 / costs.prefill.prefill_batch_ms([1024])  # one prompt a step (TP8, no DP)
+    prefill_rate = 8 / costs.prefill.prefill_batch_ms([1024] * 8)  # 8 prompts in a budget
     step = costs.decode.decode_step_ms(short.decode_batch, short.decode_batch * 1536)
     decode_rate = short.decode_batch / (step * 1023)
     # enough prefill workers to feed the decode workers, and not one more

@@ -149,7 +149,6 @@ KEPT_COLUMNS = (
 # the same for every row, never chosen per row.
 CHUNK_TOKENS = 8192  # TRT-LLM max_num_tokens, vLLM max_num_batched_tokens, SGLang chunked prefill
 DEFAULT_WORKERS = 1  # "one-pair" rule: a disagg row without counts runs 1 prefill + 1 decode
-PREFILL_BATCH = 1  # prompts a disagg prefill step takes per attention-DP rank (aiconfigurator's)
 DEFAULT_MAX_BATCH = 256  # a row without a batch size
 NODE_GPUS = 8  # HGX H100/H200: KV moves over NVLink inside 8 GPUs, over RDMA beyond
 
@@ -270,9 +269,7 @@ def disagg_sizes(
     worker's KV memory holds at the full prompt + answer; prefill workers enough to feed them
     (rate_matched_prefill). "one-pair": one prefill and one decode worker (the earlier rule)."""
     conc = max(1, int(row["concurrency"]))
-    prompts = _int(row["prefill_batch_size"], PREFILL_BATCH) * _int(
-        row["prefill_attention_dp_size"], 1
-    )
+    prompts = prefill_prompts(row)
     d_dp = _int(row["decode_attention_dp_size"], 1)
     given_p = _int(row["prefill_num_workers"], 0)
     given_d = _int(row["decode_num_workers"], 0)
@@ -290,6 +287,15 @@ def disagg_sizes(
     batch = given_batch or -(-conc // decode)  # every client holds a decode slot
     prefill = given_p or rate_matched_prefill(row, decode, batch, prompts, costs)
     return DisaggSizes(prefill, decode, batch, prompts)
+
+
+def prefill_prompts(row: dict[str, str]) -> int:
+    """Prompts one disagg prefill step takes: each attention-DP rank schedules its own batch
+    (TRT-LLM's max_num_tokens and vLLM's max_num_batched_tokens are per rank), the row's
+    prefill batch size of prompts where it gives one, else what CHUNK_TOKENS holds (at least
+    one)."""
+    per_rank = _int(row["prefill_batch_size"], 0) or max(1, CHUNK_TOKENS // int(row["isl"]))
+    return per_rank * _int(row["prefill_attention_dp_size"], 1)
 
 
 @dataclass(frozen=True)
