@@ -158,9 +158,93 @@ def test_a_row_becomes_its_deployment() -> None:
         ["trtllm"],
     )
     assert disagg.mode == "disagg" and disagg.backend is None  # no sglang description: none
-    assert (disagg.prefill.count, disagg.prefill.tp) == (silicon.DEFAULT_WORKERS, 8)
-    assert (disagg.decode.dp, disagg.decode.ep, disagg.max_batch) == (8, 8, 32)
-    assert disagg.link == "rdma-8x400g"  # 16 GPUs: beyond one node
+    assert disagg.prefill.tp == 8
+    # the row's decode batch is per attention-DP rank: a DP8 worker holds 8 x 32
+    assert (disagg.decode.dp, disagg.decode.ep, disagg.max_batch) == (8, 8, 8 * 32)
+    assert disagg.link == "rdma-8x400g"  # 16 GPUs and more: beyond one node
+
+
+def _disagg(run_id: str, **changes: str) -> dict[str, str]:
+    """A DeepSeek-R1 fp8 disagg row on H200, TP8·EP8 prefill and decode, no worker counts."""
+    fields = {
+        "model_path": "deepseek-ai/DeepSeek-R1",
+        "precision": "fp8",
+        "mode": "disagg",
+        "batch_size": "",
+        "tp_size": "",
+        "prefill_tp_size": "8",
+        "prefill_moe_ep_size": "8",
+        "decode_tp_size": "8",
+        "decode_moe_ep_size": "8",
+        "isl": "1024",
+        "osl": "1024",
+    }
+    fields.update(changes)
+    return _row(run_id, **fields)
+
+
+def test_a_disagg_row_with_worker_counts_runs_them() -> None:
+    row = _disagg(
+        "w",
+        concurrency="1152",
+        prefill_num_workers="2",
+        decode_num_workers="9",
+        decode_attention_dp_size="8",
+        decode_tp_size="1",
+        decode_batch_size="16",
+    )
+    dep = silicon.deployment_for(row, ["trtllm"])
+    assert (dep.prefill.count, dep.decode.count, dep.max_batch) == (2, 9, 16 * 8)
+    assert dep.decode.count * dep.max_batch == 1152  # concurrency = workers x DP x batch
+    # a prefill step takes the row's prefill batch of its prompts, per attention-DP rank
+    dp_prefill = dict(row, prefill_tp_size="1", prefill_attention_dp_size="8")
+    batched = silicon.deployment_for(dict(dp_prefill, prefill_batch_size="2"), ["trtllm"])
+    assert batched.prefill_token_budget == 2 * 8 * 1024
+    # ... and where the row does not say, the prompts one 8,192-token budget holds, per rank
+    unsaid = dict(dp_prefill, prefill_batch_size="")
+    assert silicon.deployment_for(unsaid, ["trtllm"]).prefill_token_budget == 8 * 8192
+    long = dict(unsaid, isl="16384")  # a prompt longer than the budget still goes, one a rank
+    assert silicon.deployment_for(long, ["trtllm"]).prefill_token_budget == 8 * 16384
+    assert silicon.deployment_for(row, ["trtllm"]).prefill_token_budget == 8192
+
+
+def test_without_worker_counts_the_decode_workers_hold_every_client() -> None:
+    catalog = load_catalog(user=False)
+    for clients in (1, 64, 1024, 4096):
+        row = _disagg(f"c{clients}", concurrency=str(clients))
+        sizes = silicon.disagg_sizes(row, catalog)
+        fits = silicon._phase_costs(row, catalog).decode_fits
+        assert sizes.decode_workers * sizes.decode_batch >= clients  # nobody waits for a slot
+        assert sizes.decode_batch <= min(silicon.DEFAULT_MAX_BATCH, fits)  # per worker limits
+        assert sizes.decode_workers == 1 or (sizes.decode_workers - 1) * sizes.decode_batch < (
+            clients
+        )  # no idle decode worker
+    # long prompts + answers fill a worker's KV memory before its batch limit: more workers
+    long = silicon.disagg_sizes(_disagg("l", concurrency="160", isl="8192"), catalog)
+    assert long.decode_workers > 1
+
+
+def test_without_worker_counts_prefill_is_rate_matched_to_decode() -> None:
+    catalog = load_catalog(user=False)
+    row = _disagg("p", concurrency="1024")
+    short = silicon.disagg_sizes(row, catalog)
+    costs = silicon._phase_costs(row, catalog)
+    prefill_rate = 8 / costs.prefill.prefill_batch_ms([1024] * 8)  # 8 prompts in a budget
+    step = costs.decode.decode_step_ms(short.decode_batch, short.decode_batch * 1536)
+    decode_rate = short.decode_batch / (step * 1023)
+    # enough prefill workers to feed the decode workers, and not one more
+    assert short.prefill_workers * prefill_rate >= short.decode_workers * decode_rate
+    assert (short.prefill_workers - 1) * prefill_rate < short.decode_workers * decode_rate
+    # eight times the prompt for the same answers needs more prefill workers
+    longer = silicon.disagg_sizes(_disagg("q", concurrency="1024", isl="8192"), catalog)
+    assert longer.prefill_workers > short.prefill_workers
+
+
+def test_the_one_pair_rule_is_kept_for_comparison() -> None:
+    one_pair = silicon.Harness(disagg_rule="one-pair")
+    sizes = silicon.disagg_sizes(_disagg("o", concurrency="4096"), harness=one_pair)
+    assert (sizes.prefill_workers, sizes.decode_workers) == (1, 1)
+    assert sizes.decode_batch == silicon.DEFAULT_MAX_BATCH
 
 
 def test_a_row_falls_in_its_group() -> None:

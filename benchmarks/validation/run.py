@@ -112,15 +112,18 @@ def _git(root: Path, *args: str) -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
-def rows_of(part: str, every: int = 1) -> list[dict[str, str]]:
+def rows_of(part: str, every: int = 1, mode: str | None = None) -> list[dict[str, str]]:
     """The runs of a part; with `every` > 1 only the configurations whose name hashes to 0
-    modulo `every` (a deterministic subsample, whole configurations)."""
+    modulo `every` (a deterministic subsample, whole configurations); with `mode` only its
+    agg or disagg runs (the split itself is always made on all runs)."""
     rows = list(silicon.read_runs(RUNS))
     parts = silicon.split(rows)
     return [
         row
         for row in rows
-        if parts[row["id"]] == part and silicon.unit_hash(row["id"]) % every == 0
+        if parts[row["id"]] == part
+        and silicon.unit_hash(row["id"]) % every == 0
+        and (mode is None or row["mode"] == mode)
     ]
 
 
@@ -144,7 +147,9 @@ FIELDS = (
 )
 
 
-def score(part: str, tuning: silicon.Tuning, name: str, every: int = 1) -> Path:
+def score(
+    part: str, tuning: silicon.Tuning, name: str, every: int = 1, mode: str | None = None
+) -> Path:
     from notes_cli.engine.core.profiles import load_catalog
     from notes_cli.errors import InputError, UsageError
 
@@ -161,7 +166,7 @@ def score(part: str, tuning: silicon.Tuning, name: str, every: int = 1) -> Path:
     catalog = load_catalog(user=False)
     out = RESULTS / f"{name}.csv"
     RESULTS.mkdir(exist_ok=True)
-    rows = rows_of(part, every)
+    rows = rows_of(part, every, mode)
     with out.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=FIELDS, lineterminator="\n")
         writer.writeheader()
@@ -236,7 +241,7 @@ def fit(reuse: bool = False, every: int = 1) -> None:
 
     known = set(backends.BACKENDS) | set(getattr(backends, "BACKEND_ALIASES", {}))
     batch_of, overlaps = {}, {}
-    for row in rows_of("calibration"):
+    for row in rows_of("calibration", mode="agg"):
         batch_of[row["id"]] = min(int(row["concurrency"]), silicon.max_batch_of(row))
         # engines that run a step's CPU work under the GPU's next step: max(GPU, CPU), not sum
         overlaps[row["id"]] = bool(
@@ -346,6 +351,7 @@ def main() -> None:
     one.add_argument("part", choices=silicon.PARTS)
     one.add_argument("--tuned", action="store_true", help="with tuning.toml (the fit)")
     one.add_argument("--every", type=int, default=1, help="score 1 configuration in N")
+    one.add_argument("--mode", choices=("agg", "disagg"), help="only the agg or disagg runs")
     report_parser = sub.add_parser("report", help="tables of results/NAME.csv")
     report_parser.add_argument("name", help="e.g. calibration, validation-tuned")
     report_parser.add_argument("--write", action="store_true", help="into docs/validation.md")
@@ -360,7 +366,8 @@ def main() -> None:
     else:
         if args.command == "score":
             name = args.part + ("-tuned" if args.tuned else "")
-            score(args.part, load_tuning() if args.tuned else {}, name, args.every)
+            name += f"-{args.mode}" if args.mode else ""
+            score(args.part, load_tuning() if args.tuned else {}, name, args.every, args.mode)
         else:
             name = args.name
         text = report(name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -129,6 +130,7 @@ KEPT_COLUMNS = (
     "tp_size",
     "attention_dp_size",
     "moe_ep_size",
+    "prefill_batch_size",
     "prefill_num_workers",
     "prefill_tp_size",
     "prefill_attention_dp_size",
@@ -146,7 +148,7 @@ KEPT_COLUMNS = (
 # Documented defaults for what a row does not say (docs/validation.md, "Measured serving runs"):
 # the same for every row, never chosen per row.
 CHUNK_TOKENS = 8192  # TRT-LLM max_num_tokens, vLLM max_num_batched_tokens, SGLang chunked prefill
-DEFAULT_WORKERS = 1  # a disagg row without worker counts: one prefill and one decode worker
+DEFAULT_WORKERS = 1  # "one-pair" rule: a disagg row without counts runs 1 prefill + 1 decode
 DEFAULT_MAX_BATCH = 256  # a row without a batch size
 NODE_GPUS = 8  # HGX H100/H200: KV moves over NVLink inside 8 GPUs, over RDMA beyond
 
@@ -178,9 +180,13 @@ def compact(row: dict[str, str]) -> dict[str, str] | None:
 
 
 def max_batch_of(row: dict[str, str]) -> int:
-    """The engine's batch limit: the row's batch size (decode's for disagg)."""
-    key = "decode_batch_size" if row["mode"] == "disagg" else "batch_size"
-    return _int(row[key], DEFAULT_MAX_BATCH)
+    """The engine's batch limit: the row's batch size; a disagg row's decode batch size is per
+    attention-DP rank, so a decode worker holds it times its DP ranks."""
+    if row["mode"] == "disagg":
+        return _int(row["decode_batch_size"], DEFAULT_MAX_BATCH) * _int(
+            row["decode_attention_dp_size"], 1
+        )
+    return _int(row["batch_size"], DEFAULT_MAX_BATCH)
 
 
 def model_class(row: dict[str, str]) -> str:
@@ -240,16 +246,113 @@ def _group(row: dict[str, str], prefix: str, chip: str, count: int) -> Any:
     )
 
 
+@dataclass(frozen=True)
+class DisaggSizes:
+    """How many prefill and decode workers a disagg row runs, the sequences one decode worker
+    holds and the prompts one prefill step takes (all attention-DP ranks of a worker)."""
+
+    prefill_workers: int
+    decode_workers: int
+    decode_batch: int
+    prefill_batch: int
+
+
+def disagg_sizes(
+    row: dict[str, str], catalog: Any = None, harness: Harness | None = None
+) -> DisaggSizes:
+    """The row's worker counts and decode batch where it gives them, else the harness's rule
+    (docs/validation.md, "How a run is posed"). The row's decode batch size is per
+    attention-DP rank (aiconfigurator's runs: concurrency = decode workers x DP x batch).
+
+    "rate-matched" (the default): decode workers enough that every one of the row's clients
+    holds a decode slot, at most DEFAULT_MAX_BATCH per attention-DP rank and no more than a
+    worker's KV memory holds at the full prompt + answer; prefill workers enough to feed them
+    (rate_matched_prefill). "one-pair": one prefill and one decode worker (the earlier rule)."""
+    conc = max(1, int(row["concurrency"]))
+    prompts = prefill_prompts(row)
+    d_dp = _int(row["decode_attention_dp_size"], 1)
+    given_p = _int(row["prefill_num_workers"], 0)
+    given_d = _int(row["decode_num_workers"], 0)
+    given_batch = _int(row["decode_batch_size"], 0) * d_dp
+    if (harness or HARNESS).disagg_rule == "one-pair":
+        return DisaggSizes(
+            given_p or DEFAULT_WORKERS,
+            given_d or DEFAULT_WORKERS,
+            given_batch or DEFAULT_MAX_BATCH,
+            prompts,
+        )
+    costs = _phase_costs(row, catalog)
+    per_worker = min(d_dp * DEFAULT_MAX_BATCH, costs.decode_fits)
+    decode = given_d or -(-conc // max(1, per_worker))
+    batch = given_batch or -(-conc // decode)  # every client holds a decode slot
+    prefill = given_p or rate_matched_prefill(row, decode, batch, prompts, costs)
+    return DisaggSizes(prefill, decode, batch, prompts)
+
+
+def prefill_prompts(row: dict[str, str]) -> int:
+    """Prompts one disagg prefill step takes: each attention-DP rank schedules its own batch
+    (TRT-LLM's max_num_tokens and vLLM's max_num_batched_tokens are per rank), the row's
+    prefill batch size of prompts where it gives one, else what CHUNK_TOKENS holds (at least
+    one)."""
+    per_rank = _int(row["prefill_batch_size"], 0) or max(1, CHUNK_TOKENS // int(row["isl"]))
+    return per_rank * _int(row["prefill_attention_dp_size"], 1)
+
+
+@dataclass(frozen=True)
+class _PhaseCosts:
+    prefill: Any  # NodeCost of one prefill worker
+    decode: Any  # NodeCost of one decode worker
+    decode_fits: int  # sequences of prompt + answer one decode worker's KV memory holds
+
+
+def _phase_costs(row: dict[str, str], catalog: Any = None) -> _PhaseCosts:
+    from notes_cli.engine.core.costmodel import NodeCost
+    from notes_cli.engine.core.profiles import Deployment, load_catalog
+
+    catalog = catalog or load_catalog(user=False)
+    model = catalog.models[MODELS[row["model_path"]]]
+    chip_name = CHIPS[row["system"]]
+    chip = catalog.chips[chip_name]
+    probe = Deployment(
+        name="probe",
+        mode="disagg",
+        model=model.name,
+        link="nvlink4",
+        weight_dtype=weight_dtype(row),
+    )
+    prefill = NodeCost.for_group(model, chip, _group(row, "prefill_", chip_name, 1), probe)
+    decode = NodeCost.for_group(model, chip, _group(row, "decode_", chip_name, 1), probe)
+    tokens = int(row["isl"]) + int(row["osl"])
+    fits = decode.kv_capacity_tokens(probe.gpu_memory_utilization) // tokens
+    return _PhaseCosts(prefill, decode, max(1, fits))
+
+
+def rate_matched_prefill(
+    row: dict[str, str], decode_workers: int, decode_batch: int, prompts: int, costs: _PhaseCosts
+) -> int:
+    """Prefill workers enough to feed the decode workers, aiconfigurator's rate matching
+    (prefill requests/s x workers >= decode requests/s x workers) on pdnotes' own step costs:
+    a prefill step of `prompts` prompts, a decode step of the decode batch at half the
+    answer's length."""
+    isl, osl = int(row["isl"]), int(row["osl"])
+    p_cost, d_cost = costs.prefill, costs.decode
+    prefill_rate = prompts / p_cost.prefill_batch_ms([isl] * prompts)
+    step = d_cost.decode_step_ms(decode_batch, decode_batch * (isl + osl / 2))
+    decode_rate = decode_batch / (step * max(1, osl - 1))
+    return max(1, math.ceil(decode_workers * decode_rate / prefill_rate - 1e-9))
+
+
 def deployment_for(
     row: dict[str, str],
     backends: Iterable[str],
     tuning: Tuning | None = None,
     harness: Harness | None = None,
+    catalog: Any = None,
 ) -> Any:
     """The deployment pdnotes simulates for a row: its chip, model, precision and parallelism;
     agg = one replica in chunked mode (in-flight batching, CHUNK_TOKENS a step, max batch the
-    row's batch size); disagg = its prefill and decode workers (DEFAULT_WORKERS when the row has
-    no counts), decode batch the row's, KV over NVLink within NODE_GPUS GPUs, RDMA beyond."""
+    row's batch size); disagg = its prefill and decode workers and decode batch (disagg_sizes:
+    the row's, else the harness's rule), KV over NVLink within NODE_GPUS GPUs, RDMA beyond."""
     from notes_cli.engine.core.profiles import Deployment
 
     chip = CHIPS[row["system"]]
@@ -263,15 +366,18 @@ def deployment_for(
     }
     common.update((tuning or {}).get(row["backend"], {}))
     if row["mode"] == "disagg":
-        prefill = _group(row, "prefill_", chip, _int(row["prefill_num_workers"], DEFAULT_WORKERS))
-        decode = _group(row, "decode_", chip, _int(row["decode_num_workers"], DEFAULT_WORKERS))
+        sizes = disagg_sizes(row, catalog, harness)
+        prefill = _group(row, "prefill_", chip, sizes.prefill_workers)
+        decode = _group(row, "decode_", chip, sizes.decode_workers)
         gpus = prefill.gpus + decode.gpus
+        # a prefill step takes sizes.prefill_batch prompts of the row's length
+        common["prefill_token_budget"] = sizes.prefill_batch * int(row["isl"])
         return Deployment(
             mode="disagg",
             link="nvlink4" if gpus <= NODE_GPUS else "rdma-8x400g",
             prefill=prefill,
             decode=decode,
-            max_batch=max_batch_of(row),
+            max_batch=sizes.decode_batch,
             **common,
         )
     return Deployment(
@@ -293,11 +399,13 @@ class Harness:
     """How every row is simulated (the same for all rows; docs/validation.md names the values).
     `rounds`: requests per client; `skip_first_round`: leave out of the means the requests of
     the closed loop's first round (all clients at once at t=0, a burst the measuring tool's
-    warm-up does not see); `agg_mode`: the pdnotes mode an aggregated run is simulated in."""
+    warm-up does not see); `agg_mode`: the pdnotes mode an aggregated run is simulated in;
+    `disagg_rule`: what a disagg row without worker counts runs (disagg_sizes)."""
 
     rounds: int = 10
     skip_first_round: bool = False
     agg_mode: str = "chunked"
+    disagg_rule: str = "rate-matched"
 
 
 HARNESS = Harness()
@@ -349,7 +457,7 @@ def score(
 
     # the backend names pdnotes accepts: its descriptions and any aliases of them
     known = set(backends.BACKENDS) | set(getattr(backends, "BACKEND_ALIASES", {}))
-    deployment = deployment_for(row, known, tuning, harness)
+    deployment = deployment_for(row, known, tuning, harness, catalog)
     catalog = replace(catalog, deployments={**catalog.deployments, deployment.name: deployment})
     conc = int(row["concurrency"])
     lengths = LengthSpec(int(row["isl"]), int(row["osl"]))
