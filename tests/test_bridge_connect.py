@@ -97,12 +97,27 @@ def test_config_claude_bridge_uses_a_placeholder_token_and_the_bridge_root(cli, 
 
 
 def test_a_chat_only_preset_goes_through_the_bridge_without_the_flag(cli, isolated_home):
-    result = cli("config", "codex", "--preset", "lmdeploy", "--model", "internlm3")
+    result = cli("config", "codex", "--preset", "lmdeploy-proxy", "--model", "internlm3")
     assert result.exit_code == 0, result.stderr
     provider = _codex(isolated_home)["model_providers"]["pdnotes-bridge"]
     assert provider["base_url"] == "http://127.0.0.1:8787/v1"
     record = bridge_config.load_record()
-    assert record is not None and record.upstream == "http://127.0.0.1:23333/v1"
+    assert record is not None and record.upstream == "http://127.0.0.1:8000/v1"
+
+
+def test_lmdeploy_0_14_is_reached_directly_by_codex_and_claude(cli, isolated_home):
+    """LMDeploy's api_server serves Responses (0.14+) and Messages (0.13+): no bridge."""
+    result = cli("config", "codex", "--preset", "lmdeploy", "--model", "internlm3")
+    assert result.exit_code == 0, result.stderr
+    providers = _codex(isolated_home)["model_providers"]
+    assert providers["lmdeploy"]["base_url"] == "http://127.0.0.1:23333/v1"
+    assert providers["lmdeploy"].get("wire_api", "responses") == "responses"
+    assert "pdnotes-bridge" not in providers
+    result = cli("config", "claude", "--preset", "lmdeploy", "--model", "internlm3")
+    assert result.exit_code == 0, result.stderr
+    settings = json.loads((isolated_home / ".claude" / "settings.json").read_text())
+    assert settings["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:23333"
+    assert bridge_config.load_record() is None
 
 
 def test_a_key_in_place_of_a_variable_name_is_refused(cli, isolated_home):
