@@ -83,3 +83,25 @@ def test_an_overlapping_engines_step_is_the_cpus_when_the_cpu_is_slower(catalog:
     worker = scheduler.workers[0]
     assert worker.step_duration(20.0, 200) == pytest.approx(1.0 + 80.0)
     assert replace(dep, backend="trtllm-nim-2024").cpu_overlap is False
+
+
+def test_a_sub_linear_per_sequence_cost_charges_n_to_the_exponent(catalog: Catalog) -> None:
+    # seq_overhead_exponent 0.5 (engine calibrate's law for a CPU engine): 100 sequences cost
+    # 10 x 0.4 ms, not 100 x; the step's fixed CPU and an idle exponent stay as they were.
+    dep = Deployment(
+        name="cpu-engine",
+        mode="colocated",
+        model="llama-3.1-8b",
+        link="nvlink4",
+        colocated=NodeGroup(1, "h100-sxm"),
+        step_overhead_ms=1.0,
+        seq_overhead_us=400.0,
+        seq_overhead_exponent=0.5,
+    )
+    assert Scheduler(dep, catalog).workers[0].step_duration(20.0, 100) == pytest.approx(
+        20.0 + 1.0 + 10 * 0.4
+    )
+    linear = replace(dep, seq_overhead_exponent=None)
+    assert Scheduler(linear, catalog).workers[0].step_duration(20.0, 100) == pytest.approx(
+        20.0 + 1.0 + 100 * 0.4
+    )

@@ -78,6 +78,14 @@ def test_the_engines_cpu_time_and_settings_are_in_the_step(cli: Any, tmp_path: P
     )
     doc = run(cli, "-p", str(path), "--phase", "decode", "-b", "100", "--context", "1000")
     assert doc["breakdown_ms"]["cpu"] == pytest.approx(2.0 + 100 * 0.050)
+    bent = tmp_path / "bent.toml"
+    bent.write_text(path.read_text() + "seq_overhead_exponent = 0.5\n", encoding="utf-8")
+    doc_bent = run(cli, "-p", str(bent), "--phase", "decode", "-b", "100", "--context", "1000")
+    assert doc_bent["breakdown_ms"]["cpu"] == pytest.approx(2.0 + 10 * 0.050)
+    bent.write_text(path.read_text() + "seq_overhead_exponent = -1.0\n", encoding="utf-8")
+    wrong = cli("engine", "estimate", "-p", str(bent), "--phase", "decode", "-b", "100",
+                "--context", "1000")  # fmt: skip
+    assert wrong.exit_code == 2 and "seq_overhead_exponent -1.0 must be above 0" in wrong.stderr
     fast = run(cli, "-p", str(path), "--phase", "decode", "-b", "100", "--context", "1000",
                "--mtp-acceptance", "0.7")  # fmt: skip
     assert fast["tokens_per_step"] == pytest.approx(1.7)

@@ -180,7 +180,7 @@ def estimate(
             parts = cost.step_parts(sequences * (1 + n), kv_total * (1 + n), kv_total, eager=False)
             plain = replace(cost, mtp_acceptance=0.0)
             draft = n * plain.decode_step_ms(sequences, kv_total) / model.layers
-        cpu = fixed_cpu + seq_cpu * sequences / group.dp
+        cpu = fixed_cpu + seq_cpu * (sequences / group.dp) ** deployment.seq_exponent
         step = _with_cpu(parts.total + draft, cpu, deployment.cpu_overlap)
         return Estimate(
             deployment, role, group, phase, batch_per_gpu, context, gpus, chip.node_gpus,
@@ -190,7 +190,7 @@ def estimate(
     tokens = batch_per_gpu * gpus
     prompts = max(1, round(tokens / context))
     parts = cost.prefill_parts([float(context)] * prompts)
-    cpu = fixed_cpu + seq_cpu * prompts / group.dp
+    cpu = fixed_cpu + seq_cpu * (prompts / group.dp) ** deployment.seq_exponent
     step = _with_cpu(parts.total, cpu, deployment.cpu_overlap)
     return Estimate(
         deployment, role, group, phase, batch_per_gpu, context, gpus, chip.node_gpus,

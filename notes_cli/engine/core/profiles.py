@@ -263,6 +263,10 @@ class Deployment:
     backend: str | None = None
     step_overhead_ms: float | None = None  # None: the backend's (0 without one)
     seq_overhead_us: float | None = None  # None: the backend's (0 without one)
+    # A step of n sequences costs seq_overhead_us x n ** exponent (None: 1, linear). Below 1 the
+    # cost per sequence falls with the batch, as `engine calibrate` finds on a CPU engine whose
+    # batched decode shares one pass over the weights (docs/engine-model.md).
+    seq_overhead_exponent: float | None = None
     kv_alloc: str | None = None  # "reserve" | "incremental"; None: the backend's ("reserve")
     # Wide expert parallelism and decoding speed-ups (docs/engine-model.md, "Wide EP"; each
     # default and its source is there). None / 0: the default.
@@ -299,6 +303,11 @@ class Deployment:
         if per_seq is None:
             per_seq = backend.seq_overhead_us if backend else 0.0
         return fixed, per_seq / 1000.0
+
+    @property
+    def seq_exponent(self) -> float:
+        """How the per-sequence CPU time grows with the sequences in a step (n ** exponent)."""
+        return 1.0 if self.seq_overhead_exponent is None else self.seq_overhead_exponent
 
     @property
     def cpu_overlap(self) -> bool:
@@ -535,6 +544,9 @@ def deployment_setting_problems(dep: Deployment) -> list[str]:
         out.append(f"mtp_acceptance {dep.mtp_acceptance} must be at least 0 and below 1")
     if dep.mtp_tokens is not None and not 1 <= dep.mtp_tokens <= 16:
         out.append(f"mtp_tokens {dep.mtp_tokens} must be 1 to 16")
+    exponent = dep.seq_overhead_exponent
+    if exponent is not None and not 0.0 < exponent <= 2.0:
+        out.append(f"seq_overhead_exponent {exponent} must be above 0 and at most 2")
     if not 0.0 <= dep.prefix_cache_hit < 1.0:
         out.append(f"prefix_cache_hit {dep.prefix_cache_hit} must be at least 0 and below 1")
     return out

@@ -93,7 +93,7 @@ class Scheduler:
             # and streams only its own sequences, all replicas at once: per-sequence CPU time
             # is charged per replica (batch / dp), the fixed step cost once.
             fixed_cpu, seq_cpu = dep.step_cpu_ms
-            step_cpu = (fixed_cpu, seq_cpu / group.dp)
+            step_cpu = (fixed_cpu, seq_cpu / group.dp**dep.seq_exponent)
             for _ in range(group.count):
                 index = sum(1 for w in self.workers if w.name.startswith(prefix + "-"))
                 worker = Worker(
@@ -108,6 +108,7 @@ class Scheduler:
                     chunk_tokens=dep.chunk_tokens,
                     kv_incremental=incremental,
                     step_cpu_ms=step_cpu,
+                    seq_exponent=dep.seq_exponent,
                     split_prompts=dep.split_prompts,
                     cpu_overlap=dep.cpu_overlap,
                 )
@@ -416,7 +417,9 @@ class Scheduler:
         batch = len(w.running)
         # the engine's CPU time (inlined: this runs for every simulated step)
         gpu_ms = w.cost.decode_step_ms(batch, w.context)
-        cpu_ms = w.step_fixed_ms + w.seq_step_ms * batch  # inlined Worker.step_duration: hot path
+        # inlined Worker.step_duration: hot path
+        seqs = batch if w.seq_exponent == 1.0 else batch**w.seq_exponent
+        cpu_ms = w.step_fixed_ms + w.seq_step_ms * seqs
         duration = (gpu_ms if gpu_ms > cpu_ms else cpu_ms) if w.cpu_overlap else gpu_ms + cpu_ms
         self._begin_step(w, now, duration, "decode", batch, batch)
         self._push(now + duration, self._decode_done, w)

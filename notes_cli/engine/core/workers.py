@@ -72,7 +72,8 @@ class Worker:
         "pending_kv", "ready", "prefilling", "running", "context", "busy", "busy_until",
         "step_start", "current", "chunks", "joiners", "emit", "last_emit_ms", "gaps",
         "gaps_base", "finish_at", "link", "incoming", "steps", "to_remove", "kv_incremental",
-        "step_fixed_ms", "seq_step_ms", "preemptions", "split_prompts", "cpu_overlap",
+        "step_fixed_ms", "seq_step_ms", "seq_exponent", "preemptions", "split_prompts",
+        "cpu_overlap",
     )  # fmt: skip
 
     def __init__(
@@ -89,6 +90,7 @@ class Worker:
         chunk_tokens: int,
         kv_incremental: bool = False,
         step_cpu_ms: tuple[float, float] = (0.0, 0.0),
+        seq_exponent: float = 1.0,
         split_prompts: bool = True,
         cpu_overlap: bool = False,
     ) -> None:
@@ -130,6 +132,7 @@ class Worker:
         # the engine's CPU time in a step (scheduling, sampling, detokenising, streaming): fixed ms,
         # plus ms per sequence in the step; on the step's critical path
         self.step_fixed_ms, self.seq_step_ms = step_cpu_ms
+        self.seq_exponent = seq_exponent  # n sequences cost seq_step_ms x n ** seq_exponent
         self.preemptions = 0
         self.split_prompts = split_prompts  # chunked: cut a prompt across steps
         self.cpu_overlap = cpu_overlap  # the CPU work runs under the GPU's next step
@@ -137,7 +140,8 @@ class Worker:
     def step_duration(self, gpu_ms: float, sequences: int) -> float:
         """A step's time: the GPU's plus the engine's CPU time, or the larger of the two when
         the engine overlaps them."""
-        cpu = self.step_fixed_ms + self.seq_step_ms * sequences
+        n = sequences if self.seq_exponent == 1.0 else sequences**self.seq_exponent
+        cpu = self.step_fixed_ms + self.seq_step_ms * n
         if self.cpu_overlap:
             return gpu_ms if gpu_ms > cpu else cpu
         return gpu_ms + cpu
