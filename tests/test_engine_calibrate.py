@@ -169,18 +169,21 @@ def test_the_batch_is_what_the_server_saw_running_else_the_highest_load(cli, tmp
     assert given.exit_code == 0 and "max_batch = 2" in out.read_text()
 
 
-def _simulated_grid(folder: Path, truth: Path) -> list[Path]:
+def _simulated_grid(
+    folder: Path, truth: Path, levels: tuple[int, ...] = (1, 2, 4), *, gaps: bool = False
+) -> list[Path]:
     """Records as bench would write them, but produced by the simulator running `truth`: an
-    engine whose every number is known, so a fit has something exact to recover."""
+    engine whose every number is known, so a fit has something exact to recover. `gaps`: each
+    record lists its inter-token gaps, as bench's do."""
     from notes_cli.bench.closed_loop import ClosedLoop
     from notes_cli.bench.workload import ArrivalSpec, LengthSpec, synthetic
     from notes_cli.engine.simulate.configs import SimConfig
     from notes_cli.engine.simulate.engine_simulator import EngineSimulator
 
-    simulator = EngineSimulator()
+    simulator = EngineSimulator(exact_gaps=gaps)
     files = []
     for length in (64, 256):
-        for level in (1, 2, 4):
+        for level in levels:
             loop = ClosedLoop(synthetic(12, LengthSpec(length, 16), ArrivalSpec()), level)
             rows = []
             for record in simulator.run(SimConfig(str(truth)), loop.requests(), 0):
@@ -189,7 +192,7 @@ def _simulated_grid(folder: Path, truth: Path) -> list[Path]:
                     {"schema": "pdnotes.bench.record/1", "request": len(rows),
                      "sent_ms": record.arrival_ms, "ok": True, "error": None,
                      "ttft_ms": record.ttft_ms, "tpot_ms": record.tpot_ms,
-                     "e2e_ms": record.e2e_ms, "itl_ms": [], "output_tokens": 16,
+                     "e2e_ms": record.e2e_ms, "itl_ms": list(record.itl_ms), "output_tokens": 16,
                      "input_tokens": length, "cached_tokens": 0, "server_ttft_ms": None,
                      "server_tpot_ms": None}
                 )  # fmt: skip
@@ -227,3 +230,46 @@ def test_on_an_engine_the_model_describes_exactly_the_fit_predicts_the_held_back
     fitted = doc["fitted"]
     assert fitted["request_overhead_ms"] == pytest.approx(40.0, abs=15.0)
     assert fitted["seq_overhead_us"] == pytest.approx(30000.0, rel=0.1)
+
+
+def test_a_decode_cost_per_sequence_that_falls_with_the_batch_is_recovered(cli, tmp_path) -> None:
+    # The truth: a step of c sequences costs 300 ms x c^0.3 beside its weights' read, as a CPU
+    # engine's batched decode shares its pass over the weights. Fitted on c = 1, 2, 3 (three
+    # levels show the bend), the held-back c = 4 comes out right; a straight line through
+    # c = 1..3 would over-predict it.
+    truth = tmp_path / "truth.toml"
+    truth.write_text(
+        '[deployments.truth]\nmode = "chunked"\nmodel = "gemma-3-270m"\nlink = "tcp-25g"\n'
+        'max_batch = 4\nchunk_tokens = 2048\ndecode_exec = "eager"\nrequest_overhead_ms = 40.0\n'
+        "step_overhead_ms = 0.0\nseq_overhead_us = 300000.0\nseq_overhead_exponent = 0.3\n"
+        'colocated = { count = 1, chip = "box" }\n'
+        "[chips.box]\ntflops = 0.05\nhbm_gb = 64.0\nhbm_tbps = 0.001\nmfu = 1.0\nbw_eff = 1.0\n"
+        "decode_mfu = 1.0\neager_us_per_layer = 0.0\ngraph_step_ms = 0.0\n"
+    )
+    files = _simulated_grid(tmp_path, truth, (1, 2, 3, 4), gaps=True)
+    out = tmp_path / "fit.toml"
+    result = cli("engine", "calibrate", *map(str, files), "--out", str(out), "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = result.json()
+    assert sorted({p["concurrency"] for p in doc["fit"]}) == [1, 2, 3]
+    assert doc["fitted"]["seq_exponent"] == pytest.approx(0.3, abs=0.1)
+    assert "seq_overhead_exponent = 0." in out.read_text()  # the law is in the file
+    assert doc["warnings"] == []  # the simulator's requests do not spread: no busy machine
+    for point in doc["held_out"]:
+        for metric in ("step", "tpot", "ttft"):
+            predicted, measured = point[f"predicted_{metric}_ms"], point[f"measured_{metric}_ms"]
+            assert predicted == pytest.approx(measured, rel=0.03), (point, metric)
+
+
+def test_a_busy_machine_is_named_in_the_result(cli, tmp_path) -> None:
+    # The recorded llama-server run was measured with the machine's load at 13-15 on 2 cores:
+    # one client's identical 261-token prompts took 2.0 to 5.2 s. The fit still runs; the
+    # output says which points carry that noise and what to do.
+    result = cli("engine", "calibrate", *map(str, GRID), "--out", str(tmp_path / "a.toml"))
+    assert result.exit_code == 0, result.stderr
+    assert "warning:" in result.stdout and "llama.i256.c1.jsonl" in result.stdout
+    assert "the machine was busy while measuring" in result.stdout
+    doc = cli("engine", "calibrate", *map(str, GRID), "--out", str(tmp_path / "b.toml"), "--json")
+    warnings = doc.json()["warnings"]
+    assert any("llama.i256.c1.jsonl" in w and "in TTFT" in w for w in warnings)
+    assert all("c=1" in w for w in warnings)  # a loaded point is judged where it can be

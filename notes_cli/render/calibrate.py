@@ -60,7 +60,8 @@ def calibration_report(result: Calibration, path: Path) -> None:
     console.print(
         f"  chip {escape(chip)}: {f.tflops:.4g} TFLOP/s and {f.hbm_tbps * 1e3:.4g} GB/s at "
         f"mfu = bw_eff = 1 (what the prefill and decode speeds come to, not a datasheet); "
-        f"{f.seq_overhead_us:,.0f} us per sequence in a step; request overhead "
+        f"{f.seq_overhead_us:,.0f} us x c^{f.seq_exponent:g} for the c sequences in a step; "
+        "request overhead "
         f"{f.request_overhead_ms:,.1f} ms; batch up to {f.max_batch}; prefix-cache hit "
         f"{f.prefix_cache_hit:.0%}"
     )
@@ -70,6 +71,8 @@ def calibration_report(result: Calibration, path: Path) -> None:
     console.print("signed error (predicted median / measured request - 1), over every request:")
     console.print("  " + _errors("fit", result.fit))
     console.print("  " + _errors("held back", result.held_out))
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
     console.print(
         f"wrote {escape(str(path))}: pdnotes engine simulate -p {escape(str(path))}; "
         f"pdnotes engine plan --model {escape(dep.model)} --chip {escape(str(path))} ..."

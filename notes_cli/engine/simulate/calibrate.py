@@ -7,15 +7,24 @@ TPOT. The fit is two steps, both in the cost model's own terms, so what it predi
 `engine simulate` will predict with the file it writes:
 
 1. Least squares on the points' medians gives a first guess. TTFT = r + b·n + q·(c-1) (request
-   overhead r, prefill ms per prompt token b, what each other client adds q); TPOT = s0 + s1·c
-   (a decode step's fixed part s0, each sequence in it s1). b becomes the chip's FLOP/s, s0 its
-   memory bandwidth (the weights a step reads), s1 the CPU cost per sequence (seq_overhead_us),
-   r the request overhead.
+   overhead r, prefill ms per prompt token b, what each other client adds q). The decode step
+   is s0 + s1·c^p (a fixed part s0, the c sequences in it s1·c^p): the step is the median
+   inter-token gap of a point's requests (bench records every gap), which a prompt prefilled
+   beside the decodes stalls only now and then, so the median is the plain decode step where
+   the TPOT is not; records without gaps fall back on the median TPOT. p is fitted (0.2 to 1)
+   when the fitted points hold three concurrency levels or more, else it is 1 (two levels
+   cannot tell a curve from a line). b becomes the chip's FLOP/s, s0 its memory bandwidth (the
+   weights a step reads), s1 and p the cost per sequence (seq_overhead_us,
+   seq_overhead_exponent), r the request overhead.
 2. The simulator replays every fitted point with those numbers, and what it still misses moves
    them (a few rounds): the TTFT residual against prompt length corrects the prefill cost per
-   token and the request overhead, the TPOT residual against concurrency the decode step's fixed
-   part and its cost per sequence. So the scheduler's own effects (queueing, prompts sharing
-   steps with decodes) are in the fit, not counted twice.
+   token and the request overhead, the decode step's residual against c^p its fixed part and its
+   cost per sequence. So the scheduler's own effects (queueing, prompts sharing steps with
+   decodes) are in the fit, not counted twice.
+
+Every measured number is a median over a point's requests, so a few requests slowed by another
+job on the machine do not move the fit; where a single client's identical requests still spread
+widely (NOISY_SPREAD), the machine was busy while measuring, and the result says so.
 
 Pure Python: numpy is a test extra only, and a 3-column least squares needs no library.
 
@@ -32,6 +41,7 @@ import json
 import math
 import statistics
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +56,12 @@ MAX_RECORDS_BYTES = 200_000_000
 DISTINCT_LENGTHS = 1.25
 """Two prompt lengths count as different when one is at least this many times the other."""
 REFINE_ROUNDS = 8
+EXPONENTS = tuple(round(0.2 + 0.05 * i, 2) for i in range(17))
+"""The per-sequence exponents p the decode fit tries (0.2 to 1): below 1 a step's cost per
+sequence falls with the batch (batched decode sharing one pass over the weights)."""
+NOISY_SPREAD = 1.5
+"""P90 / P10 of a single client's requests (TTFT or decode step) above which the machine was
+too busy for the point to be trusted: identical requests one at a time vary by a few % idle."""
 HOLD_OUT = ("highest-load", "every-third", "none")
 UNCALIBRATED_CHIP = "cpu-x86"
 """The shipped chip row calibrate is compared against on a CPU engine (llama.cpp)."""
@@ -67,6 +83,7 @@ class LoadPoint:
     ttfts: tuple[float, ...]
     tpots: tuple[float, ...]
     meta: dict[str, Any] = field(default_factory=dict)
+    gaps: tuple[float, ...] = ()  # every inter-token gap of every request (bench's itl_ms)
 
     @property
     def ttft_ms(self) -> float:
@@ -75,6 +92,12 @@ class LoadPoint:
     @property
     def tpot_ms(self) -> float:
         return statistics.median(self.tpots)
+
+    @property
+    def step_ms(self) -> float:
+        """The decode step: the median inter-token gap, else (no gaps recorded) the median
+        TPOT."""
+        return statistics.median(self.gaps) if self.gaps else self.tpot_ms
 
     @property
     def label(self) -> str:
@@ -95,10 +118,11 @@ class Fitted:
 
     tflops: float  # the chip's FLOP/s at mfu 1 (prefill speed)
     hbm_tbps: float  # the chip's bandwidth at bw_eff 1 (a decode step's fixed part)
-    seq_overhead_us: float  # each sequence in a decode step
+    seq_overhead_us: float  # each sequence in a decode step (c of them: x c ** seq_exponent)
     request_overhead_ms: float  # in every TTFT
     max_batch: int
     prefix_cache_hit: float
+    seq_exponent: float = 1.0  # a step of c sequences costs seq_overhead_us x c ** this
 
 
 @dataclass(frozen=True)
@@ -109,6 +133,7 @@ class Comparison:
     point: LoadPoint
     ttft_ms: float
     tpot_ms: float
+    step_ms: float = 0.0  # predicted median inter-token gap
 
     @property
     def ttft_errors(self) -> list[float]:
@@ -128,6 +153,7 @@ class Calibration:
     fit: tuple[Comparison, ...]
     held_out: tuple[Comparison, ...]
     document: str  # the deployment file's text
+    warnings: tuple[str, ...] = ()  # points measured on a busy machine (noise_warnings)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -139,6 +165,7 @@ class Calibration:
             "held_out": [_comparison_json(c) for c in self.held_out],
             "fit_error": error_summary(self.fit),
             "held_out_error": error_summary(self.held_out),
+            "warnings": list(self.warnings),
         }
 
 
@@ -154,6 +181,8 @@ def _comparison_json(c: Comparison) -> dict[str, Any]:
         "predicted_ttft_ms": c.ttft_ms,
         "measured_tpot_ms": p.tpot_ms,
         "predicted_tpot_ms": c.tpot_ms,
+        "measured_step_ms": p.step_ms,
+        "predicted_step_ms": c.step_ms,
     }
 
 
@@ -226,7 +255,20 @@ def read_point(path: Path) -> LoadPoint:
         ttfts=tuple(float(r["ttft_ms"]) for r in usable),
         tpots=tuple(v for r in usable if (v := _num(r.get("tpot_ms"))) is not None),
         meta=meta,
+        gaps=tuple(g for r in usable for g in _gaps(r.get("itl_ms"))),
     )
+
+
+def _gaps(value: Any) -> list[float]:
+    """A record's inter-token gaps (a JSON list, or in CSV its text), finite and positive."""
+    if isinstance(value, str) and value.startswith("["):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return []
+    if not isinstance(value, list):
+        return []
+    return [g for v in value if (g := _num(v)) is not None and g > 0]
 
 
 def _jsonl_rows(path: Path, text: str) -> list[dict[str, Any]]:
@@ -373,11 +415,11 @@ def first_guess(fit: list[LoadPoint], model_params: float, weight_bytes: float) 
         )
     except ValueError:
         r, b = 0.0, 0.0
-    s0, s1 = least_squares([[1.0, float(p.concurrency)] for p in fit], [p.tpot_ms for p in fit])
+    s0, s1, exponent = decode_law(fit)
     if b <= 0:  # noise swamped the slope: the mean speed, overhead left to the refinement
         b = statistics.median(p.ttft_ms / p.prompt_tokens for p in fit)
         r = 0.0
-    s0 = max(s0, 0.5 * min(p.tpot_ms for p in fit))
+    s0 = max(s0, 0.5 * min(p.step_ms for p in fit))
     hits = [p.cached_share for p in fit if p.cached_share is not None]
     hit = statistics.median(hits) if hits else 0.0
     return Fitted(
@@ -387,7 +429,48 @@ def first_guess(fit: list[LoadPoint], model_params: float, weight_bytes: float) 
         request_overhead_ms=max(0.0, r),
         max_batch=max(p.concurrency for p in fit),
         prefix_cache_hit=hit if 0.01 <= hit < 0.95 else 0.0,
+        seq_exponent=exponent,
     )
+
+
+def decode_law(fit: list[LoadPoint]) -> tuple[float, float, float]:
+    """(s0, s1, p): the decode step s0 + s1·c^p by least squares on the points' step medians;
+    p the best of EXPONENTS with three concurrency levels or more, else 1."""
+    levels = {p.concurrency for p in fit}
+    best: tuple[float, float, float, float] | None = None
+    for exponent in EXPONENTS if len(levels) >= 3 else (1.0,):
+        rows = [[1.0, float(p.concurrency) ** exponent] for p in fit]
+        steps = [p.step_ms for p in fit]
+        s0, s1 = least_squares(rows, steps)
+        if s1 < 0 and exponent != 1.0:
+            continue  # a step that gets faster with more sequences is noise, not a law
+        misses = sum((s0 + s1 * r[1] - t) ** 2 for r, t in zip(rows, steps, strict=True))
+        if best is None or misses < best[0]:
+            best = (misses, s0, s1, exponent)
+    if best is None:  # every curve bent the wrong way: the line, whatever its sign
+        s0, s1 = least_squares([[1.0, float(p.concurrency)] for p in fit], [p.step_ms for p in fit])
+        return s0, s1, 1.0
+    return best[1], best[2], best[3]
+
+
+def noise_warnings(points: list[LoadPoint]) -> list[str]:
+    """Single-client points whose identical requests spread more than NOISY_SPREAD (P90/P10):
+    the machine was busy while they were measured."""
+    out = []
+    for p in points:
+        if p.concurrency != 1:
+            continue  # with company, queueing spreads the requests by design
+        for what, values in (("TTFT", p.ttfts), ("decode step", p.gaps or p.tpots)):
+            ordered = sorted(values)
+            low, high = _quantile(ordered, 0.1), _quantile(ordered, 0.9)
+            if low > 0 and high / low > NOISY_SPREAD:
+                out.append(
+                    f"{p.path.name} ({p.label}): one client's requests spread {high / low:.1f}x "
+                    f"in {what} (P10 {low:,.0f} ms, P90 {high:,.0f} ms): the machine was busy "
+                    "while measuring and the fit carries that noise; re-measure on an idle "
+                    "machine, or with more requests (-n) so the medians settle"
+                )
+    return out
 
 
 def _line(groups: dict[float, list[float]]) -> tuple[float, float]:
@@ -402,17 +485,23 @@ def refine(
     fitted: Fitted, replayed: list[Comparison], model_params: float, weight_bytes: float
 ) -> tuple[Fitted, bool]:
     """Step 2: move the four numbers by what the simulator still misses. TTFT's residual
-    (measured - predicted median) against prompt length corrects the prefill ms per token
-    (slope) and the request overhead (intercept); TPOT's against concurrency the decode step's
-    fixed part and its cost per sequence. True when every group is within 2 %."""
+    (measured - predicted median) against prompt length at the lowest load fitted corrects the
+    prefill ms per token (slope) and the request overhead (intercept): there a TTFT holds one
+    prefill, where at higher loads it also waits for the others' (the simulator's queueing, a
+    residual counted several times over, which would overshoot). The decode step's residual
+    against c^p corrects its fixed part and its cost per sequence. True when every point is
+    within 2 %."""
+    lowest = min(c.point.concurrency for c in replayed)
     ttft: dict[float, list[float]] = {}
     tpot: dict[float, list[float]] = {}
     misses = []
     for c in replayed:
         p = c.point
-        ttft.setdefault(p.prompt_tokens, []).append(p.ttft_ms - c.ttft_ms)
-        tpot.setdefault(float(p.concurrency), []).append(p.tpot_ms - c.tpot_ms)
-        misses += [abs(c.ttft_ms / p.ttft_ms - 1.0), abs(c.tpot_ms / p.tpot_ms - 1.0)]
+        if p.concurrency == lowest:
+            ttft.setdefault(p.prompt_tokens, []).append(p.ttft_ms - c.ttft_ms)
+        x = float(p.concurrency) ** fitted.seq_exponent
+        tpot.setdefault(x, []).append(p.step_ms - c.step_ms)
+        misses += [abs(c.ttft_ms / p.ttft_ms - 1.0), abs(c.step_ms / p.step_ms - 1.0)]
     if max(misses) < 0.02:
         return fitted, True
     per_token = 2.0 * model_params / fitted.tflops / 1e9  # ms per prompt token
@@ -475,6 +564,7 @@ def build(
         request_overhead_ms=round(fitted.request_overhead_ms, 3),
         step_overhead_ms=0.0,
         seq_overhead_us=round(fitted.seq_overhead_us, 3),
+        seq_overhead_exponent=None if fitted.seq_exponent == 1.0 else fitted.seq_exponent,
         kv_alloc="incremental",
         prefix_cache_hit=round(fitted.prefix_cache_hit, 4) if with_hit else 0.0,
         description=f"calibrated: {provenance}",
@@ -487,27 +577,33 @@ def build(
 
 def predict(document: str, points: list[LoadPoint], *, seed: int = 0) -> list[Comparison]:
     """Replay each point (closed loop of its concurrency, its median lengths, its request
-    count) on the deployment file `document` in the simulator: predicted median TTFT, TPOT."""
-    from notes_cli.bench.stats import Slo
-    from notes_cli.bench.workload import LengthSpec
+    count) on the deployment file `document` in the simulator: predicted median TTFT, TPOT and
+    inter-token gap."""
+    from notes_cli.bench.closed_loop import ClosedLoop
+    from notes_cli.bench.workload import ArrivalSpec, LengthSpec, synthetic
     from notes_cli.engine.simulate.configs import SimConfig
     from notes_cli.engine.simulate.engine_simulator import EngineSimulator
-    from notes_cli.engine.simulate.runner import WorkloadSpec, measure
 
     out = []
     with tempfile.TemporaryDirectory(prefix="pdnotes-calibrate-") as folder:
         path = Path(folder) / "deployment.toml"
         path.write_text(document, encoding="utf-8")
-        simulator = EngineSimulator()
+        simulator = EngineSimulator(exact_gaps=True)
         for p in points:
-            workload = WorkloadSpec(
-                requests=max(len(p.ttfts), 2 * p.concurrency, 8),
-                lengths=LengthSpec(round(p.prompt_tokens), max(2, round(p.output_tokens))),
-                concurrency=p.concurrency,
-            )
-            got = measure(simulator, SimConfig(str(path)), workload, Slo(), None, seed)
+            lengths = LengthSpec(round(p.prompt_tokens), max(2, round(p.output_tokens)))
+            items = synthetic(max(len(p.ttfts), 2 * p.concurrency, 8), lengths, ArrivalSpec())
+            loop = ClosedLoop(items, p.concurrency)
+            ttfts, tpots, gaps = [], [], []
+            requests: Iterable[Any] = loop.requests()  # WorkItem's fields, arrival when free
+            for record in simulator.run(SimConfig(str(path)), requests, seed):
+                loop.finished(record)
+                ttfts.append(record.ttft_ms)
+                tpots.append(record.tpot_ms)
+                gaps += record.itl_ms
             out.append(
-                Comparison(p, got.summaries["ttft_ms"].median, got.summaries["tpot_ms"].median)
+                Comparison(
+                    p, statistics.median(ttfts), statistics.median(tpots), statistics.median(gaps)
+                )
             )
     return out
 
@@ -570,6 +666,7 @@ def calibrate(
         fit=tuple(predict(replayed, fit)),
         held_out=tuple(predict(replayed, held)),
         document=_document(deployment, with_rows, provenance),
+        warnings=tuple(noise_warnings(points)),
     )
 
 
@@ -619,6 +716,7 @@ def uncalibrated(calibration: Calibration, chip: str = UNCALIBRATED_CHIP) -> str
         request_overhead_ms=None,
         step_overhead_ms=None,
         seq_overhead_us=None,
+        seq_overhead_exponent=None,
         prefix_cache_hit=0.0,
         description=f"the shipped {chip} row, uncalibrated",
         source="",
