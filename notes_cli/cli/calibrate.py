@@ -28,7 +28,7 @@ Records = Annotated[
     list[Path],
     typer.Argument(
         help="`pdnotes bench --records` files, one per load point (a sweep writes one per "
-        "point; `bench --input-lens 64,256 --concurrency 1,2,4` the grid calibrate needs)."
+        "point; `bench --input-lens 64,256 --concurrency 1,2,3,4` the grid calibrate needs)."
     ),
 ]
 Out = Annotated[

@@ -358,7 +358,8 @@ def split_points(points: list[LoadPoint], hold_out: str) -> tuple[list[LoadPoint
 def check_identifiable(fit: list[LoadPoint], held_out: list[LoadPoint]) -> None:
     """Refuse, naming what is missing, where the fit points cannot identify a parameter."""
     sweep = (
-        "pdnotes bench --base-url URL --input-lens 128,512 --concurrency 1,2,4 --records run.jsonl"
+        "pdnotes bench --base-url URL --input-lens 128,512 --concurrency 1,2,3,4 "
+        "--records run.jsonl"
     )
     kept = f" ({len(held_out)} point(s) held back to test the fit; --hold-out none keeps them)"
     for p in fit + held_out:
@@ -377,7 +378,8 @@ def check_identifiable(fit: list[LoadPoint], held_out: list[LoadPoint]) -> None:
             f"{where} hold one concurrency level only (c={shown})"
             f"{kept if held_out and len(recorded) > 1 else ''}: the decode cost of each extra "
             "sequence in a step cannot be told from the step's fixed cost",
-            fix=f"add load levels, e.g. `{sweep}` (two levels to fit, a third to hold back)",
+            fix=f"add load levels, e.g. `{sweep}` (at least two levels to fit, three to see "
+            "how the decode step bends with the batch, and one more to hold back)",
         )
     lengths = sorted(p.prompt_tokens for p in fit)
     if not lengths or lengths[-1] < lengths[0] * DISTINCT_LENGTHS:
@@ -407,7 +409,12 @@ def least_squares(rows: list[list[float]], targets: list[float]) -> list[float]:
     return [b[i] / a[i][i] for i in range(n)]
 
 
-def first_guess(fit: list[LoadPoint], model_params: float, weight_bytes: float) -> Fitted:
+def first_guess(
+    fit: list[LoadPoint],
+    model_params: float,
+    weight_bytes: float,
+    exponents: tuple[float, ...] = EXPONENTS,
+) -> Fitted:
     """Step 1: least squares on the medians, mapped to chip and deployment numbers."""
     try:
         r, b, _q = least_squares(
@@ -415,7 +422,7 @@ def first_guess(fit: list[LoadPoint], model_params: float, weight_bytes: float) 
         )
     except ValueError:
         r, b = 0.0, 0.0
-    s0, s1, exponent = decode_law(fit)
+    s0, s1, exponent = decode_law(fit, exponents)
     if b <= 0:  # noise swamped the slope: the mean speed, overhead left to the refinement
         b = statistics.median(p.ttft_ms / p.prompt_tokens for p in fit)
         r = 0.0
@@ -433,17 +440,21 @@ def first_guess(fit: list[LoadPoint], model_params: float, weight_bytes: float) 
     )
 
 
-def decode_law(fit: list[LoadPoint]) -> tuple[float, float, float]:
+def decode_law(
+    fit: list[LoadPoint], exponents: tuple[float, ...] = EXPONENTS
+) -> tuple[float, float, float]:
     """(s0, s1, p): the decode step s0 + s1·c^p by least squares on the points' step medians;
-    p the best of EXPONENTS with three concurrency levels or more, else 1."""
+    p the best of `exponents` with three concurrency levels or more, else 1. A curve needs both
+    parts at least 0 (a bend that only a negative fixed cost explains is noise, not a law);
+    none such: the line."""
     levels = {p.concurrency for p in fit}
     best: tuple[float, float, float, float] | None = None
-    for exponent in EXPONENTS if len(levels) >= 3 else (1.0,):
+    for exponent in exponents if len(levels) >= 3 else (1.0,):
         rows = [[1.0, float(p.concurrency) ** exponent] for p in fit]
         steps = [p.step_ms for p in fit]
         s0, s1 = least_squares(rows, steps)
-        if s1 < 0 and exponent != 1.0:
-            continue  # a step that gets faster with more sequences is noise, not a law
+        if (s0 < 0 or s1 < 0) and exponent != 1.0:
+            continue  # a step with a negative part, or faster with more sequences: noise
         misses = sum((s0 + s1 * r[1] - t) ** 2 for r, t in zip(rows, steps, strict=True))
         if best is None or misses < best[0]:
             best = (misses, s0, s1, exponent)
@@ -628,6 +639,7 @@ def calibrate(
     model_shape: str | None = None,
     hold_out: str = "highest-load",
     name: str = "calibrated",
+    decode_exponents: tuple[float, ...] = EXPONENTS,
     max_batch: int | None = None,
     now: datetime | None = None,
 ) -> Calibration:
@@ -641,7 +653,7 @@ def calibrate(
     model = _model_shape(points, model_shape, catalog)
     shape = catalog.models[model]
     weight_bytes = NodeCost(shape, catalog.chips[UNCALIBRATED_CHIP]).weight_bytes
-    fitted = first_guess(fit, shape.active_params, weight_bytes)
+    fitted = first_guess(fit, shape.active_params, weight_bytes, decode_exponents)
     # The batch: what the user says the engine runs (its slots), else the most requests the
     # server's own metrics saw running, else every client of the highest load recorded
     # (held-back points included: a load level is the experiment's design, not a latency).
