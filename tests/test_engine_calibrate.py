@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from notes_cli.engine.simulate.calibrate import least_squares, read_point
+from notes_cli.engine.simulate.calibrate import LoadPoint, decode_law, least_squares, read_point
 
 FIXTURES = Path(__file__).parent / "fixtures" / "calibrate" / "llama-server"
 GRID = sorted(FIXTURES.glob("llama.i*.c*.jsonl"))
@@ -273,3 +273,19 @@ def test_a_busy_machine_is_named_in_the_result(cli, tmp_path) -> None:
     warnings = doc.json()["warnings"]
     assert any("llama.i256.c1.jsonl" in w and "in TTFT" in w for w in warnings)
     assert all("c=1" in w for w in warnings)  # a loaded point is judged where it can be
+
+
+def test_a_bend_only_a_negative_fixed_cost_explains_is_not_fitted() -> None:
+    # Decode steps as a busy machine measured them (llama-server, 2 cores at load 10-14: the
+    # c=2 points ran during a busy minute). The closest curve s0 + s1*c^p needs s0 = -738 ms:
+    # noise, not a law. The fit keeps both parts at least 0 and says what the step costs.
+    measured = {(1, 261): 228.0, (2, 261): 531.0, (3, 261): 546.0,
+                (1, 71): 194.0, (2, 69): 252.0, (3, 69): 476.0}  # fmt: skip
+    points = [
+        LoadPoint(Path(f"p{c}.{n}"), c, float(n), 16.0, None, (1.0,) * 3, (step,) * 3, gaps=(step,))
+        for (c, n), step in measured.items()
+    ]
+    s0, s1, exponent = decode_law(points)
+    assert s0 >= 0 and s1 > 0 and 0.2 <= exponent <= 1.0
+    # what it predicts for one sequence stays near what one sequence measured
+    assert s0 + s1 == pytest.approx(211.0, rel=0.25)
