@@ -60,8 +60,9 @@ EXPONENTS = tuple(round(0.2 + 0.05 * i, 2) for i in range(17))
 """The per-sequence exponents p the decode fit tries (0.2 to 1): below 1 a step's cost per
 sequence falls with the batch (batched decode sharing one pass over the weights)."""
 NOISY_SPREAD = 1.5
-"""P90 / P10 of a single client's requests (TTFT or decode step) above which the machine was
-too busy for the point to be trusted: identical requests one at a time vary by a few % idle."""
+"""P90 / P10 of a single client's identical requests (TTFT or decode step) above which the
+point is named as measured on a busy machine: one at a time, nothing but the machine's other
+work can make them differ that much."""
 HOLD_OUT = ("highest-load", "every-third", "none")
 UNCALIBRATED_CHIP = "cpu-x86"
 """The shipped chip row calibrate is compared against on a CPU engine (llama.cpp)."""
