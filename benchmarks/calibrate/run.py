@@ -226,6 +226,8 @@ def main() -> None:
         runs = json.loads(args.from_json.read_text())
     elif args.from_records:
         runs = [evaluate(d) for d in sorted(args.from_records.glob("run-*"))]
+        if args.json:
+            args.json.write_text(json.dumps(runs, indent=1) + "\n")
     else:
         reason = missing()
         if reason:
