@@ -101,7 +101,8 @@ def _check_import(
     cli: Callable[..., Any], client: str, home: Path, recorded: list[TraceRow]
 ) -> Path:
     """`trace import` of the client's own logs: the same calls, in the same session, with the
-    token counts the bridge recorded (the clients log the usage the bridge answered with)."""
+    token counts the bridge recorded (the clients log the usage the bridge answered with) and
+    the think time before each later turn."""
     imported = home.parent / f"{client}-imported.jsonl"
     result = cli("trace", "import", str(imported), "--client", client)
     assert result.exit_code == 0, result.stderr
@@ -112,6 +113,10 @@ def _check_import(
         (r.input_length, r.output_length) for r in recorded
     ]
     assert [r.cached_tokens for r in rows] == [0] * len(rows)  # the engine reports no hits
+    # sent when the client logged the prompt or the tool's output, after the previous answer
+    # ended: each later turn has its think time, as a recording does
+    assert rows[0].delay is None
+    assert all(r.delay is not None and 0 <= r.delay < r.timestamp for r in rows[1:]), rows
     return imported
 
 

@@ -29,13 +29,18 @@ def test_both_clients_logs_become_one_trace_without_text(cli, homes: Path) -> No
     assert result.exit_code == 0, result.stderr
     rows = list(read_rows(out))
     # Claude: msg_01A (two lines, counted once) and msg_01B; Codex: two calls (a repeated
-    # event and a rate-limit-only one skipped). Times from the first call, 09:00:03.
-    got = [(r.timestamp, r.input_length, r.output_length, r.cached_tokens, r.turn) for r in rows]
+    # event and a rate-limit-only one skipped). A call is sent with the last line the client
+    # wrote before its answer (Claude: the prompt at 09:00:00, then the tool result at :05;
+    # Codex: the prompt at 09:10:00.2, then the tool's output at :05), times from the first;
+    # its delay runs from the end of the session's previous answer (Claude: its second line
+    # at :03.1; Codex: the call item at :04, not the token count after the tool ran).
+    got = [(r.timestamp, r.delay, r.input_length, r.output_length, r.cached_tokens, r.turn)
+           for r in rows]  # fmt: skip
     assert got == [
-        (0.0, 3 + 1200 + 14000, 80, 14000, 1),
-        (5000.0, 5 + 900 + 15200, 40, 15200, 2),
-        (601000.0, 9000, 300, 0, 1),
-        (606000.0, 9800, 120, 8960, 2),
+        (0.0, None, 3 + 1200 + 14000, 80, 14000, 1),
+        (5000.0, 1900.0, 5 + 900 + 15200, 40, 15200, 2),
+        (600200.0, None, 9000, 300, 0, 1),
+        (605000.0, 1000.0, 9800, 120, 8960, 2),
     ]  # fmt: skip
     assert rows[0].session_id == rows[1].session_id != rows[2].session_id == rows[3].session_id
     # 15,203 tokens: 30 blocks, all new; then 15,200 cached: the first 29 again, 3 new

@@ -4,13 +4,18 @@ Claude Code writes `$CLAUDE_CONFIG_DIR/projects/<project>/<session>.jsonl`: one 
 an `assistant` line carries `message.usage` (`input_tokens`, `cache_creation_input_tokens`,
 `cache_read_input_tokens`, `output_tokens`) and a `timestamp`; one API answer may span several
 lines with the same `message.id`, counted once. The prompt was input + cache creation + cache
-read tokens, of which the cache read was served from the prefix cache.
+read tokens, of which the cache read was served from the prefix cache. The call was sent with
+the session's last `user` line before its answer (the prompt, or the tool results), and ended
+with its answer's last line.
 
 Codex writes `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`: a `session_meta` line (its
 `payload.id` the session), and per model call an `event_msg` whose `payload.type` is
 `token_count` with `payload.info.last_token_usage` (`input_tokens`, the cached part included as
 in OpenAI's usage, `cached_input_tokens`, `output_tokens`); `info` is null on rate-limit-only
-events, and a repeated event (same running total) is counted once.
+events, and a repeated event (same running total) is counted once. The call was sent with the
+last input `response_item` (the prompt, a tool's output) before its answer's first item, and
+ended with its answer's last item; the `token_count` comes later, after the tool it called ran.
+Each call's `delay` is the think time from its session's previous answer's end to its sending.
 
 Only those counts and times are read; no text leaves the logs. The logs hold no block hashes,
 so reuse is rebuilt from the cache reads (synthetic `hash_ids`): a request's first
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -38,9 +43,11 @@ MAX_FILES = 100_000
 
 @dataclass(frozen=True)
 class Call:
-    """One model call found in a log: when, in which session, and its token counts."""
+    """One model call found in a log: when it was sent and when its answer ended, in which
+    session, and its token counts."""
 
-    at_ms: float  # Unix time, ms
+    at_ms: float  # sent, Unix time in ms
+    ended_ms: float  # its answer logged in full
     session: str
     input_tokens: int
     output_tokens: int
@@ -53,32 +60,54 @@ def claude_calls(folder: Path) -> Iterator[Call]:
     folder of session files itself)."""
     root = folder / "projects" if (folder / "projects").is_dir() else folder
     for path in _files(root, "*.jsonl"):
-        seen: set[str] = set()
-        for where, row in _lines(path):
-            message = row.get("message")
-            if row.get("type") != "assistant" or not isinstance(message, dict):
-                continue
-            usage = message.get("usage")
-            if not isinstance(usage, dict):
-                continue
-            key = f"{message.get('id')}/{row.get('requestId')}"
-            if key in seen:
-                continue  # one answer, several lines (a line per content block)
-            seen.add(key)
-            fresh = _tokens(usage, "input_tokens", where)
-            written = _tokens(usage, "cache_creation_input_tokens", where)
-            read = _tokens(usage, "cache_read_input_tokens", where)
-            session = str(row.get("sessionId") or path.stem)
-            if row.get("isSidechain"):
-                session += "/" + str(row.get("agentId") or "sidechain")
-            yield Call(
-                _time(row.get("timestamp"), where),
-                session,
-                fresh + written + read,
-                _tokens(usage, "output_tokens", where),
-                read,
-                "claude",
-            )
+        yield from _claude_file(path)
+
+
+def _claude_file(path: Path) -> Iterator[Call]:
+    # A call was sent with the session's last `user` line (the prompt, or the tool results
+    # its previous answer asked for), else right after that previous answer ended; it ended
+    # with the last line of its answer (one line per content block, the same message.id).
+    calls: dict[str, Call] = {}
+    sent: dict[str, float] = {}  # session → its last user line, or its last answer's end
+    for where, row in _lines(path):
+        session = str(row.get("sessionId") or path.stem)
+        if row.get("isSidechain"):
+            session += "/" + str(row.get("agentId") or "sidechain")
+        if row.get("type") == "user" and isinstance(row.get("timestamp"), str):
+            sent[session] = _time(row.get("timestamp"), where)
+            continue
+        message = row.get("message")
+        if row.get("type") != "assistant" or not isinstance(message, dict):
+            continue
+        usage = message.get("usage")
+        if not isinstance(usage, dict):
+            continue
+        at = _time(row.get("timestamp"), where)
+        key = f"{message.get('id')}/{row.get('requestId')}"
+        known = calls.get(key)
+        if known is not None:  # the same answer's next content block: counted once
+            calls[key] = replace(known, ended_ms=max(known.ended_ms, at))
+            sent[session] = calls[key].ended_ms
+            continue
+        fresh = _tokens(usage, "input_tokens", where)
+        written = _tokens(usage, "cache_creation_input_tokens", where)
+        read = _tokens(usage, "cache_read_input_tokens", where)
+        calls[key] = Call(
+            min(sent.get(session, at), at),
+            at,
+            session,
+            fresh + written + read,
+            _tokens(usage, "output_tokens", where),
+            read,
+            "claude",
+        )
+        sent[session] = at
+    yield from calls.values()
+
+
+# Codex's rollout items the client sends (the rest are the model's answer: its messages,
+# reasoning and tool calls).
+_CODEX_INPUT_ROLES = {"user", "developer", "system"}
 
 
 def codex_calls(folder: Path) -> Iterator[Call]:
@@ -86,33 +115,60 @@ def codex_calls(folder: Path) -> Iterator[Call]:
     rollout files itself)."""
     root = folder / "sessions" if (folder / "sessions").is_dir() else folder
     for path in _files(root, "rollout-*.jsonl"):
-        session = path.stem
-        last_total: object = None
-        for where, row in _lines(path):
-            payload = row.get("payload")
-            if not isinstance(payload, dict):
-                continue
-            if row.get("type") == "session_meta" and payload.get("id"):
-                session = str(payload["id"])
-                continue
-            if row.get("type") != "event_msg" or payload.get("type") != "token_count":
-                continue
-            info = payload.get("info")
-            if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict):
-                continue  # a rate-limit-only event
-            total = info.get("total_token_usage")
-            if total is not None and total == last_total:
-                continue  # the same call reported twice
-            last_total = total
-            usage = info["last_token_usage"]
-            yield Call(
-                _time(row.get("timestamp"), where),
-                session,
-                _tokens(usage, "input_tokens", where),
-                _tokens(usage, "output_tokens", where),
-                _tokens(usage, "cached_input_tokens", where),
-                "codex",
-            )
+        yield from _codex_file(path)
+
+
+def _codex_file(path: Path) -> Iterator[Call]:
+    # A call was sent with the last input item (the prompt, or a tool's output) before its
+    # answer's first item, else right after the previous answer; it ended with its answer's
+    # last item. Its token_count comes later: after the tool its answer called has run.
+    session = path.stem
+    last_total: object = None
+    last_input: float | None = None
+    answer_start: float | None = None  # the call being answered: when it was sent
+    answer_end: float | None = None  # its (or the previous call's) last answer item
+    for where, row in _lines(path):
+        payload = row.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        kind = row.get("type")
+        if kind == "session_meta" and payload.get("id"):
+            session = str(payload["id"])
+            continue
+        if kind == "response_item":
+            at = _time(row.get("timestamp"), where)
+            item = str(payload.get("type", ""))
+            if item.endswith("_output") or payload.get("role") in _CODEX_INPUT_ROLES:
+                last_input = at
+            else:  # the answer's item
+                if answer_start is None:
+                    started = [t for t in (last_input, answer_end) if t is not None]
+                    answer_start = min(max(started), at) if started else at
+                answer_end = at
+            continue
+        if kind != "event_msg" or payload.get("type") != "token_count":
+            continue
+        info = payload.get("info")
+        if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict):
+            continue  # a rate-limit-only event
+        total = info.get("total_token_usage")
+        if total is not None and total == last_total:
+            continue  # the same call reported twice
+        last_total = total
+        usage = info["last_token_usage"]
+        at = _time(row.get("timestamp"), where)
+        if answer_start is None or answer_end is None:  # no item logged: all at this event
+            answer_start = answer_end = at
+        yield Call(
+            answer_start,
+            answer_end,
+            session,
+            _tokens(usage, "input_tokens", where),
+            _tokens(usage, "output_tokens", where),
+            _tokens(usage, "cached_input_tokens", where),
+            "codex",
+        )
+        answer_start = None
 
 
 def to_rows(
@@ -133,6 +189,7 @@ def to_rows(
         return []
     start = chosen[0].at_ms
     previous: dict[str, tuple[int, ...]] = {}  # session → its last call's blocks
+    ended: dict[str, float] = {}  # session → when its last call's answer ended
     last_of_client: dict[str, tuple[int, ...]] = {}
     turns: dict[str, int] = {}
     next_id = 0
@@ -147,6 +204,9 @@ def to_rows(
         next_id += fresh
         previous[call.session] = last_of_client[call.client] = ids
         turns[call.session] = turn = turns.get(call.session, 0) + 1
+        answered = ended.get(call.session)
+        delay = None if answered is None or answered > call.at_ms else call.at_ms - answered
+        ended[call.session] = call.ended_ms
         rows.append(
             TraceRow(
                 round(call.at_ms - start, 3),
@@ -156,6 +216,7 @@ def to_rows(
                 hasher.secret_id(f"{call.client}:{call.session}".encode()),
                 turn,
                 cached,
+                None if delay is None else round(delay, 3),
             )
         )
     return rows
