@@ -112,18 +112,24 @@ def _git(root: Path, *args: str) -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
-def rows_of(part: str, every: int = 1, mode: str | None = None) -> list[dict[str, str]]:
+def rows_of(
+    part: str, every: int = 1, mode: str | None = None, group: str = ""
+) -> list[dict[str, str]]:
     """The runs of a part; with `every` > 1 only the configurations whose name hashes to 0
     modulo `every` (a deterministic subsample, whole configurations); with `mode` only its
-    agg or disagg runs (the split itself is always made on all runs)."""
+    agg or disagg runs; with `group` (comma-separated, e.g. "MoE,agg" or "dense bf16,trtllm")
+    only the runs whose group (class, engine, parallelism, mode) has every one of those values
+    (the split itself is always made on all runs)."""
     rows = list(silicon.read_runs(RUNS))
     parts = silicon.split(rows)
+    wanted = {w.strip() for w in group.split(",") if w.strip()}
     return [
         row
         for row in rows
         if parts[row["id"]] == part
         and silicon.unit_hash(row["id"]) % every == 0
         and (mode is None or row["mode"] == mode)
+        and wanted <= set(silicon.group_of(row))
     ]
 
 
@@ -148,7 +154,12 @@ FIELDS = (
 
 
 def score(
-    part: str, tuning: silicon.Tuning, name: str, every: int = 1, mode: str | None = None
+    part: str,
+    tuning: silicon.Tuning,
+    name: str,
+    every: int = 1,
+    mode: str | None = None,
+    group: str = "",
 ) -> Path:
     from notes_cli.engine.core.profiles import load_catalog
     from notes_cli.errors import InputError, UsageError
@@ -166,7 +177,7 @@ def score(
     catalog = load_catalog(user=False)
     out = RESULTS / f"{name}.csv"
     RESULTS.mkdir(exist_ok=True)
-    rows = rows_of(part, every, mode)
+    rows = rows_of(part, every, mode, group)
     with out.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=FIELDS, lineterminator="\n")
         writer.writeheader()
@@ -352,6 +363,9 @@ def main() -> None:
     one.add_argument("--tuned", action="store_true", help="with tuning.toml (the fit)")
     one.add_argument("--every", type=int, default=1, help="score 1 configuration in N")
     one.add_argument("--mode", choices=("agg", "disagg"), help="only the agg or disagg runs")
+    one.add_argument(
+        "--group", default="", help='only this group\'s runs, e.g. "MoE,agg" (results/PART-GROUP)'
+    )
     report_parser = sub.add_parser("report", help="tables of results/NAME.csv")
     report_parser.add_argument("name", help="e.g. calibration, validation-tuned")
     report_parser.add_argument("--write", action="store_true", help="into docs/validation.md")
@@ -367,7 +381,10 @@ def main() -> None:
         if args.command == "score":
             name = args.part + ("-tuned" if args.tuned else "")
             name += f"-{args.mode}" if args.mode else ""
-            score(args.part, load_tuning() if args.tuned else {}, name, args.every, args.mode)
+            if args.group:
+                name += "-" + "-".join(args.group.replace(" ", "-").split(",")).lower()
+            tuning = load_tuning() if args.tuned else {}
+            score(args.part, tuning, name, args.every, args.mode, args.group)
         else:
             name = args.name
         text = report(name)
