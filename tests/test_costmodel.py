@@ -107,3 +107,32 @@ def test_ascend_direct_curve_matches_its_published_points(catalog: Catalog) -> N
     hccs = catalog.links["hccs"]
     assert effective_bandwidth_gbps(hccs, 64 * KIB) == pytest.approx(6.0, rel=0.15)
     assert effective_bandwidth_gbps(hccs, 16 * KIB * KIB) == pytest.approx(21.0, rel=0.1)
+
+
+def test_moe_and_mla_decode_pay_each_layer_s_measured_floor_and_dense_pays_none(
+    catalog: Catalog,
+) -> None:
+    # Issue 37: a MoE layer costs ~30-70 us and an MLA block ~37 us before reading a byte
+    # (aiconfigurator's moe_perf / mla module tables, kernels.toml); a decode step pays them on
+    # top of its reads. Dense GQA models have neither, so their steps must not move.
+    h200 = catalog.chips["h200"]
+    assert h200.fp8_moe_floor_us > 20 and h200.mla_floor_us > 20
+    bare = replace(
+        h200, moe_floor_us=0.0, fp8_moe_floor_us=0.0, w4_moe_floor_us=0.0, mla_floor_us=0.0
+    )
+    ds = catalog.models["deepseek-r1"]
+    with_floor = NodeCost(ds, h200, 8, weight_dtype="fp8").decode_step_ms(8, 8 * 1000)
+    without = NodeCost(ds, bare, 8, weight_dtype="fp8").decode_step_ms(8, 8 * 1000)
+    floor_ms = (ds.moe_layers * h200.fp8_moe_floor_us + ds.layers * h200.mla_floor_us) / 1000
+    assert with_floor - without == pytest.approx(floor_ms, rel=1e-6)
+    assert floor_ms > 3.0  # 58 MoE layers and 61 MLA blocks: a third of the step
+    oss = catalog.models["gpt-oss-120b"]  # mxfp4 experts: the 4-bit weight-only floor
+    gained = NodeCost(oss, h200, 1).decode_step_ms(8, 8000) - NodeCost(oss, bare, 1).decode_step_ms(
+        8, 8000
+    )
+    assert gained == pytest.approx(oss.moe_layers * h200.w4_moe_floor_us / 1000, rel=1e-6)
+    for dense in ("llama-3.1-70b", "qwen3-32b"):
+        model = catalog.models[dense]
+        assert NodeCost(model, h200, 8).decode_step_ms(32, 32 * 2000) == NodeCost(
+            model, bare, 8
+        ).decode_step_ms(32, 32 * 2000)

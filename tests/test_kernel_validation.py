@@ -33,7 +33,8 @@ WIDER = 0.40
 
 
 def tolerance(step: dict) -> float:
-    if step["model"].startswith(("qwen3-30b", "qwen3-235b", "deepseek")) or "weights" in step:
+    moe = step["model"].startswith(("qwen3-30b", "qwen3-235b", "deepseek", "gpt-oss"))
+    if moe or "weights" in step:
         return WIDER
     return TOLERANCE[step["kind"]]
 

@@ -28,6 +28,21 @@ the TRT-LLM tables of each system and fits the few parameters pdnotes' roofline 
   moe_mfu * S / (S + moe_width_half) * R / (R + moe_half_rows), S = h x ffn / moe_tp, R = T k /
   ep, against the touched experts' reads. Fitted on every shape but DeepSeek-V3's (7168 / 2048,
   top 8 of 256), which is held out.
+- MoE layers at decode sizes (moe_perf, bf16, fp8 block-scaled and 4-bit weight-only mxfp4,
+  aiconfigurator's default power-law routing, <= 256 tokens): latency = moe_floor_us + the
+  touched experts' bytes per GPU (E (1 - (1 - k/E)^T) x 3 h ffn / (moe_tp x moe_ep)) read at the
+  GEMMs' bw_eff, as the step cost reads them. The floor is what a MoE layer costs before it reads
+  a byte (routing, top-k, permute, two grouped GEMMs' launch and tail, finalize): 30-100 us, where
+  reading one token's experts takes 2-15 us. Unlike the curves above it is an engine's own
+  overhead, and the runs pdnotes is validated on are of all three engines, so it is fitted on
+  each engine's table (TRT-LLM's version above, vLLM's and SGLang's newest) and the median of
+  the three is kept. Same held-out shape.
+- MLA attention blocks at decode (DeepSeek-V3's shape; TRT-LLM's and vLLM's
+  mla_generation_module_perf, SGLang's wideep_generation_mla_perf; batch <= 256): latency =
+  mla_floor_us + the block's projection weights per GPU (heads / 128 of 187.1 M parameters) at
+  bw_eff + the latent KV (576 values a token) at kv_bw_eff + kv_seq_us per sequence, as the step
+  cost reads them. The floor (norms, rope, five small GEMMs, the attention kernel, quantisation)
+  is 30-90 us a layer, where at 16 heads per GPU the reads take 15-40 us. Median of the engines.
 - All-reduce (TRT-LLM custom_allreduce_perf, bf16, messages >= 64 KiB): latency = allreduce_us
   + 2 (n-1)/n * bytes / intra_gbps. Fitted on 2 and 8 GPUs, held out on 4.
 
@@ -91,8 +106,8 @@ def peaks(chip: str, system: str) -> Peaks:
     return Peaks(float(spec["bfloat16_tc_flops"]), fp8, float(spec["mem_bw"]), "aiconfigurator")
 
 
-def table(system: str, op: str, version: str, name: str) -> pd.DataFrame:
-    return pd.read_parquet(SYSTEMS / "data" / system / op / "trtllm" / version / f"{name}.parquet")
+def table(system: str, op: str, version: str, name: str, backend: str = "trtllm") -> pd.DataFrame:
+    return pd.read_parquet(SYSTEMS / "data" / system / op / backend / version / f"{name}.parquet")
 
 
 def mape(pred: np.ndarray, measured: np.ndarray) -> float:
@@ -270,8 +285,132 @@ def fit_allreduce(df: pd.DataFrame) -> dict:
     }
 
 
-def latest(system: str, op: str, name: str) -> str | None:
-    folder = SYSTEMS / "data" / system / op / "trtllm"
+MOE_FLOOR_DTYPES = {
+    "bfloat16": ("", 2.0),
+    "fp8_block": ("fp8_", 1.0),
+    "w4a16_mxfp4": ("w4_", 0.53125),
+}
+"""moe_perf dtype -> (pdnotes field prefix, bytes per weight as pdnotes counts them)."""
+
+
+def fit_moe_floor(df: pd.DataFrame, hbm: float, bw_eff: float, dtype_bytes: float) -> dict | None:
+    """A MoE layer at decode sizes (<= 256 tokens, power-law routing as aiconfigurator's
+    estimates use): a fixed floor plus the touched experts' bytes per GPU at `bw_eff`."""
+    df = df[(df.distribution == "power_law_1.01") & (df.num_tokens <= 256)]
+    if df.empty:
+        return None
+    shape = ["hidden_size", "inter_size", "topk", "num_experts"]
+    keys = [*shape, "num_tokens", "moe_tp_size", "moe_ep_size"]
+    df = df.groupby(keys, as_index=False).latency.min()  # the engine's fastest kernel
+    held_mask = (df[shape] == DEEPSEEK_MOE).all(axis=1)
+    train, held = df[~held_mask], df[held_mask]
+
+    def predict(floor_us: float, d: pd.DataFrame) -> np.ndarray:
+        t, h, i = (d[c].to_numpy(float) for c in ("num_tokens", "hidden_size", "inter_size"))
+        k, e = d.topk.to_numpy(float), d.num_experts.to_numpy(float)
+        gpus = (d.moe_tp_size * d.moe_ep_size).to_numpy(float)
+        touched = e * (1 - (1 - k / e) ** t)
+        read = touched * 3 * h * i * dtype_bytes / gpus / (hbm * bw_eff)
+        return floor_us / 1e3 + read * 1e3  # ms, as the table
+
+    if train.empty:
+        return None
+    fit = least_squares(
+        lambda p: np.log(predict(p[0], train) / train.latency.to_numpy()), [30.0], bounds=(0, 1e3)
+    )
+    lat = train.latency.to_numpy()
+    out = {
+        "floor_us": float(fit.x[0]),
+        "rows": len(train),
+        "train_err": mape(predict(fit.x[0], train), lat),
+        "no_floor_err": mape(predict(0.0, train), lat),
+        "held_err": float("nan"),
+    }
+    if len(held):
+        out["held_err"] = mape(predict(fit.x[0], held), held.latency.to_numpy())
+    return out
+
+
+def fit_moe_floors(system: str, trtllm_version: str | None, hbm: float, bw_eff: float) -> dict:
+    """Each precision's MoE floor: the median over the engines' tables of their fitted floors
+    (an engine without rows for a precision is left out)."""
+    versions = {
+        "trtllm": trtllm_version,
+        "vllm": latest(system, "moe", "moe_perf", "vllm"),
+        "sglang": latest(system, "moe", "moe_perf", "sglang"),
+    }
+    tables = {b: table(system, "moe", v, "moe_perf", b) for b, v in versions.items() if v}
+    out: dict = {}
+    for dtype, (prefix, nbytes) in MOE_FLOOR_DTYPES.items():
+        fits = {
+            f"{b}/{versions[b]}": f
+            for b, t in tables.items()
+            if (f := fit_moe_floor(t[t.moe_dtype == dtype], hbm, bw_eff, nbytes)) is not None
+        }
+        if not fits:
+            out[f"{prefix}moe_floor"] = None
+            continue
+        middle = sorted(fits.items(), key=lambda kv: kv[1]["floor_us"])[(len(fits) - 1) // 2]
+        out[f"{prefix}moe_floor"] = {**middle[1], "from": middle[0], "engines": fits}
+    return out
+
+
+MLA_PROJECTION_PARAMS = 187.1e6
+"""DeepSeek-V3's MLA projections per layer (q_a 7168x1536, q_b 1536x128x192, kv_a 7168x576,
+kv_b 512x128x256, o 128x128x7168): what the tables' module reads, split by heads."""
+MLA_KV_VALUES = 576  # latent 512 + rope key 64 per token per layer
+
+
+def fit_mla_floor(
+    df: pd.DataFrame, context: str, hbm: float, bw_eff: float, kv_bw_eff: float, seq_us: float
+) -> dict | None:
+    """An MLA block at decode (batch <= 256): a fixed floor plus its reads as pdnotes counts
+    them (projections split by heads, latent KV, the per-sequence cost)."""
+    df = df[df.batch_size <= 256]
+    if df.empty:
+        return None
+    weight_bytes = np.where(df.mla_dtype == "bfloat16", 2.0, 1.0)
+    kv_bytes = np.where(df.kv_cache_dtype == "bfloat16", 2.0, 1.0)
+    batch, ctx = df.batch_size.to_numpy(float), df[context].to_numpy(float)
+    weights = MLA_PROJECTION_PARAMS * df.num_heads.to_numpy(float) / 128 * weight_bytes
+    kv = batch * ctx * MLA_KV_VALUES * kv_bytes
+    read_ms = (weights / (hbm * bw_eff) + kv / (hbm * kv_bw_eff)) * 1e3 + batch * seq_us / 1e3
+    lat = df.latency.to_numpy()
+    fit = least_squares(lambda p: np.log((p[0] / 1e3 + read_ms) / lat), [30.0], bounds=(0, 1e3))
+    return {
+        "floor_us": float(fit.x[0]),
+        "rows": len(df),
+        "train_err": mape(fit.x[0] / 1e3 + read_ms, lat),
+        "no_floor_err": mape(read_ms, lat),
+        "held_err": float("nan"),
+    }
+
+
+def fit_mla_floors(system: str, fit: dict, hbm: float) -> dict | None:
+    """The MLA decode floor: the median over the engines' module tables of their fits."""
+    gen, bw = fit["generation"], fit["bf16"]["bw_eff"]
+    sources = (
+        ("trtllm", "mla_generation_module_perf", "step"),
+        ("vllm", "mla_generation_module_perf", "step"),
+        ("sglang", "wideep_generation_mla_perf", "isl"),
+    )
+    fits = {}
+    for backend, name, context in sources:
+        version = latest(system, "mla", name, backend)
+        if version is None:
+            continue
+        df = table(system, "mla", version, name, backend)
+        got = fit_mla_floor(df, context, hbm, bw, gen["kv_bw_eff"], gen["attn_seq_us"])
+        if got is not None:
+            fits[f"{backend}/{version}"] = got
+    if not fits:
+        return None
+    middle = sorted(fits.items(), key=lambda kv: kv[1]["floor_us"])[(len(fits) - 1) // 2]
+    return {**middle[1], "from": middle[0], "engines": fits}
+
+
+def latest(system: str, op: str, name: str, backend: str = "trtllm") -> str | None:
+    folder = SYSTEMS / "data" / system / op / backend
     versions = sorted(
         (v.name for v in folder.glob("*") if (v / f"{name}.parquet").exists()),
         key=lambda v: [int(x) if x.isdigit() else x for x in v.replace("rc", ".").split(".")],
@@ -298,10 +437,12 @@ def fit_chip(chip: str) -> dict:
         block = moe[moe.moe_dtype == "fp8_block"]
         if len(block) and pk.fp8:
             out["fp8_moe"] = fit_moe(block, pk.fp8, pk.hbm, 1.0)
+    out.update(fit_moe_floors(system, moe_version, pk.hbm, out["bf16"]["bw_eff"]))
     attn = table(system, "attention", version, "context_attention_perf")
     out["context"] = fit_context_attention(attn, pk.bf16)
     gen = table(system, "attention", version, "generation_attention_perf")
     out["generation"] = fit_generation_attention(gen, pk.hbm)
+    out["mla_floor"] = fit_mla_floors(system, out, pk.hbm)
     ar_version = latest(system, "comm", "custom_allreduce_perf")
     out["allreduce_version"] = ar_version
     ar = table(system, "comm", ar_version, "custom_allreduce_perf") if ar_version else None
@@ -379,6 +520,27 @@ def toml_row(chip: str, fit: dict, assumed_from: str | None = None) -> str:
                 f". MoE ({label}, moe/trtllm/{fit['moe_version']}/moe_perf, balanced routing): "
                 f"train within {m['train_err']:.0%}{held}"
             )
+    floors = [
+        (label, fit.get(f"{prefix}moe_floor"))
+        for label, prefix in (("bf16", ""), ("fp8 block", "fp8_"), ("mxfp4 weight-only", "w4_"))
+    ]
+    if any(f for _, f in floors):
+        source += (
+            ". MoE layer floor at decode sizes (moe_perf, <= 256 tokens, power-law routing, "
+            "the median engine's fit): "
+            + ", ".join(
+                f"{label} {f['floor_us']:.0f} us ({f['from']}, within {f['train_err']:.0%}, no "
+                f"floor {f['no_floor_err']:.0%})"
+                for label, f in floors
+                if f
+            )
+        )
+    if (mla := fit.get("mla_floor")) is not None:
+        source += (
+            f". MLA block floor at decode (DeepSeek-V3's shape, batch <= 256, the median engine's "
+            f"fit): {mla['floor_us']:.0f} us ({mla['from']}, within {mla['train_err']:.0%}, no "
+            f"floor {mla['no_floor_err']:.0%})"
+        )
     if assumed_from:
         source = (
             f"ASSUMED as {assumed_from} (same die, no aiconfigurator table for this chip): "
@@ -409,6 +571,11 @@ def toml_row(chip: str, fit: dict, assumed_from: str | None = None) -> str:
                 f"{prefix}moe_width_half = {m['moe_width_half']:.4g}",
                 f"{prefix}moe_half_rows = {m['moe_half_rows']:.0f}.0",
             ]
+    for prefix in ("", "fp8_", "w4_"):
+        if (floor := fit.get(f"{prefix}moe_floor")) is not None:
+            lines.append(f"{prefix}moe_floor_us = {floor['floor_us']:.1f}")
+    if (floor := fit.get("mla_floor")) is not None:
+        lines.append(f"mla_floor_us = {floor['floor_us']:.1f}")
     if ar is not None and not assumed_from:
         lines += [
             f"allreduce_us = {ar['allreduce_us']:.1f}",
@@ -466,6 +633,45 @@ def markdown(fits: dict[str, dict]) -> str:
                 f"{m['moe_width_half']:.3g}, {m['moe_half_rows']:.0f}, {m['moe_bw_eff']:.3f} | "
                 f"{m['train_err']:.1%} | {held} |"
             )
+    out += [
+        "",
+        "| chip | MoE experts at decode sizes (moe_perf, <= 256 tokens, power-law routing) | "
+        "floor us per engine: TRT-LLM / vLLM / SGLang | kept (median) | its error (no floor) | "
+        "DeepSeek-V3 shape held out |",
+        "|---|---|---|---|---|---|",
+    ]
+    for chip, f in fits.items():
+        for label, prefix in (("bf16", ""), ("fp8 block", "fp8_"), ("mxfp4 weight-only", "w4_")):
+            m = f.get(f"{prefix}moe_floor")
+            if m is None:
+                continue
+            held = "-" if math.isnan(m["held_err"]) else f"{m['held_err']:.1%}"
+            per = {k.split("/")[0]: v["floor_us"] for k, v in m["engines"].items()}
+            shown = " / ".join(
+                f"{per[b]:.1f}" if b in per else "-" for b in ("trtllm", "vllm", "sglang")
+            )
+            out.append(
+                f"| {chip} | {label} | {shown} | {m['floor_us']:.1f} ({m['from']}) | "
+                f"{m['train_err']:.1%} ({m['no_floor_err']:.1%}) | {held} |"
+            )
+    out += [
+        "",
+        "| chip | MLA block at decode (DeepSeek-V3's shape, batch <= 256) | floor us per engine: "
+        "TRT-LLM / vLLM / SGLang | kept (median) | its error (no floor) |",
+        "|---|---|---|---|---|",
+    ]
+    for chip, f in fits.items():
+        m = f.get("mla_floor")
+        if m is None:
+            continue
+        per = {k.split("/")[0]: v["floor_us"] for k, v in m["engines"].items()}
+        shown = " / ".join(
+            f"{per[b]:.1f}" if b in per else "-" for b in ("trtllm", "vllm", "sglang")
+        )
+        out.append(
+            f"| {chip} | {', '.join(m['engines'])} | {shown} | {m['floor_us']:.1f} ({m['from']}) "
+            f"| {m['train_err']:.1%} ({m['no_floor_err']:.1%}) |"
+        )
     return "\n".join(out)
 
 

@@ -27,6 +27,7 @@ BACKENDS = ("trtllm", "vllm", "sglang")
 #  weights) -- weights None: the model's own precision; MoE rows split experts over the tp GPUs
 #  (aiconfigurator moe_tp = tp, moe_ep = 1; pdnotes ep = 1).
 L8, L70 = "meta-llama/Meta-Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-70B"
+Q235 = "Qwen/Qwen3-235B-A22B-FP8"  # its own fp8 (block-scaled) checkpoint
 POINTS = [
     ("llama-3.1-8b", L8, "h100-sxm", "h100_sxm", 1, "prefill", 1000, 1, None),
     ("llama-3.1-8b", L8, "h100-sxm", "h100_sxm", 1, "prefill", 4000, 1, None),
@@ -56,6 +57,11 @@ POINTS = [
     ("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", "h200", "h200_sxm", 1, "decode", 2000, 64, None),
     ("deepseek-r1", "deepseek-ai/DeepSeek-R1", "h200", "h200_sxm", 8, "prefill", 4000, 1, None),
     ("deepseek-r1", "deepseek-ai/DeepSeek-R1", "h200", "h200_sxm", 8, "decode", 2000, 64, None),
+    # issue 37: MoE decode at the few sequences measured serving runs use, where each MoE layer's
+    # and MLA block's fixed cost outweighs its reads
+    ("deepseek-r1", "deepseek-ai/DeepSeek-R1", "h200", "h200_sxm", 8, "decode", 1000, 4, None),
+    ("gpt-oss-120b", "openai/gpt-oss-120b", "h200", "h200_sxm", 1, "decode", 2000, 8, None),
+    ("qwen3-235b-a22b", Q235, "h200", "h200_sxm", 4, "decode", 2000, 8, "fp8"),
 ]
 
 HEADER = """\
@@ -75,9 +81,9 @@ def estimate(point: tuple, backend: str) -> float | None:
     from aiconfigurator.cli.api import cli_estimate
 
     model, aic_model, _, system, tp, kind, isl, batch, weights = point
-    moe = model.startswith(("qwen3-30b", "qwen3-235b", "deepseek"))
+    moe = model.startswith(("qwen3-30b", "qwen3-235b", "deepseek", "gpt-oss"))
     extra = {"moe_tp_size": tp, "moe_ep_size": 1} if moe else {}
-    if weights == "fp8":
+    if weights == "fp8" and not aic_model.endswith("-FP8"):  # an fp8 checkpoint is already fp8
         extra["gemm_quant_mode"] = "fp8"
     try:
         result = cli_estimate(

@@ -64,7 +64,7 @@ class StepParts:
     two-batch overlap, under them), then the fixed launch / graph overhead."""
 
     compute: float  # GEMMs, attention and routed experts at their (measured) efficiencies
-    weights: float  # weights read from HBM (the experts the step touches included)
+    weights: float  # weights read from HBM (the experts touched; MoE and MLA layers' floors)
     kv: float  # KV cache read (bytes, plus decode attention's cost per sequence)
     comm: float  # all-reduces, expert all-to-alls, pipeline hops
     overhead: float  # kernel launches (eager) or the captured graph's residual
@@ -134,6 +134,7 @@ class NodeCost:
     _expert_read_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _expert_token_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _expert_half_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _floor_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _seq_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _eager_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _decode_ms: float = field(init=False, repr=False, compare=False, default=0.0)
@@ -235,6 +236,16 @@ class NodeCost:
         expert_rate = self._expert_flops_per_ms / (self.expert_imbalance if self.ep > 1 else 1.0)
         object.__setattr__(self, "_expert_token_ms", self._expert_linear / expert_rate)
         object.__setattr__(self, "_expert_half_ms", self._expert_half_flops / expert_rate)
+        # Fixed costs a layer pays before it reads a byte, measured (aiconfigurator 0.12.0's
+        # tables, kernels.toml, fit_kernels.py): every MoE layer's routing, top-k, permute,
+        # grouped-GEMM launch and tail, finalize (moe_perf at <= 256 tokens: 30-70 us, where
+        # reading one token's experts takes 2-15 us), and every MLA block's norms, rope, five
+        # small GEMMs and attention kernel (mla module tables: ~37 us, where its reads at 16
+        # heads per GPU take 15-40 us). Decode steps are read-bound, so they pay them in full
+        # (DeepSeek-R1 fp8 on 8 x H200 at 16 sequences: +4 ms, 14 -> 18 ms against
+        # aiconfigurator's 20); a prefill's compute hides them.
+        floor_us = m.moe_layers * eff.moe_floor_us + m.layers * eff.mla_floor_us
+        object.__setattr__(self, "_floor_ms", floor_us / 1000.0)
         # Speculative decoding: tokens a sequence gains per verify step, 1 + a + ... + a^n
         gain = sum(self.mtp_acceptance**i for i in range(self.mtp_tokens + 1))
         object.__setattr__(self, "_mtp_gain", gain if self.mtp_acceptance > 0 else 1.0)
@@ -279,7 +290,7 @@ class NodeCost:
         )
         compute = new_tokens * per_token + fixed + attended_pairs * per_pair + slid_pairs * per_slid
         memory = self._weights_ms + kv_read_tokens * self._kv_full_ms + slid_kv * self._kv_slid_ms
-        memory += new_tokens * per_seq
+        memory += new_tokens * per_seq + (self._floor_ms if new_tokens else 0.0)
         if sh.experts:  # distinct experts the step's tokens touch, per MoE layer
             touched = 1.0 - sh.miss ** min(new_tokens, 1e6)
             memory += self._expert_read_ms * touched
@@ -302,7 +313,7 @@ class NodeCost:
         )
         compute = new_tokens * per_token + fixed + attended_pairs * per_pair + slid_pairs * per_slid
         kv = kv_read_tokens * self._kv_full_ms + slid_kv * self._kv_slid_ms + new_tokens * per_seq
-        weights = self._weights_ms
+        weights = self._weights_ms + (self._floor_ms if new_tokens else 0.0)
         if sh.experts:
             touched = 1.0 - sh.miss ** min(new_tokens, 1e6)
             weights += self._expert_read_ms * touched
@@ -454,7 +465,7 @@ class NodeCost:
                 busiest, local = tokens, own
         compute = local + fixed
         sh = self._shape
-        weights = self._weights_ms
+        weights = self._weights_ms + (self._floor_ms if total else 0.0)
         kv = sum(sizes) * h * self._kv_full_ms  # the cached KV the new tokens attend to
         if sh.experts:
             touched = 1.0 - sh.miss ** min(total, 1e6)

@@ -20,6 +20,13 @@ term is paid in proportion to the experts the step touches. Attention adds atten
 pair * attn_half_context per new token. Prefill stays compute-bound and decode memory-bound: at
 small M the fitted compute curve meets the weight reads, not above.
 
+A MoE layer also pays a fixed floor before it reads a byte (moe_floor_us, fp8_moe_floor_us,
+w4_moe_floor_us by the experts' precision): aiconfigurator's moe_perf tables at decode sizes
+(<= 256 tokens) measure 30-100 us per layer where reading the touched experts alone takes 2-15 us
+at one token; the step cost adds it to the memory side (a decode step is read-bound; a prefill's
+compute hides it). An MLA attention block likewise (mla_floor_us, every layer of an MLA model):
+its module tables measure 30-90 us a layer at 16 heads per GPU where its reads take 15-40 us.
+
 Chips without measured curves, and deployments fitted to an older engine's constant MFU
 (`prefill_mfu`, Chip.with_constant_mfu), get no extra terms: the old model.
 """
@@ -34,6 +41,7 @@ REFERENCE_MATRIX = 4096.0 * 4096.0  # the per-GPU matrix size mfu_half_tokens is
 DENSE_GEMMS_PER_LAYER = 4  # QKV, attention output, MLP up (+gate), MLP down
 EXPERT_GEMMS = 3  # gate, up, down
 FP8_WEIGHTS = ("fp8",)  # weights the fp8 curve applies to (fp4 formats: no measured curve here)
+W4_WEIGHTS = ("int4", "fp4", "nvfp4", "mxfp4")  # 4-bit experts: their own measured floor
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,8 @@ class StepEfficiency:
     expert_mfu: float  # best fraction of the weights' peak the experts' grouped GEMMs reach
     half_context: float  # mean context at which attention reaches half of attn_mfu
     attn_mfu: float | None  # None: attention runs at the GEMMs' MFU (constant-MFU chips)
+    moe_floor_us: float = 0.0  # a MoE layer's fixed cost (us) at the experts' precision
+    mla_floor_us: float = 0.0  # an MLA attention block's fixed cost (us) at decode
 
 
 def half_tokens(half_at_reference: float, width_exp: float, matrix: float) -> float:
@@ -63,9 +73,13 @@ def step_efficiency(
         return StepEfficiency(False, chip.mfu, 0.0, 0.0, chip.mfu, 0.0, None)
     mfu, half, width = chip.mfu, chip.mfu_half_tokens, chip.mfu_width_exp
     moe = (chip.moe_mfu, chip.moe_width_half, chip.moe_half_rows)
+    floor = chip.moe_floor_us
     if weights in FP8_WEIGHTS and chip.fp8_mfu is not None and chip.fp8_tflops > 0:
         mfu, half, width = chip.fp8_mfu, chip.fp8_mfu_half_tokens, chip.fp8_mfu_width_exp
         moe = (chip.fp8_moe_mfu, chip.fp8_moe_width_half, chip.fp8_moe_half_rows)
+        floor = chip.fp8_moe_floor_us or floor
+    elif weights in W4_WEIGHTS:
+        floor = chip.w4_moe_floor_us or floor
     dense = model.params_b * 1e9 - model.routed_params
     dense_matrix = dense / model.layers / DENSE_GEMMS_PER_LAYER / tp
     expert_half, expert_mfu = 0.0, mfu
@@ -88,4 +102,6 @@ def step_efficiency(
         expert_mfu,
         chip.attn_half_context if chip.attn_mfu is not None else 0.0,
         chip.attn_mfu,
+        floor if model.is_moe else 0.0,
+        chip.mla_floor_us if model.is_mla else 0.0,
     )

@@ -82,6 +82,13 @@ class Chip:
     fp8_moe_mfu: float | None = None
     fp8_moe_width_half: float = 0.0
     fp8_moe_half_rows: float = 0.0
+    # A MoE layer's fixed cost before it reads a byte (routing, top-k, permute, the grouped
+    # GEMMs' launch and tail, finalize), us, for bf16 / fp8 / 4-bit weight-only experts: at
+    # decode batches it outweighs reading the few experts touched (kernels.toml).
+    moe_floor_us: float = 0.0
+    fp8_moe_floor_us: float = 0.0
+    w4_moe_floor_us: float = 0.0
+    mla_floor_us: float = 0.0  # an MLA attention block's fixed cost at decode, us (kernels.toml)
     kernel_source: str = ""
     description: str = ""
     source: str = ""
