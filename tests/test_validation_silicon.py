@@ -367,3 +367,15 @@ def test_validation_is_scored_only_with_the_model_frozen_as_named(tmp_path: Path
     (tmp_path / "notes_cli/engine/model.py").write_text("cost = 3\n")
     git("commit", "-qam", "the engine too")
     assert len(run.unfrozen(tmp_path, frozen)) == 2
+
+
+def test_scoring_one_group_takes_exactly_that_group_s_runs_of_the_part() -> None:
+    run = _harness_run()  # its rows come through the holdout-filtered loader
+
+    half = run.rows_of("calibration", every=2)
+    moe_agg = run.rows_of("calibration", every=2, group="MoE,agg")
+    wanted = [r for r in half if silicon.group_of(r)[0] == "MoE" and r["mode"] == "agg"]
+    assert moe_agg and [r["id"] for r in moe_agg] == [r["id"] for r in wanted]
+    assert len(moe_agg) < len(half)
+    assert run.rows_of("calibration", every=2, group="dense bf16, trtllm, TP1")
+    assert not run.rows_of("calibration", every=2, group="MoE,dense bf16")
