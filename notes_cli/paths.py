@@ -102,19 +102,3 @@ def qwen_system_paths() -> tuple[Path, Path]:
         Path(defaults) if defaults else folder / "system-defaults.json",
         Path(system) if system else folder / "settings.json",
     )
-
-
-def opencode_config_dir(override: Path | None = None) -> Path:
-    """OpenCode's global config folder: --opencode-dir, else $XDG_CONFIG_HOME/opencode, else
-    ~/.config/opencode (OpenCode uses the XDG folders on every platform)."""
-    if override is not None:
-        return override.expanduser()
-    env = os.environ.get("XDG_CONFIG_HOME")
-    return (Path(env).expanduser() if env else Path.home() / ".config") / "opencode"
-
-
-def opencode_data_dir() -> Path:
-    """OpenCode's data folder (auth.json, sessions): $XDG_DATA_HOME/opencode or
-    ~/.local/share/opencode."""
-    env = os.environ.get("XDG_DATA_HOME")
-    return (Path(env).expanduser() if env else Path.home() / ".local" / "share") / "opencode"

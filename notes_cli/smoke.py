@@ -259,14 +259,9 @@ def _scrubbed(run: SmokeRun, endpoint: Endpoint) -> SmokeRun:
 def _finding_client(client: str) -> FindingClient:
     """Whose fix a run's problem gets: the plain OpenAI SDK (`--client openai`) has no client
     settings of its own."""
-    named: dict[str, FindingClient] = {
-        "codex": "codex",
-        "claude": "claude",
-        "gemini": "gemini",
-        "qwen": "qwen",
-        "opencode": "opencode",
-    }
-    return named.get(client, "env")
+    from notes_cli.clients import registry
+
+    return client if client in registry.names() else "env"
 
 
 def _retry_wait(exc: gw.GatewayError, attempt: int, timeout: float) -> float | None:

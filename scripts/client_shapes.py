@@ -1,6 +1,7 @@
 """Record the request the real Codex CLI, Claude Code, Gemini CLI, Qwen Code and OpenCode send
 for a turn, as data for doctor's client-shaped probe and smoke
-(templates/clients/<client>/<version>.json).
+(templates/clients/<client>/<version>.json; a client in a folder of its own keeps them in
+notes_cli/clients/<client>/shapes/).
 
     PDNOTES_INTEROP_BIN=.interop/node_modules/.bin python scripts/client_shapes.py [CLIENT…]
 
@@ -495,13 +496,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "clients", nargs="*", default=["codex", "claude", "gemini", "qwen", "opencode"]
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "templates" / "clients")
+    parser.add_argument("--out", type=Path, default=None, help="default: where doctor reads them")
     args = parser.parse_args(argv)
+    from notes_cli.clients import registry
+
     bin_dir = Path(os.environ.get("PDNOTES_INTEROP_BIN") or ROOT / ".interop/node_modules/.bin")
     for client in args.clients:
         version, request = record(client, bin_dir)
         shape = sanitise(client, version, request)
-        target = args.out / client / f"{version}.json"
+        plugin = registry.get(client)
+        if args.out is not None:
+            folder = args.out / client
+        elif plugin is not None:
+            folder = plugin.shapes_dir()
+        else:
+            folder = ROOT / "templates" / "clients" / client
+        target = folder / f"{version}.json"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(shape, indent=2, ensure_ascii=False) + "\n", "utf-8")
         print(f"{client} {version}: {target}", file=sys.stderr)

@@ -121,8 +121,32 @@ def _graph() -> dict[str, set[tuple[str, bool]]]:
     return {name: set(_imported(name, path, modules)) for name, path in modules.items()}
 
 
+# clients/ is two layers (docs/architecture.md, "Clients"): its core (syntax, layers, write
+# plans, endpoints) below doctor/bridge/smoke, and its clients (one folder each) with the
+# Protocol, the registry and the setups built from it beside them, as the clients' checks make
+# findings and the doctor, smoke and bridge iterate over the registry.
+CLIENT_LAYER = 2
+CLIENT_MODULES = (
+    "notes_cli.clients.plugin",
+    "notes_cli.clients.registry",
+    "notes_cli.clients.setups",
+)
+
+
+def _client_folders() -> list[str]:
+    """The clients in a folder of their own: the packages under notes_cli/clients/."""
+    return sorted(p.parent.name for p in (PACKAGE / "clients").glob("*/__init__.py"))
+
+
 def _layer(module: str) -> int | None:
-    return LAYERS.get(module.split(".")[1]) if module != "notes_cli" else 0
+    if module == "notes_cli":
+        return 0
+    parts = module.split(".")
+    if parts[1] == "clients" and (
+        module in CLIENT_MODULES or (len(parts) > 2 and parts[2] in _client_folders())
+    ):
+        return CLIENT_LAYER
+    return LAYERS.get(parts[1])
 
 
 def _within(module: str, prefix: str) -> bool:
@@ -223,3 +247,101 @@ def test_every_package_says_what_it_owns(graph: dict[str, set[tuple[str, bool]]]
         and str(init.relative_to(PACKAGE.parent)) not in NO_DOCSTRING_YET
     ]
     assert not silent, f"packages without a docstring in __init__.py: {silent}"
+
+
+# -- a client is one folder (issue 38) ------------------------------------------------------------
+
+
+def _identifiers(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, identifier) of every name the code uses or defines, and every module it imports."""
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Name):
+            yield line, node.id
+        elif isinstance(node, ast.Attribute):
+            yield line, node.attr
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield line, node.name
+        elif isinstance(node, ast.arg) or isinstance(node, ast.keyword) and node.arg:
+            yield line, node.arg
+        elif isinstance(node, ast.alias):
+            yield line, node.name
+            if node.asname:
+                yield line, node.asname
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield line, node.module
+
+
+def client_mentions(source: str, client: str) -> list[str]:
+    """Where `source` knows `client` by name: an identifier or imported module containing the
+    name (`plan_opencode`, `OpenCodeOptions`, `notes_cli.clients.opencode`), or a string that
+    IS the name (`client == "opencode"`, a dict keyed by it, a Literal of it). Prose that
+    merely mentions the client (help text, messages, docstrings) is not a mention: it is the
+    client's documentation, as are the docs."""
+    tree = ast.parse(source)
+    found = [f"line {line}: {name}" for line, name in _identifiers(tree) if client in name.lower()]
+    found += [
+        f"line {node.lineno}: {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.strip().lower() == client
+    ]
+    return found
+
+
+def _outside(client: str) -> Iterator[Path]:
+    """Every module but the client's folder, the registry and wire/ (the wire protocols may
+    carry a client's name: the Gemini protocol)."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _module_name(path)
+        if _within(name, f"notes_cli.clients.{client}") or _within(name, "notes_cli.wire"):
+            continue
+        if name != "notes_cli.clients.registry":
+            yield path
+
+
+@pytest.mark.parametrize("client", _client_folders())
+def test_a_client_is_known_by_name_only_in_its_folder(client: str) -> None:
+    mentions = {
+        str(path.relative_to(PACKAGE.parent)): found
+        for path in _outside(client)
+        if (found := client_mentions(path.read_text(encoding="utf-8"), client))
+    }
+    assert not mentions, (
+        f"{client} is named outside notes_cli/clients/{client}/ and the registry: ask "
+        f"clients.registry for it instead: {mentions}"
+    )
+
+
+def test_the_name_rule_sees_a_branch_an_import_and_a_name_but_not_prose() -> None:
+    planted = (
+        "from notes_cli.clients.opencode import config\n"
+        "def plan_opencode(x):\n"
+        "    if x == 'opencode':\n"
+        "        return config\n"
+        "    return 'OpenCode reads opencode.json'\n"
+    )
+    assert [m.split(":")[0] for m in client_mentions(planted, "opencode")] == [
+        "line 1", "line 2", "line 3",
+    ]  # fmt: skip
+
+
+def test_every_client_folder_is_registered_and_ships() -> None:
+    from notes_cli.clients import registry
+
+    assert [c.name for c in registry.CLIENTS] == [
+        name for name in registry.names() if name in _client_folders()
+    ]
+    assert set(_client_folders()) == {c.name for c in registry.CLIENTS}
+    assert not set(_client_folders()) & set(registry.NOT_MOVED)
+
+
+def test_findings_name_known_clients() -> None:
+    import tomllib
+
+    from notes_cli.clients import registry
+
+    data = tomllib.loads((PACKAGE.parent / "templates/doctor/findings.toml").read_text("utf-8"))
+    unknown = {f["client"] for f in data["finding"]} - {*registry.names(), "env", "any"}
+    assert not unknown

@@ -16,11 +16,12 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from notes_cli.clients import files, jsonc
+from notes_cli.clients.opencode.config import DIALECT as OPENCODE
 from notes_cli.errors import ConfigParseError
 
 WHERE = Path("settings.json")
 STRICT = [jsonc.GEMINI, jsonc.QWEN]
-ALL = [jsonc.GEMINI, jsonc.QWEN, jsonc.OPENCODE]
+ALL = [jsonc.GEMINI, jsonc.QWEN, OPENCODE]
 
 
 def refused(text: str, dialect: jsonc.Dialect, **kwargs: Any) -> ConfigParseError:
@@ -56,19 +57,19 @@ def test_a_trailing_comma_is_refused_where_the_client_refuses_it(dialect: jsonc.
 
 def test_opencode_takes_trailing_commas_in_objects_and_arrays() -> None:
     text = '{\n  "a": [1, 2,], // two\n  "b": {"c": ",}",},\n}\n'
-    assert jsonc.parse(text, WHERE, jsonc.OPENCODE) == {"a": [1, 2], "b": {"c": ",}"}}
+    assert jsonc.parse(text, WHERE, OPENCODE) == {"a": [1, 2], "b": {"c": ",}"}}
 
 
 def test_a_lone_comma_is_still_an_error_for_opencode() -> None:
-    assert refused('{"a": 1,,}', jsonc.OPENCODE).column == 10  # the second comma is blanked
-    assert refused("[,]", jsonc.OPENCODE).line == 1
+    assert refused('{"a": 1,,}', OPENCODE).column == 10  # the second comma is blanked
+    assert refused("[,]", OPENCODE).line == 1
 
 
 def test_an_unclosed_block_comment_is_an_error_only_for_opencode() -> None:
     text = '{"a": 1}\n  /* never closed'
-    error = refused(text, jsonc.OPENCODE)
+    error = refused(text, OPENCODE)
     assert (error.line, error.column) == (2, 3) and "never closed" in error.message
-    assert refused('{"a": 1} /*/', jsonc.OPENCODE).column == 10
+    assert refused('{"a": 1} /*/', OPENCODE).column == 10
     for dialect in STRICT:  # strip-json-comments blanks it to the end of the text
         assert jsonc.parse(text, WHERE, dialect) == {"a": 1}
 
@@ -79,7 +80,7 @@ def test_a_repeated_key_is_refused_for_an_edit_and_named_with_its_position() -> 
         error = refused(text, dialect, keep_numbers=True)
         assert (error.line, error.column) == (4, 3)
         assert f"{dialect.client} uses only the last one" in error.message
-    assert refused(text, jsonc.OPENCODE).line == 4  # OpenCode: refused even to read
+    assert refused(text, OPENCODE).line == 4  # OpenCode: refused even to read
     assert jsonc.parse(text, WHERE, jsonc.GEMINI) == {"model": "b"}  # read as the client does
 
 
@@ -109,7 +110,7 @@ def test_what_the_client_or_a_rewrite_could_not_keep_is_refused(text: str, needl
 
 
 def test_a_top_level_that_is_not_an_object_names_no_other_clients_key() -> None:
-    error = refused("[1, 2]", jsonc.OPENCODE)
+    error = refused("[1, 2]", OPENCODE)
     assert "top level is a JSON array" in error.message and '"env"' not in (error.fix or "")
 
 
@@ -156,10 +157,10 @@ def test_a_one_line_object_stays_on_one_line() -> None:
 
 def test_an_existing_trailing_comma_is_reused_not_doubled() -> None:
     text = '{\n  "a": 1, // one\n}\n'
-    edited = jsonc.set_values(text, {("b",): 2}, jsonc.OPENCODE)
+    edited = jsonc.set_values(text, {("b",): 2}, OPENCODE)
     assert edited == '{\n  "a": 1, // one\n  "b": 2\n}\n'
-    assert jsonc.set_values('{"a": 1,}', {("b",): 2}, jsonc.OPENCODE) == '{"a": 1, "b": 2}'
-    assert jsonc.parse(edited, WHERE, jsonc.OPENCODE) == {"a": 1, "b": 2}
+    assert jsonc.set_values('{"a": 1,}', {("b",): 2}, OPENCODE) == '{"a": 1, "b": 2}'
+    assert jsonc.parse(edited, WHERE, OPENCODE) == {"a": 1, "b": 2}
 
 
 def test_crlf_tabs_and_comments_inside_an_empty_object_are_kept() -> None:
@@ -288,9 +289,9 @@ def test_set_values_keeps_every_comment_and_trailing_comma(
     if trailing:
         text = text.replace("\n}", ",\n}").replace("{,", "{")
 
-    edited = jsonc.set_values(text, {tuple(path): value}, jsonc.OPENCODE)
+    edited = jsonc.set_values(text, {tuple(path): value}, OPENCODE)
 
-    assert jsonc.parse(edited, WHERE, jsonc.OPENCODE) == _expected(doc, path, value)
+    assert jsonc.parse(edited, WHERE, OPENCODE) == _expected(doc, path, value)
     assert edited.count("// note") == text.count("// note") and edited.startswith("// head\n")
     assert ",," not in jsonc.blank_comments(edited).replace(" ", "").replace("\n", "")
 
@@ -409,8 +410,8 @@ def _reported() -> list[tuple[jsonc.Dialect, str, tuple[str, ...], dict[str, Any
     return [
         *((d, block, ("c",), {"a": {"x": 0}, "c": 1}) for d in ALL),
         *((d, block, ("a", "y"), {"a": {"x": 0, "y": 1}}) for d in ALL),
-        (jsonc.OPENCODE, lone_cr, ("c",), {"a": 0, "b": 2, "c": 1}),
-        (jsonc.OPENCODE, lone_cr, ("b",), {"a": 0, "b": 1}),
+        (OPENCODE, lone_cr, ("c",), {"a": 0, "b": 2, "c": 1}),
+        (OPENCODE, lone_cr, ("b",), {"a": 0, "b": 1}),
     ]
 
 

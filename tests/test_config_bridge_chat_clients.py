@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from notes_cli.clients import jsonc
+from notes_cli.clients.opencode.config import DIALECT as OPENCODE
 
 KEY = "sk-upstream-SENTINEL-0123456789abcdef"
 UPSTREAM = ["--base-url", "http://gpu-box:23333/v1/chat/completions", "--key-env", "GPU_KEY"]
@@ -25,7 +26,7 @@ def qwen_settings(home: Path) -> dict[str, Any]:
 
 def opencode_config(home: Path) -> dict[str, Any]:
     path = home / ".config" / "opencode" / "opencode.json"
-    return jsonc.parse(path.read_text(), path, jsonc.OPENCODE)
+    return jsonc.parse(path.read_text(), path, OPENCODE)
 
 
 def record(home: Path) -> dict[str, Any]:

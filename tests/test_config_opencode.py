@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from notes_cli.clients import jsonc
+from notes_cli.clients.opencode.config import DIALECT as OPENCODE
 
 COMMENTED = """{
   // my own settings, keep them
@@ -36,7 +37,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def data_of(path: Path) -> dict:  # type: ignore[type-arg]
-    return jsonc.parse(path.read_text(), path, jsonc.OPENCODE)
+    return jsonc.parse(path.read_text(), path, OPENCODE)
 
 
 def test_mock_preset_writes_a_provider_and_model_opencode_can_use(cli, isolated_home) -> None:

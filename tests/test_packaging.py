@@ -26,6 +26,8 @@ def test_every_package_folder_is_declared() -> None:
         ".".join(init.parent.relative_to(ROOT).parts)
         for init in (ROOT / "notes_cli").rglob("__init__.py")
     }
+    # each client's recorded request shapes: a data folder inside its package
+    found |= {".".join(p.relative_to(ROOT).parts) for p in ROOT.glob("notes_cli/clients/*/shapes")}
     for package, folder in DATA.items():  # data folders setuptools would take for packages
         found.add(package)
         found |= {
@@ -63,4 +65,7 @@ def test_build_is_quiet_and_the_wheel_ships_prompts_and_templates(tmp_path: Path
         assert shipped, f"{folder.name}/ is empty"
         missing = {s for s in shipped if f"notes_cli/{s}" not in names}
         assert not missing, f"not in the wheel: {sorted(missing)[:5]}"
+    # each client's recorded request shapes live in its folder (notes_cli/clients/<name>/shapes)
+    shapes = {p.relative_to(ROOT).as_posix() for p in ROOT.glob("notes_cli/clients/*/shapes/*")}
+    assert shapes and shapes <= names, f"not in the wheel: {sorted(shapes - names)[:5]}"
     assert "pdnotes-0.1.0.dist-info/licenses/LICENSE" in names

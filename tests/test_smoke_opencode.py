@@ -12,9 +12,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from client_shapes import recording_server  # noqa: E402
 
-from notes_cli.resources import template_path  # noqa: E402
+from notes_cli.clients.opencode import CLIENT  # noqa: E402
 
-RECORDED = json.loads(template_path("clients", "opencode", "1.18.33.json").read_text("utf-8"))
+RECORDED = json.loads((CLIENT.shapes_dir() / "1.18.33.json").read_text("utf-8"))
 
 
 def configure(cli: Any, base_url: str, *extra: str) -> None:

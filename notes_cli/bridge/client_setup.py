@@ -1,4 +1,4 @@
-"""`pdnotes config codex|claude|gemini|qwen|opencode --bridge`: point a client at the local
+"""`pdnotes config <client> --bridge`: point a client at the local
 bridge for an upstream that serves only chat completions (or whose fallbacks the bridge should
 try), and record that upstream for `pdnotes bridge serve`.
 
@@ -22,8 +22,8 @@ from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
 from notes_cli.clients.codex_config import CodexOptions, plan_codex
 from notes_cli.clients.gemini_config import GeminiOptions, plan_gemini
 from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
-from notes_cli.clients.opencode_config import OpenCodeOptions, plan_opencode
 from notes_cli.clients.plan import WritePlan
+from notes_cli.clients.plugin import BridgeTarget, Client, ConfigRequest
 from notes_cli.clients.qwen_config import QwenOptions, plan_qwen
 from notes_cli.errors import UsageError
 from notes_cli.secrets import check_env_name, mask_url
@@ -198,35 +198,42 @@ def plan_qwen_bridge(
     return _with_notes(plan, record), record
 
 
-def plan_opencode_bridge(
-    options: OpenCodeOptions,
-    bridge: BridgeOptions,
-    *,
-    config_dir: Path | None = None,
-    project_dir: Path | None = None,
+def plan_bridged(
+    client: Client, request: ConfigRequest, bridge: BridgeOptions
 ) -> tuple[WritePlan, bridge_config.BridgeConfig]:
-    """OpenCode through the bridge's chat pass-through, as Qwen Code, with the upstream's
-    model limits (`_upstream_limits`)."""
+    """A client in a folder of its own (`clients.registry`) through the bridge: the request's
+    URL, key variable (the client's `key_option`) and model describe the upstream; the client
+    file gets the bridge's URL of the client's kind, and the upstream's model limits
+    (`_upstream_limits`) for a client that writes a window."""
     url, key_env, model = _upstream(
-        options.preset, options.base_url, options.key_env, options.model
+        request["preset"], request["base_url"], request[client.key_option], request["model"]
     )
     record = _record(url, key_env, model, bridge)
-    window, fetch, _ = _upstream_limits(options, url, key_env, model)
-    client = replace(
-        options,
-        preset=BRIDGE_PRESET,
-        base_url=record.codex_base_url,
-        model=model,
-        key_env=bridge.api_key_env,
-        context_window=window,
-        fetch_limits=fetch,
+    window, fetch, _ = _upstream_limits(
+        _Limits(request["preset"], request.context_window, request.fetch_limits),
+        url,
+        key_env,
+        model,
     )
-    plan = plan_opencode(client, config_dir=config_dir, project_dir=project_dir)
+    bridge_url = {
+        "v1": record.codex_base_url,
+        "anthropic": record.claude_base_url,
+        "root": record.root_url,
+    }[client.bridge_url]
+    target = BridgeTarget(bridge_url, model, bridge.api_key_env, BRIDGE_PRESET, window, fetch)
+    plan = client.plan(client.via_bridge(request, target))
     return _with_notes(plan, record), record
 
 
+@dataclass(frozen=True)
+class _Limits:
+    preset: str | None
+    context_window: int | None
+    fetch_limits: LimitsFetcher | None
+
+
 class _LimitOptions(Protocol):
-    """What `_upstream_limits` reads of `CodexOptions` and `OpenCodeOptions` (frozen)."""
+    """What `_upstream_limits` reads of `CodexOptions` and a `ConfigRequest` (frozen)."""
 
     @property
     def preset(self) -> str | None: ...

@@ -1,9 +1,11 @@
-"""pdnotes config codex | claude | gemini | qwen | opencode | show | undo | presets: write,
-inspect and restore the clients' configuration. The core lives in notes_cli.clients (imported
-inside each command, so `pdnotes --help` stays fast); drawing lives in notes_cli.render.config."""
+"""pdnotes config <client> | show | undo | presets: write, inspect and restore the clients'
+configuration. The core lives in notes_cli.clients (imported inside each command, so `pdnotes
+--help` stays fast); drawing lives in notes_cli.render.config. A client in a folder of its own
+(`clients.registry`) gets its `config <name>` built from the options it declares."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -11,7 +13,10 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from notes_cli.cli import layer_options
+from notes_cli.cli.client_options import build, typer_option, with_homes
 from notes_cli.cli.options import Names, one_of
+from notes_cli.clients import registry
+from notes_cli.clients.plugin import Client, Option, Shared
 
 if TYPE_CHECKING:
     from notes_cli.bridge.config import BridgeConfig
@@ -19,20 +24,16 @@ if TYPE_CHECKING:
     from notes_cli.clients.plan import WritePlan, WriteResult
 
 app = typer.Typer(
-    help="Write, show and undo the Codex / Claude Code / Gemini CLI / Qwen Code / OpenCode "
-    "configuration for a gateway.",
+    help=f"Write, show and undo the {' / '.join(registry.titles().values())} configuration for "
+    "a gateway.",
     no_args_is_help=True,
 )
 
-_CLIENT = Names(
-    lambda: ("codex", "claude", "gemini", "qwen", "opencode"),
-    "unknown --client {value}",
-    fix="use codex, claude, gemini, qwen or opencode",
-)
+_CLIENT = Names(registry.names, "unknown --client {value}", fix=f"use {registry.listing()}")
 _ANY_CLIENT = Names(
-    lambda: ("all", "codex", "claude", "gemini", "qwen", "opencode"),
+    lambda: ("all", *registry.names()),
     "unknown --client {value}",
-    fix="use codex, claude, gemini, qwen, opencode or all",
+    fix=f"use {registry.listing('all')}",
 )
 
 # Options several `config` commands share.
@@ -63,9 +64,6 @@ ClaudeProjectDir = Annotated[
 ]
 QwenProjectDir = Annotated[Path | None, _project_dir(".qwen/settings.json (--scope project)")]
 GeminiProjectDir = Annotated[Path | None, _project_dir(".gemini/settings.json (--scope project)")]
-OpenCodeProjectDir = Annotated[
-    Path | None, _project_dir("opencode.json or opencode.jsonc (--scope project)")
-]
 ProjectDir = Annotated[Path | None, _project_dir(layer_options.ALL_PROJECT_FILES)]
 AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Show the diff; write nothing.")]
@@ -415,102 +413,83 @@ def _no_gemini_api(preset: str | None) -> bool:
     return loaded.gemini is None and loaded.codex is not None
 
 
-OpenCodeDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--opencode-dir",
-        help="OpenCode's global folder (default: $XDG_CONFIG_HOME/opencode or ~/.config/opencode).",
+# The options a client declares as `Shared` (`clients.plugin`), each spelt once.
+_SHARED = {
+    "model": Option("model", "--model", "Model id exactly as the gateway names it."),
+    "context_window": Option(
+        "context_window",
+        "--context-window",
+        "Write the model's context window: tokens, or 'gateway' to read the gateway's /models.",
+        metavar="TOKENS|gateway",
     ),
-]
+}
 
 
-@app.command("opencode")
-def opencode(
-    preset: Preset = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="OpenAI-compatible root; OpenCode appends /chat/completions (cleaned if pasted).",
-        ),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model id exactly as the gateway names it.")
-    ] = None,
-    provider: Annotated[
-        str | None,
-        typer.Option("--provider", help="Provider id: the provider.<id> entry (default: gateway)."),
-    ] = None,
-    key_env: Annotated[
-        str | None,
-        typer.Option(
-            "--key-env",
-            help='NAME of the variable holding the key, written as "apiKey": "{env:NAME}".',
-        ),
-    ] = None,
-    context_window: Annotated[
-        str | None,
-        typer.Option(
-            "--context-window",
-            metavar="TOKENS|gateway",
-            help="Write the model's limit.context: tokens, or 'gateway' to read its /models.",
-        ),
-    ] = None,
-    output_limit: Annotated[
-        int | None,
-        typer.Option(
-            "--output-limit",
-            min=1,
-            max=(1 << 31) - 1,
-            help="The model's limit.output (default: an eighth of the window, at most 32000).",
-        ),
-    ] = None,
-    scope: Annotated[
-        str,
-        typer.Option("--scope", help="global (~/.config/opencode) or project (./opencode.json)."),
-    ] = "global",
-    bridge: Bridge = False,
-    bridge_port: BridgePort = 8787,
-    bridge_key_env: BridgeKeyEnv = None,
-    bridge_fallback: BridgeFallback = None,
-    bridge_fallback_key_env: BridgeFallbackKeyEnv = None,
-    dry_run: DryRun = False,
-    as_json: AsJson = False,
-    opencode_dir: OpenCodeDir = None,
-    project_dir: OpenCodeProjectDir = None,
-) -> None:
-    """Merge the gateway into OpenCode's opencode.json(c): a provider entry and `model`,
-    comments and every other key kept."""
-    from notes_cli.clients.opencode_config import OpenCodeOptions, config_path, plan_opencode
-
-    path = config_path(scope, config_dir=opencode_dir, project_dir=project_dir)  # checks --scope
-    window, from_gateway = _context_window(context_window)
-    options = OpenCodeOptions(
-        preset,
-        base_url,
-        model,
-        provider,
-        key_env,
-        "project" if scope == "project" else "global",
-        window,
-        output_limit,
-        _limits_fetcher(from_gateway),
+def _parameter(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation, default=default
     )
-    if bridge:  # OpenCode speaks chat itself: a chat-only preset needs no bridge
-        from notes_cli.bridge.client_setup import BridgeOptions, plan_opencode_bridge
 
-        via = BridgeOptions.of(
-            bridge_port, bridge_key_env, bridge_fallback, bridge_fallback_key_env
-        )
-        build: Plan = lambda: plan_opencode_bridge(  # noqa: E731
-            options, via, config_dir=opencode_dir, project_dir=project_dir
-        )
+
+def _config_command(client: Client) -> None:
+    """`config <name>` for a client in a folder of its own: `--preset`, the client's options,
+    the bridge options, `--dry-run`, `--json`, its folder and `--project-dir`."""
+    parameters = [_parameter("preset", Preset, None)]
+    for option in client.options:
+        if isinstance(option, Shared):
+            parameters.append(typer_option(_SHARED[option.name], option.help))
+        else:
+            parameters.append(typer_option(option))
+    parameters += [
+        _parameter("bridge", Bridge, False),
+        _parameter("bridge_port", BridgePort, 8787),
+        _parameter("bridge_key_env", BridgeKeyEnv, None),
+        _parameter("bridge_fallback", BridgeFallback, None),
+        _parameter("bridge_fallback_key_env", BridgeFallbackKeyEnv, None),
+        _parameter("dry_run", DryRun, False),
+        _parameter("as_json", AsJson, False),
+        typer_option(client.home),
+    ]
+    if client.project_files:
+        project_dir = Annotated[Path | None, _project_dir(client.project_files)]
+        parameters.append(_parameter("project_dir", project_dir, None))
+
+    def run(values: dict[str, Any]) -> None:
+        _configure(client, values)
+
+    app.command(client.name)(build(client.name, client.summary, parameters, run))
+
+
+for _client in registry.CLIENTS:
+    _config_command(_client)
+
+
+def _configure(client: Client, values: dict[str, Any]) -> None:
+    """Plan the client's write (through the bridge when asked, or when the preset needs it)
+    and write it (`_write`)."""
+    from notes_cli.clients.plugin import ConfigRequest, Where
+
+    dry_run, as_json = values.pop("dry_run"), values.pop("as_json")
+    bridge = values.pop("bridge")
+    via = (
+        values.pop("bridge_port"),
+        values.pop("bridge_key_env"),
+        values.pop("bridge_fallback"),
+        values.pop("bridge_fallback_key_env"),
+    )
+    where = Where({client.name: values.pop(client.home.name)}, values.pop("project_dir", None))
+    raw_window = values.pop("context_window", None)
+    path = client.target(ConfigRequest(values, where))  # checks --scope
+    window, from_gateway = _context_window(raw_window)
+    request = ConfigRequest(values, where, window, _limits_fetcher(from_gateway))
+    if bridge or client.needs_bridge(values["preset"]):
+        from notes_cli.bridge.client_setup import BridgeOptions, plan_bridged
+
+        options = BridgeOptions.of(*via)
+        build_plan: Plan = lambda: plan_bridged(client, request, options)  # noqa: E731
     else:
-        build = lambda: (  # noqa: E731
-            plan_opencode(options, config_dir=opencode_dir, project_dir=project_dir),
-            None,
-        )
-    _write(path, build, dry_run, as_json)
+        build_plan = lambda: (client.plan(request), None)  # noqa: E731
+    _write(path, build_plan, dry_run, as_json)
 
 
 def _limits_fetcher(from_gateway: bool) -> LimitsFetcher | None:
@@ -620,25 +599,25 @@ def _restore_record(restore: Callable[[], None], failure: BaseException) -> None
 
 
 @app.command("show")
+@with_homes(after="claude_home")
 def show(
     client: Annotated[
-        str,
-        one_of(_ANY_CLIENT, "--client", help="codex, claude, gemini, qwen, opencode or all."),
+        str, one_of(_ANY_CLIENT, "--client", help=f"{registry.listing('all')}.")
     ] = "all",
     as_json: AsJson = False,
     codex_home: CodexHome = None,
     claude_home: ClaudeHome = None,
-    opencode_dir: OpenCodeDir = None,
     project_dir: ProjectDir = None,
     profile: layer_options.Profile = None,
     overrides: layer_options.Overrides = None,
     settings: layer_options.Settings = None,
     gemini_home: GeminiHome = None,
     qwen_home: QwenHome = None,
+    homes: dict[str, Path | None] | None = None,
 ) -> None:
     """Show each client's effective setup: values, the layer (file, or -c) each came from, the
     URL it calls."""
-    from notes_cli.clients.resolve import resolve_setups
+    from notes_cli.clients.setups import resolve_setups
     from notes_cli.clients.view import CodexView
     from notes_cli.render import config as render
 
@@ -651,7 +630,7 @@ def show(
         claude_settings=settings,
         gemini_home=gemini_home,
         qwen_home=qwen_home,
-        opencode_dir=opencode_dir,
+        homes=homes,
     )
     render.show_json(setups) if as_json else render.show_human(setups)
 
@@ -663,8 +642,7 @@ def undo(
         one_of(
             _CLIENT,
             "--client",
-            help="codex, claude, gemini, qwen or opencode (default: the one written most "
-            "recently).",
+            help=f"{registry.listing()} (default: the one written most recently).",
         ),
     ] = None,
     as_json: AsJson = False,
@@ -686,7 +664,7 @@ def undo(
 def _most_recent_client() -> str:
     from notes_cli import backups
 
-    names = ("codex", "claude", "gemini", "qwen", "opencode")
+    names = registry.names()
     newest = [(b.created, name) for name in names if (b := backups.latest(name))]
     return max(newest)[1] if newest else "codex"
 

@@ -9,13 +9,14 @@ from typing import Annotated
 import typer
 
 from notes_cli.cli import layer_options
+from notes_cli.cli.client_options import with_homes
 from notes_cli.cli.ranges import within
+from notes_cli.clients import registry
 
 
+@with_homes(after="qwen_home", short=True)
 def doctor(
-    client: Annotated[
-        str, typer.Option("--client", help="codex, claude, gemini, qwen, opencode or all.")
-    ] = "all",
+    client: Annotated[str, typer.Option("--client", help=f"{registry.listing('all')}.")] = "all",
     offline: Annotated[
         bool,
         typer.Option("--offline", help="Static checks only: files and environment, no network."),
@@ -37,9 +38,6 @@ def doctor(
     ] = None,
     qwen_home: Annotated[
         Path | None, typer.Option("--qwen-home", help="Qwen Code user folder ($QWEN_HOME).")
-    ] = None,
-    opencode_dir: Annotated[
-        Path | None, typer.Option("--opencode-dir", help="OpenCode's global config folder.")
     ] = None,
     project_dir: Annotated[
         Path | None,
@@ -76,6 +74,7 @@ def doctor(
     gemini_home: Annotated[
         Path | None, typer.Option("--gemini-home", help="Gemini CLI user folder (~/.gemini).")
     ] = None,
+    homes: dict[str, Path | None] | None = None,
 ) -> None:
     """Find what would break the clients' connection, each finding with its fix.
     Exit 0 when there is no error, 1 when there is."""
@@ -88,7 +87,6 @@ def doctor(
         timeout=timeout,
         codex_home=codex_home,
         claude_home=claude_home,
-        opencode_dir=opencode_dir,
         project_dir=project_dir,
         codex_version=codex_version,
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
@@ -97,6 +95,7 @@ def doctor(
         minimal=minimal,
         gemini_home=gemini_home,
         qwen_home=qwen_home,
+        homes=homes,
     )
     if as_json:
         from notes_cli.render import emit_json

@@ -11,12 +11,13 @@ import typer
 if TYPE_CHECKING:
     from notes_cli.clients.endpoint import AuthStyle, Endpoint
 
+# The clients not yet in a folder of their own (`clients.registry`), and the plain OpenAI SDK;
+# the others say it (`Client.protocol`, `Client.smoke_key_env`).
 _PROTOCOL = {
     "codex": "responses",
     "claude": "anthropic",
     "gemini": "gemini",
     "qwen": "chat",
-    "opencode": "chat",
     "openai": "chat",
 }
 _DEFAULT_KEY_ENV = {
@@ -24,9 +25,20 @@ _DEFAULT_KEY_ENV = {
     "claude": "ANTHROPIC_AUTH_TOKEN",
     "gemini": "GEMINI_API_KEY",
     "qwen": "OPENAI_API_KEY",
-    "opencode": None,
     "openai": "OPENAI_API_KEY",
 }
+
+
+def _speaks(client: str) -> tuple[str, str | None] | None:
+    """(protocol, default key variable) of `client`, None when pdnotes knows no such client."""
+    from notes_cli.clients import registry
+
+    plugin = registry.get(client)
+    if plugin is not None:
+        return plugin.protocol, plugin.smoke_key_env
+    if client in _PROTOCOL:
+        return _PROTOCOL[client], _DEFAULT_KEY_ENV[client]
+    return None
 
 
 # The flags of `smoke`.
@@ -133,15 +145,17 @@ def smoke(
 
 
 def _client_budget(client: str, base_url: str | None) -> int | None:
-    """The output budget the configured client asks each turn for, when its config states one:
-    OpenCode's `limit.output` of the model (a turn of smoke is then the client's turn)."""
-    if client != "opencode" or base_url is not None:
-        return None
-    from notes_cli.clients.resolve import resolve_setups
+    """The output budget the configured client asks each turn for, when its config states one
+    (`Client.smoke_budget`: a turn of smoke is then the client's turn)."""
+    from notes_cli.clients import registry
 
-    (setup,) = resolve_setups("opencode")
-    stated = next((v.value for v in setup.values if v.name == "limit.output"), None)
-    return int(stated) if stated is not None and stated.isdigit() else None
+    plugin = registry.get(client)
+    if plugin is None or base_url is not None:
+        return None
+    from notes_cli.clients.setups import resolve_setups
+
+    (setup,) = resolve_setups(client)
+    return plugin.smoke_budget(setup)
 
 
 def _shape(endpoint: Endpoint) -> object:
@@ -157,15 +171,17 @@ def _endpoint(
     """The endpoint to call: explicit flags, else the client's own configuration."""
     import dataclasses
 
+    from notes_cli.clients import registry
     from notes_cli.clients.endpoint import endpoint_from_flags
     from notes_cli.clients.urls import require_configured_url
     from notes_cli.errors import UsageError
 
-    if client not in _PROTOCOL:
+    speaks = _speaks(client)
+    if speaks is None:
         raise UsageError(
-            f"unknown client {client!r}",
-            fix="use --client codex, claude, gemini, qwen, opencode or openai",
+            f"unknown client {client!r}", fix=f"use --client {registry.listing('openai')}"
         )
+    protocol, default_key_env = speaks
     source = "--base-url"
     if client == "openai" and base_url is None:
         base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
@@ -173,12 +189,12 @@ def _endpoint(
     if base_url is not None:
         endpoint = endpoint_from_flags(
             base_url,
-            protocol=_PROTOCOL[client],  # type: ignore[arg-type]
+            protocol=protocol,  # type: ignore[arg-type]
             model=model,
             key_env=key_env,
-            default_key_env=_DEFAULT_KEY_ENV[client],
-            client=client,  # type: ignore[arg-type]
-            auth_style=_auth_style(client, key_env or _DEFAULT_KEY_ENV[client]),
+            default_key_env=default_key_env,
+            client=client,
+            auth_style=_auth_style(client, key_env or default_key_env),
             source=source,
         )
     else:
@@ -196,25 +212,14 @@ def _endpoint(
 
 
 def _configured(client: str) -> Endpoint:
-    from notes_cli.clients.resolve import resolve_endpoints, resolve_setups
+    from notes_cli.clients import registry
+    from notes_cli.clients.setups import resolve_endpoints, resolve_setups
     from notes_cli.errors import UsageError
 
-    if client == "opencode":
-        (setup,) = resolve_setups("opencode")
-        if setup.endpoint is None:
-            raise UsageError(
-                f"OpenCode has no endpoint pdnotes can call: {setup.problem}",
-                fix="run `pdnotes config opencode --preset NAME` (or `pdnotes doctor --client "
-                "opencode` to see why), or pass --base-url URL --model ID",
-            )
-        endpoint = setup.endpoint
-        if endpoint.key_env and not endpoint.key:
-            raise UsageError(
-                f"{{env:{endpoint.key_env}}} in OpenCode's config names an unset variable: "
-                "OpenCode would send an empty key",
-                fix=f"export {endpoint.key_env}=<your key>, then re-run",
-            )
-        return endpoint
+    plugin = registry.get(client)
+    if plugin is not None:
+        (setup,) = resolve_setups(client)
+        return plugin.smoke_endpoint(setup)
     found = resolve_endpoints(client)
     if not found:
         raise UsageError(

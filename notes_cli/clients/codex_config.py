@@ -32,9 +32,11 @@ from notes_cli.clients import codex_catalog, files, presets, toml_bounds, urls
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
 from notes_cli.clients.plan import WritePlan, secret_values
-from notes_cli.clients.resolve import RESERVED_PROVIDER_IDS
 from notes_cli.errors import ConfigWriteError, InputError, UsageError
 from notes_cli.secrets import looks_like_env_name, mask
+
+RESERVED_PROVIDER_IDS = ("openai", "ollama", "lmstudio")
+"""Custom providers may not use these ids (Codex refuses to load the config)."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from typing import Literal
 
 from notes_cli.secrets import mask, position_secrets
 
-ClientName = Literal["codex", "claude", "gemini", "qwen", "opencode", "openai"]
+ClientName = str
+"""A client's name (`clients.registry`), or "openai" for the plain OpenAI SDK."""
 Protocol = Literal["responses", "chat", "anthropic", "gemini"]
 AuthStyle = Literal["bearer", "x-api-key", "x-goog-api-key", "both", "none"]
 

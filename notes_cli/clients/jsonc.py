@@ -59,13 +59,6 @@ class Dialect:
 
 GEMINI = Dialect("Gemini CLI")
 QWEN = Dialect("Qwen Code")
-OPENCODE = Dialect(
-    "OpenCode",
-    trailing_commas=True,
-    closed_comments=True,
-    unique_keys_on_read=True,
-    cr_ends_line_comment=True,
-)
 
 _STRING = r'"(?:[^"\\\n]|\\.)*+"?'
 _BLOCK_COMMENT = r"/\*[\s\S]*?(?:\*/|\Z)"

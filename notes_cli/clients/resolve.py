@@ -1,7 +1,8 @@
 """What each client will actually call, and where every value came from.
 
-`resolve_endpoints` is the public entry (smoke, live doctor and notes use it); `resolve_setups`
-adds the provenance `pdnotes config show` prints. Both follow the clients' own rules: Codex
+`clients.setups` asks each client for its setup (`resolve_setups`, `resolve_endpoints`); this
+module holds the setup's shape and the clients' rules not yet in a folder of their own, which
+follow the clients' own rules: Codex
 merges its layers (`layers.py`) and joins `base_url + "/responses"`; Claude Code merges process
 env < user < project < local < `--settings` < managed settings (`env` in settings wins over the
 shell) and appends `/v1/messages`.
@@ -9,7 +10,6 @@ shell) and appends `/v1/messages`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +33,6 @@ BUILTIN_CODEX_PROVIDERS = {
     "ollama": "http://localhost:11434/v1",
     "lmstudio": "http://localhost:1234/v1",
 }
-RESERVED_PROVIDER_IDS = ("openai", "ollama", "lmstudio")
-"""Custom providers may not use these ids (Codex refuses to load the config)."""
 CLAUDE_SCOPES = ("user", "project", "local")
 
 
@@ -57,63 +55,6 @@ class ClientSetup:
     values: tuple[Value, ...]
     endpoint: Endpoint | None
     problem: str | None = None
-
-
-def resolve_endpoints(
-    client: str = "all",
-    *,
-    codex_home: Path | None = None,
-    claude_home: Path | None = None,
-    project_dir: Path | None = None,
-    qwen_home: Path | None = None,
-) -> list[Endpoint]:
-    """The endpoint(s) each configured client will call. A client with no config (no Codex
-    config.toml; no Claude settings file and no ANTHROPIC_* variable) is left out. Raises
-    `ConfigParseError` when a file does not parse."""
-    setups = resolve_setups(
-        client,
-        codex_home=codex_home,
-        claude_home=claude_home,
-        project_dir=project_dir,
-        qwen_home=qwen_home,
-    )
-    return [s.endpoint for s in setups if s.endpoint is not None]
-
-
-def resolve_setups(
-    client: str = "all",
-    *,
-    codex_home: Path | None = None,
-    claude_home: Path | None = None,
-    project_dir: Path | None = None,
-    environ: Mapping[str, str] | None = None,
-    codex_view: CodexView | None = None,
-    claude_settings: Path | None = None,
-    gemini_home: Path | None = None,
-    qwen_home: Path | None = None,
-    opencode_dir: Path | None = None,
-) -> list[ClientSetup]:
-    env = os.environ if environ is None else environ
-    result: list[ClientSetup] = []
-    if client in ("all", "codex"):
-        result.append(codex_setup(codex_home, env, view=codex_view or CodexView(project_dir)))
-    if client in ("all", "claude"):
-        result.append(claude_setup(claude_home, project_dir, env, claude_settings))
-    if client in ("all", "gemini"):
-        from notes_cli.clients.gemini_layers import gemini_layers
-
-        gemini = gemini_setup_of(gemini_layers(gemini_home, project_dir, env))
-        if client == "gemini" or gemini.files or gemini.endpoint is not None:
-            result.append(gemini)  # in "all" only once set up: most users have no Gemini CLI
-    if client in ("all", "qwen"):
-        qwen = qwen_setup(qwen_home, project_dir, env)
-        if client == "qwen" or qwen.files:  # `all` lists Qwen Code once it has a file
-            result.append(qwen)
-    if client in ("all", "opencode"):
-        opencode = _opencode_or_problem(client, opencode_dir, project_dir, env)
-        if client == "opencode" or opencode.files:  # among all, only an OpenCode that is set up
-            result.append(opencode)
-    return result
 
 
 def qwen_setup(
@@ -141,43 +82,6 @@ def qwen_setup(
         )
         return ClientSetup("qwen", files_used, values, None, problem=problem)
     return ClientSetup("qwen", files_used, values, resolved.endpoint())
-
-
-def _opencode_or_problem(
-    client: str, config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]
-) -> ClientSetup:
-    """Asked for by name, a file OpenCode cannot read is the command's error; among all the
-    clients it is OpenCode's problem only (the other clients' setups still count)."""
-    from notes_cli.errors import ConfigParseError
-
-    try:
-        return opencode_setup(config_dir, project_dir, env)
-    except ConfigParseError as exc:
-        if client == "opencode":
-            raise
-        return ClientSetup("opencode", (Path(exc.path),), (), None, problem=exc.message)
-
-
-def opencode_setup(
-    config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]
-) -> ClientSetup:
-    """OpenCode's effective setup from its layers (`clients.opencode_config`)."""
-    from notes_cli.clients import opencode_config as oc
-
-    layers = oc.read_layers(config_dir, project_dir, env)
-    return opencode_setup_of(layers, env)
-
-
-def opencode_setup_of(layers: list[Any], env: Mapping[str, str]) -> ClientSetup:
-    from notes_cli.clients import opencode_config as oc
-
-    used = tuple(layer.path for layer in layers if layer.path is not None)
-    if not layers:
-        path = oc.config_path("global")
-        return ClientSetup("opencode", (), (), None, problem=f"{path} does not exist")
-    resolved = oc.resolve(layers, env, oc.auth_keys())
-    values = tuple(Value(*value) for value in resolved.values)
-    return ClientSetup("opencode", used, values, resolved.endpoint, problem=resolved.problem)
 
 
 def codex_setup(

@@ -76,7 +76,7 @@ def _configure(box: Sandbox, upstream: str, port: int) -> tuple[bool, str]:
 
 
 def _smoke(box: Sandbox) -> dict[str, Any]:
-    from notes_cli.clients.resolve import resolve_endpoints
+    from notes_cli.clients.setups import resolve_endpoints
     from notes_cli.smoke import run_smoke
 
     (endpoint,) = resolve_endpoints("codex", codex_home=box.scratch("bridge"))

@@ -189,7 +189,7 @@ def _mistakes_step(box: Sandbox, anthropic_base_url: str) -> Step:
 
 
 def _smoke_step(box: Sandbox) -> Step:
-    from notes_cli.clients.resolve import resolve_endpoints
+    from notes_cli.clients.setups import resolve_endpoints
     from notes_cli.smoke import run_smoke
 
     (endpoint,) = resolve_endpoints("codex", codex_home=box.codex_home)
@@ -220,7 +220,7 @@ class _QuietProgress:
 
 
 def _notes_step(box: Sandbox, lang: str) -> Step:
-    from notes_cli.clients.resolve import resolve_endpoints
+    from notes_cli.clients.setups import resolve_endpoints
     from notes_cli.notes import generate as gen
     from notes_cli.notes.kits import load_kit
 

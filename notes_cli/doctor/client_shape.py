@@ -28,13 +28,8 @@ RECORDED_PROMPT = "Reply with the single word ok."
 _SET_BY_PDNOTES = {"accept", "content-type", "anthropic-version"}
 """Headers the gateway client sets itself (accept follows the stream flag)."""
 _CLIENT_OF = {"responses": "codex", "anthropic": "claude", "gemini": "gemini"}
-_PROTOCOL_OF = {
-    "codex": "responses",
-    "claude": "anthropic",
-    "gemini": "gemini",
-    "qwen": "chat",
-    "opencode": "chat",
-}
+_PROTOCOL_OF = {"codex": "responses", "claude": "anthropic", "gemini": "gemini", "qwen": "chat"}
+"""The clients not yet in a folder of their own; the others say it (`Client.protocol`)."""
 
 
 @dataclass(frozen=True)
@@ -67,10 +62,14 @@ def shape_for(
     Code or Gemini CLI), when it speaks `protocol`: the newest not newer than `version` (the
     oldest when older than all; the newest when unknown). Chat clients (Qwen Code, OpenCode)
     are named: several speak chat completions."""
+    from notes_cli.clients import registry
+
     client = client or _CLIENT_OF.get(protocol)
-    if client is None or _PROTOCOL_OF.get(client) != protocol:
+    plugin = registry.get(client) if client else None
+    spoken = plugin.protocol if plugin else _PROTOCOL_OF.get(client or "")
+    if client is None or spoken != protocol:
         return None
-    folder = template_path("clients", client)
+    folder = plugin.shapes_dir() if plugin else template_path("clients", client)
     known = sorted(v for v in (parse_version(p.stem) for p in folder.glob("*.json")) if v)
     if not known:
         return None
@@ -83,11 +82,13 @@ def installed_shape(endpoint: Endpoint, *, codex_version: Version | None = None)
     """The recorded request of the client behind `endpoint`, at its installed version (Codex's
     from `codex_version` when given): what doctor's probe and smoke send. None for a client
     with no recording (the plain OpenAI SDK: `--client openai`)."""
+    from notes_cli.clients import registry
     from notes_cli.doctor import version as installed
 
     protocol, client = endpoint.protocol, endpoint.client
-    if client == "opencode":
-        return shape_for(protocol, installed.opencode_version(), client="opencode")
+    plugin = registry.get(client)
+    if plugin is not None:
+        return shape_for(protocol, plugin.installed_version(), client=client)
     if client == "qwen":
         return shape_for(protocol, None, client="qwen")
     if protocol == "gemini":
@@ -101,7 +102,11 @@ def installed_shape(endpoint: Endpoint, *, codex_version: Version | None = None)
 
 @lru_cache(maxsize=8)
 def _load(client: str, version: str) -> Shape:
-    data = json.loads(template_path("clients", client, f"{version}.json").read_text("utf-8"))
+    from notes_cli.clients import registry
+
+    plugin = registry.get(client)
+    folder = plugin.shapes_dir() if plugin else template_path("clients", client)
+    data = json.loads((folder / f"{version}.json").read_text("utf-8"))
     return Shape(client, data["version"], data["headers"], data["body"])
 
 

@@ -9,12 +9,12 @@ from typing import Any
 
 from notes_cli import fileio
 from notes_cli.clients import codex_catalog
+from notes_cli.clients.codex_config import RESERVED_PROVIDER_IDS
 from notes_cli.clients.files import line_of_regex, toml_header_line
 from notes_cli.clients.layers import CodexLayer, MergedCodex, merge_into
 from notes_cli.clients.resolve import (
     BUILTIN_CODEX_PROVIDERS,
     OPENAI_DEFAULT_BASE_URL,
-    RESERVED_PROVIDER_IDS,
 )
 from notes_cli.doctor import codex_schema
 from notes_cli.doctor.credentials import codex_provider_credentials

@@ -11,7 +11,8 @@ from typing import Any, Literal
 from notes_cli.secrets import mask_url, scrub
 
 Severity = Literal["error", "warning", "info"]
-FindingClient = Literal["codex", "claude", "gemini", "qwen", "opencode", "env"]
+FindingClient = str
+"""Whose finding: a client's name (`clients.registry`), or "env" for the environment's."""
 
 
 @dataclass(frozen=True)

@@ -79,13 +79,22 @@ _CUT_FIX: dict[str, dict[str, Any]] = {
 
 # Statuses that say "this request body is wrong", worth narrowing down.
 _SHAPE_ERRORS = frozenset({400, 413, 422})
-_SHAPE_PROTOCOL = {"codex": "responses", "claude": "anthropic", "qwen": "chat", "opencode": "chat"}
-_CLIENT_NAME = {
-    "codex": "Codex",
-    "claude": "Claude Code",
-    "qwen": "Qwen Code",
-    "opencode": "OpenCode",
-}
+_SHAPE_PROTOCOL = {"codex": "responses", "claude": "anthropic", "qwen": "chat"}
+"""The protocol of each recorded shape the probe sends, for the clients not yet in a folder of
+their own (Gemini CLI's is probed by its own route); the others say it (`Client.protocol`)."""
+
+
+def _shape_protocol(client: str) -> str | None:
+    from notes_cli.clients import registry
+
+    plugin = registry.get(client)
+    return plugin.protocol if plugin is not None else _SHAPE_PROTOCOL.get(client)
+
+
+def _client_name(client: str) -> str:
+    from notes_cli.clients import registry
+
+    return registry.titles()[client]
 
 
 def probe_endpoint(
@@ -113,7 +122,7 @@ def _shape_fix(shape: Shape, culprit: Variant | None, bridge: str | None) -> dic
     that stop it sending the refused tool types, else the refused part, else no part named.
     Through a pdnotes bridge (`bridge`: its root URL) the fix is its upstream's: it never
     suggests putting a bridge in front of the bridge."""
-    client = _CLIENT_NAME[shape.client]
+    client = _client_name(shape.client)
     if culprit is None:
         if bridge:
             return {"variant": "unnamed_bridged", "client_name": client, "bridge": bridge}
@@ -160,9 +169,7 @@ class _Prober:
         shape: Shape | None = None,
     ) -> None:
         self.endpoint = endpoint
-        self.shape = (
-            shape if shape and _SHAPE_PROTOCOL.get(shape.client) == endpoint.protocol else None
-        )
+        self.shape = shape if shape and _shape_protocol(shape.client) == endpoint.protocol else None
         self.timeout = timeout
         self.static = list(static_findings)
         self.transport = transport
@@ -287,7 +294,7 @@ class _Prober:
             break
         self._add(
             "request-shape-rejected",
-            f"the gateway refuses the request {_CLIENT_NAME[shape.client]} {shape.version} sends "
+            f"the gateway refuses the request {_client_name(shape.client)} {shape.version} sends "
             f"({exc.status}: {exc.error_message or exc.message}), while a minimal turn works"
             + (f"; it is {culprit.culprit} (the turn works {culprit.label})" if culprit else ""),
             **_shape_fix(shape, culprit, bridge_of(self.endpoint)),
@@ -461,7 +468,7 @@ class _Prober:
         limits = self.limits
         if limits is None or not near_idle_timeout(limits, gap_ms):
             return
-        name = _CLIENT_NAME[limits.client]
+        name = _client_name(limits.client)
         default = " (the default)" if limits.idle_ms == limits.idle_default else ""
         self._add(
             "stream-idle-gap",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from notes_cli import fileio, paths
 from notes_cli.errors import InputError
@@ -31,7 +31,7 @@ class Resolved(Generic[L]):
     missing, a `config-missing` finding says so); `endpoint`: None when the client is not set up
     or a file does not parse (that file already has its finding)."""
 
-    client: Literal["codex", "claude", "gemini", "qwen", "opencode"]
+    client: str
     layers: L
     files: tuple[str, ...]
     endpoint: Endpoint | None
@@ -130,22 +130,3 @@ def resolve_qwen(
     resolved = qwen_config.resolve(layers, env, cwd=project_dir or Path.cwd(), qwen_home=qwen_home)
     endpoint = resolved.endpoint() if resolved.auth_type == "openai" else None
     return Resolved("qwen", layers, files, endpoint, True), resolved
-
-
-def resolve_opencode(
-    config_dir: Path | None, project_dir: Path | None, env: Mapping[str, str]
-) -> tuple[Resolved[list[Any]], list[Finding]]:
-    """OpenCode's layers and endpoint; a finding for each layer it could not read (no endpoint
-    then: OpenCode refuses to start)."""
-    from notes_cli.clients.resolve import opencode_setup_of
-    from notes_cli.doctor.opencode_checks import read
-
-    reading = read(config_dir, project_dir, env)
-    files = tuple(layer.where for layer in reading.layers) + tuple(
-        f.file for f in reading.problems if f.file
-    )
-    endpoint = None
-    if not reading.problems and reading.layers:
-        endpoint = opencode_setup_of(reading.layers, env).endpoint
-    configured = bool(files)
-    return Resolved("opencode", reading.layers, files, endpoint, configured), reading.problems

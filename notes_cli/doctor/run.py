@@ -7,17 +7,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from notes_cli import paths
+from notes_cli.clients.plugin import Where
 from notes_cli.clients.view import CodexView
 from notes_cli.doctor.findings import Finding, FindingClient, Probe, Severity
 from notes_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from notes_cli.doctor.resolved import Resolved
-
-CLIENTS = ("all", "codex", "claude", "gemini", "qwen", "opencode")
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,6 @@ def run_doctor(
     codex_home: Path | None = None,
     claude_home: Path | None = None,
     project_dir: Path | None = None,
-    opencode_dir: Path | None = None,
     codex_version: str | None = None,
     codex_view: CodexView | None = None,
     claude_settings: Path | None = None,
@@ -66,15 +64,17 @@ def run_doctor(
     minimal: bool = False,
     gemini_home: Path | None = None,
     qwen_home: Path | None = None,
+    homes: Mapping[str, Path | None] | None = None,
 ) -> DoctorReport:
     """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
     `codex_version` ("0.171.0") picks the Codex rules; default: the installed `codex --version`.
     Each client's files are read once (`doctor.resolved`); the static checks, the summary and
-    the live probe all use that one reading."""
-    if client not in CLIENTS:
-        raise UsageError(
-            f"unknown --client {client!r}", fix="use codex, claude, gemini, qwen, opencode or all"
-        )
+    the live probe all use that one reading. `homes`: the folder options of the clients in
+    folders of their own (`clients.registry`), by client name."""
+    from notes_cli.clients import registry
+
+    if client not in ("all", *registry.names()):
+        raise UsageError(f"unknown --client {client!r}", fix=f"use {registry.listing('all')}")
     from notes_cli.doctor.env_checks import check_env
 
     env = dict(os.environ)
@@ -92,12 +92,15 @@ def run_doctor(
         resolved.append(_gemini(report, env, gemini_home, project_dir))
     if client in ("all", "qwen"):
         resolved.append(_qwen(report, env, qwen_home, project_dir))
-    if client in ("all", "opencode"):
-        opencode = _opencode(report, env, opencode_dir, project_dir)
-        if opencode.configured or client == "opencode":
-            resolved.append(opencode)
+    where = Where(homes or {}, project_dir)
+    for plugin in registry.CLIENTS:
+        if client in ("all", plugin.name):
+            one, findings = plugin.doctor(where, env)
+            report.findings += findings
+            if one.configured or client == plugin.name:
+                resolved.append(one)
     report.clients += [_summary(r) for r in resolved if r.configured]
-    _config_missing(report, client, codex_home, claude_home, gemini_home, qwen_home, opencode_dir)
+    _config_missing(report, client, codex_home, claude_home, gemini_home, qwen_home, where)
     report.findings += check_env(env)
     if not offline:
         betas_off = any(_claude_betas_off(r, env) for r in resolved if r.client == "claude")
@@ -209,21 +212,6 @@ def _qwen(
     return qwen
 
 
-def _opencode(
-    report: DoctorReport,
-    env: dict[str, str],
-    opencode_dir: Path | None,
-    project_dir: Path | None,
-) -> Resolved[Any]:
-    from notes_cli.doctor.opencode_checks import check_opencode
-    from notes_cli.doctor.resolved import resolve_opencode
-
-    opencode, problems = resolve_opencode(opencode_dir, project_dir, env)
-    report.findings += problems
-    report.findings += check_opencode(opencode.layers, env)
-    return opencode
-
-
 def _summary(resolved: Resolved[Any]) -> ClientSummary:
     """The client's header: its files and the URL it will call (none when a file does not
     parse; that file has its finding)."""
@@ -243,24 +231,27 @@ def _config_missing(
     claude_home: Path | None,
     gemini_home: Path | None = None,
     qwen_home: Path | None = None,
-    opencode_dir: Path | None = None,
+    where: Where | None = None,
 ) -> None:
     """A client with no config: an error when asked for explicitly or when no client is
-    configured, else a warning (most people use one client). Gemini CLI, Qwen Code and OpenCode
-    are counted in "all" only once set up: most people with Codex or Claude Code use none."""
+    configured, else a warning (most people use one client). Gemini CLI, Qwen Code and the
+    clients whose `listed_unset` is False are counted in "all" only once set up: most people
+    with Codex or Claude Code use none."""
+    from notes_cli.clients import registry
     from notes_cli.doctor.registry import make
 
     configured = {s.client for s in report.clients}
     wanted = ["codex", "claude"] if client == "all" else [client]
+    if client == "all":
+        wanted += [c.name for c in registry.CLIENTS if c.listed_unset]
     severity: Severity = "error" if client != "all" or not configured else "warning"
     for name in wanted:
-        finding_client: FindingClient = cast(FindingClient, name)
+        finding_client: FindingClient = name
         if name in configured:
             continue
-        if name == "opencode":
-            from notes_cli.clients.opencode_config import config_path
-
-            path = config_path("global", config_dir=opencode_dir)
+        plugin = registry.get(name)
+        if plugin is not None:
+            path = plugin.missing_file(where or Where())
         elif name == "qwen":
             path = paths.qwen_settings_path("user", qwen_home_dir=qwen_home)
         elif name == "codex":

@@ -10,7 +10,7 @@ A turn that returned is still a problem when
 - it ended for another reason (a content filter, a refusal: `answer-not-completed`);
 - it stopped by itself with no text (`answer-empty`).
 The finding's fix names the client's own output cap (CLAUDE_CODE_MAX_OUTPUT_TOKENS,
-QWEN_CODE_MAX_OUTPUT_TOKENS, OpenCode's limit.output; Codex has none).
+QWEN_CODE_MAX_OUTPUT_TOKENS, a client's `output_cap_variant`; Codex has none).
 """
 
 from __future__ import annotations
@@ -27,8 +27,16 @@ _CAP_FIX: dict[str, dict[str, str]] = {
     "codex": {"variant": "codex"},
     "claude": {"variant": "claude"},
     "qwen": {"variant": "qwen"},
-    "opencode": {"variant": "opencode"},
 }
+"""For the clients not yet in a folder of their own; the others say it
+(`Client.output_cap_variant`)."""
+
+
+def _cap_variant(client: str) -> str | None:
+    from notes_cli.clients import registry
+
+    plugin = registry.get(client)
+    return plugin.output_cap_variant if plugin else _CAP_FIX.get(client, {}).get("variant")
 
 
 def turn_problem(
@@ -57,7 +65,7 @@ def turn_problem(
             f"({result.output_tokens} tokens, finish reason {reason or 'none'}"
             + (", reported as a natural stop" if not cut else "")
             + ")",
-            variant=_CAP_FIX.get(client, {}).get("variant"),
+            variant=_cap_variant(client),
             secrets=secrets,
         )
     if not result.completed and not result.client_issues:  # (those name the cause themselves)

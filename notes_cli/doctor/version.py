@@ -36,11 +36,6 @@ def gemini_version() -> tuple[int, int, int] | None:
     return installed_version("gemini", "PDNOTES_GEMINI_BIN")
 
 
-def opencode_version() -> tuple[int, int, int] | None:
-    """The installed OpenCode (`opencode --version`, or `$PDNOTES_OPENCODE_BIN`), like Codex."""
-    return installed_version("opencode", "PDNOTES_OPENCODE_BIN")
-
-
 def installed_version(name: str, override: str) -> tuple[int, int, int] | None:
     """`<name> --version` of the binary `$override` names or PATH finds; None when absent."""
     binary = os.environ.get(override) or shutil.which(name)

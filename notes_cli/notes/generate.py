@@ -437,7 +437,7 @@ def choose_endpoint(
         )
     if client == "openai":
         raise UsageError("--client openai needs --base-url (and usually --model, --key-env)")
-    from notes_cli.clients.resolve import resolve_endpoints
+    from notes_cli.clients.setups import resolve_endpoints
 
     found = resolve_endpoints(client or "all")
     if not found:

@@ -17,14 +17,13 @@ if TYPE_CHECKING:
     from notes_cli.clients.presets import Preset
     from notes_cli.clients.resolve import ClientSetup
 
-_CLIENT_TITLE = {
-    "codex": "Codex",
-    "claude": "Claude Code",
-    "gemini": "Gemini CLI",
-    "qwen": "Qwen Code",
-    "opencode": "OpenCode",
-}
 _METHOD = "POST"
+
+
+def _title(client: str) -> str:
+    from notes_cli.clients import registry
+
+    return registry.titles().get(client, client)
 
 
 def write_json(result: WriteResult, *, dry_run: bool) -> None:
@@ -83,7 +82,7 @@ def write_human(result: WriteResult, *, dry_run: bool) -> None:
                 f"  backup: {escape(str(result.backup))}  (undo: pdnotes config undo --client "
                 f"{plan.client})"
             )
-    title = _CLIENT_TITLE.get(plan.client, plan.client)
+    title = _title(plan.client)
     console.print(f"{title} will call: {_METHOD} {escape(mask_url(plan.request_url))}")
     if plan.export_line:
         label = "still needed" if "<your API key>" in plan.export_line else "key"
@@ -113,7 +112,7 @@ def _setup_json(setup: ClientSetup) -> dict[str, object]:
 def show_human(setups: list[ClientSetup]) -> None:
     console = out()
     for setup in setups:
-        title = _CLIENT_TITLE.get(setup.client, setup.client)
+        title = _title(setup.client)
         console.print(f"[bold]{title}[/]")
         if setup.endpoint is None and not setup.values:
             console.print(f"  not configured: {escape(setup.problem or '')}")

@@ -14,29 +14,21 @@ if TYPE_CHECKING:
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _RANK = {"error": 0, "warning": 1, "info": 2}
-_TITLE = {
-    "codex": "Codex",
-    "claude": "Claude Code",
-    "gemini": "Gemini CLI",
-    "qwen": "Qwen Code",
-    "opencode": "OpenCode",
-    "env": "Environment",
-}
-_METHOD = {"codex": "POST", "claude": "POST", "gemini": "POST", "opencode": "POST"}
 
 
 def report(doctor_report: DoctorReport, *, offline: bool) -> None:
+    from notes_cli.clients import registry
+
+    titles = {**registry.titles(), "env": "Environment"}
     summaries = {s.client: s for s in doctor_report.clients}
     order = [
-        c
-        for c in ("codex", "claude", "gemini", "qwen", "opencode", "env")
-        if c in summaries or any(f.client == c for f in doctor_report.findings)
+        c for c in titles if c in summaries or any(f.client == c for f in doctor_report.findings)
     ]
     for client in order:
-        line(f"[bold]{_TITLE[client]}[/]" + _header(summaries.get(client)))
+        line(f"[bold]{titles[client]}[/]" + _header(summaries.get(client)))
         summary = summaries.get(client)
         if summary and summary.request_url:
-            line(f"  calls {_METHOD.get(client, 'POST')} {escape(mask_url(summary.request_url))}")
+            line(f"  calls POST {escape(mask_url(summary.request_url))}")
         findings = sorted(
             (f for f in doctor_report.findings if f.client == client),
             key=lambda f: _RANK[f.severity],

@@ -1,5 +1,5 @@
 """Static checks of OpenCode's configuration (`doctor --client opencode`): the layers it reads
-(`clients.opencode_config`), each parsed as OpenCode parses it, and the misconfigurations that
+(`clients.opencode.config`), each parsed as OpenCode parses it, and the misconfigurations that
 make `opencode run` fail, most of them with nothing more than "Unexpected server error":
 
 - a file that is not valid JSONC (OpenCode refuses to start: "Configuration is invalid");
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from notes_cli import fileio
-from notes_cli.clients import opencode_config as oc
 from notes_cli.clients import urls
 from notes_cli.clients.files import line_of
+from notes_cli.clients.opencode import config as oc
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.doctor.url_checks import check_base_url, check_model

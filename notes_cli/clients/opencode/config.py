@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from notes_cli import fileio, paths
+from notes_cli import fileio
 from notes_cli.clients import jsonc, presets, urls
 from notes_cli.clients.endpoint import Endpoint, Protocol, join_url
 from notes_cli.clients.model_limits import LimitsFetcher
@@ -49,6 +49,31 @@ CREDENTIAL_FIX = (
     '(OpenCode reads it through "apiKey": "{env:GW_API_KEY}")'
 )
 Scope = Literal["global", "project"]
+DIALECT = jsonc.Dialect(
+    "OpenCode",
+    trailing_commas=True,
+    closed_comments=True,
+    unique_keys_on_read=True,
+    cr_ends_line_comment=True,
+)
+"""OpenCode reads its files with `jsonc-parser` (`clients.jsonc`): trailing commas allowed,
+comments must close, a repeated key refused, a lone CR ends a line comment."""
+
+
+def global_dir(override: Path | None = None) -> Path:
+    """OpenCode's global config folder: --opencode-dir, else $XDG_CONFIG_HOME/opencode, else
+    ~/.config/opencode (OpenCode uses the XDG folders on every platform)."""
+    if override is not None:
+        return override.expanduser()
+    env = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(env).expanduser() if env else Path.home() / ".config") / "opencode"
+
+
+def data_dir() -> Path:
+    """OpenCode's data folder (auth.json, sessions): $XDG_DATA_HOME/opencode or
+    ~/.local/share/opencode."""
+    env = os.environ.get("XDG_DATA_HOME")
+    return (Path(env).expanduser() if env else Path.home() / ".local" / "share") / "opencode"
 
 
 @dataclass(frozen=True)
@@ -73,7 +98,7 @@ def config_path(
     """The file `config opencode` writes: the .jsonc when it exists (it wins over the .json in
     the same folder), else opencode.json."""
     if scope == "global":
-        folder = paths.opencode_config_dir(config_dir)
+        folder = global_dir(config_dir)
     elif scope == "project":
         folder = (project_dir or Path.cwd()).expanduser()
     else:
@@ -97,7 +122,7 @@ def layer_sources(
 ) -> list[tuple[str, Path | None]]:
     """(label, path) of every place OpenCode reads, lowest precedence first; the inline
     $OPENCODE_CONFIG_CONTENT has no path."""
-    folder = paths.opencode_config_dir(config_dir)
+    folder = global_dir(config_dir)
     found: list[tuple[str, Path | None]] = [
         ("global", folder / name) for name in ("config.json", "opencode.json", "opencode.jsonc")
     ]
@@ -130,7 +155,7 @@ def _project_chain(start: Path) -> list[Path]:
 
 def parse(text: str, path: Path) -> dict[str, Any]:
     """One OpenCode config layer's data, read as OpenCode reads it (`clients.jsonc`)."""
-    return jsonc.parse(text, path, jsonc.OPENCODE)
+    return jsonc.parse(text, path, DIALECT)
 
 
 def read_layers(
@@ -201,7 +226,7 @@ def auth_keys() -> dict[str, str]:
 
     from notes_cli.errors import InputError
 
-    path = paths.opencode_data_dir() / "auth.json"
+    path = data_dir() / "auth.json"
     try:
         text = fileio.read_text(path)
         data = json.loads(text) if text else {}
@@ -429,7 +454,7 @@ def _apply(
     for keys, value in edits:
         if _get(current, keys) == value:
             continue
-        text = jsonc.set_values(text, {keys: value}, jsonc.OPENCODE, path)
+        text = jsonc.set_values(text, {keys: value}, DIALECT, path)
         current = parse(text, path)
     return text
 

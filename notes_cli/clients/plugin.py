@@ -1,0 +1,175 @@
+"""What a client of Connect is (issue 38): the one Protocol each client folder under clients/
+meets, and the plain data it declares. The rest of the house (the `config` commands, doctor,
+smoke, the bridge's client setup, render) asks a `Client` from `clients.registry` and never
+names one.
+
+A client declares its `config <name>` options as data (`Option`; the options every client
+spells the same, `--model` and `--context-window`, as `Shared`): cli/config.py turns them into
+Typer options and adds the ones all clients share (`--preset`, the `--bridge-*` options,
+`--dry-run`, `--json`) once. Everything else it answers through the methods below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from notes_cli.clients.endpoint import Endpoint
+    from notes_cli.clients.endpoint import Protocol as Wire
+    from notes_cli.clients.model_limits import LimitsFetcher
+    from notes_cli.clients.plan import WritePlan
+    from notes_cli.clients.resolve import ClientSetup
+    from notes_cli.doctor.findings import Finding
+    from notes_cli.doctor.resolved import Resolved
+
+Version = tuple[int, int, int]
+BridgeUrl = Literal["v1", "anthropic", "root"]
+"""Which of the bridge's URLs a client file names: its OpenAI root (…/v1, for the Responses
+API and chat completions), its Anthropic root, or its bare root (the Gemini route)."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of `pdnotes config <client>`, as data. `flag` may be a switch pair
+    ("--x/--no-x"); `kind` is str, int, bool or Path."""
+
+    name: str
+    flag: str
+    help: str
+    kind: type = str
+    default: Any = None
+    metavar: str | None = None
+    min: int | None = None
+    max: int | None = None
+
+
+@dataclass(frozen=True)
+class Shared:
+    """An option spelt the same for every client that takes it (declared once in
+    cli/config.py); `help` where the client words it its own way."""
+
+    name: Literal["model", "context_window"]
+    help: str | None = None
+
+
+@dataclass(frozen=True)
+class Where:
+    """The folders a command was pointed at: each client's own folder option, by client name,
+    and `--project-dir`."""
+
+    homes: Mapping[str, Path | None] = field(default_factory=dict)
+    project_dir: Path | None = None
+
+    def home(self, client: str) -> Path | None:
+        return self.homes.get(client)
+
+
+@dataclass(frozen=True)
+class ConfigRequest:
+    """What `pdnotes config <client>` was asked: `values` holds `preset`, `model` and the
+    client's own options by name; `--context-window` arrives parsed (tokens, or the gateway's
+    /models to ask)."""
+
+    values: Mapping[str, Any]
+    where: Where = Where()
+    context_window: int | None = None
+    fetch_limits: LimitsFetcher | None = None
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values.get(name)
+
+    def but(self, **values: Any) -> ConfigRequest:
+        return replace(self, values={**self.values, **values})
+
+
+@dataclass(frozen=True)
+class BridgeTarget:
+    """Where a client file points when it goes through `pdnotes bridge serve`: the bridge's
+    URL of the client's kind, the model, the bridge's own key variable (None: none), the
+    preset naming the bridge, and the upstream's window."""
+
+    base_url: str
+    model: str
+    key_env: str | None
+    preset: str
+    context_window: int | None
+    fetch_limits: LimitsFetcher | None
+
+
+class Client(Protocol):
+    """One client pdnotes configures, checks and speaks for (a folder under clients/)."""
+
+    name: str
+    """Its command name (`config <name>`, `--client <name>`), backups folder and findings'
+    client."""
+    title: str
+    protocol: Wire
+    """The wire protocol it calls its endpoint with (smoke and the live probe send it)."""
+    summary: str
+    """The help of `config <name>`."""
+    options: tuple[Option | Shared, ...]
+    """Its `config <name>` options between `--preset` and the `--bridge-*` options."""
+    home: Option
+    """Its folder option (`--<name>-home`), last but `--project-dir` in `config <name>`."""
+    home_help: str
+    """The folder option's shorter help in `doctor`."""
+    project_files: str
+    """What `--project-dir` reads for it ("" when nothing)."""
+    key_option: str
+    """The option naming the key's variable (with `--bridge`: the upstream's)."""
+    bridge_url: BridgeUrl
+    listed_unset: bool
+    """Whether `--client all` lists it (and misses it) when it is not set up."""
+    output_cap_variant: str | None
+    """The `model-did-not-stop` fix variant naming its own output cap."""
+    smoke_key_env: str | None
+    """The variable smoke reads the key from with --base-url and no --key-env."""
+
+    def target(self, request: ConfigRequest) -> Path:
+        """The file `config <name>` writes (checks `--scope`)."""
+        ...
+
+    def plan(self, request: ConfigRequest) -> WritePlan:
+        """The merge-safe write of `request` (its undo is the backup `clients.plan` makes)."""
+        ...
+
+    def needs_bridge(self, preset: str | None) -> bool:
+        """Whether the preset's endpoint needs the bridge for this client without --bridge."""
+        ...
+
+    def via_bridge(self, request: ConfigRequest, target: BridgeTarget) -> ConfigRequest:
+        """`request` with the client file pointed at the bridge."""
+        ...
+
+    def setup(self, where: Where, env: Mapping[str, str], *, named: bool) -> ClientSetup | None:
+        """Its effective setup (`config show`, smoke); None to leave it out of `--client all`
+        (`named`: asked for by name)."""
+        ...
+
+    def doctor(self, where: Where, env: Mapping[str, str]) -> tuple[Resolved[Any], list[Finding]]:
+        """Its files read once for doctor, and the static findings on them."""
+        ...
+
+    def missing_file(self, where: Where) -> Path:
+        """The file `config-missing` names when it is not set up."""
+        ...
+
+    def installed_version(self) -> Version | None:
+        """The installed client's version (picks its recorded request shape)."""
+        ...
+
+    def shapes_dir(self) -> Path:
+        """Its recorded request shapes (`<version>.json`, scripts/client_shapes.py)."""
+        ...
+
+    def smoke_endpoint(self, setup: ClientSetup) -> Endpoint:
+        """The endpoint smoke calls from its configuration; `UsageError` when the client
+        would not call one (no endpoint, an unset key variable)."""
+        ...
+
+    def smoke_budget(self, setup: ClientSetup) -> int | None:
+        """The output budget its configuration asks each turn for, when it states one."""
+        ...
