@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 
 from notes_cli.clients import files, jsonc
 from notes_cli.clients.opencode.config import DIALECT as OPENCODE
+from notes_cli.clients.qwen.config import DIALECT as QWEN
 from notes_cli.errors import ConfigParseError
 
 WHERE = Path("settings.json")
-STRICT = [jsonc.GEMINI, jsonc.QWEN]
-ALL = [jsonc.GEMINI, jsonc.QWEN, OPENCODE]
+STRICT = [jsonc.GEMINI, QWEN]
+ALL = [jsonc.GEMINI, QWEN, OPENCODE]
 
 
 def refused(text: str, dialect: jsonc.Dialect, **kwargs: Any) -> ConfigParseError:
@@ -106,7 +107,7 @@ def test_nesting_is_bounded(dialect: jsonc.Dialect) -> None:
     ],
 )
 def test_what_the_client_or_a_rewrite_could_not_keep_is_refused(text: str, needle: str) -> None:
-    assert needle in refused(text, jsonc.QWEN).message
+    assert needle in refused(text, QWEN).message
 
 
 def test_a_top_level_that_is_not_an_object_names_no_other_clients_key() -> None:
@@ -115,9 +116,9 @@ def test_a_top_level_that_is_not_an_object_names_no_other_clients_key() -> None:
 
 
 def test_numbers_keep_their_spelling_for_an_edit() -> None:
-    data = jsonc.parse('{"t": 1.50E3, "n": -0}', WHERE, jsonc.QWEN, keep_numbers=True)
+    data = jsonc.parse('{"t": 1.50E3, "n": -0}', WHERE, QWEN, keep_numbers=True)
     assert data == {"t": files.JsonNumber("1.50E3"), "n": files.JsonNumber("-0")}
-    assert jsonc.parse('{"t": 1.50E3}', WHERE, jsonc.QWEN) == {"t": 1500.0}
+    assert jsonc.parse('{"t": 1.50E3}', WHERE, QWEN) == {"t": 1500.0}
 
 
 # --- editing in place -------------------------------------------------------------------------
@@ -193,7 +194,7 @@ def test_a_new_or_comment_only_file_keeps_its_comments_and_gets_an_object() -> N
 
 def test_a_member_on_the_path_that_is_not_an_object_is_replaced() -> None:
     edited = jsonc.set_values('{"a": 3, "z": 0}', {("a", "b"): True})
-    assert jsonc.parse(edited, WHERE, jsonc.QWEN) == {"a": {"b": True}, "z": 0}
+    assert jsonc.parse(edited, WHERE, QWEN) == {"a": {"b": True}, "z": 0}
 
 
 def test_set_array_item_updates_the_matching_entry_or_appends_one() -> None:
@@ -208,7 +209,7 @@ def test_set_array_item_updates_the_matching_entry_or_appends_one() -> None:
     assert trailing.text == '{"p": [{"id": "x", "n": 2,},]}'
     fresh = jsonc.Editor("{}")
     fresh.set_array_item(("q", "list"), ("id", "a"), {"id": "a"})
-    assert jsonc.parse(fresh.text, WHERE, jsonc.QWEN) == {"q": {"list": [{"id": "a"}]}}
+    assert jsonc.parse(fresh.text, WHERE, QWEN) == {"q": {"list": [{"id": "a"}]}}
 
 
 # --- properties -------------------------------------------------------------------------------
@@ -250,7 +251,7 @@ def test_set_changes_only_the_path(
 
     editor.set(tuple(path), value)
 
-    assert jsonc.parse(editor.text, WHERE, jsonc.QWEN) == _expected(document, path, value)
+    assert jsonc.parse(editor.text, WHERE, QWEN) == _expected(document, path, value)
     assert editor.text.startswith("// head comment\n")
     assert editor.text.endswith("// tail /* */\n")
 

@@ -14,6 +14,7 @@ import pytest
 
 from notes_cli.clients import jsonc
 from notes_cli.clients.opencode.config import DIALECT as OPENCODE
+from notes_cli.clients.qwen.config import DIALECT as QWEN
 
 KEY = "sk-upstream-SENTINEL-0123456789abcdef"
 UPSTREAM = ["--base-url", "http://gpu-box:23333/v1/chat/completions", "--key-env", "GPU_KEY"]
@@ -224,4 +225,4 @@ def test_qwen_moved_to_the_bridge_drops_the_upstreams_key_variable(
 def qwen_settings_jsonc(path: Path) -> dict[str, Any]:
     from notes_cli.clients import jsonc
 
-    return jsonc.parse(path.read_text(), path, jsonc.QWEN)
+    return jsonc.parse(path.read_text(), path, QWEN)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from notes_cli.clients import jsonc
+from notes_cli.clients.qwen.config import DIALECT as QWEN
 
 RICH = """{
     // my Qwen Code settings: comments stay
@@ -45,7 +46,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def parsed(path: Path) -> dict[str, Any]:
-    return jsonc.parse(path.read_text(), path, jsonc.QWEN)
+    return jsonc.parse(path.read_text(), path, QWEN)
 
 
 def test_the_mock_preset_writes_a_working_openai_setup(cli, isolated_home: Path) -> None:

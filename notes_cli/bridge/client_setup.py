@@ -24,7 +24,6 @@ from notes_cli.clients.gemini_config import GeminiOptions, plan_gemini
 from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
 from notes_cli.clients.plan import WritePlan
 from notes_cli.clients.plugin import BridgeTarget, Client, ConfigRequest
-from notes_cli.clients.qwen_config import QwenOptions, plan_qwen
 from notes_cli.errors import UsageError
 from notes_cli.secrets import check_env_name, mask_url
 
@@ -170,31 +169,6 @@ def plan_gemini_bridge(
         key_env=bridge.api_key_env,
     )
     plan = plan_gemini(client, gemini_home=gemini_home, project_dir=project_dir)
-    return _with_notes(plan, record), record
-
-
-def plan_qwen_bridge(
-    options: QwenOptions,
-    bridge: BridgeOptions,
-    *,
-    qwen_home: Path | None = None,
-    project_dir: Path | None = None,
-) -> tuple[WritePlan, bridge_config.BridgeConfig]:
-    """Qwen Code speaks chat completions itself: the bridge passes its requests through
-    (`bridge.passthrough`), adding the fallbacks and keeping the upstream's key off the client.
-    Without a bridge key Qwen Code gets the bridge preset's placeholder (it insists on one)."""
-    url, key_env, model = _upstream(
-        options.preset, options.base_url, options.key_env, options.model
-    )
-    record = _record(url, key_env, model, bridge)
-    client = replace(
-        options,
-        preset=BRIDGE_PRESET if bridge.api_key_env is None else None,
-        base_url=record.codex_base_url,  # …/v1: Qwen Code appends /chat/completions
-        model=model,
-        key_env=bridge.api_key_env,
-    )
-    plan = plan_qwen(client, qwen_home=qwen_home, project_dir=project_dir)
     return _with_notes(plan, record), record
 
 

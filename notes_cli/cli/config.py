@@ -62,7 +62,6 @@ ClaudeProjectDir = Annotated[
     Path | None,
     _project_dir(".claude/settings.json (--scope project) or .claude/settings.local.json (local)"),
 ]
-QwenProjectDir = Annotated[Path | None, _project_dir(".qwen/settings.json (--scope project)")]
 GeminiProjectDir = Annotated[Path | None, _project_dir(".gemini/settings.json (--scope project)")]
 ProjectDir = Annotated[Path | None, _project_dir(layer_options.ALL_PROJECT_FILES)]
 AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
@@ -255,12 +254,6 @@ def claude(
     _write(path, build, dry_run, as_json)
 
 
-QwenHome = Annotated[
-    Path | None,
-    typer.Option("--qwen-home", help="Qwen Code user folder (default: $QWEN_HOME or ~/.qwen)."),
-]
-
-
 GeminiHome = Annotated[
     Path | None,
     typer.Option(
@@ -268,63 +261,6 @@ GeminiHome = Annotated[
         help="Gemini CLI user folder (default: $GEMINI_CLI_HOME/.gemini or ~/.gemini).",
     ),
 ]
-
-
-@app.command("qwen")
-def qwen(
-    preset: Preset = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="OpenAI-compatible root (usually ends in /v1); Qwen Code appends "
-            "/chat/completions.",
-        ),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model id exactly as the gateway names it.")
-    ] = None,
-    key_env: Annotated[
-        str | None,
-        typer.Option(
-            "--key-env",
-            help="NAME of the variable holding the key (the provider's envKey; never the key).",
-        ),
-    ] = None,
-    scope: Annotated[
-        str, typer.Option("--scope", help="user ($QWEN_HOME) or project (.qwen/) settings file.")
-    ] = "user",
-    bridge: Bridge = False,
-    bridge_port: BridgePort = 8787,
-    bridge_key_env: BridgeKeyEnv = None,
-    bridge_fallback: BridgeFallback = None,
-    bridge_fallback_key_env: BridgeFallbackKeyEnv = None,
-    dry_run: DryRun = False,
-    as_json: AsJson = False,
-    qwen_home: QwenHome = None,
-    project_dir: QwenProjectDir = None,
-) -> None:
-    """Merge the gateway into Qwen Code's settings.json (a modelProviders entry), keeping
-    comments and everything else."""
-    from notes_cli.clients.qwen_config import QwenOptions, Scope, plan_qwen, settings_path
-
-    path = settings_path(scope, qwen_home=qwen_home, project_dir=project_dir)  # checks --scope
-    options = QwenOptions(preset, base_url, model, key_env, cast(Scope, scope))
-    if bridge:  # Qwen Code speaks chat itself: a chat-only preset needs no bridge
-        from notes_cli.bridge.client_setup import BridgeOptions, plan_qwen_bridge
-
-        via = BridgeOptions.of(
-            bridge_port, bridge_key_env, bridge_fallback, bridge_fallback_key_env
-        )
-        build: Plan = lambda: plan_qwen_bridge(  # noqa: E731
-            options, via, qwen_home=qwen_home, project_dir=project_dir
-        )
-    else:
-        build = lambda: (  # noqa: E731
-            plan_qwen(options, qwen_home=qwen_home, project_dir=project_dir),
-            None,
-        )
-    _write(path, build, dry_run, as_json)
 
 
 @app.command("gemini")
@@ -612,7 +548,6 @@ def show(
     overrides: layer_options.Overrides = None,
     settings: layer_options.Settings = None,
     gemini_home: GeminiHome = None,
-    qwen_home: QwenHome = None,
     homes: dict[str, Path | None] | None = None,
 ) -> None:
     """Show each client's effective setup: values, the layer (file, or -c) each came from, the
@@ -629,7 +564,6 @@ def show(
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
         claude_settings=settings,
         gemini_home=gemini_home,
-        qwen_home=qwen_home,
         homes=homes,
     )
     render.show_json(setups) if as_json else render.show_human(setups)

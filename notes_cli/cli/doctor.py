@@ -14,7 +14,7 @@ from notes_cli.cli.ranges import within
 from notes_cli.clients import registry
 
 
-@with_homes(after="qwen_home", short=True)
+@with_homes(after="claude_home", short=True)
 def doctor(
     client: Annotated[str, typer.Option("--client", help=f"{registry.listing('all')}.")] = "all",
     offline: Annotated[
@@ -35,9 +35,6 @@ def doctor(
     codex_home: Annotated[Path | None, typer.Option("--codex-home", help="Codex folder.")] = None,
     claude_home: Annotated[
         Path | None, typer.Option("--claude-home", help="Claude Code user folder.")
-    ] = None,
-    qwen_home: Annotated[
-        Path | None, typer.Option("--qwen-home", help="Qwen Code user folder ($QWEN_HOME).")
     ] = None,
     project_dir: Annotated[
         Path | None,
@@ -94,7 +91,6 @@ def doctor(
         run_helpers=run_helpers,
         minimal=minimal,
         gemini_home=gemini_home,
-        qwen_home=qwen_home,
         homes=homes,
     )
     if as_json:

@@ -17,14 +17,12 @@ _PROTOCOL = {
     "codex": "responses",
     "claude": "anthropic",
     "gemini": "gemini",
-    "qwen": "chat",
     "openai": "chat",
 }
 _DEFAULT_KEY_ENV = {
     "codex": None,
     "claude": "ANTHROPIC_AUTH_TOKEN",
     "gemini": "GEMINI_API_KEY",
-    "qwen": "OPENAI_API_KEY",
     "openai": "OPENAI_API_KEY",
 }
 
@@ -236,13 +234,6 @@ def _configured(client: str) -> Endpoint:
         )
     if client == "gemini" and not endpoint.key:
         _gemini_without_key()
-    if client == "qwen" and not endpoint.key:
-        name = endpoint.key_env or "OPENAI_API_KEY"
-        raise UsageError(
-            f"${name} is unset or empty: Qwen Code would stop with 'Missing API key for "
-            f"OpenAI-compatible auth. Set the '{name}' environment variable.' and send nothing",
-            fix=f"export {name}=<your key>, then re-run",
-        )
     if client == "claude" and not endpoint.key and endpoint.auth_style == "none":
         raise UsageError(
             "no ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or apiKeyHelper: Claude Code would say "

@@ -58,7 +58,6 @@ class Dialect:
 
 
 GEMINI = Dialect("Gemini CLI")
-QWEN = Dialect("Qwen Code")
 
 _STRING = r'"(?:[^"\\\n]|\\.)*+"?'
 _BLOCK_COMMENT = r"/\*[\s\S]*?(?:\*/|\Z)"

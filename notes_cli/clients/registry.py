@@ -1,7 +1,7 @@
 """The clients pdnotes connects, one line each (issue 38). Adding a client is its folder under
 clients/, one line here, and docs (docs/architecture.md, "How to add a client").
 
-Codex, Claude Code, Gemini CLI and Qwen Code still live spread over the house (`NOT_MOVED`);
+Codex, Claude Code and Gemini CLI still live spread over the house (`NOT_MOVED`);
 they move into folders of their own one at a time, and their names move here from there.
 """
 
@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from notes_cli.clients.opencode import CLIENT as _OPENCODE
 from notes_cli.clients.plugin import Client
+from notes_cli.clients.qwen import CLIENT as _QWEN
 
-CLIENTS: tuple[Client, ...] = (_OPENCODE,)
+CLIENTS: tuple[Client, ...] = (
+    _QWEN,
+    _OPENCODE,
+)
 
-NOT_MOVED = {"codex": "Codex", "claude": "Claude Code", "gemini": "Gemini CLI", "qwen": "Qwen Code"}
+NOT_MOVED = {"codex": "Codex", "claude": "Claude Code", "gemini": "Gemini CLI"}
 """Clients not yet in a folder of their own (name: title), listed before the ones that are
 (their order in every listing users see)."""
 

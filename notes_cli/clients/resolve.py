@@ -57,33 +57,6 @@ class ClientSetup:
     problem: str | None = None
 
 
-def qwen_setup(
-    qwen_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
-) -> ClientSetup:
-    """Qwen Code's effective setup from its settings layers, `.env` files and environment
-    (`clients.qwen_config`); a file that does not parse raises its `ConfigParseError`."""
-    from notes_cli.clients import qwen_config
-
-    layers = qwen_config.read_files(qwen_home, project_dir)
-    for layer in layers:
-        if layer.problem is not None:
-            raise layer.problem
-    if not layers:
-        path = paths.qwen_settings_path("user", qwen_home_dir=qwen_home)
-        return ClientSetup("qwen", (), (), None, problem=f"{path} does not exist")
-    cwd = project_dir or Path.cwd()
-    resolved = qwen_config.resolve(layers, env, cwd=cwd, qwen_home=qwen_home)
-    values = tuple(Value(*row) for row in qwen_config.shown_values(resolved))
-    files_used = tuple(layer.path for layer in layers)
-    if resolved.auth_type != "openai":
-        problem = (
-            f"security.auth.selectedType is {resolved.auth_type!r}, not 'openai': Qwen Code "
-            "does not call an OpenAI-compatible endpoint"
-        )
-        return ClientSetup("qwen", files_used, values, None, problem=problem)
-    return ClientSetup("qwen", files_used, values, resolved.endpoint())
-
-
 def codex_setup(
     codex_home: Path | None, env: Mapping[str, str], *, view: CodexView | None = None
 ) -> ClientSetup:

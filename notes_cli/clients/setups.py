@@ -16,7 +16,6 @@ from notes_cli.clients.resolve import (
     claude_setup,
     codex_setup,
     gemini_setup_of,
-    qwen_setup,
 )
 from notes_cli.clients.view import CodexView
 
@@ -27,7 +26,6 @@ def resolve_endpoints(
     codex_home: Path | None = None,
     claude_home: Path | None = None,
     project_dir: Path | None = None,
-    qwen_home: Path | None = None,
 ) -> list[Endpoint]:
     """The endpoint(s) each configured client will call. A client with no config (no Codex
     config.toml; no Claude settings file and no ANTHROPIC_* variable) is left out. Raises
@@ -37,7 +35,6 @@ def resolve_endpoints(
         codex_home=codex_home,
         claude_home=claude_home,
         project_dir=project_dir,
-        qwen_home=qwen_home,
     )
     return [s.endpoint for s in setups if s.endpoint is not None]
 
@@ -52,7 +49,6 @@ def resolve_setups(
     codex_view: CodexView | None = None,
     claude_settings: Path | None = None,
     gemini_home: Path | None = None,
-    qwen_home: Path | None = None,
     homes: Mapping[str, Path | None] | None = None,
 ) -> list[ClientSetup]:
     """Each client's setup (`client`: one name, or "all"); `homes`: the folder options of the
@@ -71,10 +67,6 @@ def resolve_setups(
         gemini = gemini_setup_of(gemini_layers(gemini_home, project_dir, env))
         if client == "gemini" or gemini.files or gemini.endpoint is not None:
             result.append(gemini)  # in "all" only once set up: most users have no Gemini CLI
-    if client in ("all", "qwen"):
-        qwen = qwen_setup(qwen_home, project_dir, env)
-        if client == "qwen" or qwen.files:  # `all` lists Qwen Code once it has a file
-            result.append(qwen)
     where = Where(homes or {}, project_dir)
     for plugin in registry.CLIENTS:
         if client in ("all", plugin.name):

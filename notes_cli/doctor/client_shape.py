@@ -28,7 +28,7 @@ RECORDED_PROMPT = "Reply with the single word ok."
 _SET_BY_PDNOTES = {"accept", "content-type", "anthropic-version"}
 """Headers the gateway client sets itself (accept follows the stream flag)."""
 _CLIENT_OF = {"responses": "codex", "anthropic": "claude", "gemini": "gemini"}
-_PROTOCOL_OF = {"codex": "responses", "claude": "anthropic", "gemini": "gemini", "qwen": "chat"}
+_PROTOCOL_OF = {"codex": "responses", "claude": "anthropic", "gemini": "gemini"}
 """The clients not yet in a folder of their own; the others say it (`Client.protocol`)."""
 
 
@@ -89,8 +89,6 @@ def installed_shape(endpoint: Endpoint, *, codex_version: Version | None = None)
     plugin = registry.get(client)
     if plugin is not None:
         return shape_for(protocol, plugin.installed_version(), client=client)
-    if client == "qwen":
-        return shape_for(protocol, None, client="qwen")
     if protocol == "gemini":
         return shape_for(protocol, installed.gemini_version())
     if protocol == "anthropic":

@@ -79,7 +79,7 @@ _CUT_FIX: dict[str, dict[str, Any]] = {
 
 # Statuses that say "this request body is wrong", worth narrowing down.
 _SHAPE_ERRORS = frozenset({400, 413, 422})
-_SHAPE_PROTOCOL = {"codex": "responses", "claude": "anthropic", "qwen": "chat"}
+_SHAPE_PROTOCOL = {"codex": "responses", "claude": "anthropic"}
 """The protocol of each recorded shape the probe sends, for the clients not yet in a folder of
 their own (Gemini CLI's is probed by its own route); the others say it (`Client.protocol`)."""
 

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from notes_cli.clients.endpoint import Endpoint
     from notes_cli.clients.gemini_layers import GeminiLayers
     from notes_cli.clients.layers import MergedCodex
-    from notes_cli.clients.qwen_config import QwenFile, QwenResolved
     from notes_cli.clients.view import CodexView
     from notes_cli.doctor.claude_checks import ClaudeFile
     from notes_cli.doctor.findings import Finding
@@ -114,19 +113,3 @@ def resolve_gemini(
     files = tuple(str(p) for p in setup.files)
     configured = layers.configured or "GOOGLE_GEMINI_BASE_URL" in env
     return Resolved("gemini", layers, files, setup.endpoint, configured)
-
-
-def resolve_qwen(
-    qwen_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
-) -> tuple[Resolved[list[QwenFile]], QwenResolved | None]:
-    """Qwen Code's settings layers and endpoint (none when a file does not parse: Qwen Code
-    stops then, and the file has its finding; none when selectedType is not openai)."""
-    from notes_cli.clients import qwen_config
-
-    layers = qwen_config.read_files(qwen_home, project_dir)
-    files = tuple(str(layer.path) for layer in layers)
-    if not layers or any(layer.problem for layer in layers):
-        return Resolved("qwen", layers, files, None, bool(layers)), None
-    resolved = qwen_config.resolve(layers, env, cwd=project_dir or Path.cwd(), qwen_home=qwen_home)
-    endpoint = resolved.endpoint() if resolved.auth_type == "openai" else None
-    return Resolved("qwen", layers, files, endpoint, True), resolved

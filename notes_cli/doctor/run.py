@@ -63,7 +63,6 @@ def run_doctor(
     run_helpers: bool = False,
     minimal: bool = False,
     gemini_home: Path | None = None,
-    qwen_home: Path | None = None,
     homes: Mapping[str, Path | None] | None = None,
 ) -> DoctorReport:
     """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
@@ -90,8 +89,6 @@ def run_doctor(
         )
     if client in ("all", "gemini"):
         resolved.append(_gemini(report, env, gemini_home, project_dir))
-    if client in ("all", "qwen"):
-        resolved.append(_qwen(report, env, qwen_home, project_dir))
     where = Where(homes or {}, project_dir)
     for plugin in registry.CLIENTS:
         if client in ("all", plugin.name):
@@ -100,7 +97,7 @@ def run_doctor(
             if one.configured or client == plugin.name:
                 resolved.append(one)
     report.clients += [_summary(r) for r in resolved if r.configured]
-    _config_missing(report, client, codex_home, claude_home, gemini_home, qwen_home, where)
+    _config_missing(report, client, codex_home, claude_home, gemini_home, where)
     report.findings += check_env(env)
     if not offline:
         betas_off = any(_claude_betas_off(r, env) for r in resolved if r.client == "claude")
@@ -199,19 +196,6 @@ def _gemini(
     return gemini
 
 
-def _qwen(
-    report: DoctorReport, env: dict[str, str], qwen_home: Path | None, project_dir: Path | None
-) -> Resolved[Any]:
-    from notes_cli.doctor.qwen_checks import check_qwen, file_problems
-    from notes_cli.doctor.resolved import resolve_qwen
-
-    qwen, resolved = resolve_qwen(qwen_home, project_dir, env)
-    report.findings += file_problems(qwen.layers)
-    if resolved is not None:
-        report.findings += check_qwen(qwen.layers, resolved)
-    return qwen
-
-
 def _summary(resolved: Resolved[Any]) -> ClientSummary:
     """The client's header: its files and the URL it will call (none when a file does not
     parse; that file has its finding)."""
@@ -230,11 +214,10 @@ def _config_missing(
     codex_home: Path | None,
     claude_home: Path | None,
     gemini_home: Path | None = None,
-    qwen_home: Path | None = None,
     where: Where | None = None,
 ) -> None:
     """A client with no config: an error when asked for explicitly or when no client is
-    configured, else a warning (most people use one client). Gemini CLI, Qwen Code and the
+    configured, else a warning (most people use one client). Gemini CLI and the
     clients whose `listed_unset` is False are counted in "all" only once set up: most people
     with Codex or Claude Code use none."""
     from notes_cli.clients import registry
@@ -252,8 +235,6 @@ def _config_missing(
         plugin = registry.get(name)
         if plugin is not None:
             path = plugin.missing_file(where or Where())
-        elif name == "qwen":
-            path = paths.qwen_settings_path("user", qwen_home_dir=qwen_home)
         elif name == "codex":
             path = paths.codex_config_path(codex_home)
         elif name == "gemini":

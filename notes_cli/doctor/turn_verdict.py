@@ -26,7 +26,6 @@ LIMIT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "MAX_TOK
 _CAP_FIX: dict[str, dict[str, str]] = {
     "codex": {"variant": "codex"},
     "claude": {"variant": "claude"},
-    "qwen": {"variant": "qwen"},
 }
 """For the clients not yet in a folder of their own; the others say it
 (`Client.output_cap_variant`)."""

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from notes_cli import fileio, paths
+from notes_cli import fileio
 from notes_cli.clients import dotenv, jsonc, presets, urls
 from notes_cli.clients.endpoint import Endpoint, join_url
 from notes_cli.clients.plan import WritePlan, secret_values, too_large
@@ -40,6 +40,47 @@ from notes_cli.errors import ConfigParseError, InputError, UsageError
 from notes_cli.secrets import looks_like_env_name, mask, mask_url
 
 Scope = Literal["user", "project"]
+DIALECT = jsonc.Dialect("Qwen Code")
+"""Qwen Code reads its settings with strip-json-comments, then JSON.parse (`clients.jsonc`)."""
+
+
+def user_dir(override: Path | None = None) -> Path:
+    """Qwen Code's user folder: --qwen-home, else $QWEN_HOME, else ~/.qwen (as Qwen resolves it)."""
+    if override is not None:
+        return override.expanduser()
+    env = os.environ.get("QWEN_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".qwen"
+
+
+def settings_file(
+    scope: str = "user", *, qwen_home_dir: Path | None = None, project_dir: Path | None = None
+) -> Path:
+    """Qwen Code settings for a scope: user ($QWEN_HOME/settings.json) or project
+    (<project>/.qwen/settings.json)."""
+    if scope == "user":
+        return user_dir(qwen_home_dir) / "settings.json"
+    return (project_dir or Path.cwd()).expanduser() / ".qwen" / "settings.json"
+
+
+def system_paths() -> tuple[Path, Path]:
+    """(system defaults, system settings): the lowest and the highest of Qwen Code's layers,
+    each with the variable Qwen Code itself reads to move it."""
+    import sys
+
+    if sys.platform == "darwin":
+        folder = Path("/Library/Application Support/QwenCode")
+    elif sys.platform.startswith("win"):
+        folder = Path("C:/ProgramData/qwen-code")
+    else:
+        folder = Path("/etc/qwen-code")
+    defaults = os.environ.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
+    system = os.environ.get("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+    return (
+        Path(defaults) if defaults else folder / "system-defaults.json",
+        Path(system) if system else folder / "settings.json",
+    )
+
+
 SETTINGS_VERSION = 4
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -64,14 +105,14 @@ def settings_path(
 ) -> Path:
     if scope not in ("user", "project"):
         raise UsageError(f"unknown --scope {scope!r}", fix="use --scope user or project")
-    return paths.qwen_settings_path(scope, qwen_home_dir=qwen_home, project_dir=project_dir)
+    return settings_file(scope, qwen_home_dir=qwen_home, project_dir=project_dir)
 
 
 def load_for_edit(path: Path) -> tuple[str | None, dict[str, Any]]:
     text = fileio.read_text(path)
     if text is None:
         return None, {}
-    return text, jsonc.parse(text, path, jsonc.QWEN, keep_numbers=True)
+    return text, jsonc.parse(text, path, DIALECT, keep_numbers=True)
 
 
 def plan_qwen(
@@ -91,7 +132,7 @@ def plan_qwen(
     entry = _provider_entry(data, model)
     cleaned = _base_url(options, preset, entry, data)
     key_env, placeholder = _key(options, preset, entry, cleaned.base_url)
-    editor = jsonc.Editor(old_text or "", jsonc.QWEN)
+    editor = jsonc.Editor(old_text or "", DIALECT)
     if old_text is None or not old_text.strip():
         editor.set(("$version",), SETTINGS_VERSION)
     editor.set(("security", "auth", "selectedType"), "openai")
@@ -123,7 +164,7 @@ def plan_qwen(
     new_text = editor.text
     if len(new_text) > fileio.MAX_CONFIG_BYTES:
         raise too_large(path, None)  # before parsing it back
-    new_data = jsonc.check_edit(new_text, path, jsonc.QWEN)
+    new_data = jsonc.check_edit(new_text, path, DIALECT)
     return WritePlan(
         client="qwen",
         path=path,
@@ -276,9 +317,9 @@ def settings_files(
     qwen_home: Path | None = None, project_dir: Path | None = None
 ) -> list[tuple[str, Path]]:
     """(kind, path) of Qwen Code's settings layers, lowest precedence first."""
-    defaults, system = paths.qwen_system_paths()
-    user = paths.qwen_settings_path("user", qwen_home_dir=qwen_home)
-    project = paths.qwen_settings_path("project", project_dir=project_dir)
+    defaults, system = system_paths()
+    user = settings_file("user", qwen_home_dir=qwen_home)
+    project = settings_file("project", project_dir=project_dir)
     layers = [("system-defaults", defaults), ("user", user)]
     if project.resolve() != user.resolve():  # run from $HOME: one file, read once
         layers.append(("project", project))
@@ -293,7 +334,7 @@ def read_files(qwen_home: Path | None = None, project_dir: Path | None = None) -
             text = fileio.read_text(path)
             if text is None:
                 continue
-            found.append(QwenFile(kind, path, text, jsonc.parse(text, path, jsonc.QWEN)))
+            found.append(QwenFile(kind, path, text, jsonc.parse(text, path, DIALECT)))
         except (ConfigParseError, InputError) as exc:
             found.append(QwenFile(kind, path, problem=exc))
     return found
@@ -366,7 +407,7 @@ def dotenv_files(start: Path, qwen_home: Path | None = None) -> list[Path]:
     variable: `<dir>/.qwen/.env` and `<dir>/.env` from `start` up to the home folder, then
     $QWEN_HOME/.env, ~/.qwen/.env (when QWEN_HOME moves the folder) and ~/.env."""
     home = Path.home().resolve()
-    global_dir = paths.qwen_home(qwen_home).resolve()
+    global_dir = user_dir(qwen_home).resolve()
     legacy = home / ".qwen"
     found: list[Path] = []
 

@@ -1,13 +1,13 @@
 """Static checks of Qwen Code's setup: its settings layers (JSON with comments), the `.env` files
 it loads and the environment, resolved the way Qwen Code resolves them
-(`clients.qwen_config.resolve`). Each finding names the layer that decides the value."""
+(`clients.qwen.config.resolve`). Each finding names the layer that decides the value."""
 
 from __future__ import annotations
 
 from notes_cli.clients import presets, urls
 from notes_cli.clients.files import line_of
 from notes_cli.clients.git import tracked_by_git
-from notes_cli.clients.qwen_config import (
+from notes_cli.clients.qwen.config import (
     MODEL_ENV,
     QwenFile,
     QwenResolved,
