@@ -17,7 +17,7 @@ from notes_cli.clients.plugin import Option
 def typer_option(option: Option, help: str | None = None) -> inspect.Parameter:
     """`option` as a keyword parameter Typer reads: `Annotated[type, typer.Option(...)]`."""
     kind: Any = option.kind
-    if option.default is None and kind is not bool:
+    if option.default is None:
         kind = kind | None
     extra: dict[str, Any] = {}
     if option.metavar:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -19,6 +21,7 @@ from notes_cli.clients import registry
 from notes_cli.clients.plugin import Client, Option, Shared
 
 if TYPE_CHECKING:
+    from notes_cli.bridge.client_setup import BridgeOptions
     from notes_cli.bridge.config import BridgeConfig
     from notes_cli.clients.model_limits import LimitsFetcher
     from notes_cli.clients.plan import WritePlan, WriteResult
@@ -36,19 +39,6 @@ _ANY_CLIENT = Names(
     fix=f"use {registry.listing('all')}",
 )
 
-# Options several `config` commands share.
-CodexHome = Annotated[
-    Path | None,
-    typer.Option("--codex-home", help="Codex folder (default: $CODEX_HOME or ~/.codex)."),
-]
-ClaudeHome = Annotated[
-    Path | None,
-    typer.Option(
-        "--claude-home",
-        help="Claude Code user folder (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
-    ),
-]
-
 
 def _project_dir(files: str) -> Any:
     """`--project-dir`, its help naming the files of the client (or clients) it applies to."""
@@ -58,11 +48,6 @@ def _project_dir(files: str) -> Any:
 
 
 # Every client reads its own project files: each command's --project-dir names its client's.
-ClaudeProjectDir = Annotated[
-    Path | None,
-    _project_dir(".claude/settings.json (--scope project) or .claude/settings.local.json (local)"),
-]
-GeminiProjectDir = Annotated[Path | None, _project_dir(".gemini/settings.json (--scope project)")]
 ProjectDir = Annotated[Path | None, _project_dir(layer_options.ALL_PROJECT_FILES)]
 AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Show the diff; write nothing.")]
@@ -110,233 +95,242 @@ BridgeFallbackKeyEnv = Annotated[
 ]
 
 
-@app.command("codex")
-def codex(
-    preset: Preset = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url", help="API root, e.g. https://taotoken.net/api (cleaned if pasted)."
+@dataclass(frozen=True)
+class _Declared:
+    """A `config <name>` command's own options, as a `clients.plugin.Client` declares them."""
+
+    name: str
+    summary: str
+    options: tuple[Option | Shared, ...]
+    home: Option
+    project_files: str = ""
+
+
+@dataclass(frozen=True)
+class _Common:
+    """The options every `config <name>` takes: the bridge's, `--dry-run` and `--json`
+    (taken out of the command's values)."""
+
+    bridge: bool
+    bridge_options: tuple[int, str | None, list[str] | None, list[str] | None]
+    dry_run: bool
+    as_json: bool
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> _Common:
+        via = (
+            values.pop("bridge_port"),
+            values.pop("bridge_key_env"),
+            values.pop("bridge_fallback"),
+            values.pop("bridge_fallback_key_env"),
+        )
+        return cls(values.pop("bridge"), via, values.pop("dry_run"), values.pop("as_json"))
+
+    def via(self) -> BridgeOptions:
+        from notes_cli.bridge.client_setup import BridgeOptions
+
+        return BridgeOptions.of(*self.bridge_options)
+
+    def write(self, path: Path, build_plan: Plan) -> None:
+        _write(path, build_plan, self.dry_run, self.as_json)
+
+
+# Codex, Claude Code and Gemini CLI, until each moves into a folder of its own
+# (`clients.registry`): their `config <name>` options as data, built like every client's.
+_CODEX = _Declared(
+    "codex",
+    "Merge a provider into $CODEX_HOME/config.toml, changing only the keys pdnotes owns.",
+    (
+        Option(
+            "base_url", "--base-url", "API root, e.g. https://taotoken.net/api (cleaned if pasted)."
         ),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model id exactly as the gateway names it.")
-    ] = None,
-    provider: Annotated[
-        str | None,
-        typer.Option("--provider", help="Provider id: the [model_providers.<id>] table."),
-    ] = None,
-    env_key: Annotated[
-        str | None,
-        typer.Option("--env-key", help="NAME of the variable holding the key (never the key)."),
-    ] = None,
-    wire_api: Annotated[
-        str, typer.Option("--wire-api", help="Only 'responses' is supported.")
-    ] = "responses",
-    context_window: Annotated[
-        str | None,
-        typer.Option(
-            "--context-window",
-            metavar="TOKENS|gateway",
-            help="Write model_context_window: a number of tokens, or 'gateway' to read it from "
-            "the gateway's GET /models (context_length, max_model_len, …).",
+        Shared("model"),
+        Option("provider", "--provider", "Provider id: the [model_providers.<id>] table."),
+        Option("env_key", "--env-key", "NAME of the variable holding the key (never the key)."),
+        Option("wire_api", "--wire-api", "Only 'responses' is supported.", default="responses"),
+        Shared(
+            "context_window",
+            "Write model_context_window: a number of tokens, or 'gateway' to read it from the "
+            "gateway's GET /models (context_length, max_model_len, …).",
         ),
-    ] = None,
-    model_catalog: Annotated[
-        bool | None,
-        typer.Option(
+        Option(
+            "model_catalog",
             "--model-catalog/--no-model-catalog",
-            help="Also write the model into a Codex model catalog (model_catalog_json: "
+            "Also write the model into a Codex model catalog (model_catalog_json: "
             "$CODEX_HOME/pdnotes-models.json unless config.toml names one) with its window and "
             "reasoning support, so Codex knows it and lists it in its picker (default: as the "
             "preset says; the mock preset does).",
+            kind=bool,
         ),
-    ] = None,
-    bridge: Bridge = False,
-    bridge_port: BridgePort = 8787,
-    bridge_key_env: BridgeKeyEnv = None,
-    bridge_fallback: BridgeFallback = None,
-    bridge_fallback_key_env: BridgeFallbackKeyEnv = None,
-    dry_run: DryRun = False,
-    as_json: AsJson = False,
-    codex_home: CodexHome = None,
-) -> None:
-    """Merge a provider into $CODEX_HOME/config.toml, changing only the keys pdnotes owns."""
+    ),
+    Option("codex_home", "--codex-home", "Codex folder (default: $CODEX_HOME or ~/.codex).", Path),
+)
+_CLAUDE = _Declared(
+    "claude",
+    "Merge the gateway into a Claude Code settings.json (env block), keeping everything else.",
+    (
+        Option(
+            "base_url",
+            "--base-url",
+            "Anthropic-compatible root; Claude Code appends /v1/messages.",
+        ),
+        Shared("model", "Model id for all Claude aliases."),
+        Option(
+            "token_env",
+            "--token-env",
+            "Write an apiKeyHelper that reads the key from this variable.",
+        ),
+        Option(
+            "write_token_from_env",
+            "--write-token-from-env",
+            "Write the token held in this variable into the file (made 0600). Use with care.",
+        ),
+        Option("scope", "--scope", "user, project or local settings file.", default="user"),
+    ),
+    Option(
+        "claude_home",
+        "--claude-home",
+        "Claude Code user folder (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
+        Path,
+    ),
+    ".claude/settings.json (--scope project) or .claude/settings.local.json (local)",
+)
+_GEMINI = _Declared(
+    "gemini",
+    "Merge the gateway into Gemini CLI's settings.json and .gemini/.env, keeping everything\n"
+    "    else (comments included).",
+    (
+        Option(
+            "base_url",
+            "--base-url",
+            "Gemini-API root; Gemini CLI appends /v1beta/models/<model>:… (cleaned if pasted).",
+        ),
+        Shared("model"),
+        Option(
+            "key_env",
+            "--key-env",
+            "NAME of the variable holding the key (never the key); Gemini CLI reads "
+            "GEMINI_API_KEY.",
+        ),
+        Option(
+            "write_key_from_env",
+            "--write-key-from-env",
+            "Write the key held in this variable into .gemini/.env (made 0600). Use with care.",
+        ),
+        Option("scope", "--scope", "user (~/.gemini) or project (./.gemini).", default="user"),
+        Option(
+            "no_phone_home",
+            "--no-phone-home",
+            "Also turn off Gemini CLI's usage statistics, telemetry and update checks (its only "
+            "connections besides the model).",
+            kind=bool,
+            default=False,
+        ),
+    ),
+    Option(
+        "gemini_home",
+        "--gemini-home",
+        "Gemini CLI user folder (default: $GEMINI_CLI_HOME/.gemini or ~/.gemini).",
+        Path,
+    ),
+    ".gemini/settings.json (--scope project)",
+)
+
+
+# `config show` takes the same folder options.
+def _home(declared: _Declared) -> Any:
+    return typer.Option(declared.home.flag, help=declared.home.help)
+
+
+CodexHome = Annotated[Path | None, _home(_CODEX)]
+ClaudeHome = Annotated[Path | None, _home(_CLAUDE)]
+GeminiHome = Annotated[Path | None, _home(_GEMINI)]
+
+
+def _codex(values: dict[str, Any], common: _Common) -> None:
     from notes_cli import paths
     from notes_cli.clients.codex_config import CodexOptions, plan_codex
 
-    window, from_gateway = _context_window(context_window)
+    codex_home = values["codex_home"]
+    window, from_gateway = _context_window(values["context_window"])
     options = CodexOptions(
-        preset,
-        base_url,
-        model,
-        provider,
-        env_key,
-        wire_api,
+        values["preset"],
+        values["base_url"],
+        values["model"],
+        values["provider"],
+        values["env_key"],
+        values["wire_api"],
         window,
         _limits_fetcher(from_gateway),
-        model_catalog=model_catalog,
+        model_catalog=values["model_catalog"],
         installed_version=_installed_codex,
     )
     path = paths.codex_config_path(codex_home)
-    if bridge or _chat_only(preset):
-        from notes_cli.bridge.client_setup import BridgeOptions, plan_codex_bridge
+    if common.bridge or _chat_only(values["preset"]):
+        from notes_cli.bridge.client_setup import plan_codex_bridge
 
-        via = BridgeOptions.of(
-            bridge_port, bridge_key_env, bridge_fallback, bridge_fallback_key_env
-        )
-        _write(
-            path, lambda: plan_codex_bridge(options, via, codex_home=codex_home), dry_run, as_json
-        )
+        via = common.via()
+        common.write(path, lambda: plan_codex_bridge(options, via, codex_home=codex_home))
         return
-    _write(path, lambda: (plan_codex(options, codex_home=codex_home), None), dry_run, as_json)
+    common.write(path, lambda: (plan_codex(options, codex_home=codex_home), None))
 
 
-@app.command("claude")
-def claude(
-    preset: Preset = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url", help="Anthropic-compatible root; Claude Code appends /v1/messages."
-        ),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model id for all Claude aliases.")
-    ] = None,
-    token_env: Annotated[
-        str | None,
-        typer.Option(
-            "--token-env", help="Write an apiKeyHelper that reads the key from this variable."
-        ),
-    ] = None,
-    write_token_from_env: Annotated[
-        str | None,
-        typer.Option(
-            "--write-token-from-env",
-            help="Write the token held in this variable into the file (made 0600). Use with care.",
-        ),
-    ] = None,
-    scope: Annotated[
-        str, typer.Option("--scope", help="user, project or local settings file.")
-    ] = "user",
-    bridge: Bridge = False,
-    bridge_port: BridgePort = 8787,
-    bridge_key_env: BridgeKeyEnv = None,
-    bridge_fallback: BridgeFallback = None,
-    bridge_fallback_key_env: BridgeFallbackKeyEnv = None,
-    dry_run: DryRun = False,
-    as_json: AsJson = False,
-    claude_home: ClaudeHome = None,
-    project_dir: ClaudeProjectDir = None,
-) -> None:
-    """Merge the gateway into a Claude Code settings.json (env block), keeping everything else."""
+def _claude(values: dict[str, Any], common: _Common) -> None:
     from notes_cli.clients.claude_settings import ClaudeOptions, Scope, plan_claude, settings_path
 
-    path = settings_path(scope, claude_home=claude_home, project_dir=project_dir)  # checks --scope
+    home, project_dir, scope = values["claude_home"], values["project_dir"], values["scope"]
+    path = settings_path(scope, claude_home=home, project_dir=project_dir)  # checks --scope
     options = ClaudeOptions(
-        preset, base_url, model, token_env, write_token_from_env, cast(Scope, scope)
+        values["preset"],
+        values["base_url"],
+        values["model"],
+        values["token_env"],
+        values["write_token_from_env"],
+        cast(Scope, scope),
     )
-    if bridge or _chat_only(preset):
-        from notes_cli.bridge.client_setup import BridgeOptions, plan_claude_bridge
+    if common.bridge or _chat_only(values["preset"]):
+        from notes_cli.bridge.client_setup import plan_claude_bridge
 
-        via = BridgeOptions.of(
-            bridge_port, bridge_key_env, bridge_fallback, bridge_fallback_key_env
-        )
+        via = common.via()
         build: Plan = lambda: plan_claude_bridge(  # noqa: E731
-            options, via, claude_home=claude_home, project_dir=project_dir
+            options, via, claude_home=home, project_dir=project_dir
         )
     else:
         build = lambda: (  # noqa: E731
-            plan_claude(options, claude_home=claude_home, project_dir=project_dir),
+            plan_claude(options, claude_home=home, project_dir=project_dir),
             None,
         )
-    _write(path, build, dry_run, as_json)
+    common.write(path, build)
 
 
-GeminiHome = Annotated[
-    Path | None,
-    typer.Option(
-        "--gemini-home",
-        help="Gemini CLI user folder (default: $GEMINI_CLI_HOME/.gemini or ~/.gemini).",
-    ),
-]
-
-
-@app.command("gemini")
-def gemini(
-    preset: Preset = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="Gemini-API root; Gemini CLI appends /v1beta/models/<model>:… (cleaned if "
-            "pasted).",
-        ),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model id exactly as the gateway names it.")
-    ] = None,
-    key_env: Annotated[
-        str | None,
-        typer.Option(
-            "--key-env",
-            help="NAME of the variable holding the key (never the key); Gemini CLI reads "
-            "GEMINI_API_KEY.",
-        ),
-    ] = None,
-    write_key_from_env: Annotated[
-        str | None,
-        typer.Option(
-            "--write-key-from-env",
-            help="Write the key held in this variable into .gemini/.env (made 0600). Use with "
-            "care.",
-        ),
-    ] = None,
-    scope: Annotated[
-        str, typer.Option("--scope", help="user (~/.gemini) or project (./.gemini).")
-    ] = "user",
-    no_phone_home: Annotated[
-        bool,
-        typer.Option(
-            "--no-phone-home",
-            help="Also turn off Gemini CLI's usage statistics, telemetry and update checks "
-            "(its only connections besides the model).",
-        ),
-    ] = False,
-    bridge: Bridge = False,
-    bridge_port: BridgePort = 8787,
-    bridge_key_env: BridgeKeyEnv = None,
-    bridge_fallback: BridgeFallback = None,
-    bridge_fallback_key_env: BridgeFallbackKeyEnv = None,
-    dry_run: DryRun = False,
-    as_json: AsJson = False,
-    gemini_home: GeminiHome = None,
-    project_dir: GeminiProjectDir = None,
-) -> None:
-    """Merge the gateway into Gemini CLI's settings.json and .gemini/.env, keeping everything
-    else (comments included)."""
+def _gemini(values: dict[str, Any], common: _Common) -> None:
     from notes_cli.clients.gemini_config import GeminiOptions, Scope, plan_gemini, settings_path
 
-    path = settings_path(scope, gemini_home=gemini_home, project_dir=project_dir)  # checks it
+    home, project_dir, scope = values["gemini_home"], values["project_dir"], values["scope"]
+    preset = values["preset"]
+    path = settings_path(scope, gemini_home=home, project_dir=project_dir)  # checks it
     options = GeminiOptions(
-        preset, base_url, model, key_env, write_key_from_env, cast(Scope, scope), no_phone_home
+        preset,
+        values["base_url"],
+        values["model"],
+        values["key_env"],
+        values["write_key_from_env"],
+        cast(Scope, scope),
+        values["no_phone_home"],
     )
-    if bridge or _chat_only(preset) or _no_gemini_api(preset):
-        from notes_cli.bridge.client_setup import BridgeOptions, plan_gemini_bridge
+    if common.bridge or _chat_only(preset) or _no_gemini_api(preset):
+        from notes_cli.bridge.client_setup import plan_gemini_bridge
 
-        via = BridgeOptions.of(
-            bridge_port, bridge_key_env, bridge_fallback, bridge_fallback_key_env
-        )
+        via = common.via()
         build: Plan = lambda: plan_gemini_bridge(  # noqa: E731
-            options, via, gemini_home=gemini_home, project_dir=project_dir
+            options, via, gemini_home=home, project_dir=project_dir
         )
     else:
         build = lambda: (  # noqa: E731
-            plan_gemini(options, gemini_home=gemini_home, project_dir=project_dir),
+            plan_gemini(options, gemini_home=home, project_dir=project_dir),
             None,
         )
-    _write(path, build, dry_run, as_json)
+    common.write(path, build)
 
 
 def _no_gemini_api(preset: str | None) -> bool:
@@ -367,9 +361,11 @@ def _parameter(name: str, annotation: Any, default: Any) -> inspect.Parameter:
     )
 
 
-def _config_command(client: Client) -> None:
-    """`config <name>` for a client in a folder of its own: `--preset`, the client's options,
-    the bridge options, `--dry-run`, `--json`, its folder and `--project-dir`."""
+def _config_command(
+    client: _Declared | Client, run: Callable[[dict[str, Any], _Common], None]
+) -> None:
+    """`config <name>`: `--preset`, the client's options, the bridge options, `--dry-run`,
+    `--json`, its folder and `--project-dir`, every shared one declared here once."""
     parameters = [_parameter("preset", Preset, None)]
     for option in client.options:
         if isinstance(option, Shared):
@@ -390,42 +386,36 @@ def _config_command(client: Client) -> None:
         project_dir = Annotated[Path | None, _project_dir(client.project_files)]
         parameters.append(_parameter("project_dir", project_dir, None))
 
-    def run(values: dict[str, Any]) -> None:
-        _configure(client, values)
+    def command(values: dict[str, Any]) -> None:
+        run(values, _Common.of(values))
 
-    app.command(client.name)(build(client.name, client.summary, parameters, run))
-
-
-for _client in registry.CLIENTS:
-    _config_command(_client)
+    app.command(client.name)(build(client.name, client.summary, parameters, command))
 
 
-def _configure(client: Client, values: dict[str, Any]) -> None:
+def _configure(client: Client, values: dict[str, Any], common: _Common) -> None:
     """Plan the client's write (through the bridge when asked, or when the preset needs it)
-    and write it (`_write`)."""
+    and write it (`_Common.write`)."""
     from notes_cli.clients.plugin import ConfigRequest, Where
 
-    dry_run, as_json = values.pop("dry_run"), values.pop("as_json")
-    bridge = values.pop("bridge")
-    via = (
-        values.pop("bridge_port"),
-        values.pop("bridge_key_env"),
-        values.pop("bridge_fallback"),
-        values.pop("bridge_fallback_key_env"),
-    )
     where = Where({client.name: values.pop(client.home.name)}, values.pop("project_dir", None))
     raw_window = values.pop("context_window", None)
     path = client.target(ConfigRequest(values, where))  # checks --scope
     window, from_gateway = _context_window(raw_window)
     request = ConfigRequest(values, where, window, _limits_fetcher(from_gateway))
-    if bridge or client.needs_bridge(values["preset"]):
-        from notes_cli.bridge.client_setup import BridgeOptions, plan_bridged
+    if common.bridge or client.needs_bridge(values["preset"]):
+        from notes_cli.bridge.client_setup import plan_bridged
 
-        options = BridgeOptions.of(*via)
-        build_plan: Plan = lambda: plan_bridged(client, request, options)  # noqa: E731
+        via = common.via()
+        build_plan: Plan = lambda: plan_bridged(client, request, via)  # noqa: E731
     else:
         build_plan = lambda: (client.plan(request), None)  # noqa: E731
-    _write(path, build_plan, dry_run, as_json)
+    common.write(path, build_plan)
+
+
+for _declared, _run in ((_CODEX, _codex), (_CLAUDE, _claude), (_GEMINI, _gemini)):
+    _config_command(_declared, _run)
+for _client in registry.CLIENTS:
+    _config_command(_client, partial(_configure, _client))
 
 
 def _limits_fetcher(from_gateway: bool) -> LimitsFetcher | None:
