@@ -120,6 +120,7 @@ def plan_codex_bridge(
         fetch_limits=fetch,
         model_catalog=catalog,
         installed_version=options.installed_version,
+        profile=options.profile,
     )
     plan = plan_codex(client, codex_home=codex_home)
     return _with_notes(plan, record), record

@@ -162,6 +162,13 @@ _CODEX = _Declared(
             "preset says; the mock preset does).",
             kind=bool,
         ),
+        Option(
+            "profile",
+            "--profile",
+            "Write the profile file $CODEX_HOME/NAME.config.toml (what `codex --profile NAME` "
+            "reads over config.toml) instead of config.toml.",
+            metavar="NAME",
+        ),
     ),
     Option("codex_home", "--codex-home", "Codex folder (default: $CODEX_HOME or ~/.codex).", Path),
 )
@@ -248,8 +255,7 @@ GeminiHome = Annotated[Path | None, _home(_GEMINI)]
 
 
 def _codex(values: dict[str, Any], common: _Common) -> None:
-    from notes_cli import paths
-    from notes_cli.clients.codex_config import CodexOptions, plan_codex
+    from notes_cli.clients.codex_config import CodexOptions, config_file, plan_codex
 
     codex_home = values["codex_home"]
     window, from_gateway = _context_window(values["context_window"])
@@ -264,8 +270,9 @@ def _codex(values: dict[str, Any], common: _Common) -> None:
         _limits_fetcher(from_gateway),
         model_catalog=values["model_catalog"],
         installed_version=_installed_codex,
+        profile=values["profile"],
     )
-    path = paths.codex_config_path(codex_home)
+    path = config_file(codex_home, values["profile"])
     if common.bridge or _chat_only(values["preset"]):
         from notes_cli.bridge.client_setup import plan_codex_bridge
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -59,6 +60,8 @@ class CodexOptions:
     # The installed Codex's version (the catalog entry is that release's fallback metadata),
     # asked only when a catalog is written; None: the newest release pdnotes has data for.
     installed_version: Callable[[], tuple[int, int, int] | None] | None = None
+    # Write the profile file $CODEX_HOME/<profile>.config.toml instead of config.toml.
+    profile: str | None = None
 
 
 CODEX_FALLBACK_WINDOW = 272_000
@@ -67,9 +70,29 @@ CODEX_FALLBACK_WINDOW = 272_000
 (openai/codex #35758)."""
 
 
-def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> WritePlan:
-    """Build the edit of `$CODEX_HOME/config.toml` for `options` (nothing is written)."""
+PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""A profile name pdnotes writes a file for: a plain file-name stem (no path, no dots)."""
+
+
+def config_file(codex_home: Path | None = None, profile: str | None = None) -> Path:
+    """The file `config codex` writes: `$CODEX_HOME/config.toml`, or with `--profile NAME` the
+    profile file `$CODEX_HOME/NAME.config.toml` (what `codex --profile NAME` layers over
+    config.toml, `clients.layers`)."""
     path = paths.codex_config_path(codex_home)
+    if profile is None:
+        return path
+    if not PROFILE_NAME.fullmatch(profile):
+        raise UsageError(
+            f"--profile {profile[:40]!r} is not a profile name pdnotes writes a file for",
+            fix="use letters, digits, '-' and '_' (it becomes $CODEX_HOME/NAME.config.toml)",
+        )
+    return path.parent / f"{profile}.config.toml"
+
+
+def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> WritePlan:
+    """Build the edit of `$CODEX_HOME/config.toml` (or of the profile's file) for `options`
+    (nothing is written)."""
+    path = config_file(codex_home, options.profile)
     old_text, doc = files.load_toml(path)
     doc = doc if doc is not None else tomlkit.document()
     target = _resolve(options, doc, path.parent)

@@ -71,7 +71,8 @@ def codex_setup(
 
 def codex_setup_of(merged: MergedCodex, env: Mapping[str, str], path: Path) -> ClientSetup:
     """Codex's effective setup from layers already read (`path`: its config.toml)."""
-    if not any(layer.kind == "user" for layer in merged.layers):
+    # Codex runs on a selected profile file alone (`codex --profile NAME`, no config.toml).
+    if not any(layer.kind in ("user", "profile") for layer in merged.layers):
         return ClientSetup("codex", (), (), None, problem=f"{path} does not exist")
     doc = merged.doc
     used = tuple(layer.path for layer in merged.layers if layer.path is not None)

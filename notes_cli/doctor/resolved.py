@@ -63,9 +63,10 @@ def resolve_codex(
         detail = exc.fix or fileio.aside_fix(Path(file), "fix or remove the file")
         problem = make("file-unreadable", "codex", exc.message, file=file, detail=detail)
         return Resolved("codex", None, (str(path),), None, True), problem
-    if not any(layer.kind == "user" for layer in merged.layers):
-        # No config.toml: config-missing says so (project, profile or -c layers alone do not
-        # make a Codex setup pdnotes can check).
+    if not any(layer.kind in ("user", "profile") for layer in merged.layers):
+        # No config.toml and no selected profile file (`-p NAME`, which Codex runs on alone):
+        # config-missing says so (project or -c layers alone do not make a Codex setup pdnotes
+        # can check).
         return Resolved("codex", None, (), None, False), None
     from notes_cli.doctor.stream_limits import codex_limits
 
