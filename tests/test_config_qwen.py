@@ -334,3 +334,44 @@ def test_a_block_comment_over_lines_after_the_last_member_keeps_the_edit_out(
     assert data["ui"] == {"theme": "GitHub"} and data["model"] == {"name": "pd-mock-1"}
     assert data["modelProviders"]["openai"][0]["id"] == "pd-mock-1"
     assert json5.loads(written) == data
+
+
+# -- the context window (issue 38): the entry's generationConfig.contextWindowSize ---------------
+
+
+def test_the_context_window_goes_into_the_entrys_generation_config_keeping_the_rest(
+    cli, isolated_home: Path
+) -> None:
+    path = write(
+        user_settings(isolated_home),
+        '{\n  // mine\n  "modelProviders": {"openai": [{"id": "pd-mock-1", "baseUrl": "x",\n'
+        '    "generationConfig": {"timeout": 60000}}]}\n}\n',
+    )
+    result = cli("config", "qwen", "--preset", "mock", "--context-window", "65_536")
+    assert result.exit_code == 0, result.stderr
+    (entry,) = parsed(path)["modelProviders"]["openai"]
+    assert entry["generationConfig"] == {"timeout": 60000, "contextWindowSize": 65536}
+    assert "// mine" in path.read_text()
+    plain = cli("config", "qwen", "--preset", "mock", "--model", "other")
+    assert plain.exit_code == 0, plain.stderr
+    other = parsed(path)["modelProviders"]["openai"][1]
+    assert other["id"] == "other" and "generationConfig" not in other  # none asked, none written
+
+
+def test_the_context_window_read_from_the_gateways_models(
+    cli, isolated_home: Path, engine_server: Any
+) -> None:
+    result = cli(
+        "config", "qwen", "--base-url", engine_server.base_url, "--model", "pd-mock-1",
+        "--context-window", "gateway",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "context window 32768 (max_model_len)" in result.stdout
+    (entry,) = parsed(user_settings(isolated_home))["modelProviders"]["openai"]
+    assert entry["generationConfig"] == {"contextWindowSize": 32768}
+
+
+def test_a_context_window_that_is_not_a_number_is_a_usage_error(cli, isolated_home: Path) -> None:
+    result = cli("config", "qwen", "--preset", "mock", "--context-window", "lots")
+    assert result.exit_code == 2 and "--context-window" in result.stderr
+    assert not user_settings(isolated_home).exists()

@@ -47,6 +47,11 @@ class QwenCode:
             "--key-env",
             "NAME of the variable holding the key (the provider's envKey; never the key).",
         ),
+        Shared(
+            "context_window",
+            "Write the model's generationConfig.contextWindowSize: tokens, or 'gateway' to "
+            "read its /models.",
+        ),
         Option(
             "scope",
             "--scope",
@@ -87,6 +92,8 @@ class QwenCode:
             request["model"],
             request["key_env"],
             "project" if request["scope"] == "project" else "user",
+            request.context_window,
+            request.fetch_limits,
         )
         where = request.where
         return plan_qwen(options, qwen_home=where.home(self.name), project_dir=where.project_dir)
@@ -98,11 +105,16 @@ class QwenCode:
         """The bridge passes Qwen Code's requests through (`bridge.passthrough`), adding the
         fallbacks and keeping the upstream's key off the client. Without a bridge key Qwen Code
         gets the bridge preset's placeholder (it insists on one)."""
-        return request.but(
+        from dataclasses import replace
+
+        bridged = request.but(
             preset=target.preset if target.key_env is None else None,
             base_url=target.base_url,
             model=target.model,
             key_env=target.key_env,
+        )  # the window the upstream states
+        return replace(
+            bridged, context_window=target.context_window, fetch_limits=target.fetch_limits
         )
 
     # -- config show, doctor, smoke

@@ -35,6 +35,7 @@ from typing import Any, Literal
 from notes_cli import fileio
 from notes_cli.clients import dotenv, jsonc, presets, urls
 from notes_cli.clients.endpoint import Endpoint, join_url
+from notes_cli.clients.model_limits import LimitsFetcher
 from notes_cli.clients.plan import WritePlan, secret_values, too_large
 from notes_cli.errors import ConfigParseError, InputError, UsageError
 from notes_cli.secrets import looks_like_env_name, mask, mask_url
@@ -98,6 +99,10 @@ class QwenOptions:
     model: str | None = None
     key_env: str | None = None
     scope: Scope = "user"
+    context_window: int | None = None  # tokens; the entry's generationConfig.contextWindowSize
+    # Reads the window from the gateway's GET /models (the CLI hands in gateway.model_limits'
+    # fetch_limits: clients/ does no HTTP).
+    fetch_limits: LimitsFetcher | None = None
 
 
 def settings_path(
@@ -143,8 +148,11 @@ def plan_qwen(
     new_entry: dict[str, Any] = {"id": model, "baseUrl": cleaned.base_url}
     if key_env:
         new_entry["envKey"] = key_env
+    window, window_notes = _window(options, model, cleaned.base_url, key_env)
+    if window is not None:
+        new_entry["generationConfig"] = _generation_config(entry, window, path)
     editor.set_array_item(("modelProviders", "openai"), ("id", model), new_entry)
-    notes = list(cleaned.notes)
+    notes = list(cleaned.notes) + window_notes
     if placeholder:
         stale = _str(entry.get("envKey")) if entry else None
         where = ("modelProviders", "openai")
@@ -175,6 +183,32 @@ def plan_qwen(
         notes=tuple(notes),
         redact=secret_values(data, new_data, public=presets.placeholder_tokens()),
     )
+
+
+def _window(
+    options: QwenOptions, model: str, base_url: str, key_env: str | None
+) -> tuple[int | None, list[str]]:
+    """The model's context window: --context-window, or the gateway's /models."""
+    if options.fetch_limits is None:
+        return options.context_window, []
+    limits = options.fetch_limits(base_url, key_env, model)
+    if limits.context_window is None:
+        return None, [f"the gateway's /models states no context window for {model}: none written"]
+    said = f"context window {limits.context_window} ({limits.field})"
+    return limits.context_window, [f"the gateway's /models says {model}: {said}"]
+
+
+def _generation_config(entry: dict[str, Any] | None, window: int, path: Path) -> dict[str, Any]:
+    """The entry's generationConfig with `contextWindowSize` (Qwen Code's override of the
+    model's window); its other settings kept."""
+    current = entry.get("generationConfig") if entry else None
+    if current is not None and not isinstance(current, dict):
+        raise UsageError(
+            f"the generationConfig of the {entry and entry.get('id')} entry in {path} is "
+            f"{_type(current)}, not an object: Qwen Code would reject the file",
+            fix="make it an object (or remove it), then run the command again",
+        )
+    return {**(current or {}), "contextWindowSize": window}
 
 
 def _check_shapes(data: dict[str, Any], path: Path) -> None:
