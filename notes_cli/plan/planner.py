@@ -480,21 +480,22 @@ def _entered(
     search. It is kept among the skipped, in case lowered claims make room later. A candidate
     whose decode group already missed the TPOT objective at a rate no higher than its entry
     rate is skipped without a probe (`_dominated`)."""
-    entries = [(task, request.entry_rate(task[1], threshold)) for task in todo]
     out = []
-    probing = []
-    for task, rate in entries:
+    probing: list[tuple[tuple[Any, ...], float]] = []
+    kept = []  # the tasks not dominated
+    for task in todo:
         c, hint = task[1], task[2]
+        rate = request.entry_rate(c, threshold)
         reason = None if rate is None else _dominated(request, c, rate, tpot_misses)
         if reason is None:
-            probing.append((task, rate))
+            kept.append(task)
+            if rate is not None:
+                probing.append((task, rate))
             continue
         assert rate is not None
         results[c.index] = CandidateResult(c, 0.0, reason, "entry")
         skipped.append(((*request.key(c, rate), math.inf), c, hint))
-    probing_ids = {task[1].index for task, _ in probing}
-    todo = [task for task in todo if task[1].index in probing_ids]
-    probing = [(task, rate) for task, rate in probing if rate is not None]
+    todo = kept
     probes = executor.map([("entry", task[1], rate) for task, rate in probing])
     missed = {task[1].index: (rate, p) for (task, rate), p in zip(probing, probes, strict=True)}
     missed = {i: v for i, v in missed.items() if not v[1].met}
