@@ -51,7 +51,7 @@ def probe(
     space = SearchSpace((ChipOption("h800"),), ("colocated",), max_tp=1, max_instances=1)
     candidate = enumerate_candidates(space, catalog.models[model])[0]
     shape = ProbeShape(rate=1.0, lifetime_ms=0.0, warmup=0, repeat=1, measured=N, tail=0)
-    judge, simulated = evaluate._run(context, candidate, shape, early_stop=True)
+    judge, simulated, _ = evaluate._run(context, candidate, shape, early_stop=True)
     return judge.meets(), simulated
 
 

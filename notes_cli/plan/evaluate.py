@@ -6,7 +6,9 @@ prune.py. Every probe replays the plan's fixed request lengths at that rate with
 the plan's seed, long enough to reach steady state: a warm-up, then a judged part spanning
 several request lifetimes (steady.py). A candidate's result depends only on the plan, never on
 which process or machine ran it. A probe stops as soon as its verdict is certain to be "misses"
-(slo.Judge), which makes overloaded probes cheap without changing any result.
+(slo.Judge), which makes overloaded probes cheap without changing any result; a search probe
+(not a verification) also stops once its late warm-up presumes a miss (slo.WarmupWatch), unless
+the plan is exhaustive (`presume` off: --no-prune).
 
 A verification is one such simulation, VERIFY_FACTOR times longer, at the rate a report claims;
 a refuted claim is searched again below it with verification-length probes (`lowered`).
@@ -26,7 +28,7 @@ from notes_cli.bench.goodput import search_goodput
 from notes_cli.engine.core.profiles import Catalog, Deployment
 from notes_cli.engine.core.simcore import SimRequest, simulate
 from notes_cli.plan.prune import Bounds
-from notes_cli.plan.slo import Judge, PlanSlo
+from notes_cli.plan.slo import Judge, PlanSlo, WarmupWatch
 from notes_cli.plan.space import Candidate
 from notes_cli.plan.steady import VERIFY_FACTOR, ProbeShape, probe_shape
 from notes_cli.plan.workload import PlanWorkload
@@ -52,11 +54,16 @@ class PlanContext:
     max_probes: int = DEFAULT_MAX_PROBES
     window_s: float = 10.0  # a probe's judged arrivals span at least this long (steady.py)
     base: Deployment | None = None  # engine settings every candidate keeps (PlanRequest.base)
+    presume: bool = True  # search probes may stop on a presumed miss (slo.WarmupWatch)
 
     @property
     def key(self) -> tuple[Any, ...]:
-        """Identifies the plan a worker's cached state belongs to."""
-        return (self.model, self.link, self.slo, self.seed, hash(self.workload.pairs))
+        """Identifies the plan a worker's cached state belongs to: everything a probe's result
+        depends on (a process that plans twice must not keep the first plan's settings)."""
+        return (
+            self.model, self.link, self.slo, self.seed, hash(self.workload.pairs),
+            self.tolerance, self.max_probes, self.window_s, self.base, self.presume,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -284,10 +291,14 @@ def _prober(
         if rate >= ceiling:  # refuted there already: not simulated again
             return False
         shape = _shape(context, candidate, rate, factor)
-        judge, simulated = _run(context, candidate, shape, early_stop=True)
+        presume = context.presume and factor == 1  # a verification-length probe: never
+        judge, simulated, presumed = _run(
+            context, candidate, shape, early_stop=True, presume=presume
+        )
         stopped = judge.completed < shape.measured
         met = not stopped and judge.meets()
         binding = () if met else (judge.certain_misses() if stopped else judge.binding())
+        binding = presumed or binding
         probes.append(Probe(rate, met, binding, simulated, shape.warmup, shape.measured))
         if met:
             passed[rate] = (_point(judge, rate, shape.measured), shape.repeat)
@@ -311,7 +322,7 @@ def load_point(
 ) -> LoadPoint:
     """Latency and attainment of `candidate` at `rate`, every judged request simulated."""
     shape = _shape(context, candidate, rate, factor)
-    judge, _ = _run(context, candidate, shape, early_stop=False)
+    judge, _, _ = _run(context, candidate, shape, early_stop=False)
     return _point(judge, rate, shape.measured)
 
 
@@ -327,13 +338,20 @@ def _shape(context: PlanContext, candidate: Candidate, rate: float, factor: int)
 
 
 def _run(
-    context: PlanContext, candidate: Candidate, shape: ProbeShape, *, early_stop: bool
-) -> tuple[Judge, int]:
+    context: PlanContext,
+    candidate: Candidate,
+    shape: ProbeShape,
+    *,
+    early_stop: bool,
+    presume: bool = False,
+) -> tuple[Judge, int, tuple[str, ...]]:
     """Simulate `shape` and judge its measured part: stops once every measured request has
     finished (the tail only keeps the load on until then) or, with `early_stop`, once the
-    verdict is certain to be "misses"."""
+    verdict is certain to be "misses", or with `presume` too, once the late warm-up presumes
+    a miss (the objectives presumed missed are returned, else ())."""
     deployment = candidate.deployment(context.model, context.link, context.base)
     judge = Judge(context.slo, shape.measured)
+    watch = WarmupWatch(context.slo, shape.warmup) if presume else None
     items = context.workload.steady_items(
         shape.rate, context.seed, shape.warmup, shape.repeat, shape.tail
     )
@@ -342,11 +360,16 @@ def _run(
     requests = cast("Iterable[SimRequest]", items)
     for record in simulate(deployment, requests, seed=context.seed, catalog=context.catalog):
         simulated += 1
-        if not shape.judged(int(record.request_id)):  # simcore numbers arrivals from 0
+        index = int(record.request_id)  # simcore numbers arrivals from 0
+        if watch is not None and index < shape.warmup:
+            watch.add(index, record)
+            if presumed := watch.presumed_misses():
+                return judge, simulated, presumed
+        if not shape.judged(index):
             continue
         judge.add(record)
         if judge.completed >= shape.measured:
             break
         if early_stop and judge.certainly_fails():
             break
-    return judge, simulated
+    return judge, simulated, ()

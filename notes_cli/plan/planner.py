@@ -325,6 +325,7 @@ def plan(
         tolerance=request.tolerance,
         window_s=request.window_s,
         base=request.base,
+        presume=request.prune,
     )
     try:
         executor.start(context)
@@ -376,6 +377,7 @@ def _capacities(
     queue.sort(key=lambda item: (item[0], item[1].index))
     best: list[RankKey] = []  # rank keys found so far, best first
     skipped: list[Skipped] = []
+    tpot_misses: dict[tuple[Any, ...], tuple[float, str]] = {}  # decode_key -> (rate, by whom)
 
     def progress() -> None:
         if on_progress:
@@ -396,7 +398,7 @@ def _capacities(
             else:
                 todo.append(("capacity", c, hint))
         if threshold is not None and todo:
-            todo = _entered(request, executor, todo, threshold, results, skipped)
+            todo = _entered(request, executor, todo, threshold, results, skipped, tpot_misses)
         done_before = len(results)
 
         def wave_done(n: int, base: int = done_before) -> None:
@@ -408,8 +410,57 @@ def _capacities(
             if result.capacity > 0:
                 best.append(request.key(result.candidate, result.capacity))
         best.sort()
+        for r in results.values():
+            _note_tpot_misses(r.candidate, r.probes, tpot_misses)
         progress()
     return results, skipped
+
+
+def decode_key(candidate: Candidate) -> tuple[Any, ...] | None:
+    """What a disaggregated candidate's TPOT depends on: its decode group and the settings it
+    decodes with (its prefill group only sets when requests reach decode). None: not disagg."""
+    decode = candidate.group("decode")
+    if candidate.mode != "disagg" or decode is None:
+        return None
+    c = candidate
+    return (decode, c.max_batch, c.weight_dtype, c.kv_dtype, c.prefix_cache_hit)
+
+
+def _note_tpot_misses(
+    candidate: Candidate, probes: tuple[Any, ...], misses: dict[tuple[Any, ...], tuple[float, str]]
+) -> None:
+    """Record the lowest rate at which `candidate`'s decode group missed the TPOT objective."""
+    key = decode_key(candidate)
+    if key is None:
+        return
+    for p in probes:
+        tpot = not p.met and any(b.startswith("TPOT ") for b in p.binding)
+        if tpot and (key not in misses or p.rate < misses[key][0]):
+            misses[key] = (p.rate, candidate.id)
+
+
+def _dominated(
+    request: PlanRequest,
+    candidate: Candidate,
+    rate: float,
+    misses: dict[tuple[Any, ...], tuple[float, str]],
+) -> str | None:
+    """Why `candidate` cannot meet the SLOs at `rate`, known from another candidate: one with
+    the same decode group (another prefill group) missed the TPOT objective at a rate no higher.
+    A decode group sees the requests the prefill side hands it; a prefill side that hands them
+    over sooner only leaves the decode batch as full or fuller, so its TPOT is no better at
+    the same rate, and worse at a higher one. (--no-prune simulates it anyway.)"""
+    key = decode_key(candidate)
+    if not request.prune or key is None or key not in misses:
+        return None
+    missed_at, by = misses[key]
+    if missed_at > rate:
+        return None
+    return (
+        f"entry: {by}, with the same decode group, missed the TPOT objective at "
+        f"{missed_at:.3g} req/s, at most the {rate:.3g} req/s it needed to rank with the top "
+        f"{request.shown}"
+    )
 
 
 def _entered(
@@ -419,19 +470,35 @@ def _entered(
     threshold: RankKey,
     results: dict[int, CandidateResult],
     skipped: list[Skipped],
+    tpot_misses: dict[tuple[Any, ...], tuple[float, str]],
 ) -> list[tuple[Any, ...]]:
     """The capacity tasks worth running: each candidate is first probed once at the lowest
     capacity that would rank it with the `shown` best so far (`entry_rate`). A probe that
     misses there means a capacity below it (the search's own assumption: meeting the SLOs
     only gets harder as the rate rises), so the candidate cannot enter and its search is
     skipped; a probe above the capacity mostly stops early, so this costs a fraction of a
-    search. It is kept among the skipped, in case lowered claims make room later."""
-    entries = [(task, request.entry_rate(task[1], threshold)) for task in todo]
-    probing = [(task, rate) for task, rate in entries if rate is not None]
+    search. It is kept among the skipped, in case lowered claims make room later. A candidate
+    whose decode group already missed the TPOT objective at a rate no higher than its entry
+    rate is skipped without a probe (`_dominated`)."""
+    out = []
+    probing: list[tuple[tuple[Any, ...], float]] = []
+    kept = []  # the tasks not dominated
+    for task in todo:
+        c, hint = task[1], task[2]
+        rate = request.entry_rate(c, threshold)
+        reason = None if rate is None else _dominated(request, c, rate, tpot_misses)
+        if reason is None:
+            kept.append(task)
+            if rate is not None:
+                probing.append((task, rate))
+            continue
+        assert rate is not None
+        results[c.index] = CandidateResult(c, 0.0, reason, "entry")
+        skipped.append(((*request.key(c, rate), math.inf), c, hint))
+    todo = kept
     probes = executor.map([("entry", task[1], rate) for task, rate in probing])
     missed = {task[1].index: (rate, p) for (task, rate), p in zip(probing, probes, strict=True)}
     missed = {i: v for i, v in missed.items() if not v[1].met}
-    out = []
     for task in todo:
         c, hint = task[1], task[2]
         if c.index not in missed:

@@ -9,6 +9,9 @@ A candidate meets its SLOs at a rate when, over the simulated requests (bench.st
 
 `Judge.certainly_fails` lets a probe stop early: it is true only once the verdict can no longer
 become "meets", whatever the remaining requests do, so stopping never changes a result.
+
+`WarmupWatch` is the one presumption (a search probe's, never a verification's): a probe whose
+late warm-up requests already miss an objective by far is presumed to miss it (see there).
 """
 
 from __future__ import annotations
@@ -190,3 +193,54 @@ class Judge:
     def attainment(self) -> float:
         """Share of completed requests meeting every objective."""
         return self.stats.good / self.completed if self.completed else math.nan
+
+
+PRESUME_SHARE = 0.5  # a miss is presumed once this share of the late warm-up is over ...
+PRESUME_MIN = 40  # ... among at least this many of its finished requests
+
+
+class WarmupWatch:
+    """Presumes a probe misses before any judged request has finished: with long outputs a
+    request lives ~20 s, so the first judged verdicts come a whole lifetime after the warm-up,
+    which is most of an overloaded probe's cost. The deployment fills from empty during the
+    warm-up, so its second half sees no more load than the judged part will (queues and
+    batches only grow towards steady state); when at least PRESUME_MIN of those requests have
+    finished and PRESUME_SHARE of them (five times the 10% a P90 allows) are over an objective
+    by more than the stats' rounding, the judged part is presumed to miss it too. It never
+    makes a probe pass, so a wrong presumption can only lower a capacity; claims are verified
+    by full simulations without it. Percentile mode only (attainment: no presumption)."""
+
+    __slots__ = ("_fail_tpot", "_fail_ttft", "_seen", "slo", "start", "end")
+
+    def __init__(self, slo: PlanSlo, warmup: int) -> None:
+        self.slo = slo
+        self.start, self.end = warmup // 2, warmup  # arrival indices watched
+        self._seen = self._fail_ttft = self._fail_tpot = 0
+
+    def add(self, index: int, record: Any) -> None:
+        if not self.start <= index < self.end:
+            return
+        self._seen += 1
+        margin = 1 - DEFAULT_RELATIVE_ERROR
+        slo = self.slo
+        if slo.ttft_ms is not None and record.ttft_ms * margin > slo.ttft_ms:
+            self._fail_ttft += 1
+        out = int(record.output_tokens)
+        if slo.tpot_ms is not None and out > 1 and record.tpot_ms * margin > slo.tpot_ms:
+            self._fail_tpot += 1
+
+    def presumed_misses(self) -> tuple[str, ...]:
+        """The objectives presumed missed (empty: no presumption yet)."""
+        slo, seen = self.slo, self._seen
+        if slo.attainment is not None or seen < PRESUME_MIN:
+            return ()
+        q = f"P{slo.percentile * 100:g}"
+        return tuple(
+            f"{name} {q} > {objective:g} ms (presumed: {fails} of the late warm-up's first "
+            f"{seen} requests over)"
+            for name, fails, objective in (
+                ("TTFT", self._fail_ttft, slo.ttft_ms),
+                ("TPOT", self._fail_tpot, slo.tpot_ms),
+            )
+            if objective is not None and fails >= PRESUME_SHARE * seen
+        )

@@ -1,0 +1,80 @@
+"""The default search's two shortcuts (issue 37) leave the answer that of the exhaustive search:
+a search probe stops on a miss its late warm-up presumes (slo.WarmupWatch), and a disaggregated
+candidate is not probed at all where another one with the same decode group already missed the
+TPOT objective at a rate no higher (planner._dominated). On a small question where both fire,
+the best, the top table's capacities and the front are those of --no-prune, which takes
+neither shortcut."""
+
+from __future__ import annotations
+
+import pytest
+
+from notes_cli.bench.workload import LengthSpec
+from notes_cli.engine.core.profiles import load_catalog
+from notes_cli.plan.planner import PlanReport, PlanRequest, plan
+from notes_cli.plan.run_local import LocalExecutor
+from notes_cli.plan.slo import PlanSlo
+from notes_cli.plan.space import ChipOption, SearchSpace
+from notes_cli.plan.workload import drawn
+
+TOP = 3
+
+
+def request(prune: bool) -> PlanRequest:
+    # Long outputs under a tight TPOT objective: decode binds, and a request lives long
+    # enough that the warm-up's late requests finish well before the judged ones.
+    return PlanRequest(
+        model="qwen3-8b",
+        link="roce-200g",
+        space=SearchSpace(
+            chips=(ChipOption("h800"),),
+            modes=("disagg",),
+            max_tp=2,
+            max_chips=4,
+            max_instances=3,  # one decode group behind several prefill groups
+        ),
+        slo=PlanSlo(ttft_ms=1000.0, tpot_ms=12.0),
+        workload=drawn(LengthSpec(512, 512), 40, seed=1),
+        window_s=2.0,
+        seed=1,
+        tolerance=0.1,
+        prune=prune,
+        top=TOP,
+        front_size=TOP,
+        wave=2,  # small waves, so that the entry probes and their shortcut run
+    )
+
+
+@pytest.fixture(scope="module")
+def plans() -> tuple[PlanReport, PlanReport]:
+    catalog = load_catalog()
+    return (
+        plan(request(True), catalog, LocalExecutor(1)),
+        plan(request(False), catalog, LocalExecutor(1)),
+    )
+
+
+def test_both_shortcuts_fire_on_this_question(plans: tuple[PlanReport, PlanReport]) -> None:
+    default, exhaustive = plans
+    presumed = [
+        p for r in default.results for p in r.probes if any("presumed" in b for b in p.binding)
+    ]
+    dominated = [r for r in default.results if r.pruned and "same decode group" in r.pruned]
+    assert presumed and dominated
+    assert default.simulated_requests < exhaustive.simulated_requests
+    # --no-prune takes neither
+    assert not any("presumed" in b for r in exhaustive.results for p in r.probes for b in p.binding)
+    assert exhaustive.pruned["entry"] == 0
+
+
+def test_the_shortcuts_keep_the_exhaustive_answer(plans: tuple[PlanReport, PlanReport]) -> None:
+    default, exhaustive = plans
+
+    def top(report: PlanReport) -> list[tuple[str, float, bool]]:
+        return [
+            (s.candidate_id, s.result.capacity, s.result.verified) for s in report.ranking[:TOP]
+        ]
+
+    assert top(default) == top(exhaustive)
+    assert all(verified for _, _, verified in top(default))
+    assert [p.candidate_id for p in default.front] == [p.candidate_id for p in exhaustive.front]
