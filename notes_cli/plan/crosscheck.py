@@ -9,10 +9,10 @@ limit. aiconfigurator's estimate comes back as tokens/s per GPU, TTFT and TPOT, 
 disagreement is the ratio pdnotes / aiconfigurator of each.
 
 A ratio outside the band pdnotes' own model spans against measurement (docs/validation.md,
-"Round two: validation part (half)", the model as is: the P10-P90 of the signed ratio predicted / measured for the
-claim's class and mode) marks the claim uncertain: the two tools then disagree by more than
-pdnotes is known to miss by. Tokens/s per GPU goes as 1 / TPOT at a batch, so its band is the
-TPOT band inverted.
+"Round two: validation part (half)", the model as is: the P10-P90 of the signed ratio
+predicted / measured for the claim's class and mode) marks the claim uncertain: the two tools
+then disagree by more than pdnotes is known to miss by. Tokens/s per GPU goes as 1 / TPOT at a
+batch, so its band is the TPOT band inverted.
 
 aiconfigurator is never imported here: it runs as a subprocess (aiconfigurator_estimate.py) of
 the Python $PDNOTES_AICONFIGURATOR_PYTHON names, or of this one where it imports aiconfigurator
