@@ -451,3 +451,16 @@ def test_a_bridged_window_is_read_from_the_chat_upstreams_models(
     env = json.loads(user_settings(isolated_home).read_text())["env"]
     assert env["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == "12288"
     assert env["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:8787")
+
+
+def test_a_window_for_a_claude_model_id_says_claude_code_keeps_its_own(
+    cli, isolated_home: Path
+) -> None:
+    """Claude Code (2.1.197 and 2.1.332) reads the variable only for a model id not starting
+    with claude-: written as asked, but said."""
+    args = ("config", "claude", "--base-url", "https://gw.example", "--context-window", "65536")
+    claude = cli(*args, "--model", "claude-sonnet-4-5")
+    assert claude.exit_code == 0, claude.stderr
+    assert "only for a model id not starting with claude-" in claude.stdout
+    other = cli(*args, "--model", "gemma-3")
+    assert other.exit_code == 0 and "claude-:" not in other.stdout

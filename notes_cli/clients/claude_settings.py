@@ -91,6 +91,12 @@ def plan_claude(
         # A model Claude Code does not know gets the window it is served with, not the one
         # Claude Code assumes (doctor's claude-context-window-unknown).
         updates[WINDOW_VARIABLE] = str(window)
+        asked = options.context_window is not None or options.fetch_limits is not None
+        if asked and model and model.lower().startswith("claude-"):
+            window_notes += (
+                f"Claude Code reads {WINDOW_VARIABLE} only for a model id not starting with "
+                f"claude-: for {model} it keeps the window it knows",
+            )
     top_level: dict[str, str] = {}
     credential_note = _credential(options, claude_preset, data, updates, top_level)
     local = _local_placeholder(options, claude_preset, data, env, cleaned.base_url)
