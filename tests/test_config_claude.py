@@ -389,3 +389,78 @@ def test_a_repeated_key_is_refused_rather_than_silently_dropped(
     assert path.read_text() == text
     assert not (isolated_home / ".pdnotes" / "backups").exists()
     assert cli("config", "show", "--client", "claude").exit_code == 0  # reading is fine
+
+
+# -- the context window (issue 38): env.CLAUDE_CODE_MAX_CONTEXT_TOKENS ---------------------------
+
+
+def test_the_context_window_goes_into_the_env_block_keeping_the_rest(
+    cli, isolated_home: Path
+) -> None:
+    path = write_settings(
+        user_settings(isolated_home), '{"env": {"MY_VAR": "1"}, "theme": "dark"}\n'
+    )
+    args = ("config", "claude", "--base-url", "https://gw.example", "--model", "gemma-3")
+    result = cli(*args, "--context-window", "65_536")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(path.read_text())
+    assert data["env"]["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == "65536"
+    assert data["env"]["MY_VAR"] == "1" and data["theme"] == "dark"
+    again = cli(*args)  # none asked: the written window stays
+    assert again.exit_code == 0, again.stderr
+    assert json.loads(path.read_text())["env"]["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == "65536"
+    assert cli("config", "undo", "--client", "claude").exit_code == 0
+    assert path.read_text() == '{"env": {"MY_VAR": "1"}, "theme": "dark"}\n'
+
+
+def test_the_context_window_read_from_the_anthropic_gateways_models(
+    cli, isolated_home: Path, start_engine_server
+) -> None:
+    engine = start_engine_server(max_context_tokens=12_288)  # not the mock preset's 32768
+    result = cli(
+        "config", "claude", "--base-url", engine.anthropic_base_url, "--model", "pd-mock-1",
+        "--context-window", "gateway",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "context window 12288 (max_input_tokens)" in result.stdout
+    env = json.loads(user_settings(isolated_home).read_text())["env"]
+    assert env["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == "12288"
+
+
+def test_a_gateway_that_does_not_list_the_model_writes_nothing(
+    cli, isolated_home: Path, engine_server
+) -> None:
+    result = cli(
+        "config", "claude", "--base-url", engine_server.anthropic_base_url, "--model", "other",
+        "--context-window", "gateway",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "does not list 'other'" in result.stderr and "--context-window <tokens>" in result.stderr
+    assert not user_settings(isolated_home).exists()
+
+
+def test_a_bridged_window_is_read_from_the_chat_upstreams_models(
+    cli, isolated_home: Path, start_engine_server
+) -> None:
+    engine = start_engine_server(max_context_tokens=12_288)
+    result = cli(
+        "config", "claude", "--bridge", "--base-url", engine.base_url, "--model", "pd-mock-1",
+        "--context-window", "gateway",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    env = json.loads(user_settings(isolated_home).read_text())["env"]
+    assert env["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == "12288"
+    assert env["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:8787")
+
+
+def test_a_window_for_a_claude_model_id_says_claude_code_keeps_its_own(
+    cli, isolated_home: Path
+) -> None:
+    """Claude Code (2.1.197 and 2.1.332) reads the variable only for a model id not starting
+    with claude-: written as asked, but said."""
+    args = ("config", "claude", "--base-url", "https://gw.example", "--context-window", "65536")
+    claude = cli(*args, "--model", "claude-sonnet-4-5")
+    assert claude.exit_code == 0, claude.stderr
+    assert "only for a model id not starting with claude-" in claude.stdout
+    other = cli(*args, "--model", "gemma-3")
+    assert other.exit_code == 0 and "claude-:" not in other.stdout

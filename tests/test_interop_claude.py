@@ -110,3 +110,26 @@ def test_claude_reports_a_rejected_key(
     result = json.loads(run.stdout)
     assert result["is_error"] is True
     assert result["api_error_status"] == 401
+
+
+def test_claude_takes_the_window_config_read_from_the_engines_models(
+    cli: Callable[..., Any], isolated_home: Path, start_engine_server: Callable[..., Any]
+) -> None:
+    """Issue 38: `config claude --context-window gateway` writes the engine's window, and Claude
+    Code reports the window it used for the model (`modelUsage.<model>.contextWindow`), which
+    it would otherwise assume (1m tokens in 2.1.332 for a model it does not know)."""
+    client_binary("claude")
+    # not the mock preset's 32768, and room for Claude Code's own prompt (2.1.332 refuses to
+    # send into a 12288-token window: "Prompt is too long", terminal_reason "blocking_limit")
+    engine = start_engine_server(max_context_tokens=49_152)
+    result = cli(
+        "config", "claude", "--base-url", engine.anthropic_base_url, "--model", "pd-mock-1",
+        "--context-window", "gateway",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+
+    run = claude_print(isolated_home, "--output-format", "json")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    usage = json.loads(run.stdout)["modelUsage"]
+    assert usage["pd-mock-1"]["contextWindow"] == 49_152, usage

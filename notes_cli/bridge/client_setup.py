@@ -137,12 +137,15 @@ def plan_claude_bridge(
         options.preset, options.base_url, options.token_env, options.model
     )
     record = _record(url, key_env, model, bridge)
+    window, fetch, _ = _upstream_limits(options, url, key_env, model)
     client = replace(
         options,
         preset=BRIDGE_PRESET,
         base_url=record.claude_base_url,
         model=model,
         token_env=bridge.api_key_env,
+        context_window=window,
+        fetch_limits=fetch,
     )
     plan = plan_claude(client, claude_home=claude_home, project_dir=project_dir)
     return _with_notes(plan, record), record
@@ -208,7 +211,8 @@ class _Limits:
 
 
 class _LimitOptions(Protocol):
-    """What `_upstream_limits` reads of `CodexOptions` and a `ConfigRequest` (frozen)."""
+    """What `_upstream_limits` reads of `CodexOptions`, `ClaudeOptions` and a `ConfigRequest`
+    (frozen)."""
 
     @property
     def preset(self) -> str | None: ...

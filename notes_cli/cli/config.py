@@ -192,6 +192,11 @@ _CLAUDE = _Declared(
             "--write-token-from-env",
             "Write the token held in this variable into the file (made 0600). Use with care.",
         ),
+        Shared(
+            "context_window",
+            "Write CLAUDE_CODE_MAX_CONTEXT_TOKENS (Claude Code's window for a model it does not "
+            "know): tokens, or 'gateway' to read the gateway's GET /v1/models.",
+        ),
         Option("scope", "--scope", "user, project or local settings file.", default="user"),
     ),
     Option(
@@ -287,6 +292,10 @@ def _claude(values: dict[str, Any], common: _Common) -> None:
 
     home, project_dir, scope = values["claude_home"], values["project_dir"], values["scope"]
     path = settings_path(scope, claude_home=home, project_dir=project_dir)  # checks --scope
+    window, from_gateway = _context_window(values["context_window"])
+    bridged = common.bridge or _chat_only(values["preset"])
+    # the Anthropic-compatible root's /v1/models; through the bridge, the chat upstream's
+    fetch = _limits_fetcher(from_gateway, anthropic=not bridged)
     options = ClaudeOptions(
         values["preset"],
         values["base_url"],
@@ -294,8 +303,10 @@ def _claude(values: dict[str, Any], common: _Common) -> None:
         values["token_env"],
         values["write_token_from_env"],
         cast(Scope, scope),
+        window,
+        fetch,
     )
-    if common.bridge or _chat_only(values["preset"]):
+    if bridged:
         from notes_cli.bridge.client_setup import plan_claude_bridge
 
         via = common.via()
@@ -425,13 +436,14 @@ for _client in registry.CLIENTS:
     _config_command(_client, partial(_configure, _client))
 
 
-def _limits_fetcher(from_gateway: bool) -> LimitsFetcher | None:
-    """Reading the window over HTTP is the gateway's (clients/ does no HTTP)."""
+def _limits_fetcher(from_gateway: bool, *, anthropic: bool = False) -> LimitsFetcher | None:
+    """Reading the window over HTTP is the gateway's (clients/ does no HTTP); `anthropic`: an
+    Anthropic-compatible root (GET /v1/models)."""
     if not from_gateway:
         return None
     from notes_cli.gateway.model_limits import fetch_limits
 
-    return fetch_limits
+    return partial(fetch_limits, anthropic=True) if anthropic else fetch_limits
 
 
 def _installed_codex() -> tuple[int, int, int] | None:

@@ -1,9 +1,10 @@
 """Merge a gateway into a Claude Code settings file (user, project or local scope).
 
-Owned: `env.ANTHROPIC_BASE_URL`, the model variables, and the credential pdnotes was asked to
-set (a placeholder for the mock engine, a top-level `apiKeyHelper`, or — only with an explicit
-flag — a literal token). Every other key keeps its value and order, and the file keeps its
-indentation; an unchanged file is not rewritten at all.
+Owned: `env.ANTHROPIC_BASE_URL`, the model variables, the window (`WINDOW_VARIABLE`, when asked
+or known from the preset), and the credential pdnotes was asked to set (a placeholder for the
+mock engine, a top-level `apiKeyHelper`, or — only with an explicit flag — a literal token).
+Every other key keeps its value and order, and the file keeps its indentation; an unchanged
+file is not rewritten at all.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from notes_cli import paths
 from notes_cli.clients import files, presets, urls
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.git import tracked_by_git
+from notes_cli.clients.model_limits import LimitsFetcher
 from notes_cli.clients.plan import WritePlan, secret_values, too_large
 from notes_cli.errors import UsageError
 from notes_cli.secrets import looks_like_env_name, mask
@@ -33,6 +35,12 @@ background work, ids a gateway usually does not serve."""
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
+WINDOW_VARIABLE = "CLAUDE_CODE_MAX_CONTEXT_TOKENS"
+"""The context window Claude Code assumes for a model whose id is not a Claude one (checked in
+the bundles of 2.1.197 and 2.1.332: read only when the model's canonical id does not start with
+`claude-`; the auto-compact window, CLAUDE_CODE_AUTO_COMPACT_WINDOW, is capped at it). Claude
+Code reports it as `modelUsage.<model>.contextWindow` in `claude -p --output-format json`."""
+
 
 @dataclass(frozen=True)
 class ClaudeOptions:
@@ -42,6 +50,10 @@ class ClaudeOptions:
     token_env: str | None = None
     write_token_from_env: str | None = None
     scope: Scope = "user"
+    context_window: int | None = None  # tokens; written as WINDOW_VARIABLE
+    # Reads the window from the gateway's GET /v1/models (the CLI hands in
+    # gateway.model_limits' fetch_limits: clients/ does no HTTP).
+    fetch_limits: LimitsFetcher | None = None
 
 
 def settings_path(
@@ -72,10 +84,19 @@ def plan_claude(
     updates: dict[str, str] = {"ANTHROPIC_BASE_URL": cleaned.base_url}
     if model:
         updates.update({name: model for name in MODEL_VARIABLES})
-    if preset and preset.codex and preset.codex.context_window and model == preset.model:
+    window, window_notes = _window(options, model, cleaned.base_url)
+    if window is None and preset and preset.codex and model == preset.model:
+        window = preset.codex.context_window
+    if window:
         # A model Claude Code does not know gets the window it is served with, not the one
         # Claude Code assumes (doctor's claude-context-window-unknown).
-        updates["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] = str(preset.codex.context_window)
+        updates[WINDOW_VARIABLE] = str(window)
+        asked = options.context_window is not None or options.fetch_limits is not None
+        if asked and model and model.lower().startswith("claude-"):
+            window_notes += (
+                f"Claude Code reads {WINDOW_VARIABLE} only for a model id not starting with "
+                f"claude-: for {model} it keeps the window it knows",
+            )
     top_level: dict[str, str] = {}
     credential_note = _credential(options, claude_preset, data, updates, top_level)
     local = _local_placeholder(options, claude_preset, data, env, cleaned.base_url)
@@ -88,7 +109,7 @@ def plan_claude(
         mode = 0o600
         warnings.extend(_token_warnings(path, options.scope))
     new_env = {**env, **updates}
-    notes = cleaned.notes
+    notes = cleaned.notes + window_notes
     if (
         local is not None
         and credential_note is None
@@ -122,6 +143,25 @@ def plan_claude(
         mode=mode,
         redact=_secrets_in(data, new_data),
     )
+
+
+def _window(
+    options: ClaudeOptions, model: str | None, base_url: str
+) -> tuple[int | None, tuple[str, ...]]:
+    """The model's context window: --context-window, or the gateway's /v1/models (which says
+    why when it cannot: `gateway.model_limits.fetch_limits`)."""
+    if options.fetch_limits is None:
+        return options.context_window, ()
+    if not model:
+        raise UsageError(
+            "--context-window gateway needs the model whose window to read",
+            fix="pass --model with the id exactly as the gateway serves it",
+        )
+    limits = options.fetch_limits(base_url, options.token_env, model)
+    if limits.context_window is None:  # a fetcher that does not refuse: say so, write none
+        return None, (f"the gateway's /models states no context window for {model}",)
+    said = f"context window {limits.context_window} ({limits.field})"
+    return limits.context_window, (f"the gateway's /models says {model}: {said}",)
 
 
 def _base_url(

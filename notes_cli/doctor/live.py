@@ -19,12 +19,13 @@ import dataclasses
 import difflib
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
 
 from notes_cli.clients.endpoint import Endpoint
+from notes_cli.clients.model_limits import limits_of
 from notes_cli.doctor.client_shape import (
     Shape,
     Variant,
@@ -34,6 +35,7 @@ from notes_cli.doctor.client_shape import (
 )
 from notes_cli.doctor.findings import Finding, FindingClient, Probe
 from notes_cli.doctor.registry import make
+from notes_cli.doctor.resolved import ConfiguredWindow
 from notes_cli.doctor.stream_limits import (
     StreamLimits,
     near_idle_timeout,
@@ -105,15 +107,19 @@ def probe_endpoint(
     transport: httpx.BaseTransport | None = None,
     shape: Shape | None = None,
     limits: StreamLimits | None = None,
+    window: ConfiguredWindow | None = None,
 ) -> tuple[list[Finding], list[Probe]]:
     """Probe one client's endpoint. Returns the findings (empty when all is well) and every
     probe made, in order, with URL (no secret), status and milliseconds. With `shape` (the
     client's recorded request, `doctor.client_shape`) the turn is sent in the client's real shape,
     and a shape the gateway refuses is narrowed down to the part it refuses. With `limits` (the
     client's idle timeout and retries, `doctor.stream_limits`) a silence near the idle timeout
-    and a stream cut before its completion event name the setting to raise."""
+    and a stream cut before its completion event name the setting to raise. With `window` (the
+    context window the client is told the model has) a larger one than the gateway's /models
+    states is `context-window-too-large`."""
     prober = _Prober(endpoint, timeout, static_findings, transport, shape)
     prober.limits = limits
+    prober.window = window
     return prober.run()
 
 
@@ -179,6 +185,7 @@ class _Prober:
         self.probes: list[Probe] = []
         self.served: list[str] | None = None
         self.limits: StreamLimits | None = None
+        self.window: ConfiguredWindow | None = None
 
     # ------------------------------------------------------------------ flow
 
@@ -235,9 +242,30 @@ class _Prober:
                 return False
             return True  # many gateways serve no model list; the turn decides
         self.served = result.ids
+        self._window_check(result.entries, url)
         detail = f"{len(result.ids)} models" + self._via_proxy(url)
         self._record("models", "GET", url, result.status, result.timings.total_ms, True, detail)
         return True
+
+    def _window_check(self, entries: Sequence[Mapping[str, Any]], url: str) -> None:
+        """The configured window against the one /models states for the model: a client told
+        of a larger window sends prompts the server refuses instead of compacting them."""
+        window, model = self.window, self.endpoint.model
+        entry = next((e for e in entries if e.get("id") == model), None)
+        if window is None or entry is None:
+            return
+        served = limits_of(entry)
+        if served.context_window is None or window.tokens <= served.context_window:
+            return
+        self._add(
+            "context-window-too-large",
+            f"{window.setting} says {window.tokens} tokens, but {safe_url(url)} states "
+            f"{served.context_window} for {model} ({served.field}): the client compacts too "
+            "late and the server refuses the longer prompts",
+            setting=window.setting,
+            served=served.context_window,
+            tool=window.tool,
+        )
 
     def _stream(
         self, endpoint: Endpoint, name: str, variant: Variant | None = None

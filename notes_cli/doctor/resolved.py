@@ -37,6 +37,16 @@ class Resolved(Generic[L]):
     configured: bool
     limits: StreamLimits | None = None
     """The client's idle timeout and retries, for the live turn (`doctor.stream_limits`)."""
+    window: ConfiguredWindow | None = None
+    """The context window the client is told the model has, checked against the gateway's
+    /models by the live probe (`context-window-too-large`)."""
+
+
+@dataclass(frozen=True)
+class ConfiguredWindow:
+    tokens: int
+    setting: str  # e.g. "CLAUDE_CODE_MAX_CONTEXT_TOKENS (env of ~/.claude/settings.json)"
+    tool: str  # the `pdnotes config <tool>` that writes it
 
 
 def resolve_codex(
@@ -97,9 +107,23 @@ def resolve_claude(
     if not any(f.problem for f in read):
         endpoint = claude_setup_of(loaded, env).endpoint
     configured = bool(read) or any(k.startswith("ANTHROPIC_") for k in env)
-    merged_env = {name: value for name, (value, _) in merge_claude_layers(loaded, env).env.items()}
+    merged = merge_claude_layers(loaded, env).env
+    merged_env = {name: value for name, (value, _) in merged.items()}
     files = tuple(str(f.path) for f in read)
-    return Resolved("claude", read, files, endpoint, configured, claude_limits(merged_env))
+    limits = claude_limits(merged_env)
+    return Resolved("claude", read, files, endpoint, configured, limits, _claude_window(merged))
+
+
+def _claude_window(merged: Mapping[str, tuple[str, str]]) -> ConfiguredWindow | None:
+    """CLAUDE_CODE_MAX_CONTEXT_TOKENS, when a whole number (claude-env-invalid says otherwise)."""
+    from notes_cli.clients.claude_settings import WINDOW_VARIABLE
+
+    value, source = merged.get(WINDOW_VARIABLE, ("", ""))
+    text = value.strip()
+    if not text.isdigit() or int(text) < 1:
+        return None
+    where = "the environment" if source == "environment" else f"the env block of {source}"
+    return ConfiguredWindow(int(text), f"{WINDOW_VARIABLE} in {where}", "claude")
 
 
 def resolve_gemini(

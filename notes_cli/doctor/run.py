@@ -278,6 +278,7 @@ def _live(
             static_findings=[f for f in report.findings if f.client == client.client],
             shape=shapes.for_endpoint(client.endpoint),
             limits=client.limits,
+            window=client.window,
         )
         confirmed = {(f.id, f.client) for f in findings}
         report.findings = [f for f in report.findings if (f.id, f.client) not in confirmed]

@@ -1,5 +1,5 @@
-"""Read a model's limits from a gateway's `GET /models` (`config codex --context-window gateway`);
-what each server calls them is `clients.model_limits`'."""
+"""Read a model's limits from a gateway's `GET /models` (`config codex|claude|… --context-window
+gateway`); what each server calls them is `clients.model_limits`'."""
 
 from __future__ import annotations
 
@@ -10,16 +10,28 @@ from notes_cli.errors import InputError
 
 
 def fetch_limits(
-    base_url: str, key_env: str | None, model: str, timeout: float = 10.0
+    base_url: str,
+    key_env: str | None,
+    model: str,
+    timeout: float = 10.0,
+    *,
+    anthropic: bool = False,
 ) -> ModelLimits:
-    """The model's limits from `GET {base_url}/models`; InputError (exit 2) when the gateway
-    cannot be asked, does not list the model, or states no window for it."""
+    """The model's limits from `GET {base_url}/models` (`anthropic`: an Anthropic-compatible
+    root, `GET {base_url}/v1/models` with Claude Code's headers); InputError (exit 2) when the
+    gateway cannot be asked, does not list the model, or states no window for it."""
     from notes_cli.clients.endpoint import Endpoint
     from notes_cli.gateway.client import GatewayClient
     from notes_cli.gateway.errors import GatewayError
 
     key = os.environ.get(key_env) if key_env else None
-    endpoint = Endpoint("codex", base_url, "responses", model=model, key_env=key_env, key=key)
+    if anthropic:  # Claude Code sends a token as a bearer, a key as x-api-key: send both
+        endpoint = Endpoint(
+            "claude", base_url, "anthropic", model=model, key_env=key_env, key=key,
+            auth_style="both" if key else "none",
+        )  # fmt: skip
+    else:
+        endpoint = Endpoint("codex", base_url, "responses", model=model, key_env=key_env, key=key)
     manual = "pass the window yourself: --context-window <tokens>"
     try:
         # the whole answer within `timeout`: a list trickled a byte at a time held it forever
@@ -34,7 +46,7 @@ def fetch_limits(
     if limits.context_window is None:
         raise InputError(
             f"{endpoint.models_url()} lists {model!r} without a context window "
-            "(no context_length, max_model_len or similar field)",
+            "(no context_length, max_model_len, max_input_tokens or similar field)",
             fix=manual,
         )
     return limits

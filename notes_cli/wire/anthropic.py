@@ -803,9 +803,17 @@ def _block_index(obj: dict[str, Any], default: int = -1) -> int:
 # --------------------------------------------------------------------------- models
 
 
-def encode_models(models: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """`GET /v1/models`, as Claude Code's gateway discovery reads it."""
+def encode_models(
+    models: tuple[str, ...] | list[str], input_limit: int | None = None
+) -> dict[str, Any]:
+    """`GET /v1/models`, as Claude Code's gateway discovery reads it; `input_limit` is each
+    model's `max_input_tokens` (the window, as Anthropic's Models API states it)."""
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    data = [{"type": "model", "id": m, "display_name": m, "created_at": created} for m in models]
+    data: list[dict[str, Any]] = [
+        {"type": "model", "id": m, "display_name": m, "created_at": created} for m in models
+    ]
+    if input_limit is not None:
+        for entry in data:
+            entry["max_input_tokens"] = input_limit
     first, last = (models[0], models[-1]) if models else (None, None)
     return {"data": data, "has_more": False, "first_id": first, "last_id": last}

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from notes_cli.clients.plan import WritePlan
     from notes_cli.clients.resolve import ClientSetup
     from notes_cli.doctor.findings import Finding
-    from notes_cli.doctor.resolved import Resolved
+    from notes_cli.doctor.resolved import ConfiguredWindow, Resolved
 
 
 class QwenCode:
@@ -164,7 +164,8 @@ class QwenCode:
         cwd = where.project_dir or Path.cwd()
         resolved = config.resolve(layers, env, cwd=cwd, qwen_home=home)
         endpoint = resolved.endpoint() if resolved.auth_type == "openai" else None
-        one = Resolved(self.name, layers, files, endpoint, True)
+        window = _window(resolved.provider, resolved.provider_source) if endpoint else None
+        one = Resolved(self.name, layers, files, endpoint, True, window=window)
         return one, problems + check_qwen(layers, resolved)
 
     def missing_file(self, where: Where) -> Path:
@@ -202,3 +203,15 @@ class QwenCode:
 
 
 CLIENT = QwenCode()
+
+
+def _window(provider: dict[str, Any] | None, where: str) -> ConfiguredWindow | None:
+    """The model entry's generationConfig.contextWindowSize (what `config qwen
+    --context-window` writes), for doctor's live check against the gateway's /models."""
+    from notes_cli.doctor.resolved import ConfiguredWindow
+
+    generation = provider.get("generationConfig") if provider else None
+    size = generation.get("contextWindowSize") if isinstance(generation, dict) else None
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        return None
+    return ConfiguredWindow(size, f"generationConfig.contextWindowSize of {where}", "qwen")

@@ -356,7 +356,8 @@ class _EngineHttp:
     async def anthropic_models(self, request: Request) -> Response:
         if (failure := self._auth_failure(request, MESSAGES)) is not None:
             return failure
-        return _Json(wire_anthropic.encode_models(self.service.served_models))
+        limit = self.service.max_context_tokens  # the window, as Anthropic's API names it
+        return _Json(wire_anthropic.encode_models(self.service.served_models, input_limit=limit))
 
     async def count_tokens(self, request: Request) -> Response:
         """Anthropic's token count: a Messages body (max_tokens optional) → {"input_tokens": N},
