@@ -46,22 +46,3 @@ def claude_settings_path(
     project = (project_dir or Path.cwd()).expanduser()
     name = "settings.json" if scope == "project" else "settings.local.json"
     return project / ".claude" / name
-
-
-def gemini_dir(override: Path | None = None) -> Path:
-    """Gemini CLI's user folder: --gemini-home, else $GEMINI_CLI_HOME/.gemini, else ~/.gemini
-    (Gemini CLI puts `.gemini` inside GEMINI_CLI_HOME, as it does inside the home folder)."""
-    if override is not None:
-        return override.expanduser()
-    env = os.environ.get("GEMINI_CLI_HOME")
-    return (Path(env).expanduser() if env else Path.home()) / ".gemini"
-
-
-def gemini_settings_path(
-    scope: str = "user", *, gemini_home: Path | None = None, project_dir: Path | None = None
-) -> Path:
-    """Gemini CLI settings for a scope: user (~/.gemini/settings.json) or project
-    (<project>/.gemini/settings.json)."""
-    if scope == "user":
-        return gemini_dir(gemini_home) / "settings.json"
-    return (project_dir or Path.cwd()).expanduser() / ".gemini" / "settings.json"

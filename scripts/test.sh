@@ -35,7 +35,7 @@ unset PYTHONDONTWRITEBYTECODE
 
 CODEX_VERSION=0.171.0
 CLAUDE_VERSION=2.1.197  # newer releases declare node >=22 but run on Node 20 (npm only warns)
-GEMINI_VERSION=0.61.0  # node >=20; templates/clients/gemini/0.61.0.json was recorded from it
+GEMINI_VERSION=0.61.0  # node >=20; notes_cli/clients/gemini/shapes/0.61.0.json was recorded from it
 QWEN_VERSION=0.24.4     # declares node >=22 (since 0.21) but runs on Node 20 (npm only warns)
 OPENCODE_VERSION=1.18.33  # a native binary (opencode-linux-x64) in an npm package: no Node needed
 install_pinned() {

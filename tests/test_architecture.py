@@ -280,22 +280,64 @@ def client_mentions(source: str, client: str) -> list[str]:
     client's documentation, as are the docs."""
     tree = ast.parse(source)
     found = [f"line {line}: {name}" for line, name in _identifiers(tree) if client in name.lower()]
+    protocol_words = _compared_with_a_protocol(tree)
     found += [
         f"line {node.lineno}: {node.value!r}"
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and node.value.strip().lower() == client
+        and id(node) not in protocol_words
     ]
     return found
 
 
+def _compared_with_a_protocol(tree: ast.AST) -> set[int]:
+    """The string constants a comparison holds against a wire protocol's name
+    (`endpoint.protocol == "gemini"`, `protocol not in ("chat", "gemini")`): the word names
+    the protocol there (the Gemini API), not the client."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        if not any(
+            isinstance(side, ast.Name)
+            and side.id == "protocol"
+            or isinstance(side, ast.Attribute)
+            and side.attr == "protocol"
+            for side in sides
+        ):
+            continue
+        found |= {id(c) for side in sides for c in ast.walk(side) if isinstance(c, ast.Constant)}
+    return found
+
+
+# The modules that speak a wire protocol named like a client (the Gemini API: Google's
+# generateContent), each with why; the name rule does not read them. wire/ is whole.
+PROTOCOL_MODULES = {
+    "notes_cli/clients/endpoint.py": "the protocols' names and URLs (`Protocol`, `models_url`)",
+    "notes_cli/bridge/gemini_route.py": "the bridge's Gemini API route",
+    "notes_cli/bridge/app.py": "routes the Gemini API to bridge/gemini_route.py",
+    "notes_cli/engine/http/app.py": "the engine serves the Gemini API",
+    "notes_cli/engine/http/dialects.py": "the engine's dialect of each wire protocol",
+    "notes_cli/engine/http/server.py": "the engine's Gemini API base URL",
+    "notes_cli/render/engine.py": "shows the engine's Gemini API base URL",
+    "notes_cli/gateway/client.py": "how each protocol's stream ends",
+    "notes_cli/secrets.py": "masks a model in a Gemini API URL",
+    "notes_cli/clients/presets.py": "a preset's Gemini API root (its [gemini] table)",
+    "notes_cli/render/config.py": "`config presets --json` shows that root",
+}
+
+
 def _outside(client: str) -> Iterator[Path]:
-    """Every module but the client's folder, the registry and wire/ (the wire protocols may
-    carry a client's name: the Gemini protocol)."""
+    """Every module but the client's folder, the registry, wire/ and the other modules that
+    speak a wire protocol named like a client (`PROTOCOL_MODULES`)."""
     for path in sorted(PACKAGE.rglob("*.py")):
         name = _module_name(path)
         if _within(name, f"notes_cli.clients.{client}") or _within(name, "notes_cli.wire"):
+            continue
+        if str(path.relative_to(PACKAGE.parent)) in PROTOCOL_MODULES:
             continue
         if name != "notes_cli.clients.registry":
             yield path

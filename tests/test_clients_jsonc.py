@@ -16,13 +16,14 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from notes_cli.clients import files, jsonc
+from notes_cli.clients.gemini.config import DIALECT as GEMINI
 from notes_cli.clients.opencode.config import DIALECT as OPENCODE
 from notes_cli.clients.qwen.config import DIALECT as QWEN
 from notes_cli.errors import ConfigParseError
 
 WHERE = Path("settings.json")
-STRICT = [jsonc.GEMINI, QWEN]
-ALL = [jsonc.GEMINI, QWEN, OPENCODE]
+STRICT = [GEMINI, QWEN]
+ALL = [GEMINI, QWEN, OPENCODE]
 
 
 def refused(text: str, dialect: jsonc.Dialect, **kwargs: Any) -> ConfigParseError:
@@ -82,7 +83,7 @@ def test_a_repeated_key_is_refused_for_an_edit_and_named_with_its_position() -> 
         assert (error.line, error.column) == (4, 3)
         assert f"{dialect.client} uses only the last one" in error.message
     assert refused(text, OPENCODE).line == 4  # OpenCode: refused even to read
-    assert jsonc.parse(text, WHERE, jsonc.GEMINI) == {"model": "b"}  # read as the client does
+    assert jsonc.parse(text, WHERE, GEMINI) == {"model": "b"}  # read as the client does
 
 
 @pytest.mark.parametrize("dialect", ALL, ids=lambda d: d.client)
@@ -454,10 +455,10 @@ def test_an_edit_read_back_with_another_meaning_is_refused() -> None:
     # the guard behind every edit: whatever layout the editor might still misplace an edit in
     edited = '{"a": 1 /* , "b": 2 */}'
     with pytest.raises(ConfigParseError, match="the file was not changed"):
-        jsonc.check_edit(edited, WHERE, jsonc.GEMINI, {"a": 1, "b": 2})
+        jsonc.check_edit(edited, WHERE, GEMINI, {"a": 1, "b": 2})
     with pytest.raises(ConfigParseError, match="the file was not changed"):
-        jsonc.check_edit('{"a": 1 // , "b": 2\r}', WHERE, jsonc.GEMINI)  # no closing brace
-    assert jsonc.check_edit(edited, WHERE, jsonc.GEMINI, {"a": 1}) == {"a": 1}
+        jsonc.check_edit('{"a": 1 // , "b": 2\r}', WHERE, GEMINI)  # no closing brace
+    assert jsonc.check_edit(edited, WHERE, GEMINI, {"a": 1}) == {"a": 1}
 
 
 @settings(max_examples=100, deadline=None)

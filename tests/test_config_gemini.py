@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from notes_cli.clients import dotenv, jsonc
+from notes_cli.clients.gemini.config import DIALECT as GEMINI_DIALECT
 
 RICH = """{
   // my theme, do not touch
@@ -49,7 +50,7 @@ def test_comments_and_unknown_keys_survive_and_only_owned_values_change(
     text = path.read_text(encoding="utf-8")
     for kept in ("// my theme, do not touch", "// dark is too dark", "/* a block\n     comment */"):
         assert kept in text
-    data = jsonc.parse(text, path, jsonc.GEMINI)
+    data = jsonc.parse(text, path, GEMINI_DIALECT)
     assert data["model"] == {"name": "m-1", "maxSessionTurns": 10}
     assert data["ui"] == {"theme": "GitHub", "hideBanner": True}
     assert data["tools"] == {"sandbox": False}
@@ -387,7 +388,7 @@ def test_no_phone_home_turns_off_the_side_connections_and_keeps_the_rest(
         '{\n  "general": {"vimMode": true}, // mine\n  "telemetry": {"target": "local"}\n}\n'
     )
     assert cli("config", "gemini", "--preset", "mock", "--no-phone-home").exit_code == 0
-    data = jsonc.parse(path.read_text(), path, jsonc.GEMINI)
+    data = jsonc.parse(path.read_text(), path, GEMINI_DIALECT)
     assert data["general"] == {
         "vimMode": True,
         "enableAutoUpdate": False,
@@ -435,7 +436,7 @@ def test_a_block_comment_over_lines_after_the_last_member_keeps_the_edit_out(
     assert result.exit_code == 0, result.stderr
     written = path.read_bytes().decode()
     assert f"/* a note{newline}  over two lines */" in written
-    data = jsonc.parse(written, path, jsonc.GEMINI)
+    data = jsonc.parse(written, path, GEMINI_DIALECT)
     assert data == {
         "ui": {"theme": "GitHub"},
         "model": {"name": "m-1"},

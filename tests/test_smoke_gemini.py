@@ -1,4 +1,4 @@
-"""`pdnotes smoke --client gemini`: Gemini CLI's recorded request (templates/clients/gemini/),
+"""`pdnotes smoke --client gemini`: Gemini CLI's recorded request (clients/gemini/shapes/),
 sent where and how Gemini CLI sends it, judged on Gemini's stream; and a full run on the
 bundled engine's Gemini routes with a config `pdnotes config gemini` wrote."""
 
@@ -49,7 +49,7 @@ def test_smoke_sends_gemini_clis_request_to_its_url_with_its_key_header(
     assert sent.headers["x-goog-api-client"].startswith("google-genai-sdk/")
     body = sent.json()
     recorded = json.loads(
-        (Path(__file__).parent.parent / "templates/clients/gemini/0.61.0.json").read_text()
+        (Path(__file__).parent.parent / "notes_cli/clients/gemini/shapes/0.61.0.json").read_text()
     )["body"]
     names = [f["name"] for t in body["tools"] for f in t["functionDeclarations"]]
     assert names == [f["name"] for t in recorded["tools"] for f in t["functionDeclarations"]]

@@ -20,7 +20,6 @@ from notes_cli.bridge import config as bridge_config
 from notes_cli.clients import presets
 from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
 from notes_cli.clients.codex_config import CodexOptions, plan_codex
-from notes_cli.clients.gemini_config import GeminiOptions, plan_gemini
 from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
 from notes_cli.clients.plan import WritePlan
 from notes_cli.clients.plugin import BridgeTarget, Client, ConfigRequest
@@ -148,31 +147,6 @@ def plan_claude_bridge(
         fetch_limits=fetch,
     )
     plan = plan_claude(client, claude_home=claude_home, project_dir=project_dir)
-    return _with_notes(plan, record), record
-
-
-def plan_gemini_bridge(
-    options: GeminiOptions,
-    bridge: BridgeOptions,
-    *,
-    gemini_home: Path | None = None,
-    project_dir: Path | None = None,
-) -> tuple[WritePlan, bridge_config.BridgeConfig]:
-    """Gemini CLI on the bridge's Gemini route (…/v1beta/models/<model>:streamGenerateContent)
-    in front of a chat-completions upstream; `--key-env` names the UPSTREAM's key, as for the
-    other clients; the bridge's own key (if any) is what Gemini CLI sends."""
-    url, key_env, model = _upstream(
-        options.preset, options.base_url, options.key_env, options.model
-    )
-    record = _record(url, key_env, model, bridge)
-    client = replace(
-        options,
-        preset=BRIDGE_PRESET if bridge.api_key_env is None else None,
-        base_url=record.root_url,
-        model=model,
-        key_env=bridge.api_key_env,
-    )
-    plan = plan_gemini(client, gemini_home=gemini_home, project_dir=project_dir)
     return _with_notes(plan, record), record
 
 

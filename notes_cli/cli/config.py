@@ -135,7 +135,7 @@ class _Common:
         _write(path, build_plan, self.dry_run, self.as_json)
 
 
-# Codex, Claude Code and Gemini CLI, until each moves into a folder of its own
+# Codex and Claude Code, until each moves into a folder of its own
 # (`clients.registry`): their `config <name>` options as data, built like every client's.
 _CODEX = _Declared(
     "codex",
@@ -207,46 +207,6 @@ _CLAUDE = _Declared(
     ),
     ".claude/settings.json (--scope project) or .claude/settings.local.json (local)",
 )
-_GEMINI = _Declared(
-    "gemini",
-    "Merge the gateway into Gemini CLI's settings.json and .gemini/.env, keeping everything\n"
-    "    else (comments included).",
-    (
-        Option(
-            "base_url",
-            "--base-url",
-            "Gemini-API root; Gemini CLI appends /v1beta/models/<model>:… (cleaned if pasted).",
-        ),
-        Shared("model"),
-        Option(
-            "key_env",
-            "--key-env",
-            "NAME of the variable holding the key (never the key); Gemini CLI reads "
-            "GEMINI_API_KEY.",
-        ),
-        Option(
-            "write_key_from_env",
-            "--write-key-from-env",
-            "Write the key held in this variable into .gemini/.env (made 0600). Use with care.",
-        ),
-        Option("scope", "--scope", "user (~/.gemini) or project (./.gemini).", default="user"),
-        Option(
-            "no_phone_home",
-            "--no-phone-home",
-            "Also turn off Gemini CLI's usage statistics, telemetry and update checks (its only "
-            "connections besides the model).",
-            kind=bool,
-            default=False,
-        ),
-    ),
-    Option(
-        "gemini_home",
-        "--gemini-home",
-        "Gemini CLI user folder (default: $GEMINI_CLI_HOME/.gemini or ~/.gemini).",
-        Path,
-    ),
-    ".gemini/settings.json (--scope project)",
-)
 
 
 # `config show` takes the same folder options.
@@ -256,7 +216,6 @@ def _home(declared: _Declared) -> Any:
 
 CodexHome = Annotated[Path | None, _home(_CODEX)]
 ClaudeHome = Annotated[Path | None, _home(_CLAUDE)]
-GeminiHome = Annotated[Path | None, _home(_GEMINI)]
 
 
 def _codex(values: dict[str, Any], common: _Common) -> None:
@@ -319,46 +278,6 @@ def _claude(values: dict[str, Any], common: _Common) -> None:
             None,
         )
     common.write(path, build)
-
-
-def _gemini(values: dict[str, Any], common: _Common) -> None:
-    from notes_cli.clients.gemini_config import GeminiOptions, Scope, plan_gemini, settings_path
-
-    home, project_dir, scope = values["gemini_home"], values["project_dir"], values["scope"]
-    preset = values["preset"]
-    path = settings_path(scope, gemini_home=home, project_dir=project_dir)  # checks it
-    options = GeminiOptions(
-        preset,
-        values["base_url"],
-        values["model"],
-        values["key_env"],
-        values["write_key_from_env"],
-        cast(Scope, scope),
-        values["no_phone_home"],
-    )
-    if common.bridge or _chat_only(preset) or _no_gemini_api(preset):
-        from notes_cli.bridge.client_setup import plan_gemini_bridge
-
-        via = common.via()
-        build: Plan = lambda: plan_gemini_bridge(  # noqa: E731
-            options, via, gemini_home=home, project_dir=project_dir
-        )
-    else:
-        build = lambda: (  # noqa: E731
-            plan_gemini(options, gemini_home=home, project_dir=project_dir),
-            None,
-        )
-    common.write(path, build)
-
-
-def _no_gemini_api(preset: str | None) -> bool:
-    """The preset has an OpenAI-compatible root but no Gemini-API one: bridge it."""
-    if not preset:
-        return False
-    from notes_cli.clients.presets import load_preset
-
-    loaded = load_preset(preset)
-    return loaded.gemini is None and loaded.codex is not None
 
 
 # The options a client declares as `Shared` (`clients.plugin`), each spelt once.
@@ -430,7 +349,7 @@ def _configure(client: Client, values: dict[str, Any], common: _Common) -> None:
     common.write(path, build_plan)
 
 
-for _declared, _run in ((_CODEX, _codex), (_CLAUDE, _claude), (_GEMINI, _gemini)):
+for _declared, _run in ((_CODEX, _codex), (_CLAUDE, _claude)):
     _config_command(_declared, _run)
 for _client in registry.CLIENTS:
     _config_command(_client, partial(_configure, _client))
@@ -556,7 +475,6 @@ def show(
     profile: layer_options.Profile = None,
     overrides: layer_options.Overrides = None,
     settings: layer_options.Settings = None,
-    gemini_home: GeminiHome = None,
     homes: dict[str, Path | None] | None = None,
 ) -> None:
     """Show each client's effective setup: values, the layer (file, or -c) each came from, the
@@ -572,7 +490,6 @@ def show(
         project_dir=project_dir,
         codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
         claude_settings=settings,
-        gemini_home=gemini_home,
         homes=homes,
     )
     render.show_json(setups) if as_json else render.show_human(setups)

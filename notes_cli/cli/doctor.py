@@ -68,9 +68,6 @@ def doctor(
             help="Also run a project-scope apiKeyHelper (5 s limit; its output is never shown).",
         ),
     ] = False,
-    gemini_home: Annotated[
-        Path | None, typer.Option("--gemini-home", help="Gemini CLI user folder (~/.gemini).")
-    ] = None,
     homes: dict[str, Path | None] | None = None,
 ) -> None:
     """Find what would break the clients' connection, each finding with its fix.
@@ -90,7 +87,6 @@ def doctor(
         claude_settings=settings,
         run_helpers=run_helpers,
         minimal=minimal,
-        gemini_home=gemini_home,
         homes=homes,
     )
     if as_json:

@@ -4,7 +4,7 @@ the source article's criteria (returned, completed, stable latency)."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,13 +16,11 @@ if TYPE_CHECKING:
 _PROTOCOL = {
     "codex": "responses",
     "claude": "anthropic",
-    "gemini": "gemini",
     "openai": "chat",
 }
 _DEFAULT_KEY_ENV = {
     "codex": None,
     "claude": "ANTHROPIC_AUTH_TOKEN",
-    "gemini": "GEMINI_API_KEY",
     "openai": "OPENAI_API_KEY",
 }
 
@@ -192,7 +190,7 @@ def _endpoint(
             key_env=key_env,
             default_key_env=default_key_env,
             client=client,
-            auth_style=_auth_style(client, key_env or default_key_env),
+            auth_style=_auth_style(client, protocol, key_env or default_key_env),
             source=source,
         )
     else:
@@ -232,8 +230,6 @@ def _configured(client: str) -> Endpoint:
             f"'Missing environment variable: `{endpoint.key_env}`' and send nothing",
             fix=f"export {endpoint.key_env}=<your key>, then re-run",
         )
-    if client == "gemini" and not endpoint.key:
-        _gemini_without_key()
     if client == "claude" and not endpoint.key and endpoint.auth_style == "none":
         raise UsageError(
             "no ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or apiKeyHelper: Claude Code would say "
@@ -243,30 +239,9 @@ def _configured(client: str) -> Endpoint:
     return endpoint
 
 
-def _gemini_without_key() -> NoReturn:
-    """Gemini CLI would stop before sending anything: say why, the untrusted folder first when
-    it hides the .env that holds the key (as after `pdnotes config gemini` in a new folder)."""
-    from notes_cli.clients.gemini_config import KEY_VAR
-    from notes_cli.clients.gemini_layers import gemini_layers
-    from notes_cli.errors import UsageError
+def _auth_style(client: str, protocol: str, key_env: str | None) -> AuthStyle:
+    from notes_cli.clients.endpoint import protocol_auth
 
-    layers = gemini_layers()
-    hidden = layers.hidden_by_trust(KEY_VAR)
-    if hidden is not None:
-        raise UsageError(
-            f"{layers.cwd} is not trusted by Gemini CLI ({layers.trust_source}), so it skips "
-            f"{hidden}, which sets {KEY_VAR}: Gemini CLI would stop before sending anything",
-            fix="export GEMINI_CLI_TRUST_WORKSPACE=true (scripts), or trust this folder once in "
-            "interactive `gemini`",
-        )
-    raise UsageError(
-        f"{KEY_VAR} is unset (in the environment and the .env Gemini CLI loads): "
-        "Gemini CLI would stop before sending anything",
-        fix=f"export {KEY_VAR}=<key>, or: pdnotes doctor --client gemini",
-    )
-
-
-def _auth_style(client: str, key_env: str | None) -> AuthStyle:
     if client == "claude" and key_env == "ANTHROPIC_API_KEY":
         return "x-api-key"
-    return "x-goog-api-key" if client == "gemini" else "bearer"
+    return protocol_auth(protocol)

@@ -14,6 +14,12 @@ Protocol = Literal["responses", "chat", "anthropic", "gemini"]
 AuthStyle = Literal["bearer", "x-api-key", "x-goog-api-key", "both", "none"]
 
 
+def protocol_auth(protocol: str) -> AuthStyle:
+    """How a key is sent in `protocol` by default: Google's SDK sends `x-goog-api-key` for the
+    Gemini API; the others a bearer token."""
+    return "x-goog-api-key" if protocol == "gemini" else "bearer"
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """One client's effective connection. `key` is the resolved secret: never print it, use

@@ -57,7 +57,9 @@ class Dialect:
     are still the comment."""
 
 
-GEMINI = Dialect("Gemini CLI")
+STRIP_JSON_COMMENTS = Dialect("the client")
+"""strip-json-comments, then JSON.parse: the default reading (each client folder declares its
+own `Dialect`, named for its messages)."""
 
 _STRING = r'"(?:[^"\\\n]|\\.)*+"?'
 _BLOCK_COMMENT = r"/\*[\s\S]*?(?:\*/|\Z)"
@@ -76,7 +78,7 @@ def _tokens(dialect: Dialect) -> re.Pattern[str]:
 _TRAILING_COMMA = re.compile(_STRING + r"|,(?=[ \t\r\n]*+[}\]])")
 
 
-def blank_comments(text: str, dialect: Dialect = GEMINI) -> str:
+def blank_comments(text: str, dialect: Dialect = STRIP_JSON_COMMENTS) -> str:
     """`text` with every comment (as `dialect` ends them) replaced by spaces (line breaks
     kept), strings untouched."""
     return _blank_comments(text, dialect)[0]
@@ -267,7 +269,7 @@ class Editor:
     """Edits of one JSONC text, read as `dialect` reads it; `text` holds the result. Each edit
     rescans (files are small: `fileio.MAX_CONFIG_BYTES`), so offsets never go stale."""
 
-    def __init__(self, text: str, dialect: Dialect = GEMINI) -> None:
+    def __init__(self, text: str, dialect: Dialect = STRIP_JSON_COMMENTS) -> None:
         self.text = text
         self.dialect = dialect
         self.unit = files.json_indent(text)
@@ -494,7 +496,7 @@ def _nest(path: tuple[str, ...], value: Any) -> Any:
 def set_values(
     text: str,
     updates: dict[tuple[str, ...], Any],
-    dialect: Dialect = GEMINI,
+    dialect: Dialect = STRIP_JSON_COMMENTS,
     path: Path = Path("settings.json"),
 ) -> str:
     """`text` (a file `parse` accepts, or "" for a new one) with each key path in `updates`

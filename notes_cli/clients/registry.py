@@ -1,22 +1,24 @@
 """The clients pdnotes connects, one line each (issue 38). Adding a client is its folder under
 clients/, one line here, and docs (docs/architecture.md, "How to add a client").
 
-Codex, Claude Code and Gemini CLI still live spread over the house (`NOT_MOVED`);
+Codex and Claude Code still live spread over the house (`NOT_MOVED`);
 they move into folders of their own one at a time, and their names move here from there.
 """
 
 from __future__ import annotations
 
+from notes_cli.clients.gemini import CLIENT as _GEMINI
 from notes_cli.clients.opencode import CLIENT as _OPENCODE
 from notes_cli.clients.plugin import Client
 from notes_cli.clients.qwen import CLIENT as _QWEN
 
 CLIENTS: tuple[Client, ...] = (
+    _GEMINI,
     _QWEN,
     _OPENCODE,
 )
 
-NOT_MOVED = {"codex": "Codex", "claude": "Claude Code", "gemini": "Gemini CLI"}
+NOT_MOVED = {"codex": "Codex", "claude": "Claude Code"}
 """Clients not yet in a folder of their own (name: title), listed before the ones that are
 (their order in every listing users see)."""
 

@@ -23,7 +23,6 @@ from notes_cli.clients.view import CodexView
 from notes_cli.secrets import mask, mask_command, mask_url
 
 if TYPE_CHECKING:
-    from notes_cli.clients.gemini_layers import GeminiLayers
     from notes_cli.clients.layers import MergedCodex
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -252,52 +251,6 @@ def claude_setup_of(
         headers=_custom_headers(layers.env.get("ANTHROPIC_CUSTOM_HEADERS", ("", ""))[0]),
     )
     return ClientSetup("claude", tuple(layers.files), tuple(values), endpoint)
-
-
-def gemini_setup_of(layers: GeminiLayers) -> ClientSetup:
-    """Gemini CLI's effective setup: base URL and key from the environment or its .env, auth
-    type and model from the settings layers (GEMINI_MODEL winning over `model.name`)."""
-    from notes_cli.clients.gemini_config import BASE_URL_VAR, DEFAULT_BASE_URL, KEY_VAR
-
-    files = tuple(f.path for f in layers.files if f.text is not None)
-    if layers.env_file is not None:
-        files += (layers.env_file,)
-    if not layers.configured and not any(name in layers.env for name in (BASE_URL_VAR, KEY_VAR)):
-        return ClientSetup("gemini", (), (), None, problem="no Gemini CLI settings file")
-    if layers.problems:
-        bad = layers.problems[0]
-        return ClientSetup("gemini", files, (), None, problem=str(bad.problem))
-    values: list[Value] = []
-    base_url, base_source = layers.env.get(BASE_URL_VAR, (DEFAULT_BASE_URL, "default"))
-    values.append(Value(BASE_URL_VAR, mask_url(base_url), base_source))
-    auth = layers.value("security", "auth", "selectedType")
-    values.append(
-        Value("security.auth.selectedType", str(auth or "(unset)"),
-              layers.source_of("security", "auth", "selectedType") or "default")
-    )  # fmt: skip
-    model, model_source = layers.env.get("GEMINI_MODEL", ("", ""))
-    if not model:
-        name = layers.value("model", "name")
-        model = name if isinstance(name, str) else ""
-        model_source = layers.source_of("model", "name") or ""
-    if model:
-        values.append(Value("model", model, model_source))
-    trust = {True: "trusted", False: "not trusted", None: "undecided (gemini -p refuses)"}
-    values.append(Value("folder trust", trust[layers.trusted], layers.trust_source))
-    key, key_source = layers.env.get(KEY_VAR, ("", ""))
-    values.append(Value(KEY_VAR, mask(key) if key else "(unset)", key_source or "environment"))
-    bearer = layers.env.get("GEMINI_API_KEY_AUTH_MECHANISM", ("", ""))[0] == "bearer"
-    endpoint = Endpoint(
-        client="gemini",
-        base_url=base_url,
-        protocol="gemini",
-        model=model or None,
-        auth_style=("bearer" if bearer else "x-goog-api-key") if key else "none",
-        key_env=KEY_VAR if key else None,
-        key=key or None,
-        source=base_source,
-    )
-    return ClientSetup("gemini", files, tuple(values), endpoint)
 
 
 def claude_model(layers: ClaudeLayers) -> tuple[str | None, str]:

@@ -11,12 +11,7 @@ from pathlib import Path
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.clients.plugin import Where
-from notes_cli.clients.resolve import (
-    ClientSetup,
-    claude_setup,
-    codex_setup,
-    gemini_setup_of,
-)
+from notes_cli.clients.resolve import ClientSetup, claude_setup, codex_setup
 from notes_cli.clients.view import CodexView
 
 
@@ -48,7 +43,6 @@ def resolve_setups(
     environ: Mapping[str, str] | None = None,
     codex_view: CodexView | None = None,
     claude_settings: Path | None = None,
-    gemini_home: Path | None = None,
     homes: Mapping[str, Path | None] | None = None,
 ) -> list[ClientSetup]:
     """Each client's setup (`client`: one name, or "all"); `homes`: the folder options of the
@@ -61,12 +55,6 @@ def resolve_setups(
         result.append(codex_setup(codex_home, env, view=codex_view or CodexView(project_dir)))
     if client in ("all", "claude"):
         result.append(claude_setup(claude_home, project_dir, env, claude_settings))
-    if client in ("all", "gemini"):
-        from notes_cli.clients.gemini_layers import gemini_layers
-
-        gemini = gemini_setup_of(gemini_layers(gemini_home, project_dir, env))
-        if client == "gemini" or gemini.files or gemini.endpoint is not None:
-            result.append(gemini)  # in "all" only once set up: most users have no Gemini CLI
     where = Where(homes or {}, project_dir)
     for plugin in registry.CLIENTS:
         if client in ("all", plugin.name):

@@ -27,8 +27,8 @@ Version = tuple[int, int, int]
 RECORDED_PROMPT = "Reply with the single word ok."
 _SET_BY_PDNOTES = {"accept", "content-type", "anthropic-version"}
 """Headers the gateway client sets itself (accept follows the stream flag)."""
-_CLIENT_OF = {"responses": "codex", "anthropic": "claude", "gemini": "gemini"}
-_PROTOCOL_OF = {"codex": "responses", "claude": "anthropic", "gemini": "gemini"}
+_CLIENT_OF = {"responses": "codex", "anthropic": "claude"}
+_PROTOCOL_OF = {"codex": "responses", "claude": "anthropic"}
 """The clients not yet in a folder of their own; the others say it (`Client.protocol`)."""
 
 
@@ -58,13 +58,13 @@ class Variant:
 def shape_for(
     protocol: str, version: Version | None = None, *, client: str | None = None
 ) -> Shape | None:
-    """The recorded shape of `client` (default: the client speaking `protocol`: Codex, Claude
-    Code or Gemini CLI), when it speaks `protocol`: the newest not newer than `version` (the
+    """The recorded shape of `client` (default: the one client speaking `protocol`: Codex,
+    Claude Code, Gemini CLI), when it speaks `protocol`: the newest not newer than `version` (the
     oldest when older than all; the newest when unknown). Chat clients (Qwen Code, OpenCode)
     are named: several speak chat completions."""
     from notes_cli.clients import registry
 
-    client = client or _CLIENT_OF.get(protocol)
+    client = client or _CLIENT_OF.get(protocol) or _only_speaker(protocol)
     plugin = registry.get(client) if client else None
     spoken = plugin.protocol if plugin else _PROTOCOL_OF.get(client or "")
     if client is None or spoken != protocol:
@@ -78,6 +78,14 @@ def shape_for(
     return _load(client, ".".join(map(str, chosen)))
 
 
+def _only_speaker(protocol: str) -> str | None:
+    """The one registered client that speaks `protocol` (None when none or several do)."""
+    from notes_cli.clients import registry
+
+    speakers = [c.name for c in registry.CLIENTS if c.protocol == protocol]
+    return speakers[0] if len(speakers) == 1 else None
+
+
 def installed_shape(endpoint: Endpoint, *, codex_version: Version | None = None) -> Shape | None:
     """The recorded request of the client behind `endpoint`, at its installed version (Codex's
     from `codex_version` when given): what doctor's probe and smoke send. None for a client
@@ -89,8 +97,6 @@ def installed_shape(endpoint: Endpoint, *, codex_version: Version | None = None)
     plugin = registry.get(client)
     if plugin is not None:
         return shape_for(protocol, plugin.installed_version(), client=client)
-    if protocol == "gemini":
-        return shape_for(protocol, installed.gemini_version())
     if protocol == "anthropic":
         return shape_for(protocol, installed.claude_version())
     if protocol == "responses":

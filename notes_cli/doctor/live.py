@@ -26,6 +26,7 @@ import httpx
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.clients.model_limits import limits_of
+from notes_cli.clients.plugin import Option
 from notes_cli.doctor.client_shape import (
     Shape,
     Variant,
@@ -405,9 +406,7 @@ class _Prober:
             chat = dataclasses.replace(endpoint, protocol="chat", base_url=base)
             if not self._try(chat, "chat-completions")[0]:
                 continue
-            name = {"responses": "Codex", "gemini": "Gemini CLI"}.get(
-                endpoint.protocol, "Claude Code"
-            )
+            name = _client_of(endpoint)[1]
             self._add(
                 finding_id,
                 f"POST {exc.url} -> 404, but {safe_url(chat.request_url())} answers: this "
@@ -826,13 +825,36 @@ def bridge_command(endpoint: Endpoint, chat_base: str) -> str:
     """The command that puts the bridge in front of a chat-only endpoint, for this client."""
     import shlex
 
-    client = {"responses": "codex", "gemini": "gemini"}.get(endpoint.protocol, "claude")
+    client = _client_of(endpoint)[0]
     args = ["pdnotes", "config", client, "--bridge", "--base-url", chat_base]
     if endpoint.key_env:
-        flag = {"codex": "--env-key", "gemini": "--key-env"}.get(client, "--token-env")
-        args += [flag, endpoint.key_env]
+        args += [_key_flag(client), endpoint.key_env]
     args += ["--model", endpoint.model or "<model id>"]
     return shlex.join(args)
+
+
+def _client_of(endpoint: Endpoint) -> tuple[str, str]:
+    """(name, title) of the client behind `endpoint`: a registered one by its name, else Codex
+    for the Responses API and Claude Code for the others (not yet in folders of their own)."""
+    from notes_cli.clients import registry
+
+    plugin = registry.get(endpoint.client)
+    if plugin is not None:
+        return plugin.name, plugin.title
+    client = "codex" if endpoint.protocol == "responses" else "claude"
+    return client, registry.titles()[client]
+
+
+def _key_flag(client: str) -> str:
+    """The `config <client>` option naming the key's variable."""
+    from notes_cli.clients import registry
+
+    plugin = registry.get(client)
+    if plugin is not None:
+        return next(
+            o.flag for o in plugin.options if isinstance(o, Option) and o.name == plugin.key_option
+        )
+    return "--env-key" if client == "codex" else "--token-env"
 
 
 def exc_url(exc: gw.GatewayError) -> str:

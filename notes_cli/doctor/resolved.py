@@ -14,7 +14,6 @@ from notes_cli.errors import InputError
 
 if TYPE_CHECKING:
     from notes_cli.clients.endpoint import Endpoint
-    from notes_cli.clients.gemini_layers import GeminiLayers
     from notes_cli.clients.layers import MergedCodex
     from notes_cli.clients.view import CodexView
     from notes_cli.doctor.claude_checks import ClaudeFile
@@ -124,17 +123,3 @@ def _claude_window(merged: Mapping[str, tuple[str, str]]) -> ConfiguredWindow | 
         return None
     where = "the environment" if source == "environment" else f"the env block of {source}"
     return ConfiguredWindow(int(text), f"{WINDOW_VARIABLE} in {where}", "claude")
-
-
-def resolve_gemini(
-    gemini_home: Path | None, project_dir: Path | None, env: Mapping[str, str]
-) -> Resolved[GeminiLayers]:
-    """Gemini CLI's layers (settings files, the .env it loads, folder trust) and endpoint."""
-    from notes_cli.clients.gemini_layers import gemini_layers
-    from notes_cli.clients.resolve import gemini_setup_of
-
-    layers = gemini_layers(gemini_home, project_dir, env)
-    setup = gemini_setup_of(layers)
-    files = tuple(str(p) for p in setup.files)
-    configured = layers.configured or "GOOGLE_GEMINI_BASE_URL" in env
-    return Resolved("gemini", layers, files, setup.endpoint, configured)

@@ -62,7 +62,6 @@ def run_doctor(
     claude_settings: Path | None = None,
     run_helpers: bool = False,
     minimal: bool = False,
-    gemini_home: Path | None = None,
     homes: Mapping[str, Path | None] | None = None,
 ) -> DoctorReport:
     """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
@@ -87,8 +86,6 @@ def run_doctor(
         resolved.append(
             _claude(report, env, claude_home, project_dir, claude_settings, run_helpers)
         )
-    if client in ("all", "gemini"):
-        resolved.append(_gemini(report, env, gemini_home, project_dir))
     where = Where(homes or {}, project_dir)
     for plugin in registry.CLIENTS:
         if client in ("all", plugin.name):
@@ -97,7 +94,7 @@ def run_doctor(
             if one.configured or client == plugin.name:
                 resolved.append(one)
     report.clients += [_summary(r) for r in resolved if r.configured]
-    _config_missing(report, client, codex_home, claude_home, gemini_home, where)
+    _config_missing(report, client, codex_home, claude_home, where)
     report.findings += check_env(env)
     if not offline:
         betas_off = any(_claude_betas_off(r, env) for r in resolved if r.client == "claude")
@@ -184,18 +181,6 @@ def _claude(
     return claude
 
 
-def _gemini(
-    report: DoctorReport, env: dict[str, str], gemini_home: Path | None, project_dir: Path | None
-) -> Resolved[Any]:
-    from notes_cli.doctor.gemini_checks import check_gemini
-    from notes_cli.doctor.resolved import resolve_gemini
-
-    gemini = resolve_gemini(gemini_home, project_dir, env)
-    if gemini.configured:
-        report.findings += check_gemini(gemini.layers, env)
-    return gemini
-
-
 def _summary(resolved: Resolved[Any]) -> ClientSummary:
     """The client's header: its files and the URL it will call (none when a file does not
     parse; that file has its finding)."""
@@ -213,13 +198,12 @@ def _config_missing(
     client: str,
     codex_home: Path | None,
     claude_home: Path | None,
-    gemini_home: Path | None = None,
     where: Where | None = None,
 ) -> None:
     """A client with no config: an error when asked for explicitly or when no client is
-    configured, else a warning (most people use one client). Gemini CLI and the
-    clients whose `listed_unset` is False are counted in "all" only once set up: most people
-    with Codex or Claude Code use none."""
+    configured, else a warning (most people use one client). The clients whose `listed_unset`
+    is False are counted in "all" only once set up: most people with Codex or Claude Code use
+    none."""
     from notes_cli.clients import registry
     from notes_cli.doctor.registry import make
 
@@ -237,8 +221,6 @@ def _config_missing(
             path = plugin.missing_file(where or Where())
         elif name == "codex":
             path = paths.codex_config_path(codex_home)
-        elif name == "gemini":
-            path = paths.gemini_settings_path("user", gemini_home=gemini_home)
         else:
             path = paths.claude_settings_path("user", claude_home_dir=claude_home)
         report.findings.insert(

@@ -1,4 +1,4 @@
-"""The installed Codex (and Claude Code, Gemini CLI) version, for version-dependent findings
+"""The installed Codex (and Claude Code) version, for version-dependent findings
 and shapes.
 
 `codex --version` runs only when a `codex` is on PATH (or `$PDNOTES_CODEX_BIN` names one),
@@ -29,11 +29,6 @@ def codex_version() -> tuple[int, int, int] | None:
 def claude_version() -> tuple[int, int, int] | None:
     """The installed Claude Code (`claude --version`, or `$PDNOTES_CLAUDE_BIN`), like Codex."""
     return installed_version("claude", "PDNOTES_CLAUDE_BIN")
-
-
-def gemini_version() -> tuple[int, int, int] | None:
-    """The installed Gemini CLI (`gemini --version`, or `$PDNOTES_GEMINI_BIN`), like Codex."""
-    return installed_version("gemini", "PDNOTES_GEMINI_BIN")
 
 
 def installed_version(name: str, override: str) -> tuple[int, int, int] | None:

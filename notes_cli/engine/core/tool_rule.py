@@ -165,16 +165,16 @@ def first_output_line(output: str) -> str:
         if inline is not None:
             lines = [lines[inline].removeprefix("Output: "), *lines[inline + 1 :]]
     # Gemini CLI's run_shell_command: "<untrusted_context>", "Output: <first line>", …
-    lines = [line for line in lines if line.strip() not in _GEMINI_WRAPPER]
-    if lines and lines[0].startswith(_GEMINI_OUTPUT):
-        first = lines[0][len(_GEMINI_OUTPUT) :]
+    lines = [line for line in lines if line.strip() not in _UNTRUSTED_WRAPPER]
+    if lines and lines[0].startswith(_SHELL_OUTPUT):
+        first = lines[0][len(_SHELL_OUTPUT) :]
         if first.strip() == "(empty)":
             return ""
-        rest = [line for line in lines[1:] if not _GEMINI_TRAILER.match(line)]
+        rest = [line for line in lines[1:] if not _SHELL_TRAILER.match(line)]
         lines = [first, *rest]  # Gemini CLI's own lines (exit code, PGID) dropped
     return next((line.strip() for line in lines if line.strip()), "")
 
 
-_GEMINI_WRAPPER = frozenset({"<untrusted_context>", "</untrusted_context>"})
-_GEMINI_OUTPUT = "Output: "
-_GEMINI_TRAILER = re.compile(r"(Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")
+_UNTRUSTED_WRAPPER = frozenset({"<untrusted_context>", "</untrusted_context>"})
+_SHELL_OUTPUT = "Output: "
+_SHELL_TRAILER = re.compile(r"(Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")

@@ -6,7 +6,7 @@ Settings files, lowest precedence first (its `loadSettings`): system defaults
 (~/.gemini/settings.json, ~ being $GEMINI_CLI_HOME when set), project (<cwd>/.gemini/
 settings.json, trusted folders only), system overrides (`GEMINI_CLI_SYSTEM_SETTINGS_PATH`,
 default /etc/gemini-cli/settings.json); objects merge key by key. Environment: the process
-environment, plus the ONE .env file `gemini_config.env_file_read` finds, whose variables never
+environment, plus the ONE .env file `config.env_file_read` finds, whose variables never
 replace one already set (in an untrusted folder only the key variables are taken from it, and
 the .gemini/.env files are skipped: `hidden_by_trust` names the one a trusted folder would use).
 The folder is trusted when GEMINI_CLI_TRUST_WORKSPACE=true, when folder trust is off
@@ -21,12 +21,23 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from notes_cli import fileio, paths
+from notes_cli import fileio
 from notes_cli.clients import dotenv, jsonc
-from notes_cli.clients.gemini_config import BASE_URL_VAR, KEY_VAR, env_file_read
+from notes_cli.clients.gemini.config import (
+    BASE_URL_VAR,
+    DEFAULT_BASE_URL,
+    DIALECT,
+    KEY_VAR,
+    env_file_read,
+    gemini_dir,
+    settings_file,
+)
 from notes_cli.errors import ConfigParseError, InputError
+
+if TYPE_CHECKING:
+    from notes_cli.clients.resolve import ClientSetup
 
 SYSTEM_SETTINGS = Path("/etc/gemini-cli/settings.json")
 SYSTEM_DEFAULTS = Path("/etc/gemini-cli/system-defaults.json")
@@ -110,8 +121,8 @@ def settings_files(
     system = env.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
     return [
         ("system-defaults", Path(defaults) if defaults else SYSTEM_DEFAULTS),
-        ("user", paths.gemini_settings_path("user", gemini_home=gemini_home)),
-        ("project", paths.gemini_settings_path("project", project_dir=cwd)),
+        ("user", settings_file("user", gemini_home=gemini_home)),
+        ("project", settings_file("project", project_dir=cwd)),
         ("system", Path(system) if system else SYSTEM_SETTINGS),
     ]
 
@@ -128,7 +139,7 @@ def gemini_layers(
     # Started in the home folder, the project file is the user file: read once, as user.
     layer_paths = [(s, p) for s, p in layer_paths if s != "project" or p.resolve() != user]
     read = [_read(scope, path) for scope, path in layer_paths]
-    home_dir = paths.gemini_dir(gemini_home).parent
+    home_dir = gemini_dir(gemini_home).parent
     # The project layer counts only in a trusted folder; trust itself is read from the other
     # layers' folderTrust setting (as Gemini CLI does).
     without_project = _merge([f.data for f in read if f.scope != "project" and f.data])
@@ -187,7 +198,7 @@ def folder_trust(
                       "trustedFolders.json")  # fmt: skip
     try:
         text = fileio.read_text(rules_path)
-        rules = json.loads(jsonc.blank_comments(text)) if text else {}
+        rules = json.loads(jsonc.blank_comments(text, DIALECT)) if text else {}
     except (InputError, ValueError):
         return None, f"{rules_path} cannot be read"
     if not isinstance(rules, dict):
@@ -218,7 +229,7 @@ def _read(scope: str, path: Path) -> GeminiFile:
     if text is None:
         return GeminiFile(scope, path)
     try:
-        return GeminiFile(scope, path, text, jsonc.parse(text, path, jsonc.GEMINI))
+        return GeminiFile(scope, path, text, jsonc.parse(text, path, DIALECT))
     except ConfigParseError as exc:
         return GeminiFile(scope, path, text, problem=exc)
 
@@ -249,3 +260,51 @@ def _merge_two(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def setup_of(layers: GeminiLayers) -> ClientSetup:
+    """Gemini CLI's effective setup: base URL and key from the environment or its .env, auth
+    type and model from the settings layers (GEMINI_MODEL winning over `model.name`)."""
+    from notes_cli.clients.endpoint import Endpoint
+    from notes_cli.clients.resolve import ClientSetup, Value
+    from notes_cli.secrets import mask, mask_url
+
+    files = tuple(f.path for f in layers.files if f.text is not None)
+    if layers.env_file is not None:
+        files += (layers.env_file,)
+    if not layers.configured and not any(name in layers.env for name in (BASE_URL_VAR, KEY_VAR)):
+        return ClientSetup("gemini", (), (), None, problem="no Gemini CLI settings file")
+    if layers.problems:
+        bad = layers.problems[0]
+        return ClientSetup("gemini", files, (), None, problem=str(bad.problem))
+    values: list[Value] = []
+    base_url, base_source = layers.env.get(BASE_URL_VAR, (DEFAULT_BASE_URL, "default"))
+    values.append(Value(BASE_URL_VAR, mask_url(base_url), base_source))
+    auth = layers.value("security", "auth", "selectedType")
+    values.append(
+        Value("security.auth.selectedType", str(auth or "(unset)"),
+              layers.source_of("security", "auth", "selectedType") or "default")
+    )  # fmt: skip
+    model, model_source = layers.env.get("GEMINI_MODEL", ("", ""))
+    if not model:
+        name = layers.value("model", "name")
+        model = name if isinstance(name, str) else ""
+        model_source = layers.source_of("model", "name") or ""
+    if model:
+        values.append(Value("model", model, model_source))
+    trust = {True: "trusted", False: "not trusted", None: "undecided (gemini -p refuses)"}
+    values.append(Value("folder trust", trust[layers.trusted], layers.trust_source))
+    key, key_source = layers.env.get(KEY_VAR, ("", ""))
+    values.append(Value(KEY_VAR, mask(key) if key else "(unset)", key_source or "environment"))
+    bearer = layers.env.get("GEMINI_API_KEY_AUTH_MECHANISM", ("", ""))[0] == "bearer"
+    endpoint = Endpoint(
+        client="gemini",
+        base_url=base_url,
+        protocol="gemini",
+        model=model or None,
+        auth_style=("bearer" if bearer else "x-goog-api-key") if key else "none",
+        key_env=KEY_VAR if key else None,
+        key=key or None,
+        source=base_source,
+    )
+    return ClientSetup("gemini", files, tuple(values), endpoint)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from notes_cli import fileio, paths
+from notes_cli import fileio
 from notes_cli.clients import dotenv, files, jsonc, presets, urls
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.git import tracked_by_git
@@ -38,6 +38,7 @@ BASE_URL_VAR = "GOOGLE_GEMINI_BASE_URL"
 KEY_VAR = "GEMINI_API_KEY"
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 API_VERSION = "v1beta"
+DIALECT = jsonc.Dialect("Gemini CLI")  # strip-json-comments, then JSON.parse
 _PASTED_PATH = re.compile(r"/(v1beta|v1alpha|v1)(/models(/[^/]*)?)?/?$")
 
 TRUST_NOTE = (
@@ -75,7 +76,26 @@ def settings_path(
 ) -> Path:
     if scope not in ("user", "project"):
         raise UsageError(f"unknown --scope {scope!r}", fix="use --scope user or project")
-    return paths.gemini_settings_path(scope, gemini_home=gemini_home, project_dir=project_dir)
+    return settings_file(scope, gemini_home=gemini_home, project_dir=project_dir)
+
+
+def gemini_dir(override: Path | None = None) -> Path:
+    """Gemini CLI's user folder: --gemini-home, else $GEMINI_CLI_HOME/.gemini, else ~/.gemini
+    (Gemini CLI puts `.gemini` inside GEMINI_CLI_HOME, as it does inside the home folder)."""
+    if override is not None:
+        return override.expanduser()
+    env = os.environ.get("GEMINI_CLI_HOME")
+    return (Path(env).expanduser() if env else Path.home()) / ".gemini"
+
+
+def settings_file(
+    scope: str = "user", *, gemini_home: Path | None = None, project_dir: Path | None = None
+) -> Path:
+    """Gemini CLI settings for a scope: user (~/.gemini/settings.json) or project
+    (<project>/.gemini/settings.json)."""
+    if scope == "user":
+        return gemini_dir(gemini_home) / "settings.json"
+    return (project_dir or Path.cwd()).expanduser() / ".gemini" / "settings.json"
 
 
 def request_url(base_url: str, model: str | None) -> str:
@@ -120,9 +140,7 @@ def plan_gemini(
     path = settings_path(options.scope, gemini_home=gemini_home, project_dir=project_dir)
     env_path = path.parent / ".env"
     old_text = fileio.read_text(path)
-    data = (
-        jsonc.parse(old_text, path, jsonc.GEMINI, keep_numbers=True) if old_text is not None else {}
-    )
+    data = jsonc.parse(old_text, path, DIALECT, keep_numbers=True) if old_text is not None else {}
     preset = presets.load_preset(options.preset) if options.preset else None
     gemini_preset = preset.gemini if preset else None
     if preset and gemini_preset is None:
@@ -180,7 +198,7 @@ def _settings_text(
     if old_text is not None and all(_get(data, key) == value for key, value in updates.items()):
         return old_text  # already set up: not rewritten at all
     try:
-        new_text = jsonc.set_values(old_text or "", updates, jsonc.GEMINI, path)
+        new_text = jsonc.set_values(old_text or "", updates, DIALECT, path)
     except RecursionError:
         raise too_large(path, None) from None
     return new_text
@@ -304,7 +322,7 @@ def env_file_read(cwd: Path, *, trusted: bool, home: Path | None = None) -> Path
     """The one .env file Gemini CLI loads when started in `cwd` (its `findEnvFile`): walking up
     from `cwd`, `.gemini/.env` (trusted folders only) then `.env`; at the top, `~/.gemini/.env`
     (trusted only), then `~/.env`."""
-    home = home or paths.gemini_dir().parent  # GEMINI_CLI_HOME stands in for ~ throughout
+    home = home or gemini_dir().parent  # GEMINI_CLI_HOME stands in for ~ throughout
     folder = cwd.resolve()
     for _ in range(256):  # bounded: a path has far fewer parts
         if trusted and (folder / ".gemini" / ".env").is_file():

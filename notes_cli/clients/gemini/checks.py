@@ -1,6 +1,6 @@
 """Static findings for Gemini CLI: the mistakes that send it to Google instead of the gateway,
 or stop it before the first request (rules from Gemini CLI 0.61's source; see
-`clients.gemini_layers` for how it assembles settings, .env and folder trust)."""
+`clients.gemini.layers` for how it assembles settings, .env and folder trust)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,17 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from notes_cli import fileio, paths
+from notes_cli import fileio
 from notes_cli.clients import dotenv, presets, urls
-from notes_cli.clients.gemini_config import AUTH_TYPE, BASE_URL_VAR, KEY_VAR, clean_base_url
-from notes_cli.clients.gemini_layers import GeminiLayers
+from notes_cli.clients.gemini.config import (
+    AUTH_TYPE,
+    BASE_URL_VAR,
+    KEY_VAR,
+    clean_base_url,
+    gemini_dir,
+    settings_file,
+)
+from notes_cli.clients.gemini.layers import GeminiLayers
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.errors import ConfigParseError, UsageError
@@ -142,9 +149,7 @@ def _auth_type(layers: GeminiLayers) -> list[Finding]:
     selected = layers.value("security", "auth", "selectedType")
     if selected == AUTH_TYPE:
         return []
-    file = layers.source_of("security", "auth", "selectedType") or str(
-        paths.gemini_settings_path("user")
-    )
+    file = layers.source_of("security", "auth", "selectedType") or str(settings_file("user"))
     if not selected:
         why = (
             "security.auth.selectedType is unset, so Gemini CLI picks its gateway auth, which "
@@ -161,7 +166,7 @@ def _auth_type(layers: GeminiLayers) -> list[Finding]:
 def _model(layers: GeminiLayers) -> list[Finding]:
     if layers.env.get("GEMINI_MODEL", ("", ""))[0] or layers.value("model", "name"):
         return []
-    file = str(paths.gemini_settings_path("user"))
+    file = str(settings_file("user"))
     return [
         make(
             "gemini-model-missing",
@@ -176,7 +181,7 @@ def _model(layers: GeminiLayers) -> list[Finding]:
 def _usage_statistics(layers: GeminiLayers) -> list[Finding]:
     if layers.value("privacy", "usageStatisticsEnabled") is False:
         return []
-    file = str(paths.gemini_settings_path("user"))
+    file = str(settings_file("user"))
     return [
         make(
             "gemini-usage-statistics",
@@ -240,7 +245,7 @@ def _trust(layers: GeminiLayers, base: tuple[str, str] | None) -> list[Finding]:
     if layers.trusted:
         return []
     hidden = dotenv.parse(layers.env_file_text or "") if layers.env_file else {}
-    user_env = paths.gemini_dir() / ".env"
+    user_env = gemini_dir() / ".env"
     wrote = dotenv.parse(_read(user_env)) if user_env.is_file() else {}
     only_in_env_file = base is None and (BASE_URL_VAR in hidden or BASE_URL_VAR in wrote)
     state = "not trusted" if layers.trusted is False else "not trusted yet"
@@ -267,7 +272,7 @@ def _shadowed(layers: GeminiLayers, env: Mapping[str, str]) -> list[Finding]:
         return []
     if BASE_URL_VAR in layers.env_file_values:
         return []
-    user_env = paths.gemini_dir() / ".env"
+    user_env = gemini_dir() / ".env"
     if not user_env.is_file() or user_env.resolve() == layers.env_file.resolve():
         return []
     value = dotenv.parse(_read(user_env)).get(BASE_URL_VAR)
