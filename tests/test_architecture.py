@@ -313,42 +313,56 @@ def _compared_with_a_protocol(tree: ast.AST) -> set[int]:
     return found
 
 
-# The modules that speak a wire protocol named like a client (the Gemini API: Google's
-# generateContent), each with why; the name rule does not read them. wire/ is whole.
-PROTOCOL_MODULES = {
-    "notes_cli/clients/endpoint.py": "the protocols' names and URLs (`Protocol`, `models_url`)",
-    "notes_cli/bridge/gemini_route.py": "the bridge's Gemini API route",
-    "notes_cli/bridge/app.py": "routes the Gemini API to bridge/gemini_route.py",
-    "notes_cli/engine/http/app.py": "the engine serves the Gemini API",
-    "notes_cli/engine/http/dialects.py": "the engine's dialect of each wire protocol",
-    "notes_cli/engine/http/server.py": "the engine's Gemini API base URL",
-    "notes_cli/render/engine.py": "shows the engine's Gemini API base URL",
-    "notes_cli/gateway/client.py": "how each protocol's stream ends",
-    "notes_cli/secrets.py": "masks a model in a Gemini API URL",
-    "notes_cli/clients/presets.py": "a preset's Gemini API root (its [gemini] table)",
-    "notes_cli/render/config.py": "`config presets --json` shows that root",
-}
+# Where a client's name is also a wire protocol's (the Gemini API: Google's generateContent), by
+# module, with why: None for a module that is that protocol throughout (wire/ is, whole), else
+# the exact words that name the protocol there; any other mention of the client still fails.
+PROTOCOL_MODULES: dict[str, tuple[str, frozenset[str] | None]] = {
+    "notes_cli/bridge/gemini_route.py": ("the bridge's Gemini API route", None),
+    "notes_cli/engine/http/app.py": ("the engine's routes, the Gemini API's among them", None),
+    "notes_cli/engine/http/dialects.py": ("the engine's dialect of each wire protocol", None),
+    "notes_cli/bridge/app.py": ("routes the Gemini API to its module", frozenset({"gemini_route"})),
+    "notes_cli/engine/http/server.py": (
+        "the engine's Gemini API base URL", frozenset({"gemini_base_url"})
+    ),
+    "notes_cli/render/engine.py": (
+        "shows the APIs the engine serves", frozenset({"gemini_base_url", "'gemini'"})
+    ),
+    "notes_cli/clients/endpoint.py": (
+        "the protocols' names (`Protocol`) and model-list URLs", frozenset({"'gemini'"})
+    ),
+    "notes_cli/gateway/client.py": ("how each protocol's stream ends", frozenset({"'gemini'"})),
+    "notes_cli/secrets.py": ("the Gemini API URL's method segment", frozenset({"_GEMINI_METHODS"})),
+    "notes_cli/clients/presets.py": (
+        "a preset's Gemini API root (its [gemini] table)",
+        frozenset({"GeminiPreset", "gemini", "'gemini'"}),
+    ),
+    "notes_cli/render/config.py": ("`config presets --json` shows it", frozenset({"gemini"})),
+}  # fmt: skip
 
 
-def _outside(client: str) -> Iterator[Path]:
-    """Every module but the client's folder, the registry, wire/ and the other modules that
-    speak a wire protocol named like a client (`PROTOCOL_MODULES`)."""
+def _outside(client: str) -> Iterator[tuple[Path, frozenset[str]]]:
+    """Every module but the client's folder, the registry, wire/ and the modules that are a
+    wire protocol named like a client, each with the words that name a protocol there
+    (`PROTOCOL_MODULES`)."""
     for path in sorted(PACKAGE.rglob("*.py")):
         name = _module_name(path)
         if _within(name, f"notes_cli.clients.{client}") or _within(name, "notes_cli.wire"):
             continue
-        if str(path.relative_to(PACKAGE.parent)) in PROTOCOL_MODULES:
-            continue
-        if name != "notes_cli.clients.registry":
-            yield path
+        _, words = PROTOCOL_MODULES.get(str(path.relative_to(PACKAGE.parent)), ("", frozenset()))
+        if words is not None and name != "notes_cli.clients.registry":
+            yield path, words
+
+
+def _not_protocol(found: list[str], words: frozenset[str]) -> list[str]:
+    return [mention for mention in found if mention.split(": ", 1)[1] not in words]
 
 
 @pytest.mark.parametrize("client", _client_folders())
 def test_a_client_is_known_by_name_only_in_its_folder(client: str) -> None:
     mentions = {
         str(path.relative_to(PACKAGE.parent)): found
-        for path in _outside(client)
-        if (found := client_mentions(path.read_text(encoding="utf-8"), client))
+        for path, words in _outside(client)
+        if (found := _not_protocol(client_mentions(path.read_text("utf-8"), client), words))
     }
     assert not mentions, (
         f"{client} is named outside notes_cli/clients/{client}/ and the registry: ask "
@@ -367,6 +381,30 @@ def test_the_name_rule_sees_a_branch_an_import_and_a_name_but_not_prose() -> Non
     assert [m.split(":")[0] for m in client_mentions(planted, "opencode")] == [
         "line 1", "line 2", "line 3",
     ]  # fmt: skip
+
+
+def test_the_name_rule_lets_a_protocol_carry_the_name_and_nothing_else() -> None:
+    """A protocol value (`endpoint.protocol == "gemini"`) or a listed protocol word is allowed;
+    a branch on the client in the same module is not."""
+    protocol = 'if endpoint.protocol == "gemini" or protocol in ("chat", "gemini"):\n    pass\n'
+    assert client_mentions(protocol, "gemini") == []
+    branch = 'if client == "gemini":\n    pass\n'
+    assert client_mentions(branch, "gemini") == ["line 1: 'gemini'"]
+    source = (PACKAGE / "bridge" / "app.py").read_text("utf-8")
+    _, words = PROTOCOL_MODULES["notes_cli/bridge/app.py"]
+    assert words is not None and not _not_protocol(client_mentions(source, "gemini"), words)
+    planted = source + "\n\ndef planted(client: str) -> bool:\n    return client == 'gemini'\n"
+    assert _not_protocol(client_mentions(planted, "gemini"), words) == [
+        f"line {planted.count(chr(10))}: 'gemini'"
+    ]
+
+
+def test_every_protocol_allowance_is_still_needed() -> None:
+    """Each module and word in `PROTOCOL_MODULES` still names the protocol (no stale leave)."""
+    for module, (_, words) in PROTOCOL_MODULES.items():
+        found = client_mentions((PACKAGE.parent / module).read_text("utf-8"), "gemini")
+        used = {mention.split(": ", 1)[1] for mention in found}
+        assert found and (words is None or words <= used), (module, words, used)
 
 
 def test_every_client_folder_is_registered_and_ships() -> None:
