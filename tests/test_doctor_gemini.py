@@ -185,3 +185,34 @@ def test_live_probe_on_a_chat_only_engine_names_the_bridge_command(
     finding = _by_id(result.json(), "gemini-chat-only-endpoint")
     assert result.exit_code == 1 and finding["severity"] == "error"
     assert "pdnotes config gemini --bridge --base-url" in finding["fix"]
+
+
+def test_live_probe_sends_gemini_clis_recorded_request(
+    cli, project: Path, monkeypatch: pytest.MonkeyPatch, sentinel_key: str
+) -> None:
+    """The streamed turn of the live probe is Gemini CLI's recorded request (its SDK header,
+    user agent and tools), as docs/connect.md says, not pdnotes' small body."""
+    import json
+
+    from loopback import LoopbackServer, Reply
+
+    monkeypatch.setenv("GEMINI_API_KEY", sentinel_key)
+    monkeypatch.setenv("PDNOTES_GEMINI_BIN", "/nonexistent")  # the newest recorded shape
+    done = {"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}]}
+
+    def answer(request):  # type: ignore[no-untyped-def]
+        if request.method == "GET":
+            return Reply.json({"models": [{"name": "models/gm-1"}]})
+        return Reply.sse([f"data: {json.dumps(done)}\r\n\r\n".encode()])
+
+    with LoopbackServer(answer) as server:
+        args = ("--base-url", server.url + "/gw", "--model", "gm-1")
+        assert cli("config", "gemini", *args).exit_code == 0
+        result = cli("doctor", "--client", "gemini", "--json", "--timeout", "5")
+        turns = [r for r in server.requests if r.method == "POST"]
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert turns and turns[0].path == "/gw/v1beta/models/gm-1:streamGenerateContent?alt=sse"
+    assert turns[0].headers["x-goog-api-client"].startswith("google-genai-sdk/")
+    assert turns[0].headers["user-agent"].startswith("GeminiCLI")
+    assert [t for t in turns[0].json().get("tools", []) if t.get("functionDeclarations")]
+    assert sentinel_key not in result.stdout + result.stderr
