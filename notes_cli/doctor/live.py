@@ -84,7 +84,7 @@ _CUT_FIX: dict[str, dict[str, Any]] = {
 _SHAPE_ERRORS = frozenset({400, 413, 422})
 _SHAPE_PROTOCOL = {"codex": "responses", "claude": "anthropic"}
 """The protocol of each recorded shape the probe sends, for the clients not yet in a folder of
-their own (Gemini CLI's is probed by its own route); the others say it (`Client.protocol`)."""
+their own; the others say it (`Client.protocol`)."""
 
 
 def _shape_protocol(client: str) -> str | None:
