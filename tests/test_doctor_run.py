@@ -17,7 +17,7 @@ def probed(monkeypatch) -> list[tuple[Endpoint, list[Finding]]]:
     """Replace the live prober; record what it was asked, answer a /v1 error for Codex."""
     calls: list[tuple[Endpoint, list[Finding]]] = []
 
-    def fake_probe(endpoint, *, timeout, static_findings, shape=None, limits=None):  # type: ignore[no-untyped-def]  # noqa: E501
+    def fake_probe(endpoint, *, timeout, static_findings, shape=None, limits=None, window=None):  # type: ignore[no-untyped-def]  # noqa: E501
         calls.append((endpoint, list(static_findings)))
         probe = Probe(endpoint.client, "models", "GET", endpoint.models_url(), 404, 1.0, False)
         if endpoint.client != "codex":
