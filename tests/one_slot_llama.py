@@ -9,7 +9,10 @@ host-memory prompt cache does), reporting `timings` as llama-server does (`cache
 
 The slot is a schedule, not a lock: a request that arrives while the slot is busy starts when
 the one before it ends, and its stream is paced to that schedule (the pauses are the loopback
-server's, ended early when it stops).
+server's, ended early when it stops). `waited` counts the requests that found the slot busy:
+what a client's report of the server's queue must match. `together=N` holds the first
+request until N have arrived (at most 10 s), so requests sent together really meet a busy slot
+however loaded the machine is.
 """
 
 from __future__ import annotations
@@ -23,8 +26,14 @@ MODEL = "one-slot"
 
 
 class OneSlotLlama:
-    def __init__(self, prompt_s: float = 0.0, tpot_s: float = 0.0, timings: bool = True) -> None:
+    def __init__(
+        self, prompt_s: float = 0.0, tpot_s: float = 0.0, timings: bool = True, together: int = 0
+    ) -> None:
         self.prompt_s, self.tpot_s = prompt_s, tpot_s
+        self.together = together
+        self.waited = 0  # requests that arrived while the slot was busy
+        self._arrived = threading.Condition()
+        self._arrivals = 0
         self.timings = timings  # False: answers carry no `timings` (only /metrics tells)
         self.prompts: list[list[str]] = []  # every prompt processed, as words (the cache)
         self._lock = threading.Lock()
@@ -51,11 +60,17 @@ class OneSlotLlama:
         body = request.json()
         words = " ".join(m["content"] for m in body["messages"]).split()
         n_out = int(body.get("max_tokens") or 4)
+        with self._arrived:
+            self._arrivals += 1
+            self._arrived.notify_all()
+            if self._arrivals == 1 and self.together:
+                self._arrived.wait_for(lambda: self._arrivals >= self.together, timeout=10)
         with self._lock:
             cached = max((_common(words, seen) for seen in self.prompts), default=0)
             self.prompts.append(words)
             now = time.monotonic()
             start = max(now, self._free_at)
+            self.waited += start > now
             self._free_at = start + self.prompt_s + (n_out - 1) * self.tpot_s
             self._starts.append(start)
         return Reply.sse(self._stream(start - now, cached, len(words) - cached, n_out))

@@ -179,13 +179,15 @@ def test_the_client_never_sees_a_token_before_the_engines_clock(
 
 
 def test_tpot_grows_with_batch_size() -> None:
-    # Its own engine at half SPEED. Under CPU load the engine may take in the 64 requests one
-    # by one over a second or more, longer than a stream's decode: the streams then overlap
-    # only in part, so the engine is judged by the stream that decoded in the biggest batch
-    # (its TPOT is the batch's), and the slower clock keeps more of them overlapping.
-    with EngineProcess("--mode", "disagg", "--speed", str(SPEED / 2)) as engine:
-        (alone,) = run(sequential(engine.base_url, [500], output=128))
-        batch = run(concurrent(engine.base_url, 64, filler=500, output=128))
+    # Its own engine on a clock 20x slower than real time. Under CPU load the engine may take
+    # in the 64 requests one by one over a second or more (a full suite under two busy loops
+    # spread them past the 0.8 s a stream decoded in at half SPEED, and the test failed): the
+    # streams then overlap only in part, so the engine is judged by the stream that decoded in
+    # the biggest batch (its TPOT is the batch's), and the slow clock (a 32-token stream decodes
+    # for about 4 s of wall time) keeps most of them overlapping on any machine.
+    with EngineProcess("--mode", "disagg", "--speed", "0.05") as engine:
+        (alone,) = run(sequential(engine.base_url, [500], output=32))
+        batch = run(concurrent(engine.base_url, 64, filler=500, output=32))
 
     biggest = max(batch, key=lambda m: m.pd["tpot_ms"])
     assert biggest.pd["tpot_ms"] > 1.15 * alone.pd["tpot_ms"]
