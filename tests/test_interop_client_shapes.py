@@ -17,6 +17,7 @@ from interop_support import client_binary
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import client_shapes  # noqa: E402
 
+from notes_cli.clients import registry  # noqa: E402
 from notes_cli.clients.endpoint import Endpoint  # noqa: E402
 from notes_cli.doctor.client_shape import shape_for  # noqa: E402
 from notes_cli.doctor.live import probe_endpoint  # noqa: E402
@@ -27,7 +28,11 @@ pytestmark = pytest.mark.interop
 
 
 def stored(client: str, version: str) -> dict[str, Any]:
-    path = template_path("clients", client, f"{version}.json")
+    """The shape kept for `client` at `version`: in its folder (a client that has one, as
+    scripts/client_shapes.py writes it), else under templates/clients/."""
+    plugin = registry.get(client)
+    folder = plugin.shapes_dir() if plugin is not None else template_path("clients", client)
+    path = folder / f"{version}.json"
     if not path.is_file():
         pytest.fail(
             f"no recorded request shape for {client} {version}: run "
