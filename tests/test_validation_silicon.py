@@ -164,6 +164,27 @@ def test_a_row_becomes_its_deployment() -> None:
     assert disagg.link == "rdma-8x400g"  # 16 GPUs and more: beyond one node
 
 
+def test_an_agg_row_with_attention_dp_holds_its_batch_on_every_rank() -> None:
+    # TRT-LLM's TP1·DP8·EP8 agg rows: batch_size is per attention-DP rank (concurrency 64 at
+    # batch 8), as the disagg rows' decode batch is; so is the step's token budget. Posed
+    # with a batch of 8 for the whole replica, 56 of 64 clients queued (TTFT 18-60x measured).
+    row = _row(
+        "dp",
+        model_path="deepseek-ai/DeepSeek-R1",
+        precision="fp8",
+        concurrency="64",
+        batch_size="8",
+        tp_size="1",
+        attention_dp_size="8",
+        moe_ep_size="8",
+    )
+    agg = silicon.deployment_for(row, ["trtllm"])
+    assert (agg.colocated.dp, agg.max_batch) == (8, 64)
+    assert agg.chunk_tokens == agg.prefill_token_budget == 8 * silicon.CHUNK_TOKENS
+    plain = silicon.deployment_for(_row("tp", tp_size="8", batch_size="16"), ["trtllm"])
+    assert (plain.max_batch, plain.chunk_tokens) == (16, silicon.CHUNK_TOKENS)
+
+
 def _disagg(run_id: str, **changes: str) -> dict[str, str]:
     """A DeepSeek-R1 fp8 disagg row on H200, TP8·EP8 prefill and decode, no worker counts."""
     fields = {

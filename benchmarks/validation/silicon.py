@@ -180,13 +180,15 @@ def compact(row: dict[str, str]) -> dict[str, str] | None:
 
 
 def max_batch_of(row: dict[str, str]) -> int:
-    """The engine's batch limit: the row's batch size; a disagg row's decode batch size is per
-    attention-DP rank, so a decode worker holds it times its DP ranks."""
+    """The engine's batch limit. The row's batch size is per attention-DP rank (each rank runs
+    its own scheduler; in the source an attention-DP run's concurrency is DP x batch, agg and
+    disagg alike), so a worker holds it times its DP ranks: the decode workers' for a disagg
+    row, the replica's for an agg row."""
     if row["mode"] == "disagg":
         return _int(row["decode_batch_size"], DEFAULT_MAX_BATCH) * _int(
             row["decode_attention_dp_size"], 1
         )
-    return _int(row["batch_size"], DEFAULT_MAX_BATCH)
+    return _int(row["batch_size"], DEFAULT_MAX_BATCH) * _int(row["attention_dp_size"], 1)
 
 
 def model_class(row: dict[str, str]) -> str:
@@ -380,6 +382,9 @@ def deployment_for(
             max_batch=sizes.decode_batch,
             **common,
         )
+    # each attention-DP rank schedules its own CHUNK_TOKENS a step (max_num_tokens is per rank)
+    dp = _int(row["attention_dp_size"], 1)
+    common["prefill_token_budget"] = common["chunk_tokens"] = CHUNK_TOKENS * dp
     return Deployment(
         mode=(harness or HARNESS).agg_mode,
         link="nvlink4",
