@@ -85,6 +85,44 @@ def test_a_lone_prompts_ttft_on_a_dp_deployment_is_one_ranks_prefill(catalog: Ca
     assert spread.ttft_ms == pytest.approx(alone.ttft_ms)
 
 
+def test_a_chunked_steps_lone_prompt_runs_on_one_dp_rank(catalog: Catalog) -> None:
+    # Chunked prefill (agg TRT-LLM / vLLM / SGLang with attention DP): a prompt's chunk runs on
+    # its own replica, so beside 8 decodes a lone 4,000-token chunk on 8 replicas of one GPU
+    # costs what it costs on one GPU with its one decode, not an eighth of it; 8 chunks of
+    # 4,000 tokens (one a replica) cost the same as one.
+    m, h100 = catalog.models["llama-3.1-8b"], catalog.chips["h100-sxm"]
+    one = NodeCost(m, h100, tp=1, dp=1)
+    eight = NodeCost(m, h100, tp=1, dp=8)
+    lone = eight.dp_chunked_step_ms(8, 8 * 2000.0, [(4000.0, 0.0)])
+    assert lone == pytest.approx(one.dp_chunked_step_ms(1, 2000.0, [(4000.0, 0.0)]), rel=0.02)
+    assert lone > 4 * eight.step_ms(8 + 4000, 8 * 2000.0 + 4000.0**2 / 2, 8 * 2000.0, eager=True)
+    full = eight.dp_chunked_step_ms(8, 8 * 2000.0, [(4000.0, 0.0)] * 8)
+    assert full == pytest.approx(lone, rel=0.02)
+    # with dp = 1 it is the plain step, and so is a step without chunks
+    assert one.dp_chunked_step_ms(4, 4 * 2000.0, [(512.0, 1024.0)]) == one.step_ms(
+        4 + 512, 4 * 2000.0 + 512 * (1024 + 256), 4 * 2000.0 + 1024, eager=True
+    )
+    assert eight.dp_chunked_step_ms(16, 16 * 2000.0, []) == eight.decode_step_ms(16, 32000.0)
+
+
+def test_a_lone_prompts_ttft_in_chunked_mode_with_dp_is_one_ranks_prefill(
+    catalog: Catalog,
+) -> None:
+    base = Deployment(
+        name="dp-chunked",
+        mode="chunked",
+        model="llama-3.1-8b",
+        link="nvlink4",
+        colocated=NodeGroup(1, "h100-sxm"),
+        chunk_tokens=8192,
+        prefill_token_budget=8192,
+    )
+    wide = replace(base, colocated=NodeGroup(1, "h100-sxm", dp=8))
+    (alone,) = simulate(base, [SimRequest(0.0, 4000, 2)], catalog=catalog)
+    (spread,) = simulate(wide, [SimRequest(0.0, 4000, 2)], catalog=catalog)
+    assert spread.ttft_ms == pytest.approx(alone.ttft_ms, rel=0.02)
+
+
 def test_deepseek_one_long_prompt_is_slower_than_eight_short_ones(catalog: Catalog) -> None:
     # DeepSeek-R1 on 8 H200 with DP8 + EP8: the attention and dense layers of one 4,000-token
     # prompt run on one GPU, while eight 500-token prompts (the same tokens) run on eight.

@@ -513,6 +513,55 @@ class NodeCost:
         kv_read = context_tokens + chunk_prior
         return self.step_ms(batch + chunk_tokens, pairs, kv_read, eager=True)
 
+    def dp_chunked_step_ms(
+        self, batch: int, context_tokens: float, chunks: Iterable[tuple[float, float]]
+    ) -> float:
+        """A chunked-prefill step with attention DP: `batch` decodes holding `context_tokens`
+        KV entries, spread evenly over the dp replicas, plus prompt chunks (tokens, tokens of
+        that prompt already prefilled). A request lives on one replica, so each chunk runs whole
+        on one, the replica with the fewest new tokens so far; the replicas meet at every MoE
+        layer's all-to-all, so the busiest one's attention and dense layers set the step's pace
+        while the routed experts, the weight reads and the decodes' KV reads are spread over
+        all tp x dp GPUs (as prefill_parts for a prefill batch). Spreading one prompt's tokens
+        over every replica, as step_ms does, makes a lone prompt's chunk dp times too fast.
+        With dp = 1 it is step_ms of the whole step."""
+        chunks = list(chunks)
+        chunk_total = sum(c for c, _ in chunks)
+        pairs = float(context_tokens) + sum(c * (prior + c / 2.0) for c, prior in chunks)
+        kv_read = float(context_tokens) + sum(prior for _, prior in chunks)
+        new_tokens = batch + chunk_total
+        eager = chunk_total > 0
+        if self.dp == 1 or not chunks:
+            return self.step_ms(new_tokens, pairs, kv_read, eager=eager)
+        loads = [batch / self.dp] * self.dp
+        rank_pairs = [float(context_tokens) / self.dp] * self.dp
+        for tokens, prior in chunks:
+            i = loads.index(min(loads))
+            loads[i] += tokens
+            rank_pairs[i] += tokens * (prior + tokens / 2.0)
+        sh = self._shape
+        per_token, fixed, per_pair, per_slid, per_seq, overhead = self._prefill_terms
+        busiest, local = 0.0, 0.0  # the slowest replica's tokens and its own compute (ms)
+        for tokens, rpairs in zip(loads, rank_pairs, strict=True):
+            slid = min(rpairs, tokens * sh.window)
+            # node-wide rates are over tp x dp GPUs; one replica has tp of them
+            own = self.dp * (tokens * per_token + rpairs * per_pair + slid * per_slid)
+            if own > local:
+                busiest, local = tokens, own
+        compute = local + fixed
+        window = new_tokens * sh.window
+        slid_kv = kv_read if kv_read < window else window
+        memory = self._weights_ms + kv_read * self._kv_full_ms + slid_kv * self._kv_slid_ms
+        memory += new_tokens * per_seq + self._floor_ms
+        if sh.experts:
+            touched = 1.0 - sh.miss ** min(new_tokens, 1e6)
+            memory += self._expert_read_ms * touched
+            compute += new_tokens * self._expert_token_ms + self._expert_half_ms * touched
+        if self._comm:
+            comm = self.allreduce_ms(new_tokens, busiest) + self.stage_hops_ms(busiest)
+            return self._with_comm(max(compute, memory), comm) + overhead
+        return max(compute, memory) + overhead
+
     def roofline_decode_floor_ms(self) -> float:
         """Weights a batch-1 step reads over raw HBM bandwidth: the fastest a decode step
         could ever be."""

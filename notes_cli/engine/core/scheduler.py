@@ -553,10 +553,14 @@ class Scheduler:
             w.busy = False
             return
         chunk_total = sum(c for _, c in chunks)
-        pairs = float(w.context) + sum(c * (r.prefilled + c / 2.0) for r, c in chunks)
-        kv_read = float(w.context) + sum(r.prefilled for r, _ in chunks)
         batch = len(w.running)
-        gpu_ms = w.cost.step_ms(batch + chunk_total, pairs, kv_read, eager=chunk_total > 0)
+        if w.cost.dp > 1:  # attention DP: each prompt's chunk on one replica (costmodel)
+            placed = [(float(c), float(r.prefilled)) for r, c in chunks]
+            gpu_ms = w.cost.dp_chunked_step_ms(batch, w.context, placed)
+        else:
+            pairs = float(w.context) + sum(c * (r.prefilled + c / 2.0) for r, c in chunks)
+            kv_read = float(w.context) + sum(r.prefilled for r, _ in chunks)
+            gpu_ms = w.cost.step_ms(batch + chunk_total, pairs, kv_read, eager=chunk_total > 0)
         duration = w.step_duration(gpu_ms, batch + len(chunks))
         w.chunks = chunks
         phase = "mixed" if chunks and batch else ("prefill" if chunks else "decode")
