@@ -185,6 +185,25 @@ def test_an_agg_row_with_attention_dp_holds_its_batch_on_every_rank() -> None:
     assert (plain.max_batch, plain.chunk_tokens) == (16, silicon.CHUNK_TOKENS)
 
 
+def test_the_fitted_disagg_request_time_applies_to_the_engines_disagg_rows_only() -> None:
+    tuning = {"trtllm": {"step_overhead_ms": 2.0, "disagg_request_overhead_ms": 400.0}}
+    agg = silicon.deployment_for(_row("a"), ["trtllm"], tuning)
+    assert agg.step_overhead_ms == 2.0
+    assert agg.overhead_ms < 100.0  # the backend's own, not the disagg stack's fit
+    pd = _disagg("d", backend="trtllm", prefill_num_workers="1", decode_num_workers="1")
+    disagg = silicon.deployment_for(pd, ["trtllm"], tuning)
+    assert (disagg.step_overhead_ms, disagg.overhead_ms) == (2.0, 400.0)
+    other = silicon.deployment_for(dict(pd, backend="sglang"), ["trtllm"], tuning)
+    assert other.overhead_ms < 100.0  # another engine's rows keep the default
+
+
+def test_the_added_request_time_is_the_least_squares_one_on_log_ttft() -> None:
+    # predicted 100 ms where 300 and 500 were measured: adding x makes the log errors
+    # log((100+x)/300) and log((100+x)/500) cancel at 100 + x = sqrt(300 x 500) = 387
+    assert silicon.fit_added_ms([(100.0, 300.0), (100.0, 500.0)]) == 290.0
+    assert silicon.fit_added_ms([(100.0, 90.0)]) == 0.0  # never negative
+
+
 def _disagg(run_id: str, **changes: str) -> dict[str, str]:
     """A DeepSeek-R1 fp8 disagg row on H200, TP8·EP8 prefill and decode, no worker counts."""
     fields = {

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import statistics
 import subprocess
 import sys
 import tomllib
@@ -268,9 +269,20 @@ def fit(reuse: bool = False, every: int = 1) -> None:
         "# only (its agg runs): least squares on log(TPOT predicted / measured); CPU added to the",
         "# simulated TPOT, or max(GPU, CPU) for engines that overlap them. Applied to every",
         "# run of the engine by `score --tuned` (Deployment step_overhead_ms / seq_overhead_us).",
+        "# disagg_request_overhead_ms: least squares on log(TTFT predicted / measured) over its",
+        "# calibration disagg runs, a time added to each (silicon.fit_added_ms) plus the default",
+        "# request overhead; set as request_overhead_ms on the engine's disagg runs only.",
         "",
         "[engines]",
     ]
+    # disagg runs: the stack's time per request (router, KV bootstrap handshake, the decode
+    # worker taking the request in) beyond pdnotes' prefill and transfer, added to TTFT
+    with name.open(encoding="utf-8", newline="") as handle:
+        disagg = [r for r in csv.DictReader(handle) if r["mode"] == "disagg" and not r["skipped"]]
+    default_ms = {
+        row["id"]: silicon.deployment_for(row, known, zero).overhead_ms
+        for row in rows_of("calibration", mode="disagg")
+    }
     for engine in silicon.ENGINES:
         mine = [r for r in results if r["engine"] == engine]
         if not mine:
@@ -281,10 +293,17 @@ def fit(reuse: bool = False, every: int = 1) -> None:
                 math.log(tpot(r, ab[0], ab[1]) / float(r["measured_tpot_ms"])) ** 2 for r in mine
             ),
         )
-        lines.append(
-            f"{engine} = {{ step_overhead_ms = {best[0]}, seq_overhead_us = {best[1]} }}"
-            f"  # {len(mine)} calibration agg runs"
-        )
+        entry = f"step_overhead_ms = {best[0]}, seq_overhead_us = {best[1]}"
+        note = f"{len(mine)} calibration agg runs"
+        theirs = [r for r in disagg if r["engine"] == engine]
+        if theirs:
+            added = silicon.fit_added_ms(
+                (float(r["ttft_ms"]), float(r["measured_ttft_ms"])) for r in theirs
+            )
+            overhead = added + statistics.median(default_ms[r["id"]] for r in theirs)
+            entry += f", disagg_request_overhead_ms = {overhead:.1f}"
+            note += f", {len(theirs)} disagg"
+        lines.append(f"{engine} = {{ {entry} }}  # {note}")
     TUNING.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(TUNING.read_text(encoding="utf-8"))
 

@@ -366,8 +366,13 @@ def deployment_for(
         "weight_dtype": weight_dtype(row),
         "backend": backend_for(row["backend"], row["backend_version"], backends),
     }
-    common.update((tuning or {}).get(row["backend"], {}))
+    tuned = dict((tuning or {}).get(row["backend"], {}))
+    # the fitted per-request time of the engine's disaggregated stack applies to its disagg rows
+    disagg_overhead = tuned.pop("disagg_request_overhead_ms", None)
+    common.update(tuned)
     if row["mode"] == "disagg":
+        if disagg_overhead is not None:
+            common["request_overhead_ms"] = disagg_overhead
         sizes = disagg_sizes(row, catalog, harness)
         prefill = _group(row, "prefill_", chip, sizes.prefill_workers)
         decode = _group(row, "decode_", chip, sizes.decode_workers)
@@ -396,7 +401,19 @@ def deployment_for(
 
 Tuning = dict[str, dict[str, float]]
 """engine -> Deployment fields set on every row of that engine (the calibration fit writes it:
-`step_overhead_ms`, `seq_overhead_us`)."""
+`step_overhead_ms`, `seq_overhead_us`), and `disagg_request_overhead_ms`, set as
+`request_overhead_ms` on the engine's disagg rows only."""
+
+OVERHEAD_MS = [x * 10.0 for x in range(0, 301)]  # 0-3 s per request
+
+
+def fit_added_ms(runs: Iterable[tuple[float, float]], grid: Iterable[float] = OVERHEAD_MS) -> float:
+    """The time x (ms) that, added to each run's predicted TTFT, minimises the sum of squared
+    log(predicted + x) / measured over `runs` of (predicted, measured) TTFT: the calibration
+    fit of a stack's per-request time pdnotes does not model (an approximation: the added
+    time's effect on the closed loop's queueing is not simulated)."""
+    runs = list(runs)
+    return min(grid, key=lambda x: sum(math.log((p + x) / m) ** 2 for p, m in runs))
 
 
 @dataclass(frozen=True)
