@@ -92,9 +92,9 @@ class BridgeApp:
     async def handle(self, request: Request, response: Response) -> None:
         method, path = request.method, request.path
         if path == "/v1/responses" and method == "POST":
-            await self._turn(translate.RESPONSES, request, response)
+            await self.turn(translate.RESPONSES, request, response)
         elif path == "/v1/messages" and method == "POST":
-            await self._turn(translate.ANTHROPIC, request, response)
+            await self.turn(translate.ANTHROPIC, request, response)
         elif path == "/v1/messages/count_tokens" and method == "POST":
             self._count_tokens(request, response)
         elif path == "/v1/chat/completions" and method == "POST":
@@ -125,7 +125,7 @@ class BridgeApp:
         elif self.upstream is not None:
             await self.upstream.aclose()
 
-    def _upstream(self) -> Choice:
+    def choose_upstream(self) -> Choice:
         """This request's way to the upstreams (the first, then the fallbacks in order:
         `bridge.fallback`); `.url` names the one that answered."""
         if self.upstreams is None:
@@ -163,7 +163,7 @@ class BridgeApp:
         return hmac.compare_digest(keys[0].encode(), expected)
 
     # --- one turn -----------------------------------------------------------------------
-    async def _turn(self, leg: translate.Leg, request: Request, response: Response) -> None:
+    async def turn(self, leg: translate.Leg, request: Request, response: Response) -> None:
         self.requests += 1
         if not self.authorised(request):
             self.wire_error(response, leg, WireError(401, "authentication", leg.bad_key_message))
@@ -229,13 +229,13 @@ class BridgeApp:
         error: BaseException | None = None
         # runs once the request is written upstream: while the upstream works, not after
         asyncio.get_running_loop().call_soon(pump.prepare)
-        choice = self._upstream()
+        choice = self.choose_upstream()
         try:
             await choice.stream("/chat/completions", plan.body, pump)
         except Exception as exc:  # worded for the client below (a cancel is not an Exception)
             error = exc
         if not pump.opened:  # failed before the upstream answered
-            self.wire_error(response, leg, self._wire_error(error, choice.url))
+            self.wire_error(response, leg, self.error_for(error, choice.url))
             return None
         tail, ok = self._stream_tail(pump, error, choice.url)
         pump.end(tail)
@@ -265,18 +265,18 @@ class BridgeApp:
         held: list[bytes] = []
         pump.release(held)  # (text that waited to see whether it began a key)
         tail = b"".join([tail, *held])
-        wire_error = self._wire_error(error, url)
+        wire_error = self.error_for(error, url)
         log.warning("upstream stream failed: %s", wire_error.message)
         return tail + pump.encoder.error(wire_error), False
 
     async def _whole(
         self, leg: translate.Leg, turn: Turn, plan: translate.Plan, response: Response
     ) -> Usage | None:
-        choice = self._upstream()
+        choice = self.choose_upstream()
         try:
             _, body = await choice.fetch("POST", "/chat/completions", plan.body)
         except Exception as exc:
-            self.wire_error(response, leg, self._wire_error(exc, choice.url))
+            self.wire_error(response, leg, self.error_for(exc, choice.url))
             return None
         body = self.unsent(body)
         response_id = leg.new_id()
@@ -284,21 +284,21 @@ class BridgeApp:
             reply = replace(plan.reply(body), id=response_id, model=turn.model)
             document = leg.encode_reply(reply)
         except _UNREADABLE as exc:
-            self.wire_error(response, leg, self._unreadable(exc, choice.url))
+            self.wire_error(response, leg, self.unreadable_answer(exc, choice.url))
             return None
         response.send(200, _JSON_HEADERS, _json(document))
         if plan.store and len(plan.body) + len(body) <= MAX_BODY_BYTES:
             self.store.put(response_id, [*plan.history, Message("assistant", list(reply.parts))])
         return reply.usage or Usage()
 
-    def _unreadable(self, exc: BaseException, url: str | None = None) -> WireError:
+    def unreadable_answer(self, exc: BaseException, url: str | None = None) -> WireError:
         """A 2xx answer the bridge cannot read (not JSON, nested too deep, not the shape it
         should have): the upstream's fault, so a 502 naming it."""
         said = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
         message = f"the upstream {url or self.config.upstream} answered with a body the bridge "
         return WireError(502, "bad_gateway", message + f"cannot read: {said}")
 
-    def _wire_error(self, error: BaseException | None, url: str | None = None) -> WireError:
+    def error_for(self, error: BaseException | None, url: str | None = None) -> WireError:
         """`error` for the client in the protocol-neutral form, its message scrubbed. `url`
         names the upstream that failed (default: the first)."""
         url = url or self.config.upstream
@@ -357,12 +357,12 @@ class BridgeApp:
         self, leg: translate.Leg, body: bytes, stream: bool, response: Response, record: bool
     ) -> Usage | None:
         """Pass the chat request through; when `record`, the answer's usage (None: failed)."""
-        choice = self._upstream()
+        choice = self.choose_upstream()
         if not stream:
             try:
                 _, answer = await choice.fetch("POST", "/chat/completions", body)
             except Exception as exc:
-                self.wire_error(response, leg, self._wire_error(exc, choice.url))
+                self.wire_error(response, leg, self.error_for(exc, choice.url))
                 return None
             response.send(200, _JSON_HEADERS, self.unsent(answer))
             return (recording.chat_usage(answer) or Usage()) if record else None
@@ -371,7 +371,7 @@ class BridgeApp:
         try:
             await choice.stream("/chat/completions", body, sink)
         except Exception as exc:  # (a cancel, the client gone, is not an Exception)
-            wire_error = self._wire_error(exc, choice.url)
+            wire_error = self.error_for(exc, choice.url)
             if not sink.opened:
                 self.wire_error(response, leg, wire_error)
                 return None
@@ -387,16 +387,16 @@ class BridgeApp:
         if not self.authorised(request):
             self.wire_error(response, leg, WireError(401, "authentication", leg.bad_key_message))
             return
-        choice = self._upstream()
+        choice = self.choose_upstream()
         try:
             _, body = await choice.fetch("GET", "/models")
         except gw.GatewayError as exc:
-            self.wire_error(response, leg, self._wire_error(exc, choice.url))
+            self.wire_error(response, leg, self.error_for(exc, choice.url))
             return
         try:
             ids = translate.model_ids(self.unsent(body))
         except _UNREADABLE as exc:
-            self.wire_error(response, leg, self._unreadable(exc, choice.url))
+            self.wire_error(response, leg, self.unreadable_answer(exc, choice.url))
             return
         response.send(200, _JSON_HEADERS, _json(translate.models_body(ids, self.config)))
 
@@ -420,7 +420,7 @@ class BridgeApp:
         """The bridge answers; `upstream` says whether its upstream does (GET /models)."""
         started = time.perf_counter()
         report: dict[str, Any] = {"status": "ok", "bridge": "pdnotes", "upstream_url": None}
-        choice = self._upstream()  # with fallbacks: ok when one of them answers
+        choice = self.choose_upstream()  # with fallbacks: ok when one of them answers
         try:
             status, _ = await choice.fetch("GET", "/models")
             report["upstream"] = {"ok": True, "status": status}

@@ -7,7 +7,7 @@ the SDK adds the API version):
     GET  /v1beta/models                          (the upstream's models, in Gemini's form)
 
 `v1` and `v1alpha` are served the same (`GET /v1/models` only for a Google client:
-`matches`). A turn takes the same way as a Responses or Messages one (`BridgeApp._turn`:
+`matches`). A turn takes the same way as a Responses or Messages one (`BridgeApp.turn`:
 auth, the model map, tools, the chat upstream, streaming, errors), with a `Leg` that knows the
 model and the stream mode from the URL. A stream asked for without `?alt=sse` (Google's
 JSON-array framing) is refused with a 400 that says so: Google's SDKs and Gemini CLI always
@@ -51,17 +51,15 @@ class Host(Protocol):
 
     def authorised(self, request: Request) -> bool: ...
 
-    def _turn(
-        self, leg: translate.Leg, request: Request, response: Response
-    ) -> Awaitable[None]: ...
+    def turn(self, leg: translate.Leg, request: Request, response: Response) -> Awaitable[None]: ...
 
     def wire_error(self, response: Response, leg: translate.Leg, error: WireError) -> None: ...
 
-    def _upstream(self) -> _Upstream: ...
+    def choose_upstream(self) -> _Upstream: ...
 
-    def _wire_error(self, error: BaseException | None) -> WireError: ...
+    def error_for(self, error: BaseException | None) -> WireError: ...
 
-    def _unreadable(self, exc: BaseException) -> WireError: ...
+    def unreadable_answer(self, exc: BaseException) -> WireError: ...
 
 
 @dataclass(frozen=True)
@@ -127,7 +125,7 @@ async def handle(app: Host, request: Request, response: Response) -> None:
         said = "the pdnotes bridge streams Gemini answers as SSE only: add ?alt=sse"
         app.wire_error(response, LEG, WireError(400, "invalid_request", said, param="alt"))
         return
-    await app._turn(GeminiLeg("gemini", gemini, "", BAD_KEY, model, streamed), request, response)
+    await app.turn(GeminiLeg("gemini", gemini, "", BAD_KEY, model, streamed), request, response)
 
 
 def _count_tokens(app: Host, request: Request, response: Response, model: str) -> None:
@@ -144,14 +142,14 @@ def _count_tokens(app: Host, request: Request, response: Response, model: str) -
 
 async def _models(app: Host, response: Response) -> None:
     try:
-        _, body = await app._upstream().fetch("GET", "/models")
+        _, body = await app.choose_upstream().fetch("GET", "/models")
     except gw.GatewayError as exc:
-        app.wire_error(response, LEG, app._wire_error(exc))
+        app.wire_error(response, LEG, app.error_for(exc))
         return
     try:
         ids = translate.model_ids(body)
     except (ValueError, TypeError, KeyError, RecursionError) as exc:
-        app.wire_error(response, LEG, app._unreadable(exc))
+        app.wire_error(response, LEG, app.unreadable_answer(exc))
         return
     aliases = list(app.config.model_map)
     listed = gemini.encode_models([*aliases, *(i for i in ids if i not in aliases)])
