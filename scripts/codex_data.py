@@ -67,7 +67,7 @@ def fallback_instructions(bin_dir: Path) -> str:
 
 def check(bin_dir: Path) -> list[str]:
     """The differences between the shipped data and the binary in `bin_dir` (empty: none)."""
-    from notes_cli.clients import codex_catalog
+    from notes_cli.clients.codex import catalog as codex_catalog
 
     codex = bin_dir / "codex"
     version = client_shapes.client_version(codex)

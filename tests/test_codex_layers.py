@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from notes_cli.clients.layers import codex_layers, parse_override
+from notes_cli.clients.codex.layers import codex_layers, parse_override
 
 USER = (
     'model = "good-model"\nmodel_provider = "gw"\n'

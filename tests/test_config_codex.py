@@ -776,7 +776,7 @@ def test_a_new_provider_beside_dotted_providers_leaves_top_level_keys_top_level(
 def test_an_edit_toml_would_read_differently_is_refused_and_nothing_is_written(
     cli, isolated_home, monkeypatch
 ) -> None:
-    from notes_cli.clients import codex_config
+    from notes_cli.clients.codex import config as codex_config
 
     # Without the dotted-key handling, tomlkit puts [model_providers.gw] above `model = …`.
     monkeypatch.setattr(codex_config, "_dotted_piece", lambda doc, key: None)

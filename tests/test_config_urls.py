@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from notes_cli.clients.endpoint import join_url
-from notes_cli.clients.urls import CODEX_ENDPOINT_SUFFIXES, clean_base_url
+from notes_cli.clients.urls import OPENAI_ENDPOINT_SUFFIXES, clean_base_url
 from notes_cli.errors import UsageError
 
 # Drawn from plain alphabets, no regex and no filter: each example costs microseconds to make,
@@ -31,7 +31,7 @@ _param = st.builds(str.__add__, st.sampled_from("abkqx"), st.text("az0_", max_si
 
 @given(
     root=_roots,
-    suffix=st.sampled_from(["", "/", *CODEX_ENDPOINT_SUFFIXES]),
+    suffix=st.sampled_from(["", "/", *OPENAI_ENDPOINT_SUFFIXES]),
     utm=st.dictionaries(
         st.sampled_from(["utm_source", "utm_medium", "utm_campaign"]),
         st.text("abc", min_size=1, max_size=4),
@@ -46,7 +46,7 @@ def test_cleaning_recovers_the_root_and_keeps_other_parameters(
     query = urlencode({**kept, **utm})
     pasted = root + suffix + (f"?{query}" if query else "") + fragment
 
-    cleaned = clean_base_url(pasted, suffixes=CODEX_ENDPOINT_SUFFIXES)
+    cleaned = clean_base_url(pasted, suffixes=OPENAI_ENDPOINT_SUFFIXES)
 
     assert cleaned.base_url == root
     assert cleaned.query_params == kept
@@ -66,11 +66,11 @@ def test_cleaning_recovers_the_root_and_keeps_other_parameters(
     ],
 )
 def test_v1_is_stripped_only_when_the_gateway_forbids_it(pasted, strip_v1, root) -> None:
-    cleaned = clean_base_url(pasted, suffixes=CODEX_ENDPOINT_SUFFIXES, strip_v1=strip_v1)
+    cleaned = clean_base_url(pasted, suffixes=OPENAI_ENDPOINT_SUFFIXES, strip_v1=strip_v1)
     assert cleaned.base_url == root
 
 
 @pytest.mark.parametrize("pasted", ["taotoken.net/api", "ftp://x/api", "", "https://"])
 def test_urls_without_http_scheme_are_refused(pasted: str) -> None:
     with pytest.raises(UsageError):
-        clean_base_url(pasted, suffixes=CODEX_ENDPOINT_SUFFIXES)
+        clean_base_url(pasted, suffixes=OPENAI_ENDPOINT_SUFFIXES)

@@ -115,7 +115,7 @@ def test_a_failing_step_is_a_sentence_and_the_demo_goes_on(
 ) -> None:
     """Issue 35: a dependency that drops an API the config step relies on (tomlkit 0.15 and
     `_insert_after`) gave a 40-line traceback; now it is one sentence, and exit 1."""
-    from notes_cli.clients import codex_config
+    from notes_cli.clients.codex import config as codex_config
 
     def dropped_api(doc: object, key: str, value: object) -> None:
         raise AttributeError("'TOMLDocument' object has no attribute '_insert_after'")
@@ -128,7 +128,7 @@ def test_a_failing_step_is_a_sentence_and_the_demo_goes_on(
     sentence = (
         "step 2 failed: Write the Codex and Claude Code configuration: expected both clients "
         "point at the engine (backups kept; no key written); saw AttributeError: 'TOMLDocument' "
-        "object has no attribute '_insert_after' (at notes_cli/clients/codex_config.py:"
+        "object has no attribute '_insert_after' (at notes_cli/clients/codex/config.py:"
     )
     flat = " ".join(result.stdout.split())
     assert sentence in flat, result.stdout

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from notes_cli.doctor.codex_schema import available_versions, schema_for, suggest
+from notes_cli.clients.codex.schema import available_versions, schema_for, suggest
 
 GOOD = (
     'model = "m"\nmodel_provider = "gw"\n'

@@ -93,7 +93,7 @@ def _wrong_value(kind: str) -> str:
 
 def _every_typed_key() -> list[tuple[str, str]]:
     """(config text with one wrong-typed value, where) for every key the schema data types."""
-    from notes_cli.doctor.codex_schema import schema_for
+    from notes_cli.clients.codex.schema import schema_for
 
     schema = schema_for((0, 171, 0))
     cases = [(f"{k} = {_wrong_value(t)}\n", k) for k, t in schema.top_level.items()]
@@ -137,7 +137,7 @@ def test_every_key_the_schema_data_types_is_one_codex_checks(isolated_home: Path
 
 def test_the_catalogued_models_are_the_binarys_own(isolated_home: Path) -> None:
     """doctor's `codex-model-unknown` trusts this list: a model in it needs no window."""
-    from notes_cli.doctor.codex_schema import schema_for
+    from notes_cli.clients.codex.schema import schema_for
 
     codex = client_binary("codex")
     codex_home = isolated_home / ".codex"

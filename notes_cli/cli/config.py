@@ -219,7 +219,7 @@ ClaudeHome = Annotated[Path | None, _home(_CLAUDE)]
 
 
 def _codex(values: dict[str, Any], common: _Common) -> None:
-    from notes_cli.clients.codex_config import CodexOptions, config_file, plan_codex
+    from notes_cli.clients.codex.config import CodexOptions, config_file, plan_codex
 
     codex_home = values["codex_home"]
     window, from_gateway = _context_window(values["context_window"])
@@ -479,8 +479,8 @@ def show(
 ) -> None:
     """Show each client's effective setup: values, the layer (file, or -c) each came from, the
     URL it calls."""
+    from notes_cli.clients.codex.view import CodexView
     from notes_cli.clients.setups import resolve_setups
-    from notes_cli.clients.view import CodexView
     from notes_cli.render import config as render
 
     setups = resolve_setups(

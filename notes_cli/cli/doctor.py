@@ -72,7 +72,7 @@ def doctor(
 ) -> None:
     """Find what would break the clients' connection, each finding with its fix.
     Exit 0 when there is no error, 1 when there is."""
-    from notes_cli.clients.view import CodexView
+    from notes_cli.clients.codex.view import CodexView
     from notes_cli.doctor.run import run_doctor
 
     report = run_doctor(

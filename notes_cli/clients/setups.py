@@ -9,10 +9,11 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from notes_cli.clients.codex.setup import codex_setup
+from notes_cli.clients.codex.view import CodexView
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.clients.plugin import Where
-from notes_cli.clients.resolve import ClientSetup, claude_setup, codex_setup
-from notes_cli.clients.view import CodexView
+from notes_cli.clients.resolve import ClientSetup, claude_setup
 
 
 def resolve_endpoints(

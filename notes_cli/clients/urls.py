@@ -23,14 +23,9 @@ from notes_cli.secrets import (
     mask_url,
 )
 
-CODEX_ENDPOINT_SUFFIXES = ("/chat/completions", "/responses", "/completions")
+OPENAI_ENDPOINT_SUFFIXES = ("/chat/completions", "/responses", "/completions")
 CLAUDE_ENDPOINT_SUFFIXES = ("/v1/messages", "/messages")
 
-CODEX_CREDENTIAL_FIX = (
-    "keep the key out of the URL: export it (export GW_API_KEY=…) and pass --env-key GW_API_KEY "
-    "(Codex sends it as Authorization: Bearer); a gateway that wants another header takes "
-    'env_http_headers = { "x-api-key" = "GW_API_KEY" } in [model_providers.<id>]'
-)
 CLAUDE_CREDENTIAL_FIX = (
     "keep the key out of the URL: export it (export GW_API_KEY=…) and pass --token-env "
     "GW_API_KEY (an apiKeyHelper reads it; Claude Code sends it as the API key)"

@@ -63,7 +63,7 @@ def _responses_status(base_url: str) -> int | None:
 def _configure(box: Sandbox, upstream: str, port: int) -> tuple[bool, str]:
     from notes_cli.bridge.client_setup import BridgeOptions, plan_codex_bridge
     from notes_cli.bridge.config import save_record
-    from notes_cli.clients.codex_config import CodexOptions
+    from notes_cli.clients.codex.config import CodexOptions
     from notes_cli.clients.plan import apply
 
     options = CodexOptions(base_url=upstream, model="pd-mock-1")

@@ -110,7 +110,7 @@ def _engine_step(base_url: str, anthropic_base_url: str, speed: float) -> Step:
 
 def _config_step(box: Sandbox, base_url: str, anthropic_base_url: str) -> Step:
     from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
-    from notes_cli.clients.codex_config import CodexOptions, plan_codex
+    from notes_cli.clients.codex.config import CodexOptions, plan_codex
     from notes_cli.clients.plan import apply
 
     codex = apply(plan_codex(CodexOptions("mock", base_url), codex_home=box.codex_home))

@@ -13,9 +13,9 @@ from notes_cli import fileio, paths
 from notes_cli.errors import InputError
 
 if TYPE_CHECKING:
+    from notes_cli.clients.codex.layers import MergedCodex
+    from notes_cli.clients.codex.view import CodexView
     from notes_cli.clients.endpoint import Endpoint
-    from notes_cli.clients.layers import MergedCodex
-    from notes_cli.clients.view import CodexView
     from notes_cli.doctor.claude_checks import ClaudeFile
     from notes_cli.doctor.findings import Finding
     from notes_cli.doctor.stream_limits import StreamLimits
@@ -52,8 +52,8 @@ def resolve_codex(
     codex_home: Path | None, env: Mapping[str, str], view: CodexView
 ) -> tuple[Resolved[MergedCodex | None], Finding | None]:
     """Codex's merged layers and endpoint; the finding when config.toml cannot be read."""
-    from notes_cli.clients.layers import codex_layers
-    from notes_cli.clients.resolve import codex_setup_of
+    from notes_cli.clients.codex.layers import codex_layers
+    from notes_cli.clients.codex.setup import codex_setup_of
     from notes_cli.doctor.registry import make
     from notes_cli.errors import ConfigParseError
 
@@ -77,14 +77,14 @@ def resolve_codex(
         # config-missing says so (project or -c layers alone do not make a Codex setup pdnotes
         # can check).
         return Resolved("codex", None, (), None, False), None
-    from notes_cli.doctor.stream_limits import codex_limits
+    from notes_cli.clients.codex.limits import stream_limits
 
     setup = codex_setup_of(merged, env, path)
     files = tuple(str(p) for p in setup.files)
     provider_id = str(merged.doc.get("model_provider") or "openai")
     providers = merged.doc.get("model_providers")
     provider = providers.get(provider_id) if isinstance(providers, dict) else None
-    limits = codex_limits(provider_id, provider if isinstance(provider, dict) else {})
+    limits = stream_limits(provider_id, provider if isinstance(provider, dict) else {})
     return Resolved("codex", merged, files, setup.endpoint, True, limits), None
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from notes_cli import paths
+from notes_cli.clients.codex.view import CodexView
 from notes_cli.clients.plugin import Where
-from notes_cli.clients.view import CodexView
 from notes_cli.doctor.findings import Finding, FindingClient, Probe, Severity
 from notes_cli.errors import UsageError
 
@@ -154,7 +154,7 @@ def _codex(
     version: tuple[int, int, int] | None,
     view: CodexView,
 ) -> Resolved[Any]:
-    from notes_cli.doctor.codex_checks import check_codex_layers
+    from notes_cli.clients.codex.checks import check_codex_layers
     from notes_cli.doctor.resolved import resolve_codex
 
     codex, problem = resolve_codex(codex_home, env, view)

@@ -1,9 +1,7 @@
-"""How long each client waits on a silent stream and how often it retries a cut one, and what
+"""How long each client waits on a silent stream and how often it retries a cut one (a client in a
+folder of its own says its own), and what
 doctor's live turn measured against them (`stream-idle-gap`, `stream-cut`).
 
-    Codex        [model_providers.<id>] stream_idle_timeout_ms (300000; counted after the
-                 response headers, reset by every event), stream_max_retries (5, at most 100:
-                 whole-turn reconnects after a stream breaks)
     Claude Code  CLAUDE_STREAM_IDLE_TIMEOUT_MS (the stalled-stream watchdog, at least 300000),
                  API_TIMEOUT_MS (600000: the whole request), CLAUDE_CODE_MAX_RETRIES (10, at
                  most 15)
@@ -19,11 +17,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
 
 NEAR = 0.5  # a silence this share of the idle timeout, or more, is near it
 HEADROOM = 4  # the suggested timeout leaves this many times the silence measured
-CODEX_IDLE_MS, CODEX_STREAM_RETRIES, CODEX_MAX_RETRIES = 300_000, 5, 100
 CLAUDE_IDLE_MS, CLAUDE_REQUEST_MS, CLAUDE_RETRIES, CLAUDE_MAX_RETRIES = 300_000, 600_000, 10, 15
 
 
@@ -31,7 +27,7 @@ CLAUDE_IDLE_MS, CLAUDE_REQUEST_MS, CLAUDE_RETRIES, CLAUDE_MAX_RETRIES = 300_000,
 class StreamLimits:
     """One client's limits on a stream, with where each is set (for the fix)."""
 
-    client: Literal["codex", "claude"]
+    client: str
     idle_ms: int
     idle_setting: str  # e.g. "stream_idle_timeout_ms in [model_providers.gw]"
     idle_default: int
@@ -42,37 +38,23 @@ class StreamLimits:
     request_setting: str | None = None
 
 
-def codex_limits(provider_id: str, provider: Mapping[str, Any]) -> StreamLimits:
-    """Codex's limits from its provider table (defaults where unset or not a count)."""
-    where = f"in [model_providers.{provider_id}]"
-    return StreamLimits(
-        "codex",
-        _count(provider.get("stream_idle_timeout_ms"), CODEX_IDLE_MS),
-        f"stream_idle_timeout_ms {where}",
-        CODEX_IDLE_MS,
-        _count(provider.get("stream_max_retries"), CODEX_STREAM_RETRIES),
-        f"stream_max_retries {where}",
-        CODEX_MAX_RETRIES,
-    )
-
-
 def claude_limits(env: Mapping[str, str]) -> StreamLimits:
     """Claude Code's limits from its merged environment (settings files over the shell)."""
-    idle = max(_count(env.get("CLAUDE_STREAM_IDLE_TIMEOUT_MS"), CLAUDE_IDLE_MS), CLAUDE_IDLE_MS)
+    idle = max(count(env.get("CLAUDE_STREAM_IDLE_TIMEOUT_MS"), CLAUDE_IDLE_MS), CLAUDE_IDLE_MS)
     return StreamLimits(
         "claude",
         idle,
         "CLAUDE_STREAM_IDLE_TIMEOUT_MS (settings.json env)",
         CLAUDE_IDLE_MS,
-        min(_count(env.get("CLAUDE_CODE_MAX_RETRIES"), CLAUDE_RETRIES), CLAUDE_MAX_RETRIES),
+        min(count(env.get("CLAUDE_CODE_MAX_RETRIES"), CLAUDE_RETRIES), CLAUDE_MAX_RETRIES),
         "CLAUDE_CODE_MAX_RETRIES (settings.json env)",
         CLAUDE_MAX_RETRIES,
-        _count(env.get("API_TIMEOUT_MS"), CLAUDE_REQUEST_MS),
+        count(env.get("API_TIMEOUT_MS"), CLAUDE_REQUEST_MS),
         "API_TIMEOUT_MS (settings.json env)",
     )
 
 
-def _count(value: object, default: int) -> int:
+def count(value: object, default: int) -> int:
     if isinstance(value, bool):
         return default
     if isinstance(value, int) and value >= 0:

@@ -41,7 +41,9 @@ def check_base_url(
                 **where,
             )
         ]
-    suffixes = urls.CLAUDE_ENDPOINT_SUFFIXES if client == "claude" else urls.CODEX_ENDPOINT_SUFFIXES
+    suffixes = (
+        urls.CLAUDE_ENDPOINT_SUFFIXES if client == "claude" else urls.OPENAI_ENDPOINT_SUFFIXES
+    )
     preset = presets.preset_for_host(urls.host_of(url))
     strip_v1 = client == "claude" or bool(preset and preset.v1_suffix == "forbidden")
     cleaned = urls.clean_base_url(url, suffixes=suffixes, strip_v1=strip_v1)

@@ -359,7 +359,7 @@ def plan_opencode(
         )
     cleaned = urls.clean_base_url(
         raw_url,
-        suffixes=urls.CODEX_ENDPOINT_SUFFIXES,
+        suffixes=urls.OPENAI_ENDPOINT_SUFFIXES,
         strip_v1=_v1_forbidden(raw_url, preset),
         credential_fix=CREDENTIAL_FIX,
     )

@@ -278,7 +278,7 @@ def _base_url(
     policy = known.v1_suffix if known else "any"
     cleaned = urls.clean_base_url(
         raw,
-        suffixes=urls.CODEX_ENDPOINT_SUFFIXES,
+        suffixes=urls.OPENAI_ENDPOINT_SUFFIXES,
         strip_v1=policy == "forbidden",
         credential_fix=QWEN_CREDENTIAL_FIX,
     )

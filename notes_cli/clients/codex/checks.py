@@ -8,19 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from notes_cli import fileio
-from notes_cli.clients import codex_catalog
-from notes_cli.clients.codex_config import RESERVED_PROVIDER_IDS
+from notes_cli.clients.codex import catalog as codex_catalog
+from notes_cli.clients.codex import schema as codex_schema
+from notes_cli.clients.codex.config import RESERVED_PROVIDER_IDS
+from notes_cli.clients.codex.credentials import provider_credentials
+from notes_cli.clients.codex.layers import CodexLayer, MergedCodex, merge_into
+from notes_cli.clients.codex.secrets import HOW, secrets_in
+from notes_cli.clients.codex.setup import BUILTIN_PROVIDERS
 from notes_cli.clients.files import line_of_regex, toml_header_line
-from notes_cli.clients.layers import CodexLayer, MergedCodex, merge_into
-from notes_cli.clients.resolve import (
-    BUILTIN_CODEX_PROVIDERS,
-    OPENAI_DEFAULT_BASE_URL,
-)
-from notes_cli.doctor import codex_schema
-from notes_cli.doctor.credentials import codex_provider_credentials
+from notes_cli.clients.resolve import OPENAI_DEFAULT_BASE_URL
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
-from notes_cli.doctor.secret_checks import CODEX_HOW, codex_secrets, is_variable_name
+from notes_cli.doctor.secret_checks import is_variable_name
 from notes_cli.doctor.url_checks import (
     check_base_url,
     check_gateway_note,
@@ -98,7 +97,7 @@ def check_codex_layers(
     found += _check_anthropic_keys(ctx, doc)
     for layer in merged.layers:  # a literal secret is a problem in every file that holds one
         if layer.path is not None:
-            found += codex_secrets(layer.path, layer.text, layer.doc)
+            found += secrets_in(layer.path, layer.text, layer.doc)
     return found
 
 
@@ -309,7 +308,7 @@ def _check_credentials(
                 "codex",
                 f"[{section}] stores a literal bearer token in "
                 f"{ctx.at(section, 'experimental_bearer_token')['file']}",
-                how=CODEX_HOW,
+                how=HOW,
                 **ctx.at(section, "experimental_bearer_token"),
             )
         )
@@ -354,7 +353,7 @@ def _check_selected(
     found: list[Finding] = []
     table = providers.get(provider_id)
     if not isinstance(table, dict):
-        if provider_id not in BUILTIN_CODEX_PROVIDERS:
+        if provider_id not in BUILTIN_PROVIDERS:
             return [
                 make(
                     "provider-missing",
@@ -382,9 +381,7 @@ def _check_selected(
     if isinstance(base_url, str):
         found += check_base_url("codex", base_url, **ctx.at(section, "base_url"))
         found += check_gateway_note("codex", base_url)
-    found += codex_provider_credentials(
-        provider_id, table, env, _codex_home(ctx), ctx.header(section)
-    )
+    found += provider_credentials(provider_id, table, env, _codex_home(ctx), ctx.header(section))
     env_key = table.get("env_key")
     if _names_unset_variable(env_key, env):
         state = "empty" if env_key in env else "not set"

@@ -29,7 +29,8 @@ from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
 
 from notes_cli import fileio, paths
-from notes_cli.clients import codex_catalog, files, presets, toml_bounds, urls
+from notes_cli.clients.codex import catalog as codex_catalog
+from notes_cli.clients import files, presets, toml_bounds, urls
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
 from notes_cli.clients.plan import WritePlan, secret_values
@@ -38,6 +39,13 @@ from notes_cli.secrets import looks_like_env_name, mask
 
 RESERVED_PROVIDER_IDS = ("openai", "ollama", "lmstudio")
 """Custom providers may not use these ids (Codex refuses to load the config)."""
+
+
+CREDENTIAL_FIX = (
+    "keep the key out of the URL: export it (export GW_API_KEY=…) and pass --env-key GW_API_KEY "
+    "(Codex sends it as Authorization: Bearer); a gateway that wants another header takes "
+    'env_http_headers = { "x-api-key" = "GW_API_KEY" } in [model_providers.<id>]'
+)
 
 
 @dataclass(frozen=True)
@@ -156,9 +164,9 @@ def _resolve(options: CodexOptions, doc: TOMLDocument, codex_home: Path) -> _Tar
         )
     cleaned = urls.clean_base_url(
         raw_url,
-        suffixes=urls.CODEX_ENDPOINT_SUFFIXES,
+        suffixes=urls.OPENAI_ENDPOINT_SUFFIXES,
         strip_v1=_v1_forbidden(raw_url, preset),
-        credential_fix=urls.CODEX_CREDENTIAL_FIX,
+        credential_fix=CREDENTIAL_FIX,
     )
     model = options.model or (preset.model if preset else None) or _str(doc.get("model"))
     if not model:

@@ -1,0 +1,4 @@
+"""Codex (npm `@openai/codex`), everything pdnotes knows of it: its config.toml writer and
+model catalog (`config`, `catalog`), its layers as Codex merges them (`layers`, `view`,
+`setup`), its static checks and schema (`checks`, `schema`, `secrets`, `credentials`,
+`limits`)."""
