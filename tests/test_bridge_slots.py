@@ -189,7 +189,7 @@ def test_a_whole_request_finding_every_slot_held_gets_a_503_too() -> None:
     ):
         held = open_stream(bridge.config.port, path, body)
         assert until(lambda: len(arrived) == 1)
-        whole = httpx.post(f"{bridge.config.codex_base_url}/responses",
+        whole = httpx.post(f"{bridge.config.v1_base_url}/responses",
                            json={**body, "stream": False}, timeout=30)  # fmt: skip
         assert whole.status_code == 503 and whole.headers["retry-after"] == "1", whole.text
         held.close()
@@ -206,7 +206,7 @@ def test_a_request_finding_every_slot_held_goes_to_the_fallback() -> None:
     ):
         held = open_stream(bridge.config.port, path, body)
         assert until(lambda: len(arrived) == 1)
-        switched = httpx.post(f"{bridge.config.codex_base_url}/responses", json=body, timeout=30)
+        switched = httpx.post(f"{bridge.config.v1_base_url}/responses", json=body, timeout=30)
         assert switched.status_code == 200, switched.text
         deltas = [e["delta"] for e in sse_payloads(switched.content)
                   if e["type"] == "response.output_text.delta"]  # fmt: skip
@@ -227,7 +227,7 @@ def test_every_upstream_busy_is_one_503() -> None:
     ):
         held = [open_stream(bridge.config.port, path, body) for _ in range(2)]
         assert until(lambda: len(arrived_first) == 1 and len(arrived_second) == 1)
-        refused = httpx.post(f"{bridge.config.codex_base_url}/responses", json=body, timeout=30)
+        refused = httpx.post(f"{bridge.config.v1_base_url}/responses", json=body, timeout=30)
         assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
         said = refused.json()["error"]["message"]
         assert first in said and second in said
@@ -275,11 +275,11 @@ def test_clients_that_never_read_hold_their_slots_and_the_next_gets_a_503() -> N
             stalled.append(sock)
         assert until(lambda: asked[0] == SLOTS)
         small = {**body, "model": "small"}
-        refused = httpx.post(f"{bridge.config.codex_base_url}/responses", json=small, timeout=30)
+        refused = httpx.post(f"{bridge.config.v1_base_url}/responses", json=small, timeout=30)
         assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
         assert asked[0] == SLOTS
         for sock in stalled:  # the clients go: their upstream calls end, the slots come back
             sock.close()
-        assert until(lambda: httpx.post(f"{bridge.config.codex_base_url}/responses",
+        assert until(lambda: httpx.post(f"{bridge.config.v1_base_url}/responses",
                                         json=small, timeout=30).status_code == 200)  # fmt: skip
         assert until(lambda: ended[0] == asked[0])  # every upstream call ended

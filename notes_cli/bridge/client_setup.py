@@ -19,7 +19,6 @@ from typing import Protocol
 from notes_cli.bridge import config as bridge_config
 from notes_cli.clients import presets
 from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
-from notes_cli.clients.codex.config import CodexOptions, plan_codex
 from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
 from notes_cli.clients.plan import WritePlan
 from notes_cli.clients.plugin import BridgeTarget, Client, ConfigRequest
@@ -97,34 +96,6 @@ def _record(
     )
 
 
-def plan_codex_bridge(
-    options: CodexOptions, bridge: BridgeOptions, *, codex_home: Path | None = None
-) -> tuple[WritePlan, bridge_config.BridgeConfig]:
-    url, key_env, model = _upstream(
-        options.preset, options.base_url, options.env_key, options.model
-    )
-    record = _record(url, key_env, model, bridge)
-    window, fetch, own = _upstream_limits(options, url, key_env, model)
-    catalog = options.model_catalog
-    if catalog is None and own is not None:  # as `plan_codex` defaults it without the bridge
-        catalog = own.model_catalog
-    client = CodexOptions(
-        preset=BRIDGE_PRESET,
-        base_url=record.codex_base_url,
-        model=model,
-        provider=options.provider,
-        env_key=bridge.api_key_env,
-        wire_api=options.wire_api,
-        context_window=window,
-        fetch_limits=fetch,
-        model_catalog=catalog,
-        installed_version=options.installed_version,
-        profile=options.profile,
-    )
-    plan = plan_codex(client, codex_home=codex_home)
-    return _with_notes(plan, record), record
-
-
 def plan_claude_bridge(
     options: ClaudeOptions,
     bridge: BridgeOptions,
@@ -136,7 +107,7 @@ def plan_claude_bridge(
         options.preset, options.base_url, options.token_env, options.model
     )
     record = _record(url, key_env, model, bridge)
-    window, fetch, _ = _upstream_limits(options, url, key_env, model)
+    window, fetch = _upstream_limits(options, url, key_env, model)
     client = replace(
         options,
         preset=BRIDGE_PRESET,
@@ -161,14 +132,14 @@ def plan_bridged(
         request["preset"], request["base_url"], request[client.key_option], request["model"]
     )
     record = _record(url, key_env, model, bridge)
-    window, fetch, _ = _upstream_limits(
+    window, fetch = _upstream_limits(
         _Limits(request["preset"], request.context_window, request.fetch_limits),
         url,
         key_env,
         model,
     )
     bridge_url = {
-        "v1": record.codex_base_url,
+        "v1": record.v1_base_url,
         "anthropic": record.claude_base_url,
         "root": record.root_url,
     }[client.bridge_url]
@@ -185,7 +156,7 @@ class _Limits:
 
 
 class _LimitOptions(Protocol):
-    """What `_upstream_limits` reads of `CodexOptions`, `ClaudeOptions` and a `ConfigRequest`
+    """What `_upstream_limits` reads of `ClaudeOptions` and a `ConfigRequest`
     (frozen)."""
 
     @property
@@ -200,12 +171,11 @@ class _LimitOptions(Protocol):
 
 def _upstream_limits(
     options: _LimitOptions, url: str, key_env: str | None, model: str
-) -> tuple[int | None, LimitsFetcher | None, presets.CodexPreset | None]:
+) -> tuple[int | None, LimitsFetcher | None]:
     """The model's window as the UPSTREAM states it, for a client file that names the bridge:
     `--context-window N`, else the upstream preset's window for its own model, and
     `--context-window gateway` asks the upstream's /models (with the upstream's key), so the
-    bridge need not be running while the config is written. Also the upstream preset's model
-    metadata when `model` is the preset's own model (else None)."""
+    bridge need not be running while the config is written."""
     preset = presets.load_preset(options.preset) if options.preset else None
     own = preset.codex if preset and model == preset.model else None
     window = options.context_window
@@ -213,12 +183,12 @@ def _upstream_limits(
         window = own.context_window
     ask = options.fetch_limits
     if ask is None:
-        return window, None, own
+        return window, None
 
     def fetch_upstream(_bridge_url: str, _bridge_key: str | None, name: str) -> ModelLimits:
         return ask(url, key_env, name)
 
-    return window, fetch_upstream, own
+    return window, fetch_upstream
 
 
 def _with_notes(plan: WritePlan, record: bridge_config.BridgeConfig) -> WritePlan:

@@ -64,7 +64,7 @@ class BridgeConfig:
         return f"http://{host}:{self.port}"
 
     @property
-    def codex_base_url(self) -> str:
+    def v1_base_url(self) -> str:
         """Codex's `base_url` (it appends `/responses`)."""
         return self.root_url + "/v1"
 

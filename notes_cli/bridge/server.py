@@ -99,8 +99,8 @@ class RunningBridge(BackgroundServer):
             raise RuntimeError(f"the bridge did not start: {failed[0] if failed else 'timeout'}")
 
     @property
-    def codex_base_url(self) -> str:
-        return self.config.codex_base_url
+    def v1_base_url(self) -> str:
+        return self.config.v1_base_url
 
     @property
     def claude_base_url(self) -> str:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from notes_cli.clients.plugin import Option
+from notes_cli.clients.plugin import Client, Option
 
 
 def typer_option(option: Option, help: str | None = None) -> inspect.Parameter:
@@ -53,30 +53,49 @@ def build(
     return command
 
 
-def with_homes(after: str, *, short: bool = False) -> Callable[[Callable[..., None]], Any]:
-    """Insert each registered client's folder option (`--opencode-dir`, …) after the parameter
-    `after` of the decorated command, which receives them as `homes` (by client name).
-    `short`: the folder options' shorter help (doctor)."""
+def with_homes(
+    after: str, *, short: bool = False, options_after: str | None = None
+) -> Callable[[Callable[..., None]], Any]:
+    """Insert each registered client's folder option (`--opencode-dir`, …) beside the parameter
+    `after` of the decorated command (the folder option of the first client not yet in a folder
+    of its own: the clients listed before it go before it, the others after), which receives
+    them as `homes` (by client name). `short`: the folder options' shorter help (doctor).
+    `options_after`: also insert each client's `doctor_options` after that parameter, received
+    as `flags` (by option name)."""
 
     def wrap(original: Callable[..., None]) -> Callable[..., None]:
         from notes_cli.clients import registry
 
         params = [
             p for p in inspect.signature(original, eval_str=True).parameters.values()
-            if p.name != "homes"
+            if p.name not in ("homes", "flags")
         ]  # fmt: skip
-        at = next(i for i, p in enumerate(params) if p.name == after) + 1
+        listed = registry.names()
+        first_unmoved = min((listed.index(n) for n in registry.NOT_MOVED), default=len(listed))
+        before = [c for c in registry.CLIENTS if listed.index(c.name) < first_unmoved]
+        later = [c for c in registry.CLIENTS if c not in before]
         homes = {client.name: client.home.name for client in registry.CLIENTS}
-        added = [typer_option(c.home, c.home_help if short else None) for c in registry.CLIENTS]
+
+        def home(client: Client) -> inspect.Parameter:
+            return typer_option(client.home, client.home_help if short else None)
+
+        at = next(i for i, p in enumerate(params) if p.name == after)
+        params = (
+            params[:at] + [home(c) for c in before] + [params[at]] + [home(c) for c in later]
+            + params[at + 1 :]
+        )  # fmt: skip
+        own = [o for c in registry.CLIENTS for o in c.doctor_options] if options_after else []
+        if own:
+            at = next(i for i, p in enumerate(params) if p.name == options_after) + 1
+            params = params[:at] + [typer_option(o) for o in own] + params[at:]
 
         def run(values: dict[str, Any]) -> None:
             chosen: dict[str, Path | None] = {
                 client: values.pop(param) for client, param in homes.items()
             }
-            original(**values, homes=chosen)
+            flags = {option.name: values.pop(option.name) for option in own}
+            original(**values, homes=chosen, **({"flags": flags} if options_after else {}))
 
-        return build(
-            original.__name__, original.__doc__ or "", params[:at] + added + params[at:], run
-        )
+        return build(original.__name__, original.__doc__ or "", params, run)
 
     return wrap

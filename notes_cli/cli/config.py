@@ -135,43 +135,8 @@ class _Common:
         _write(path, build_plan, self.dry_run, self.as_json)
 
 
-# Codex and Claude Code, until each moves into a folder of its own
-# (`clients.registry`): their `config <name>` options as data, built like every client's.
-_CODEX = _Declared(
-    "codex",
-    "Merge a provider into $CODEX_HOME/config.toml, changing only the keys pdnotes owns.",
-    (
-        Option(
-            "base_url", "--base-url", "API root, e.g. https://taotoken.net/api (cleaned if pasted)."
-        ),
-        Shared("model"),
-        Option("provider", "--provider", "Provider id: the [model_providers.<id>] table."),
-        Option("env_key", "--env-key", "NAME of the variable holding the key (never the key)."),
-        Option("wire_api", "--wire-api", "Only 'responses' is supported.", default="responses"),
-        Shared(
-            "context_window",
-            "Write model_context_window: a number of tokens, or 'gateway' to read it from the "
-            "gateway's GET /models (context_length, max_model_len, …).",
-        ),
-        Option(
-            "model_catalog",
-            "--model-catalog/--no-model-catalog",
-            "Also write the model into a Codex model catalog (model_catalog_json: "
-            "$CODEX_HOME/pdnotes-models.json unless config.toml names one) with its window and "
-            "reasoning support, so Codex knows it and lists it in its picker (default: as the "
-            "preset says; the mock preset does).",
-            kind=bool,
-        ),
-        Option(
-            "profile",
-            "--profile",
-            "Write the profile file $CODEX_HOME/NAME.config.toml (what `codex --profile NAME` "
-            "reads over config.toml) instead of config.toml.",
-            metavar="NAME",
-        ),
-    ),
-    Option("codex_home", "--codex-home", "Codex folder (default: $CODEX_HOME or ~/.codex).", Path),
-)
+# Claude Code, until it moves into a folder of its own (`clients.registry`): its
+# `config claude` options as data, built like every client's.
 _CLAUDE = _Declared(
     "claude",
     "Merge the gateway into a Claude Code settings.json (env block), keeping everything else.",
@@ -214,36 +179,7 @@ def _home(declared: _Declared) -> Any:
     return typer.Option(declared.home.flag, help=declared.home.help)
 
 
-CodexHome = Annotated[Path | None, _home(_CODEX)]
 ClaudeHome = Annotated[Path | None, _home(_CLAUDE)]
-
-
-def _codex(values: dict[str, Any], common: _Common) -> None:
-    from notes_cli.clients.codex.config import CodexOptions, config_file, plan_codex
-
-    codex_home = values["codex_home"]
-    window, from_gateway = _context_window(values["context_window"])
-    options = CodexOptions(
-        values["preset"],
-        values["base_url"],
-        values["model"],
-        values["provider"],
-        values["env_key"],
-        values["wire_api"],
-        window,
-        _limits_fetcher(from_gateway),
-        model_catalog=values["model_catalog"],
-        installed_version=_installed_codex,
-        profile=values["profile"],
-    )
-    path = config_file(codex_home, values["profile"])
-    if common.bridge or _chat_only(values["preset"]):
-        from notes_cli.bridge.client_setup import plan_codex_bridge
-
-        via = common.via()
-        common.write(path, lambda: plan_codex_bridge(options, via, codex_home=codex_home))
-        return
-    common.write(path, lambda: (plan_codex(options, codex_home=codex_home), None))
 
 
 def _claude(values: dict[str, Any], common: _Common) -> None:
@@ -349,10 +285,12 @@ def _configure(client: Client, values: dict[str, Any], common: _Common) -> None:
     common.write(path, build_plan)
 
 
-for _declared, _run in ((_CODEX, _codex), (_CLAUDE, _claude)):
-    _config_command(_declared, _run)
-for _client in registry.CLIENTS:
-    _config_command(_client, partial(_configure, _client))
+for _name in registry.names():  # in the order users see them
+    _client = registry.get(_name)
+    if _client is None:
+        _config_command(_CLAUDE, _claude)
+    else:
+        _config_command(_client, partial(_configure, _client))
 
 
 def _limits_fetcher(from_gateway: bool, *, anthropic: bool = False) -> LimitsFetcher | None:
@@ -363,13 +301,6 @@ def _limits_fetcher(from_gateway: bool, *, anthropic: bool = False) -> LimitsFet
     from notes_cli.gateway.model_limits import fetch_limits
 
     return partial(fetch_limits, anthropic=True) if anthropic else fetch_limits
-
-
-def _installed_codex() -> tuple[int, int, int] | None:
-    """The installed Codex's version: the catalog entry is that release's fallback metadata."""
-    from notes_cli.doctor.version import codex_version
-
-    return codex_version()
 
 
 def _context_window(raw: str | None) -> tuple[int | None, bool]:
@@ -469,7 +400,6 @@ def show(
         str, one_of(_ANY_CLIENT, "--client", help=f"{registry.listing('all')}.")
     ] = "all",
     as_json: AsJson = False,
-    codex_home: CodexHome = None,
     claude_home: ClaudeHome = None,
     project_dir: ProjectDir = None,
     profile: layer_options.Profile = None,
@@ -479,18 +409,16 @@ def show(
 ) -> None:
     """Show each client's effective setup: values, the layer (file, or -c) each came from, the
     URL it calls."""
-    from notes_cli.clients.codex.view import CodexView
     from notes_cli.clients.setups import resolve_setups
     from notes_cli.render import config as render
 
     setups = resolve_setups(
         client,
-        codex_home=codex_home,
         claude_home=claude_home,
         project_dir=project_dir,
-        codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
         claude_settings=settings,
         homes=homes,
+        flags={"profile": profile, "overrides": tuple(overrides or ())},
     )
     render.show_json(setups) if as_json else render.show_human(setups)
 
@@ -526,7 +454,7 @@ def _most_recent_client() -> str:
 
     names = registry.names()
     newest = [(b.created, name) for name in names if (b := backups.latest(name))]
-    return max(newest)[1] if newest else "codex"
+    return max(newest)[1] if newest else names[0]
 
 
 @app.command("presets")

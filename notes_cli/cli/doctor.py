@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -14,7 +14,7 @@ from notes_cli.cli.ranges import within
 from notes_cli.clients import registry
 
 
-@with_homes(after="claude_home", short=True)
+@with_homes(after="claude_home", short=True, options_after="project_dir")
 def doctor(
     client: Annotated[str, typer.Option("--client", help=f"{registry.listing('all')}.")] = "all",
     offline: Annotated[
@@ -32,7 +32,6 @@ def doctor(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document on stdout.")
     ] = False,
-    codex_home: Annotated[Path | None, typer.Option("--codex-home", help="Codex folder.")] = None,
     claude_home: Annotated[
         Path | None, typer.Option("--claude-home", help="Claude Code user folder.")
     ] = None,
@@ -42,13 +41,6 @@ def doctor(
             "--project-dir",
             help=f"Project folder of {layer_options.ALL_PROJECT_FILES} (default: the "
             "current folder).",
-        ),
-    ] = None,
-    codex_version: Annotated[
-        str | None,
-        typer.Option(
-            "--codex-version",
-            help="Judge config.toml by this Codex release's rules (default: `codex --version`).",
         ),
     ] = None,
     profile: layer_options.Profile = None,
@@ -69,25 +61,23 @@ def doctor(
         ),
     ] = False,
     homes: dict[str, Path | None] | None = None,
+    flags: dict[str, Any] | None = None,
 ) -> None:
     """Find what would break the clients' connection, each finding with its fix.
     Exit 0 when there is no error, 1 when there is."""
-    from notes_cli.clients.codex.view import CodexView
     from notes_cli.doctor.run import run_doctor
 
     report = run_doctor(
         client,
         offline=offline,
         timeout=timeout,
-        codex_home=codex_home,
         claude_home=claude_home,
         project_dir=project_dir,
-        codex_version=codex_version,
-        codex_view=CodexView(project_dir, profile, tuple(overrides or ())),
         claude_settings=settings,
         run_helpers=run_helpers,
         minimal=minimal,
         homes=homes,
+        flags={**(flags or {}), "profile": profile, "overrides": tuple(overrides or ())},
     )
     if as_json:
         from notes_cli.render import emit_json

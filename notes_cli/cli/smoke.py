@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from notes_cli.clients import registry
+
 if TYPE_CHECKING:
     from notes_cli.clients.endpoint import AuthStyle, Endpoint
 
 # The clients not yet in a folder of their own (`clients.registry`), and the plain OpenAI SDK;
 # the others say it (`Client.protocol`, `Client.smoke_key_env`).
 _PROTOCOL = {
-    "codex": "responses",
     "claude": "anthropic",
     "openai": "chat",
 }
 _DEFAULT_KEY_ENV = {
-    "codex": None,
     "claude": "ANTHROPIC_AUTH_TOKEN",
     "openai": "OPENAI_API_KEY",
 }
@@ -94,7 +94,7 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document on
 
 
 def smoke(
-    client: Client = "codex",
+    client: Client = registry.names()[0],
     n: N = 3,
     prompt: Prompt = None,
     timeout: Timeout = 30.0,
@@ -202,7 +202,7 @@ def _endpoint(
         raise UsageError(
             f"no model id for {client}",
             fix="pass --model ID (or set it in the client's config: pdnotes config "
-            f"{client if client != 'openai' else 'codex'} --model ID)",
+            f"{client if client != 'openai' else registry.names()[0]} --model ID)",
         )
     return endpoint
 
@@ -224,12 +224,6 @@ def _configured(client: str) -> Endpoint:
         )
     endpoint = found[0]
     # The clients stop before sending anything without a credential; so does smoke.
-    if client == "codex" and endpoint.key_env and not endpoint.key:
-        raise UsageError(
-            f"${endpoint.key_env} is unset or empty: Codex would stop with "
-            f"'Missing environment variable: `{endpoint.key_env}`' and send nothing",
-            fix=f"export {endpoint.key_env}=<your key>, then re-run",
-        )
     if client == "claude" and not endpoint.key and endpoint.auth_style == "none":
         raise UsageError(
             "no ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or apiKeyHelper: Claude Code would say "

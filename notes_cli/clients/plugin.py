@@ -58,10 +58,12 @@ class Shared:
 @dataclass(frozen=True)
 class Where:
     """The folders a command was pointed at: each client's own folder option, by client name,
-    and `--project-dir`."""
+    and `--project-dir`; `flags`: the options that pick how a client is run (doctor's and
+    `config show`'s `--profile`, `-c`, and each client's `doctor_options`), by name."""
 
     homes: Mapping[str, Path | None] = field(default_factory=dict)
     project_dir: Path | None = None
+    flags: Mapping[str, Any] = field(default_factory=dict)
 
     def home(self, client: str) -> Path | None:
         return self.homes.get(client)
@@ -116,6 +118,9 @@ class Client(Protocol):
     """Its folder option (`--<name>-home`), last but `--project-dir` in `config <name>`."""
     home_help: str
     """The folder option's shorter help in `doctor`."""
+    doctor_options: tuple[Option, ...]
+    """Its own `doctor` options (after `--project-dir`); their values reach `doctor` in
+    `Where.flags`."""
     project_files: str
     """What `--project-dir` reads for it ("" when nothing)."""
     key_option: str
@@ -127,6 +132,9 @@ class Client(Protocol):
     """The `model-did-not-stop` fix variant naming its own output cap."""
     smoke_key_env: str | None
     """The variable smoke reads the key from with --base-url and no --key-env."""
+    file_lines: tuple[str, str] | None
+    """How a fix names its base URL and model lines in the file the endpoint's source names
+    (`base_url = "{}"`, `model = "{}"`); None where the fix names a variable."""
 
     def target(self, request: ConfigRequest) -> Path:
         """The file `config <name>` writes (checks `--scope`)."""

@@ -8,9 +8,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from notes_cli.clients.codex.setup import codex_setup
-from notes_cli.clients.codex.view import CodexView
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.clients.plugin import Where
 from notes_cli.clients.resolve import ClientSetup, claude_setup
@@ -19,47 +18,43 @@ from notes_cli.clients.resolve import ClientSetup, claude_setup
 def resolve_endpoints(
     client: str = "all",
     *,
-    codex_home: Path | None = None,
     claude_home: Path | None = None,
     project_dir: Path | None = None,
+    homes: Mapping[str, Path | None] | None = None,
 ) -> list[Endpoint]:
     """The endpoint(s) each configured client will call. A client with no config (no Codex
     config.toml; no Claude settings file and no ANTHROPIC_* variable) is left out. Raises
     `ConfigParseError` when a file does not parse."""
-    setups = resolve_setups(
-        client,
-        codex_home=codex_home,
-        claude_home=claude_home,
-        project_dir=project_dir,
-    )
+    setups = resolve_setups(client, claude_home=claude_home, project_dir=project_dir, homes=homes)
     return [s.endpoint for s in setups if s.endpoint is not None]
 
 
 def resolve_setups(
     client: str = "all",
     *,
-    codex_home: Path | None = None,
     claude_home: Path | None = None,
     project_dir: Path | None = None,
     environ: Mapping[str, str] | None = None,
-    codex_view: CodexView | None = None,
     claude_settings: Path | None = None,
     homes: Mapping[str, Path | None] | None = None,
+    flags: Mapping[str, Any] | None = None,
 ) -> list[ClientSetup]:
-    """Each client's setup (`client`: one name, or "all"); `homes`: the folder options of the
-    clients in folders of their own (`clients.registry`), by client name."""
+    """Each client's setup (`client`: one name, or "all"), in the order users see them;
+    `homes`: the folder options of the clients in folders of their own (`clients.registry`), by
+    client name; `flags`: how they are run (`Where.flags`)."""
     from notes_cli.clients import registry
 
     env = os.environ if environ is None else environ
     result: list[ClientSetup] = []
-    if client in ("all", "codex"):
-        result.append(codex_setup(codex_home, env, view=codex_view or CodexView(project_dir)))
-    if client in ("all", "claude"):
-        result.append(claude_setup(claude_home, project_dir, env, claude_settings))
-    where = Where(homes or {}, project_dir)
-    for plugin in registry.CLIENTS:
-        if client in ("all", plugin.name):
-            setup = plugin.setup(where, env, named=client == plugin.name)
-            if setup is not None:
-                result.append(setup)
+    where = Where(homes or {}, project_dir, flags or {})
+    for name in registry.names():
+        if client not in ("all", name):
+            continue
+        plugin = registry.get(name)
+        if plugin is None:
+            result.append(claude_setup(claude_home, project_dir, env, claude_settings))
+            continue
+        setup = plugin.setup(where, env, named=client == plugin.name)
+        if setup is not None:
+            result.append(setup)
     return result

@@ -61,15 +61,16 @@ def _responses_status(base_url: str) -> int | None:
 
 
 def _configure(box: Sandbox, upstream: str, port: int) -> tuple[bool, str]:
-    from notes_cli.bridge.client_setup import BridgeOptions, plan_codex_bridge
+    from notes_cli.bridge.client_setup import BridgeOptions, plan_bridged
     from notes_cli.bridge.config import save_record
-    from notes_cli.clients.codex.config import CodexOptions
+    from notes_cli.clients.codex import CLIENT as client
     from notes_cli.clients.plan import apply
+    from notes_cli.clients.plugin import ConfigRequest, Where
 
-    options = CodexOptions(base_url=upstream, model="pd-mock-1")
-    plan, record = plan_codex_bridge(
-        options, BridgeOptions(port=port), codex_home=box.scratch("bridge")
+    request = ConfigRequest(
+        {"base_url": upstream, "model": "pd-mock-1"}, Where({client.name: box.scratch("bridge")})
     )
+    plan, record = plan_bridged(client, request, BridgeOptions(port=port))
     result = apply(plan)
     save_record(record)
     return bool(result.written), plan.request_url
@@ -79,5 +80,5 @@ def _smoke(box: Sandbox) -> dict[str, Any]:
     from notes_cli.clients.setups import resolve_endpoints
     from notes_cli.smoke import run_smoke
 
-    (endpoint,) = resolve_endpoints("codex", codex_home=box.scratch("bridge"))
+    (endpoint,) = resolve_endpoints("codex", homes={"codex": box.scratch("bridge")})
     return run_smoke(endpoint, n=2, timeout=30.0).to_json()

@@ -143,9 +143,9 @@ def _doctor_step(box: Sandbox) -> Step:
     report = run_doctor(
         "all",
         offline=False,
-        codex_home=box.codex_home,
         claude_home=box.claude_home,
         project_dir=box.project,
+        homes={"codex": box.codex_home},
     )
     return Step(
         "doctor",
@@ -167,7 +167,7 @@ def _mistakes_step(box: Sandbox, anthropic_base_url: str) -> Step:
         scratch.mkdir(parents=True, exist_ok=True)
         broken = mistake.apply(config_text, anthropic_base_url=anthropic_base_url)
         (scratch / "config.toml").write_text(broken, encoding="utf-8")
-        report = run_doctor("codex", offline=False, codex_home=scratch, timeout=5.0)
+        report = run_doctor("codex", offline=False, homes={"codex": scratch}, timeout=5.0)
         caught = next((f for f in report.findings if f.id == mistake.expect), None)
         cases.append(
             {
@@ -192,7 +192,7 @@ def _smoke_step(box: Sandbox) -> Step:
     from notes_cli.clients.setups import resolve_endpoints
     from notes_cli.smoke import run_smoke
 
-    (endpoint,) = resolve_endpoints("codex", codex_home=box.codex_home)
+    (endpoint,) = resolve_endpoints("codex", homes={"codex": box.codex_home})
     report = run_smoke(endpoint, n=3, timeout=30.0)
     return Step(
         "smoke",
@@ -225,7 +225,7 @@ def _notes_step(box: Sandbox, lang: str) -> Step:
     from notes_cli.notes.kits import load_kit
 
     kit = load_kit("pd-disagg")
-    (endpoint,) = resolve_endpoints("codex", codex_home=box.codex_home)
+    (endpoint,) = resolve_endpoints("codex", homes={"codex": box.codex_home})
     prompt = gen.build_prompt(kit, lang)
     result = gen.generate_note(kit, lang, endpoint, prompt, observer=_QuietProgress())
     written = []

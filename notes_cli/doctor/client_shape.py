@@ -27,8 +27,8 @@ Version = tuple[int, int, int]
 RECORDED_PROMPT = "Reply with the single word ok."
 _SET_BY_PDNOTES = {"accept", "content-type", "anthropic-version"}
 """Headers the gateway client sets itself (accept follows the stream flag)."""
-_CLIENT_OF = {"responses": "codex", "anthropic": "claude"}
-_PROTOCOL_OF = {"codex": "responses", "claude": "anthropic"}
+_CLIENT_OF = {"anthropic": "claude"}
+_PROTOCOL_OF = {"claude": "anthropic"}
 """The clients not yet in a folder of their own; the others say it (`Client.protocol`)."""
 
 
@@ -86,21 +86,19 @@ def _only_speaker(protocol: str) -> str | None:
     return speakers[0] if len(speakers) == 1 else None
 
 
-def installed_shape(endpoint: Endpoint, *, codex_version: Version | None = None) -> Shape | None:
-    """The recorded request of the client behind `endpoint`, at its installed version (Codex's
-    from `codex_version` when given): what doctor's probe and smoke send. None for a client
-    with no recording (the plain OpenAI SDK: `--client openai`)."""
+def installed_shape(endpoint: Endpoint, *, version: Version | None = None) -> Shape | None:
+    """The recorded request of the client behind `endpoint`, at `version` when doctor was told
+    one (`--codex-version`), else its installed version: what doctor's probe and smoke send.
+    None for a client with no recording (the plain OpenAI SDK: `--client openai`)."""
     from notes_cli.clients import registry
     from notes_cli.doctor import version as installed
 
     protocol, client = endpoint.protocol, endpoint.client
     plugin = registry.get(client)
     if plugin is not None:
-        return shape_for(protocol, plugin.installed_version(), client=client)
+        return shape_for(protocol, version or plugin.installed_version(), client=client)
     if protocol == "anthropic":
         return shape_for(protocol, installed.claude_version())
-    if protocol == "responses":
-        return shape_for(protocol, codex_version or installed.codex_version())
     return None
 
 
@@ -243,18 +241,24 @@ def _fresh(value: str) -> str:
     return str(uuid.uuid4()) if value == "<id>" else value
 
 
-@lru_cache(maxsize=1)
-def _tool_settings() -> dict[str, dict[str, str]]:
-    data = tomllib.loads(template_path("clients", "codex", "tool-settings.toml").read_text("utf-8"))
+@lru_cache(maxsize=8)
+def _tool_settings(client: str) -> dict[str, dict[str, str]]:
+    """The client's `tool-settings.toml` beside its shapes (by version, tool type: the line
+    that stops it sending that tool), {} when it has none."""
+    from notes_cli.clients import registry
+
+    plugin = registry.get(client)
+    path = plugin.shapes_dir() / "tool-settings.toml" if plugin else None
+    if path is None or not path.is_file():
+        return {}
+    data = tomllib.loads(path.read_text("utf-8"))
     return {str(k): dict(v) for k, v in data.items()}
 
 
 def client_setting_for(shape: Shape, tool_type: str) -> str | None:
-    """The config.toml line that makes Codex stop sending `tool_type`, if there is one."""
-    if shape.client != "codex":
-        return None
-    settings = _tool_settings()
-    return settings.get(shape.version, {}).get(tool_type)
+    """The line of the client's config that makes it stop sending `tool_type`, if there is
+    one."""
+    return _tool_settings(shape.client).get(shape.version, {}).get(tool_type)
 
 
 Narrower = Callable[[Variant], bool]

@@ -82,7 +82,7 @@ _CUT_FIX: dict[str, dict[str, Any]] = {
 
 # Statuses that say "this request body is wrong", worth narrowing down.
 _SHAPE_ERRORS = frozenset({400, 413, 422})
-_SHAPE_PROTOCOL = {"codex": "responses", "claude": "anthropic"}
+_SHAPE_PROTOCOL = {"claude": "anthropic"}
 """The protocol of each recorded shape the probe sends, for the clients not yet in a folder of
 their own; the others say it (`Client.protocol`)."""
 
@@ -749,9 +749,17 @@ class _Prober:
     def _file_of_source(self) -> str:
         return (self.endpoint.source or "your config").split(" [", 1)[0]
 
+    def _file_lines(self) -> tuple[str, str] | None:
+        """How the client's file writes its base URL and model (None: no such file)."""
+        from notes_cli.clients import registry
+
+        plugin = registry.get(self.endpoint.client)
+        return plugin.file_lines if plugin is not None else None
+
     def _config_line(self, base: str) -> str:
-        if self.endpoint.client == "codex":
-            return f'base_url = "{base}"'
+        lines = self._file_lines()
+        if lines is not None:
+            return lines[0].format(base)
         if self.endpoint.client == "claude":
             if self.endpoint.source in (None, "environment", "default"):
                 return f"export ANTHROPIC_BASE_URL={base}"
@@ -759,8 +767,9 @@ class _Prober:
         return f"export OPENAI_BASE_URL={base}"
 
     def _model_line(self, model: str) -> str:
-        if self.endpoint.client == "codex":
-            return f'model = "{model}"'
+        lines = self._file_lines()
+        if lines is not None:
+            return lines[1].format(model)
         if self.endpoint.client == "claude":
             return f'"ANTHROPIC_MODEL": "{model}" (inside "env")'
         return f"--model {model}"
@@ -778,7 +787,7 @@ class _Prober:
         for finding in self.static:
             if finding.id == finding_id and finding.client == self.client:
                 return finding.line, finding.file
-        return None, self._file_of_source() if self.endpoint.client == "codex" else None
+        return None, self._file_of_source() if self._file_lines() is not None else None
 
 
 def _pace_of(exc: gw.GatewayError) -> Pace | None:
@@ -834,15 +843,17 @@ def bridge_command(endpoint: Endpoint, chat_base: str) -> str:
 
 
 def _client_of(endpoint: Endpoint) -> tuple[str, str]:
-    """(name, title) of the client behind `endpoint`: a registered one by its name, else Codex
-    for the Responses API and Claude Code for the others (not yet in folders of their own)."""
+    """(name, title) of the client behind `endpoint`: a registered one by its name, else the
+    client speaking the Responses API for it, and Claude Code (not yet in a folder of its own)
+    for the others."""
     from notes_cli.clients import registry
 
-    plugin = registry.get(endpoint.client)
+    plugin = registry.get(endpoint.client) or next(
+        (c for c in registry.CLIENTS if endpoint.protocol == "responses" == c.protocol), None
+    )
     if plugin is not None:
         return plugin.name, plugin.title
-    client = "codex" if endpoint.protocol == "responses" else "claude"
-    return client, registry.titles()[client]
+    return "claude", registry.titles()["claude"]
 
 
 def _key_flag(client: str) -> str:
@@ -854,7 +865,7 @@ def _key_flag(client: str) -> str:
         return next(
             o.flag for o in plugin.options if isinstance(o, Option) and o.name == plugin.key_option
         )
-    return "--env-key" if client == "codex" else "--token-env"
+    return "--token-env"  # Claude Code's, not yet in a folder of its own
 
 
 def exc_url(exc: gw.GatewayError) -> str:

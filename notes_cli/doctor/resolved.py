@@ -9,15 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from notes_cli import fileio, paths
-from notes_cli.errors import InputError
-
 if TYPE_CHECKING:
-    from notes_cli.clients.codex.layers import MergedCodex
-    from notes_cli.clients.codex.view import CodexView
     from notes_cli.clients.endpoint import Endpoint
     from notes_cli.doctor.claude_checks import ClaudeFile
-    from notes_cli.doctor.findings import Finding
     from notes_cli.doctor.stream_limits import StreamLimits
 
 L = TypeVar("L")
@@ -39,6 +33,9 @@ class Resolved(Generic[L]):
     window: ConfiguredWindow | None = None
     """The context window the client is told the model has, checked against the gateway's
     /models by the live probe (`context-window-too-large`)."""
+    version: tuple[int, int, int] | None = None
+    """The client's release doctor judged it by, when it said one (picks the probe's recorded
+    request shape; None: the installed one's)."""
 
 
 @dataclass(frozen=True)
@@ -46,46 +43,6 @@ class ConfiguredWindow:
     tokens: int
     setting: str  # e.g. "CLAUDE_CODE_MAX_CONTEXT_TOKENS (env of ~/.claude/settings.json)"
     tool: str  # the `pdnotes config <tool>` that writes it
-
-
-def resolve_codex(
-    codex_home: Path | None, env: Mapping[str, str], view: CodexView
-) -> tuple[Resolved[MergedCodex | None], Finding | None]:
-    """Codex's merged layers and endpoint; the finding when config.toml cannot be read."""
-    from notes_cli.clients.codex.layers import codex_layers
-    from notes_cli.clients.codex.setup import codex_setup_of
-    from notes_cli.doctor.registry import make
-    from notes_cli.errors import ConfigParseError
-
-    path = paths.codex_config_path(codex_home)
-    try:
-        merged = codex_layers(
-            codex_home, cwd=view.cwd, profile=view.profile, overrides=view.overrides
-        )
-    except ConfigParseError as exc:
-        message = f"{exc.message}; Codex will not start"
-        file = exc.path or str(path)
-        problem = make("toml-syntax", "codex", message, file=file, line=exc.line, column=exc.column)
-        return Resolved("codex", None, (file,), None, True), problem
-    except InputError as exc:
-        file = str(getattr(exc, "path", None) or path)
-        detail = exc.fix or fileio.aside_fix(Path(file), "fix or remove the file")
-        problem = make("file-unreadable", "codex", exc.message, file=file, detail=detail)
-        return Resolved("codex", None, (str(path),), None, True), problem
-    if not any(layer.kind in ("user", "profile") for layer in merged.layers):
-        # No config.toml and no selected profile file (`-p NAME`, which Codex runs on alone):
-        # config-missing says so (project or -c layers alone do not make a Codex setup pdnotes
-        # can check).
-        return Resolved("codex", None, (), None, False), None
-    from notes_cli.clients.codex.limits import stream_limits
-
-    setup = codex_setup_of(merged, env, path)
-    files = tuple(str(p) for p in setup.files)
-    provider_id = str(merged.doc.get("model_provider") or "openai")
-    providers = merged.doc.get("model_providers")
-    provider = providers.get(provider_id) if isinstance(providers, dict) else None
-    limits = stream_limits(provider_id, provider if isinstance(provider, dict) else {})
-    return Resolved("codex", merged, files, setup.endpoint, True, limits), None
 
 
 def resolve_claude(

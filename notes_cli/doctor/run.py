@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from notes_cli import paths
-from notes_cli.clients.codex.view import CodexView
 from notes_cli.clients.plugin import Where
 from notes_cli.doctor.findings import Finding, FindingClient, Probe, Severity
 from notes_cli.errors import UsageError
@@ -54,21 +53,19 @@ def run_doctor(
     *,
     offline: bool,
     timeout: float = 10.0,
-    codex_home: Path | None = None,
     claude_home: Path | None = None,
     project_dir: Path | None = None,
-    codex_version: str | None = None,
-    codex_view: CodexView | None = None,
     claude_settings: Path | None = None,
     run_helpers: bool = False,
     minimal: bool = False,
     homes: Mapping[str, Path | None] | None = None,
+    flags: Mapping[str, Any] | None = None,
 ) -> DoctorReport:
-    """Check `client` ("codex", "claude" or "all"); live probes only when not `offline`.
-    `codex_version` ("0.171.0") picks the Codex rules; default: the installed `codex --version`.
+    """Check `client` (a client's name or "all"); live probes only when not `offline`.
     Each client's files are read once (`doctor.resolved`); the static checks, the summary and
     the live probe all use that one reading. `homes`: the folder options of the clients in
-    folders of their own (`clients.registry`), by client name."""
+    folders of their own (`clients.registry`), by client name; `flags`: how the clients are
+    run (`Where.flags`: `--profile`, `-c`, each client's `doctor_options`)."""
     from notes_cli.clients import registry
 
     if client not in ("all", *registry.names()):
@@ -76,29 +73,28 @@ def run_doctor(
     from notes_cli.doctor.env_checks import check_env
 
     env = dict(os.environ)
-    view = codex_view or CodexView(cwd=project_dir)
     report = DoctorReport()
-    version = _codex_version(codex_version) if client in ("all", "codex") else None
     resolved: list[Resolved[Any]] = []
-    if client in ("all", "codex"):
-        resolved.append(_codex(report, env, codex_home, version, view))
-    if client in ("all", "claude"):
-        resolved.append(
-            _claude(report, env, claude_home, project_dir, claude_settings, run_helpers)
-        )
-    where = Where(homes or {}, project_dir)
-    for plugin in registry.CLIENTS:
-        if client in ("all", plugin.name):
-            one, findings = plugin.doctor(where, env)
-            report.findings += findings
-            if one.configured or client == plugin.name:
-                resolved.append(one)
+    where = Where(homes or {}, project_dir, flags or {})
+    for name in registry.names():  # in the order users see them
+        if client not in ("all", name):
+            continue
+        plugin = registry.get(name)
+        if plugin is None:
+            resolved.append(
+                _claude(report, env, claude_home, project_dir, claude_settings, run_helpers)
+            )
+            continue
+        one, findings = plugin.doctor(where, env)
+        report.findings += findings
+        if one.configured or client == plugin.name:
+            resolved.append(one)
     report.clients += [_summary(r) for r in resolved if r.configured]
-    _config_missing(report, client, codex_home, claude_home, where)
+    _config_missing(report, client, claude_home, where)
     report.findings += check_env(env)
     if not offline:
         betas_off = any(_claude_betas_off(r, env) for r in resolved if r.client == "claude")
-        _live(report, resolved, timeout, _Shapes(minimal, version, betas_off))
+        _live(report, resolved, timeout, _Shapes(minimal, betas_off))
     return report
 
 
@@ -108,15 +104,16 @@ class _Shapes:
     with `--minimal`, pdnotes' small body."""
 
     minimal: bool
-    codex_version: tuple[int, int, int] | None
     claude_betas_off: bool = False  # CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS is set
 
-    def for_endpoint(self, endpoint: Any) -> Any:
-        if self.minimal:
+    def for_client(self, client: Resolved[Any]) -> Any:
+        """The client's shape at the release doctor judged it by (default: the installed)."""
+        endpoint = client.endpoint
+        if self.minimal or endpoint is None:
             return None
         from notes_cli.doctor.client_shape import installed_shape, without_betas
 
-        shape = installed_shape(endpoint, codex_version=self.codex_version)
+        shape = installed_shape(endpoint, version=client.version)
         if shape and endpoint.protocol == "anthropic" and self.claude_betas_off:
             return without_betas(shape)
         return shape
@@ -132,37 +129,6 @@ def _claude_betas_off(resolved: Resolved[Any], env: Mapping[str, str]) -> bool:
 
 
 _BETAS_OFF = "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS"
-
-
-def _codex_version(given: str | None) -> tuple[int, int, int] | None:
-    from notes_cli.doctor.version import codex_version, parse_version
-
-    if given is None:
-        return codex_version()
-    parsed = parse_version(given)
-    if parsed is None:
-        raise UsageError(
-            f"--codex-version {given!r} is not a version", fix="give it as X.Y.Z, e.g. 0.171.0"
-        )
-    return parsed
-
-
-def _codex(
-    report: DoctorReport,
-    env: dict[str, str],
-    codex_home: Path | None,
-    version: tuple[int, int, int] | None,
-    view: CodexView,
-) -> Resolved[Any]:
-    from notes_cli.clients.codex.checks import check_codex_layers
-    from notes_cli.doctor.resolved import resolve_codex
-
-    codex, problem = resolve_codex(codex_home, env, view)
-    if problem is not None:
-        report.findings.append(problem)
-    if codex.layers is not None:
-        report.findings += check_codex_layers(codex.layers, env, version, view.profile)
-    return codex
 
 
 def _claude(
@@ -196,21 +162,19 @@ def _summary(resolved: Resolved[Any]) -> ClientSummary:
 def _config_missing(
     report: DoctorReport,
     client: str,
-    codex_home: Path | None,
     claude_home: Path | None,
     where: Where | None = None,
 ) -> None:
     """A client with no config: an error when asked for explicitly or when no client is
     configured, else a warning (most people use one client). The clients whose `listed_unset`
     is False are counted in "all" only once set up: most people with Codex or Claude Code use
-    none."""
+    none of them."""
     from notes_cli.clients import registry
     from notes_cli.doctor.registry import make
 
     configured = {s.client for s in report.clients}
-    wanted = ["codex", "claude"] if client == "all" else [client]
-    if client == "all":
-        wanted += [c.name for c in registry.CLIENTS if c.listed_unset]
+    listed = [n for n in registry.names() if (c := registry.get(n)) is None or c.listed_unset]
+    wanted = listed if client == "all" else [client]
     severity: Severity = "error" if client != "all" or not configured else "warning"
     for name in wanted:
         finding_client: FindingClient = name
@@ -219,8 +183,6 @@ def _config_missing(
         plugin = registry.get(name)
         if plugin is not None:
             path = plugin.missing_file(where or Where())
-        elif name == "codex":
-            path = paths.codex_config_path(codex_home)
         else:
             path = paths.claude_settings_path("user", claude_home_dir=claude_home)
         report.findings.insert(
@@ -258,7 +220,7 @@ def _live(
             client.endpoint,
             timeout=timeout,
             static_findings=[f for f in report.findings if f.client == client.client],
-            shape=shapes.for_endpoint(client.endpoint),
+            shape=shapes.for_client(client),
             limits=client.limits,
             window=client.window,
         )

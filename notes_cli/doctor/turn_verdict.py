@@ -22,9 +22,8 @@ from notes_cli.gateway.results import StreamResult
 # How each protocol says "cut at max_tokens": chat completions, Anthropic Messages, the
 # Responses API's incomplete reason, Gemini.
 LIMIT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "MAX_TOKENS"})
-# The fix that names the client's own output cap (Codex: none, so a model that stops).
+# The fix that names the client's own output cap.
 _CAP_FIX: dict[str, dict[str, str]] = {
-    "codex": {"variant": "codex"},
     "claude": {"variant": "claude"},
 }
 """For the clients not yet in a folder of their own; the others say it

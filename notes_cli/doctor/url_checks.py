@@ -16,9 +16,16 @@ _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 
 
 def check_base_url(
-    client: FindingClient, url: str, *, file: str | None, line: int | None
+    client: FindingClient,
+    url: str,
+    *,
+    file: str | None,
+    line: int | None,
+    query_table: bool = False,
 ) -> list[Finding]:
-    """Every static problem of `url` as the base URL `client` appends its endpoint path to."""
+    """Every static problem of `url` as the base URL `client` appends its endpoint path to;
+    `query_table`: the client takes query parameters in a `query_params` table (the fix of a
+    query string says to move them there)."""
     where: dict[str, Any] = {"file": file, "line": line}
     why = urls.url_problem(url)
     if why is not None and why != urls.NO_SCHEME:  # (no scheme: base-url-no-scheme, below)
@@ -52,7 +59,7 @@ def check_base_url(
     if parts.query:
         hint = (
             f" and put {', '.join(cleaned.query_params)} in query_params"
-            if cleaned.query_params and client == "codex"
+            if cleaned.query_params and query_table
             else ""
         )
         found.append(

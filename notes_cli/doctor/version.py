@@ -1,7 +1,6 @@
-"""The installed Codex (and Claude Code) version, for version-dependent findings
-and shapes.
+"""The installed clients' versions, for version-dependent findings and shapes.
 
-`codex --version` runs only when a `codex` is on PATH (or `$PDNOTES_CODEX_BIN` names one),
+`<client> --version` runs only when the client is on PATH (or `$PDNOTES_<CLIENT>_BIN` names one),
 bounded to 5 s in its own process group. Nothing is cached between runs. None means "unknown";
 the checks then assume the newest behaviour.
 """
@@ -21,13 +20,8 @@ TIMEOUT_S = 5.0
 _VERSION = re.compile(r"(?<!\d)(\d{1,9}+)\.(\d{1,9}+)\.(\d{1,9}+)")
 
 
-def codex_version() -> tuple[int, int, int] | None:
-    """(major, minor, patch) of the installed Codex, or None when absent or unclear."""
-    return installed_version("codex", "PDNOTES_CODEX_BIN")
-
-
 def claude_version() -> tuple[int, int, int] | None:
-    """The installed Claude Code (`claude --version`, or `$PDNOTES_CLAUDE_BIN`), like Codex."""
+    """The installed Claude Code (`claude --version`, or `$PDNOTES_CLAUDE_BIN`)."""
     return installed_version("claude", "PDNOTES_CLAUDE_BIN")
 
 

@@ -44,9 +44,9 @@ def banner(config: BridgeConfig) -> None:
         f"[bold]pdnotes bridge[/] on {escape(config.root_url)} → upstream "
         f"{escape(config.upstream)}/chat/completions"
     )
-    console.print(f"  Codex base_url               {escape(config.codex_base_url)}")
+    console.print(f"  Codex base_url               {escape(config.v1_base_url)}")
     console.print(f"  Claude ANTHROPIC_BASE_URL    {escape(config.claude_base_url)}")
-    console.print(f"  chat clients base_url        {escape(config.codex_base_url)}")
+    console.print(f"  chat clients base_url        {escape(config.v1_base_url)}")
     if config.upstream_key_env:
         console.print(f"  upstream key from ${escape(config.upstream_key_env)}")
     for n, fallback in enumerate(config.fallbacks, 1):

@@ -379,7 +379,7 @@ def _check_selected(
     section = f"model_providers.{provider_id}"
     base_url = table.get("base_url")
     if isinstance(base_url, str):
-        found += check_base_url("codex", base_url, **ctx.at(section, "base_url"))
+        found += check_base_url("codex", base_url, query_table=True, **ctx.at(section, "base_url"))
         found += check_gateway_note("codex", base_url)
     found += provider_credentials(provider_id, table, env, _codex_home(ctx), ctx.header(section))
     env_key = table.get("env_key")

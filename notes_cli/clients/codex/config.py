@@ -29,8 +29,8 @@ from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
 
 from notes_cli import fileio, paths
-from notes_cli.clients.codex import catalog as codex_catalog
 from notes_cli.clients import files, presets, toml_bounds, urls
+from notes_cli.clients.codex import catalog as codex_catalog
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
 from notes_cli.clients.plan import WritePlan, secret_values

@@ -70,12 +70,14 @@ class GeminiCli:
         kind=Path,
     )
     home_help: str = "Gemini CLI user folder (~/.gemini)."
+    doctor_options: tuple[Option, ...] = ()
     project_files: str = ".gemini/settings.json (--scope project)"
     key_option: str = "key_env"
     bridge_url: BridgeUrl = "root"  # the bridge's Gemini route: …/v1beta/models/<model>:…
     listed_unset: bool = False  # `--client all` lists Gemini CLI once it is set up
     output_cap_variant: str | None = None
     smoke_key_env: str | None = "GEMINI_API_KEY"
+    file_lines: tuple[str, str] | None = None
 
     # -- config gemini
 

@@ -76,12 +76,14 @@ class OpenCode:
         kind=Path,
     )
     home_help: str = "OpenCode's global config folder."
+    doctor_options: tuple[Option, ...] = ()
     project_files: str = "opencode.json or opencode.jsonc (--scope project)"
     key_option: str = "key_env"
     bridge_url: BridgeUrl = "v1"
     listed_unset: bool = False  # in `--client all` only once set up: most people have no OpenCode
     output_cap_variant: str | None = "opencode"
     smoke_key_env: str | None = None
+    file_lines: tuple[str, str] | None = None
 
     # -- config opencode
 

@@ -66,12 +66,14 @@ class QwenCode:
         kind=Path,
     )
     home_help: str = "Qwen Code user folder ($QWEN_HOME)."
+    doctor_options: tuple[Option, ...] = ()
     project_files: str = ".qwen/settings.json (--scope project)"
     key_option: str = "key_env"
     bridge_url: BridgeUrl = "v1"  # …/v1: Qwen Code appends /chat/completions
     listed_unset: bool = False  # `--client all` lists Qwen Code once it has a file
     output_cap_variant: str | None = "qwen"
     smoke_key_env: str | None = "OPENAI_API_KEY"
+    file_lines: tuple[str, str] | None = None
 
     # -- config qwen
 
