@@ -17,24 +17,12 @@ def pdnotes_home() -> Path:
     return Path(user_data_dir("pdnotes", appauthor=False))
 
 
-def codex_home(override: Path | None = None) -> Path:
-    """Codex's folder: --codex-home, else $CODEX_HOME, else ~/.codex (as Codex resolves it)."""
-    if override is not None:
-        return override.expanduser()
-    env = os.environ.get("CODEX_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".codex"
-
-
 def claude_home(override: Path | None = None) -> Path:
     """Claude Code's user folder: --claude-home, else $CLAUDE_CONFIG_DIR, else ~/.claude."""
     if override is not None:
         return override.expanduser()
     env = os.environ.get("CLAUDE_CONFIG_DIR")
     return Path(env).expanduser() if env else Path.home() / ".claude"
-
-
-def codex_config_path(override: Path | None = None) -> Path:
-    return codex_home(override) / "config.toml"
 
 
 def claude_settings_path(

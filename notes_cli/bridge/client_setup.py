@@ -65,13 +65,13 @@ def _upstream(
     preset_name: str | None, base_url: str | None, key_env: str | None, model: str | None
 ) -> tuple[str, str | None, str]:
     preset = presets.load_preset(preset_name) if preset_name else None
-    url = base_url or (preset.codex.base_url if preset and preset.codex else None)
+    url = base_url or (preset.openai.base_url if preset and preset.openai else None)
     if not url:
         raise UsageError(
             "--bridge needs the upstream: its chat-completions API root",
             fix="pass --base-url https://host/v1 (the URL before /chat/completions) or a --preset",
         )
-    key_env = key_env or (preset.codex.env_key if preset and preset.codex else None)
+    key_env = key_env or (preset.openai.env_key if preset and preset.openai else None)
     check_env_name("--env-key", key_env)
     model = model or (preset.model if preset else None)
     if not model:
@@ -177,7 +177,7 @@ def _upstream_limits(
     `--context-window gateway` asks the upstream's /models (with the upstream's key), so the
     bridge need not be running while the config is written."""
     preset = presets.load_preset(options.preset) if options.preset else None
-    own = preset.codex if preset and model == preset.model else None
+    own = preset.openai if preset and model == preset.model else None
     window = options.context_window
     if window is None and own is not None:
         window = own.context_window

@@ -99,3 +99,30 @@ def with_homes(
         return build(original.__name__, original.__doc__ or "", params, run)
 
     return wrap
+
+
+def with_log_folders(after: str) -> Callable[[Callable[..., None]], Any]:
+    """Insert the session-log folder option of each registered client that has logs
+    (`Client.session_logs`: `--codex-dir`) after the parameter `after` of the decorated
+    command, which receives them as `log_folders` (by client name)."""
+
+    def wrap(original: Callable[..., None]) -> Callable[..., None]:
+        from notes_cli.clients import registry
+
+        params = [
+            p for p in inspect.signature(original, eval_str=True).parameters.values()
+            if p.name != "log_folders"
+        ]  # fmt: skip
+        logged = {c.name: c.session_logs.option for c in registry.CLIENTS if c.session_logs}
+        at = next(i for i, p in enumerate(params) if p.name == after) + 1
+        added = [typer_option(option) for option in logged.values()]
+
+        def run(values: dict[str, Any]) -> None:
+            folders = {client: values.pop(option.name) for client, option in logged.items()}
+            original(**values, log_folders=folders)
+
+        return build(
+            original.__name__, original.__doc__ or "", params[:at] + added + params[at:], run
+        )
+
+    return wrap

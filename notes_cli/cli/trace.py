@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from notes_cli.cli.client_options import with_log_folders
+
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
     from notes_cli.plan.space import ChipOption
     from notes_cli.trace.prices import GatewayPrice, PriceTable
 
@@ -80,14 +84,6 @@ ClaudeDir = Annotated[
         "or any folder of its session .jsonl files.",
     ),
 ]
-CodexDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--codex-dir",
-        help="Codex's folder (default $CODEX_HOME or ~/.codex), its sessions/, or any folder "
-        "of rollout-*.jsonl files (e.g. sessions/2026/05 for one month).",
-    ),
-]
 Since = Annotated[
     str | None, typer.Option("--since", help="Only model calls on or after this UTC date.")
 ]
@@ -97,17 +93,19 @@ Until = Annotated[
 
 
 @app.command("import")
+@with_log_folders(after="claude_dir")
 def import_logs(
     out: Out,
     client: Clients = None,
     claude_dir: ClaudeDir = None,
-    codex_dir: CodexDir = None,
     since: Since = None,
     until: Until = None,
+    log_folders: dict[str, Path | None] | None = None,
 ) -> None:
     """Turn Claude Code's and Codex's own session logs into a trace: token counts, cache reads,
     times and turns per session, never text (reuse as synthetic hash_ids: docs/trace.md)."""
     from notes_cli import paths, render
+    from notes_cli.clients import registry
     from notes_cli.errors import UsageError
     from notes_cli.fileio import atomic_write, require_output_folder
     from notes_cli.trace import agent_logs
@@ -117,18 +115,21 @@ def import_logs(
     require_output_folder(out, "OUT")
     if out.exists():
         raise UsageError(f"{out} already exists; nothing was changed", fix="name a new file")
-    chosen = client or ["claude", "codex"]
-    unknown = sorted(set(chosen) - {"claude", "codex"})
+    readers: dict[str, tuple[Path | None, Callable[[], Path], Callable[[Path], Iterator[Any]]]]
+    readers = {"claude": (claude_dir, paths.claude_home, agent_logs.claude_calls)}
+    for plugin in registry.CLIENTS:
+        if plugin.session_logs is not None:
+            logs = plugin.session_logs
+            given = (log_folders or {}).get(plugin.name)
+            readers[plugin.name] = (given, logs.default_folder, logs.calls)
+    chosen = client or list(readers)
+    unknown = sorted(set(chosen) - set(readers))
     if unknown:
-        raise UsageError(f"--client {unknown[0]!r}: choose claude or codex")
-    readers = {
-        "claude": (claude_dir, paths.claude_home(), agent_logs.claude_calls),
-        "codex": (codex_dir, paths.codex_home(), agent_logs.codex_calls),
-    }
+        raise UsageError(f"--client {unknown[0]!r}: choose {' or '.join(readers)}")
     calls: list[agent_logs.Call] = []
     for name in chosen:
         given, default, read = readers[name]
-        folder = given or default
+        folder = given or default()
         if given is None and client is None and not folder.is_dir():
             render.note(f"no {name} logs at {folder}; skipped")
             continue

@@ -85,8 +85,8 @@ def plan_claude(
     if model:
         updates.update({name: model for name in MODEL_VARIABLES})
     window, window_notes = _window(options, model, cleaned.base_url)
-    if window is None and preset and preset.codex and model == preset.model:
-        window = preset.codex.context_window
+    if window is None and preset and preset.openai and model == preset.model:
+        window = preset.openai.context_window
     if window:
         # A model Claude Code does not know gets the window it is served with, not the one
         # Claude Code assumes (doctor's claude-context-window-unknown).

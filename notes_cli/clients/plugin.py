@@ -11,7 +11,7 @@ Typer options and adds the ones all clients share (`--preset`, the `--bridge-*` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -53,6 +53,17 @@ class Shared:
 
     name: Literal["model", "context_window"]
     help: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionLogs:
+    """How `pdnotes trace import` reads a client's own session logs: its folder option
+    (`--codex-dir`), the folder it reads by default, and the model calls of a folder
+    (`trace.agent_logs.Call`s)."""
+
+    option: Option
+    default_folder: Callable[[], Path]
+    calls: Callable[[Path], Iterator[Any]]
 
 
 @dataclass(frozen=True)
@@ -135,6 +146,8 @@ class Client(Protocol):
     file_lines: tuple[str, str] | None
     """How a fix names its base URL and model lines in the file the endpoint's source names
     (`base_url = "{}"`, `model = "{}"`); None where the fix names a variable."""
+    session_logs: SessionLogs | None
+    """How `trace import` reads its session logs (None: pdnotes reads none of it)."""
 
     def target(self, request: ConfigRequest) -> Path:
         """The file `config <name>` writes (checks `--scope`)."""

@@ -15,7 +15,10 @@ V1Policy = Literal["forbidden", "required", "any"]
 
 
 @dataclass(frozen=True)
-class CodexPreset:
+class OpenAIPreset:
+    """The gateway's OpenAI-compatible root (its [openai] table): Codex's provider entry
+    (`provider_id`, `env_key`, its window and model catalog), the root the chat clients call."""
+
     provider_id: str
     base_url: str
     env_key: str | None = None
@@ -49,7 +52,7 @@ class Preset:
     v1_suffix: V1Policy = "any"
     model: str | None = None
     models: tuple[str, ...] = ()
-    codex: CodexPreset | None = None
+    openai: OpenAIPreset | None = None
     claude: ClaudePreset | None = None
     gemini: GeminiPreset | None = None
     chat_only: bool = False
@@ -72,7 +75,7 @@ def load_preset(name: str) -> Preset:
             fix=f"use one of: {', '.join(preset_names())}",
         )
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    codex, claude, gemini = data.get("codex"), data.get("claude"), data.get("gemini")
+    openai, claude, gemini = data.get("openai"), data.get("claude"), data.get("gemini")
     return Preset(
         key=name,
         name=str(data.get("name", name)),
@@ -81,7 +84,7 @@ def load_preset(name: str) -> Preset:
         v1_suffix=data.get("v1_suffix", "any"),
         model=data.get("model"),
         models=tuple(data.get("models", ())),
-        codex=CodexPreset(**codex) if codex else None,
+        openai=OpenAIPreset(**openai) if openai else None,
         claude=ClaudePreset(**claude) if claude else None,
         gemini=GeminiPreset(**gemini) if gemini else None,
         chat_only=bool(data.get("chat_only", False)),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from notes_cli.demo.step import ENGINE_PRESET, TITLES, Step
+from notes_cli.demo.step import CLIENT, ENGINE_PRESET, TITLES, Step
 
 if TYPE_CHECKING:
     from notes_cli.demo.sandbox import Sandbox
@@ -50,7 +50,7 @@ def _responses_status(base_url: str) -> int | None:
     from notes_cli.gateway import GatewayClient
     from notes_cli.gateway import errors as gw
 
-    endpoint = Endpoint("codex", base_url, "responses", model="pd-mock-1")
+    endpoint = Endpoint(CLIENT, base_url, "responses", model="pd-mock-1")
     try:
         with GatewayClient(endpoint, timeout=10) as client:
             return client.stream("say pong", max_tokens=8).status
@@ -63,10 +63,12 @@ def _responses_status(base_url: str) -> int | None:
 def _configure(box: Sandbox, upstream: str, port: int) -> tuple[bool, str]:
     from notes_cli.bridge.client_setup import BridgeOptions, plan_bridged
     from notes_cli.bridge.config import save_record
-    from notes_cli.clients.codex import CLIENT as client
+    from notes_cli.clients import registry
     from notes_cli.clients.plan import apply
     from notes_cli.clients.plugin import ConfigRequest, Where
 
+    client = registry.get(CLIENT)
+    assert client is not None
     request = ConfigRequest(
         {"base_url": upstream, "model": "pd-mock-1"}, Where({client.name: box.scratch("bridge")})
     )
@@ -80,5 +82,5 @@ def _smoke(box: Sandbox) -> dict[str, Any]:
     from notes_cli.clients.setups import resolve_endpoints
     from notes_cli.smoke import run_smoke
 
-    (endpoint,) = resolve_endpoints("codex", homes={"codex": box.scratch("bridge")})
+    (endpoint,) = resolve_endpoints(CLIENT, homes={CLIENT: box.scratch("bridge")})
     return run_smoke(endpoint, n=2, timeout=30.0).to_json()

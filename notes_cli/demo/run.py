@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from notes_cli.demo.sandbox import Sandbox, sandbox
-from notes_cli.demo.step import ENGINE_PRESET, TITLES, Step, failed_step
+from notes_cli.demo.step import CLIENT, ENGINE_PRESET, TITLES, Step, failed_step
 
 if TYPE_CHECKING:
     from notes_cli.notes.export import ExportFormat
@@ -109,11 +109,17 @@ def _engine_step(base_url: str, anthropic_base_url: str, speed: float) -> Step:
 
 
 def _config_step(box: Sandbox, base_url: str, anthropic_base_url: str) -> Step:
+    from notes_cli.clients import registry
     from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
-    from notes_cli.clients.codex.config import CodexOptions, plan_codex
     from notes_cli.clients.plan import apply
+    from notes_cli.clients.plugin import ConfigRequest, Where
 
-    codex = apply(plan_codex(CodexOptions("mock", base_url), codex_home=box.codex_home))
+    client = registry.get(CLIENT)
+    assert client is not None
+    request = ConfigRequest(
+        {"preset": "mock", "base_url": base_url}, Where({CLIENT: box.client_home})
+    )
+    first = apply(client.plan(request))
     claude = apply(
         plan_claude(
             ClaudeOptions("mock", anthropic_base_url),
@@ -123,12 +129,12 @@ def _config_step(box: Sandbox, base_url: str, anthropic_base_url: str) -> Step:
     )
     files = [
         {"client": r.plan.client, "file": str(r.plan.path), "request_url": r.plan.request_url}
-        for r in (codex, claude)
+        for r in (first, claude)
     ]
     return Step(
         "config",
         TITLES["config"],
-        all(r.written for r in (codex, claude)),
+        all(r.written for r in (first, claude)),
         [
             f"pdnotes config codex --preset mock --base-url {base_url}",
             f"pdnotes config claude --preset mock --base-url {anthropic_base_url}",
@@ -145,7 +151,7 @@ def _doctor_step(box: Sandbox) -> Step:
         offline=False,
         claude_home=box.claude_home,
         project_dir=box.project,
-        homes={"codex": box.codex_home},
+        homes={CLIENT: box.client_home},
     )
     return Step(
         "doctor",
@@ -160,14 +166,14 @@ def _mistakes_step(box: Sandbox, anthropic_base_url: str) -> Step:
     from notes_cli.demo.mistakes import load_mistakes
     from notes_cli.doctor.run import run_doctor
 
-    config_text = (box.codex_home / "config.toml").read_text(encoding="utf-8")
+    config_text = _config_file(box.client_home).read_text(encoding="utf-8")
     cases = []
     for number, mistake in enumerate(load_mistakes(), start=1):
         scratch = box.scratch(f"{number}")
         scratch.mkdir(parents=True, exist_ok=True)
         broken = mistake.apply(config_text, anthropic_base_url=anthropic_base_url)
-        (scratch / "config.toml").write_text(broken, encoding="utf-8")
-        report = run_doctor("codex", offline=False, homes={"codex": scratch}, timeout=5.0)
+        _config_file(scratch).write_text(broken, encoding="utf-8")
+        report = run_doctor(CLIENT, offline=False, homes={CLIENT: scratch}, timeout=5.0)
         caught = next((f for f in report.findings if f.id == mistake.expect), None)
         cases.append(
             {
@@ -192,7 +198,7 @@ def _smoke_step(box: Sandbox) -> Step:
     from notes_cli.clients.setups import resolve_endpoints
     from notes_cli.smoke import run_smoke
 
-    (endpoint,) = resolve_endpoints("codex", homes={"codex": box.codex_home})
+    (endpoint,) = resolve_endpoints(CLIENT, homes={CLIENT: box.client_home})
     report = run_smoke(endpoint, n=3, timeout=30.0)
     return Step(
         "smoke",
@@ -225,7 +231,7 @@ def _notes_step(box: Sandbox, lang: str) -> Step:
     from notes_cli.notes.kits import load_kit
 
     kit = load_kit("pd-disagg")
-    (endpoint,) = resolve_endpoints("codex", homes={"codex": box.codex_home})
+    (endpoint,) = resolve_endpoints(CLIENT, homes={CLIENT: box.client_home})
     prompt = gen.build_prompt(kit, lang)
     result = gen.generate_note(kit, lang, endpoint, prompt, observer=_QuietProgress())
     written = []
@@ -278,7 +284,7 @@ def _experiment_step() -> Step:
 
 def _next_step(box: Sandbox, keep: Path | None) -> Step:
     files = {
-        "codex_config": str(box.codex_home / "config.toml"),
+        "codex_config": str(_config_file(box.client_home)),
         "claude_settings": str(box.claude_home / "settings.json"),
         "notes": str(box.notes),
     }
@@ -295,3 +301,13 @@ def _next_step(box: Sandbox, keep: Path | None) -> Step:
         ],
         {"files": files if keep else {}, "kept": keep is not None},
     )
+
+
+def _config_file(home: Path) -> Path:
+    """The demo client's config file in `home` (Codex's config.toml)."""
+    from notes_cli.clients import registry
+    from notes_cli.clients.plugin import Where
+
+    client = registry.get(CLIENT)
+    assert client is not None
+    return client.missing_file(Where({CLIENT: home}))

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from notes_cli.demo.step import CLIENT
+
 # Variables that would change what the clients or pdnotes see; hidden while the demo runs.
 _HIDDEN_PREFIXES = ("OPENAI_", "ANTHROPIC_", "CODEX_", "CLAUDE_", "TAOTOKEN_", "DEEPSEEK_")
 _HIDDEN = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
@@ -22,8 +24,9 @@ class Sandbox:
     root: Path
 
     @property
-    def codex_home(self) -> Path:
-        return self.root / "codex"
+    def client_home(self) -> Path:
+        """The demo client's folder (`demo.step.CLIENT`)."""
+        return self.root / CLIENT
 
     @property
     def claude_home(self) -> Path:
@@ -52,14 +55,14 @@ def sandbox(keep: Path | None = None) -> Iterator[Sandbox]:
     remove the folder unless `keep` names where to leave it."""
     root = keep.expanduser().resolve() if keep else Path(tempfile.mkdtemp(prefix="pdnotes-demo-"))
     box = Sandbox(root)
-    for folder in (box.codex_home, box.claude_home, box.pdnotes_home, box.project, box.notes):
+    for folder in (box.client_home, box.claude_home, box.pdnotes_home, box.project, box.notes):
         folder.mkdir(parents=True, exist_ok=True)
     saved = dict(os.environ)
     try:
         for name in list(os.environ):
             if name in _HIDDEN or name.startswith(_HIDDEN_PREFIXES):
                 del os.environ[name]
-        os.environ["CODEX_HOME"] = str(box.codex_home)
+        os.environ["CODEX_HOME"] = str(box.client_home)
         os.environ["CLAUDE_CONFIG_DIR"] = str(box.claude_home)
         os.environ["PDNOTES_HOME"] = str(box.pdnotes_home)
         os.environ["NO_PROXY"] = "127.0.0.1,localhost"

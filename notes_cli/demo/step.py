@@ -13,6 +13,9 @@ from typing import Any
 from notes_cli.errors import PdnotesError
 
 ENGINE_PRESET = "h800-h20-rdma"
+CLIENT = "codex"
+"""The client the demo configures, checks and drives (the article's), through its `Client`
+(`clients.registry`) as `pdnotes config`, `doctor` and `smoke` do."""
 
 TITLES = {
     "engine": "Start the bundled mock PD engine",

@@ -29,7 +29,7 @@ from notes_cli.doctor.secret_checks import CLAUDE_HOW, claude_secrets
 from notes_cli.doctor.url_checks import check_base_url, check_gateway_note, check_model
 from notes_cli.errors import ConfigParseError, InputError
 
-CODEX_KEYS = (
+RESPONSES_CLIENT_KEYS = (
     "model_provider",
     "model_providers",
     "base_url",
@@ -186,7 +186,7 @@ def check_settings_file(path: Path, text: str, data: dict[str, Any], scope: str)
                     line=line,
                 )
             )
-        elif key in CODEX_KEYS:
+        elif key in RESPONSES_CLIENT_KEYS:
             found.append(
                 make(
                     "codex-in-claude",

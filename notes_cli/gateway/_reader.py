@@ -221,7 +221,7 @@ def _result(
 # the client (Codex, Claude Code), not of the protocol, so it stays here.
 
 
-def _codex_issues(reader: StreamReader) -> list[str]:
+def _responses_client_issues(reader: StreamReader) -> list[str]:
     decoder = reader.decoder
     if not isinstance(decoder, wire_responses.StreamDecoder):
         return []
@@ -233,4 +233,4 @@ def _codex_issues(reader: StreamReader) -> list[str]:
     return []
 
 
-CLIENT_CHECKS = {"responses": _codex_issues}
+CLIENT_CHECKS = {"responses": _responses_client_issues}

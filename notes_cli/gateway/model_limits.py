@@ -31,7 +31,7 @@ def fetch_limits(
             auth_style="both" if key else "none",
         )  # fmt: skip
     else:
-        endpoint = Endpoint("codex", base_url, "responses", model=model, key_env=key_env, key=key)
+        endpoint = Endpoint("openai", base_url, "responses", model=model, key_env=key_env, key=key)
     manual = "pass the window yourself: --context-window <tokens>"
     try:
         # the whole answer within `timeout`: a list trickled a byte at a time held it forever

@@ -31,10 +31,17 @@ def config_commands(config: BridgeConfig, model: str | None = None) -> tuple[str
     if config.port != 8787:
         tail += ["--bridge-port", str(config.port)]
     tail += ["--model", model or config.model or "<model id>"]
-    codex = shlex.join(["pdnotes", "config", "codex", *tail])
+    responses = shlex.join(["pdnotes", "config", _responses_client(), *tail])
     claude_tail = [("--token-env" if t == "--env-key" else t) for t in tail]
     claude = shlex.join(["pdnotes", "config", "claude", *claude_tail])
-    return codex, claude
+    return responses, claude
+
+
+def _responses_client() -> str:
+    """The client that calls the bridge's Responses API (Codex), by its command name."""
+    from notes_cli.clients import registry
+
+    return next(c.name for c in registry.CLIENTS if c.protocol == "responses")
 
 
 def banner(config: BridgeConfig) -> None:
@@ -62,8 +69,8 @@ def banner(config: BridgeConfig) -> None:
             f"  [yellow]warning:[/] listening on {escape(config.host)} with no key: anyone who "
             "can reach this port uses your upstream (add --api-key-env NAME)"
         )
-    codex, claude = config_commands(config)
-    console.print(f"  point Codex here:        {escape(codex)}")
+    responses, claude = config_commands(config)
+    console.print(f"  point Codex here:        {escape(responses)}")
     console.print(f"  point Claude Code here:  {escape(claude)}")
     console.print("  Ctrl-C to stop")
     console.file.flush()

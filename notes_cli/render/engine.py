@@ -49,14 +49,14 @@ class ServeBanner:
             f"  metrics {escape(address.url('/metrics'))}   "
             f"state {escape(address.url('/engine/state'))}"
         )
-        codex = f"pdnotes config codex --preset mock --base-url {address.base_url}"
+        responses = f"pdnotes config codex --preset mock --base-url {address.base_url}"
         claude = f"pdnotes config claude --preset mock --base-url {address.anthropic_base_url}"
         if self.api_key_env:
-            codex += f" --env-key {self.api_key_env}"
+            responses += f" --env-key {self.api_key_env}"
             claude += f" --token-env {self.api_key_env}"
             console.print(f"  auth: requests must carry ${escape(self.api_key_env)}")
         if "responses" in served:
-            console.print(f"  point Codex here:        {escape(codex)}")
+            console.print(f"  point Codex here:        {escape(responses)}")
         if "anthropic" in served:
             console.print(f"  point Claude Code here:  {escape(claude)}")
         if self.faults:

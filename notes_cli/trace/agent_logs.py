@@ -1,4 +1,4 @@
-"""`pdnotes trace import`: Claude Code's and Codex's own session logs as a trace, without text.
+"""`pdnotes trace import`: the clients' own session logs as a trace, without text.
 
 Claude Code writes `$CLAUDE_CONFIG_DIR/projects/<project>/<session>.jsonl`: one line per event;
 an `assistant` line carries `message.usage` (`input_tokens`, `cache_creation_input_tokens`,
@@ -8,13 +8,7 @@ read tokens, of which the cache read was served from the prefix cache. The call 
 the session's last `user` line before its answer (the prompt, or the tool results), and ended
 with its answer's last line.
 
-Codex writes `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`: a `session_meta` line (its
-`payload.id` the session), and per model call an `event_msg` whose `payload.type` is
-`token_count` with `payload.info.last_token_usage` (`input_tokens`, the cached part included as
-in OpenAI's usage, `cached_input_tokens`, `output_tokens`); `info` is null on rate-limit-only
-events, and a repeated event (same running total) is counted once. The call was sent with the
-last input `response_item` (the prompt, a tool's output) before its answer's first item, and
-ended with its answer's last item; the `token_count` comes later, after the tool it called ran.
+Each client in a folder of its own reads its own logs (`Client.session_logs`).
 Each call's `delay` is the think time from its session's previous answer's end to its sending.
 
 Only those counts and times are read; no text leaves the logs. The logs hold no block hashes,
@@ -59,7 +53,7 @@ def claude_calls(folder: Path) -> Iterator[Call]:
     """Every model call of the Claude Code session logs under `folder` (its `projects/`, or a
     folder of session files itself)."""
     root = folder / "projects" if (folder / "projects").is_dir() else folder
-    for path in _files(root, "*.jsonl"):
+    for path in log_files(root, "*.jsonl"):
         yield from _claude_file(path)
 
 
@@ -69,12 +63,12 @@ def _claude_file(path: Path) -> Iterator[Call]:
     # with the last line of its answer (one line per content block, the same message.id).
     calls: dict[str, Call] = {}
     sent: dict[str, float] = {}  # session → its last user line, or its last answer's end
-    for where, row in _lines(path):
+    for where, row in log_lines(path):
         session = str(row.get("sessionId") or path.stem)
         if row.get("isSidechain"):
             session += "/" + str(row.get("agentId") or "sidechain")
         if row.get("type") == "user" and isinstance(row.get("timestamp"), str):
-            sent[session] = _time(row.get("timestamp"), where)
+            sent[session] = log_time(row.get("timestamp"), where)
             continue
         message = row.get("message")
         if row.get("type") != "assistant" or not isinstance(message, dict):
@@ -82,93 +76,27 @@ def _claude_file(path: Path) -> Iterator[Call]:
         usage = message.get("usage")
         if not isinstance(usage, dict):
             continue
-        at = _time(row.get("timestamp"), where)
+        at = log_time(row.get("timestamp"), where)
         key = f"{message.get('id')}/{row.get('requestId')}"
         known = calls.get(key)
         if known is not None:  # the same answer's next content block: counted once
             calls[key] = replace(known, ended_ms=max(known.ended_ms, at))
             sent[session] = calls[key].ended_ms
             continue
-        fresh = _tokens(usage, "input_tokens", where)
-        written = _tokens(usage, "cache_creation_input_tokens", where)
-        read = _tokens(usage, "cache_read_input_tokens", where)
+        fresh = log_tokens(usage, "input_tokens", where)
+        written = log_tokens(usage, "cache_creation_input_tokens", where)
+        read = log_tokens(usage, "cache_read_input_tokens", where)
         calls[key] = Call(
             min(sent.get(session, at), at),
             at,
             session,
             fresh + written + read,
-            _tokens(usage, "output_tokens", where),
+            log_tokens(usage, "output_tokens", where),
             read,
             "claude",
         )
         sent[session] = at
     yield from calls.values()
-
-
-# Codex's rollout items the client sends (the rest are the model's answer: its messages,
-# reasoning and tool calls).
-_CODEX_INPUT_ROLES = {"user", "developer", "system"}
-
-
-def codex_calls(folder: Path) -> Iterator[Call]:
-    """Every model call of the Codex rollouts under `folder` (its `sessions/`, or a folder of
-    rollout files itself)."""
-    root = folder / "sessions" if (folder / "sessions").is_dir() else folder
-    for path in _files(root, "rollout-*.jsonl"):
-        yield from _codex_file(path)
-
-
-def _codex_file(path: Path) -> Iterator[Call]:
-    # A call was sent with the last input item (the prompt, or a tool's output) before its
-    # answer's first item, else right after the previous answer; it ended with its answer's
-    # last item. Its token_count comes later: after the tool its answer called has run.
-    session = path.stem
-    last_total: object = None
-    last_input: float | None = None
-    answer_start: float | None = None  # the call being answered: when it was sent
-    answer_end: float | None = None  # its (or the previous call's) last answer item
-    for where, row in _lines(path):
-        payload = row.get("payload")
-        if not isinstance(payload, dict):
-            continue
-        kind = row.get("type")
-        if kind == "session_meta" and payload.get("id"):
-            session = str(payload["id"])
-            continue
-        if kind == "response_item":
-            at = _time(row.get("timestamp"), where)
-            item = str(payload.get("type", ""))
-            if item.endswith("_output") or payload.get("role") in _CODEX_INPUT_ROLES:
-                last_input = at
-            else:  # the answer's item
-                if answer_start is None:
-                    started = [t for t in (last_input, answer_end) if t is not None]
-                    answer_start = min(max(started), at) if started else at
-                answer_end = at
-            continue
-        if kind != "event_msg" or payload.get("type") != "token_count":
-            continue
-        info = payload.get("info")
-        if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict):
-            continue  # a rate-limit-only event
-        total = info.get("total_token_usage")
-        if total is not None and total == last_total:
-            continue  # the same call reported twice
-        last_total = total
-        usage = info["last_token_usage"]
-        at = _time(row.get("timestamp"), where)
-        if answer_start is None or answer_end is None:  # no item logged: all at this event
-            answer_start = answer_end = at
-        yield Call(
-            answer_start,
-            answer_end,
-            session,
-            _tokens(usage, "input_tokens", where),
-            _tokens(usage, "output_tokens", where),
-            _tokens(usage, "cached_input_tokens", where),
-            "codex",
-        )
-        answer_start = None
 
 
 def to_rows(
@@ -227,7 +155,7 @@ def _within(at_ms: float, since: date | None, until: date | None) -> bool:
     return (since is None or day >= since) and (until is None or day <= until)
 
 
-def _files(root: Path, pattern: str) -> list[Path]:
+def log_files(root: Path, pattern: str) -> list[Path]:
     if not root.is_dir():
         raise InputError(f"{root} is not a folder of session logs")
     found = []
@@ -239,7 +167,7 @@ def _files(root: Path, pattern: str) -> list[Path]:
     return found
 
 
-def _lines(path: Path) -> Iterator[tuple[str, dict[str, object]]]:
+def log_lines(path: Path) -> Iterator[tuple[str, dict[str, object]]]:
     """(where, object) per line; a line that is not a JSON object is skipped (a client killed
     mid-write leaves a torn last line), an undecodable file is an input error."""
     try:
@@ -258,7 +186,7 @@ def _lines(path: Path) -> Iterator[tuple[str, dict[str, object]]]:
                 yield f"{path}:{number}", value
 
 
-def _tokens(usage: dict[str, object], name: str, where: str) -> int:
+def log_tokens(usage: dict[str, object], name: str, where: str) -> int:
     value = usage.get(name, 0)
     if value is None:
         return 0
@@ -267,7 +195,7 @@ def _tokens(usage: dict[str, object], name: str, where: str) -> int:
     return value
 
 
-def _time(value: object, where: str) -> float:
+def log_time(value: object, where: str) -> float:
     if not isinstance(value, str):
         raise InputError(f"{where}: a model call without a timestamp")
     try:

@@ -4,7 +4,7 @@ method."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +13,7 @@ from notes_cli.clients.plugin import (
     BridgeUrl,
     ConfigRequest,
     Option,
+    SessionLogs,
     Shared,
     Version,
     Where,
@@ -83,6 +84,17 @@ class Codex:
     output_cap_variant: str | None = "codex"
     smoke_key_env: str | None = None
     file_lines: tuple[str, str] | None = ('base_url = "{}"', 'model = "{}"')
+    session_logs: SessionLogs | None = SessionLogs(
+        Option(
+            "codex_dir",
+            "--codex-dir",
+            "Codex's folder (default $CODEX_HOME or ~/.codex), its sessions/, or any folder "
+            "of rollout-*.jsonl files (e.g. sessions/2026/05 for one month).",
+            kind=Path,
+        ),
+        lambda: _home(),
+        lambda folder: _session_calls(folder),
+    )
 
     # -- config codex
 
@@ -131,7 +143,7 @@ class Codex:
 
         upstream = request["preset"]
         preset = load_preset(upstream) if upstream else None
-        own = preset.codex if preset and target.model == preset.model else None
+        own = preset.openai if preset and target.model == preset.model else None
         catalog = request["model_catalog"]
         if catalog is None and own is not None:
             catalog = own.model_catalog
@@ -184,9 +196,9 @@ class Codex:
         return parsed
 
     def missing_file(self, where: Where) -> Path:
-        from notes_cli import paths
+        from notes_cli.clients.codex.home import codex_config_path
 
-        return paths.codex_config_path(where.home(self.name))
+        return codex_config_path(where.home(self.name))
 
     def installed_version(self) -> Version | None:
         """`codex --version`, or `$PDNOTES_CODEX_BIN`'s."""
@@ -217,6 +229,18 @@ class Codex:
 
     def smoke_budget(self, setup: ClientSetup) -> int | None:
         return None  # Codex sends no output budget: smoke's default stands in
+
+
+def _home() -> Path:
+    from notes_cli.clients.codex.home import codex_home
+
+    return codex_home()
+
+
+def _session_calls(folder: Path) -> Iterator[Any]:
+    from notes_cli.clients.codex.logs import session_calls
+
+    return session_calls(folder)
 
 
 def _view(where: Where) -> CodexView:

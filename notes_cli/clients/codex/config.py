@@ -28,9 +28,10 @@ from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
 
-from notes_cli import fileio, paths
+from notes_cli import fileio
 from notes_cli.clients import files, presets, toml_bounds, urls
 from notes_cli.clients.codex import catalog as codex_catalog
+from notes_cli.clients.codex.home import codex_config_path
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
 from notes_cli.clients.plan import WritePlan, secret_values
@@ -86,7 +87,7 @@ def config_file(codex_home: Path | None = None, profile: str | None = None) -> P
     """The file `config codex` writes: `$CODEX_HOME/config.toml`, or with `--profile NAME` the
     profile file `$CODEX_HOME/NAME.config.toml` (what `codex --profile NAME` layers over
     config.toml, `clients.layers`)."""
-    path = paths.codex_config_path(codex_home)
+    path = codex_config_path(codex_home)
     if profile is None:
         return path
     if not PROFILE_NAME.fullmatch(profile):
@@ -151,11 +152,11 @@ class _Target:
 
 def _resolve(options: CodexOptions, doc: TOMLDocument, codex_home: Path) -> _Target:
     preset = presets.load_preset(options.preset) if options.preset else None
-    codex_preset = preset.codex if preset else None
+    openai_preset = preset.openai if preset else None
     _check_wire_api(options.wire_api)
     provider_id = _provider_id(options, preset, doc)
     current = _existing_provider(doc, provider_id)
-    raw_url = options.base_url or (codex_preset.base_url if codex_preset else None)
+    raw_url = options.base_url or (openai_preset.base_url if openai_preset else None)
     raw_url = raw_url or _str(current.get("base_url"))
     if not raw_url:
         raise UsageError(
@@ -183,11 +184,11 @@ def _resolve(options: CodexOptions, doc: TOMLDocument, codex_home: Path) -> _Tar
     query_params = {**_query_params(current), **cleaned.query_params}
     if cleaned.query_params:
         owned["query_params"] = query_params
-    if codex_preset and model == (preset and preset.model):
+    if openai_preset and model == (preset and preset.model):
         if options.context_window is None and options.fetch_limits is None:
-            options = replace(options, context_window=codex_preset.context_window)
+            options = replace(options, context_window=openai_preset.context_window)
         if options.model_catalog is None:
-            options = replace(options, model_catalog=codex_preset.model_catalog)
+            options = replace(options, model_catalog=openai_preset.model_catalog)
     top, notes, limits = _model_metadata(options, cleaned.base_url, env_key, model)
     catalog = None
     if options.model_catalog:
@@ -285,7 +286,7 @@ def _check_wire_api(wire_api: str) -> None:
 
 
 def _provider_id(options: CodexOptions, preset: presets.Preset | None, doc: TOMLDocument) -> str:
-    provider = options.provider or (preset.codex.provider_id if preset and preset.codex else None)
+    provider = options.provider or (preset.openai.provider_id if preset and preset.openai else None)
     if provider is None:
         existing = _str(doc.get("model_provider"))
         if existing and existing not in RESERVED_PROVIDER_IDS:
@@ -306,7 +307,7 @@ def _provider_id(options: CodexOptions, preset: presets.Preset | None, doc: TOML
 def _env_key(
     options: CodexOptions, preset: presets.Preset | None, current: dict[str, Any]
 ) -> str | None:
-    env_key = options.env_key or (preset.codex.env_key if preset and preset.codex else None)
+    env_key = options.env_key or (preset.openai.env_key if preset and preset.openai else None)
     env_key = env_key or _str(current.get("env_key"))
     if env_key and not looks_like_env_name(env_key):
         # Never echo the value: it is probably the key itself.

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from notes_cli import paths
 from notes_cli.clients import files
+from notes_cli.clients.codex.home import codex_config_path
 from notes_cli.errors import UsageError
 
 SYSTEM_CONFIG = Path("/etc/codex/config.toml")
@@ -100,7 +100,7 @@ def codex_layers(
     overrides: Iterable[str] = (),
 ) -> MergedCodex:
     """Read and merge every layer (raises `ConfigParseError` for a file that does not parse)."""
-    user_path = paths.codex_config_path(codex_home)
+    user_path = codex_config_path(codex_home)
     layers: list[CodexLayer] = []
     system = Path(os.environ.get("PDNOTES_CODEX_SYSTEM_CONFIG") or SYSTEM_CONFIG)
     for kind, path in (("system", system), ("user", user_path)):

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from notes_cli import fileio, paths
+from notes_cli import fileio
+from notes_cli.clients.codex.home import codex_config_path
 from notes_cli.doctor.resolved import Resolved
 from notes_cli.errors import InputError
 
@@ -26,7 +27,7 @@ def resolve_codex(
     from notes_cli.doctor.registry import make
     from notes_cli.errors import ConfigParseError
 
-    path = paths.codex_config_path(codex_home)
+    path = codex_config_path(codex_home)
     try:
         merged = codex_layers(
             codex_home, cwd=view.cwd, profile=view.profile, overrides=view.overrides

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from notes_cli import paths
+from notes_cli.clients.codex.home import codex_config_path
 from notes_cli.clients.codex.view import CodexView
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.clients.resolve import OPENAI_DEFAULT_BASE_URL, ClientSetup, Value, opt_str, str_map
@@ -33,7 +33,7 @@ def codex_setup(
 
     view = view or CodexView()
     merged = codex_layers(codex_home, cwd=view.cwd, profile=view.profile, overrides=view.overrides)
-    return codex_setup_of(merged, env, paths.codex_config_path(codex_home))
+    return codex_setup_of(merged, env, codex_config_path(codex_home))
 
 
 def codex_setup_of(merged: MergedCodex, env: Mapping[str, str], path: Path) -> ClientSetup:

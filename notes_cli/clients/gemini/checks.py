@@ -126,7 +126,7 @@ def _base_url(url: str, where: dict[str, object]) -> list[Finding]:
             )
         )
     preset = presets.preset_for_host(urls.host_of(url))
-    if preset is not None and preset.gemini is None and preset.codex is not None:
+    if preset is not None and preset.gemini is None and preset.openai is not None:
         command = (
             f"pdnotes config gemini --bridge --preset {preset.key}"
             if preset.model

@@ -13,6 +13,7 @@ from notes_cli.clients.plugin import (
     BridgeUrl,
     ConfigRequest,
     Option,
+    SessionLogs,
     Shared,
     Version,
     Where,
@@ -78,6 +79,7 @@ class GeminiCli:
     output_cap_variant: str | None = None
     smoke_key_env: str | None = "GEMINI_API_KEY"
     file_lines: tuple[str, str] | None = None
+    session_logs: SessionLogs | None = None
 
     # -- config gemini
 
@@ -113,7 +115,7 @@ class GeminiCli:
         from notes_cli.clients.presets import load_preset
 
         loaded = load_preset(preset)
-        return loaded.chat_only or (loaded.gemini is None and loaded.codex is not None)
+        return loaded.chat_only or (loaded.gemini is None and loaded.openai is not None)
 
     def via_bridge(self, request: ConfigRequest, target: BridgeTarget) -> ConfigRequest:
         """Gemini CLI on the bridge's Gemini route in front of a chat-completions upstream;

@@ -346,11 +346,11 @@ def plan_opencode(
     old_text = fileio.read_text(path)
     data = parse(old_text, path) if old_text is not None else {}
     preset = presets.load_preset(options.preset) if options.preset else None
-    codex = preset.codex if preset else None
+    openai = preset.openai if preset else None
     provider_id = _provider_id(options, preset, data)
     current = _current_provider(data, provider_id, path)
     current_options = _obj(current.get("options"))
-    raw_url = options.base_url or (codex.base_url if codex else None)
+    raw_url = options.base_url or (openai.base_url if openai else None)
     raw_url = raw_url or _str(current_options.get("baseURL"))
     if not raw_url:
         raise UsageError(
@@ -369,7 +369,7 @@ def plan_opencode(
             "no model id to write",
             fix="pass --model with the id exactly as your gateway's /models lists it",
         )
-    key_env = _key_env(options, codex, current_options)
+    key_env = _key_env(options, openai, current_options)
     edits: list[tuple[tuple[str, ...], Any]] = [
         (("provider", provider_id, "npm"), ADAPTER),
         (("provider", provider_id, "options", "baseURL"), cleaned.base_url),
@@ -470,7 +470,7 @@ def _get(data: Any, keys: tuple[str, ...]) -> Any:
 def _provider_id(
     options: OpenCodeOptions, preset: presets.Preset | None, data: dict[str, Any]
 ) -> str:
-    provider = options.provider or (preset.codex.provider_id if preset and preset.codex else None)
+    provider = options.provider or (preset.openai.provider_id if preset and preset.openai else None)
     if provider is None and isinstance(data.get("model"), str):
         parts = split_model(data["model"])
         providers = data.get("provider")
@@ -503,9 +503,9 @@ def _current_model(data: dict[str, Any], provider_id: str) -> str | None:
 
 
 def _key_env(
-    options: OpenCodeOptions, codex: presets.CodexPreset | None, current: dict[str, Any]
+    options: OpenCodeOptions, openai: presets.OpenAIPreset | None, current: dict[str, Any]
 ) -> str | None:
-    key_env = options.key_env or (codex.env_key if codex else None)
+    key_env = options.key_env or (openai.env_key if openai else None)
     if key_env is None and isinstance(current.get("apiKey"), str):
         names = ENV_REF.findall(current["apiKey"])
         key_env = names[0] if names else None
@@ -541,8 +541,8 @@ def _limit(
         if limits.max_output_tokens:
             said += f", output limit {limits.max_output_tokens}"
         notes.append(f"the gateway's /models says {model}: {said}")
-    if window is None and preset and preset.codex and model == preset.model:
-        window = preset.codex.context_window
+    if window is None and preset and preset.openai and model == preset.model:
+        window = preset.openai.context_window
     if window is None:
         if output is not None:
             raise UsageError(

@@ -13,6 +13,7 @@ from notes_cli.clients.plugin import (
     BridgeUrl,
     ConfigRequest,
     Option,
+    SessionLogs,
     Shared,
     Version,
     Where,
@@ -74,6 +75,7 @@ class QwenCode:
     output_cap_variant: str | None = "qwen"
     smoke_key_env: str | None = "OPENAI_API_KEY"
     file_lines: tuple[str, str] | None = None
+    session_logs: SessionLogs | None = None
 
     # -- config qwen
 

@@ -264,7 +264,7 @@ def _base_url(
 ) -> urls.CleanUrl:
     """Flag over preset over the file's current value, cleaned for the OpenAI SDK (which
     appends /chat/completions and cannot carry query parameters)."""
-    raw = options.base_url or (preset.codex.base_url if preset and preset.codex else None)
+    raw = options.base_url or (preset.openai.base_url if preset and preset.openai else None)
     if not raw and entry is not None:
         raw = _str(entry.get("baseUrl"))
     if not raw:
@@ -309,9 +309,9 @@ def _key(
                 fix="export the key first and pass its name: --key-env TAOTOKEN_API_KEY",
             )
         return options.key_env, None
-    codex = preset.codex if preset else None
-    if codex and codex.env_key:
-        return codex.env_key, None
+    openai = preset.openai if preset else None
+    if openai and openai.env_key:
+        return openai.env_key, None
     if preset and preset.claude and preset.claude.placeholder_token:
         return None, preset.claude.placeholder_token  # keyless (the mock engine)
     current = _str(entry.get("envKey")) if entry else None
