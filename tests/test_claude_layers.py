@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from notes_cli.clients.resolve import claude_setup
+from notes_cli.clients.claude.setup import claude_setup
 
 
 def write(path: Path, data: dict) -> Path:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from notes_cli.clients.claude_settings import MODEL_VARIABLES
+from notes_cli.clients.claude.config import MODEL_VARIABLES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "config"
 

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from notes_cli.bridge import config as bridge_config
 from notes_cli.clients import presets
-from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
+from notes_cli.clients.claude.config import ClaudeOptions, plan_claude
 from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
 from notes_cli.clients.plan import WritePlan
 from notes_cli.clients.plugin import BridgeTarget, Client, ConfigRequest

@@ -183,7 +183,7 @@ ClaudeHome = Annotated[Path | None, _home(_CLAUDE)]
 
 
 def _claude(values: dict[str, Any], common: _Common) -> None:
-    from notes_cli.clients.claude_settings import ClaudeOptions, Scope, plan_claude, settings_path
+    from notes_cli.clients.claude.config import ClaudeOptions, Scope, plan_claude, settings_path
 
     home, project_dir, scope = values["claude_home"], values["project_dir"], values["scope"]
     path = settings_path(scope, claude_home=home, project_dir=project_dir)  # checks --scope

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from notes_cli.clients.claude.setup import claude_setup
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.clients.plugin import Where
-from notes_cli.clients.resolve import ClientSetup, claude_setup
+from notes_cli.clients.resolve import ClientSetup
 
 
 def resolve_endpoints(

@@ -110,7 +110,7 @@ def _engine_step(base_url: str, anthropic_base_url: str, speed: float) -> Step:
 
 def _config_step(box: Sandbox, base_url: str, anthropic_base_url: str) -> Step:
     from notes_cli.clients import registry
-    from notes_cli.clients.claude_settings import ClaudeOptions, plan_claude
+    from notes_cli.clients.claude.config import ClaudeOptions, plan_claude
     from notes_cli.clients.plan import apply
     from notes_cli.clients.plugin import ConfigRequest, Where
 

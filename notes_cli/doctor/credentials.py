@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from notes_cli.clients.resolve import helper_variable
+from notes_cli.clients.claude.setup import helper_variable
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
+    from notes_cli.clients.claude.checks import ClaudeFile
     from notes_cli.clients.endpoint import Endpoint
-    from notes_cli.doctor.claude_checks import ClaudeFile
     from notes_cli.doctor.stream_limits import StreamLimits
 
 L = TypeVar("L")
@@ -53,8 +53,8 @@ def resolve_claude(
 ) -> Resolved[tuple[ClaudeFile, ...]]:
     """Claude Code's settings files and endpoint. Claude Code ignores a file that does not
     parse; pdnotes shows no endpoint then (the file's finding comes first)."""
-    from notes_cli.clients.resolve import claude_setup_of, merge_claude_layers
-    from notes_cli.doctor.claude_checks import read_claude_files
+    from notes_cli.clients.claude.checks import read_claude_files
+    from notes_cli.clients.claude.setup import claude_setup_of, merge_claude_layers
     from notes_cli.doctor.stream_limits import claude_limits
 
     read = read_claude_files(claude_home, project_dir, settings_file)
@@ -72,7 +72,7 @@ def resolve_claude(
 
 def _claude_window(merged: Mapping[str, tuple[str, str]]) -> ConfiguredWindow | None:
     """CLAUDE_CODE_MAX_CONTEXT_TOKENS, when a whole number (claude-env-invalid says otherwise)."""
-    from notes_cli.clients.claude_settings import WINDOW_VARIABLE
+    from notes_cli.clients.claude.config import WINDOW_VARIABLE
 
     value, source = merged.get(WINDOW_VARIABLE, ("", ""))
     text = value.strip()

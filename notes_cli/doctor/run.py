@@ -121,7 +121,7 @@ class _Shapes:
 
 def _claude_betas_off(resolved: Resolved[Any], env: Mapping[str, str]) -> bool:
     """Whether Claude Code, as configured, sends no experimental `anthropic-beta` values."""
-    from notes_cli.clients.resolve import merge_claude_layers
+    from notes_cli.clients.claude.setup import merge_claude_layers
 
     loaded = [(f.path, f.data) for f in resolved.layers if f.data is not None]
     value, _ = merge_claude_layers(loaded, env).env.get(_BETAS_OFF, ("", ""))
@@ -139,7 +139,7 @@ def _claude(
     settings_file: Path | None,
     run_helpers: bool,
 ) -> Resolved[Any]:
-    from notes_cli.doctor.claude_checks import check_claude
+    from notes_cli.clients.claude.checks import check_claude
     from notes_cli.doctor.resolved import resolve_claude
 
     claude = resolve_claude(claude_home, project_dir, env, settings_file)

@@ -2,7 +2,7 @@
 
 Each client in a folder of its own finds its own (with `key_in_file`). Claude Code: an
 `apiKeyHelper` that echoes a literal, `ANTHROPIC_CUSTOM_HEADERS` carrying a credential, and a
-key in `ANTHROPIC_BASE_URL` (the token variables are checked in claude_checks). A file git
+key in `ANTHROPIC_BASE_URL` (the token variables: clients/claude/checks.py). A file git
 tracks makes each of these an error: committing it publishes the key. Messages name where the
 secret sits, never the secret.
 """

@@ -13,16 +13,16 @@ from typing import Any
 
 from notes_cli import fileio, paths
 from notes_cli.clients import files
-from notes_cli.clients.git import tracked_by_git
-from notes_cli.clients.presets import placeholder_tokens
-from notes_cli.clients.resolve import (
+from notes_cli.clients.claude.env import check_claude_env, check_claude_window
+from notes_cli.clients.claude.setup import (
     ANTHROPIC_DEFAULT_BASE_URL,
     claude_auth,
     claude_model,
     claude_settings_files,
     merge_claude_layers,
 )
-from notes_cli.doctor.claude_env import check_claude_env, check_claude_window
+from notes_cli.clients.git import tracked_by_git
+from notes_cli.clients.presets import placeholder_tokens
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.doctor.secret_checks import CLAUDE_HOW, claude_secrets

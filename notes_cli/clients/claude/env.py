@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from notes_cli.clients.resolve import ClaudeLayers
+from notes_cli.clients.claude.setup import ClaudeLayers
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.doctor.url_checks import check_model
