@@ -136,3 +136,33 @@ def test_moe_and_mla_decode_pay_each_layer_s_measured_floor_and_dense_pays_none(
         assert NodeCost(model, h200, 8).decode_step_ms(32, 32 * 2000) == NodeCost(
             model, bare, 8
         ).decode_step_ms(32, 32 * 2000)
+
+
+def test_a_tp8_decode_step_pays_its_attention_kernels_after_the_gemms(catalog: Catalog) -> None:
+    # Issue 37, round four: aiconfigurator's generation-attention tables (every engine) measure
+    # ~10 us a layer at a few sequences, whatever the kernel reads, and a decode step's attention
+    # runs between its GEMMs. At TP8 those GEMMs are bound by their small shards, so hiding the
+    # attention under their roofline made the step ~20% too fast against the kernel tables.
+    h100 = catalog.chips["h100-sxm"]
+    assert 5.0 < h100.attn_floor_us < 20.0
+    bare = replace(h100, attn_floor_us=0.0)
+    llama = catalog.models["llama-3.1-8b"]
+    tp8 = NodeCost(llama, h100, 8)
+    parts = tp8.step_parts(8, 8 * 2000, 8 * 2000, eager=False)
+    assert parts.compute > parts.weights  # the small-shard GEMMs bound the step, not their reads
+    floor_ms = llama.layers * h100.attn_floor_us / 1000
+    gained = tp8.decode_step_ms(8, 8 * 2000) - NodeCost(llama, bare, 8).decode_step_ms(8, 8 * 2000)
+    assert gained == pytest.approx(floor_ms, rel=1e-6)
+    # twice the context: the step grows by the extra KV read although the GEMMs bound it
+    longer = tp8.decode_step_ms(8, 8 * 4000) - tp8.decode_step_ms(8, 8 * 2000)
+    extra_kv = 8 * 2000 * kv_bytes(llama, 1) / 8 / (h100.hbm_tbps * 1e12 * h100.kv_bw_eff) * 1e3
+    assert longer == pytest.approx(extra_kv, rel=0.05)
+    # the step is still one roofline with its parts: the estimate's breakdown adds up to it
+    assert parts.total == pytest.approx(tp8.decode_step_ms(8, 8 * 2000), rel=1e-9)
+    # MLA models carry their attention kernel in mla_floor_us: no second floor
+    ds = catalog.models["deepseek-r1"]
+    h200 = catalog.chips["h200"]
+    nofloor = replace(h200, attn_floor_us=0.0)
+    assert NodeCost(ds, h200, 8, weight_dtype="fp8").decode_step_ms(8, 8000) == NodeCost(
+        ds, nofloor, 8, weight_dtype="fp8"
+    ).decode_step_ms(8, 8000)

@@ -43,6 +43,13 @@ the TRT-LLM tables of each system and fits the few parameters pdnotes' roofline 
   bw_eff + the latent KV (576 values a token) at kv_bw_eff + kv_seq_us per sequence, as the step
   cost reads them. The floor (norms, rope, five small GEMMs, the attention kernel, quantisation)
   is 30-90 us a layer, where at 16 heads per GPU the reads take 15-40 us. Median of the engines.
+- Decode attention's floor (generation_attention_perf of TRT-LLM, vLLM and SGLang, bf16 KV,
+  serving sizes: batch <= 256, context >= 256): latency = attn_floor_us + kv_seq_us per
+  sequence + KV bytes at kv_bw_eff (the two fitted above, on TRT-LLM's table). The floor is what
+  a GQA layer's attention kernel costs whatever it reads: 9-16 us, where 8 sequences' 2K-token
+  KV of one KV head per GPU (TP8) takes 3 us. Fitted on 32/8, 8/2 and 8/1 query/KV heads (the
+  shapes of TP1, TP4 and TP8 of Llama-3.1-8B / Qwen3-32B), held out on 64/8, 16/4 and 4/1;
+  the median of the three engines is kept, as the MoE floors'.
 - All-reduce (TRT-LLM custom_allreduce_perf, bf16, messages >= 64 KiB): latency = allreduce_us
   + 2 (n-1)/n * bytes / intra_gbps. Fitted on 2 and 8 GPUs, held out on 4.
 
@@ -258,6 +265,59 @@ def fit_generation_attention(df: pd.DataFrame, hbm: float) -> dict:
     }
 
 
+ATTN_FLOOR_TRAIN = ((32, 8), (8, 2), (8, 1))  # query / KV heads per GPU
+ATTN_FLOOR_HELD = ((64, 8), (16, 4), (4, 1))
+
+
+def fit_attention_floor(df: pd.DataFrame, hbm: float, gen: dict) -> dict | None:
+    """A decode attention kernel's fixed cost per layer on one engine's generation-attention
+    table: latency = floor + kv_seq_us per sequence + KV bytes at kv_bw_eff (`gen`, the KV-read
+    fit), on serving sizes (batch <= 256, context >= 256)."""
+    df = df[(df.batch_size <= 256) & (df.step >= 255)]
+    if "window_size" not in df:  # older tables (a100's vLLM and SGLang): no sliding window
+        df = df.assign(window_size=0)
+    train = pd.concat([_heads(df, h, kv) for h, kv in ATTN_FLOOR_TRAIN])
+    held = pd.concat([_heads(df, h, kv) for h, kv in ATTN_FLOOR_HELD])
+    if train.empty:
+        return None
+
+    def predict(floor_us: float, d: pd.DataFrame) -> np.ndarray:
+        seqs = d.batch_size.to_numpy(float)
+        ctx = d.step.to_numpy(float) + 1
+        kv = seqs * ctx * 2 * d.num_key_value_heads.to_numpy(float) * d.head_dim * 2
+        read_ms = kv / (hbm * gen["kv_bw_eff"]) * 1e3
+        return (floor_us + gen["attn_seq_us"] * seqs) / 1e3 + read_ms
+
+    fit = least_squares(
+        lambda p: np.log(predict(p[0], train) / train.latency.to_numpy()), [10.0], bounds=(0, 200)
+    )
+    lat = train.latency.to_numpy()
+    return {
+        "floor_us": float(fit.x[0]),
+        "rows": len(train),
+        "train_err": mape(predict(fit.x[0], train), lat),
+        "no_floor_err": mape(predict(0.0, train), lat),
+        "held_err": mape(predict(fit.x[0], held), held.latency.to_numpy()) if len(held) else 0.0,
+    }
+
+
+def fit_attention_floors(system: str, hbm: float, gen: dict) -> dict | None:
+    """The decode attention floor: the median over the engines' tables of their fits."""
+    fits = {}
+    for backend in ("trtllm", "vllm", "sglang"):
+        version = latest(system, "attention", "generation_attention_perf", backend)
+        if version is None:
+            continue
+        df = table(system, "attention", version, "generation_attention_perf", backend)
+        got = fit_attention_floor(df, hbm, gen)
+        if got is not None:
+            fits[f"{backend}/{version}"] = got
+    if not fits:
+        return None
+    middle = sorted(fits.items(), key=lambda kv: kv[1]["floor_us"])[(len(fits) - 1) // 2]
+    return {**middle[1], "from": middle[0], "engines": fits}
+
+
 def fit_allreduce(df: pd.DataFrame) -> dict:
     df = df[df.allreduce_dtype == "bfloat16"] if "allreduce_dtype" in df else df
     if "kernel_source" in df and df.kernel_source.nunique() > 1:
@@ -442,6 +502,7 @@ def fit_chip(chip: str) -> dict:
     out["context"] = fit_context_attention(attn, pk.bf16)
     gen = table(system, "attention", version, "generation_attention_perf")
     out["generation"] = fit_generation_attention(gen, pk.hbm)
+    out["attn_floor"] = fit_attention_floors(system, pk.hbm, out["generation"])
     out["mla_floor"] = fit_mla_floors(system, out, pk.hbm)
     ar_version = latest(system, "comm", "custom_allreduce_perf")
     out["allreduce_version"] = ar_version
@@ -541,6 +602,13 @@ def toml_row(chip: str, fit: dict, assumed_from: str | None = None) -> str:
             f"fit): {mla['floor_us']:.0f} us ({mla['from']}, within {mla['train_err']:.0%}, no "
             f"floor {mla['no_floor_err']:.0%})"
         )
+    if (attn := fit.get("attn_floor")) is not None:
+        source += (
+            f". Decode attention floor (generation_attention_perf, batch <= 256, context >= 256, "
+            f"the median engine's fit): {attn['floor_us']:.1f} us a layer ({attn['from']}, "
+            f"within {attn['train_err']:.0%}, no floor {attn['no_floor_err']:.0%}; held-out "
+            f"heads within {attn['held_err']:.0%})"
+        )
     if assumed_from:
         source = (
             f"ASSUMED as {assumed_from} (same die, no aiconfigurator table for this chip): "
@@ -576,6 +644,8 @@ def toml_row(chip: str, fit: dict, assumed_from: str | None = None) -> str:
             lines.append(f"{prefix}moe_floor_us = {floor['floor_us']:.1f}")
     if (floor := fit.get("mla_floor")) is not None:
         lines.append(f"mla_floor_us = {floor['floor_us']:.1f}")
+    if (floor := fit.get("attn_floor")) is not None:
+        lines.append(f"attn_floor_us = {floor['floor_us']:.1f}")
     if ar is not None and not assumed_from:
         lines += [
             f"allreduce_us = {ar['allreduce_us']:.1f}",
@@ -671,6 +741,25 @@ def markdown(fits: dict[str, dict]) -> str:
         out.append(
             f"| {chip} | {', '.join(m['engines'])} | {shown} | {m['floor_us']:.1f} ({m['from']}) "
             f"| {m['train_err']:.1%} ({m['no_floor_err']:.1%}) |"
+        )
+    out += [
+        "",
+        "| chip | decode attention floor (generation_attention_perf, batch <= 256, context >= "
+        "256) | floor us a layer per engine: TRT-LLM / vLLM / SGLang | kept (median) | its error "
+        "(no floor) | held-out heads (64/8, 16/4, 4/1) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for chip, f in fits.items():
+        m = f.get("attn_floor")
+        if m is None:
+            continue
+        per = {k.split("/")[0]: v["floor_us"] for k, v in m["engines"].items()}
+        shown = " / ".join(
+            f"{per[b]:.1f}" if b in per else "-" for b in ("trtllm", "vllm", "sglang")
+        )
+        out.append(
+            f"| {chip} | {', '.join(m['engines'])} | {shown} | {m['floor_us']:.1f} ({m['from']}) "
+            f"| {m['train_err']:.1%} ({m['no_floor_err']:.1%}) | {m['held_err']:.1%} |"
         )
     return "\n".join(out)
 

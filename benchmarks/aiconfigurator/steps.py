@@ -62,6 +62,16 @@ POINTS = [
     ("deepseek-r1", "deepseek-ai/DeepSeek-R1", "h200", "h200_sxm", 8, "decode", 1000, 4, None),
     ("gpt-oss-120b", "openai/gpt-oss-120b", "h200", "h200_sxm", 1, "decode", 2000, 8, None),
     ("qwen3-235b-a22b", Q235, "h200", "h200_sxm", 4, "decode", 2000, 8, "fp8"),
+    # issue 37, round four: dense decode at a few sequences as TP grows, where each layer's
+    # attention kernel costs its floor and runs apart from the GEMMs (TP8 GEMMs are bound by
+    # their small shards, not by the weights they read)
+    ("llama-3.1-8b", L8, "h100-sxm", "h100_sxm", 1, "decode", 2000, 8, None),
+    ("llama-3.1-8b", L8, "h100-sxm", "h100_sxm", 2, "decode", 2000, 8, None),
+    ("llama-3.1-8b", L8, "h100-sxm", "h100_sxm", 4, "decode", 2000, 8, None),
+    ("llama-3.1-8b", L8, "h100-sxm", "h100_sxm", 8, "decode", 2000, 8, None),
+    ("qwen3-32b", "Qwen/Qwen3-32B", "h100-sxm", "h100_sxm", 2, "decode", 2000, 16, None),
+    ("qwen3-32b", "Qwen/Qwen3-32B", "h100-sxm", "h100_sxm", 4, "decode", 2000, 16, None),
+    ("qwen3-32b", "Qwen/Qwen3-32B", "h100-sxm", "h100_sxm", 8, "decode", 2000, 16, None),
 ]
 
 HEADER = """\

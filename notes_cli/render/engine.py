@@ -161,17 +161,17 @@ def estimate_table(doc: dict[str, Any]) -> None:
     console.print(table)
     parts = doc["breakdown_ms"]
     breakdown = Table(title="the step's parts (ms)", title_justify="left")
-    for column in ("compute", "weights", "KV", "communication", "hidden", "overheads"):
+    keys = ("compute", "attention", "weights", "kv", "communication", "hidden_by_overlap")
+    for column in ("compute", "of it attention", "weights", "KV", "communication", "hidden"):
         breakdown.add_column(column, justify="right")
-    breakdown.add_row(
-        *(
-            f"{parts[k]:,.2f}"
-            for k in ("compute", "weights", "kv", "communication", "hidden_by_overlap", "overheads")
-        )
-    )
+    breakdown.add_column("overheads", justify="right")
+    breakdown.add_row(*(f"{parts[k]:,.2f}" for k in (*keys, "overheads")))
     console.print(breakdown)
+    kernels = "max(compute, weights + KV)"
+    if doc["phase"] == "decode":  # its attention kernels run after the GEMMs, not under them
+        kernels = "max(compute - attention, weights) + max(attention, KV)"
     console.print(
-        "[dim]step = max(compute, weights + KV) + communication - hidden + overheads "
+        f"[dim]step = {kernels} + communication - hidden + overheads "
         "(launch, speculative drafts, the engine's CPU); "
         'docs/engine-model.md, "One step, statically"[/]'
     )

@@ -60,23 +60,30 @@ _MS_PER_S = 1e3
 @dataclass(frozen=True)
 class StepParts:
     """One step's time by part, in ms, as the cost model adds them up: the kernels run for
-    max(compute, weights + kv) (whichever bounds them), communication after them (or, with
-    two-batch overlap, under them), then the fixed launch / graph overhead."""
+    max(compute, weights + kv) (whichever bounds them) in a step carrying prompt tokens; in a
+    decode step the attention kernels run apart, after the GEMMs, for max(compute, weights) +
+    max(attention, kv); communication after them (or, with two-batch overlap, under them),
+    then the fixed launch / graph overhead."""
 
-    compute: float  # GEMMs, attention and routed experts at their (measured) efficiencies
+    compute: float  # GEMMs and routed experts (and, in a prefill, attention) at their efficiencies
     weights: float  # weights read from HBM (the experts touched; MoE and MLA layers' floors)
-    kv: float  # KV cache read (bytes, plus decode attention's cost per sequence)
+    kv: float  # KV cache read (bytes, decode attention's cost per sequence and per layer)
     comm: float  # all-reduces, expert all-to-alls, pipeline hops
     overhead: float  # kernel launches (eager) or the captured graph's residual
     two_batch_overlap: bool = False
+    attention: float = 0.0  # a decode step's attention compute, its kernels apart from the GEMMs
+    apart: bool = False  # a decode step: attention after the GEMMs, not under their roofline
 
     @property
     def kernels(self) -> float:
+        if self.apart:
+            return max(self.compute, self.weights) + max(self.attention, self.kv)
         return max(self.compute, self.weights + self.kv)
 
     @property
     def bound(self) -> str:
-        return "compute" if self.compute >= self.weights + self.kv else "memory"
+        work = self.compute + self.attention
+        return "compute" if work >= self.weights + self.kv else "memory"
 
     @property
     def hidden(self) -> float:
@@ -135,6 +142,8 @@ class NodeCost:
     _expert_token_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _expert_half_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _floor_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _attn_floor_ms: float = field(init=False, repr=False, compare=False, default=0.0)
+    _decode_attn_token_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _seq_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _eager_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _decode_ms: float = field(init=False, repr=False, compare=False, default=0.0)
@@ -246,6 +255,20 @@ class NodeCost:
         # aiconfigurator's 20); a prefill's compute hides them.
         floor_us = m.moe_layers * eff.moe_floor_us + m.layers * eff.mla_floor_us
         object.__setattr__(self, "_floor_ms", floor_us / 1000.0)
+        # A decode step's attention is kernels of its own between the QKV and output GEMMs, not
+        # work the GEMMs' roofline hides: step_ms adds max(attention compute, KV read) after
+        # max(GEMMs, weights), as aiconfigurator sums its measured per-operation times. Each
+        # GQA layer's attention kernel also costs attn_floor_us whatever it reads (kernels.toml:
+        # the generation-attention tables of TRT-LLM, vLLM and SGLang, 9-12 us a layer at a few
+        # sequences, where reading 8 sequences' 2K-token KV at TP8 takes 3 us). At TP1 the step
+        # is bound by its weight reads and the two barely show; at TP8 its GEMMs are bound by
+        # their small shards and the attention kernels came for free: Llama-3.1-8B on H100 at
+        # 8 sequences, 1.78 ms a step against aiconfigurator's 2.11-2.26, now 2.27 (TP1 7.7 ->
+        # 8.0 against 7.3-7.6). MLA models carry the attention kernel in mla_floor_us.
+        attn_floor = 0.0 if m.is_mla else m.layers * eff.attn_floor_us / 1000.0
+        object.__setattr__(self, "_attn_floor_ms", attn_floor)
+        token_ms = self._decode_attn_half / self._decode_attn_per_ms
+        object.__setattr__(self, "_decode_attn_token_ms", token_ms)
         # Speculative decoding: tokens a sequence gains per verify step, 1 + a + ... + a^n
         gain = sum(self.mtp_acceptance**i for i in range(self.mtp_tokens + 1))
         object.__setattr__(self, "_mtp_gain", gain if self.mtp_acceptance > 0 else 1.0)
@@ -289,16 +312,27 @@ class NodeCost:
             self._prefill_terms if eager else self._decode_terms
         )
         compute = new_tokens * per_token + fixed + attended_pairs * per_pair + slid_pairs * per_slid
-        memory = self._weights_ms + kv_read_tokens * self._kv_full_ms + slid_kv * self._kv_slid_ms
-        memory += new_tokens * per_seq + (self._floor_ms if new_tokens else 0.0)
+        weights = self._weights_ms + (self._floor_ms if new_tokens else 0.0)
+        kv = kv_read_tokens * self._kv_full_ms + slid_kv * self._kv_slid_ms + new_tokens * per_seq
         if sh.experts:  # distinct experts the step's tokens touch, per MoE layer
             touched = 1.0 - sh.miss ** min(new_tokens, 1e6)
-            memory += self._expert_read_ms * touched
+            weights += self._expert_read_ms * touched
             compute += new_tokens * self._expert_token_ms + self._expert_half_ms * touched
+        if eager:
+            core = max(compute, weights + kv)
+        else:  # decode: the attention kernels after the GEMMs (__post_init__, _attn_floor_ms)
+            attention = (
+                new_tokens * self._decode_attn_token_ms
+                + attended_pairs * per_pair
+                + slid_pairs * per_slid
+            )
+            kv += self._attn_floor_ms if new_tokens else 0.0
+            gemms = compute - attention
+            core = (gemms if gemms > weights else weights) + (attention if attention > kv else kv)
         if self._comm:  # checked here: a method call per step costs ~5% of simulation speed
             comm = self.allreduce_ms(new_tokens, None, not eager) + self.stage_hops_ms(new_tokens)
-            return self._with_comm(max(compute, memory), comm) + overhead
-        return max(compute, memory) + overhead
+            return self._with_comm(core, comm) + overhead
+        return core + overhead
 
     def step_parts(
         self, new_tokens: float, attended_pairs: float, kv_read_tokens: float, *, eager: bool
@@ -318,10 +352,21 @@ class NodeCost:
             touched = 1.0 - sh.miss ** min(new_tokens, 1e6)
             weights += self._expert_read_ms * touched
             compute += new_tokens * self._expert_token_ms + self._expert_half_ms * touched
+        attention = 0.0
+        if not eager:  # as step_ms: a decode step's attention kernels apart from the GEMMs
+            attention = (
+                new_tokens * self._decode_attn_token_ms
+                + attended_pairs * per_pair
+                + slid_pairs * per_slid
+            )
+            kv += self._attn_floor_ms if new_tokens else 0.0
+            compute -= attention
         comm = 0.0
         if self._comm:
             comm = self.allreduce_ms(new_tokens, None, not eager) + self.stage_hops_ms(new_tokens)
-        return StepParts(compute, weights, kv, comm, overhead, self.two_batch_overlap)
+        return StepParts(
+            compute, weights, kv, comm, overhead, self.two_batch_overlap, attention, not eager
+        )
 
     def _with_comm(self, core: float, comm: float) -> float:
         """A step's GPU time with its communication: after the kernels, or, with two-batch

@@ -104,7 +104,8 @@ class Estimate:
             },
             "bound": p.bound,
             "breakdown_ms": {
-                "compute": _num(p.compute),
+                "compute": _num(p.compute + p.attention),
+                "attention": _num(p.attention),
                 "weights": _num(p.weights),
                 "kv": _num(p.kv),
                 "communication": _num(p.comm),

@@ -26,6 +26,9 @@ w4_moe_floor_us by the experts' precision): aiconfigurator's moe_perf tables at 
 at one token; the step cost adds it to the memory side (a decode step is read-bound; a prefill's
 compute hides it). An MLA attention block likewise (mla_floor_us, every layer of an MLA model):
 its module tables measure 30-90 us a layer at 16 heads per GPU where its reads take 15-40 us.
+A GQA model's decode attention kernel likewise (attn_floor_us, every layer): the three engines'
+generation-attention tables measure 9-16 us a layer at a few sequences, where the KV they read
+takes 1-5 us; the step cost runs a decode step's attention after its GEMMs (costmodel.py).
 
 Chips without measured curves, and deployments fitted to an older engine's constant MFU
 (`prefill_mfu`, Chip.with_constant_mfu), get no extra terms: the old model.
@@ -55,6 +58,7 @@ class StepEfficiency:
     attn_mfu: float | None  # None: attention runs at the GEMMs' MFU (constant-MFU chips)
     moe_floor_us: float = 0.0  # a MoE layer's fixed cost (us) at the experts' precision
     mla_floor_us: float = 0.0  # an MLA attention block's fixed cost (us) at decode
+    attn_floor_us: float = 0.0  # a GQA decode attention kernel's fixed cost (us) a layer
 
 
 def half_tokens(half_at_reference: float, width_exp: float, matrix: float) -> float:
@@ -104,4 +108,5 @@ def step_efficiency(
         chip.attn_mfu,
         floor if model.is_moe else 0.0,
         chip.mla_floor_us if model.is_mla else 0.0,
+        0.0 if model.is_mla else chip.attn_floor_us,
     )

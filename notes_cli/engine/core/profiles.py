@@ -89,6 +89,10 @@ class Chip:
     fp8_moe_floor_us: float = 0.0
     w4_moe_floor_us: float = 0.0
     mla_floor_us: float = 0.0  # an MLA attention block's fixed cost at decode, us (kernels.toml)
+    # A GQA decode attention kernel's fixed cost per layer, us, whatever it reads: the
+    # generation-attention tables of all three engines measure 10-16 us at a few sequences
+    # (kernels.toml). MLA models carry it in mla_floor_us.
+    attn_floor_us: float = 0.0
     kernel_source: str = ""
     description: str = ""
     source: str = ""
