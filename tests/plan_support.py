@@ -21,7 +21,8 @@ def lab_catalog() -> Catalog:
     constant MFU (no measured kernel curves), so prefill time is FLOPs over FLOP/s by hand."""
     catalog = load_catalog()
     h100 = catalog.chips["h100-sxm"].with_constant_mfu(0.45)
-    fast = replace(h100, name="lab-fast", intra_gbps=50.0)
+    # a slow ring all-reduce (no one-shot kernel: the ring's bytes at 50 GB/s whatever the size)
+    fast = replace(h100, name="lab-fast", intra_gbps=50.0, allreduce_oneshot_gbps=0.0)
     slow = replace(fast, name="lab-slow", tflops=fast.tflops / 2)
     chips = {**catalog.chips, "lab-fast": fast, "lab-slow": slow}
     return replace(catalog, chips=chips)

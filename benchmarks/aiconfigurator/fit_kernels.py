@@ -50,8 +50,12 @@ the TRT-LLM tables of each system and fits the few parameters pdnotes' roofline 
   KV of one KV head per GPU (TP8) takes 3 us. Fitted on 32/8, 8/2 and 8/1 query/KV heads (the
   shapes of TP1, TP4 and TP8 of Llama-3.1-8B / Qwen3-32B), held out on 64/8, 16/4 and 4/1;
   the median of the three engines is kept, as the MoE floors'.
-- All-reduce (TRT-LLM custom_allreduce_perf, bf16, messages >= 64 KiB): latency = allreduce_us
-  + 2 (n-1)/n * bytes / intra_gbps. Fitted on 2 and 8 GPUs, held out on 4.
+- All-reduce (TRT-LLM custom_allreduce_perf, bf16, messages >= 8 KiB): latency = allreduce_us +
+  min((n-1) bytes / allreduce_oneshot_gbps, allreduce_twoshot_us + 2 (n-1)/n bytes /
+  intra_gbps): the engine's one-shot kernel (every GPU reads its n-1 peers' whole message) for
+  small messages, two-shot (reduce-scatter, all-gather) for large ones. With the ring term alone
+  a decode step's all-reduce at 8 GPUs came out 0.79x of the table (0.5-1 MiB messages about
+  half), the prefill-sized ones 1.34x. Fitted on 2 and 8 GPUs, held out on 4.
 
 Without --write it prints the fits and their errors (Markdown for docs/validation.md); with
 --write it also writes templates/engine/kernels.toml (rows for the chips pdnotes has).
@@ -319,29 +323,50 @@ def fit_attention_floors(system: str, hbm: float, gen: dict) -> dict | None:
 
 
 def fit_allreduce(df: pd.DataFrame) -> dict:
+    """Two forms, fitted on 2 and 8 GPUs: one-shot below two-shot (the engines' kernels), and the
+    ring's bytes alone. The one-shot form is kept when it reaches the held-out 4 GPUs at least as
+    well (on GB200's table it does not: its fit degenerates to one-shot at every size)."""
     df = df[df.allreduce_dtype == "bfloat16"] if "allreduce_dtype" in df else df
     if "kernel_source" in df and df.kernel_source.nunique() > 1:
         df = df[df.kernel_source == df.kernel_source.mode()[0]]
 
     def predict(p: np.ndarray, d: pd.DataFrame) -> np.ndarray:
-        lat_us, gbps = p
+        lat_us, gbps, oneshot_gbps, twoshot_us = p
         n = d.num_gpus.to_numpy(float)
         nbytes = 2.0 * d.message_size.to_numpy(float)  # message_size counts bf16 elements
-        return lat_us / 1e3 + 2 * (n - 1) / n * nbytes / (gbps * 1e9) * 1e3
+        two = twoshot_us / 1e6 + 2 * (n - 1) / n * nbytes / (gbps * 1e9)  # reduce-scatter + gather
+        if oneshot_gbps <= 0:  # the ring's bytes alone
+            return lat_us / 1e3 + two * 1e3
+        one = (n - 1) * nbytes / (oneshot_gbps * 1e9)  # every GPU reads its peers' whole message
+        return lat_us / 1e3 + np.minimum(one, two) * 1e3
 
-    df = df[df.message_size >= 32768]  # >= 64 KiB: a step of 8 tokens of a 4096-wide model
+    df = df[df.message_size >= 4096]  # >= 8 KiB: one token of a 4096-wide model (batch-1 decode)
     train, held = df[df.num_gpus.isin([2, 8])], df[df.num_gpus == 4]
-    fit = least_squares(
-        lambda p: np.log(predict(p, train) / train.latency.to_numpy()),
-        [10.0, 300.0],
-        bounds=([0.0, 1.0], [1000.0, 5000.0]),
-    )
+    decode = held[held.message_size <= 2**21]  # a decode step's: <= 256 tokens of 8192 wide
+
+    def loss(p: np.ndarray) -> np.ndarray:
+        return np.log(predict(p, train) / train.latency.to_numpy())
+
+    both = least_squares(
+        loss, [3.0, 300.0, 300.0, 10.0], bounds=([0.0, 1.0, 1.0, 0.0], [1e3, 5e3, 5e3, 1e3])
+    ).x
+    ring = least_squares(
+        lambda p: loss(np.array([p[0], p[1], 0.0, 0.0])), [3.0, 300.0], bounds=([0, 1], [1e3, 5e3])
+    ).x
+    ring = np.array([ring[0], ring[1], 0.0, 0.0])
+    held_lat = held.latency.to_numpy()
+    one_shot_holds = mape(predict(both, held), held_lat) <= mape(predict(ring, held), held_lat)
+    best = both if one_shot_holds else ring
     return {
-        "allreduce_us": fit.x[0],
-        "intra_gbps": fit.x[1],
+        "allreduce_us": best[0],
+        "intra_gbps": best[1],
+        "oneshot_gbps": best[2],
+        "twoshot_us": best[3],
         "kernel": str(df.kernel_source.iloc[0]) if "kernel_source" in df else "",
-        "train_err": mape(predict(fit.x, train), train.latency.to_numpy()),
-        "held_err": mape(predict(fit.x, held), held.latency.to_numpy()),
+        "train_err": mape(predict(best, train), train.latency.to_numpy()),
+        "held_err": mape(predict(best, held), held_lat),
+        "held_decode_err": mape(predict(best, decode), decode.latency.to_numpy()),
+        "ring_held_decode_err": mape(predict(ring, decode), decode.latency.to_numpy()),
     }
 
 
@@ -533,7 +558,9 @@ HEADER = """\
 # GEMMs' best efficiency, reached as tokens in a step grow (mfu_half_tokens, mfu_width_exp), one
 # curve for both phases; `attn_mfu` / `attn_half_context` the causal attention's; `bw_eff` the
 # weights' read efficiency, `kv_bw_eff` the KV cache's and `kv_seq_us` a decode attention's cost
-# per sequence per layer; `allreduce_us` / `intra_gbps` the all-reduce's; `fp8_*` the fp8
+# per sequence per layer; `allreduce_us` / `intra_gbps` / `allreduce_oneshot_gbps` /
+# `allreduce_twoshot_us` the all-reduce's (one-shot for small messages, two-shot for large ones);
+# `attn_floor_us` a decode attention kernel's fixed cost per layer; `fp8_*` the fp8
 # (per-tensor) GEMMs' curve against the fp8 peak; `moe_*` / `fp8_moe_*` a MoE layer's grouped
 # expert GEMMs (best efficiency shrinking with the per-GPU expert matrix, moe_width_half, and
 # growing with the (token, expert) rows per GPU, moe_half_rows). Deployments carrying a fitted
@@ -562,7 +589,11 @@ def toml_row(chip: str, fit: dict, assumed_from: str | None = None) -> str:
         f"{c['held_err']:.0%}; KV read held-out within {gen['held_err']:.0%}"
     )
     if ar is not None:
-        source += f"; all-reduce held-out 4 GPUs within {ar['held_err']:.0%}"
+        source += (
+            f"; all-reduce ({'one-shot / two-shot' if ar['oneshot_gbps'] > 0 else 'ring'}) "
+            f"held-out 4 GPUs within {ar['held_err']:.0%} (decode-sized messages "
+            f"{ar['held_decode_err']:.0%}, the ring alone {ar['ring_held_decode_err']:.0%})"
+        )
     if fit["fp8"] is not None:
         f8 = fit["fp8"]
         source += (
@@ -651,6 +682,11 @@ def toml_row(chip: str, fit: dict, assumed_from: str | None = None) -> str:
             f"allreduce_us = {ar['allreduce_us']:.1f}",
             f"intra_gbps = {ar['intra_gbps']:.0f}.0",
         ]
+        if ar["oneshot_gbps"] > 0:
+            lines += [
+                f"allreduce_oneshot_gbps = {ar['oneshot_gbps']:.0f}.0",
+                f"allreduce_twoshot_us = {ar['twoshot_us']:.1f}",
+            ]
     lines.append(f'kernel_source = "{source}"')
     return "\n".join(lines)
 
@@ -660,8 +696,8 @@ def markdown(fits: dict[str, dict]) -> str:
         "| chip (aiconfigurator system, TRT-LLM db) | GEMM bf16: mfu, half tokens, width exp, "
         "bw_eff | train / held-out M (prefill-sized) | fp8: mfu, half tokens | held-out | "
         "context attention: attn_mfu, half context | held-out heads (s >= 2048) | KV read: "
-        "kv_bw_eff, us per sequence, launch us | held-out | all-reduce: us, GB/s | "
-        "held-out (4 GPUs) |",
+        "kv_bw_eff, us per sequence, launch us | held-out | all-reduce: us, one-shot GB/s; "
+        "two-shot us, GB/s | held-out (4 GPUs; decode-sized) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for chip, f in fits.items():
@@ -681,8 +717,15 @@ def markdown(fits: dict[str, dict]) -> str:
                     f"{gen['kv_bw_eff']:.3f}, {gen['attn_seq_us']:.2f}, "
                     f"{gen['attn_launch_us']:.1f}",
                     f"{gen['held_err']:.1%}",
-                    f"{ar['allreduce_us']:.1f}, {ar['intra_gbps']:.0f}" if ar else "",
-                    f"{ar['held_err']:.1%}" if ar else "",
+                    (
+                        f"{ar['allreduce_us']:.1f}, {ar['oneshot_gbps']:.0f}; "
+                        f"{ar['twoshot_us']:.1f}, {ar['intra_gbps']:.0f}"
+                        if ar["oneshot_gbps"] > 0
+                        else f"{ar['allreduce_us']:.1f}, ring only; {ar['intra_gbps']:.0f}"
+                    )
+                    if ar
+                    else "",
+                    f"{ar['held_err']:.1%}; {ar['held_decode_err']:.1%}" if ar else "",
                 ]
             )
             + " |"

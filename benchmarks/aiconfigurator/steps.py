@@ -6,7 +6,8 @@ Asks aiconfigurator 0.12.0 (its Python API, `cli_estimate` in the static modes: 
 `isl` tokens at batch 1, or one decode step of `batch` sequences at `isl` tokens of context; no
 scheduling, no queueing) for each point below and each backend, from its measured per-operation
 databases. With --write it stores them in tests/fixtures/aiconfigurator_steps.toml, the table
-the CI test recomputes pdnotes against. Prints a Markdown table for docs/validation.md.
+the CI test recomputes pdnotes against, and single all-reduces of TRT-LLM's measured table in
+tests/fixtures/aiconfigurator_allreduce.toml. Prints a Markdown table for docs/validation.md.
 
 Fit set and held-out: the kernel curves (fit_kernels.py) were fitted to single operations only,
 with attention fitted on 32 query / 8 KV heads (Llama-3.1-8B's); every step below is a check the
@@ -113,6 +114,55 @@ def estimate(point: tuple, backend: str) -> float | None:
     return float(result.ttft if kind == "prefill" else result.tpot)
 
 
+# issue 37, round four: single all-reduces of TRT-LLM's measured table (the one fit_kernels.py
+# fits), at the message sizes of decode steps (a token to 256 tokens of 4096-8192 wide) and of
+# prefills, so CI can hold pdnotes' all-reduce against them without aiconfigurator installed
+ALLREDUCE = [
+    ("h100-sxm", "h100_sxm", gpus, elements)
+    for gpus in (2, 4, 8)
+    for elements in (4096, 32768, 262144, 1048576, 8388608, 67108864)
+]
+ALLREDUCE_HEADER = """\
+# SPDX-FileCopyrightText: Copyright (c) 2025-2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+#
+# All-reduce latencies DERIVED from NVIDIA aiconfigurator 0.12.0 (Apache-2.0, license text in
+# LICENSES/aiconfigurator-Apache-2.0.txt): its measured table
+# systems/data/<system>/comm/trtllm/<newest>/custom_allreduce_perf (bf16), by
+# benchmarks/aiconfigurator/steps.py --write. Changes: only the rows below are kept, the latency
+# in microseconds rounded to 0.1; the message size is in bf16 elements, as the table counts it.
+# tests/test_kernel_validation.py checks pdnotes' all-reduce against them.
+"""
+
+
+def allreduce_rows() -> list[str]:
+    import aiconfigurator_core
+    import pandas as pd
+
+    data = Path(aiconfigurator_core.__file__).parent / "systems" / "data"
+    out = [ALLREDUCE_HEADER]
+    for chip, system, gpus, elements in ALLREDUCE:
+        folder = data / system / "comm" / "trtllm"
+        newest = max(
+            (v for v in folder.iterdir() if (v / "custom_allreduce_perf.parquet").exists()),
+            key=lambda v: [
+                int(x) if x.isdigit() else x for x in v.name.replace("rc", ".").split(".")
+            ],
+        )
+        df = pd.read_parquet(newest / "custom_allreduce_perf.parquet")
+        row = df[
+            (df.allreduce_dtype == "bfloat16")
+            & (df.num_gpus == gpus)
+            & (df.message_size == elements)
+        ]
+        us = float(row.latency.min()) * 1000
+        out.append(
+            f'[[allreduce]]\nchip = "{chip}"\nsystem = "{system}"\ndb = "trtllm/{newest.name}"\n'
+            f"gpus = {gpus}\nelements = {elements}\nlatency_us = {us:.1f}\n"
+        )
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true")
@@ -143,6 +193,9 @@ def main() -> int:
             out.append("")
         path = ROOT / "tests" / "fixtures" / "aiconfigurator_steps.toml"
         path.write_text("\n".join(out))
+        print(f"wrote {path}")
+        path = ROOT / "tests" / "fixtures" / "aiconfigurator_allreduce.toml"
+        path.write_text("\n".join(allreduce_rows()))
         print(f"wrote {path}")
     return 0
 

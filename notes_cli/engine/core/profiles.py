@@ -55,6 +55,12 @@ class Chip:
     graph_step_ms: float = 0.3  # residual per-step overhead with captured graphs
     intra_gbps: float = 0.0  # all-reduce bus bandwidth inside a node, GB/s (0: no comm term)
     allreduce_us: float = 10.0  # fixed latency of one all-reduce inside the node
+    # Measured all-reduce kernels (kernels.toml): small messages go one-shot, every GPU reading
+    # its n-1 peers' whole message at allreduce_oneshot_gbps; large ones two-shot, a fixed
+    # allreduce_twoshot_us more and the ring's bytes at intra_gbps; the engine takes the
+    # faster. 0: the ring term alone.
+    allreduce_oneshot_gbps: float = 0.0
+    allreduce_twoshot_us: float = 0.0
     fp8_tflops: float = 0.0  # dense fp8 peak (0: no fp8 tensor cores, fp8 weights compute at bf16)
     fp4_tflops: float = 0.0  # dense fp4 peak (0: none, 4-bit weights compute at bf16)
     node_gpus: int = 8  # GPUs one NVLink domain joins (a GB200 NVL72 rack: 72)
