@@ -1,7 +1,6 @@
 """Record the request the real Codex CLI, Claude Code, Gemini CLI, Qwen Code and OpenCode send
 for a turn, as data for doctor's client-shaped probe and smoke
-(templates/clients/<client>/<version>.json; a client in a folder of its own keeps them in
-notes_cli/clients/<client>/shapes/).
+(notes_cli/clients/<client>/shapes/<version>.json).
 
     PDNOTES_INTEROP_BIN=.interop/node_modules/.bin python scripts/client_shapes.py [CLIENT…]
 
@@ -492,25 +491,22 @@ def _clean(value: Any, where: tuple[str, ...]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from notes_cli.clients import registry
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "clients", nargs="*", default=["codex", "claude", "gemini", "qwen", "opencode"]
+        "clients", nargs="*", default=list(registry.names()), choices=registry.names()
     )
     parser.add_argument("--out", type=Path, default=None, help="default: where doctor reads them")
     args = parser.parse_args(argv)
-    from notes_cli.clients import registry
 
     bin_dir = Path(os.environ.get("PDNOTES_INTEROP_BIN") or ROOT / ".interop/node_modules/.bin")
     for client in args.clients:
         version, request = record(client, bin_dir)
         shape = sanitise(client, version, request)
         plugin = registry.get(client)
-        if args.out is not None:
-            folder = args.out / client
-        elif plugin is not None:
-            folder = plugin.shapes_dir()
-        else:
-            folder = ROOT / "templates" / "clients" / client
+        assert plugin is not None, client  # argparse's choices are the registry's
+        folder = args.out / client if args.out is not None else plugin.shapes_dir()
         target = folder / f"{version}.json"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(shape, indent=2, ensure_ascii=False) + "\n", "utf-8")

@@ -1,7 +1,8 @@
 """Client-shaped probes: doctor and smoke send the request Codex / Claude Code really send (the
-recordings in templates/clients/), a strict gateway that refuses non-function tools is caught and
-narrowed down to the tool type with the Codex setting that avoids it, and `--minimal` keeps the
-small body. The strict gateway is the recorder of scripts/client_shapes.py with a rule."""
+recordings in notes_cli/clients/<client>/shapes/), a strict gateway that refuses non-function
+tools is caught and narrowed down to the tool type with the Codex setting that avoids it, and
+`--minimal` keeps the small body. The strict gateway is the recorder of scripts/client_shapes.py
+with a rule."""
 
 from __future__ import annotations
 
@@ -231,15 +232,17 @@ def test_doctor_cli_probes_with_the_real_shape_unless_minimal(
 
 
 def test_the_shape_follows_the_installed_claude_version(tmp_path: Path, monkeypatch) -> None:
-    from notes_cli.doctor.version import claude_version
+    from notes_cli.clients import registry
 
+    client = registry.get("claude")
+    assert client is not None
     fake = tmp_path / "claude"
     fake.write_text("#!/bin/sh\necho '2.1.197 (Claude Code)'\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PDNOTES_CLAUDE_BIN", str(fake))
 
-    assert claude_version() == (2, 1, 197)
-    old = shape_for("anthropic", claude_version())
+    assert client.installed_version() == (2, 1, 197)
+    old = shape_for("anthropic", client.installed_version())
     new = shape_for("anthropic", (2, 1, 332))
     assert old is not None and old.version == "2.1.197"
     assert new is not None and new.version == "2.1.332"

@@ -18,10 +18,10 @@ import pytest
 import respx
 from loopback import LoopbackServer, Reply, anthropic_stream, responses_stream
 
+from notes_cli.clients.claude.limits import stream_limits as claude_limits
 from notes_cli.clients.codex.limits import stream_limits as codex_limits
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.doctor.live import probe_endpoint
-from notes_cli.doctor.stream_limits import claude_limits
 
 GW = "https://gw.example"
 MODELS = httpx.Response(200, json={"data": [{"id": "m1"}]})

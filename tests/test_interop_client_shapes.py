@@ -22,17 +22,16 @@ from notes_cli.clients.endpoint import Endpoint  # noqa: E402
 from notes_cli.doctor.client_shape import shape_for  # noqa: E402
 from notes_cli.doctor.live import probe_endpoint  # noqa: E402
 from notes_cli.doctor.version import parse_version  # noqa: E402
-from notes_cli.resources import template_path  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
 
 def stored(client: str, version: str) -> dict[str, Any]:
-    """The shape kept for `client` at `version`: in its folder (a client that has one, as
-    scripts/client_shapes.py writes it), else under templates/clients/."""
+    """The shape kept for `client` at `version`, in its folder (as scripts/client_shapes.py
+    writes it)."""
     plugin = registry.get(client)
-    folder = plugin.shapes_dir() if plugin is not None else template_path("clients", client)
-    path = folder / f"{version}.json"
+    assert plugin is not None, client
+    path = plugin.shapes_dir() / f"{version}.json"
     if not path.is_file():
         pytest.fail(
             f"no recorded request shape for {client} {version}: run "

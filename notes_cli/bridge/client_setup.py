@@ -2,23 +2,20 @@
 bridge for an upstream that serves only chat completions (or whose fallbacks the bridge should
 try), and record that upstream for `pdnotes bridge serve`.
 
-With `--bridge`, `--base-url` / `--env-key` (Claude: `--token-env`; Gemini CLI, Qwen Code,
-OpenCode: `--key-env`) / the preset describe the
-UPSTREAM, as they would without it; the client file gets the bridge preset's URL on
-`--bridge-port` instead. The record (`$PDNOTES_HOME/bridge.json`) and the client file change
-together or not at all (`cli.config._write_with_record`); it holds variable names, never keys.
+With `--bridge`, `--base-url` / the client's key option (`Client.key_option`: `--env-key`,
+`--token-env`, `--key-env`) / the preset describe the UPSTREAM, as they would without it; the
+client file gets the bridge preset's URL on `--bridge-port` instead. The record
+(`$PDNOTES_HOME/bridge.json`) and the client file change together or not at all
+(`cli.config._write_with_record`); it holds variable names, never keys.
 It lives in bridge/ because it writes the bridge's record; clients/ (below) plans the files.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Protocol
 
 from notes_cli.bridge import config as bridge_config
 from notes_cli.clients import presets
-from notes_cli.clients.claude.config import ClaudeOptions, plan_claude
 from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
 from notes_cli.clients.plan import WritePlan
 from notes_cli.clients.plugin import BridgeTarget, Client, ConfigRequest
@@ -96,38 +93,13 @@ def _record(
     )
 
 
-def plan_claude_bridge(
-    options: ClaudeOptions,
-    bridge: BridgeOptions,
-    *,
-    claude_home: Path | None = None,
-    project_dir: Path | None = None,
-) -> tuple[WritePlan, bridge_config.BridgeConfig]:
-    url, key_env, model = _upstream(
-        options.preset, options.base_url, options.token_env, options.model
-    )
-    record = _record(url, key_env, model, bridge)
-    window, fetch = _upstream_limits(options, url, key_env, model)
-    client = replace(
-        options,
-        preset=BRIDGE_PRESET,
-        base_url=record.claude_base_url,
-        model=model,
-        token_env=bridge.api_key_env,
-        context_window=window,
-        fetch_limits=fetch,
-    )
-    plan = plan_claude(client, claude_home=claude_home, project_dir=project_dir)
-    return _with_notes(plan, record), record
-
-
 def plan_bridged(
     client: Client, request: ConfigRequest, bridge: BridgeOptions
 ) -> tuple[WritePlan, bridge_config.BridgeConfig]:
-    """A client in a folder of its own (`clients.registry`) through the bridge: the request's
-    URL, key variable (the client's `key_option`) and model describe the upstream; the client
-    file gets the bridge's URL of the client's kind, and the upstream's model limits
-    (`_upstream_limits`) for a client that writes a window."""
+    """A client through the bridge: the request's URL, key variable (the client's
+    `key_option`) and model describe the upstream; the client file gets the bridge's URL of the
+    client's kind, and the upstream's model limits (`_upstream_limits`) for a client that writes
+    a window."""
     url, key_env, model = _upstream(
         request["preset"], request["base_url"], request[client.key_option], request["model"]
     )
@@ -155,22 +127,8 @@ class _Limits:
     fetch_limits: LimitsFetcher | None
 
 
-class _LimitOptions(Protocol):
-    """What `_upstream_limits` reads of `ClaudeOptions` and a `ConfigRequest`
-    (frozen)."""
-
-    @property
-    def preset(self) -> str | None: ...
-
-    @property
-    def context_window(self) -> int | None: ...
-
-    @property
-    def fetch_limits(self) -> LimitsFetcher | None: ...
-
-
 def _upstream_limits(
-    options: _LimitOptions, url: str, key_env: str | None, model: str
+    options: _Limits, url: str, key_env: str | None, model: str
 ) -> tuple[int | None, LimitsFetcher | None]:
     """The model's window as the UPSTREAM states it, for a client file that names the bridge:
     `--context-window N`, else the upstream preset's window for its own model, and

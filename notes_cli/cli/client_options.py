@@ -56,10 +56,9 @@ def build(
 def with_homes(
     after: str, *, short: bool = False, options_after: str | None = None
 ) -> Callable[[Callable[..., None]], Any]:
-    """Insert each registered client's folder option (`--opencode-dir`, …) beside the parameter
-    `after` of the decorated command (the folder option of the first client not yet in a folder
-    of its own: the clients listed before it go before it, the others after), which receives
-    them as `homes` (by client name). `short`: the folder options' shorter help (doctor).
+    """Insert each registered client's folder option (`--codex-home`, …) after the parameter
+    `after` of the decorated command, which receives them as `homes` (by client name).
+    `short`: the folder options' shorter help (doctor).
     `options_after`: also insert each client's `doctor_options` after that parameter, received
     as `flags` (by option name)."""
 
@@ -70,20 +69,13 @@ def with_homes(
             p for p in inspect.signature(original, eval_str=True).parameters.values()
             if p.name not in ("homes", "flags")
         ]  # fmt: skip
-        listed = registry.names()
-        first_unmoved = min((listed.index(n) for n in registry.NOT_MOVED), default=len(listed))
-        before = [c for c in registry.CLIENTS if listed.index(c.name) < first_unmoved]
-        later = [c for c in registry.CLIENTS if c not in before]
         homes = {client.name: client.home.name for client in registry.CLIENTS}
 
         def home(client: Client) -> inspect.Parameter:
             return typer_option(client.home, client.home_help if short else None)
 
-        at = next(i for i, p in enumerate(params) if p.name == after)
-        params = (
-            params[:at] + [home(c) for c in before] + [params[at]] + [home(c) for c in later]
-            + params[at + 1 :]
-        )  # fmt: skip
+        at = next(i for i, p in enumerate(params) if p.name == after) + 1
+        params = params[:at] + [home(c) for c in registry.CLIENTS] + params[at:]
         own = [o for c in registry.CLIENTS for o in c.doctor_options] if options_after else []
         if own:
             at = next(i for i, p in enumerate(params) if p.name == options_after) + 1
@@ -102,8 +94,8 @@ def with_homes(
 
 
 def with_log_folders(after: str) -> Callable[[Callable[..., None]], Any]:
-    """Insert the session-log folder option of each registered client that has logs
-    (`Client.session_logs`: `--codex-dir`) after the parameter `after` of the decorated
+    """Insert the session-log folder option of each client that has logs (`--claude-dir`,
+    `--codex-dir`: `Client.session_logs`, by name) after the parameter `after` of the decorated
     command, which receives them as `log_folders` (by client name)."""
 
     def wrap(original: Callable[..., None]) -> Callable[..., None]:
@@ -113,7 +105,9 @@ def with_log_folders(after: str) -> Callable[[Callable[..., None]], Any]:
             p for p in inspect.signature(original, eval_str=True).parameters.values()
             if p.name != "log_folders"
         ]  # fmt: skip
-        logged = {c.name: c.session_logs.option for c in registry.CLIENTS if c.session_logs}
+        logged = {
+            c.name: c.session_logs.option for c in registry.with_session_logs() if c.session_logs
+        }
         at = next(i for i, p in enumerate(params) if p.name == after) + 1
         added = [typer_option(option) for option in logged.values()]
 

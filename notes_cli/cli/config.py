@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -96,17 +96,6 @@ BridgeFallbackKeyEnv = Annotated[
 
 
 @dataclass(frozen=True)
-class _Declared:
-    """A `config <name>` command's own options, as a `clients.plugin.Client` declares them."""
-
-    name: str
-    summary: str
-    options: tuple[Option | Shared, ...]
-    home: Option
-    project_files: str = ""
-
-
-@dataclass(frozen=True)
 class _Common:
     """The options every `config <name>` takes: the bridge's, `--dry-run` and `--json`
     (taken out of the command's values)."""
@@ -135,87 +124,6 @@ class _Common:
         _write(path, build_plan, self.dry_run, self.as_json)
 
 
-# Claude Code, until it moves into a folder of its own (`clients.registry`): its
-# `config claude` options as data, built like every client's.
-_CLAUDE = _Declared(
-    "claude",
-    "Merge the gateway into a Claude Code settings.json (env block), keeping everything else.",
-    (
-        Option(
-            "base_url",
-            "--base-url",
-            "Anthropic-compatible root; Claude Code appends /v1/messages.",
-        ),
-        Shared("model", "Model id for all Claude aliases."),
-        Option(
-            "token_env",
-            "--token-env",
-            "Write an apiKeyHelper that reads the key from this variable.",
-        ),
-        Option(
-            "write_token_from_env",
-            "--write-token-from-env",
-            "Write the token held in this variable into the file (made 0600). Use with care.",
-        ),
-        Shared(
-            "context_window",
-            "Write CLAUDE_CODE_MAX_CONTEXT_TOKENS (Claude Code's window for a model it does not "
-            "know): tokens, or 'gateway' to read the gateway's GET /v1/models.",
-        ),
-        Option("scope", "--scope", "user, project or local settings file.", default="user"),
-    ),
-    Option(
-        "claude_home",
-        "--claude-home",
-        "Claude Code user folder (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
-        Path,
-    ),
-    ".claude/settings.json (--scope project) or .claude/settings.local.json (local)",
-)
-
-
-# `config show` takes the same folder options.
-def _home(declared: _Declared) -> Any:
-    return typer.Option(declared.home.flag, help=declared.home.help)
-
-
-ClaudeHome = Annotated[Path | None, _home(_CLAUDE)]
-
-
-def _claude(values: dict[str, Any], common: _Common) -> None:
-    from notes_cli.clients.claude.config import ClaudeOptions, Scope, plan_claude, settings_path
-
-    home, project_dir, scope = values["claude_home"], values["project_dir"], values["scope"]
-    path = settings_path(scope, claude_home=home, project_dir=project_dir)  # checks --scope
-    window, from_gateway = _context_window(values["context_window"])
-    bridged = common.bridge or _chat_only(values["preset"])
-    # the Anthropic-compatible root's /v1/models; through the bridge, the chat upstream's
-    fetch = _limits_fetcher(from_gateway, anthropic=not bridged)
-    options = ClaudeOptions(
-        values["preset"],
-        values["base_url"],
-        values["model"],
-        values["token_env"],
-        values["write_token_from_env"],
-        cast(Scope, scope),
-        window,
-        fetch,
-    )
-    if bridged:
-        from notes_cli.bridge.client_setup import plan_claude_bridge
-
-        via = common.via()
-        build: Plan = lambda: plan_claude_bridge(  # noqa: E731
-            options, via, claude_home=home, project_dir=project_dir
-        )
-    else:
-        build = lambda: (  # noqa: E731
-            plan_claude(options, claude_home=home, project_dir=project_dir),
-            None,
-        )
-    common.write(path, build)
-
-
 # The options a client declares as `Shared` (`clients.plugin`), each spelt once.
 _SHARED = {
     "model": Option("model", "--model", "Model id exactly as the gateway names it."),
@@ -234,9 +142,7 @@ def _parameter(name: str, annotation: Any, default: Any) -> inspect.Parameter:
     )
 
 
-def _config_command(
-    client: _Declared | Client, run: Callable[[dict[str, Any], _Common], None]
-) -> None:
+def _config_command(client: Client, run: Callable[[dict[str, Any], _Common], None]) -> None:
     """`config <name>`: `--preset`, the client's options, the bridge options, `--dry-run`,
     `--json`, its folder and `--project-dir`, every shared one declared here once."""
     parameters = [_parameter("preset", Preset, None)]
@@ -274,8 +180,13 @@ def _configure(client: Client, values: dict[str, Any], common: _Common) -> None:
     raw_window = values.pop("context_window", None)
     path = client.target(ConfigRequest(values, where))  # checks --scope
     window, from_gateway = _context_window(raw_window)
-    request = ConfigRequest(values, where, window, _limits_fetcher(from_gateway))
-    if common.bridge or client.needs_bridge(values["preset"]):
+    bridged = common.bridge or client.needs_bridge(values["preset"])
+    # the client's own endpoint's /models; through the bridge, the chat upstream's
+    anthropic = client.protocol == "anthropic" and not bridged
+    request = ConfigRequest(
+        values, where, window, _limits_fetcher(from_gateway, anthropic=anthropic)
+    )
+    if bridged:
         from notes_cli.bridge.client_setup import plan_bridged
 
         via = common.via()
@@ -285,12 +196,8 @@ def _configure(client: Client, values: dict[str, Any], common: _Common) -> None:
     common.write(path, build_plan)
 
 
-for _name in registry.names():  # in the order users see them
-    _client = registry.get(_name)
-    if _client is None:
-        _config_command(_CLAUDE, _claude)
-    else:
-        _config_command(_client, partial(_configure, _client))
+for _client in registry.CLIENTS:  # in the order users see them
+    _config_command(_client, partial(_configure, _client))
 
 
 def _limits_fetcher(from_gateway: bool, *, anthropic: bool = False) -> LimitsFetcher | None:
@@ -318,15 +225,6 @@ def _context_window(raw: str | None) -> tuple[int | None, bool]:
             fix="e.g. --context-window 131072, or --context-window gateway",
         )
     return int(text), False
-
-
-def _chat_only(preset: str | None) -> bool:
-    """The preset says its endpoint has no Responses / Messages API: bridge it."""
-    if not preset:
-        return False
-    from notes_cli.clients.presets import load_preset
-
-    return load_preset(preset).chat_only
 
 
 Plan = Callable[[], "tuple[WritePlan, BridgeConfig | None]"]
@@ -394,13 +292,12 @@ def _restore_record(restore: Callable[[], None], failure: BaseException) -> None
 
 
 @app.command("show")
-@with_homes(after="claude_home")
+@with_homes(after="as_json")
 def show(
     client: Annotated[
         str, one_of(_ANY_CLIENT, "--client", help=f"{registry.listing('all')}.")
     ] = "all",
     as_json: AsJson = False,
-    claude_home: ClaudeHome = None,
     project_dir: ProjectDir = None,
     profile: layer_options.Profile = None,
     overrides: layer_options.Overrides = None,
@@ -414,11 +311,9 @@ def show(
 
     setups = resolve_setups(
         client,
-        claude_home=claude_home,
         project_dir=project_dir,
-        claude_settings=settings,
         homes=homes,
-        flags={"profile": profile, "overrides": tuple(overrides or ())},
+        flags={"profile": profile, "overrides": tuple(overrides or ()), "settings": settings},
     )
     render.show_json(setups) if as_json else render.show_human(setups)
 

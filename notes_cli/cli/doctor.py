@@ -14,7 +14,7 @@ from notes_cli.cli.ranges import within
 from notes_cli.clients import registry
 
 
-@with_homes(after="claude_home", short=True, options_after="project_dir")
+@with_homes(after="as_json", short=True, options_after="project_dir")
 def doctor(
     client: Annotated[str, typer.Option("--client", help=f"{registry.listing('all')}.")] = "all",
     offline: Annotated[
@@ -32,9 +32,6 @@ def doctor(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document on stdout.")
     ] = False,
-    claude_home: Annotated[
-        Path | None, typer.Option("--claude-home", help="Claude Code user folder.")
-    ] = None,
     project_dir: Annotated[
         Path | None,
         typer.Option(
@@ -53,13 +50,6 @@ def doctor(
             help="Probe with pdnotes' small request instead of the client's real request shape.",
         ),
     ] = False,
-    run_helpers: Annotated[
-        bool,
-        typer.Option(
-            "--run-helpers",
-            help="Also run a project-scope apiKeyHelper (5 s limit; its output is never shown).",
-        ),
-    ] = False,
     homes: dict[str, Path | None] | None = None,
     flags: dict[str, Any] | None = None,
 ) -> None:
@@ -71,13 +61,15 @@ def doctor(
         client,
         offline=offline,
         timeout=timeout,
-        claude_home=claude_home,
         project_dir=project_dir,
-        claude_settings=settings,
-        run_helpers=run_helpers,
         minimal=minimal,
         homes=homes,
-        flags={**(flags or {}), "profile": profile, "overrides": tuple(overrides or ())},
+        flags={
+            **(flags or {}),
+            "profile": profile,
+            "overrides": tuple(overrides or ()),
+            "settings": settings,
+        },
     )
     if as_json:
         from notes_cli.render import emit_json

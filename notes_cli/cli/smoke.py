@@ -13,16 +13,10 @@ from notes_cli.clients import registry
 if TYPE_CHECKING:
     from notes_cli.clients.endpoint import AuthStyle, Endpoint
 
-# The clients not yet in a folder of their own (`clients.registry`), and the plain OpenAI SDK;
-# the others say it (`Client.protocol`, `Client.smoke_key_env`).
-_PROTOCOL = {
-    "claude": "anthropic",
-    "openai": "chat",
-}
-_DEFAULT_KEY_ENV = {
-    "claude": "ANTHROPIC_AUTH_TOKEN",
-    "openai": "OPENAI_API_KEY",
-}
+# The plain OpenAI SDK (`--client openai`); every client says it (`Client.protocol`,
+# `Client.smoke_key_env`).
+_PROTOCOL = {"openai": "chat"}
+_DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY"}
 
 
 def _speaks(client: str) -> tuple[str, str | None] | None:
@@ -190,7 +184,7 @@ def _endpoint(
             key_env=key_env,
             default_key_env=default_key_env,
             client=client,
-            auth_style=_auth_style(client, protocol, key_env or default_key_env),
+            auth_style=_auth_style(protocol, key_env or default_key_env),
             source=source,
         )
     else:
@@ -209,33 +203,17 @@ def _endpoint(
 
 def _configured(client: str) -> Endpoint:
     from notes_cli.clients import registry
-    from notes_cli.clients.setups import resolve_endpoints, resolve_setups
-    from notes_cli.errors import UsageError
+    from notes_cli.clients.setups import resolve_setups
 
     plugin = registry.get(client)
-    if plugin is not None:
-        (setup,) = resolve_setups(client)
-        return plugin.smoke_endpoint(setup)
-    found = resolve_endpoints(client)
-    if not found:
-        raise UsageError(
-            f"{client} is not configured",
-            fix=f"run `pdnotes config {client} --preset NAME`, or pass --base-url URL --model ID",
-        )
-    endpoint = found[0]
-    # The clients stop before sending anything without a credential; so does smoke.
-    if client == "claude" and not endpoint.key and endpoint.auth_style == "none":
-        raise UsageError(
-            "no ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or apiKeyHelper: Claude Code would say "
-            "'Not logged in' and send nothing",
-            fix="export ANTHROPIC_AUTH_TOKEN=<key>, or: pdnotes config claude --token-env NAME",
-        )
-    return endpoint
+    assert plugin is not None, client  # the plain OpenAI SDK always has a --base-url
+    (setup,) = resolve_setups(client)
+    return plugin.smoke_endpoint(setup)  # each stops, as the client would, before sending
 
 
-def _auth_style(client: str, protocol: str, key_env: str | None) -> AuthStyle:
+def _auth_style(protocol: str, key_env: str | None) -> AuthStyle:
     from notes_cli.clients.endpoint import protocol_auth
 
-    if client == "claude" and key_env == "ANTHROPIC_API_KEY":
-        return "x-api-key"
+    if protocol == "anthropic" and key_env == "ANTHROPIC_API_KEY":
+        return "x-api-key"  # the Messages API's own header for a key, a token is a bearer
     return protocol_auth(protocol)

@@ -76,14 +76,6 @@ Clients = Annotated[
         "whose log folder does not exist).",
     ),
 ]
-ClaudeDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--claude-dir",
-        help="Claude Code's folder (default $CLAUDE_CONFIG_DIR or ~/.claude), its projects/, "
-        "or any folder of its session .jsonl files.",
-    ),
-]
 Since = Annotated[
     str | None, typer.Option("--since", help="Only model calls on or after this UTC date.")
 ]
@@ -93,18 +85,17 @@ Until = Annotated[
 
 
 @app.command("import")
-@with_log_folders(after="claude_dir")
+@with_log_folders(after="client")
 def import_logs(
     out: Out,
     client: Clients = None,
-    claude_dir: ClaudeDir = None,
     since: Since = None,
     until: Until = None,
     log_folders: dict[str, Path | None] | None = None,
 ) -> None:
     """Turn Claude Code's and Codex's own session logs into a trace: token counts, cache reads,
     times and turns per session, never text (reuse as synthetic hash_ids: docs/trace.md)."""
-    from notes_cli import paths, render
+    from notes_cli import render
     from notes_cli.clients import registry
     from notes_cli.errors import UsageError
     from notes_cli.fileio import atomic_write, require_output_folder
@@ -116,8 +107,8 @@ def import_logs(
     if out.exists():
         raise UsageError(f"{out} already exists; nothing was changed", fix="name a new file")
     readers: dict[str, tuple[Path | None, Callable[[], Path], Callable[[Path], Iterator[Any]]]]
-    readers = {"claude": (claude_dir, paths.claude_home, agent_logs.claude_calls)}
-    for plugin in registry.CLIENTS:
+    readers = {}
+    for plugin in registry.with_session_logs():
         if plugin.session_logs is not None:
             logs = plugin.session_logs
             given = (log_folders or {}).get(plugin.name)

@@ -70,7 +70,8 @@ class SessionLogs:
 class Where:
     """The folders a command was pointed at: each client's own folder option, by client name,
     and `--project-dir`; `flags`: the options that pick how a client is run (doctor's and
-    `config show`'s `--profile`, `-c`, and each client's `doctor_options`), by name."""
+    `config show`'s `--profile`, `-c`, `--settings`, and each client's `doctor_options`), by
+    name."""
 
     homes: Mapping[str, Path | None] = field(default_factory=dict)
     project_dir: Path | None = None
@@ -146,6 +147,10 @@ class Client(Protocol):
     file_lines: tuple[str, str] | None
     """How a fix names its base URL and model lines in the file the endpoint's source names
     (`base_url = "{}"`, `model = "{}"`); None where the fix names a variable."""
+    env_names: tuple[str, str] | None
+    """The variables naming its base URL and model when it reads them from its settings' env
+    block or the shell (a fix writes `"NAME": "value" (inside "env")`, or `export NAME=value`
+    where the environment set it); None where it reads neither."""
     session_logs: SessionLogs | None
     """How `trace import` reads its session logs (None: pdnotes reads none of it)."""
 

@@ -1,12 +1,9 @@
 """The clients pdnotes connects, one line each (issue 38). Adding a client is its folder under
-clients/, one line here, and docs (docs/architecture.md, "How to add a client").
-
-Claude Code still lives spread over the house (`NOT_MOVED`); it moves into a folder of its
-own, and its name moves here from there.
-"""
+clients/, one line here, and docs (docs/architecture.md, "How to add a client")."""
 
 from __future__ import annotations
 
+from notes_cli.clients.claude import CLIENT as _CLAUDE
 from notes_cli.clients.codex import CLIENT as _CODEX
 from notes_cli.clients.gemini import CLIENT as _GEMINI
 from notes_cli.clients.opencode import CLIENT as _OPENCODE
@@ -15,31 +12,33 @@ from notes_cli.clients.qwen import CLIENT as _QWEN
 
 CLIENTS: tuple[Client, ...] = (
     _CODEX,
+    _CLAUDE,
     _GEMINI,
     _QWEN,
     _OPENCODE,
 )
-
-NOT_MOVED = {"claude": "Claude Code"}
-"""Clients not yet in a folder of their own (name: title), listed after the first client in a
-folder (Codex) and before the others (their order in every listing users see)."""
+"""In the order every listing users see shows them."""
 
 
 def names() -> tuple[str, ...]:
     """Every client's command name, in the order users see them."""
-    return tuple(titles())
+    return tuple(client.name for client in CLIENTS)
 
 
 def titles() -> dict[str, str]:
     """Every client's name as users know it ("OpenCode"), by command name."""
-    moved = {client.name: client.title for client in CLIENTS}
-    first = dict(list(moved.items())[:1])
-    return {**first, **NOT_MOVED, **moved}
+    return {client.name: client.title for client in CLIENTS}
 
 
 def get(name: str) -> Client | None:
-    """The client in a folder of its own named `name` (None for the others)."""
+    """The client named `name` (None when pdnotes knows none)."""
     return next((client for client in CLIENTS if client.name == name), None)
+
+
+def with_session_logs() -> list[Client]:
+    """The clients whose session logs `trace import` reads, by name (its `--client` default
+    order and its folder options' order)."""
+    return sorted((c for c in CLIENTS if c.session_logs is not None), key=lambda c: c.name)
 
 
 def listing(last: str | None = None) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from notes_cli.demo.sandbox import Sandbox, sandbox
-from notes_cli.demo.step import CLIENT, ENGINE_PRESET, TITLES, Step, failed_step
+from notes_cli.demo.step import ALSO, CLIENT, ENGINE_PRESET, TITLES, Step, failed_step
 
 if TYPE_CHECKING:
     from notes_cli.notes.export import ExportFormat
@@ -110,34 +110,34 @@ def _engine_step(base_url: str, anthropic_base_url: str, speed: float) -> Step:
 
 def _config_step(box: Sandbox, base_url: str, anthropic_base_url: str) -> Step:
     from notes_cli.clients import registry
-    from notes_cli.clients.claude.config import ClaudeOptions, plan_claude
     from notes_cli.clients.plan import apply
     from notes_cli.clients.plugin import ConfigRequest, Where
 
-    client = registry.get(CLIENT)
-    assert client is not None
+    client, also = registry.get(CLIENT), registry.get(ALSO)
+    assert client is not None and also is not None
     request = ConfigRequest(
         {"preset": "mock", "base_url": base_url}, Where({CLIENT: box.client_home})
     )
     first = apply(client.plan(request))
-    claude = apply(
-        plan_claude(
-            ClaudeOptions("mock", anthropic_base_url),
-            claude_home=box.claude_home,
-            project_dir=box.project,
+    second = apply(
+        also.plan(
+            ConfigRequest(
+                {"preset": "mock", "base_url": anthropic_base_url},
+                Where({ALSO: box.also_home}, box.project),
+            )
         )
     )
     files = [
         {"client": r.plan.client, "file": str(r.plan.path), "request_url": r.plan.request_url}
-        for r in (first, claude)
+        for r in (first, second)
     ]
     return Step(
         "config",
         TITLES["config"],
-        all(r.written for r in (first, claude)),
+        all(r.written for r in (first, second)),
         [
-            f"pdnotes config codex --preset mock --base-url {base_url}",
-            f"pdnotes config claude --preset mock --base-url {anthropic_base_url}",
+            f"pdnotes config {CLIENT} --preset mock --base-url {base_url}",
+            f"pdnotes config {ALSO} --preset mock --base-url {anthropic_base_url}",
         ],
         {"files": files},
     )
@@ -149,9 +149,8 @@ def _doctor_step(box: Sandbox) -> Step:
     report = run_doctor(
         "all",
         offline=False,
-        claude_home=box.claude_home,
         project_dir=box.project,
-        homes={CLIENT: box.client_home},
+        homes={CLIENT: box.client_home, ALSO: box.also_home},
     )
     return Step(
         "doctor",
@@ -285,7 +284,7 @@ def _experiment_step() -> Step:
 def _next_step(box: Sandbox, keep: Path | None) -> Step:
     files = {
         "codex_config": str(_config_file(box.client_home)),
-        "claude_settings": str(box.claude_home / "settings.json"),
+        "claude_settings": str(_config_file(box.also_home, ALSO)),
         "notes": str(box.notes),
     }
     return Step(
@@ -303,11 +302,11 @@ def _next_step(box: Sandbox, keep: Path | None) -> Step:
     )
 
 
-def _config_file(home: Path) -> Path:
-    """The demo client's config file in `home` (Codex's config.toml)."""
+def _config_file(home: Path, name: str = CLIENT) -> Path:
+    """A demo client's user config file in `home` (Codex's config.toml)."""
     from notes_cli.clients import registry
     from notes_cli.clients.plugin import Where
 
-    client = registry.get(CLIENT)
+    client = registry.get(name)
     assert client is not None
-    return client.missing_file(Where({CLIENT: home}))
+    return client.missing_file(Where({name: home}))

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from notes_cli.demo.step import CLIENT
+from notes_cli.demo.step import ALSO, CLIENT
 
 # Variables that would change what the clients or pdnotes see; hidden while the demo runs.
 _HIDDEN_PREFIXES = ("OPENAI_", "ANTHROPIC_", "CODEX_", "CLAUDE_", "TAOTOKEN_", "DEEPSEEK_")
@@ -29,8 +29,9 @@ class Sandbox:
         return self.root / CLIENT
 
     @property
-    def claude_home(self) -> Path:
-        return self.root / "claude"
+    def also_home(self) -> Path:
+        """The other client's folder (`demo.step.ALSO`)."""
+        return self.root / ALSO
 
     @property
     def pdnotes_home(self) -> Path:
@@ -55,7 +56,7 @@ def sandbox(keep: Path | None = None) -> Iterator[Sandbox]:
     remove the folder unless `keep` names where to leave it."""
     root = keep.expanduser().resolve() if keep else Path(tempfile.mkdtemp(prefix="pdnotes-demo-"))
     box = Sandbox(root)
-    for folder in (box.client_home, box.claude_home, box.pdnotes_home, box.project, box.notes):
+    for folder in (box.client_home, box.also_home, box.pdnotes_home, box.project, box.notes):
         folder.mkdir(parents=True, exist_ok=True)
     saved = dict(os.environ)
     try:
@@ -63,7 +64,7 @@ def sandbox(keep: Path | None = None) -> Iterator[Sandbox]:
             if name in _HIDDEN or name.startswith(_HIDDEN_PREFIXES):
                 del os.environ[name]
         os.environ["CODEX_HOME"] = str(box.client_home)
-        os.environ["CLAUDE_CONFIG_DIR"] = str(box.claude_home)
+        os.environ["CLAUDE_CONFIG_DIR"] = str(box.also_home)
         os.environ["PDNOTES_HOME"] = str(box.pdnotes_home)
         os.environ["NO_PROXY"] = "127.0.0.1,localhost"
         yield box

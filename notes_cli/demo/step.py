@@ -16,6 +16,9 @@ ENGINE_PRESET = "h800-h20-rdma"
 CLIENT = "codex"
 """The client the demo configures, checks and drives (the article's), through its `Client`
 (`clients.registry`) as `pdnotes config`, `doctor` and `smoke` do."""
+ALSO = "claude"
+"""The article's other client, configured on the engine's Anthropic root and checked beside
+`CLIENT` (through its `Client` too)."""
 
 TITLES = {
     "engine": "Start the bundled mock PD engine",

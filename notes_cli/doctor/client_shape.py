@@ -1,8 +1,8 @@
 """The request the real client sends, as doctor's probe sends it, and the smaller variants doctor
 retries to find the part a gateway refuses.
 
-The shapes are recordings of the real clients (templates/clients/<client>/<version>.json, made by
-scripts/client_shapes.py): body and headers with ids, secrets and the clients' long texts
+The shapes are recordings of the real clients (notes_cli/clients/<client>/shapes/<version>.json,
+made by scripts/client_shapes.py): body and headers with ids, secrets and the clients' long texts
 replaced by placeholders. The probe sends that body with the model and the prompt put back, fresh
 ids, and one deliberate difference: a small output budget (`max_output_tokens` for Codex, which
 sends none; `max_tokens` for Claude Code), so a probe stays cheap.
@@ -21,15 +21,11 @@ from typing import Any
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.doctor.version import parse_version
-from notes_cli.resources import template_path
 
 Version = tuple[int, int, int]
 RECORDED_PROMPT = "Reply with the single word ok."
 _SET_BY_PDNOTES = {"accept", "content-type", "anthropic-version"}
 """Headers the gateway client sets itself (accept follows the stream flag)."""
-_CLIENT_OF = {"anthropic": "claude"}
-_PROTOCOL_OF = {"claude": "anthropic"}
-"""The clients not yet in a folder of their own; the others say it (`Client.protocol`)."""
 
 
 @dataclass(frozen=True)
@@ -64,12 +60,11 @@ def shape_for(
     are named: several speak chat completions."""
     from notes_cli.clients import registry
 
-    client = client or _CLIENT_OF.get(protocol) or _only_speaker(protocol)
+    client = client or _only_speaker(protocol)
     plugin = registry.get(client) if client else None
-    spoken = plugin.protocol if plugin else _PROTOCOL_OF.get(client or "")
-    if client is None or spoken != protocol:
+    if client is None or plugin is None or plugin.protocol != protocol:
         return None
-    folder = plugin.shapes_dir() if plugin else template_path("clients", client)
+    folder = plugin.shapes_dir()
     known = sorted(v for v in (parse_version(p.stem) for p in folder.glob("*.json")) if v)
     if not known:
         return None
@@ -91,14 +86,11 @@ def installed_shape(endpoint: Endpoint, *, version: Version | None = None) -> Sh
     one (`--codex-version`), else its installed version: what doctor's probe and smoke send.
     None for a client with no recording (the plain OpenAI SDK: `--client openai`)."""
     from notes_cli.clients import registry
-    from notes_cli.doctor import version as installed
 
     protocol, client = endpoint.protocol, endpoint.client
     plugin = registry.get(client)
     if plugin is not None:
         return shape_for(protocol, version or plugin.installed_version(), client=client)
-    if protocol == "anthropic":
-        return shape_for(protocol, installed.claude_version())
     return None
 
 
@@ -107,15 +99,16 @@ def _load(client: str, version: str) -> Shape:
     from notes_cli.clients import registry
 
     plugin = registry.get(client)
-    folder = plugin.shapes_dir() if plugin else template_path("clients", client)
-    data = json.loads((folder / f"{version}.json").read_text("utf-8"))
+    assert plugin is not None, client  # shape_for found its shapes
+    data = json.loads((plugin.shapes_dir() / f"{version}.json").read_text("utf-8"))
     return Shape(client, data["version"], data["headers"], data["body"])
 
 
-def without_betas(shape: Shape) -> Shape:
-    """The shape Claude Code sends with CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS set: no
-    `anthropic-beta` header (the fix `request-shape-rejected` names, so doctor checks it)."""
-    headers = {k: v for k, v in shape.headers.items() if k != "anthropic-beta"}
+def without_headers(shape: Shape, names: frozenset[str]) -> Shape:
+    """The shape as the client sends it configured to leave out the headers `names`
+    (`Resolved.unsent_headers`: Claude Code with CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS sends
+    no `anthropic-beta`, the fix `request-shape-rejected` names, so doctor checks it)."""
+    headers = {k: v for k, v in shape.headers.items() if k not in names}
     return replace(shape, headers=headers)
 
 

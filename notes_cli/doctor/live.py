@@ -82,16 +82,14 @@ _CUT_FIX: dict[str, dict[str, Any]] = {
 
 # Statuses that say "this request body is wrong", worth narrowing down.
 _SHAPE_ERRORS = frozenset({400, 413, 422})
-_SHAPE_PROTOCOL = {"claude": "anthropic"}
-"""The protocol of each recorded shape the probe sends, for the clients not yet in a folder of
-their own; the others say it (`Client.protocol`)."""
 
 
 def _shape_protocol(client: str) -> str | None:
+    """The protocol of the client whose recorded shape the probe sends (`Client.protocol`)."""
     from notes_cli.clients import registry
 
     plugin = registry.get(client)
-    return plugin.protocol if plugin is not None else _SHAPE_PROTOCOL.get(client)
+    return plugin.protocol if plugin is not None else None
 
 
 def _client_name(client: str) -> str:
@@ -744,7 +742,7 @@ class _Prober:
         return source
 
     def _where_model(self) -> str:
-        return self._where() if self.endpoint.client == "claude" else self._file_of_source()
+        return self._where() if self._env_names() is not None else self._file_of_source()
 
     def _file_of_source(self) -> str:
         return (self.endpoint.source or "your config").split(" [", 1)[0]
@@ -756,22 +754,29 @@ class _Prober:
         plugin = registry.get(self.endpoint.client)
         return plugin.file_lines if plugin is not None else None
 
+    def _env_names(self) -> tuple[str, str] | None:
+        """The variables the client reads its base URL and model from (None: not variables)."""
+        from notes_cli.clients import registry
+
+        plugin = registry.get(self.endpoint.client)
+        return plugin.env_names if plugin is not None else None
+
     def _config_line(self, base: str) -> str:
-        lines = self._file_lines()
+        lines, names = self._file_lines(), self._env_names()
         if lines is not None:
             return lines[0].format(base)
-        if self.endpoint.client == "claude":
+        if names is not None:
             if self.endpoint.source in (None, "environment", "default"):
-                return f"export ANTHROPIC_BASE_URL={base}"
-            return f'"ANTHROPIC_BASE_URL": "{base}" (inside "env")'
+                return f"export {names[0]}={base}"
+            return f'"{names[0]}": "{base}" (inside "env")'
         return f"export OPENAI_BASE_URL={base}"
 
     def _model_line(self, model: str) -> str:
-        lines = self._file_lines()
+        lines, names = self._file_lines(), self._env_names()
         if lines is not None:
             return lines[1].format(model)
-        if self.endpoint.client == "claude":
-            return f'"ANTHROPIC_MODEL": "{model}" (inside "env")'
+        if names is not None:
+            return f'"{names[1]}": "{model}" (inside "env")'
         return f"--model {model}"
 
     def _auth_how(self) -> str:
@@ -844,16 +849,15 @@ def bridge_command(endpoint: Endpoint, chat_base: str) -> str:
 
 def _client_of(endpoint: Endpoint) -> tuple[str, str]:
     """(name, title) of the client behind `endpoint`: a registered one by its name, else the
-    client speaking the Responses API for it, and Claude Code (not yet in a folder of its own)
-    for the others."""
+    client speaking the Responses API for a Responses endpoint, and the one speaking the
+    Messages API for the others (the plain SDKs' endpoints)."""
     from notes_cli.clients import registry
 
+    spoken = "responses" if endpoint.protocol == "responses" else "anthropic"
     plugin = registry.get(endpoint.client) or next(
-        (c for c in registry.CLIENTS if endpoint.protocol == "responses" == c.protocol), None
+        c for c in registry.CLIENTS if c.protocol == spoken
     )
-    if plugin is not None:
-        return plugin.name, plugin.title
-    return "claude", registry.titles()["claude"]
+    return plugin.name, plugin.title
 
 
 def _key_flag(client: str) -> str:
@@ -861,11 +865,10 @@ def _key_flag(client: str) -> str:
     from notes_cli.clients import registry
 
     plugin = registry.get(client)
-    if plugin is not None:
-        return next(
-            o.flag for o in plugin.options if isinstance(o, Option) and o.name == plugin.key_option
-        )
-    return "--token-env"  # Claude Code's, not yet in a folder of its own
+    assert plugin is not None, client  # `_client_of` names a registered client
+    return next(
+        o.flag for o in plugin.options if isinstance(o, Option) and o.name == plugin.key_option
+    )
 
 
 def exc_url(exc: gw.GatewayError) -> str:

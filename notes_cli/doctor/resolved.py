@@ -4,13 +4,10 @@ of the files (`notes_cli.clients.resolve` builds the endpoint from the same laye
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from notes_cli.clients.claude.checks import ClaudeFile
     from notes_cli.clients.endpoint import Endpoint
     from notes_cli.doctor.stream_limits import StreamLimits
 
@@ -36,6 +33,9 @@ class Resolved(Generic[L]):
     version: tuple[int, int, int] | None = None
     """The client's release doctor judged it by, when it said one (picks the probe's recorded
     request shape; None: the installed one's)."""
+    unsent_headers: frozenset[str] = frozenset()
+    """Headers of its recorded request the client, as configured, does not send (the probe
+    leaves them out too)."""
 
 
 @dataclass(frozen=True)
@@ -43,40 +43,3 @@ class ConfiguredWindow:
     tokens: int
     setting: str  # e.g. "CLAUDE_CODE_MAX_CONTEXT_TOKENS (env of ~/.claude/settings.json)"
     tool: str  # the `pdnotes config <tool>` that writes it
-
-
-def resolve_claude(
-    claude_home: Path | None,
-    project_dir: Path | None,
-    env: Mapping[str, str],
-    settings_file: Path | None,
-) -> Resolved[tuple[ClaudeFile, ...]]:
-    """Claude Code's settings files and endpoint. Claude Code ignores a file that does not
-    parse; pdnotes shows no endpoint then (the file's finding comes first)."""
-    from notes_cli.clients.claude.checks import read_claude_files
-    from notes_cli.clients.claude.setup import claude_setup_of, merge_claude_layers
-    from notes_cli.doctor.stream_limits import claude_limits
-
-    read = read_claude_files(claude_home, project_dir, settings_file)
-    endpoint = None
-    loaded = [(f.path, f.data) for f in read if f.data is not None]
-    if not any(f.problem for f in read):
-        endpoint = claude_setup_of(loaded, env).endpoint
-    configured = bool(read) or any(k.startswith("ANTHROPIC_") for k in env)
-    merged = merge_claude_layers(loaded, env).env
-    merged_env = {name: value for name, (value, _) in merged.items()}
-    files = tuple(str(f.path) for f in read)
-    limits = claude_limits(merged_env)
-    return Resolved("claude", read, files, endpoint, configured, limits, _claude_window(merged))
-
-
-def _claude_window(merged: Mapping[str, tuple[str, str]]) -> ConfiguredWindow | None:
-    """CLAUDE_CODE_MAX_CONTEXT_TOKENS, when a whole number (claude-env-invalid says otherwise)."""
-    from notes_cli.clients.claude.config import WINDOW_VARIABLE
-
-    value, source = merged.get(WINDOW_VARIABLE, ("", ""))
-    text = value.strip()
-    if not text.isdigit() or int(text) < 1:
-        return None
-    where = "the environment" if source == "environment" else f"the env block of {source}"
-    return ConfiguredWindow(int(text), f"{WINDOW_VARIABLE} in {where}", "claude")

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from notes_cli import paths
 from notes_cli.clients.plugin import Where
 from notes_cli.doctor.findings import Finding, FindingClient, Probe, Severity
 from notes_cli.errors import UsageError
@@ -53,19 +52,16 @@ def run_doctor(
     *,
     offline: bool,
     timeout: float = 10.0,
-    claude_home: Path | None = None,
     project_dir: Path | None = None,
-    claude_settings: Path | None = None,
-    run_helpers: bool = False,
     minimal: bool = False,
     homes: Mapping[str, Path | None] | None = None,
     flags: Mapping[str, Any] | None = None,
 ) -> DoctorReport:
     """Check `client` (a client's name or "all"); live probes only when not `offline`.
     Each client's files are read once (`doctor.resolved`); the static checks, the summary and
-    the live probe all use that one reading. `homes`: the folder options of the clients in
-    folders of their own (`clients.registry`), by client name; `flags`: how the clients are
-    run (`Where.flags`: `--profile`, `-c`, each client's `doctor_options`)."""
+    the live probe all use that one reading. `homes`: the clients' folder options, by client
+    name; `flags`: how the clients are run (`Where.flags`: `--profile`, `-c`, `--settings`,
+    each client's `doctor_options`)."""
     from notes_cli.clients import registry
 
     if client not in ("all", *registry.names()):
@@ -76,25 +72,18 @@ def run_doctor(
     report = DoctorReport()
     resolved: list[Resolved[Any]] = []
     where = Where(homes or {}, project_dir, flags or {})
-    for name in registry.names():  # in the order users see them
-        if client not in ("all", name):
-            continue
-        plugin = registry.get(name)
-        if plugin is None:
-            resolved.append(
-                _claude(report, env, claude_home, project_dir, claude_settings, run_helpers)
-            )
+    for plugin in registry.CLIENTS:  # in the order users see them
+        if client not in ("all", plugin.name):
             continue
         one, findings = plugin.doctor(where, env)
         report.findings += findings
         if one.configured or client == plugin.name:
             resolved.append(one)
     report.clients += [_summary(r) for r in resolved if r.configured]
-    _config_missing(report, client, claude_home, where)
+    _config_missing(report, client, where)
     report.findings += check_env(env)
     if not offline:
-        betas_off = any(_claude_betas_off(r, env) for r in resolved if r.client == "claude")
-        _live(report, resolved, timeout, _Shapes(minimal, betas_off))
+        _live(report, resolved, timeout, _Shapes(minimal))
     return report
 
 
@@ -104,47 +93,19 @@ class _Shapes:
     with `--minimal`, pdnotes' small body."""
 
     minimal: bool
-    claude_betas_off: bool = False  # CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS is set
 
     def for_client(self, client: Resolved[Any]) -> Any:
-        """The client's shape at the release doctor judged it by (default: the installed)."""
+        """The client's shape at the release doctor judged it by (default: the installed),
+        without the headers the client, as configured, does not send."""
         endpoint = client.endpoint
         if self.minimal or endpoint is None:
             return None
-        from notes_cli.doctor.client_shape import installed_shape, without_betas
+        from notes_cli.doctor.client_shape import installed_shape, without_headers
 
         shape = installed_shape(endpoint, version=client.version)
-        if shape and endpoint.protocol == "anthropic" and self.claude_betas_off:
-            return without_betas(shape)
+        if shape and client.unsent_headers:
+            return without_headers(shape, client.unsent_headers)
         return shape
-
-
-def _claude_betas_off(resolved: Resolved[Any], env: Mapping[str, str]) -> bool:
-    """Whether Claude Code, as configured, sends no experimental `anthropic-beta` values."""
-    from notes_cli.clients.claude.setup import merge_claude_layers
-
-    loaded = [(f.path, f.data) for f in resolved.layers if f.data is not None]
-    value, _ = merge_claude_layers(loaded, env).env.get(_BETAS_OFF, ("", ""))
-    return bool(str(value).strip())
-
-
-_BETAS_OFF = "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS"
-
-
-def _claude(
-    report: DoctorReport,
-    env: dict[str, str],
-    claude_home: Path | None,
-    project_dir: Path | None,
-    settings_file: Path | None,
-    run_helpers: bool,
-) -> Resolved[Any]:
-    from notes_cli.clients.claude.checks import check_claude
-    from notes_cli.doctor.resolved import resolve_claude
-
-    claude = resolve_claude(claude_home, project_dir, env, settings_file)
-    report.findings += check_claude(claude.layers, claude_home, env, run_helpers=run_helpers)
-    return claude
 
 
 def _summary(resolved: Resolved[Any]) -> ClientSummary:
@@ -159,12 +120,7 @@ def _summary(resolved: Resolved[Any]) -> ClientSummary:
     )
 
 
-def _config_missing(
-    report: DoctorReport,
-    client: str,
-    claude_home: Path | None,
-    where: Where | None = None,
-) -> None:
+def _config_missing(report: DoctorReport, client: str, where: Where | None = None) -> None:
     """A client with no config: an error when asked for explicitly or when no client is
     configured, else a warning (most people use one client). The clients whose `listed_unset`
     is False are counted in "all" only once set up: most people with Codex or Claude Code use
@@ -173,7 +129,7 @@ def _config_missing(
     from notes_cli.doctor.registry import make
 
     configured = {s.client for s in report.clients}
-    listed = [n for n in registry.names() if (c := registry.get(n)) is None or c.listed_unset]
+    listed = [c.name for c in registry.CLIENTS if c.listed_unset]
     wanted = listed if client == "all" else [client]
     severity: Severity = "error" if client != "all" or not configured else "warning"
     for name in wanted:
@@ -181,10 +137,8 @@ def _config_missing(
         if name in configured:
             continue
         plugin = registry.get(name)
-        if plugin is not None:
-            path = plugin.missing_file(where or Where())
-        else:
-            path = paths.claude_settings_path("user", claude_home_dir=claude_home)
+        assert plugin is not None, name  # run_doctor checked --client
+        path = plugin.missing_file(where or Where())
         report.findings.insert(
             0,
             make(

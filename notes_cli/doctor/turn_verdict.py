@@ -22,19 +22,14 @@ from notes_cli.gateway.results import StreamResult
 # How each protocol says "cut at max_tokens": chat completions, Anthropic Messages, the
 # Responses API's incomplete reason, Gemini.
 LIMIT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "MAX_TOKENS"})
-# The fix that names the client's own output cap.
-_CAP_FIX: dict[str, dict[str, str]] = {
-    "claude": {"variant": "claude"},
-}
-"""For the clients not yet in a folder of their own; the others say it
-(`Client.output_cap_variant`)."""
 
 
 def _cap_variant(client: str) -> str | None:
+    """The fix variant naming the client's own output cap (`Client.output_cap_variant`)."""
     from notes_cli.clients import registry
 
     plugin = registry.get(client)
-    return plugin.output_cap_variant if plugin else _CAP_FIX.get(client, {}).get("variant")
+    return plugin.output_cap_variant if plugin else None
 
 
 def turn_problem(

@@ -20,11 +20,6 @@ TIMEOUT_S = 5.0
 _VERSION = re.compile(r"(?<!\d)(\d{1,9}+)\.(\d{1,9}+)\.(\d{1,9}+)")
 
 
-def claude_version() -> tuple[int, int, int] | None:
-    """The installed Claude Code (`claude --version`, or `$PDNOTES_CLAUDE_BIN`)."""
-    return installed_version("claude", "PDNOTES_CLAUDE_BIN")
-
-
 def installed_version(name: str, override: str) -> tuple[int, int, int] | None:
     """`<name> --version` of the binary `$override` names or PATH finds; None when absent."""
     binary = os.environ.get(override) or shutil.which(name)

@@ -1,3 +1,8 @@
-"""Claude Code (npm `@anthropic-ai/claude-code`), what pdnotes knows of it gathered here while it
-moves into a folder of its own (`clients.registry.NOT_MOVED`): its settings writer (`config`,
-`managed`), its layers and setup (`setup`), its static checks (`checks`, `env`)."""
+"""Claude Code (npm `@anthropic-ai/claude-code`), everything pdnotes knows of it: its settings
+writer (`config`, `managed`, `home`), its layers and setup (`setup`), what doctor reads and finds
+(`resolved`, `checks`, `env`, `secrets`, `credentials`, `limits`), its session logs (`logs`),
+its recorded requests (`shapes/`) and the `Client` the registry lists (`client`)."""
+
+from notes_cli.clients.claude.client import CLIENT
+
+__all__ = ["CLIENT"]

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from notes_cli import fileio, paths
+from notes_cli import fileio
 from notes_cli.clients import files
 from notes_cli.clients.claude.env import check_claude_env, check_claude_window
+from notes_cli.clients.claude.home import claude_home as home_folder
+from notes_cli.clients.claude.secrets import HOW, secrets_in
 from notes_cli.clients.claude.setup import (
     ANTHROPIC_DEFAULT_BASE_URL,
     claude_auth,
@@ -25,7 +27,6 @@ from notes_cli.clients.git import tracked_by_git
 from notes_cli.clients.presets import placeholder_tokens
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
-from notes_cli.doctor.secret_checks import CLAUDE_HOW, claude_secrets
 from notes_cli.doctor.url_checks import check_base_url, check_gateway_note, check_model
 from notes_cli.errors import ConfigParseError, InputError
 
@@ -123,8 +124,8 @@ def _check_credentials(
     run_helpers: bool,
     texts: Mapping[str, str],
 ) -> list[Finding]:
-    """The key Claude Code will really send (`doctor.credentials`)."""
-    from notes_cli.doctor.credentials import HelperSource, claude_helper, claude_side_by_side
+    """The key Claude Code will really send (`credentials`)."""
+    from notes_cli.clients.claude.credentials import HelperSource, helper_findings, side_by_side
 
     layers = merge_claude_layers(valid, env)
     command, source = layers.top.get("apiKeyHelper", (None, ""))
@@ -135,8 +136,8 @@ def _check_credentials(
         if isinstance(command, str) and command
         else None
     )
-    found = claude_helper(helper, env, run_helpers=run_helpers) if helper else []
-    found += claude_side_by_side(
+    found = helper_findings(helper, env, run_helpers=run_helpers) if helper else []
+    found += side_by_side(
         helper,
         layers.env.get("ANTHROPIC_AUTH_TOKEN", ("", "")),
         layers.env.get("ANTHROPIC_API_KEY", ("", "")),
@@ -148,7 +149,7 @@ def _check_state_file(claude_home: Path | None) -> list[Finding]:
     """An `env` block in Claude Code's state file (~/.claude.json, or .claude.json in
     $CLAUDE_CONFIG_DIR): an undocumented layer that outlives edits to settings.json."""
     found: list[Finding] = []
-    candidates = {paths.claude_home(claude_home) / ".claude.json", Path.home() / ".claude.json"}
+    candidates = {home_folder(claude_home) / ".claude.json", Path.home() / ".claude.json"}
     for path in sorted(candidates):
         try:
             _, data = files.load_json(path)
@@ -200,7 +201,7 @@ def check_settings_file(path: Path, text: str, data: dict[str, Any], scope: str)
     env = data.get("env")
     if isinstance(env, dict):
         found += _check_env_block(path, text, env, scope)
-    found += claude_secrets(path, text, data)
+    found += secrets_in(path, text, data)
     return found
 
 
@@ -324,7 +325,7 @@ def _check_env_block(path: Path, text: str, env: dict[str, Any], scope: str) -> 
                     severity="error" if tracked else None,
                     file=file,
                     line=line,
-                    how=CLAUDE_HOW,
+                    how=HOW,
                 )
             )
     return found

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from notes_cli import paths
 from notes_cli.clients import files, presets, urls
+from notes_cli.clients.claude.home import claude_settings_path
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.git import tracked_by_git
 from notes_cli.clients.model_limits import LimitsFetcher
@@ -61,7 +61,7 @@ def settings_path(
 ) -> Path:
     if scope not in ("user", "project", "local"):
         raise UsageError(f"unknown --scope {scope!r}", fix="use --scope user, project or local")
-    return paths.claude_settings_path(scope, claude_home_dir=claude_home, project_dir=project_dir)
+    return claude_settings_path(scope, claude_home_dir=claude_home, project_dir=project_dir)
 
 
 def plan_claude(

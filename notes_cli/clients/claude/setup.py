@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from notes_cli import paths
 from notes_cli.clients import files
+from notes_cli.clients.claude.home import claude_settings_path
 from notes_cli.clients.endpoint import AuthStyle, Endpoint
 from notes_cli.clients.presets import placeholder_tokens
 from notes_cli.clients.resolve import ClientSetup, Value
@@ -39,7 +39,7 @@ def claude_settings_files(
     layers = [
         (
             scope,
-            paths.claude_settings_path(scope, claude_home_dir=claude_home, project_dir=project_dir),
+            claude_settings_path(scope, claude_home_dir=claude_home, project_dir=project_dir),
         )
         for scope in CLAUDE_SCOPES
     ]

@@ -84,6 +84,7 @@ class Codex:
     output_cap_variant: str | None = "codex"
     smoke_key_env: str | None = None
     file_lines: tuple[str, str] | None = ('base_url = "{}"', 'model = "{}"')
+    env_names: tuple[str, str] | None = None
     session_logs: SessionLogs | None = SessionLogs(
         Option(
             "codex_dir",

@@ -79,6 +79,7 @@ class GeminiCli:
     output_cap_variant: str | None = None
     smoke_key_env: str | None = "GEMINI_API_KEY"
     file_lines: tuple[str, str] | None = None
+    env_names: tuple[str, str] | None = None
     session_logs: SessionLogs | None = None
 
     # -- config gemini

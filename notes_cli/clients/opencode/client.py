@@ -85,6 +85,7 @@ class OpenCode:
     output_cap_variant: str | None = "opencode"
     smoke_key_env: str | None = None
     file_lines: tuple[str, str] | None = None
+    env_names: tuple[str, str] | None = None
     session_logs: SessionLogs | None = None
 
     # -- config opencode

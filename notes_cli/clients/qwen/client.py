@@ -75,6 +75,7 @@ class QwenCode:
     output_cap_variant: str | None = "qwen"
     smoke_key_env: str | None = "OPENAI_API_KEY"
     file_lines: tuple[str, str] | None = None
+    env_names: tuple[str, str] | None = None
     session_logs: SessionLogs | None = None
 
     # -- config qwen

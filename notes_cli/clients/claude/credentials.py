@@ -1,7 +1,6 @@
-"""Credentials as the client will actually send them (not as the user thinks it will).
-
-Claude Code: `apiKeyHelper` wins over the variables, and a helper that fails still
-sends the request, with an empty key.
+"""Claude Code's credential as it will actually send it (not as the user thinks it will):
+`apiKeyHelper` wins over the variables, and a helper that fails still sends the request, with
+an empty key.
 
 Helpers run only when the user's own (user- or managed-scope) file defines them, or with
 `--run-helpers`: a project file's helper is code from the repository. A run is bounded to 5 s
@@ -35,7 +34,7 @@ class HelperSource:
     line: int | None = None
 
 
-def claude_helper(
+def helper_findings(
     helper: HelperSource, env: Mapping[str, str], *, run_helpers: bool
 ) -> list[Finding]:
     """An `apiKeyHelper` that will fail: statically when it reads an unset variable; by running
@@ -104,7 +103,7 @@ def run_helper(command: str, env: Mapping[str, str]) -> str | None:
     return None
 
 
-def claude_side_by_side(
+def side_by_side(
     helper: HelperSource | None, token: tuple[str, str], api_key: tuple[str, str]
 ) -> list[Finding]:
     """A helper next to a literal ANTHROPIC_AUTH_TOKEN / ANTHROPIC_API_KEY (left by a switch):
