@@ -91,7 +91,7 @@ def test_a_503_from_the_first_upstream_goes_to_the_second() -> None:
     ):
         streamed = responses(bridge)
         whole = httpx.post(
-            bridge.config.claude_base_url + "/v1/messages",
+            bridge.config.anthropic_base_url + "/v1/messages",
             json={"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]},
             timeout=20,
         )

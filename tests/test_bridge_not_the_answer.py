@@ -42,7 +42,7 @@ def _post(bridge: Any, route: str, stream: bool) -> httpx.Response:
         url = bridge.v1_base_url + "/responses"
     else:
         body = {"model": "m", "stream": stream, "max_tokens": 16, "messages": MESSAGES}
-        url = bridge.claude_base_url + "/v1/messages"
+        url = bridge.anthropic_base_url + "/v1/messages"
     return httpx.post(url, json=body, timeout=20)
 
 

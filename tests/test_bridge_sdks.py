@@ -32,7 +32,7 @@ def responses_client(bridge: Any) -> openai.OpenAI:
 
 def messages_client(bridge: Any) -> anthropic.Anthropic:
     return anthropic.Anthropic(
-        base_url=bridge.claude_base_url, api_key="x", max_retries=0, timeout=20
+        base_url=bridge.anthropic_base_url, api_key="x", max_retries=0, timeout=20
     )
 
 
@@ -147,7 +147,7 @@ def test_count_tokens_refuses_a_body_without_messages(
     bridge: Any, start_engine_server: Any
 ) -> None:
     engine = start_engine_server()
-    for url in (bridge.claude_base_url, engine.anthropic_base_url):
+    for url in (bridge.anthropic_base_url, engine.anthropic_base_url):
         reply = httpx.post(
             url + "/v1/messages/count_tokens", json={"model": "pd-mock-1"}, timeout=5
         )

@@ -112,7 +112,7 @@ def plan_bridged(
     )
     bridge_url = {
         "v1": record.v1_base_url,
-        "anthropic": record.claude_base_url,
+        "anthropic": record.anthropic_base_url,
         "root": record.root_url,
     }[client.bridge_url]
     target = BridgeTarget(bridge_url, model, bridge.api_key_env, BRIDGE_PRESET, window, fetch)

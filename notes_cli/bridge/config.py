@@ -69,8 +69,8 @@ class BridgeConfig:
         return self.root_url + "/v1"
 
     @property
-    def claude_base_url(self) -> str:
-        """Claude Code's `ANTHROPIC_BASE_URL` (it appends `/v1/messages`)."""
+    def anthropic_base_url(self) -> str:
+        """The Anthropic root: Claude Code's `ANTHROPIC_BASE_URL` (it appends `/v1/messages`)."""
         return self.root_url
 
     def upstream_model(self, model: str) -> str:

@@ -103,8 +103,8 @@ class RunningBridge(BackgroundServer):
         return self.config.v1_base_url
 
     @property
-    def claude_base_url(self) -> str:
-        return self.config.claude_base_url
+    def anthropic_base_url(self) -> str:
+        return self.config.anthropic_base_url
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop accepting, give open streams a short grace, and join the thread."""

@@ -113,6 +113,19 @@ class BridgeTarget:
     fetch_limits: LimitsFetcher | None
 
 
+def key_flag(client: Client) -> str:
+    """The `config <name>` option naming the key's variable (`Client.key_option`)."""
+    return next(
+        o.flag for o in client.options if isinstance(o, Option) and o.name == client.key_option
+    )
+
+
+def speaker(clients: tuple[Client, ...], protocol: str) -> Client:
+    """The first of `clients` that speaks `protocol` (Codex the Responses API, Claude Code the
+    Messages API)."""
+    return next(c for c in clients if c.protocol == protocol)
+
+
 class Client(Protocol):
     """One client pdnotes configures, checks and speaks for (a folder under clients/)."""
 

@@ -27,7 +27,11 @@ class OpenAIPreset:
 
 
 @dataclass(frozen=True)
-class ClaudePreset:
+class AnthropicPreset:
+    """The gateway's Anthropic-compatible root (its [anthropic] table): Claude Code's
+    ANTHROPIC_BASE_URL (it appends /v1/messages), the key's variable and, for a keyless
+    gateway, the placeholder token."""
+
     base_url: str
     token_env: str | None = None
     placeholder_token: str | None = None
@@ -53,7 +57,7 @@ class Preset:
     model: str | None = None
     models: tuple[str, ...] = ()
     openai: OpenAIPreset | None = None
-    claude: ClaudePreset | None = None
+    anthropic: AnthropicPreset | None = None
     gemini: GeminiPreset | None = None
     chat_only: bool = False
     """The endpoint serves chat completions but neither Responses nor Messages: `pdnotes
@@ -75,7 +79,7 @@ def load_preset(name: str) -> Preset:
             fix=f"use one of: {', '.join(preset_names())}",
         )
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    openai, claude, gemini = data.get("openai"), data.get("claude"), data.get("gemini")
+    openai, anthropic, gemini = data.get("openai"), data.get("anthropic"), data.get("gemini")
     return Preset(
         key=name,
         name=str(data.get("name", name)),
@@ -85,7 +89,7 @@ def load_preset(name: str) -> Preset:
         model=data.get("model"),
         models=tuple(data.get("models", ())),
         openai=OpenAIPreset(**openai) if openai else None,
-        claude=ClaudePreset(**claude) if claude else None,
+        anthropic=AnthropicPreset(**anthropic) if anthropic else None,
         gemini=GeminiPreset(**gemini) if gemini else None,
         chat_only=bool(data.get("chat_only", False)),
     )
@@ -114,6 +118,6 @@ docs/connect.md ("Keyless local servers")."""
 def placeholder_tokens() -> frozenset[str]:
     """Non-secret tokens pdnotes writes for keyless gateways (the mock engine, the bridge, a
     server on this machine)."""
-    claude = {p.claude.placeholder_token for p in all_presets() if p.claude}
+    anthropic = {p.anthropic.placeholder_token for p in all_presets() if p.anthropic}
     gemini = {p.gemini.placeholder_key for p in all_presets() if p.gemini}
-    return frozenset(token for token in claude | gemini | {LOCAL_PLACEHOLDER} if token)
+    return frozenset(token for token in anthropic | gemini | {LOCAL_PLACEHOLDER} if token)

@@ -24,12 +24,7 @@ from notes_cli.secrets import (
 )
 
 OPENAI_ENDPOINT_SUFFIXES = ("/chat/completions", "/responses", "/completions")
-CLAUDE_ENDPOINT_SUFFIXES = ("/v1/messages", "/messages")
-
-CLAUDE_CREDENTIAL_FIX = (
-    "keep the key out of the URL: export it (export GW_API_KEY=…) and pass --token-env "
-    "GW_API_KEY (an apiKeyHelper reads it; Claude Code sends it as the API key)"
-)
+MESSAGES_ENDPOINT_SUFFIXES = ("/v1/messages", "/messages")
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ import httpx
 
 from notes_cli.clients.endpoint import Endpoint
 from notes_cli.clients.model_limits import limits_of
-from notes_cli.clients.plugin import Option
 from notes_cli.doctor.client_shape import (
     Shape,
     Variant,
@@ -852,23 +851,21 @@ def _client_of(endpoint: Endpoint) -> tuple[str, str]:
     client speaking the Responses API for a Responses endpoint, and the one speaking the
     Messages API for the others (the plain SDKs' endpoints)."""
     from notes_cli.clients import registry
+    from notes_cli.clients.plugin import speaker
 
     spoken = "responses" if endpoint.protocol == "responses" else "anthropic"
-    plugin = registry.get(endpoint.client) or next(
-        c for c in registry.CLIENTS if c.protocol == spoken
-    )
+    plugin = registry.get(endpoint.client) or speaker(registry.CLIENTS, spoken)
     return plugin.name, plugin.title
 
 
 def _key_flag(client: str) -> str:
     """The `config <client>` option naming the key's variable."""
     from notes_cli.clients import registry
+    from notes_cli.clients.plugin import key_flag
 
     plugin = registry.get(client)
     assert plugin is not None, client  # `_client_of` names a registered client
-    return next(
-        o.flag for o in plugin.options if isinstance(o, Option) and o.name == plugin.key_option
-    )
+    return key_flag(plugin)
 
 
 def exc_url(exc: gw.GatewayError) -> str:

@@ -1,4 +1,4 @@
-"""Checks shared by both clients: the base URL the client will join its path onto, the model id,
+"""Checks shared by the clients: the base URL the client will join its path onto, the model id,
 and the "a gateway makes inference faster" misconception."""
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ def check_base_url(
     file: str | None,
     line: int | None,
     query_table: bool = False,
+    messages: bool = False,
 ) -> list[Finding]:
     """Every static problem of `url` as the base URL `client` appends its endpoint path to;
     `query_table`: the client takes query parameters in a `query_params` table (the fix of a
-    query string says to move them there)."""
+    query string says to move them there); `messages`: an Anthropic root the client appends
+    /v1/messages to (Claude Code's), else an OpenAI-compatible one."""
     where: dict[str, Any] = {"file": file, "line": line}
     why = urls.url_problem(url)
     if why is not None and why != urls.NO_SCHEME:  # (no scheme: base-url-no-scheme, below)
@@ -48,11 +50,9 @@ def check_base_url(
                 **where,
             )
         ]
-    suffixes = (
-        urls.CLAUDE_ENDPOINT_SUFFIXES if client == "claude" else urls.OPENAI_ENDPOINT_SUFFIXES
-    )
+    suffixes = urls.MESSAGES_ENDPOINT_SUFFIXES if messages else urls.OPENAI_ENDPOINT_SUFFIXES
     preset = presets.preset_for_host(urls.host_of(url))
-    strip_v1 = client == "claude" or bool(preset and preset.v1_suffix == "forbidden")
+    strip_v1 = messages or bool(preset and preset.v1_suffix == "forbidden")
     cleaned = urls.clean_base_url(url, suffixes=suffixes, strip_v1=strip_v1)
     parts = urlsplit(url)  # has_scheme above: it parses
     found: list[Finding] = []
@@ -96,7 +96,7 @@ def check_base_url(
     elif urls.has_v1_suffix(url) and strip_v1:
         why = (
             "Claude Code appends /v1/messages itself, so this calls /v1/v1/messages"
-            if client == "claude"
+            if messages
             else f"{preset.name if preset else 'this gateway'} serves its API without /v1 "
             "(a /v1 gives a 404)"
         )

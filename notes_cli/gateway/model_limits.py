@@ -27,7 +27,7 @@ def fetch_limits(
     key = os.environ.get(key_env) if key_env else None
     if anthropic:  # Claude Code sends a token as a bearer, a key as x-api-key: send both
         endpoint = Endpoint(
-            "claude", base_url, "anthropic", model=model, key_env=key_env, key=key,
+            "anthropic", base_url, "anthropic", model=model, key_env=key_env, key=key,
             auth_style="both" if key else "none",
         )  # fmt: skip
     else:

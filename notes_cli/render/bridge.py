@@ -17,10 +17,15 @@ if TYPE_CHECKING:
 
 
 def config_commands(config: BridgeConfig, model: str | None = None) -> tuple[str, str]:
-    """The `pdnotes config` commands that point Codex and Claude Code at this bridge."""
-    tail = ["--bridge", "--base-url", config.upstream]
+    """The `pdnotes config` commands that point the clients speaking the Responses and the
+    Messages API (Codex, Claude Code) at this bridge."""
+    from notes_cli.clients import registry
+    from notes_cli.clients.plugin import key_flag, speaker
+
+    key = object()  # stands for each client's own key option
+    tail: list[object] = ["--bridge", "--base-url", config.upstream]
     if config.upstream_key_env:
-        tail += ["--env-key", config.upstream_key_env]
+        tail += [key, config.upstream_key_env]
     for fallback in config.fallbacks:
         tail += ["--bridge-fallback", fallback.upstream]
     keyed = [f.upstream_key_env or "-" for f in config.fallbacks]  # paired by position
@@ -31,17 +36,12 @@ def config_commands(config: BridgeConfig, model: str | None = None) -> tuple[str
     if config.port != 8787:
         tail += ["--bridge-port", str(config.port)]
     tail += ["--model", model or config.model or "<model id>"]
-    responses = shlex.join(["pdnotes", "config", _responses_client(), *tail])
-    claude_tail = [("--token-env" if t == "--env-key" else t) for t in tail]
-    claude = shlex.join(["pdnotes", "config", "claude", *claude_tail])
-    return responses, claude
-
-
-def _responses_client() -> str:
-    """The client that calls the bridge's Responses API (Codex), by its command name."""
-    from notes_cli.clients import registry
-
-    return next(c.name for c in registry.CLIENTS if c.protocol == "responses")
+    commands = []
+    for protocol in ("responses", "anthropic"):
+        client = speaker(registry.CLIENTS, protocol)
+        words = [key_flag(client) if t is key else str(t) for t in tail]
+        commands.append(shlex.join(["pdnotes", "config", client.name, *words]))
+    return commands[0], commands[1]
 
 
 def banner(config: BridgeConfig) -> None:
@@ -52,7 +52,7 @@ def banner(config: BridgeConfig) -> None:
         f"{escape(config.upstream)}/chat/completions"
     )
     console.print(f"  Codex base_url               {escape(config.v1_base_url)}")
-    console.print(f"  Claude ANTHROPIC_BASE_URL    {escape(config.claude_base_url)}")
+    console.print(f"  Claude ANTHROPIC_BASE_URL    {escape(config.anthropic_base_url)}")
     console.print(f"  chat clients base_url        {escape(config.v1_base_url)}")
     if config.upstream_key_env:
         console.print(f"  upstream key from ${escape(config.upstream_key_env)}")
@@ -69,9 +69,9 @@ def banner(config: BridgeConfig) -> None:
             f"  [yellow]warning:[/] listening on {escape(config.host)} with no key: anyone who "
             "can reach this port uses your upstream (add --api-key-env NAME)"
         )
-    responses, claude = config_commands(config)
+    responses, messages = config_commands(config)
     console.print(f"  point Codex here:        {escape(responses)}")
-    console.print(f"  point Claude Code here:  {escape(claude)}")
+    console.print(f"  point Claude Code here:  {escape(messages)}")
     console.print("  Ctrl-C to stop")
     console.file.flush()
 

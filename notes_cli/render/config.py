@@ -208,7 +208,7 @@ def presets(items: list[Preset], *, as_json: bool) -> None:
                         "codex_base_url": p.openai.base_url if p.openai else None,
                         "codex_provider_id": p.openai.provider_id if p.openai else None,
                         "env_key": p.openai.env_key if p.openai else None,
-                        "claude_base_url": p.claude.base_url if p.claude else None,
+                        "claude_base_url": p.anthropic.base_url if p.anthropic else None,
                         "gemini_base_url": p.gemini.base_url if p.gemini else None,
                         "model": p.model,
                     }

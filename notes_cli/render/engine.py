@@ -50,15 +50,15 @@ class ServeBanner:
             f"state {escape(address.url('/engine/state'))}"
         )
         responses = f"pdnotes config codex --preset mock --base-url {address.base_url}"
-        claude = f"pdnotes config claude --preset mock --base-url {address.anthropic_base_url}"
+        messages = f"pdnotes config claude --preset mock --base-url {address.anthropic_base_url}"
         if self.api_key_env:
             responses += f" --env-key {self.api_key_env}"
-            claude += f" --token-env {self.api_key_env}"
+            messages += f" --token-env {self.api_key_env}"
             console.print(f"  auth: requests must carry ${escape(self.api_key_env)}")
         if "responses" in served:
             console.print(f"  point Codex here:        {escape(responses)}")
         if "anthropic" in served:
-            console.print(f"  point Claude Code here:  {escape(claude)}")
+            console.print(f"  point Claude Code here:  {escape(messages)}")
         if self.faults:
             console.print(f"  [yellow]faults:[/] {escape(', '.join(self.faults))}")
         console.print("  Ctrl-C to stop")

@@ -339,7 +339,8 @@ def _check_merged(
     base_url, source = layers.env.get("ANTHROPIC_BASE_URL", (ANTHROPIC_DEFAULT_BASE_URL, ""))
     file = source if source and source != "environment" else None
     line = _line_in(texts, file, "ANTHROPIC_BASE_URL")
-    found = check_base_url("claude", base_url or ANTHROPIC_DEFAULT_BASE_URL, file=file, line=line)
+    url = base_url or ANTHROPIC_DEFAULT_BASE_URL
+    found = check_base_url("claude", url, file=file, line=line, messages=True)
     found += check_gateway_note("claude", base_url or ANTHROPIC_DEFAULT_BASE_URL)
     model, model_source = claude_model(layers)
     settings_model, settings_model_file = layers.top.get("model", (None, ""))

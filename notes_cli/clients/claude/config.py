@@ -35,6 +35,11 @@ background work, ids a gateway usually does not serve."""
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
+CREDENTIAL_FIX = (
+    "keep the key out of the URL: export it (export GW_API_KEY=…) and pass --token-env "
+    "GW_API_KEY (an apiKeyHelper reads it; Claude Code sends it as the API key)"
+)
+
 WINDOW_VARIABLE = "CLAUDE_CODE_MAX_CONTEXT_TOKENS"
 """The context window Claude Code assumes for a model whose id is not a Claude one (checked in
 the bundles of 2.1.197 and 2.1.332: read only when the model's canonical id does not start with
@@ -72,7 +77,7 @@ def plan_claude(
     old_text, data = files.load_json_for_edit(path)
     data = dict(data) if data is not None else {}
     preset = presets.load_preset(options.preset) if options.preset else None
-    claude_preset = preset.claude if preset else None
+    claude_preset = preset.anthropic if preset else None
     if preset and claude_preset is None:
         raise UsageError(
             f"preset {preset.key!r} has no Anthropic-compatible endpoint for Claude Code",
@@ -165,7 +170,7 @@ def _window(
 
 
 def _base_url(
-    options: ClaudeOptions, claude_preset: presets.ClaudePreset | None, env: dict[str, Any]
+    options: ClaudeOptions, claude_preset: presets.AnthropicPreset | None, env: dict[str, Any]
 ) -> urls.CleanUrl:
     """Flag over preset over the file's current value, cleaned for Claude Code (which appends
     /v1/messages itself and cannot carry query parameters)."""
@@ -175,9 +180,9 @@ def _base_url(
         raise UsageError("no base URL to write", fix="pass --base-url https://… or a --preset")
     cleaned = urls.clean_base_url(
         raw_url,
-        suffixes=urls.CLAUDE_ENDPOINT_SUFFIXES,
+        suffixes=urls.MESSAGES_ENDPOINT_SUFFIXES,
         strip_v1=True,
-        credential_fix=urls.CLAUDE_CREDENTIAL_FIX,
+        credential_fix=CREDENTIAL_FIX,
     )
     if cleaned.query_params:
         raise UsageError(
@@ -207,7 +212,7 @@ def _env_block(data: dict[str, Any], path: Path) -> dict[str, Any]:
 
 def _credential(
     options: ClaudeOptions,
-    claude_preset: presets.ClaudePreset | None,
+    claude_preset: presets.AnthropicPreset | None,
     data: dict[str, Any],
     updates: dict[str, str],
     top_level: dict[str, str],
@@ -240,7 +245,7 @@ def _credential(
 
 def _local_placeholder(
     options: ClaudeOptions,
-    claude_preset: presets.ClaudePreset | None,
+    claude_preset: presets.AnthropicPreset | None,
     data: dict[str, Any],
     env: dict[str, Any],
     base_url: str,

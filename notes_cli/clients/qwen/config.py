@@ -312,8 +312,8 @@ def _key(
     openai = preset.openai if preset else None
     if openai and openai.env_key:
         return openai.env_key, None
-    if preset and preset.claude and preset.claude.placeholder_token:
-        return None, preset.claude.placeholder_token  # keyless (the mock engine)
+    if preset and preset.anthropic and preset.anthropic.placeholder_token:
+        return None, preset.anthropic.placeholder_token  # keyless (the mock engine)
     current = _str(entry.get("envKey")) if entry else None
     if current is None and preset is None and urls.is_loopback(base_url):
         # a server on this machine (llama-server) takes no key unless started with one; Qwen
