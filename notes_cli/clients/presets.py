@@ -95,6 +95,12 @@ def load_preset(name: str) -> Preset:
     )
 
 
+def chat_only(name: str | None) -> bool:
+    """Whether the preset `name` (None: no preset) says its endpoint serves chat completions
+    only, so a client speaking the Responses or the Messages API needs the bridge for it."""
+    return bool(name) and load_preset(str(name)).chat_only
+
+
 def all_presets() -> list[Preset]:
     return [load_preset(name) for name in preset_names()]
 

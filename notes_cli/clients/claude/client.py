@@ -129,11 +129,9 @@ class ClaudeCode:
 
     def needs_bridge(self, preset: str | None) -> bool:
         """A preset whose endpoint serves no Messages API."""
-        if not preset:
-            return False
-        from notes_cli.clients.presets import load_preset
+        from notes_cli.clients.presets import chat_only
 
-        return load_preset(preset).chat_only
+        return chat_only(preset)
 
     def via_bridge(self, request: ConfigRequest, target: BridgeTarget) -> ConfigRequest:
         """Through the bridge's Anthropic root, with the bridge's own key variable (the token
