@@ -4,6 +4,7 @@ the real scheduler. Behaviour tests use the real core instead."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,10 @@ from notes_cli.engine.core.api import (
 @dataclass
 class FakeEngine:
     """Answers every request with `reply` split on spaces, after `ttft_s`, one word per
-    `tpot_s`. `queue_full` makes admission fail; `requests` records what arrived."""
+    `tpot_s`. `queue_full` makes admission fail; `requests` records what arrived. With
+    `first_seen` the engine makes no second token until the client has set it (at most
+    10 s): `first_arrived` says whether it did, so a test can tell a streamed first token from
+    one held back until the answer is complete without timing anything."""
 
     reply: str = "pong"
     ttft_s: float = 0.0
@@ -34,6 +38,8 @@ class FakeEngine:
     requests: list[GenerationRequest] = field(default_factory=list)
     link_fallback: bool = False
     started: bool = False
+    first_seen: threading.Event | None = None
+    first_arrived: bool | None = None
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
@@ -69,6 +75,8 @@ class FakeEngine:
             if index:
                 await asyncio.sleep(self.tpot_s)
             yield TokenChunk(text, index)
+            if index == 0 and self.first_seen is not None:
+                self.first_arrived = await asyncio.to_thread(self.first_seen.wait, 10)
         prompt = sum(self.count_tokens(m.text) for m in request.messages)
         yield Completion(
             "length" if len(words) > budget else "stop",
