@@ -11,8 +11,9 @@ The slot is a schedule, not a lock: a request that arrives while the slot is bus
 the one before it ends, and its stream is paced to that schedule (the pauses are the loopback
 server's, ended early when it stops). `waited` counts the requests that found the slot busy:
 what a client's report of the server's queue must match. `together=N` holds the first
-request until N have arrived (at most 10 s), so requests sent together really meet a busy slot
-however loaded the machine is.
+request until N have arrived (at most 10 s) and lets the N meet the slot at the moment the last
+arrived, so N requests sent together make exactly N - 1 of them wait, however loaded the
+machine is.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class OneSlotLlama:
         self.waited = 0  # requests that arrived while the slot was busy
         self._arrived = threading.Condition()
         self._arrivals = 0
+        self._met_at: float | None = None  # when the `together` group had all arrived
         self.timings = timings  # False: answers carry no `timings` (only /metrics tells)
         self.prompts: list[list[str]] = []  # every prompt processed, as words (the cache)
         self._lock = threading.Lock()
@@ -62,13 +64,19 @@ class OneSlotLlama:
         n_out = int(body.get("max_tokens") or 4)
         with self._arrived:
             self._arrivals += 1
+            if self._arrivals == self.together:
+                self._met_at = time.monotonic()
             self._arrived.notify_all()
+            grouped = self._arrivals <= self.together
             if self._arrivals == 1 and self.together:
                 self._arrived.wait_for(lambda: self._arrivals >= self.together, timeout=10)
         with self._lock:
             cached = max((_common(words, seen) for seen in self.prompts), default=0)
             self.prompts.append(words)
-            now = time.monotonic()
+            # the group sent together meets the slot at one moment, the last arrival's: which
+            # thread reaches the lock first, and how late a loaded machine wakes the other,
+            # decides only which of them waits, never whether one does
+            now = self._met_at if grouped and self._met_at is not None else time.monotonic()
             start = max(now, self._free_at)
             self.waited += start > now
             self._free_at = start + self.prompt_s + (n_out - 1) * self.tpot_s
