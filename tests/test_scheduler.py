@@ -10,7 +10,7 @@ import pytest
 
 from notes_cli.engine.core.api import RequestRecord, StepStats
 from notes_cli.engine.core.config import EngineConfig
-from notes_cli.engine.core.profiles import Catalog
+from notes_cli.engine.core.profiles import Catalog, load_catalog
 from notes_cli.engine.core.scheduler import Scheduler
 from notes_cli.engine.core.simcore import SimRequest, simulate
 from notes_cli.engine.core.workers import SchedRequest
@@ -44,7 +44,15 @@ def test_tpot_grows_with_batch_size() -> None:
 
 
 def test_tpot_grows_with_context() -> None:
-    assert alone("h100-disagg", 16384).tpot_ms > 1.1 * alone("h100-disagg", 256).tpot_ms
+    # A decode step reads the sequence's whole KV cache: 16K tokens more context add at least
+    # their bytes at the chip's full HBM bandwidth to every token's time (it cannot be faster).
+    catalog = load_catalog()
+    deployment = catalog.deployment("h100-disagg")
+    chip = catalog.chips[deployment.decode.chip]
+    extra = (16384 - 256) * catalog.models[deployment.model].kv_bytes_per_token
+    floor_ms = extra / (chip.hbm_tbps * 1e12 * deployment.decode.tp) * 1e3
+    short, long = alone("h100-disagg", 256), alone("h100-disagg", 16384)
+    assert long.tpot_ms - short.tpot_ms >= floor_ms > 0.5
 
 
 def decoding_stream_with_long_prompt(target: object) -> tuple[RequestRecord, RequestRecord]:
