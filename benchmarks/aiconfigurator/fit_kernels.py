@@ -691,6 +691,12 @@ def toml_row(chip: str, fit: dict, assumed_from: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def _floors_per_engine(fit: dict) -> str:
+    """A floor fit's per-engine values as 'TRT-LLM / vLLM / SGLang' ('-' where not fitted)."""
+    per = {k.split("/")[0]: v["floor_us"] for k, v in fit["engines"].items()}
+    return " / ".join(f"{per[b]:.1f}" if b in per else "-" for b in ("trtllm", "vllm", "sglang"))
+
+
 def markdown(fits: dict[str, dict]) -> str:
     out = [
         "| chip (aiconfigurator system, TRT-LLM db) | GEMM bf16: mfu, half tokens, width exp, "
@@ -759,10 +765,7 @@ def markdown(fits: dict[str, dict]) -> str:
             if m is None:
                 continue
             held = "-" if math.isnan(m["held_err"]) else f"{m['held_err']:.1%}"
-            per = {k.split("/")[0]: v["floor_us"] for k, v in m["engines"].items()}
-            shown = " / ".join(
-                f"{per[b]:.1f}" if b in per else "-" for b in ("trtllm", "vllm", "sglang")
-            )
+            shown = _floors_per_engine(m)
             out.append(
                 f"| {chip} | {label} | {shown} | {m['floor_us']:.1f} ({m['from']}) | "
                 f"{m['train_err']:.1%} ({m['no_floor_err']:.1%}) | {held} |"
@@ -777,10 +780,7 @@ def markdown(fits: dict[str, dict]) -> str:
         m = f.get("mla_floor")
         if m is None:
             continue
-        per = {k.split("/")[0]: v["floor_us"] for k, v in m["engines"].items()}
-        shown = " / ".join(
-            f"{per[b]:.1f}" if b in per else "-" for b in ("trtllm", "vllm", "sglang")
-        )
+        shown = _floors_per_engine(m)
         out.append(
             f"| {chip} | {', '.join(m['engines'])} | {shown} | {m['floor_us']:.1f} ({m['from']}) "
             f"| {m['train_err']:.1%} ({m['no_floor_err']:.1%}) |"
@@ -796,10 +796,7 @@ def markdown(fits: dict[str, dict]) -> str:
         m = f.get("attn_floor")
         if m is None:
             continue
-        per = {k.split("/")[0]: v["floor_us"] for k, v in m["engines"].items()}
-        shown = " / ".join(
-            f"{per[b]:.1f}" if b in per else "-" for b in ("trtllm", "vllm", "sglang")
-        )
+        shown = _floors_per_engine(m)
         out.append(
             f"| {chip} | {', '.join(m['engines'])} | {shown} | {m['floor_us']:.1f} ({m['from']}) "
             f"| {m['train_err']:.1%} ({m['no_floor_err']:.1%}) | {m['held_err']:.1%} |"
