@@ -4,8 +4,8 @@
 #      environment) and pip-installs pdnotes (editable) with its test extras at the NEWEST
 #      versions pyproject.toml allows (--upgrade-strategy eager), as a new user's `pip install`
 #      gets them: a dependency's new release that breaks pdnotes fails this run (issue 35),
-#   2. npm-installs the real clients used by the interop tests (Codex, Claude Code, Gemini CLI,
-#      Qwen Code, OpenCode) into .interop/ (pinned versions), in the background,
+#   2. npm-installs the real clients used by the interop tests (each client folder's npm.toml)
+#      into .interop/ (pinned versions), in the background,
 #   3. gets the real engine for the real-engine tests (scripts/real_engine.sh: PyPI's prebuilt
 #      llama.cpp server, xllamacpp, and a small GGUF model; about a minute the first time, cached
 #      in ~/.cache/pdnotes-real-engine) while ruff and mypy run,
@@ -15,9 +15,9 @@
 #      --resolution lowest-direct), where `pdnotes demo` must pass and a smoke subset of the
 #      suite runs (LOWEST_TESTS below). PDNOTES_LOWEST=skip skips it.
 # PDNOTES_INTEROP_MATRIX=pinned (default) | newest | both picks the client versions the interop
-# tests run on: `newest` installs npm's latest Codex, Claude Code, Gemini CLI, Qwen Code and
-# OpenCode into .interop-newest/ and runs only the interop-marked tests there; `both` runs every
-# interop test twice in the one pytest session, as test[pinned] and test[newest] (conftest.py).
+# tests run on: `newest` installs npm's latest release of each client into .interop-newest/
+# and runs only the interop-marked tests there; `both` runs every interop test twice in the one
+# pytest session, as test[pinned] and test[newest] (conftest.py).
 # PDNOTES_TEST_WORKERS sets pytest's worker count (default auto: one per core; 0: no xdist).
 # PDNOTES_REAL_ENGINE=xllamacpp (default) | source (llama.cpp built from source: about an hour
 # on 2 cores the first time) | skip (the real-engine tests then skip, saying so).
@@ -33,40 +33,32 @@ esac
 # every run (and every xdist worker) rewrite all of them again (~6 s of CPU per process).
 unset PYTHONDONTWRITEBYTECODE
 
-CODEX_VERSION=0.171.0
-CLAUDE_VERSION=2.1.197  # newer releases declare node >=22 but run on Node 20 (npm only warns)
-GEMINI_VERSION=0.61.0  # node >=20; notes_cli/clients/gemini/shapes/0.61.0.json was recorded from it
-QWEN_VERSION=0.24.4     # declares node >=22 (since 0.21) but runs on Node 20 (npm only warns)
-OPENCODE_VERSION=1.18.33  # a native binary (opencode-linux-x64) in an npm package: no Node needed
+# The real clients: each client folder's npm.toml names its npm package, pinned release and
+# binary (scripts/npm_clients.py reads them), so a new client is installed without an edit here.
 install_pinned() {
-  local bin=.interop/node_modules/.bin
-  if [ ! -x $bin/codex ] || [ ! -x $bin/claude ] || [ ! -x $bin/gemini ] || [ ! -x $bin/qwen ] \
-    || [ ! -x $bin/opencode ]; then
+  local bin=.interop/node_modules/.bin missing="" name
+  for name in $(python3 scripts/npm_clients.py bins); do
+    [ -x "$bin/$name" ] || missing=yes
+  done
+  if [ -n "$missing" ]; then
+    # --engine-strict=false: some clients' engines fields ask for a newer Node than they need
+    # (each npm.toml says so).
+    # shellcheck disable=SC2046  # one package@version a word
     timeout 600 npm install --silent --no-audit --no-fund --engine-strict=false --prefix .interop \
-      "@openai/codex@${CODEX_VERSION}" "@anthropic-ai/claude-code@${CLAUDE_VERSION}" \
-      "@google/gemini-cli@${GEMINI_VERSION}" "@qwen-code/qwen-code@${QWEN_VERSION}" \
-      "opencode-ai@${OPENCODE_VERSION}"
+      $(python3 scripts/npm_clients.py pinned)
   fi
 }
 install_newest() {
-  # The newest releases, looked up with npm view; a version already installed is reused.
-  local codex claude gemini qwen opencode stamp=".interop-newest/versions"
-  codex=$(timeout 60 npm view @openai/codex version)
-  claude=$(timeout 60 npm view @anthropic-ai/claude-code version)
-  gemini=$(timeout 60 npm view @google/gemini-cli version)
-  qwen=$(timeout 60 npm view @qwen-code/qwen-code version)
-  opencode=$(timeout 60 npm view opencode-ai version)
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$codex $claude $gemini $qwen $opencode" ]; then
-    # --engine-strict=false: Claude Code's and Qwen Code's engines fields ask for a newer Node
-    # than they need.
+  # The newest releases, looked up with npm view; a set already installed is reused.
+  local newest stamp=".interop-newest/versions"
+  newest=$(python3 scripts/npm_clients.py newest | tr '\n' ' ')
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$newest" ]; then
+    # shellcheck disable=SC2086  # one package@version a word
     timeout 600 npm install --silent --no-audit --no-fund --engine-strict=false \
-      --prefix .interop-newest \
-      "@openai/codex@${codex}" "@anthropic-ai/claude-code@${claude}" \
-      "@google/gemini-cli@${gemini}" "@qwen-code/qwen-code@${qwen}" "opencode-ai@${opencode}"
-    echo "$codex $claude $gemini $qwen $opencode" > "$stamp"
+      --prefix .interop-newest $newest
+    echo "$newest" > "$stamp"
   fi
-  echo "interop on the newest clients: Codex $codex, Claude Code $claude, Gemini CLI $gemini," \
-    "Qwen Code $qwen, OpenCode $opencode" >&2
+  echo "interop on the newest clients: $newest" >&2
 }
 
 # The npm installs take a minute or two on a clean clone; they overlap with pip, ruff and mypy.
