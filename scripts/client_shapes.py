@@ -1,10 +1,10 @@
-"""Record the request the real Codex CLI, Claude Code, Gemini CLI, Qwen Code and OpenCode send
-for a turn, as data for doctor's client-shaped probe and smoke
-(notes_cli/clients/<client>/shapes/<version>.json).
+"""Record the request each real client (Codex CLI, Claude Code, Gemini CLI, Qwen Code, OpenCode
+and every client whose folder has a headless module) sends for a turn, as data for doctor's
+client-shaped probe and smoke (notes_cli/clients/<client>/shapes/<version>.json).
 
     PDNOTES_INTEROP_BIN=.interop/node_modules/.bin python scripts/client_shapes.py [CLIENT…]
 
-(CLIENT: codex, claude, gemini, qwen or opencode; all five by default.)
+(CLIENT: any registered client; all of them by default.)
 
 Each client runs once (bounded, in a temp HOME, its own process group) against a recording server
 on 127.0.0.1 that answers every turn with a minimal valid stream. The turn request (the POST that
@@ -302,7 +302,15 @@ def client_command(
     client: str, binary: Path, url: str, home: Path, extra_args: tuple[str, ...] = ()
 ) -> tuple[list[str], dict[str, str]]:
     """(argv, env) of one non-interactive turn of `client` against the server at `url`, with
-    everything it writes under `home`; `extra_args` go right after `exec` / `-p`."""
+    everything it writes under `home`; `extra_args` go right after `exec` / `-p`. A client whose
+    folder has a headless module is configured by `pdnotes config` and run as it says."""
+    from notes_cli.clients.headless import headless
+
+    runner = headless(client)
+    if runner is not None:
+        configure_with_pdnotes(client, url, home)
+        command = runner.command(binary, home, PROMPT)
+        return [*command.argv, *extra_args], command.env
     if client == "codex":
         (home / ".codex").mkdir(exist_ok=True)
         provider = (
@@ -339,6 +347,20 @@ def client_command(
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CODE_MAX_RETRIES": "0",
     }
+
+
+def configure_with_pdnotes(client: str, url: str, home: Path) -> None:
+    """`pdnotes config CLIENT --preset mock` pointed at the recorder, every file under `home`."""
+    from notes_cli.clients import registry
+
+    plugin = registry.get(client)
+    assert plugin is not None, client
+    base = url if plugin.protocol in ("anthropic", "gemini") else f"{url}/v1"
+    args = [sys.executable, "-m", "notes_cli", "config", client, "--preset", "mock"]
+    env = {"HOME": str(home), "PDNOTES_HOME": str(home / ".pdnotes"), "PYTHONPATH": str(ROOT)}
+    done = _run([*args, "--base-url", base, "--model", MODEL], env, home)
+    if done.returncode != 0:
+        raise RuntimeError(f"pdnotes config {client} failed: {done.stderr[-2000:]}")
 
 
 QWEN_QUIET = {

@@ -26,13 +26,15 @@ def registry_order() -> list[str]:
 
 
 def releases() -> list[dict[str, str]]:
-    """Each registered client's npm.toml, in registry order, skipping a client without one."""
+    """Each registered client's npm.toml (its `client` name added), in registry order, skipping
+    a client without one."""
     out = []
     for name in registry_order():
         path = CLIENTS / name / "npm.toml"
         if path.is_file():
             data = tomllib.loads(path.read_text("utf-8"))
-            out.append({key: str(data[key]) for key in ("package", "pinned", "bin")})
+            release = {key: str(data[key]) for key in ("package", "pinned", "bin")}
+            out.append({"client": name, **release})
     return out
 
 
