@@ -6,8 +6,9 @@ For each client, against the bundled engine running as a real server: `config <n
 mock` writes a file `doctor` finds nothing wrong with and `smoke` gets answers through; a
 dry run writes nothing; a second identical run changes nothing; `config undo` puts the file back
 byte for byte; a file the client's parser cannot read is refused and left as it was;
-`--context-window gateway` writes the engine's window where the client has a window setting; and
-smoke sends the client's recorded request shape."""
+`--context-window gateway` writes the engine's window where the client has a window setting, and
+doctor finds a window larger than the engine's; and smoke sends the client's recorded request
+shape."""
 
 from __future__ import annotations
 
@@ -167,6 +168,19 @@ def test_the_window_read_from_the_gateway_is_the_one_written(
     written = configure(cli, name, url_for(name, engine), "--context-window", "gateway")
     text = "".join(path.read_text("utf-8") for path in files_of(written))
     assert "24576" in text and "32768" not in text
+
+
+@pytest.mark.parametrize("name", WINDOWED)
+def test_doctor_finds_a_window_larger_than_the_gateway_serves(
+    name: str, cli: Callable[..., Any], engine: Any, client_env: None
+) -> None:
+    configure(cli, name, url_for(name, engine), "--context-window", "131072")
+
+    report = cli("doctor", "--client", name, "--json").json()
+
+    (finding,) = [f for f in report["findings"] if f["id"] == "context-window-too-large"]
+    assert "131072" in finding["message"] and "24576" in finding["message"]
+    assert f"pdnotes config {name} --context-window gateway" in finding["fix"]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from notes_cli import fileio
 from notes_cli.clients.codex.home import codex_config_path
-from notes_cli.doctor.resolved import Resolved
+from notes_cli.doctor.resolved import ConfiguredWindow, Resolved
 from notes_cli.errors import InputError
 
 if TYPE_CHECKING:
@@ -55,4 +55,15 @@ def resolve_codex(
     providers = merged.doc.get("model_providers")
     provider = providers.get(provider_id) if isinstance(providers, dict) else None
     limits = stream_limits(provider_id, provider if isinstance(provider, dict) else {})
-    return Resolved("codex", merged, files, setup.endpoint, True, limits), None
+    window = _window(merged)
+    return Resolved("codex", merged, files, setup.endpoint, True, limits, window), None
+
+
+def _window(merged: MergedCodex) -> ConfiguredWindow | None:
+    """model_context_window (what `config codex --context-window` writes), for doctor's live
+    check against the gateway's /models."""
+    tokens = merged.doc.get("model_context_window")
+    layer = merged.layer_of("model_context_window")
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1 or layer is None:
+        return None
+    return ConfiguredWindow(tokens, f"model_context_window in {layer.where}", "codex")

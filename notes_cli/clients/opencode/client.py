@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from notes_cli.clients.plan import WritePlan
     from notes_cli.clients.resolve import ClientSetup
     from notes_cli.doctor.findings import Finding
-    from notes_cli.doctor.resolved import Resolved
+    from notes_cli.doctor.resolved import ConfiguredWindow, Resolved
 
 
 class OpenCode:
@@ -162,10 +162,11 @@ class OpenCode:
         files = tuple(layer.where for layer in reading.layers) + tuple(
             f.file for f in reading.problems if f.file
         )
-        endpoint = None
+        endpoint, window = None, None
         if not reading.problems and reading.layers:
-            endpoint = setup_of(reading.layers, env).endpoint
-        resolved = Resolved(self.name, reading.layers, files, endpoint, bool(files))
+            setup = setup_of(reading.layers, env)
+            endpoint, window = setup.endpoint, _window(setup)
+        resolved = Resolved(self.name, reading.layers, files, endpoint, bool(files), window=window)
         return resolved, reading.problems + check_opencode(reading.layers, env)
 
     def missing_file(self, where: Where) -> Path:
@@ -218,6 +219,17 @@ def setup_of(layers: list[Any], env: Mapping[str, str]) -> ClientSetup:
     resolved = oc.resolve(layers, env, oc.auth_keys())
     values = tuple(Value(*value) for value in resolved.values)
     return ClientSetup("opencode", used, values, resolved.endpoint, problem=resolved.problem)
+
+
+def _window(setup: ClientSetup) -> ConfiguredWindow | None:
+    """The model's limit.context (what `config opencode --context-window` writes), for
+    doctor's live check against the gateway's /models."""
+    from notes_cli.doctor.resolved import ConfiguredWindow
+
+    stated = next((v for v in setup.values if v.name == "limit.context"), None)
+    if stated is None:
+        return None
+    return ConfiguredWindow(int(stated.value), f"limit.context of {stated.source}", "opencode")
 
 
 CLIENT = OpenCode()

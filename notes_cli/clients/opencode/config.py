@@ -282,7 +282,11 @@ def resolve(layers: list[Layer], env: Mapping[str, str], auth: Mapping[str, str]
     if protocol == "anthropic" and base_url.rstrip("/").endswith("/v1"):
         base_url = base_url.rstrip("/")[: -len("/v1")]  # the Anthropic SDK's root ends in /v1
     key, key_env = _key(provider_id, options, entry, env, auth, where, values)
-    output = _obj(_obj(_obj(entry.get("models")).get(model_id)).get("limit")).get("output")
+    limit = _obj(_obj(_obj(entry.get("models")).get(model_id)).get("limit"))
+    context, output = limit.get("context"), limit.get("output")
+    if isinstance(context, int) and not isinstance(context, bool) and context > 0:
+        # the window OpenCode compacts by; doctor's live probe checks it against /models
+        values.append(("limit.context", str(context), where))
     if isinstance(output, int) and not isinstance(output, bool) and output > 0:
         # OpenCode asks each turn for this many tokens (at most OUTPUT_TOKEN_MAX); smoke too
         values.append(("limit.output", str(min(output, OUTPUT_TOKEN_MAX)), where))
