@@ -84,6 +84,9 @@ TIMING_DEPENDENT = (
         r"^ *(\d+ of \d+ requests|no request|requests) waited in the server's queue.*$",
         re.MULTILINE,
     ),
+    # notes generate: the engine's pace, measured on the wall clock, fell below what the budget
+    # needs by --timeout (a loaded machine; a README run on a quiet one prints none)
+    re.compile(r"^ *warning: slow model: .*$", re.MULTILINE),
 )
 
 ARTICLE_CONFIG = """\

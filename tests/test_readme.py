@@ -56,6 +56,17 @@ def test_a_wholly_new_output_is_shown_cut_short() -> None:
     assert len(diff) == script.DIFF_MAX_LINES + 1 and diff[-1].endswith("more diff lines")
 
 
+def test_the_slow_model_warning_of_a_loaded_machine_is_not_drift() -> None:
+    """`notes generate` warns when the engine's wall-clock pace is too slow for its budget: under
+    CPU load it comes and goes (a loaded full run once failed on it)."""
+    script = _script()
+    line = "warning: slow model: 3.1 tokens/s (first token after 40 ms); by --timeout 120 s …\n"
+    old = f"<!-- example: pdnotes notes generate -->\n```text\nasking m\n{line}answer 1\n```\n"
+    old += "<!-- /example -->\n"
+    assert script.drift(old, old.replace(line, "")) == []
+    assert script.drift(old, old.replace("answer 1", "error 1")) == ["pdnotes notes generate"]
+
+
 def test_a_line_printed_only_when_timing_allows_is_not_drift() -> None:
     script = _script()
     line = "  the first token came with the headers (within 2 ms): if the server holds its …\n"
