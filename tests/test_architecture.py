@@ -10,6 +10,7 @@ counts it.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -272,6 +273,21 @@ def _identifiers(tree: ast.AST) -> Iterator[tuple[int, str]]:
             yield line, node.module
 
 
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def _names(identifier: str, client: str) -> bool:
+    """Whether the identifier's words (snake_case, CamelCase and dotted parts) hold the client's
+    name as a run of whole words: `plan_opencode`, `OpenCodeOptions`, `PiConfig`, but not
+    `typing` or `api` for Pi."""
+    words = [w.lower() for w in _WORD.findall(identifier)]
+    return any(
+        "".join(words[i:j]) == client
+        for i in range(len(words))
+        for j in range(i + 1, len(words) + 1)
+    )
+
+
 def client_mentions(source: str, client: str) -> list[str]:
     """Where `source` knows `client` by name: an identifier or imported module containing the
     name (`plan_opencode`, `OpenCodeOptions`, `notes_cli.clients.opencode`), or a string that
@@ -279,7 +295,7 @@ def client_mentions(source: str, client: str) -> list[str]:
     merely mentions the client (help text, messages, docstrings) is not a mention: it is the
     client's documentation, as are the docs."""
     tree = ast.parse(source)
-    found = [f"line {line}: {name}" for line, name in _identifiers(tree) if client in name.lower()]
+    found = [f"line {line}: {name}" for line, name in _identifiers(tree) if _names(name, client)]
     protocol_words = _compared_with_a_protocol(tree)
     found += [
         f"line {node.lineno}: {node.value!r}"
@@ -405,6 +421,20 @@ def test_the_name_rule_sees_a_branch_an_import_and_a_name_but_not_prose() -> Non
     )
     assert [m.split(":")[0] for m in client_mentions(planted, "opencode")] == [
         "line 1", "line 2", "line 3",
+    ]  # fmt: skip
+
+
+def test_the_name_rule_reads_whole_words_so_a_short_name_is_not_in_every_word() -> None:
+    """A client named like a syllable (Pi) is known by `PiConfig`, `plan_pi`, `clients.pi`,
+    not by `typing`, `api` or `compile`."""
+    planted = (
+        "import typing\n"
+        "from notes_cli.clients.pi import PiConfig\n"
+        "def compile_api(api: typing.Any):\n"
+        "    return plan_pi(api)\n"
+    )
+    assert [m.split(":")[0] for m in client_mentions(planted, "pi")] == [
+        "line 2", "line 2", "line 4",
     ]  # fmt: skip
 
 
