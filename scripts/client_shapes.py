@@ -291,7 +291,11 @@ def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
 
 
 def client_version(binary: Path) -> str:
-    out = _run([str(binary), "--version"], {}, Path.cwd()).stdout
+    """`binary --version` (stdout, else stderr: Pi prints it there), in a throwaway HOME: a
+    client may unpack itself into its cache on first run (Copilot CLI: 235 MB)."""
+    with tempfile.TemporaryDirectory() as home:
+        run = _run([str(binary), "--version"], {"HOME": home}, Path(home))
+    out = run.stdout if re.search(r"\d+\.\d+\.\d+", run.stdout) else run.stderr
     match = re.search(r"\d+\.\d+\.\d+", out)
     if not match:
         raise SystemExit(f"cannot read the version of {binary}: {out!r}")

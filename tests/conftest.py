@@ -45,7 +45,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
 
 
-_SCRUBBED_PREFIXES = (
+def _client_prefixes() -> tuple[str, ...]:
+    """Each registered client's own variables (PI_…, COPILOT_…): a developer's settings for a
+    client never reach a test, whichever clients there are."""
+    from notes_cli.clients import registry
+
+    return tuple(f"{name.upper()}_" for name in registry.names())
+
+
+_SCRUBBED_PREFIXES = _client_prefixes() + (
     "OPENAI_",
     "ANTHROPIC_",
     "CODEX_",

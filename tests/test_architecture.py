@@ -353,6 +353,7 @@ PROTOCOL_MODULES: dict[str, tuple[str, frozenset[str] | None]] = {
         frozenset({"GeminiPreset", "gemini", "'gemini'"}),
     ),
     "notes_cli/render/config.py": ("`config presets --json` shows it", frozenset({"gemini"})),
+    "notes_cli/cli/smoke.py": ("--client's help names each protocol", frozenset({"'gemini'"})),
 }  # fmt: skip
 
 

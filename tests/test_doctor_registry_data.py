@@ -14,16 +14,21 @@ from typing import get_args
 
 import pytest
 
+from notes_cli.clients import registry
 from notes_cli.doctor.findings import Severity
 from notes_cli.doctor.registry import REGISTRY, load_entries, make
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "templates" / "doctor" / "findings.toml"
-CLIENTS = {"codex", "claude", "gemini", "qwen", "opencode", "env", "any"}
+CLIENTS = {*registry.names(), "env", "any"}
 
 
 def _raw_entries() -> list[dict]:
-    return tomllib.loads(DATA.read_text(encoding="utf-8"))["finding"]
+    """The shared entries and each client folder's own."""
+    files = [DATA, *sorted((ROOT / "notes_cli" / "clients").glob("*/findings.toml"))]
+    return [
+        e for f in files for e in tomllib.loads(f.read_text(encoding="utf-8")).get("finding", [])
+    ]
 
 
 def _fields(template: str) -> set[str]:

@@ -1,4 +1,4 @@
-"""pdnotes doctor: check the Codex, Claude Code, Gemini CLI and Qwen Code setup; live probes unless
+"""pdnotes doctor: check each client's setup (clients.registry); live probes unless
 --offline."""
 
 from __future__ import annotations

@@ -23,6 +23,6 @@ Settings = Annotated[
 
 # What `--project-dir` applies to in the commands that read every client (doctor, config show).
 ALL_PROJECT_FILES = (
-    ".codex/config.toml, .claude/ settings, .gemini/settings.json, .qwen/settings.json and "
-    "opencode.json"
+    ".codex/config.toml, .claude/ settings, .gemini/settings.json, .qwen/settings.json, "
+    "opencode.json and each other client's project files"
 )

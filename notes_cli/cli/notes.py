@@ -7,6 +7,8 @@ from typing import Any
 
 import typer
 
+from notes_cli.clients import registry
+
 app = typer.Typer(
     help="Turn PD-disaggregation reading into a validated stage / bottleneck / optimisation / "
     "component table: list kits, show what sources yield, generate and check notes, make cards "
@@ -53,8 +55,7 @@ def generate(
     client: str | None = typer.Option(
         None,
         "--client",
-        help="Use this client's configured endpoint: codex, claude, gemini, qwen, opencode or "
-        "openai.",
+        help=f"Use this client's configured endpoint: {registry.listing('openai')}.",
     ),
     base_url: str | None = typer.Option(None, "--base-url", help="Call this base URL instead."),
     model: str | None = typer.Option(None, "--model", help="Model id (overrides the config)."),

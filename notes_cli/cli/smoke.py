@@ -31,15 +31,21 @@ def _speaks(client: str) -> tuple[str, str | None] | None:
     return None
 
 
+_WIRE_WORDS = {
+    "responses": "Responses API",
+    "chat": "chat completions",
+    "anthropic": "Anthropic Messages",
+    "gemini": "generateContent",
+}
+
 # The flags of `smoke`.
 Client = Annotated[
     str,
     typer.Option(
         "--client",
-        help="Whose protocol to speak: codex (Responses API), claude "
-        "(Anthropic Messages), gemini (Gemini CLI: generateContent), qwen (chat completions "
-        "as Qwen Code sends them), opencode (chat completions, OpenCode's request) or openai "
-        "(chat completions).",
+        help="Whose request to send, in its protocol: "
+        + ", ".join(f"{c.name} ({c.title}, {_WIRE_WORDS[c.protocol]})" for c in registry.CLIENTS)
+        + " or openai (plain chat completions).",
     ),
 ]
 N = Annotated[int, typer.Option("-n", "--runs", min=1, max=50, help="Consecutive runs.")]

@@ -30,20 +30,23 @@ def installed_version(name: str, override: str) -> tuple[int, int, int] | None:
             [binary, "--version"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             start_new_session=True,
         )
     except OSError:
         return None
     try:
-        out, _ = proc.communicate(timeout=TIMEOUT_S)
+        out, err = proc.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         return None
     except BaseException:  # interrupted (Ctrl-C, SIGTERM): the child's session ends with us
         _kill_group(proc)
         raise
-    return parse_version(out.decode("utf-8", "replace"))
+    # stdout first; some clients (Pi) print their version on stderr
+    return parse_version(out.decode("utf-8", "replace")) or parse_version(
+        err.decode("utf-8", "replace")
+    )
 
 
 def parse_version(text: str) -> tuple[int, int, int] | None:
@@ -56,5 +59,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=TIMEOUT_S)
-    if proc.stdout is not None:
-        proc.stdout.close()
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
