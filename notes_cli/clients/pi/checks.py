@@ -95,9 +95,34 @@ def check_pi(files: list[config.PiFile], env: Mapping[str, str]) -> list[Finding
 
 def _schema(models: config.PiFile) -> list[Finding]:
     """What Pi's own validation of models.json refuses (then no custom model loads)."""
+    if not isinstance(models.data.get("providers"), dict):
+        return [
+            make(
+                "pi-models-invalid",
+                "pi",
+                'models.json has no "providers" object: Pi refuses the whole file',
+                file=str(models.path),
+                line=line_of(models.text, '"providers"'),
+                provider="<id>",
+                missing="providers",
+            )
+        ]
     found = []
     for provider_id, entry in config.providers(models.data).items():
-        entry = entry if isinstance(entry, dict) else {}
+        if not isinstance(entry, dict):
+            found.append(
+                make(
+                    "pi-models-invalid",
+                    "pi",
+                    f"providers.{provider_id} in models.json is not an object: Pi refuses the "
+                    "whole file and uses none of its models",
+                    file=str(models.path),
+                    line=line_of(models.text, f'"{provider_id}"'),
+                    provider=provider_id,
+                    missing="an object",
+                )
+            )
+            continue
         items = entry.get("models")
         if not isinstance(items, list) or not items:
             continue

@@ -451,7 +451,11 @@ def _overridden(provider_id: str, model: str) -> list[str]:
 def _check_shapes(data: dict[str, Any], path: Path) -> None:
     """Refuse to edit through a value of the wrong JSON type (Pi rejects the file then, and an
     edit would have to drop the user's value)."""
-    wanted = {"providers": dict}
+    if "providers" in data and not isinstance(data["providers"], dict):
+        raise UsageError(
+            f'"providers" in {path} is not an object; the file was not changed',
+            fix=f'make "providers" an object in {path}',
+        )
     for name, entry in providers(data).items():
         if not isinstance(entry, dict):
             raise UsageError(
@@ -459,17 +463,15 @@ def _check_shapes(data: dict[str, Any], path: Path) -> None:
                 "because of it, and pdnotes did not change it",
                 fix=f"make it an object in {path} (or remove it), then run the command again",
             )
-        wanted_models = entry.get("models")
-        if wanted_models is not None and not isinstance(wanted_models, list):
+        if entry.get("models") is not None and not isinstance(entry["models"], list):
             raise UsageError(
                 f'"providers.{name}.models" in {path} is not an array; the file was not changed',
                 fix=f"make it an array of model objects in {path}",
             )
-    for key, kind in wanted.items():
-        if key in data and not isinstance(data[key], kind):
+        if entry.get("compat") is not None and not isinstance(entry["compat"], dict):
             raise UsageError(
-                f'"{key}" in {path} is not an object; the file was not changed',
-                fix=f'make "{key}" an object in {path}',
+                f'"providers.{name}.compat" in {path} is not an object; the file was not changed',
+                fix=f"make it an object in {path}",
             )
 
 
