@@ -3,7 +3,7 @@
 another model, or send a wrong key, rather than stop:
 
 - models.json or settings.json that does not read (models.json: Pi drops every custom model and
-  goes on with its built-in ones; settings.json: Pi stops);
+  goes on with its built-in ones; settings.json: Pi warns and ignores it, default model too);
 - a provider with models but no baseUrl, apiKey or api: Pi refuses the whole models.json;
 - defaultProvider / defaultModel naming a model models.json does not define: Pi silently starts
   with the first model it has a key for (perhaps a vendor's, with the vendor's key);
@@ -35,8 +35,8 @@ _WORD = re.compile(r"[a-z]+(-[a-z]+)*")
 server's dummy, not a key."""
 _WHY_SYNTAX = {
     "models": "Pi drops every custom model in it and goes on with its built-in ones",
-    "settings": "Pi stops on it",
-    "project": "Pi stops on it when started in this folder",
+    "settings": "Pi warns and ignores the whole file, its defaultProvider / defaultModel too",
+    "project": "Pi started in this folder warns and ignores the whole file",
 }
 
 
