@@ -79,7 +79,7 @@ class Pi:
     key_option: str = "key_env"
     bridge_url: BridgeUrl = "v1"  # …/v1: Pi appends /chat/completions
     listed_unset: bool = False  # in `--client all` only once set up: most people have no Pi
-    output_cap_variant: str | None = None  # "pi" once findings.toml has its variant (house)
+    output_cap_variant: str | None = "pi"
     smoke_key_env: str | None = None
     file_lines: tuple[str, str] | None = None
     env_names: tuple[str, str] | None = None
