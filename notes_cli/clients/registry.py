@@ -7,6 +7,7 @@ from notes_cli.clients.claude import CLIENT as _CLAUDE
 from notes_cli.clients.codex import CLIENT as _CODEX
 from notes_cli.clients.gemini import CLIENT as _GEMINI
 from notes_cli.clients.opencode import CLIENT as _OPENCODE
+from notes_cli.clients.pi import CLIENT as _PI
 from notes_cli.clients.plugin import Client
 from notes_cli.clients.qwen import CLIENT as _QWEN
 
@@ -16,6 +17,7 @@ CLIENTS: tuple[Client, ...] = (
     _GEMINI,
     _QWEN,
     _OPENCODE,
+    _PI,
 )
 """In the order every listing users see shows them."""
 

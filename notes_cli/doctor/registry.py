@@ -1,5 +1,6 @@
 """The registry of doctor finding ids: a public contract (docs/architecture.md). The entries are
-data (templates/doctor/findings.toml): when each finding fires, an example, its default severity
+data (templates/doctor/findings.toml, and a client's own in its folder,
+notes_cli/clients/<name>/findings.toml): when each finding fires, an example, its default severity
 and its fix template. Checks build findings only through `make`, so every finding, static or
 live, has a registered id, a registered severity and a fix filled from the registry.
 docs/findings.md is generated from here (`python -m notes_cli.doctor.registry >
@@ -111,9 +112,31 @@ def _template(where: str, fix: object) -> str:
 
 
 def _entries() -> tuple[Entry, ...]:
+    """The shared entries, then each client folder's own (`clients/<name>/findings.toml`: its
+    `[[finding]]`s, client = the folder's name, and `[[variant]]`s adding a named fix to a
+    shared entry, e.g. the client's output cap for `model-did-not-stop`). Read as files, not
+    imported: the registry stays below the clients."""
+    from dataclasses import replace
+    from pathlib import Path
+
     from notes_cli.resources import template_path
 
-    return load_entries(template_path(*DATA).read_text(encoding="utf-8"))
+    entries = list(load_entries(template_path(*DATA).read_text(encoding="utf-8")))
+    for path in sorted((Path(__file__).parent.parent / "clients").glob("*/findings.toml")):
+        text = path.read_text(encoding="utf-8")
+        own = load_entries(text)
+        if any(entry.client != path.parent.name for entry in own):
+            raise ValueError(f"{path}: a client folder registers findings of its own client only")
+        entries += own
+        for raw in tomllib.loads(text).get("variant", []):
+            at = next(i for i, e in enumerate(entries) if e.id == raw["finding"])
+            variant = Variant(_template(f"{path} variant", raw["fix"]), _severity(str(path), raw))
+            variants = {**entries[at].variants, raw["name"]: variant}
+            entries[at] = replace(entries[at], variants=variants)
+    ids = [e.id for e in entries]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"an id is registered twice: {sorted(i for i in ids if ids.count(i) > 1)}")
+    return tuple(entries)
 
 
 ENTRIES = _entries()
@@ -163,7 +186,8 @@ def markdown() -> str:
     lines = [
         "# Doctor findings",
         "",
-        "Generated from `templates/doctor/findings.toml` "
+        "Generated from `templates/doctor/findings.toml` and the client folders' "
+        "`notes_cli/clients/<name>/findings.toml` "
         "(`python -m notes_cli.doctor.registry > docs/findings.md`). Ids are stable; "
         "`pdnotes doctor --json` reports them as `findings[].id`. In fixes, `<name>` stands "
         "for a value taken from your configuration, and `<gateway_fix>` for the fix pdnotes' "
