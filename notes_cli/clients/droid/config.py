@@ -355,6 +355,11 @@ def plan_droid(options: DroidOptions, *, home: Path | None = None) -> WritePlan:
             f"{path} holds a literal apiKey in the {name} entry; prefer --key-env NAME "
             '(written as "apiKey": "${NAME}")'
         )
+    elif not keyless and current_key is None:
+        warnings.append(
+            "no --key-env: Droid sends no key to this gateway; pass --key-env NAME (the "
+            "variable holding it) unless it takes none"
+        )
     window, output, limit_notes = _limits(options, preset, entry, model, cleaned.base_url, key_env)
     notes += limit_notes
     if output is not None:
