@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from notes_cli.clients.claude import CLIENT as _CLAUDE
 from notes_cli.clients.codex import CLIENT as _CODEX
+from notes_cli.clients.copilot import CLIENT as _COPILOT
 from notes_cli.clients.gemini import CLIENT as _GEMINI
 from notes_cli.clients.opencode import CLIENT as _OPENCODE
 from notes_cli.clients.plugin import Client
@@ -16,6 +17,7 @@ CLIENTS: tuple[Client, ...] = (
     _GEMINI,
     _QWEN,
     _OPENCODE,
+    _COPILOT,
 )
 """In the order every listing users see shows them."""
 
