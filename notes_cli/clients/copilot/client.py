@@ -117,11 +117,15 @@ class Copilot:
         return False  # Copilot speaks chat completions itself
 
     def via_bridge(self, request: ConfigRequest, target: BridgeTarget) -> ConfigRequest:
-        """Through the bridge's chat pass-through, with the upstream's window."""
+        """Through the bridge's chat pass-through, with the upstream's window; without a
+        bridge key, as the bridge preset (no key command: the upstream's key stays off it)."""
         from dataclasses import replace
 
         bridged = request.but(
-            preset=None, base_url=target.base_url, model=target.model, key_env=target.key_env
+            preset=target.preset if target.key_env is None else None,
+            base_url=target.base_url,
+            model=target.model,
+            key_env=target.key_env,
         )
         return replace(
             bridged, context_window=target.context_window, fetch_limits=target.fetch_limits

@@ -371,6 +371,10 @@ def plan_copilot(options: CopilotOptions, *, home: Path | None = None) -> WriteP
             )
         command = None if key_env == API_KEY else f"printenv {key_env}"
         edits.update({KEY_COMMAND: command, BEARER: None})
+    elif openai is not None and preset is not None:  # a preset naming no key: its server takes none
+        edits[KEY_COMMAND] = None
+        if KEY_COMMAND in now:
+            notes.append(f"{preset.name} needs no key: removed {KEY_COMMAND}")
     for name in (API_KEY, BEARER):
         if name in now and edits.get(name, "") is not None:
             warnings.append(
