@@ -70,7 +70,8 @@ def check_copilot(
                 "copilot",
                 f'{cc.BASE_URL} is set but no {cc.MODEL}: Copilot stops with "BYOK providers '
                 'require an explicit model"',
-                file=str(file.path) if file else "pdnotes.env",
+                file=_file(base, file),
+                where=_file(base, file) or "your shell",
             )
         )
     else:
@@ -160,6 +161,7 @@ def _type(settings: Mapping[str, cc.Setting], file: cc.EnvFile | None) -> list[F
                 line=setting.line,
                 variable=name,
                 allowed=" or ".join(allowed),
+                where=_file(setting, file) or "your shell",
             )
         )
     return found
@@ -196,8 +198,9 @@ def _v1(url: str, *, file: str | None, line: int | None) -> list[Finding]:
             f"base URL {url} has no /v1: Copilot calls {url.rstrip('/')}/chat/completions, "
             "which an OpenAI-compatible server serves under /v1",
             suggested=suggested,
-            file=file or "your shell",
+            file=file,
             line=line,
+            where=file or "your shell",
         )
     ]
 

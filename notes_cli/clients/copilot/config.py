@@ -299,8 +299,9 @@ def window_of(settings: Mapping[str, Setting]) -> tuple[int, str] | None:
         if not value.isdigit():
             return None
         numbers.append(int(value))
-    where = settings[MAX_PROMPT].source
-    return sum(numbers), f"{MAX_PROMPT} + {MAX_OUTPUT} ({where})"
+    prompt = settings[MAX_PROMPT]
+    where = "this shell" if prompt.from_shell else prompt.source
+    return sum(numbers), f"{MAX_PROMPT} + {MAX_OUTPUT} (in {where})"
 
 
 # --------------------------------------------------------------------------- the write
