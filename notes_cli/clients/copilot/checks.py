@@ -19,6 +19,7 @@ from pathlib import Path
 from notes_cli import fileio
 from notes_cli.clients import presets, urls
 from notes_cli.clients.copilot import config as cc
+from notes_cli.clients.files import line_of
 from notes_cli.doctor.findings import Finding
 from notes_cli.doctor.registry import make
 from notes_cli.doctor.url_checks import check_base_url, check_model
@@ -52,6 +53,7 @@ def check_copilot(
 ) -> list[Finding]:
     found = _loaded(file, env)
     found += _literal_keys(file)
+    found += _providers_json_keys(home, env)
     base = settings.get(cc.BASE_URL)
     if base is None:
         return found
@@ -142,6 +144,40 @@ def _literal_keys(file: cc.EnvFile | None) -> list[Finding]:
                 f"NAME'; remove the {name} line, then rotate the key, it sat in a file",
             )
         )
+    return found
+
+
+def _providers_json_keys(home: Path, env: Mapping[str, str]) -> list[Finding]:
+    """A literal `apiKey` / `bearerToken` in providers.json, the file Copilot reads providers
+    from (it takes a key in no other form there); a file that does not parse is Copilot's to
+    report."""
+    import json
+
+    path = Path(env.get("COPILOT_PROVIDERS_CONFIG") or home / "providers.json")
+    try:
+        text = fileio.read_text(path)
+        data = json.loads(text) if text else {}
+    except (InputError, ValueError):
+        return []
+    providers = data.get("providers") if isinstance(data, dict) else None
+    found = []
+    for entry in providers if isinstance(providers, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        for field in ("apiKey", "bearerToken"):
+            if isinstance(entry.get(field), str) and entry[field]:
+                found.append(
+                    make(
+                        "key-in-file",
+                        "copilot",
+                        f"provider {entry.get('name')!r} in {path} holds a literal {field}",
+                        file=str(path),
+                        line=line_of(text or "", f'"{field}"'),
+                        how="Copilot reads no variable there: move the provider to pdnotes.env "
+                        "(pdnotes config copilot --key-env NAME) and remove it from "
+                        f"{path.name}; then rotate the key, it sat in a file",
+                    )
+                )
     return found
 
 
