@@ -11,6 +11,7 @@ an env file the user's shell loads (`set -a; . FILE; set +a`). What must hold:
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -119,3 +120,20 @@ def test_the_shell_wins_over_the_file_and_doctor_says_when_they_differ(
     pairs = [(f["id"], f.get("line")) for f in found]
     # the model line of the file, and the mock engine does not serve that model
     assert pairs == [("copilot-env-overridden", 8), ("model-unknown", None)]
+
+
+def test_a_literal_key_in_copilots_providers_json_is_found_and_not_shown(
+    cli, isolated_home, sentinel_key
+) -> None:
+    """providers.json takes a key only as a literal (no variable reaches it): doctor says so."""
+    path = isolated_home / ".copilot" / "providers.json"
+    path.parent.mkdir(parents=True)
+    entry = {"name": "gw", "baseUrl": "https://gw.example/v1", "apiKey": sentinel_key}
+    path.write_text(json.dumps({"providers": [entry], "models": []}, indent=1), encoding="utf-8")
+    assert cli("config", "copilot", "--preset", "mock").exit_code == 0
+
+    doctor = cli("doctor", "--client", "copilot", "--offline", "--json")
+
+    found = [f for f in doctor.json()["findings"] if f["id"] == "key-in-file"]
+    assert [(f["file"], f["line"]) for f in found] == [(str(path), 6)]
+    assert sentinel_key not in doctor.stdout + doctor.stderr
