@@ -137,3 +137,17 @@ def test_a_literal_key_in_copilots_providers_json_is_found_and_not_shown(
     found = [f for f in doctor.json()["findings"] if f["id"] == "key-in-file"]
     assert [(f["file"], f["line"]) for f in found] == [(str(path), 6)]
     assert sentinel_key not in doctor.stdout + doctor.stderr
+
+
+def test_a_file_saved_with_crlf_is_refused_and_kept(cli, isolated_home) -> None:
+    """A shell loading `NAME=value\\r\\n` keeps the CR in the value, so pdnotes would read
+    another value than Copilot gets: it leaves the file alone and says which line."""
+    path = env_file(isolated_home)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"# mine\nCOPILOT_MODEL=m\r\n")
+
+    result = cli("config", "copilot", "--preset", "mock")
+
+    assert result.exit_code == 2
+    assert "line 2 ends in a carriage return" in result.stderr
+    assert path.read_bytes() == b"# mine\nCOPILOT_MODEL=m\r\n"

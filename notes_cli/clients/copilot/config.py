@@ -138,7 +138,16 @@ def read_env_file(path: Path) -> EnvFile | None:
 def parse_env(text: str, path: Path) -> EnvFile:
     values: dict[str, str] = {}
     lines: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), 1):
+    if "\r" in text:  # a shell keeps a CR in the value; pdnotes would read it without
+        number = text[: text.index("\r")].count("\n") + 1
+        raise ConfigParseError(
+            f"{path} line {number} ends in a carriage return (a file saved on Windows): the "
+            "shell keeps it in the value",
+            path=str(path),
+            line=number,
+            fix=f"save {path} with plain LF line ends (dos2unix {path})",
+        )
+    for number, line in enumerate(text.split("\n"), 1):
         found = load_line(line, number, path)
         if found is not None:
             values[found[0]] = found[1]
@@ -164,10 +173,10 @@ def set_values(text: str, values: Mapping[str, str | None]) -> str:
     """`text` with each name set to its value (None: removed). The first line setting a name
     is rewritten in place (its `export ` kept), later ones dropped; a new name is appended.
     Every other line stays as it was."""
-    newline = "\r\n" if "\r\n" in text else "\n"
+    newline = "\n"
     out: list[str] = []
     placed: set[str] = set()
-    for line in text.splitlines(keepends=True):
+    for line in re.findall(r"[^\n]*\n|[^\n]+$", text):
         match = _LINE.match(line.rstrip("\r\n"))
         if match is None or match["name"] not in values:
             out.append(line)
