@@ -40,7 +40,7 @@ from notes_cli.clients.endpoint import AuthStyle, Endpoint, Protocol, join_url
 from notes_cli.clients.model_limits import LimitsFetcher
 from notes_cli.clients.plan import WritePlan
 from notes_cli.errors import ConfigParseError, UsageError
-from notes_cli.secrets import looks_like_env_name, mask, mask_url
+from notes_cli.secrets import looks_like_env_name, mask, mask_command, mask_url
 
 FILE_NAME = "pdnotes.env"
 BASE_URL = "COPILOT_PROVIDER_BASE_URL"
@@ -257,11 +257,13 @@ def resolve(settings: Mapping[str, Setting], env: Mapping[str, str]) -> Resolved
                 shown = mask(shown)
             elif name == BASE_URL:
                 shown = mask_url(shown)
+            elif name == KEY_COMMAND:
+                shown = mask_command(shown)
             values.append((name, shown, settings[name].source))
     base = settings.get(BASE_URL)
     if base is None:
         return Resolved(None, tuple(values), f"{BASE_URL} is not set: Copilot uses GitHub's models")
-    model = settings.get(MODEL) or settings.get(WIRE_MODEL) or settings.get(MODEL_ID)
+    model = settings.get(MODEL) or settings.get(MODEL_ID)
     if model is None:
         problem = f"no {MODEL}: Copilot refuses a custom provider without a model"
         return Resolved(None, tuple(values), problem)
