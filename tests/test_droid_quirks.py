@@ -79,13 +79,14 @@ _BROKEN = {
         "droid-settings-syntax",
         "Authentication failed",
     ),
-    # the id of a second `pdnotes` entry, with only one
+    # an id whose name no entry has (droid 0.215.0 takes `custom:pdnotes-1` for the one
+    # `pdnotes` entry: only an unknown name fails)
     "unknown-id": (
         '{"customModels": [{"model": "pd-mock-1", "displayName": "pdnotes", '
         '"baseUrl": "URL", "provider": "generic-chat-completion-api"}], '
-        '"model": "custom:pdnotes-1"}\n',
+        '"model": "custom:nothing-0"}\n',
         "droid-model-undefined",
-        "Custom model configuration is unavailable",
+        "Invalid model",
     ),
 }
 
@@ -97,6 +98,16 @@ def test_doctor_names_the_settings_droid_cannot_start_with(
     text, finding, _ = _BROKEN[case]
     _write(isolated_home, text.replace("URL", "http://127.0.0.1:8000/api"))
     assert finding in _doctor(cli)
+
+
+def test_an_id_whose_number_is_off_still_names_the_entry_as_droid_resolves_it(
+    cli: Callable[..., Any], isolated_home: Path
+) -> None:
+    """droid 0.215.0 answers with `custom:pdnotes-7` when the one `pdnotes` entry is
+    `custom:pdnotes-0` (checked by hand with droid exec): doctor must not call it undefined."""
+    _write(isolated_home, _BROKEN["unknown-id"][0].replace("URL", "http://127.0.0.1:8000/api")
+           .replace("custom:nothing-0", "custom:pdnotes-7"))  # fmt: skip
+    assert "droid-model-undefined" not in _doctor(cli)
 
 
 # -- the real droid --------------------------------------------------------------------------

@@ -233,11 +233,17 @@ def selected(layers: list[Layer]) -> tuple[str | None, Layer | None]:
 
 
 def find(models: list[CustomModel], model_id: str) -> CustomModel | None:
-    """The entry Droid resolves `model_id` to: by id, else (`custom:<model>`) by model."""
+    """The entry Droid resolves `model_id` to: by id, else (`custom:<model>`) by model, else
+    (`custom:<slug>-<n>` with no such n) the first entry of that slug: droid 0.215.0 answers
+    with `custom:pdnotes-7` when only `custom:pdnotes-0` exists, and fails an unknown slug."""
     by_id = next((m for m in models if m.id == model_id), None)
     if by_id is not None or not model_id.startswith("custom:"):
         return by_id
-    return next((m for m in models if m.model == model_id[len("custom:") :]), None)
+    by_model = next((m for m in models if m.model == model_id[len("custom:") :]), None)
+    numbered = re.fullmatch(r"custom:(.+)-\d+", model_id)
+    if by_model is not None or numbered is None:
+        return by_model
+    return next((m for m in models if m.id.startswith(f"custom:{numbered[1]}-")), None)
 
 
 def expand(value: str, env: Mapping[str, str]) -> str:
