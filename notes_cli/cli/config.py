@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from notes_cli.clients.plan import WritePlan, WriteResult
 
 app = typer.Typer(
-    help=f"Write, show and undo the {' / '.join(registry.titles().values())} configuration for "
-    "a gateway.",
+    help="Write, show and undo a client's configuration for a gateway: "
+    f"{', '.join(registry.titles().values())}.",
     no_args_is_help=True,
 )
 
