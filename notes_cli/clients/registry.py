@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from notes_cli.clients.claude import CLIENT as _CLAUDE
 from notes_cli.clients.codex import CLIENT as _CODEX
-from notes_cli.clients.droid import CLIENT as _DROID
 from notes_cli.clients.copilot import CLIENT as _COPILOT
+from notes_cli.clients.droid import CLIENT as _DROID
 from notes_cli.clients.gemini import CLIENT as _GEMINI
 from notes_cli.clients.opencode import CLIENT as _OPENCODE
 from notes_cli.clients.pi import CLIENT as _PI
