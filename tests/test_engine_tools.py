@@ -132,6 +132,9 @@ def test_no_shell_tool_no_run_line_or_tool_choice_none_means_no_call() -> None:
         # Qwen Code's run_shell_command: the output follows `Output: ` on its line
         ("Command: printf 'x-%s' 42\nDirectory: (root)\nOutput: x-42\nError: (none)", "x-42"),
         ("Command: true\nDirectory: (root)\nOutput: \nsecond\nError: (none)", "second"),
+        # Kimi Code's Bash: a wall-time line, then the output itself
+        ("Wall time: 0.119 seconds\nmarker-42\n", "marker-42"),
+        ("Wall time: 1 second\n", ""),
     ],
 )
 def test_the_answer_to_a_result_quotes_the_first_output_line(output: str, line: str) -> None:

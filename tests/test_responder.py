@@ -37,6 +37,14 @@ def test_repeats_what_it_is_asked_to_repeat(prompt: str, answer: str) -> None:
     assert ask(prompt) == (answer, "stop")
 
 
+def test_user_messages_of_reminders_only_after_the_prompt_are_not_the_question() -> None:
+    # Kimi Code appends two user messages holding only <system-reminder> blocks after the prompt
+    reminder = "<system-reminder>\nToday is 2026-12-07.\n</system-reminder>"
+    messages = [ChatMessage("user", "say pong"), ChatMessage("user", reminder)]
+    tokens, _ = Responder(0).respond([*messages, ChatMessage("user", reminder)], 64)
+    assert "".join(tokens) == "pong"
+
+
 def test_default_answer_is_about_pd_serving_and_deterministic_for_a_seed() -> None:
     text, finish = ask("What does disaggregation buy me?")
     assert finish == "stop" and "mock" in text and "decode" in text.lower()

@@ -1,6 +1,7 @@
 """What the mock engine says: deterministic text for a seed, exact echoes when asked to repeat.
 
-Order of precedence for the last user message:
+Order of precedence for the last user message (the newest one that is not only
+`<system-reminder>` blocks, which clients append after the prompt):
 1. the knowledge the responder was given, when it answers (the live engine gives the notes
    knowledge base, `notes_cli.notes.knowledge.answer_messages`: a note kit's table when the
    conversation's instruction asks for one; sources in it are only material);
@@ -131,7 +132,12 @@ class Responder:
 
     def answer_text(self, messages: Sequence[ChatMessage]) -> str:
         prompt = "\n\n".join(m.text for m in messages if m.text)
-        last_user = next((m.text for m in reversed(messages) if m.role == "user"), prompt)
+        users = [m.text for m in reversed(messages) if m.role == "user"]
+        # the newest message the user wrote: clients (Kimi Code) append user messages that hold
+        # only <system-reminder> blocks after the prompt
+        last_user = next(
+            (t for t in users if without_reminders(t).strip()), users[0] if users else prompt
+        )
         if self.knowledge is not None:
             known = self.knowledge([(m.role, m.text) for m in messages if m.text], self.seed)
             if known is not None:

@@ -10,9 +10,10 @@
    `command` gets `["bash", "-lc", …]`). The last such line wins.
 3. The newest message is the result of a call of a shell tool: the answer is text holding the
    first non-empty line of the command's own output (after Codex's `Output:` header line when
-   there is one; the text after `Output: ` in Qwen Code's `Command: / Directory: / Output:`
-   block; the `output` field when the result is Codex's older JSON form; inside Gemini CLI's
-   `<untrusted_context>` wrapper, after its `Output: ` prefix).
+   there is one; after Kimi Code's `Wall time: … seconds` line; the text after `Output: ` in
+   Qwen Code's `Command: / Directory: / Output:` block; the `output` field when the result is
+   Codex's older JSON form; inside Gemini CLI's `<untrusted_context>` wrapper, after its
+   `Output: ` prefix).
 Anything else: no plan, the engine answers as it always has.
 """
 
@@ -147,7 +148,8 @@ def first_output_line(output: str) -> str:
     """The first non-empty line of what the command printed. Codex's exec_command result
     starts with header lines (chunk id, wall time, exit code, token count) and then `Output:`;
     its older `shell` result is JSON with an `output` field; Qwen Code's run_shell_command
-    result is `Command: …` / `Directory: …` / `Output: <first line>` / `Error: …` lines."""
+    result is `Command: …` / `Directory: …` / `Output: <first line>` / `Error: …` lines; Kimi
+    Code's Bash result starts with a `Wall time: 0.119 seconds` line."""
     text = output
     if text.lstrip().startswith("{"):
         try:
@@ -157,6 +159,8 @@ def first_output_line(output: str) -> str:
         if isinstance(data, dict) and isinstance(data.get("output"), str):
             text = data["output"]
     lines = text.splitlines()
+    if lines and _WALL_TIME.match(lines[0]):
+        lines = lines[1:]
     marker = next((i for i, line in enumerate(lines) if line.strip() == "Output:"), None)
     if marker is not None:
         lines = lines[marker + 1 :]
@@ -175,6 +179,7 @@ def first_output_line(output: str) -> str:
     return next((line.strip() for line in lines if line.strip()), "")
 
 
+_WALL_TIME = re.compile(r"Wall time: [0-9.]+ seconds?$")
 _UNTRUSTED_WRAPPER = frozenset({"<untrusted_context>", "</untrusted_context>"})
 _SHELL_OUTPUT = "Output: "
 _SHELL_TRAILER = re.compile(r"(Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")
