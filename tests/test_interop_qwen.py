@@ -229,6 +229,23 @@ def test_qwen_completes_the_turn_when_the_first_upstream_is_down(
     assert ENGINE_KEY not in said
 
 
+def test_qwen_takes_the_window_config_read_from_the_engines_models(
+    cli: Callable[..., Any], isolated_home: Path, start_engine_server: Callable[..., Any]
+) -> None:
+    """Issue 38: `config qwen --context-window gateway` writes the engine's window, and Qwen Code
+    reports it as the model's window (`/context`: "Context window: 49.2k tokens"), where it
+    would otherwise assume its default for a model it does not know (200.0k in 0.24.4)."""
+    client_binary("qwen")
+    engine = start_engine_server(max_context_tokens=49_152)  # not the mock preset's 32768
+    write_qwen_settings(cli, isolated_home, engine.base_url, "--context-window", "gateway")
+
+    run = qwen_print(isolated_home, "--output-format", "json", prompt="/context")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    final = [e for e in json.loads(run.stdout) if e.get("type") == "result"][-1]
+    assert re.search(r"Context window: 49\.2k tokens", final["result"]), final["result"]
+
+
 def test_qwen_fails_on_a_doubled_v1_as_doctor_says(
     cli: Callable[..., Any], isolated_home: Path, engine_server: Any
 ) -> None:
