@@ -7,8 +7,9 @@ mock` writes a file `doctor` finds nothing wrong with and `smoke` gets answers t
 dry run writes nothing; a second identical run changes nothing; `config undo` puts the file back
 byte for byte; a file the client's parser cannot read is refused and left as it was;
 `--context-window gateway` writes the engine's window where the client has a window setting, and
-doctor finds a window larger than the engine's; and smoke sends the client's recorded request
-shape."""
+doctor finds a window larger than the engine's; smoke sends the client's recorded request
+shape, says how to set the client up when it is not, and stops before sending where the client
+would send no key (or sends as the client does)."""
 
 from __future__ import annotations
 
@@ -235,3 +236,42 @@ def test_smoke_sends_the_clients_recorded_request(
     assert sent["path"].partition("?")[0].endswith(last)
     assert set(newest["body"]) <= set(sent["body"])
     assert set(sent["body"]) - set(newest["body"]) <= BUDGET  # smoke bounds each answer
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_smoke_without_a_setup_says_how_to_make_one(name: str, cli: Callable[..., Any]) -> None:
+    result = cli("smoke", "--client", name, "-n", "1")
+
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert f"pdnotes config {name}" in result.stderr
+
+
+# What a client does when the key variable its file names is unset, where it is not "stop before
+# sending and say so" (checked with the real clients):
+SENDS_WITHOUT_A_KEY = {"claude"}  # 2.1.197: "apiKeyHelper failed: exited 1", then it sends
+READS_ITS_OWN_VARIABLE = {"gemini": "GEMINI_API_KEY"}  # --key-env names where it is copied from
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_smoke_does_what_the_client_does_when_the_key_variable_is_unset(
+    name: str, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, client_env: None
+) -> None:
+    """A client that would send no key stops before sending: so does smoke, and it says which
+    variable to export. One that sends anyway is smoked the same way, with no key."""
+    monkeypatch.delenv("CONTRACT_UNSET_KEY", raising=False)
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    with recording_server() as (url, requests):
+        base = {"anthropic": f"{url}/anthropic", "gemini": url}.get(client(name).protocol, url)
+        configure(cli, name, base, key_flag(client(name)), "CONTRACT_UNSET_KEY")
+        smoke = cli("smoke", "--client", name, "-n", "1")
+    sent = [r for r in requests if isinstance(r["body"], dict)]
+
+    if name in SENDS_WITHOUT_A_KEY:
+        assert smoke.exit_code == 0 and len(sent) == 1, smoke.stdout + smoke.stderr
+        keys = {"authorization", "x-api-key"} & {h.lower() for h in sent[0]["headers"]}
+        assert keys == set(), sent[0]["headers"]
+        return
+    assert smoke.exit_code == 2, smoke.stdout + smoke.stderr
+    assert sent == []
+    variable = READS_ITS_OWN_VARIABLE.get(name, "CONTRACT_UNSET_KEY")
+    assert f"export {variable}=" in smoke.stderr

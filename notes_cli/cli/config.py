@@ -18,7 +18,7 @@ from notes_cli.cli import layer_options
 from notes_cli.cli.client_options import build, typer_option, with_homes
 from notes_cli.cli.options import Names, one_of
 from notes_cli.clients import registry
-from notes_cli.clients.plugin import Client, Option, Shared
+from notes_cli.clients.plugin import Client, Shared
 
 if TYPE_CHECKING:
     from notes_cli.bridge.client_setup import BridgeOptions
@@ -124,18 +124,6 @@ class _Common:
         _write(path, build_plan, self.dry_run, self.as_json)
 
 
-# The options a client declares as `Shared` (`clients.plugin`), each spelt once.
-_SHARED = {
-    "model": Option("model", "--model", "Model id exactly as the gateway names it."),
-    "context_window": Option(
-        "context_window",
-        "--context-window",
-        "Write the model's context window: tokens, or 'gateway' to read the gateway's /models.",
-        metavar="TOKENS|gateway",
-    ),
-}
-
-
 def _parameter(name: str, annotation: Any, default: Any) -> inspect.Parameter:
     return inspect.Parameter(
         name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation, default=default
@@ -147,10 +135,7 @@ def _config_command(client: Client, run: Callable[[dict[str, Any], _Common], Non
     `--json`, its folder and `--project-dir`, every shared one declared here once."""
     parameters = [_parameter("preset", Preset, None)]
     for option in client.options:
-        if isinstance(option, Shared):
-            parameters.append(typer_option(_SHARED[option.name], option.help))
-        else:
-            parameters.append(typer_option(option))
+        parameters.append(typer_option(option.option() if isinstance(option, Shared) else option))
     parameters += [
         _parameter("bridge", Bridge, False),
         _parameter("bridge_port", BridgePort, 8787),

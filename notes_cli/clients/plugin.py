@@ -3,10 +3,11 @@ meets, and the plain data it declares. The rest of the house (the `config` comma
 smoke, the bridge's client setup, render) asks a `Client` from `clients.registry` and never
 names one.
 
-A client declares its `config <name>` options as data (`Option`; the options every client
-spells the same, `--model` and `--context-window`, as `Shared`): cli/config.py turns them into
-Typer options and adds the ones all clients share (`--preset`, the `--bridge-*` options,
-`--dry-run`, `--json`) once. Everything else it answers through the methods below.
+A client declares its `config <name>` options as data (`Option`; the options clients spell
+the same, `--base-url`, `--model`, `--key-env`, `--context-window` and `--output-limit`, as
+`Shared`, declared once in `SHARED`): cli/config.py turns them into Typer options and adds the
+ones all clients share (`--preset`, the `--bridge-*` options, `--dry-run`, `--json`) once.
+Everything else it answers through the methods below.
 """
 
 from __future__ import annotations
@@ -46,13 +47,43 @@ class Option:
     max: int | None = None
 
 
+SharedName = Literal["base_url", "model", "key_env", "context_window", "output_limit"]
+
+# The options clients spell the same, each declared once; a client's `Shared` may word its help.
+SHARED: dict[SharedName, Option] = {
+    "base_url": Option("base_url", "--base-url", "The gateway's API root (cleaned if pasted)."),
+    "model": Option("model", "--model", "Model id exactly as the gateway names it."),
+    "key_env": Option(
+        "key_env", "--key-env", "NAME of the variable holding the key (never the key)."
+    ),
+    "context_window": Option(
+        "context_window",
+        "--context-window",
+        "Write the model's context window: tokens, or 'gateway' to read the gateway's /models.",
+        metavar="TOKENS|gateway",
+    ),
+    "output_limit": Option(
+        "output_limit",
+        "--output-limit",
+        "The model's output cap (default: an eighth of the window, at most 32000).",
+        kind=int,
+        min=1,
+        max=(1 << 31) - 1,
+    ),
+}
+
+
 @dataclass(frozen=True)
 class Shared:
-    """An option spelt the same for every client that takes it (declared once in
-    cli/config.py); `help` where the client words it its own way."""
+    """An option spelt the same for every client that takes it (`SHARED`); `help` where the
+    client words it its own way."""
 
-    name: Literal["model", "context_window"]
+    name: SharedName
     help: str | None = None
+
+    def option(self) -> Option:
+        declared = SHARED[self.name]
+        return replace(declared, help=self.help) if self.help else declared
 
 
 @dataclass(frozen=True)
@@ -115,9 +146,29 @@ class BridgeTarget:
 
 def key_flag(client: Client) -> str:
     """The `config <name>` option naming the key's variable (`Client.key_option`)."""
-    return next(
-        o.flag for o in client.options if isinstance(o, Option) and o.name == client.key_option
-    )
+    declared = (o.option() if isinstance(o, Shared) else o for o in client.options)
+    return next(o.flag for o in declared if o.name == client.key_option)
+
+
+def usable_endpoint(client: Client, setup: ClientSetup, unset_key: str) -> Endpoint:
+    """The endpoint smoke calls as `client` would, or the UsageError of a client that would
+    send nothing (no endpoint) or an empty key: `unset_key` says what the client does with a
+    key variable that is unset (`{name}` is the variable's name)."""
+    from notes_cli.errors import UsageError
+
+    if setup.endpoint is None:
+        raise UsageError(
+            f"{client.title} has no endpoint pdnotes can call: {setup.problem}",
+            fix=f"run `pdnotes config {client.name} --preset NAME` (or `pdnotes doctor --client "
+            f"{client.name}` to see why), or pass --base-url URL --model ID",
+        )
+    endpoint = setup.endpoint
+    if endpoint.key_env and not endpoint.key:
+        raise UsageError(
+            unset_key.format(name=endpoint.key_env),
+            fix=f"export {endpoint.key_env}=<your key>, then re-run",
+        )
+    return endpoint
 
 
 def speaker(clients: tuple[Client, ...], protocol: str) -> Client:

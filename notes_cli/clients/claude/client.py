@@ -36,11 +36,7 @@ class ClaudeCode:
         "Merge the gateway into a Claude Code settings.json (env block), keeping everything else."
     )
     options: tuple[Option | Shared, ...] = (
-        Option(
-            "base_url",
-            "--base-url",
-            "Anthropic-compatible root; Claude Code appends /v1/messages.",
-        ),
+        Shared("base_url", "Anthropic-compatible root; Claude Code appends /v1/messages."),
         Shared("model", "Model id for all Claude aliases."),
         Option(
             "token_env",

@@ -37,9 +37,7 @@ class Codex:
         "Merge a provider into $CODEX_HOME/config.toml, changing only the keys pdnotes owns."
     )
     options: tuple[Option | Shared, ...] = (
-        Option(
-            "base_url", "--base-url", "API root, e.g. https://taotoken.net/api (cleaned if pasted)."
-        ),
+        Shared("base_url", "API root, e.g. https://taotoken.net/api (cleaned if pasted)."),
         Shared("model"),
         Option("provider", "--provider", "Provider id: the [model_providers.<id>] table."),
         Option("env_key", "--env-key", "NAME of the variable holding the key (never the key)."),

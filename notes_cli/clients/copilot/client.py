@@ -37,15 +37,13 @@ class Copilot:
         "    $COPILOT_HOME/pdnotes.env, for the shell to load: set -a; . FILE; set +a."
     )
     options: tuple[Option | Shared, ...] = (
-        Option(
+        Shared(
             "base_url",
-            "--base-url",
             "OpenAI-compatible root (usually ends in /v1); Copilot appends /chat/completions.",
         ),
         Shared("model"),
-        Option(
+        Shared(
             "key_env",
-            "--key-env",
             "NAME of the variable holding the key, written as "
             "COPILOT_PROVIDER_API_KEY_COMMAND='printenv NAME' (never the key).",
         ),
@@ -54,13 +52,9 @@ class Copilot:
             "Tell Copilot the model's window (COPILOT_PROVIDER_MAX_PROMPT_TOKENS + "
             "_MAX_OUTPUT_TOKENS): tokens, or 'gateway' to read its /models.",
         ),
-        Option(
+        Shared(
             "output_limit",
-            "--output-limit",
             "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS (default: an eighth of the window, at most 32000).",
-            kind=int,
-            min=1,
-            max=(1 << 31) - 1,
         ),
         Option(
             "offline",

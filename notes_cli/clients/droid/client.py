@@ -17,6 +17,7 @@ from notes_cli.clients.plugin import (
     Shared,
     Version,
     Where,
+    usable_endpoint,
 )
 
 if TYPE_CHECKING:
@@ -37,18 +38,13 @@ class Droid:
         "    top-level model, comments and every other entry kept."
     )
     options: tuple[Option | Shared, ...] = (
-        Option(
+        Shared(
             "base_url",
-            "--base-url",
             "OpenAI-compatible root (Droid appends /chat/completions or /responses), or with "
             "--api messages the Anthropic root (it appends /v1/messages).",
         ),
         Shared("model"),
-        Option(
-            "key_env",
-            "--key-env",
-            'NAME of the variable holding the key, written as "apiKey": "${NAME}".',
-        ),
+        Shared("key_env", 'NAME of the variable holding the key, written as "apiKey": "${NAME}".'),
         Option(
             "api",
             "--api",
@@ -60,13 +56,9 @@ class Droid:
             "context_window",
             "Write the entry's maxContextLimit: tokens, or 'gateway' to read its /models.",
         ),
-        Option(
+        Shared(
             "output_limit",
-            "--output-limit",
             "The entry's maxOutputTokens (default: an eighth of the window, at most 32000).",
-            kind=int,
-            min=1,
-            max=(1 << 31) - 1,
         ),
         Option(
             "display_name",
@@ -195,22 +187,10 @@ class Droid:
         return Path(__file__).parent / "shapes"
 
     def smoke_endpoint(self, setup: ClientSetup) -> Endpoint:
-        from notes_cli.errors import UsageError
-
-        if setup.endpoint is None:
-            raise UsageError(
-                f"Factory Droid has no endpoint pdnotes can call: {setup.problem}",
-                fix="run `pdnotes config droid --preset NAME` (or `pdnotes doctor --client "
-                "droid` to see why), or pass --base-url URL --model ID",
-            )
-        endpoint = setup.endpoint
-        if endpoint.key_env and not endpoint.key:
-            raise UsageError(
-                f"${{{endpoint.key_env}}} in Droid's settings names an unset variable: Droid "
-                "would send an empty key",
-                fix=f"export {endpoint.key_env}=<your key>, then re-run",
-            )
-        return endpoint
+        unset = (
+            "${{{name}}} in Droid's settings names an unset variable: Droid would send an empty key"
+        )
+        return usable_endpoint(self, setup, unset)
 
     def smoke_budget(self, setup: ClientSetup) -> int | None:
         """The entry's maxOutputTokens (Droid asks each turn for that many)."""

@@ -37,15 +37,13 @@ class GeminiCli:
         "    else (comments included)."
     )
     options: tuple[Option | Shared, ...] = (
-        Option(
+        Shared(
             "base_url",
-            "--base-url",
             "Gemini-API root; Gemini CLI appends /v1beta/models/<model>:… (cleaned if pasted).",
         ),
         Shared("model"),
-        Option(
+        Shared(
             "key_env",
-            "--key-env",
             "NAME of the variable holding the key (never the key); Gemini CLI reads "
             "GEMINI_API_KEY.",
         ),

@@ -17,6 +17,7 @@ from notes_cli.clients.plugin import (
     Shared,
     Version,
     Where,
+    usable_endpoint,
 )
 
 if TYPE_CHECKING:
@@ -37,31 +38,24 @@ class OpenCode:
         "    comments and every other key kept."
     )
     options: tuple[Option | Shared, ...] = (
-        Option(
+        Shared(
             "base_url",
-            "--base-url",
             "OpenAI-compatible root; OpenCode appends /chat/completions (cleaned if pasted).",
         ),
         Shared("model"),
         Option(
             "provider", "--provider", "Provider id: the provider.<id> entry (default: gateway)."
         ),
-        Option(
-            "key_env",
-            "--key-env",
-            'NAME of the variable holding the key, written as "apiKey": "{env:NAME}".',
+        Shared(
+            "key_env", 'NAME of the variable holding the key, written as "apiKey": "{env:NAME}".'
         ),
         Shared(
             "context_window",
             "Write the model's limit.context: tokens, or 'gateway' to read its /models.",
         ),
-        Option(
+        Shared(
             "output_limit",
-            "--output-limit",
             "The model's limit.output (default: an eighth of the window, at most 32000).",
-            kind=int,
-            min=1,
-            max=(1 << 31) - 1,
         ),
         Option(
             "scope",
@@ -184,22 +178,11 @@ class OpenCode:
         return Path(__file__).parent / "shapes"
 
     def smoke_endpoint(self, setup: ClientSetup) -> Endpoint:
-        from notes_cli.errors import UsageError
-
-        if setup.endpoint is None:
-            raise UsageError(
-                f"OpenCode has no endpoint pdnotes can call: {setup.problem}",
-                fix="run `pdnotes config opencode --preset NAME` (or `pdnotes doctor --client "
-                "opencode` to see why), or pass --base-url URL --model ID",
-            )
-        endpoint = setup.endpoint
-        if endpoint.key_env and not endpoint.key:
-            raise UsageError(
-                f"{{env:{endpoint.key_env}}} in OpenCode's config names an unset variable: "
-                "OpenCode would send an empty key",
-                fix=f"export {endpoint.key_env}=<your key>, then re-run",
-            )
-        return endpoint
+        unset = (
+            "{{env:{name}}} in OpenCode's config names an unset variable: OpenCode would send "
+            "an empty key"
+        )
+        return usable_endpoint(self, setup, unset)
 
     def smoke_budget(self, setup: ClientSetup) -> int | None:
         """The model's `limit.output` (a turn of smoke is then OpenCode's turn)."""

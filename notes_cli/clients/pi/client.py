@@ -17,6 +17,7 @@ from notes_cli.clients.plugin import (
     Shared,
     Version,
     Where,
+    usable_endpoint,
 )
 
 if TYPE_CHECKING:
@@ -37,10 +38,8 @@ class Pi:
         "    (defaultProvider, defaultModel), comments and every other key kept."
     )
     options: tuple[Option | Shared, ...] = (
-        Option(
-            "base_url",
-            "--base-url",
-            "OpenAI-compatible root; Pi appends /chat/completions (cleaned if pasted).",
+        Shared(
+            "base_url", "OpenAI-compatible root; Pi appends /chat/completions (cleaned if pasted)."
         ),
         Shared("model"),
         Option(
@@ -48,9 +47,8 @@ class Pi:
             "--provider",
             "Provider id: the providers.<id> entry of models.json (default: gateway).",
         ),
-        Option(
+        Shared(
             "key_env",
-            "--key-env",
             'NAME of the variable holding the key, written as "apiKey": "NAME" (never the key).',
         ),
         Shared(
@@ -188,22 +186,11 @@ class Pi:
         return Path(__file__).parent / "shapes"
 
     def smoke_endpoint(self, setup: ClientSetup) -> Endpoint:
-        from notes_cli.errors import UsageError
-
-        if setup.endpoint is None:
-            raise UsageError(
-                f"Pi has no endpoint pdnotes can call: {setup.problem}",
-                fix="run `pdnotes config pi --preset NAME` (or `pdnotes doctor --client pi` to "
-                "see why), or pass --base-url URL --model ID",
-            )
-        endpoint = setup.endpoint
-        if endpoint.key_env and not endpoint.key:
-            raise UsageError(
-                f'"apiKey": "{endpoint.key_env}" in Pi\'s models.json names an unset variable: '
-                f"Pi would send the text {endpoint.key_env} as the key",
-                fix=f"export {endpoint.key_env}=<your key>, then re-run",
-            )
-        return endpoint
+        unset = (
+            '"apiKey": "{name}" in Pi\'s models.json names an unset variable: Pi would send the '
+            "text {name} as the key"
+        )
+        return usable_endpoint(self, setup, unset)
 
     def smoke_budget(self, setup: ClientSetup) -> int | None:
         """The model's maxTokens (Pi's max_completion_tokens every turn; 16384 unset)."""

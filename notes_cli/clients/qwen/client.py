@@ -37,15 +37,13 @@ class QwenCode:
         "    comments and everything else."
     )
     options: tuple[Option | Shared, ...] = (
-        Option(
+        Shared(
             "base_url",
-            "--base-url",
             "OpenAI-compatible root (usually ends in /v1); Qwen Code appends /chat/completions.",
         ),
         Shared("model"),
-        Option(
+        Shared(
             "key_env",
-            "--key-env",
             "NAME of the variable holding the key (the provider's envKey; never the key).",
         ),
         Shared(
