@@ -8,6 +8,7 @@ from notes_cli.clients.codex import CLIENT as _CODEX
 from notes_cli.clients.copilot import CLIENT as _COPILOT
 from notes_cli.clients.droid import CLIENT as _DROID
 from notes_cli.clients.gemini import CLIENT as _GEMINI
+from notes_cli.clients.kimi import CLIENT as _KIMI
 from notes_cli.clients.opencode import CLIENT as _OPENCODE
 from notes_cli.clients.pi import CLIENT as _PI
 from notes_cli.clients.plugin import Client
@@ -22,6 +23,7 @@ CLIENTS: tuple[Client, ...] = (
     _PI,
     _DROID,
     _COPILOT,
+    _KIMI,
 )
 """In the order every listing users see shows them."""
 
