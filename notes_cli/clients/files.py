@@ -269,7 +269,7 @@ def _check_tree(data: Any, path: Path, language: str) -> None:
         elif _toml_int_out_of_range(value, language):
             raise ConfigParseError(
                 f"{path}: the integer at {where} does not fit in 64 bits, which TOML "
-                "requires (Codex refuses it); the file was not changed",
+                "requires (the clients' TOML parsers refuse it); the file was not changed",
                 path=str(path),
                 fix=f"write a smaller integer for {where}",
             )
@@ -312,7 +312,7 @@ def parse_toml_data(text: str, path: Path) -> dict[str, Any]:
     except ValueError as exc:  # int(): more digits than sys.get_int_max_str_digits()
         raise ConfigParseError(
             f"{path}: an integer has thousands of digits; TOML integers are 64-bit "
-            "(Codex refuses it); the file was not changed",
+            "(the clients' TOML parsers refuse it); the file was not changed",
             path=str(path),
             fix=f"write a smaller integer in {path}",
         ) from exc

@@ -146,7 +146,7 @@ class _Scan:
             line = self._line(at)
             raise InputError(
                 f"{self.path}:{line}: a key has more than {MAX_KEY_PARTS} dotted parts, which "
-                "pdnotes does not read (a Codex key has a few); the file was not changed",
+                "pdnotes does not read (a real config key has a few); the file was not changed",
                 fix=f"shorten the key on line {line} of {self.path}, or check that it is the "
                 "right file",
             )
@@ -244,7 +244,7 @@ def _unescape(code: str) -> str:
 
 def _refuse(path: Path, what: str) -> InputError:
     return InputError(
-        f"{path} {what}; a Codex config.toml is a few KB, so pdnotes will not read or "
+        f"{path} {what}; a client's config.toml is a few KB, so pdnotes will not read or "
         "rewrite it; the file was not changed",
         fix=f"check that {path} is the right file; if it is, trim it (old "
         '[projects."…"] trust entries, say) and run the command again',
