@@ -78,7 +78,9 @@ class RunningBridge(BackgroundServer):
         self._loop = _new_loop()
         self._thread: threading.Thread | None = None
 
-    def _start(self, sock: Any) -> None:
+    def start(self, sock: Any) -> None:
+        """Serve on `sock` (already bound) from a background thread; returns once it accepts
+        connections, or raises RuntimeError with why it could not start."""
         ready = threading.Event()
         failed: list[BaseException] = []
 
@@ -126,7 +128,7 @@ def start_bridge(
     app = app or build_app(config)
     app.config = config
     running = RunningBridge(config, app, **bounds)
-    running._start(sock)
+    running.start(sock)
     return running
 
 
