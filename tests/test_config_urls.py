@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from notes_cli.clients.endpoint import join_url
-from notes_cli.clients.urls import OPENAI_ENDPOINT_SUFFIXES, clean_base_url
+from notes_cli.clients.urls import OPENAI_ENDPOINT_SUFFIXES, appended_root, clean_base_url
 from notes_cli.errors import UsageError
 
 # Drawn from plain alphabets, no regex and no filter: each example costs microseconds to make,
@@ -74,3 +74,31 @@ def test_v1_is_stripped_only_when_the_gateway_forbids_it(pasted, strip_v1, root)
 def test_urls_without_http_scheme_are_refused(pasted: str) -> None:
     with pytest.raises(UsageError):
         clean_base_url(pasted, suffixes=OPENAI_ENDPOINT_SUFFIXES)
+
+
+def root_for(url: str, policy: str = "any", messages: bool = False) -> str:
+    cleaned = appended_root(
+        url, policy=policy, client="Pi", after="its path", credential_fix="x", messages=messages
+    )
+    return cleaned.base_url
+
+
+@pytest.mark.parametrize(
+    ("url", "policy", "messages", "root"),
+    [
+        ("https://gw.example/v1/chat/completions", "any", False, "https://gw.example/v1"),
+        ("https://gw.example", "required", False, "https://gw.example/v1"),  # /v1 added
+        ("https://gw.example/v1", "forbidden", False, "https://gw.example"),
+        ("https://gw.example/anthropic/v1/messages", "required", True, "https://gw.example/anthropic"),
+    ],
+)  # fmt: skip
+def test_a_root_the_client_appends_to_follows_the_gateways_v1_rule(
+    url: str, policy: str, messages: bool, root: str
+) -> None:
+    assert root_for(url, policy, messages) == root
+
+
+def test_a_client_that_cannot_send_query_parameters_refuses_them_by_name() -> None:
+    with pytest.raises(UsageError) as refused:
+        root_for("https://gw.example/v1?api-version=2024")
+    assert "Pi cannot send query parameters (api-version) after its path" in refused.value.message

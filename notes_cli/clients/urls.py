@@ -276,3 +276,35 @@ def clean_base_url(
         )
     base = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
     return CleanUrl(base_url=base, query_params=kept, notes=tuple(notes))
+
+
+def appended_root(
+    url: str,
+    *,
+    policy: str,
+    client: str,
+    after: str,
+    credential_fix: str,
+    messages: bool = False,
+) -> CleanUrl:
+    """A pasted base URL cleaned for a client that appends its path to it and cannot send query
+    parameters after that path (`after` words it: "its /chat/completions path"): the OpenAI
+    root, or with `messages` the Anthropic one (no /v1: the client appends /v1/messages).
+    `policy` is the gateway's /v1 rule ("required", "forbidden" or "any"): /v1 is stripped
+    where it is forbidden and added where it is required."""
+    cleaned_url = clean_base_url(
+        url,
+        suffixes=MESSAGES_ENDPOINT_SUFFIXES if messages else OPENAI_ENDPOINT_SUFFIXES,
+        strip_v1=messages or policy == "forbidden",
+        credential_fix=credential_fix,
+    )
+    if cleaned_url.query_params:
+        raise UsageError(
+            f"{client} cannot send query parameters ({', '.join(cleaned_url.query_params)}) "
+            f"after {after}",
+            fix="use a base URL without a query string",
+        )
+    if not messages and policy == "required" and not has_v1_suffix(cleaned_url.base_url):
+        note = cleaned("added /v1: this gateway serves its OpenAI API under /v1")
+        return CleanUrl(cleaned_url.base_url + "/v1", {}, (*cleaned_url.notes, note))
+    return cleaned_url

@@ -461,23 +461,14 @@ def _base_url(
     if not raw:
         raise UsageError("no base URL to write", fix="pass --base-url https://… or a --preset")
     known = preset or (presets.preset_for_host(urls.host_of(raw)) if urls.has_scheme(raw) else None)
-    cleaned = urls.clean_base_url(
+    return urls.appended_root(
         raw,
-        suffixes=urls.MESSAGES_ENDPOINT_SUFFIXES if messages else urls.OPENAI_ENDPOINT_SUFFIXES,
-        strip_v1=messages or bool(known and known.v1_suffix == "forbidden"),
+        policy=known.v1_suffix if known else "any",
+        client="Droid",
+        after="the path it appends",
         credential_fix=CREDENTIAL_FIX,
+        messages=messages,
     )
-    if cleaned.query_params:
-        raise UsageError(
-            f"Droid cannot send query parameters ({', '.join(cleaned.query_params)}) after the "
-            "path it appends",
-            fix="use a base URL without a query string",
-        )
-    required = bool(known and known.v1_suffix == "required")
-    if not messages and required and not urls.has_v1_suffix(cleaned.base_url):
-        note = urls.cleaned("added /v1: this gateway serves its OpenAI API under /v1")
-        return urls.CleanUrl(cleaned.base_url + "/v1", {}, (*cleaned.notes, note))
-    return cleaned
 
 
 def _key_env(

@@ -505,23 +505,13 @@ def _current_model(settings: dict[str, Any], data: dict[str, Any]) -> str | None
 
 def _clean_url(raw: str, preset: presets.Preset | None) -> urls.CleanUrl:
     known = preset or (presets.preset_for_host(urls.host_of(raw)) if urls.has_scheme(raw) else None)
-    policy = known.v1_suffix if known else "any"
-    cleaned = urls.clean_base_url(
+    return urls.appended_root(
         raw,
-        suffixes=urls.OPENAI_ENDPOINT_SUFFIXES,
-        strip_v1=policy == "forbidden",
+        policy=known.v1_suffix if known else "any",
+        client="Pi",
+        after="its /chat/completions path",
         credential_fix=CREDENTIAL_FIX,
     )
-    if cleaned.query_params:
-        raise UsageError(
-            f"Pi cannot send query parameters ({', '.join(cleaned.query_params)}) after its "
-            "/chat/completions path",
-            fix="use a base URL without a query string",
-        )
-    if policy == "required" and not urls.has_v1_suffix(cleaned.base_url):
-        note = urls.cleaned("added /v1: this gateway serves its OpenAI API under /v1")
-        return urls.CleanUrl(cleaned.base_url + "/v1", {}, (*cleaned.notes, note))
-    return cleaned
 
 
 def _is_reference(value: str) -> bool:

@@ -275,24 +275,13 @@ def _base_url(
         raise UsageError("no base URL to write", fix="pass --base-url https://… or a --preset")
     host_preset = presets.preset_for_host(urls.host_of(raw)) if urls.has_scheme(raw) else None
     known = preset or host_preset
-    policy = known.v1_suffix if known else "any"
-    cleaned = urls.clean_base_url(
+    return urls.appended_root(
         raw,
-        suffixes=urls.OPENAI_ENDPOINT_SUFFIXES,
-        strip_v1=policy == "forbidden",
+        policy=known.v1_suffix if known else "any",
+        client="Qwen Code",
+        after="its /chat/completions path",
         credential_fix=QWEN_CREDENTIAL_FIX,
     )
-    if cleaned.query_params:
-        raise UsageError(
-            f"Qwen Code cannot send query parameters ({', '.join(cleaned.query_params)}) after "
-            "its /chat/completions path",
-            fix="use a base URL without a query string",
-        )
-    if policy == "required" and not urls.has_v1_suffix(cleaned.base_url):
-        fixed = cleaned.base_url + "/v1"
-        note = urls.cleaned("added /v1: this gateway serves its OpenAI API under /v1")
-        return urls.CleanUrl(fixed, {}, (*cleaned.notes, note))
-    return cleaned
 
 
 def _key(
