@@ -177,3 +177,21 @@ def test_the_limits_keep_real_configs_thousands_of_trust_entries_included() -> N
         "".join(f"[t{i % 2}.x{i}]\n" for i in range(400)),  # a table re-opened 398 times
     ):
         toml_bounds.check(text, Path("config.toml"))
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ({"x": [1, {"y": float("nan")}]}, {"x": [1, {"y": float("nan")}]}, True),
+        (True, 1, False),  # a rewrite that turned `true` into `1` is not what was meant
+        (1, 1.0, False),
+        ({"x": 1}, {"x": 1, "y": 2}, False),
+        ([1, 2], [1], False),
+    ],
+)
+def test_a_rewrite_is_read_back_as_toml_values_not_as_python_equality(
+    a: object, b: object, same: bool
+) -> None:
+    from notes_cli.clients.files import same_toml_value
+
+    assert same_toml_value(a, b) is same

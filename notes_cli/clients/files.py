@@ -484,3 +484,17 @@ def line_of_regex(text: str, pattern: str) -> int | None:
 def _header_pattern(table: str) -> str:
     parts = table.split(".")
     return r"\s*\.\s*".join(r'(?:"' + re.escape(p) + r'"|' + re.escape(p) + ")" for p in parts)
+
+
+def same_toml_value(a: Any, b: Any) -> bool:
+    """Equal as TOML values (a rewrite read back against what was meant): same types (so `true`
+    is not `1`), NaN equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_toml_value(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_toml_value(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b)

@@ -14,7 +14,6 @@ write is refused (`ConfigWriteError`) and nothing is written.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import tomllib
@@ -423,15 +422,17 @@ def _check_meaning(path: Path, old_text: str | None, new_text: str, target: _Tar
     except (tomllib.TOMLDecodeError, RecursionError, ValueError):
         what = "the new text would not be valid TOML"
     else:
-        if _same(after, expected):
+        if files.same_toml_value(after, expected):
             return
         written = after.get("model_providers")
         if not (
-            _same(after.get("model"), target.model)
-            and _same(after.get("model_provider"), target.provider_id)
+            files.same_toml_value(after.get("model"), target.model)
+            and files.same_toml_value(after.get("model_provider"), target.provider_id)
         ):
             what = "TOML would not read the top-level model / model_provider pdnotes set"
-        elif not isinstance(written, dict) or not _same(written.get(target.provider_id), provider):
+        elif not isinstance(written, dict) or not files.same_toml_value(
+            written.get(target.provider_id), provider
+        ):
             what = f"TOML would not read [model_providers.{target.provider_id}] as pdnotes set it"
         else:
             what = "other settings in the file would change meaning"
@@ -454,16 +455,3 @@ def _check_readable(path: Path, new_text: str) -> None:
             fix=f'make {path} smaller (old [projects."…"] trust entries, say) and run the '
             "command again",
         ) from exc
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as TOML values: same types (so `true` is not `1`), NaN equal to NaN."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return bool(a == b)

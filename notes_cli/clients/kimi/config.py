@@ -31,7 +31,6 @@ exactly pdnotes' keys set, or nothing is written.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import tomllib
@@ -589,7 +588,7 @@ def _check_meaning(path: Path, old: dict[str, Any], new_text: str, target: _Targ
     except (tomllib.TOMLDecodeError, RecursionError, ValueError):
         what = "the new text would not be valid TOML"
     else:
-        if _same(after, expected):
+        if files.same_toml_value(after, expected):
             return
         what = "other settings in the file would change meaning"
     raise ConfigWriteError(
@@ -597,19 +596,6 @@ def _check_meaning(path: Path, old: dict[str, Any], new_text: str, target: _Targ
         fix=f'set default_model, [providers.{target.provider_id}] and [models."{target.alias}"] '
         "by hand, or " + fileio.aside_fix(path, "move the file aside and run the command again"),
     )
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as TOML values: same types (so `true` is not `1`), NaN equal to NaN."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return bool(a == b)
 
 
 def _export(name: str) -> str:
