@@ -19,6 +19,7 @@ happens whole or not at all, and `undo` restores every file.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -200,6 +201,15 @@ def too_large(path: Path, size: int | None) -> ConfigWriteError:
         fix=f"make {path} smaller (settings.json is written indented, one value a line), or "
         "make the change by hand",
     )
+
+
+def export_line(name: str) -> str:
+    """The `export` of the key's variable the user still needs: its value masked where this
+    shell already holds it (the key itself is never shown), else a placeholder."""
+    value = os.environ.get(name)
+    if value:
+        return f"export {name}={mask(value)}   # already set in this shell"
+    return f"export {name}=<your API key>"
 
 
 def secret_values(*documents: object, public: Collection[str] = ()) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from notes_cli.clients.claude.home import claude_settings_path
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.git import tracked_by_git
 from notes_cli.clients.model_limits import LimitsFetcher
-from notes_cli.clients.plan import WritePlan, secret_values, too_large
+from notes_cli.clients.plan import WritePlan, export_line, secret_values, too_large
 from notes_cli.errors import UsageError
 from notes_cli.secrets import looks_like_env_name, mask
 
@@ -234,13 +234,13 @@ def _credential(
     if options.token_env:
         name = _env_name(options.token_env, "--token-env")
         top_level["apiKeyHelper"] = f"printenv {name}"
-        return _export_line(name)
+        return export_line(name)
     if claude_preset and claude_preset.placeholder_token:
         updates["ANTHROPIC_AUTH_TOKEN"] = claude_preset.placeholder_token
         return None
     if data.get("apiKeyHelper"):
         return None
-    return _export_line("ANTHROPIC_AUTH_TOKEN")
+    return export_line("ANTHROPIC_AUTH_TOKEN")
 
 
 def _local_placeholder(
@@ -288,13 +288,6 @@ def _drop_replaced_credential(
 
 def _is_placeholder(value: object) -> bool:
     return isinstance(value, str) and value in presets.placeholder_tokens()
-
-
-def _export_line(name: str) -> str:
-    value = os.environ.get(name)
-    if value:
-        return f"export {name}={mask(value)}   # already set in this shell"
-    return f"export {name}=<your API key>"
 
 
 def _env_name(value: str, flag: str) -> str:

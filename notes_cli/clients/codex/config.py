@@ -14,7 +14,6 @@ write is refused (`ConfigWriteError`) and nothing is written.
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 from collections.abc import Callable
@@ -33,9 +32,9 @@ from notes_cli.clients.codex import catalog as codex_catalog
 from notes_cli.clients.codex.home import codex_config_path
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.model_limits import LimitsFetcher, ModelLimits
-from notes_cli.clients.plan import WritePlan, secret_values
+from notes_cli.clients.plan import WritePlan, export_line, secret_values
 from notes_cli.errors import ConfigWriteError, InputError, UsageError
-from notes_cli.secrets import looks_like_env_name, mask
+from notes_cli.secrets import looks_like_env_name
 
 RESERVED_PROVIDER_IDS = ("openai", "ollama", "lmstudio")
 """Custom providers may not use these ids (Codex refuses to load the config)."""
@@ -127,7 +126,7 @@ def plan_codex(options: CodexOptions, *, codex_home: Path | None = None) -> Writ
         old_text=old_text,
         new_text=new_text,
         request_url=join_url(target.base_url, "/responses", target.query_params),
-        export_line=export_line(target.env_key),
+        export_line=export_line(target.env_key) if target.env_key else None,
         notes=target.notes,
         redact=secret_values(doc.unwrap()),
         also=also,
@@ -260,16 +259,6 @@ def _model_metadata(
             f"{CODEX_FALLBACK_WINDOW} until a model catalog names {model}"
         )
     return {"model_context_window": window}, notes, limits
-
-
-def export_line(env_key: str | None) -> str | None:
-    """The `export` the user still needs (masked when already set), or None without a key."""
-    if not env_key:
-        return None
-    value = os.environ.get(env_key)
-    if value:
-        return f"export {env_key}={mask(value)}   # already set in this shell"
-    return f"export {env_key}=<your API key>"
 
 
 def _check_wire_api(wire_api: str) -> None:

@@ -38,7 +38,7 @@ from notes_cli import fileio
 from notes_cli.clients import presets, urls
 from notes_cli.clients.endpoint import AuthStyle, Endpoint, Protocol, join_url
 from notes_cli.clients.model_limits import LimitsFetcher
-from notes_cli.clients.plan import WritePlan
+from notes_cli.clients.plan import WritePlan, export_line
 from notes_cli.errors import ConfigParseError, UsageError
 from notes_cli.secrets import looks_like_env_name, mask, mask_command, mask_url
 
@@ -407,7 +407,7 @@ def plan_copilot(options: CopilotOptions, *, home: Path | None = None) -> WriteP
         old_text=old_text,
         new_text=new_text,
         request_url=join_url(cleaned.base_url, "/chat/completions"),
-        export_line=_export_line(key_env),
+        export_line=export_line(key_env) if key_env else None,
         notes=tuple(notes),
         warnings=tuple(warnings),
         redact=tuple(now[n] for n in SECRET_NAMES if now.get(n)),
@@ -457,12 +457,3 @@ def _shown_path(path: Path) -> str:
         return "~/" + shlex.quote(str(path.relative_to(Path.home())))
     except ValueError:
         return shlex.quote(str(path))
-
-
-def _export_line(key_env: str | None) -> str | None:
-    if not key_env:
-        return None
-    value = os.environ.get(key_env)
-    if value:
-        return f"export {key_env}={mask(value)}   # already set in this shell"
-    return f"export {key_env}=<your API key>"

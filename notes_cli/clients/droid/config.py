@@ -25,7 +25,6 @@ maxOutputTokens and maxContextLimit; and the top-level `model`. Every other byte
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from notes_cli import fileio
 from notes_cli.clients import jsonc, presets, urls
 from notes_cli.clients.endpoint import Endpoint, Protocol, join_url
 from notes_cli.clients.model_limits import LimitsFetcher
-from notes_cli.clients.plan import WritePlan, secret_values, too_large
+from notes_cli.clients.plan import WritePlan, export_line, secret_values, too_large
 from notes_cli.errors import ConfigParseError, InputError, UsageError
 from notes_cli.secrets import looks_like_env_name, mask, mask_url
 
@@ -410,7 +409,7 @@ def plan_droid(options: DroidOptions, *, home: Path | None = None) -> WritePlan:
         old_text=old_text,
         new_text=new_text,
         request_url=request_url(cleaned.base_url, PROVIDER_OF[api]),
-        export_line=_export_line(key_env) if key_env else None,
+        export_line=export_line(key_env) if key_env else None,
         notes=(*notes, f"Droid starts with {mine.id} (droid exec -m {mine.id} picks it too)"),
         warnings=tuple(warnings),
         redact=tuple(
@@ -554,13 +553,6 @@ def _overridden(path: Path, home: Path | None) -> list[str]:
 
 def _is_literal(value: object) -> bool:
     return isinstance(value, str) and bool(value) and not ENV_REF.search(value)
-
-
-def _export_line(name: str) -> str:
-    value = os.environ.get(name)
-    if value:
-        return f"export {name}={mask(value)}   # already set in this shell"
-    return f"export {name}=<your API key>"
 
 
 def _str(value: object) -> str | None:

@@ -28,7 +28,7 @@ from notes_cli import fileio
 from notes_cli.clients import dotenv, files, jsonc, presets, urls
 from notes_cli.clients.endpoint import join_url
 from notes_cli.clients.git import tracked_by_git
-from notes_cli.clients.plan import FileEdit, WritePlan, secret_values, too_large
+from notes_cli.clients.plan import FileEdit, WritePlan, export_line, secret_values, too_large
 from notes_cli.errors import UsageError
 from notes_cli.secrets import looks_like_env_name, mask
 
@@ -284,10 +284,7 @@ def _export_line(name: str) -> str:
     another variable is copied into it in the shell."""
     if name != KEY_VAR:
         return f'export {KEY_VAR}="${name}"   # Gemini CLI reads only {KEY_VAR}'
-    value = os.environ.get(KEY_VAR)
-    if value:
-        return f"export {KEY_VAR}={mask(value)}   # already set in this shell"
-    return f"export {KEY_VAR}=<your API key>"
+    return export_line(KEY_VAR)
 
 
 def _env_name(value: str | None, flag: str) -> str:

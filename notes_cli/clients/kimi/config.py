@@ -43,7 +43,7 @@ from notes_cli import fileio
 from notes_cli.clients import files, presets, urls
 from notes_cli.clients.endpoint import Endpoint, Protocol, join_url
 from notes_cli.clients.model_limits import LimitsFetcher
-from notes_cli.clients.plan import WritePlan, secret_values
+from notes_cli.clients.plan import WritePlan, export_line, secret_values
 from notes_cli.errors import ConfigWriteError, UsageError
 from notes_cli.secrets import looks_like_env_name, mask, mask_url
 
@@ -312,7 +312,7 @@ def plan_kimi(options: KimiOptions, *, home: Path | None = None) -> WritePlan:
         old_text=old_text,
         new_text=new_text,
         request_url=request_url(target.base_url, PROTOCOLS[TYPE_OF[target.api]]),
-        export_line=None if placeholder or target.key_env is None else _export(target.key_env),
+        export_line=None if placeholder or target.key_env is None else export_line(target.key_env),
         notes=target.notes,
         warnings=target.warnings,
         redact=secret_values(old, tomllib.loads(new_text), public=presets.placeholder_tokens()),
@@ -596,10 +596,3 @@ def _check_meaning(path: Path, old: dict[str, Any], new_text: str, target: _Targ
         fix=f'set default_model, [providers.{target.provider_id}] and [models."{target.alias}"] '
         "by hand, or " + fileio.aside_fix(path, "move the file aside and run the command again"),
     )
-
-
-def _export(name: str) -> str:
-    value = os.environ.get(name)
-    if value:
-        return f"export {name}={mask(value)}   # already set in this shell"
-    return f"export {name}=<your API key>"

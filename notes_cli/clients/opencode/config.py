@@ -28,7 +28,7 @@ from notes_cli import fileio
 from notes_cli.clients import jsonc, presets, urls
 from notes_cli.clients.endpoint import Endpoint, Protocol, join_url
 from notes_cli.clients.model_limits import LimitsFetcher
-from notes_cli.clients.plan import WritePlan, secret_values
+from notes_cli.clients.plan import WritePlan, export_line, secret_values
 from notes_cli.errors import UsageError
 from notes_cli.secrets import looks_like_env_name, mask, mask_url
 
@@ -410,7 +410,7 @@ def plan_opencode(
         old_text=old_text,
         new_text=new_text,
         request_url=join_url(cleaned.base_url, "/chat/completions", cleaned.query_params),
-        export_line=_export_line(key_env),
+        export_line=export_line(key_env) if key_env else None,
         notes=tuple(notes),
         warnings=tuple(warnings),
         redact=tuple(  # an `{env:NAME}` reference names the key; it is not one
@@ -566,15 +566,6 @@ def _v1_forbidden(url: str, preset: presets.Preset | None) -> bool:
         return False
     hosts = set(known.hosts) | {h.split(":", 1)[0] for h in known.hosts if ":" not in h}
     return known.v1_suffix == "forbidden" and urls.host_of(url) in hosts
-
-
-def _export_line(key_env: str | None) -> str | None:
-    if not key_env:
-        return None
-    value = os.environ.get(key_env)
-    if value:
-        return f"export {key_env}={mask(value)}   # already set in this shell"
-    return f"export {key_env}=<your API key>"
 
 
 def _str(value: object) -> str | None:

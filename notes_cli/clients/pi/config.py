@@ -40,7 +40,7 @@ from notes_cli.clients import jsonc, presets, urls
 from notes_cli.clients.endpoint import Endpoint, Protocol, join_url
 from notes_cli.clients.files import match_newlines
 from notes_cli.clients.model_limits import LimitsFetcher
-from notes_cli.clients.plan import FileEdit, WritePlan, secret_values, too_large
+from notes_cli.clients.plan import FileEdit, WritePlan, export_line, secret_values, too_large
 from notes_cli.errors import ConfigParseError, UsageError
 from notes_cli.secrets import looks_like_env_name, mask, mask_url
 
@@ -587,7 +587,4 @@ def _limits(
 def _export_line(name: str) -> str | None:
     if not looks_like_env_name(name):
         return None
-    value = os.environ.get(name)
-    if value:
-        return f"export {name}={mask(value)}   # already set in this shell"
-    return f"export {name}=<your API key>"
+    return export_line(name)

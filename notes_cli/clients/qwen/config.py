@@ -36,7 +36,7 @@ from notes_cli import fileio
 from notes_cli.clients import dotenv, jsonc, presets, urls
 from notes_cli.clients.endpoint import Endpoint, join_url
 from notes_cli.clients.model_limits import LimitsFetcher
-from notes_cli.clients.plan import WritePlan, secret_values, too_large
+from notes_cli.clients.plan import WritePlan, export_line, secret_values, too_large
 from notes_cli.errors import ConfigParseError, InputError, UsageError
 from notes_cli.secrets import looks_like_env_name, mask, mask_url
 
@@ -179,7 +179,7 @@ def plan_qwen(
         old_text=old_text,
         new_text=new_text,
         request_url=join_url(cleaned.base_url, "/chat/completions"),
-        export_line=_export_line(key_env) if key_env else None,
+        export_line=export_line(key_env) if key_env else None,
         notes=tuple(notes),
         redact=secret_values(data, new_data, public=presets.placeholder_tokens()),
     )
@@ -309,13 +309,6 @@ def _key(
         # Code refuses to start without one, so it gets a documented non-secret placeholder
         return None, presets.LOCAL_PLACEHOLDER
     return current or DEFAULT_KEY_ENV, None
-
-
-def _export_line(name: str) -> str:
-    value = os.environ.get(name)
-    if value:
-        return f"export {name}={mask(value)}   # already set in this shell"
-    return f"export {name}=<your API key>"
 
 
 def _str(value: object) -> str | None:
