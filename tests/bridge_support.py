@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
-from loopback import sse_event
+from loopback import close_connections, close_writer, sse_event
 
 from notes_cli.bridge.app import BridgeApp
 from notes_cli.bridge.config import BridgeConfig, Fallback
@@ -198,12 +198,24 @@ def asyncio_upstream(handle: Handler, lifetime_s: float = 30.0) -> Iterator[str]
     port: list[int] = []
 
     async def serve() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        server = await asyncio.start_server(each_connection, "127.0.0.1", 0)
         port.append(server.sockets[0].getsockname()[1])
         ready.set()
         async with server:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), lifetime_s)
+        await close_connections(connections)
+
+    connections: set[asyncio.Task[Any]] = set()
+
+    async def each_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        connections.add(task)
+        try:
+            await handle(reader, writer)
+        finally:
+            await close_writer(writer)
 
     thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
     thread.start()

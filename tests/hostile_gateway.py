@@ -25,6 +25,8 @@ import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from loopback import close_connections, close_writer
+
 MAX_SECONDS = 30.0  # the longest any answer runs, whatever the client does
 BOMB_DECODED = 200 * 1024 * 1024  # a gzip bomb's decoded size (~200 KB on the wire)
 _STREAM_EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'
@@ -119,10 +121,7 @@ class HostileGateway:
             await self._stop.wait()
             server.close()
         # Cancel the handlers still running (endless answers, held connections).
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await close_connections({t for t in asyncio.all_tasks() if t is not asyncio.current_task()})
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -138,7 +137,7 @@ class HostileGateway:
         except asyncio.CancelledError:
             pass  # the server is stopping; ending quietly keeps asyncio from logging it
         finally:
-            writer.close()
+            await close_writer(writer)
 
     async def _answer(self, request: dict[str, Any], writer: asyncio.StreamWriter) -> bool:
         """Answer one request; False when the connection is to be closed afterwards."""

@@ -13,6 +13,8 @@ ends early when the server stops, so no test can hang on it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import socketserver
 import threading
@@ -275,3 +277,23 @@ def anthropic_stream(words: list[str], *, stop: str | None = "end_turn") -> list
         )
         events.append(sse_event({"type": "message_stop"}, "message_stop"))
     return events
+
+
+# ------------------------------------------------ asyncio servers: closing what they opened
+
+
+async def close_writer(writer: asyncio.StreamWriter) -> None:
+    """Close a connection and wait until its socket is closed: a transport only closes its
+    socket on the loop's next turn, so a loop stopped right after `close()` leaves an unclosed
+    socket to be garbage-collected inside some later test, which then fails on its warning."""
+    writer.close()
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()
+
+
+async def close_connections(connections: set[asyncio.Task[Any]]) -> None:
+    """Cancel the handlers still running when a test server stops (a dripping answer whose
+    client hung up a moment ago) and wait for each to close its connection (`close_writer`)."""
+    for task in connections:
+        task.cancel()
+    await asyncio.gather(*connections, return_exceptions=True)
