@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
 if TYPE_CHECKING:
@@ -33,7 +33,16 @@ if TYPE_CHECKING:
 # `.hypothesis/` example database whose saved failure would make a later run of the same
 # checkout fail (or pass) by what an earlier run found. A test's own @settings only adds to
 # this profile (max_examples, deadline); none may set database or derandomize.
-settings.register_profile("pdnotes", derandomize=True, database=None, print_blob=False)
+# `too_slow` is a wall-clock check: how busy the machine is decides it, not the code (it failed
+# a URL-cleaning test once under load, and a Gemini bridge test when tracing allocations). A
+# test that names its own suppressed checks names too_slow as well.
+settings.register_profile(
+    "pdnotes",
+    derandomize=True,
+    database=None,
+    print_blob=False,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.load_profile("pdnotes")
 # Hypothesis still keeps a cache (the constants it collects from the source) under
 # ./.hypothesis: each test process gets its own throw-away folder instead (removed at the end).

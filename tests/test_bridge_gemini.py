@@ -352,7 +352,9 @@ BODIES = st.fixed_dictionaries(
 
 
 @settings(
-    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(body=BODIES, streamed=st.booleans())
 def test_any_body_is_answered_or_refused_in_googles_format_never_a_5xx(

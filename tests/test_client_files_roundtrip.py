@@ -95,7 +95,9 @@ def _assert_same_layout_marks(old: str, new: str) -> None:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(document=settings_files())
 def test_settings_keep_bom_crlf_and_number_spellings(
@@ -184,7 +186,9 @@ def _is_subsequence(old_lines: list[str], new_lines: list[str]) -> bool:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(document=codex_files())
 def test_config_toml_keeps_bom_crlf_quotes_and_number_spellings(

@@ -235,7 +235,9 @@ def _expected(document: dict[str, Any], path: list[str], value: Any) -> dict[str
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     document=st.dictionaries(_keys, _values, max_size=4),

@@ -285,7 +285,9 @@ def settings_documents(draw: st.DrawFn) -> str:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(document=settings_documents())
 def test_generated_settings_keep_other_keys_and_undo_restores_them(

@@ -616,7 +616,9 @@ def codex_documents(draw: st.DrawFn) -> str:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(document=codex_documents())
 def test_generated_documents_keep_unowned_bytes_and_undo_restores_them(
@@ -673,7 +675,9 @@ def already_configured_documents(draw: st.DrawFn) -> str:
 
 
 @settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(document=already_configured_documents())
 def test_a_run_that_changes_nothing_keeps_every_byte(cli, isolated_home, document) -> None:

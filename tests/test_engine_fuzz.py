@@ -125,7 +125,9 @@ def assert_handled(response: httpx.Response, route: str) -> None:
 
 
 FUZZ = settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
 
@@ -151,7 +153,9 @@ def test_arbitrary_json_never_gets_a_server_error(
 
 @pytest.mark.parametrize("route", list(ROUTES))
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(raw=st.binary(max_size=200))
 def test_random_bytes_never_get_a_server_error(
