@@ -129,6 +129,30 @@ def test_the_split_keeps_a_configuration_together_and_balances_each_group() -> N
         assert mine.count("calibration") == mine.count("validation") == 3
 
 
+def test_a_measurement_named_twice_across_the_parts_is_found_as_twins() -> None:
+    """The source repeats some runs under a second id scheme; the split (by id) may deal the two
+    names to different parts, so `run.py twins` finds them by their measured pair."""
+    rows = _rows_for_split()
+    parts = silicon.split(rows)
+    first = rows[0]
+    other = next(r for r in rows if parts[r["id"]] != parts[first["id"]])
+    same_part = next(r for r in rows if r is not first and parts[r["id"]] == parts[first["id"]])
+    measured = {"silicon_ttft_ms": "123.456", "silicon_tpot_ms": "7.891"}
+    for row in (first, other):
+        row.update(measured)
+    rows.append(dict(same_part, id="dup-in-one-part", silicon_ttft_ms="5", silicon_tpot_ms="6"))
+    same_part.update(silicon_ttft_ms="5", silicon_tpot_ms="6")
+    parts["dup-in-one-part"] = parts[same_part["id"]]
+    for row in rows:  # every other row's measurement is its own
+        if row["id"] not in {first["id"], other["id"], same_part["id"], "dup-in-one-part"}:
+            row.update(silicon_ttft_ms=row["id"], silicon_tpot_ms=row["id"])
+
+    near = next(r for r in rows if parts[r["id"]] == parts[other["id"]] and r is not other)
+    near.update(silicon_ttft_ms="123.456", silicon_tpot_ms="7.89")  # another run, same TTFT
+
+    assert _harness_run().twins(rows, parts) == {first["id"], other["id"]}
+
+
 # ---- a row posed and scored ---------------------------------------------------------------------
 
 

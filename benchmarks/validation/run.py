@@ -7,6 +7,7 @@ project's held-back rows (holdout-ids.txt) first.
     python benchmarks/validation/run.py fit                # fit the engines' CPU costs (tuning)
     python benchmarks/validation/run.py score calibration --tuned
     python benchmarks/validation/run.py report calibration-tuned [--write]
+    python benchmarks/validation/run.py twins validation validation-tuned  # one run, two ids
 
 `score validation` refuses to run before a commit whose message starts with "FREEZE:" exists,
 and while the engine model, its rows, this harness or the tuning differ from what frozen.toml
@@ -363,6 +364,48 @@ def report(name: str) -> str:
     )
 
 
+# ---- twins: one measurement under two ids, one in each part ----------------------------------
+
+
+def twins(rows: list[dict[str, str]], parts: dict[str, str]) -> set[str]:
+    """The ids of runs whose measurement (mean TTFT and mean TPOT, to every digit the source
+    prints) is also a run of the other part under another id. The source file repeats some runs
+    under a second naming scheme (a dated source file's id and a database dump's `cfg` id), which
+    the split's unit (the id without its concurrency) cannot join: such a validation run is not
+    unseen by a fit made on calibration."""
+    by_measurement: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        key = (row["silicon_ttft_ms"].strip(), row["silicon_tpot_ms"].strip())
+        by_measurement.setdefault(key, []).append(row["id"])
+    return {
+        run_id
+        for ids in by_measurement.values()
+        if len({parts[i] for i in ids}) > 1
+        for run_id in ids
+    }
+
+
+def twins_report(names: list[str]) -> str:
+    rows = list(silicon.read_runs(RUNS))
+    parts = silicon.split(rows)
+    twin_ids = twins(rows, parts)
+    counts = {part: sum(parts[i] == part for i in twin_ids) for part in silicon.PARTS}
+    lines = [
+        "runs whose measurement is also a run of the other part: "
+        + ", ".join(f"{counts[p]} of {sum(v == p for v in parts.values())} {p}" for p in counts)
+    ]
+    for name in names:
+        scored = read_results(name)
+        subsets = {
+            "all": scored,
+            "twins": [s for s in scored if s.id in twin_ids],
+            "without twins": [s for s in scored if s.id not in twin_ids],
+        }
+        lines += ["", HEAD.format(what=name, dashes="")]
+        lines += [f"| {k} | {_cells(silicon.bias(v))} |" for k, v in subsets.items() if v]
+    return "\n".join(lines)
+
+
 def write_section(name: str, text: str) -> None:
     begin, end = f"<!-- BEGIN silicon {name} -->", f"<!-- END silicon {name} -->"
     doc = DOC.read_text(encoding="utf-8")
@@ -391,9 +434,13 @@ def main() -> None:
     fit_parser = sub.add_parser("fit")
     fit_parser.add_argument("--reuse", action="store_true", help="reuse its no-CPU scores")
     fit_parser.add_argument("--every", type=int, default=1, help="score 1 configuration in N")
+    twins_parser = sub.add_parser("twins", help="runs measured once, named twice, split apart")
+    twins_parser.add_argument("names", nargs="*", help="results to score with and without them")
     args = parser.parse_args()
     if args.command == "derive":
         derive(args.wheel_csv)
+    elif args.command == "twins":
+        print(twins_report(args.names))
     elif args.command == "fit":
         fit(args.reuse, args.every)
     else:
