@@ -4,7 +4,8 @@
 Each run starts llama-server (tests/real_engine.py: xllamacpp, Gemma 3 270M Q4_K_M, one thread,
 4 slots), records the grid `pdnotes bench --input-lens 64,256 --concurrency 1,2,3,4 -n 8
 --output-len 16 --ignore-eos --records`, fits on c=1,2,3 (2 x 3 points: three levels let the fit
-see how the decode step bends with the batch) and predicts the held-back c=4 points; the same
+see how the decode step bends with the batch) and predicts the held-back c=4 points
+(`--levels`, `--requests`: another grid, the highest level held back); the same
 prediction from the shipped, uncalibrated `cpu-x86` chip row is shown beside it, and the
 machine's load average while measuring. Signed error = predicted median / measured median - 1,
 per held-back point.
@@ -34,8 +35,12 @@ from real_engine import LlamaServer, missing  # noqa: E402
 
 from notes_cli.engine.simulate.calibrate import calibrate, predict, uncalibrated  # noqa: E402
 
-LENGTHS, LEVELS, REQUESTS, OUTPUT = "64,256", "1,2,3,4", 8, 16
+LENGTHS, OUTPUT = "64,256", 16
 SLOTS = 4
+# The grid: the highest level held back, the others fitted (three levels let the fit see how the
+# decode step bends with the batch). --levels / --requests measure another grid: docs/benchmarks/
+# calibrate-llama-server.md records 1,2,4,6 with 12 requests (c = 6 above the 4 slots).
+LEVELS, REQUESTS = "1,2,3,4", 8
 
 
 def measure(folder: Path, rounds: int = 1) -> None:
@@ -122,7 +127,8 @@ def markdown(runs: list[list[dict[str, Any]]]) -> str:
         f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared), Python "
         f"{platform.python_version()}; llama-server via xllamacpp, Gemma 3 270M Q4_K_M, 1 thread, "
         f"{SLOTS} slots. Grid: prompt lengths {LENGTHS} x concurrency {LEVELS}, {REQUESTS} "
-        f"requests of {OUTPUT} output tokens each; fitted on c=1,2,3, predicted c=4. Columns: "
+        f"requests of {OUTPUT} output tokens each; fitted on c={LEVELS.rsplit(',', 1)[0]}, "
+        f"predicted c={LEVELS.rsplit(',', 1)[1]}. Columns: "
         "calibrate's fit (decode step s0 + s1·c^p, p fitted), the same fit with p = 1 (a "
         "line), the uncalibrated cpu-x86 row; load = the machine's 1-minute load average "
         "before → after the run's measurements (2 cores).",
@@ -209,11 +215,16 @@ def plot(runs: list[list[dict[str, Any]]], path: Path) -> None:
 
 
 def main() -> None:
+    global LEVELS, REQUESTS  # --levels / --requests set the grid every function measures
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
         "--rounds", type=int, default=1, help="measure the grid in N interleaved rounds"
     )
+    parser.add_argument(
+        "--levels", default=LEVELS, help="concurrency levels, the highest held back"
+    )
+    parser.add_argument("--requests", type=int, default=REQUESTS, help="requests a point")
     parser.add_argument("--json", type=Path, help="also write the raw rows here")
     parser.add_argument("--plot", type=Path, help="draw predicted vs measured to FILE.svg")
     parser.add_argument("--from-json", type=Path, help="redraw from a previous run's rows")
@@ -222,6 +233,7 @@ def main() -> None:
         "--from-records", type=Path, help="fit the records kept in DIR/run-* (no measuring)"
     )
     args = parser.parse_args()
+    LEVELS, REQUESTS = args.levels, args.requests
     if args.from_json:
         runs = json.loads(args.from_json.read_text())
     elif args.from_records:
