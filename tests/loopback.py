@@ -282,13 +282,24 @@ def anthropic_stream(words: list[str], *, stop: str | None = "end_turn") -> list
 # ------------------------------------------------ asyncio servers: closing what they opened
 
 
+CLOSE_SECONDS = 2.0  # how long a closing connection may wait for its client to read
+
+
 async def close_writer(writer: asyncio.StreamWriter) -> None:
     """Close a connection and wait until its socket is closed: a transport only closes its
     socket on the loop's next turn, so a loop stopped right after `close()` leaves an unclosed
-    socket to be garbage-collected inside some later test, which then fails on its warning."""
+    socket to be garbage-collected inside some later test, which then fails on its warning.
+    A close first sends what is buffered; a client that never reads it is cut off
+    (`abort`) after CLOSE_SECONDS, so no test server waits on its client forever."""
     writer.close()
-    with contextlib.suppress(Exception):
-        await writer.wait_closed()
+    try:
+        await asyncio.wait_for(writer.wait_closed(), CLOSE_SECONDS)
+    except TimeoutError:
+        writer.transport.abort()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
+    except Exception:
+        pass  # the connection broke while closing: closed all the same
 
 
 async def close_connections(connections: set[asyncio.Task[Any]]) -> None:

@@ -59,3 +59,20 @@ def test_the_hostile_gateway_closes_a_connection_it_never_answered() -> None:
         assert gateway.seen_keys == ["k"]  # its handler holds the connection now
 
     assert _server_hung_up(held)
+
+
+def test_a_server_stops_even_when_its_client_never_reads_what_was_sent() -> None:
+    """Closing a connection whose send buffer a client never drains waits on the client: it
+    must end within a bound (the connection is aborted), or the server's loop never stops."""
+    filled = threading.Event()
+
+    async def floods(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"x" * (32 * 1024 * 1024))  # far more than both socket buffers hold
+        filled.set()
+        await asyncio.Event().wait()
+
+    with asyncio_upstream(floods) as url:
+        held = _held_connection(int(url.rsplit(":", 1)[1]), "/v1/models")
+        assert filled.wait(10)
+    held.close()  # reached only if the server's loop stopped and closed (else close() raised)
