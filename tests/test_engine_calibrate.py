@@ -170,11 +170,18 @@ def test_the_batch_is_what_the_server_saw_running_else_the_highest_load(cli, tmp
 
 
 def _simulated_grid(
-    folder: Path, truth: Path, levels: tuple[int, ...] = (1, 2, 4), *, gaps: bool = False
+    folder: Path,
+    truth: Path,
+    levels: tuple[int, ...] = (1, 2, 4),
+    *,
+    gaps: bool = False,
+    runs: int = 1,
 ) -> list[Path]:
     """Records as bench would write them, but produced by the simulator running `truth`: an
     engine whose every number is known, so a fit has something exact to recover. `gaps`: each
-    record lists its inter-token gaps, as bench's do."""
+    record lists its inter-token gaps, as bench's do. `runs`: each point's 12 requests sent as
+    that many separate bench runs, their records appended to one file (request numbers start
+    again at 0 in each), as benchmarks/calibrate's --rounds pools them."""
     from notes_cli.bench.closed_loop import ClosedLoop
     from notes_cli.bench.workload import ArrivalSpec, LengthSpec, synthetic
     from notes_cli.engine.simulate.configs import SimConfig
@@ -184,18 +191,22 @@ def _simulated_grid(
     files = []
     for length in (64, 256):
         for level in levels:
-            loop = ClosedLoop(synthetic(12, LengthSpec(length, 16), ArrivalSpec()), level)
             rows = []
-            for record in simulator.run(SimConfig(str(truth)), loop.requests(), 0):
-                loop.finished(record)
-                rows.append(
-                    {"schema": "pdnotes.bench.record/1", "request": len(rows),
-                     "sent_ms": record.arrival_ms, "ok": True, "error": None,
-                     "ttft_ms": record.ttft_ms, "tpot_ms": record.tpot_ms,
-                     "e2e_ms": record.e2e_ms, "itl_ms": list(record.itl_ms), "output_tokens": 16,
-                     "input_tokens": length, "cached_tokens": 0, "server_ttft_ms": None,
-                     "server_tpot_ms": None}
-                )  # fmt: skip
+            for run in range(runs):
+                items = synthetic(12 // runs, LengthSpec(length, 16), ArrivalSpec())
+                loop = ClosedLoop(items, level)
+                for number, record in enumerate(
+                    simulator.run(SimConfig(str(truth)), loop.requests(), run)
+                ):
+                    loop.finished(record)
+                    rows.append(
+                        {"schema": "pdnotes.bench.record/1", "request": number,
+                         "sent_ms": record.arrival_ms, "ok": True, "error": None,
+                         "ttft_ms": record.ttft_ms, "tpot_ms": record.tpot_ms,
+                         "e2e_ms": record.e2e_ms, "itl_ms": list(record.itl_ms),
+                         "output_tokens": 16, "input_tokens": length, "cached_tokens": 0,
+                         "server_ttft_ms": None, "server_tpot_ms": None}
+                    )  # fmt: skip
             path = folder / f"sim.i{length}.c{level}.jsonl"
             path.write_text("".join(json.dumps(r) + "\n" for r in rows))
             meta = {"base_url": "simulated", "model": "gemma-3-270m", "concurrency": level,
@@ -289,3 +300,30 @@ def test_a_bend_only_a_negative_fixed_cost_explains_is_not_fitted() -> None:
     assert s0 >= 0 and s1 > 0 and 0.2 <= exponent <= 1.0
     # what it predicts for one sequence stays near what one sequence measured
     assert s0 + s1 == pytest.approx(211.0, rel=0.25)
+
+
+def test_runs_pooled_in_one_records_file_are_replayed_as_the_runs_they_were(cli, tmp_path) -> None:
+    # An engine of 4 slots measured at 6 clients in two separate runs of 6 requests each, pooled
+    # into one file: in each run two requests queue for a slot and decode after the first four,
+    # alone. Replayed as one closed loop of 12, a finished client's next 256-token prompt would
+    # be prefilled beside the others' decode and the held-back TPOT predicted far too slow.
+    truth = tmp_path / "truth.toml"
+    truth.write_text(
+        '[deployments.truth]\nmode = "chunked"\nmodel = "gemma-3-270m"\nlink = "tcp-25g"\n'
+        'max_batch = 4\nchunk_tokens = 2048\ndecode_exec = "eager"\nrequest_overhead_ms = 40.0\n'
+        "step_overhead_ms = 0.0\nseq_overhead_us = 30000.0\n"
+        'colocated = { count = 1, chip = "box" }\n'
+        "[chips.box]\ntflops = 0.05\nhbm_gb = 64.0\nhbm_tbps = 0.004\nmfu = 1.0\nbw_eff = 1.0\n"
+        "decode_mfu = 1.0\neager_us_per_layer = 0.0\ngraph_step_ms = 0.0\n"
+    )
+    files = _simulated_grid(tmp_path, truth, (1, 2, 4, 6), gaps=True, runs=2)
+    assert read_point(files[-1]).runs == (6, 6)
+    result = cli("engine", "calibrate", *map(str, files), "--out", str(tmp_path / "fit.toml"),
+                 "--json", "--max-batch", "4")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    held = result.json()["held_out"]
+    assert [p["concurrency"] for p in held] == [6, 6]
+    for point in held:
+        for metric in ("ttft", "tpot"):
+            predicted, measured = point[f"predicted_{metric}_ms"], point[f"measured_{metric}_ms"]
+            assert predicted == pytest.approx(measured, rel=0.05), (point, metric)

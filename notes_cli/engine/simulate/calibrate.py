@@ -85,6 +85,7 @@ class LoadPoint:
     tpots: tuple[float, ...]
     meta: dict[str, Any] = field(default_factory=dict)
     gaps: tuple[float, ...] = ()  # every inter-token gap of every request (bench's itl_ms)
+    runs: tuple[int, ...] = ()  # requests sent by each bench run pooled in the file (runs_of)
 
     @property
     def ttft_ms(self) -> float:
@@ -257,7 +258,24 @@ def read_point(path: Path) -> LoadPoint:
         tpots=tuple(v for r in usable if (v := _num(r.get("tpot_ms"))) is not None),
         meta=meta,
         gaps=tuple(g for r in usable for g in _gaps(r.get("itl_ms"))),
+        runs=runs_of(rows),
     )
+
+
+def runs_of(rows: list[dict[str, Any]]) -> tuple[int, ...]:
+    """How many requests each bench run in the file sent. bench numbers a run's requests from
+    0 in order, so where the numbers start again another run's records were appended (several
+    runs of one point pooled, as benchmarks/calibrate's `--rounds` does): each was its own
+    closed loop, its first requests sent together. Rows without numbers are one run."""
+    sizes: list[int] = []
+    previous: float | None = None
+    for row in rows:
+        number = _num(row.get("request"))
+        if not sizes or (number is not None and previous is not None and number <= previous):
+            sizes.append(0)
+        sizes[-1] += 1
+        previous = number
+    return tuple(sizes)
 
 
 def _gaps(value: Any) -> list[float]:
@@ -588,11 +606,12 @@ def build(
 
 
 def predict(document: str, points: list[LoadPoint], *, seed: int = 0) -> list[Comparison]:
-    """Replay each point (closed loop of its concurrency, its median lengths, its request
-    count) on the deployment file `document` in the simulator: predicted median TTFT, TPOT and
-    inter-token gap."""
-    from notes_cli.bench.closed_loop import ClosedLoop
-    from notes_cli.bench.workload import ArrivalSpec, LengthSpec, synthetic
+    """Replay each point on the deployment file `document` in the simulator as it was measured:
+    each bench run pooled in its records (LoadPoint.runs) a closed loop of its concurrency and
+    request count, the point's median lengths; predicted median TTFT, TPOT and inter-token gap
+    over all of them. A run's count matters: 12 requests from 6 clients as one run keep every
+    client sending (a finished client's next prompt is prefilled while the others decode), as
+    two runs of 6 they are two bursts whose last requests decode alone."""
     from notes_cli.engine.simulate.configs import SimConfig
     from notes_cli.engine.simulate.engine_simulator import EngineSimulator
 
@@ -600,24 +619,39 @@ def predict(document: str, points: list[LoadPoint], *, seed: int = 0) -> list[Co
     with tempfile.TemporaryDirectory(prefix="pdnotes-calibrate-") as folder:
         path = Path(folder) / "deployment.toml"
         path.write_text(document, encoding="utf-8")
+        config = SimConfig(str(path))
         simulator = EngineSimulator(exact_gaps=True)
         for p in points:
-            lengths = LengthSpec(round(p.prompt_tokens), max(2, round(p.output_tokens)))
-            items = synthetic(max(len(p.ttfts), 2 * p.concurrency, 8), lengths, ArrivalSpec())
-            loop = ClosedLoop(items, p.concurrency)
-            ttfts, tpots, gaps = [], [], []
-            requests: Iterable[Any] = loop.requests()  # WorkItem's fields, arrival when free
-            for record in simulator.run(SimConfig(str(path)), requests, seed):
-                loop.finished(record)
-                ttfts.append(record.ttft_ms)
-                tpots.append(record.tpot_ms)
-                gaps += record.itl_ms
+            runs = p.runs or (len(p.ttfts),)
+            ttfts: list[float] = []
+            tpots: list[float] = []
+            gaps: list[float] = []
+            for index, count in enumerate(runs):
+                for record in _closed_loop(simulator, config, p, count, seed + index):
+                    ttfts.append(record.ttft_ms)
+                    tpots.append(record.tpot_ms)
+                    gaps += record.itl_ms
             out.append(
                 Comparison(
                     p, statistics.median(ttfts), statistics.median(tpots), statistics.median(gaps)
                 )
             )
     return out
+
+
+def _closed_loop(simulator: Any, config: Any, point: LoadPoint, count: int, seed: int) -> list[Any]:
+    """One bench run of `point` in the simulator: `count` requests from its clients."""
+    from notes_cli.bench.closed_loop import ClosedLoop
+    from notes_cli.bench.workload import ArrivalSpec, LengthSpec, synthetic
+
+    lengths = LengthSpec(round(point.prompt_tokens), max(2, round(point.output_tokens)))
+    loop = ClosedLoop(synthetic(count, lengths, ArrivalSpec()), point.concurrency)
+    requests: Iterable[Any] = loop.requests()  # WorkItem's fields, arrival when free
+    records = []
+    for record in simulator.run(config, requests, seed):
+        loop.finished(record)
+        records.append(record)
+    return records
 
 
 def provenance_of(points: list[LoadPoint], when: datetime | None = None) -> str:
