@@ -2,13 +2,14 @@
 `python benchmarks/calibrate/run.py [--runs 3] [--json results.json]`.
 
 Each run starts llama-server (tests/real_engine.py: xllamacpp, Gemma 3 270M Q4_K_M, one thread,
-4 slots), records the grid `pdnotes bench --input-lens 64,256 --concurrency 1,2,3,4 -n 8
---output-len 16 --ignore-eos --records`, fits on c=1,2,3 (2 x 3 points: three levels let the fit
-see how the decode step bends with the batch) and predicts the held-back c=4 points
-(`--levels`, `--requests`: another grid, the highest level held back); the same
-prediction from the shipped, uncalibrated `cpu-x86` chip row is shown beside it, and the
-machine's load average while measuring. Signed error = predicted median / measured median - 1,
-per held-back point.
+4 slots), records the grid `pdnotes bench --input-lens 64,256 --concurrency 1,2,4,6 -n 6
+--output-len 16 --ignore-eos --records` twice (two interleaved rounds, each point's 12 records
+pooled), fits on c=1,2,4 (2 x 3 points, up to the engine's 4 slots: three levels let the fit see
+how the decode step bends with the batch) and predicts the held-back c=6 points, where two
+clients queue for a slot (`--levels`, `--requests`, `--rounds`: another grid, the highest level
+held back); the same prediction from the shipped, uncalibrated `cpu-x86` chip row is shown
+beside it, and the machine's load average while measuring. Signed error = predicted median /
+measured median - 1, per held-back point.
 Prints a Markdown section for docs/benchmarks/calibrate-llama-server.md; `--plot FILE.svg`
 draws predicted against measured (the project's own SVG panels, notes_cli/bench/sweep.py);
 `--from-json FILE` redraws both from a previous run's rows. Wall-clock numbers of a shared
@@ -38,12 +39,15 @@ from notes_cli.engine.simulate.calibrate import calibrate, predict, uncalibrated
 LENGTHS, OUTPUT = "64,256", 16
 SLOTS = 4
 # The grid: the highest level held back, the others fitted (three levels let the fit see how the
-# decode step bends with the batch). --levels / --requests measure another grid: docs/benchmarks/
-# calibrate-llama-server.md records 1,2,4,6 with 12 requests (c = 6 above the 4 slots).
-LEVELS, REQUESTS = "1,2,3,4", 8
+# decode step bends with the batch). The fitted levels reach the 4 slots and the held-back one is
+# above them: llama.cpp's one-thread decode step is not monotone in the batch here (batch 3 slower
+# than batch 4), so a level inside the slots held back asks a smooth law for a step it cannot
+# have seen (docs/benchmarks/calibrate-llama-server.md records both grids). --levels 1,2,3,4
+# --requests 8 is the earlier grid.
+LEVELS, REQUESTS, ROUNDS = "1,2,4,6", 12, 2
 
 
-def measure(folder: Path, rounds: int = 1) -> None:
+def measure(folder: Path, rounds: int = ROUNDS) -> None:
     """One grid of records from a fresh llama-server into `folder`, with the machine's load
     average before and after (load.json: the other jobs sharing the cores). With `rounds` > 1
     the grid runs that many times with REQUESTS / rounds requests a point, every other round in
@@ -127,8 +131,8 @@ def markdown(runs: list[list[dict[str, Any]]]) -> str:
         f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared), Python "
         f"{platform.python_version()}; llama-server via xllamacpp, Gemma 3 270M Q4_K_M, 1 thread, "
         f"{SLOTS} slots. Grid: prompt lengths {LENGTHS} x concurrency {LEVELS}, {REQUESTS} "
-        f"requests of {OUTPUT} output tokens each; fitted on c={LEVELS.rsplit(',', 1)[0]}, "
-        f"predicted c={LEVELS.rsplit(',', 1)[1]}. Columns: "
+        f"requests of {OUTPUT} output tokens each in {ROUNDS} round(s); fitted on "
+        f"c={LEVELS.rsplit(',', 1)[0]}, predicted c={LEVELS.rsplit(',', 1)[1]}. Columns: "
         "calibrate's fit (decode step s0 + s1·c^p, p fitted), the same fit with p = 1 (a "
         "line), the uncalibrated cpu-x86 row; load = the machine's 1-minute load average "
         "before → after the run's measurements (2 cores).",
@@ -215,11 +219,11 @@ def plot(runs: list[list[dict[str, Any]]], path: Path) -> None:
 
 
 def main() -> None:
-    global LEVELS, REQUESTS  # --levels / --requests set the grid every function measures
+    global LEVELS, REQUESTS, ROUNDS  # --levels / --requests / --rounds: the grid measured
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
-        "--rounds", type=int, default=1, help="measure the grid in N interleaved rounds"
+        "--rounds", type=int, default=ROUNDS, help="measure the grid in N interleaved rounds"
     )
     parser.add_argument(
         "--levels", default=LEVELS, help="concurrency levels, the highest held back"
@@ -233,7 +237,7 @@ def main() -> None:
         "--from-records", type=Path, help="fit the records kept in DIR/run-* (no measuring)"
     )
     args = parser.parse_args()
-    LEVELS, REQUESTS = args.levels, args.requests
+    LEVELS, REQUESTS, ROUNDS = args.levels, args.requests, args.rounds
     if args.from_json:
         runs = json.loads(args.from_json.read_text())
     elif args.from_records:
@@ -249,7 +253,7 @@ def main() -> None:
             with tempfile.TemporaryDirectory(prefix="pdnotes-calibrate-bench-") as temp:
                 folder = args.keep / f"run-{index}" if args.keep else Path(temp)
                 folder.mkdir(parents=True, exist_ok=True)
-                measure(folder, args.rounds)
+                measure(folder, ROUNDS)
                 runs.append(evaluate(folder))
             if args.json:
                 args.json.write_text(json.dumps(runs, indent=1) + "\n")
