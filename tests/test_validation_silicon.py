@@ -103,20 +103,49 @@ def test_the_repository_list_is_the_projects_and_the_derived_runs_hold_none_of_i
 
 
 def _rows_for_split() -> list[dict[str, str]]:
+    """12 configurations x 3 concurrencies, every run its own measurement."""
     rows = []
     for config in range(12):
         for conc in (1, 8, 64):
             tp = str(1 + config % 2)
-            rows.append(_row(f"cfg{config}_agg_c{conc}_tp{tp}", tp_size=tp))
+            measured = {"silicon_ttft_ms": f"{100 + len(rows)}", "silicon_tpot_ms": "8.5"}
+            rows.append(_row(f"cfg{config}_agg_c{conc}_tp{tp}", tp_size=tp, **measured))
     return rows
 
 
-def test_the_split_is_fixed_by_ids_and_groups_alone() -> None:
+def test_the_split_is_fixed_by_ids_groups_and_which_runs_share_a_measurement() -> None:
     rows = _rows_for_split()
     parts = silicon.split(rows)
     shuffled = list(reversed(rows))
-    other_numbers = [dict(r, silicon_ttft_ms="999", silicon_tpot_ms="1") for r in shuffled]
+    # other numbers, every run still its own measurement: the same split, whatever their size
+    other_numbers = [dict(r, silicon_ttft_ms=f"{9e6 - i}", silicon_tpot_ms="1") for i, r in
+                     enumerate(shuffled)]  # fmt: skip
     assert silicon.split(other_numbers) == parts
+
+
+def test_configurations_that_share_a_measured_run_are_dealt_to_one_part() -> None:
+    """The source names some runs twice (a dated file's id, a database dump's `cfg` id, the
+    same TTFT and TPOT to every digit): the split deals the two configurations together, so a
+    validation run is never a calibration run under another name."""
+    rows = _rows_for_split()
+    parts = silicon.split(rows)
+    apart = [
+        (a, b)
+        for a in rows
+        for b in rows
+        if a["tp_size"] == b["tp_size"] and parts[a["id"]] != parts[b["id"]]
+    ]
+    assert apart  # the plain split deals these to different parts
+    first, other = apart[0]
+    other.update(silicon_ttft_ms=first["silicon_ttft_ms"], silicon_tpot_ms=first["silicon_tpot_ms"])
+    joined = silicon.split(rows)
+    assert _harness_run().twins(rows, joined) == set()
+    unit = silicon.unit_of
+    both = [r["id"] for r in rows if unit(r["id"]) in {unit(first["id"]), unit(other["id"])}]
+    assert len(both) == 6 and len({joined[i] for i in both}) == 1
+    # a zero or missing measurement joins nothing
+    blank = [dict(r, silicon_ttft_ms="0") for r in rows]
+    assert silicon.split(blank) == parts
 
 
 def test_the_split_keeps_a_configuration_together_and_balances_each_group() -> None:

@@ -70,23 +70,54 @@ def unit_hash(run_id: str) -> int:
     return _hash("subsample:" + unit_of(run_id))
 
 
+def measured_pair(row: dict[str, str]) -> tuple[str, str] | None:
+    """A run's measurement as the source prints it (mean TTFT, mean TPOT), None when either is
+    missing or zero: two runs with the same pair are one measurement named twice."""
+    pair = (row["silicon_ttft_ms"].strip(), row["silicon_tpot_ms"].strip())
+    try:
+        return pair if all(float(v) > 0 for v in pair) else None
+    except ValueError:
+        return None
+
+
 def split(rows: Iterable[dict[str, str]]) -> dict[str, str]:
     """id -> 'calibration' or 'validation'. Stratified by group: within each group the
     configurations (unit_of) are ordered by a hash of their name and dealt alternately, the
-    first to calibration. Depends on ids and groups only, never on a measured number."""
-    units: dict[tuple[str, ...], set[str]] = {}
-    unit_group: dict[str, tuple[str, ...]] = {}
-    ids: dict[str, list[str]] = {}
+    first to calibration. Configurations that share a measured run (the source names some runs
+    twice: a dated file's id and a database dump's `cfg` id with the same TTFT and TPOT to
+    every digit) are dealt together, as one, under the first of their names. Depends on ids,
+    groups and equality of measured pairs only, never on a measured number's size."""
+    rows = list(rows)
+    joined: dict[str, str] = {}  # unit -> a unit it is dealt with (union-find)
+
+    def root(unit: str) -> str:
+        while joined.setdefault(unit, unit) != unit:
+            unit = joined[unit]
+        return unit
+
+    by_pair: dict[tuple[str, str], str] = {}
     for row in rows:
-        unit = unit_of(row["id"])
-        group = unit_group.setdefault(unit, group_of(row))
-        units.setdefault(group, set()).add(unit)
-        ids.setdefault(unit, []).append(row["id"])
+        unit = root(unit_of(row["id"]))
+        pair = measured_pair(row)
+        if pair is None:
+            continue
+        other = root(by_pair.setdefault(pair, unit))
+        if other != unit:
+            first, second = sorted((unit, other))
+            joined[second] = first
+    members: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        members.setdefault(root(unit_of(row["id"])), []).append(row)
+    deals: dict[tuple[str, ...], list[str]] = {}
+    for name, runs in members.items():
+        # a joined set's group is its first name's (twins of the two id schemes share it)
+        named = [r for r in runs if unit_of(r["id"]) == name] or runs
+        deals.setdefault(group_of(named[0]), []).append(name)
     parts: dict[str, str] = {}
-    for group_units in units.values():
-        for rank, unit in enumerate(sorted(group_units, key=lambda u: (_hash(u), u))):
-            for run_id in ids[unit]:
-                parts[run_id] = PARTS[rank % 2]
+    for names in deals.values():
+        for rank, name in enumerate(sorted(names, key=lambda u: (_hash(u), u))):
+            for row in members[name]:
+                parts[row["id"]] = PARTS[rank % 2]
     return parts
 
 
