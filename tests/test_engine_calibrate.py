@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -327,3 +328,30 @@ def test_runs_pooled_in_one_records_file_are_replayed_as_the_runs_they_were(cli,
         for metric in ("ttft", "tpot"):
             predicted, measured = point[f"predicted_{metric}_ms"], point[f"measured_{metric}_ms"]
             assert predicted == pytest.approx(measured, rel=0.05), (point, metric)
+
+
+def test_many_pooled_runs_replay_in_bounded_work(tmp_path, monkeypatch) -> None:
+    # 2,000 one-request runs appended to one file (every request number 0) are replayed as one
+    # run of one request counted 2,000 times, not as 2,000 simulations: the simulator is
+    # deterministic, so runs of one size replay alike.
+    from notes_cli.engine.simulate import calibrate as calibrate_module
+
+    row = {"schema": "pdnotes.bench.record/1", "request": 0, "ok": True, "ttft_ms": 50.0,
+           "tpot_ms": 5.0, "itl_ms": [5.0], "input_tokens": 64, "output_tokens": 2}  # fmt: skip
+    path = tmp_path / "pooled.jsonl"
+    path.write_text((json.dumps(row) + "\n") * 2000)
+    point = read_point(path)
+    assert point.runs == (1,) * 2000
+    document = calibrate_module.calibrate(GRID).document
+    replayed: list[int] = []
+    original = calibrate_module._closed_loop
+
+    def counting(simulator, config, point, count, seed):  # type: ignore[no-untyped-def]
+        replayed.append(count)
+        return original(simulator, config, point, count, seed)
+
+    monkeypatch.setattr(calibrate_module, "_closed_loop", counting)
+    (pooled,) = calibrate_module.predict(document, [point])
+    assert replayed == [1]
+    (single,) = calibrate_module.predict(document, [replace(point, runs=(1,))])
+    assert (pooled.ttft_ms, pooled.tpot_ms) == (single.ttft_ms, single.tpot_ms)

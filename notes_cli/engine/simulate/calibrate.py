@@ -41,6 +41,7 @@ import json
 import math
 import statistics
 import tempfile
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -622,15 +623,17 @@ def predict(document: str, points: list[LoadPoint], *, seed: int = 0) -> list[Co
         config = SimConfig(str(path))
         simulator = EngineSimulator(exact_gaps=True)
         for p in points:
-            runs = p.runs or (len(p.ttfts),)
             ttfts: list[float] = []
             tpots: list[float] = []
             gaps: list[float] = []
-            for index, count in enumerate(runs):
-                for record in _closed_loop(simulator, config, p, count, seed + index):
-                    ttfts.append(record.ttft_ms)
-                    tpots.append(record.tpot_ms)
-                    gaps += record.itl_ms
+            # The simulator draws no random numbers, so runs of one size replay alike: each
+            # size once, its records counted as often as it was run (a file of a million
+            # one-request runs is one short replay, not a million).
+            for count, times in Counter(p.runs or (len(p.ttfts),)).items():
+                for record in _closed_loop(simulator, config, p, count, seed):
+                    ttfts += [record.ttft_ms] * times
+                    tpots += [record.tpot_ms] * times
+                    gaps += list(record.itl_ms) * times
             out.append(
                 Comparison(
                     p, statistics.median(ttfts), statistics.median(tpots), statistics.median(gaps)
