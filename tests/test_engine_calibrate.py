@@ -170,6 +170,18 @@ def test_the_batch_is_what_the_server_saw_running_else_the_highest_load(cli, tmp
     assert given.exit_code == 0 and "max_batch = 2" in out.read_text()
 
 
+LINEAR_TRUTH = (
+    '[deployments.truth]\nmode = "chunked"\nmodel = "gemma-3-270m"\nlink = "tcp-25g"\n'
+    'max_batch = 4\nchunk_tokens = 2048\ndecode_exec = "eager"\nrequest_overhead_ms = 40.0\n'
+    "step_overhead_ms = 0.0\nseq_overhead_us = 30000.0\n"
+    'colocated = { count = 1, chip = "box" }\n'
+    "[chips.box]\ntflops = 0.05\nhbm_gb = 64.0\nhbm_tbps = 0.004\nmfu = 1.0\nbw_eff = 1.0\n"
+    "decode_mfu = 1.0\neager_us_per_layer = 0.0\ngraph_step_ms = 0.0\n"
+)
+"""A known engine of 4 slots whose decode step grows linearly with the batch (the simulator runs
+it to make records a fit must recover)."""
+
+
 def _simulated_grid(
     folder: Path,
     truth: Path,
@@ -221,14 +233,7 @@ def test_on_an_engine_the_model_describes_exactly_the_fit_predicts_the_held_back
     cli, tmp_path
 ) -> None:
     truth = tmp_path / "truth.toml"
-    truth.write_text(
-        '[deployments.truth]\nmode = "chunked"\nmodel = "gemma-3-270m"\nlink = "tcp-25g"\n'
-        'max_batch = 4\nchunk_tokens = 2048\ndecode_exec = "eager"\nrequest_overhead_ms = 40.0\n'
-        "step_overhead_ms = 0.0\nseq_overhead_us = 30000.0\n"
-        'colocated = { count = 1, chip = "box" }\n'
-        "[chips.box]\ntflops = 0.05\nhbm_gb = 64.0\nhbm_tbps = 0.004\nmfu = 1.0\nbw_eff = 1.0\n"
-        "decode_mfu = 1.0\neager_us_per_layer = 0.0\ngraph_step_ms = 0.0\n"
-    )
+    truth.write_text(LINEAR_TRUTH)
     files = _simulated_grid(tmp_path, truth)
     out = tmp_path / "fit.toml"
     result = cli("engine", "calibrate", *map(str, files), "--out", str(out), "--json")
@@ -309,14 +314,7 @@ def test_runs_pooled_in_one_records_file_are_replayed_as_the_runs_they_were(cli,
     # alone. Replayed as one closed loop of 12, a finished client's next 256-token prompt would
     # be prefilled beside the others' decode and the held-back TPOT predicted far too slow.
     truth = tmp_path / "truth.toml"
-    truth.write_text(
-        '[deployments.truth]\nmode = "chunked"\nmodel = "gemma-3-270m"\nlink = "tcp-25g"\n'
-        'max_batch = 4\nchunk_tokens = 2048\ndecode_exec = "eager"\nrequest_overhead_ms = 40.0\n'
-        "step_overhead_ms = 0.0\nseq_overhead_us = 30000.0\n"
-        'colocated = { count = 1, chip = "box" }\n'
-        "[chips.box]\ntflops = 0.05\nhbm_gb = 64.0\nhbm_tbps = 0.004\nmfu = 1.0\nbw_eff = 1.0\n"
-        "decode_mfu = 1.0\neager_us_per_layer = 0.0\ngraph_step_ms = 0.0\n"
-    )
+    truth.write_text(LINEAR_TRUTH)
     files = _simulated_grid(tmp_path, truth, (1, 2, 4, 6), gaps=True, runs=2)
     assert read_point(files[-1]).runs == (6, 6)
     result = cli("engine", "calibrate", *map(str, files), "--out", str(tmp_path / "fit.toml"),
