@@ -76,21 +76,21 @@ def fake_estimate(batch: int, disagg: bool = True) -> tuple[float, float, float]
 
 
 def test_a_claim_is_posed_as_the_same_configuration_and_shown_as_ratios(fake_aic: None) -> None:
-    # 2 req/s on 6 GPUs, verified TTFT 400 ms / TPOT 20 ms: a decode node holds
-    # 1 req/s x 499 tokens x 20 ms = 10 sequences (Little's law).
-    check = check_of(report_of("qwen3-32b", "h200", 2.0, 400.0, 20.0))
-    assert check.checked and check.batch == 10
-    tokens, ttft, tpot = fake_estimate(10)
+    # 2 req/s on 6 GPUs, verified TTFT 400 ms / TPOT 16 ms: a decode node holds
+    # 1 req/s x 499 tokens x 16 ms = 8 sequences (Little's law).
+    check = check_of(report_of("qwen3-32b", "h200", 2.0, 400.0, 16.0))
+    assert check.checked and check.batch == 8
+    tokens, ttft, tpot = fake_estimate(8)
     assert check.estimate is not None
     assert check.estimate.tokens_per_s_per_gpu == pytest.approx(tokens)
     mine = 2.0 * OSL / 6
     assert check.claim.tokens_per_s_per_gpu == pytest.approx(mine)
     assert check.ratios == pytest.approx(
-        {"tokens/s/GPU": mine / tokens, "TTFT": 400.0 / ttft, "TPOT": 20.0 / tpot}
+        {"tokens/s/GPU": mine / tokens, "TTFT": 400.0 / ttft, "TPOT": 16.0 / tpot}
     )
-    # 0.75x, 2.0x, 1.33x: inside the dense disaggregated (all-runs) spread.
+    # 0.81x, 2.0x, 1.23x: inside the dense disaggregated (all-runs) spread.
     assert not check.uncertain and check.band_group == "all-runs"
-    assert "aiconfigurator 0.0.1 (fake 1.0) at batch 10" in check.summary()
+    assert "aiconfigurator 0.0.1 (fake 1.0) at batch 8" in check.summary()
     assert "within the all-runs spread" in check.summary()
 
 
@@ -106,10 +106,10 @@ def test_a_colocated_claim_sizes_its_batch_by_the_whole_request_lifetime(fake_ai
 def test_a_disagreement_beyond_the_validation_spread_is_uncertain_and_says_why(
     fake_aic: None,
 ) -> None:
-    # TTFT 1000 ms against the stand-in's 200 ms: 5x, above the all-runs P90 of 2.26.
-    check = check_of(report_of("qwen3-32b", "h200", 2.0, 1000.0, 20.0))
+    # TTFT 1000 ms against the stand-in's 200 ms: 5x, above the all-runs P90 of 2.07.
+    check = check_of(report_of("qwen3-32b", "h200", 2.0, 1000.0, 16.0))
     assert check.uncertain
-    assert check.outside == ("TTFT 5.00x is outside the all-runs spread 0.19-2.26x",)
+    assert check.outside == ("TTFT 5.00x is outside the all-runs spread 0.16-2.07x",)
     assert "UNCERTAIN: TTFT 5.00x" in check.summary()
 
 
