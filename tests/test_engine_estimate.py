@@ -156,3 +156,33 @@ def test_the_documented_worked_example_is_what_the_tool_says(tmp_path: Path) -> 
     per_gpu = 112 * 2048 / (prefill.step_ms + 2048 * decode.step_ms) * 1000
     assert f"**{per_gpu:,.0f}**" in docs
     assert f"**{per_gpu / 6818:.2f}×**" in docs
+
+
+def test_without_eplb_the_busiest_gpu_does_the_documented_share_more_expert_work(
+    cli: Any,
+) -> None:
+    # The DeepSeek preset runs EPLB (LMSYS's recipe); the engines ship with it off, where the
+    # busiest GPU's routed experts and all-to-all cost 1.5x the balanced ones.
+    args = ("-p", "deepseek-r1-h200-disagg", "--phase", "prefill", "-b", "4000", "--context",
+            "4000")  # fmt: skip
+    balanced = run(cli, *args)
+    assert balanced["settings"]["eplb"] and balanced["settings"]["expert_imbalance"] == 1.0
+    unbalanced = run(cli, *args, "--no-eplb")
+    assert not unbalanced["settings"]["eplb"]
+    assert unbalanced["settings"]["expert_imbalance"] == 1.5
+    assert unbalanced["step_ms"] > 1.1 * balanced["step_ms"]
+    # with ep = 1 the experts are split by tensor parallelism, not routed: nothing to balance
+    dense = ("-p", "h100-chunked", "--phase", "prefill", "-b", "4000", "--context", "4000")
+    with_eplb, without = run(cli, *dense, "--eplb"), run(cli, *dense, "--no-eplb")
+    assert without["settings"]["expert_imbalance"] == 1.0
+    assert without["step_ms"] == with_eplb["step_ms"]
+
+
+def test_an_explicit_expert_imbalance_outranks_the_eplb_default(catalog: Catalog) -> None:
+    from dataclasses import replace
+
+    dep = catalog.deployments["deepseek-r1-h200-disagg"]
+    assert dep.eplb and dep.expert_load == 1.0
+    assert replace(dep, eplb=None).expert_load == 1.5  # unset: off, as the engines ship
+    assert replace(dep, eplb=None, expert_imbalance=1.2).expert_load == 1.2
+    assert replace(dep, expert_imbalance=2.0).expert_load == 2.0

@@ -92,6 +92,14 @@ Overlap = Annotated[
         help="Hide communication under compute (default: the preset's, off).",
     ),
 ]
+Eplb = Annotated[
+    bool | None,
+    typer.Option(
+        "--eplb/--no-eplb",
+        help="Expert-parallel load balancing runs: balanced experts (default: the preset's, off:"
+        " the busiest GPU does 1.5x the mean's expert work).",
+    ),
+]
 AsJson = Annotated[
     bool, typer.Option("--json", help="Print one pdnotes.engine.estimate/1 document.")
 ]
@@ -108,6 +116,7 @@ def estimate(
     prefix_hit: PrefixHit = None,
     mtp_acceptance: MtpAcceptance = None,
     two_batch_overlap: Overlap = None,
+    eplb: Eplb = None,
     as_json: AsJson = False,
 ) -> None:
     """One step of a deployment, statically: step time, tokens/s per GPU, node and user,
@@ -128,6 +137,7 @@ def estimate(
         two_batch_overlap=(
             deployment.two_batch_overlap if two_batch_overlap is None else two_batch_overlap
         ),
+        eplb=deployment.eplb if eplb is None else eplb,
     )
     result = run(deployment, catalog, phase, batch, context)
     if as_json:

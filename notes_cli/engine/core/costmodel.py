@@ -169,7 +169,7 @@ class NodeCost:
             dep.dispatch_dtype,
             dep.combine_dtype,
             bool(dep.two_batch_overlap),
-            dep.expert_imbalance or 1.0,
+            dep.expert_load,
             dep.mtp_acceptance,
             dep.mtp_tokens or 1,
             dep.prefix_cache_hit,

@@ -26,6 +26,11 @@ _KINDS = ("chips", "links", "models", "deployments")
 # router hop, a second API server and the prefill/decode bootstrap handshake.
 DEFAULT_OVERHEAD_MS = {"colocated": 5.0, "chunked": 5.0, "disagg": 20.0}
 
+# The busiest GPU's expert work over the mean under expert parallelism without EPLB: LMSYS
+# measured EPLB speeding SGLang's DeepSeek prefill 1.49x (blog, 2025-05, "Deploying DeepSeek
+# with PD Disaggregation and Large-scale Expert Parallelism"), the imbalance it removes.
+UNBALANCED_EXPERTS = 1.5
+
 # Bytes per weight of each precision a deployment may serve in (docs/engine-model.md,
 # "Precision"). The block-scaled 4-bit formats carry their scales: nvfp4 one fp8 scale per 16
 # values (4.5 bits), mxfp4 one 8-bit exponent per 32 (4.25 bits); int4 is weight-only.
@@ -290,7 +295,10 @@ class Deployment:
     dispatch_dtype: str | None = None  # EP dispatch: None = fp8 with fp8/fp4 weights, else bf16
     combine_dtype: str | None = None  # EP combine: None = the activations' (bf16), as DeepEP's
     two_batch_overlap: bool | None = None  # None = off: comm and compute one after another
-    expert_imbalance: float | None = None  # busiest GPU's expert load / mean; None = 1.0
+    expert_imbalance: float | None = None  # busiest GPU's expert load / mean; None: by `eplb`
+    # Expert-parallel load balancing (EPLB) runs: None / False = off, as vLLM, SGLang and
+    # TensorRT-LLM ship; it sets expert_imbalance's default (expert_load below).
+    eplb: bool | None = None
     mtp_acceptance: float = 0.0  # speculative decoding: a draft token's acceptance; 0 = off
     mtp_tokens: int | None = None  # draft tokens per step when on; None = 1 (DeepSeek's MTP)
     prefix_cache_hit: float = 0.0  # share of prompt tokens found in the prefix cache
@@ -308,6 +316,15 @@ class Deployment:
             own = BACKENDS[self.backend].request_overhead_ms
             return own + (extra if self.mode == "disagg" else 0.0)
         return DEFAULT_OVERHEAD_MS.get(self.mode, 0.0)
+
+    @property
+    def expert_load(self) -> float:
+        """The busiest GPU's expert work over the mean, with ep > 1: `expert_imbalance` where
+        set, else 1.0 with EPLB (balanced routing, what the measured MoE kernels assume) and
+        UNBALANCED_EXPERTS without it (docs/engine-model.md, "Wide EP")."""
+        if self.expert_imbalance is not None:
+            return self.expert_imbalance
+        return 1.0 if self.eplb else UNBALANCED_EXPERTS
 
     @property
     def step_cpu_ms(self) -> tuple[float, float]:
