@@ -106,10 +106,10 @@ def test_a_colocated_claim_sizes_its_batch_by_the_whole_request_lifetime(fake_ai
 def test_a_disagreement_beyond_the_validation_spread_is_uncertain_and_says_why(
     fake_aic: None,
 ) -> None:
-    # TTFT 1000 ms against the stand-in's 200 ms: 5x, above the all-runs P90 of 2.07.
+    # TTFT 1000 ms against the stand-in's 200 ms: 5x, above the all-runs P90 of 2.11.
     check = check_of(report_of("qwen3-32b", "h200", 2.0, 1000.0, 16.0))
     assert check.uncertain
-    assert check.outside == ("TTFT 5.00x is outside the all-runs spread 0.16-2.07x",)
+    assert check.outside == ("TTFT 5.00x is outside the all-runs spread 0.17-2.11x",)
     assert "UNCERTAIN: TTFT 5.00x" in check.summary()
 
 
