@@ -166,3 +166,26 @@ def test_a_tp8_decode_step_pays_its_attention_kernels_after_the_gemms(catalog: C
     assert NodeCost(ds, h200, 8, weight_dtype="fp8").decode_step_ms(8, 8000) == NodeCost(
         ds, nofloor, 8, weight_dtype="fp8"
     ).decode_step_ms(8, 8000)
+
+
+def test_a_steps_remembered_communication_is_the_phase_it_was_computed_for(
+    catalog: Catalog,
+) -> None:
+    # step_ms remembers each token count's communication, prefill and decode apart: an EP
+    # decode step sends with DeepEP's low-latency kernels, a prefill step with its normal ones.
+    m, h200 = catalog.models["deepseek-r1"], catalog.chips["h200"]
+
+    def fresh() -> NodeCost:
+        return NodeCost(m, h200, tp=1, dp=8, ep=8, weight_dtype="fp8")
+
+    cost = fresh()
+    for tokens in (64, 512, 4096):
+        prefill = cost.step_ms(tokens, tokens * 100.0, 0.0, eager=True)
+        decode = cost.step_ms(tokens, tokens * 100.0, tokens * 1000.0, eager=False)
+        assert prefill == fresh().step_ms(tokens, tokens * 100.0, 0.0, eager=True)
+        assert decode == fresh().step_ms(tokens, tokens * 100.0, tokens * 1000.0, eager=False)
+    # past the memo's bound (4,096 counts a phase: flat memory) it computes again, the same
+    for tokens in range(1, 5000):
+        cost.step_ms(tokens, 0.0, 0.0, eager=False)
+    assert len(cost._comm_decode) <= 4096
+    assert cost.step_ms(6000, 0.0, 0.0, eager=False) == fresh().step_ms(6000, 0.0, 0.0, eager=False)

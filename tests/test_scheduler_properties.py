@@ -100,3 +100,51 @@ def test_every_request_finishes_consistently_and_memory_is_respected(
     assert scheduler.waiting == 0
     for worker in scheduler.workers:
         assert (worker.kv_used, worker.context, len(worker.running)) == (0, 0, 0)
+
+
+def _records(
+    preset: str, trace: list[tuple[float, int, int]], keep_gaps: bool
+) -> list[RequestRecord]:
+    from notes_cli.engine.core.simcore import SimRequest, simulate
+
+    requests, t = [], 0.0
+    for gap, prompt, output in trace:
+        t += gap
+        requests.append(SimRequest(t, prompt, output))
+    return list(simulate(preset, requests, catalog=CATALOG, keep_gaps=keep_gaps))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    preset=st.sampled_from(["h100-chunked", "h100-colocated", "h800-h20-rdma"]),
+    trace=st.lists(
+        st.tuples(
+            st.floats(min_value=0, max_value=400, allow_nan=False),
+            st.integers(min_value=1, max_value=4000),
+            st.integers(min_value=1, max_value=300),  # answers spanning several 64-step blocks
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+)
+def test_a_records_largest_gap_is_the_largest_of_its_gaps(
+    preset: str, trace: list[tuple[float, int, int]]
+) -> None:
+    # Without the gap list (the planner's and `engine simulate`'s path) a record's largest
+    # inter-token gap comes from per-block maxima; it must be the largest of the gaps listed.
+    listed = _records(preset, trace, keep_gaps=True)
+    quick = _records(preset, trace, keep_gaps=False)
+    assert [r.request_id for r in quick] == [r.request_id for r in listed]
+    for fast, full in zip(quick, listed, strict=True):
+        assert fast.max_itl_ms == (max(full.itl_ms) if full.itl_ms else 0.0)
+
+
+def test_the_largest_gap_holds_after_the_gap_history_is_trimmed() -> None:
+    # Requests arriving for about 100 s of decode steps on one node: its gap history passes
+    # 4,096 gaps and is trimmed four times under running requests, dropping whole blocks.
+    trace = [(12.0 if i % 3 else 0.0, 200 + 50 * (i % 7), 300 + (i % 5) * 20) for i in range(12000)]
+    listed = _records("h100-chunked", trace, keep_gaps=True)
+    quick = _records("h100-chunked", trace, keep_gaps=False)
+    assert len(quick) == 12000
+    for fast, full in zip(quick, listed, strict=True):
+        assert fast.max_itl_ms == max(full.itl_ms)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from notes_cli.engine.core.api import RequestRecord
-from notes_cli.engine.core.workers import SchedRequest, Worker
+from notes_cli.engine.core.workers import SchedRequest, Worker, gap_max
 
 
 def build_record(
@@ -19,11 +19,21 @@ def build_record(
     transfer = r.transfer_end_ms - r.transfer_start_ms
     decode = now - r.first_token_ms
     gaps: list[float] = []
-    if n > 1:
+    largest = 0.0
+    lo, hi = r.join_emit + 1, r.finish_emit
+    if n > 1 and not keep_gaps and w.gaps_base <= lo <= hi <= w.emit:
+        largest = r.first_step_ms  # the largest gap without copying the history (gap_max)
+        top = gap_max(w, lo, hi)
+        if top > largest:
+            largest = top
+        if r.carried and r.stall_ms > largest:
+            largest = r.stall_ms
+    elif n > 1:
         gaps = [r.first_step_ms]
-        gaps += w.gaps[r.join_emit + 1 - w.gaps_base : r.finish_emit + 1 - w.gaps_base]
+        gaps += w.gaps[lo - w.gaps_base : hi + 1 - w.gaps_base]
         if r.carried:  # the wait from its last token before the eviction to the next one
             gaps.append(r.stall_ms)
+        largest = max(gaps)
     return RequestRecord(
         request_id=r.request_id,
         arrival_ms=r.arrival_ms,
@@ -36,7 +46,7 @@ def build_record(
         ttft_ms=ttft,
         tpot_ms=decode / (n - 1) if n > 1 else 0.0,
         e2e_ms=now - r.arrival_ms,
-        max_itl_ms=max(gaps) if gaps else 0.0,
+        max_itl_ms=largest,
         itl_sum_ms=decode,
         itl_count=n - 1,
         transfer_bytes=r.transfer_bytes,

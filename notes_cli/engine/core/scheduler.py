@@ -30,7 +30,7 @@ from notes_cli.engine.core.links import LinkChannel
 from notes_cli.engine.core.profiles import Catalog, Deployment
 from notes_cli.engine.core.records import build_record
 from notes_cli.engine.core.routing import pick_decode_node, pick_prefill_node
-from notes_cli.engine.core.workers import SchedRequest, Worker
+from notes_cli.engine.core.workers import GAP_BLOCK, SchedRequest, Worker
 
 Event = tuple[float, int, Callable[[Any, float], None], Any]
 _GAP_TRIM = 4096  # keep per-node gap history bounded (only running requests need it)
@@ -444,7 +444,13 @@ class Scheduler:
     def _emit(self, w: Worker, now: float) -> None:
         """The decode step in flight on `w` ends: every running sequence gains one token."""
         w.emit += 1
-        w.gaps.append(now - w.last_emit_ms)
+        gap = now - w.last_emit_ms
+        w.gaps.append(gap)
+        block = w.emit // GAP_BLOCK - w.gap_blocks_base  # the gap's block maximum (gap_max)
+        if block == len(w.gap_blocks):
+            w.gap_blocks.append(gap)
+        elif gap > w.gap_blocks[block]:
+            w.gap_blocks[block] = gap
         w.last_emit_ms = now
         if w.joiners:
             for request in w.joiners:
@@ -513,6 +519,10 @@ class Scheduler:
         if drop > 0:
             del w.gaps[:drop]
             w.gaps_base += drop
+            dead = w.gaps_base // GAP_BLOCK - w.gap_blocks_base  # blocks wholly trimmed
+            if dead > 0:
+                del w.gap_blocks[:dead]
+                w.gap_blocks_base += dead
 
     # ---- chunked prefill ------------------------------------------------------------------
     def _start_chunked(self, w: Worker, now: float) -> None:
@@ -552,9 +562,12 @@ class Scheduler:
         if not chunks and not w.running:
             w.busy = False
             return
-        chunk_total = sum(c for _, c in chunks)
+        chunk_total = sum(c for _, c in chunks) if chunks else 0
         batch = len(w.running)
-        if w.cost.dp > 1:  # attention DP: each prompt's chunk on one replica (costmodel)
+        if not chunks:  # a decode-only step, most steps: no sums over an empty list (hot path)
+            context = float(w.context)
+            gpu_ms = w.cost.step_ms(batch, context, context, eager=False)
+        elif w.cost.dp > 1:  # attention DP: each prompt's chunk on one replica (costmodel)
             placed = [(float(c), float(r.prefilled)) for r, c in chunks]
             gpu_ms = w.cost.dp_chunked_step_ms(batch, w.context, placed)
         else:
