@@ -148,3 +148,16 @@ def test_the_largest_gap_holds_after_the_gap_history_is_trimmed() -> None:
     assert len(quick) == 12000
     for fast, full in zip(quick, listed, strict=True):
         assert fast.max_itl_ms == max(full.itl_ms)
+
+
+def test_a_request_after_an_idle_node_does_not_count_the_idle_time_as_a_gap() -> None:
+    # A 4,500-token answer fills the node's gap history past its 4,096-gap trim and leaves the
+    # node idle for 200 s; the next requests' gaps are their own steps (they add up to their
+    # decode time), not the idle time (found in round six: the history was one off after a
+    # trim of an idle node, and a request's largest gap read 167 s).
+    trace = [(0.0, 100, 4500), (200_000.0, 300, 200), (3.0, 100, 250)]
+    listed = _records("h100-chunked", trace, keep_gaps=True)
+    quick = _records("h100-chunked", trace, keep_gaps=False)
+    for full, fast in zip(listed, quick, strict=True):
+        assert sum(full.itl_ms) == pytest.approx(full.decode_ms)
+        assert fast.max_itl_ms == max(full.itl_ms) < 50.0

@@ -514,7 +514,7 @@ class Scheduler:
         return evicted
 
     def _trim_gaps(self, w: Worker) -> None:
-        oldest = min((r.join_emit for r in w.running), default=w.emit + 1)
+        oldest = min((r.join_emit for r in w.running), default=w.emit)
         drop = oldest + 1 - w.gaps_base
         if drop > 0:
             del w.gaps[:drop]
