@@ -186,3 +186,14 @@ def test_an_explicit_expert_imbalance_outranks_the_eplb_default(catalog: Catalog
     assert replace(dep, eplb=None).expert_load == 1.5  # unset: off, as the engines ship
     assert replace(dep, eplb=None, expert_imbalance=1.2).expert_load == 1.2
     assert replace(dep, expert_imbalance=2.0).expert_load == 2.0
+
+
+def test_the_table_says_how_balanced_the_experts_are_where_they_are_routed(cli: Any) -> None:
+    args = ("engine", "estimate", "-p", "deepseek-r1-h200-disagg", "--phase", "prefill", "-b",
+            "4000", "--context", "4000")  # fmt: skip
+    unbalanced = cli(*args, "--no-eplb")  # type: ignore[operator]
+    assert unbalanced.exit_code == 0 and "1.5x the mean (no EPLB)" in unbalanced.stdout
+    assert "1x the mean (EPLB)" in cli(*args).stdout  # type: ignore[operator]
+    dense = cli("engine", "estimate", "-p", "h100-chunked", "--phase", "prefill", "-b", "4000",
+                "--context", "4000")  # type: ignore[operator]  # fmt: skip
+    assert dense.exit_code == 0 and "expert work" not in dense.stdout

@@ -252,6 +252,7 @@ def test_a_56_percent_prefix_hit_rate_cuts_prefill_compute_accordingly(catalog: 
         ("expert_imbalance = 0.5", "expert_imbalance 0.5 must be 1 to 16"),
         ('dispatch_dtype = "int4"', "dispatch_dtype 'int4' is not one of"),
         ('two_batch_overlap = "yes"', "two_batch_overlap = 'yes' should be true or false"),
+        ('eplb = "on"', "eplb = 'on' should be true or false"),
     ],
 )
 def test_a_deployment_files_bad_ep_settings_are_refused(

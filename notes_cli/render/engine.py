@@ -150,6 +150,11 @@ def estimate_table(doc: dict[str, Any]) -> None:
     table.add_row("step", f"{doc['step_ms']:,.2f} ms ({doc['bound']}-bound kernels)")
     if doc["tokens_per_step"] != 1:
         table.add_row("tokens per sequence per step", f"{doc['tokens_per_step']:.3f}")
+    if par["ep"] > 1:  # the routed experts' balance sets their compute and all-to-all
+        settings = doc["settings"]
+        balance = "EPLB" if settings["eplb"] else "no EPLB"
+        imbalance = settings["expert_imbalance"]
+        table.add_row("busiest GPU's expert work", f"{imbalance:g}x the mean ({balance})")
     table.add_row("tokens/s per GPU", f"{rates['per_gpu']:,.0f}")
     table.add_row(f"tokens/s per node ({doc['node_gpus']} GPUs)", f"{rates['per_node']:,.0f}")
     table.add_row("tokens/s per user", f"{rates['per_user']:,.1f}")
