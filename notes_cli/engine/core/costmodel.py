@@ -150,8 +150,8 @@ class NodeCost:
     _decode_ms: float = field(init=False, repr=False, compare=False, default=0.0)
     _mtp_gain: float = field(init=False, repr=False, compare=False, default=1.0)
     # A step's communication by its token count, prefill / decode: steps repeat the same few
-    # counts, and the all-reduce and all-to-all formulas cost ~18 % of a planner run's CPU
-    # (cProfile, Llama-3.1-8B on 8 x H200) where a dict lookup costs ~1 %. Bounded (_COMM_MEMO).
+    # counts, and remembering them cut a planner run's CPU by 16 % (Llama-3.1-8B on 8 x H200,
+    # 18.5 -> 15.5 s, the same plan; docs/benchmarks/planner.md). Bounded (_COMM_MEMO).
     _comm_eager: dict[float, float] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )
