@@ -92,7 +92,10 @@ def test_smoke_fails_a_stall_and_does_not_call_it_slow(cli: Any, start_engine_se
     run = result.json()["runs"][0]
     assert run["pace"]["cause"] == "stalled" and run["ok"] is False
     assert result.json()["verdict"]["slow"] is False
-    assert run["problem"].startswith("total-timeout: ")
+    # With --timeout 2 the whole-answer deadline (2 s from the request) and the silence limit
+    # (2 s from the one token, 8 ms later) are one timer tick apart: under load either may
+    # fire first, and either names the stall.
+    assert run["problem"].startswith(("total-timeout: ", "idle-stream-timeout: "))
     assert ": stalled: 1 token (first token after " in run["problem"]
 
 
