@@ -347,9 +347,7 @@ class NodeCost:
                 comm += self.stage_hops_ms(new_tokens)
                 if len(memo) < _COMM_MEMO:
                     memo[new_tokens] = comm
-            if self.two_batch_overlap:  # inlined _with_comm: hot path
-                return (core if core > comm else comm) + overhead
-            return core + comm + overhead
+            return self._with_comm(core, comm) + overhead
         return core + overhead
 
     def step_parts(
