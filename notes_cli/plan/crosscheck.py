@@ -9,7 +9,7 @@ limit. aiconfigurator's estimate comes back as tokens/s per GPU, TTFT and TPOT, 
 disagreement is the ratio pdnotes / aiconfigurator of each.
 
 A ratio outside the band pdnotes' own model spans against measurement (docs/validation.md,
-"Round five: validation part (half)", the model as is: the P10-P90 of the signed ratio
+"Round six: validation part (half)", the model as is: the P10-P90 of the signed ratio
 predicted / measured for the claim's class and mode) marks the claim uncertain: the two tools
 then disagree by more than pdnotes is known to miss by. Tokens/s per GPU goes as 1 / TPOT at a
 batch, so its band is the TPOT band inverted.
