@@ -191,3 +191,29 @@ def test_cancelled_request_frees_its_memory(catalog: Catalog) -> None:
     decode = scheduler.decode_workers[0]
     assert (decode.kv_used, decode.context, len(decode.running)) == (0, 0, 0)
     assert scheduler.waiting == 0
+
+
+def test_a_chunked_step_costs_what_the_cost_model_says_for_its_mix(catalog: Catalog) -> None:
+    # A decoding request, then a long prompt prefilled in chunks beside it: every mixed step
+    # lasts the cost model's time for that mix (its decodes' context and the chunk's prior
+    # tokens), plus the engine's CPU time; the scheduler sums the chunks itself (hot path).
+    scheduler = Scheduler(catalog.deployment("h100-chunked"), catalog)
+    node = scheduler.workers[0]
+    mixed: list[tuple[float, float]] = []
+
+    def check(step: StepStats) -> None:
+        if step.phase != "mixed":
+            return
+        ((request, chunk),) = node.chunks
+        gpu = node.cost.mixed_step_ms(len(node.running), node.context, chunk, request.prefilled)
+        mixed.append((step.duration_ms, node.step_duration(gpu, len(node.running) + 1)))
+
+    scheduler.on_step = check
+    prompt = 3 * (node.chunk_tokens - 1) + 8  # the last chunk small: its KV reads matter
+    for request in (SchedRequest("0", 0.0, 300, 400), SchedRequest("1", 40.0, prompt, 4)):
+        scheduler.submit(request, request.arrival_ms)
+    while scheduler.next_event_time() is not None:
+        scheduler.step()
+    assert len(mixed) >= 3  # the prompt took several chunks, after the first some prefilled
+    for duration, expected in mixed:
+        assert duration == pytest.approx(expected, rel=1e-12)

@@ -526,8 +526,11 @@ class Scheduler:
 
     # ---- chunked prefill ------------------------------------------------------------------
     def _start_chunked(self, w: Worker, now: float) -> None:
-        self._join_ready(w)
-        evicted = w.kv_incremental and self._make_room(w)
+        if w.ready:  # (the guards here and below skip calls that would do nothing: hot path)
+            self._join_ready(w)
+        evicted = (
+            w.kv_incremental and w.kv_used + len(w.running) > w.kv_capacity and self._make_room(w)
+        )
         budget = max(0, w.chunk_tokens - len(w.running))
         chunks: list[tuple[SchedRequest, int]] = []
         for request in w.prefilling:
@@ -562,17 +565,23 @@ class Scheduler:
         if not chunks and not w.running:
             w.busy = False
             return
-        chunk_total = sum(c for _, c in chunks) if chunks else 0
         batch = len(w.running)
-        if not chunks:  # a decode-only step, most steps: no sums over an empty list (hot path)
+        chunk_total = 0
+        if not chunks:  # a decode-only step
             context = float(w.context)
             gpu_ms = w.cost.step_ms(batch, context, context, eager=False)
         elif w.cost.dp > 1:  # attention DP: each prompt's chunk on one replica (costmodel)
+            chunk_total = sum(c for _, c in chunks)
             placed = [(float(c), float(r.prefilled)) for r, c in chunks]
             gpu_ms = w.cost.dp_chunked_step_ms(batch, w.context, placed)
-        else:
-            pairs = float(w.context) + sum(c * (r.prefilled + c / 2.0) for r, c in chunks)
-            kv_read = float(w.context) + sum(r.prefilled for r, _ in chunks)
+        else:  # one pass for the three sums (hot path), added in the order sum() would
+            pairs, prior = 0.0, 0
+            for r, c in chunks:
+                chunk_total += c
+                pairs += c * (r.prefilled + c / 2.0)
+                prior += r.prefilled
+            pairs += float(w.context)
+            kv_read = float(w.context) + prior
             gpu_ms = w.cost.step_ms(batch + chunk_total, pairs, kv_read, eager=chunk_total > 0)
         duration = w.step_duration(gpu_ms, batch + len(chunks))
         w.chunks = chunks
