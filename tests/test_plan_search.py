@@ -307,3 +307,17 @@ def test_a_coarse_search_refined_is_exactly_the_search_to_the_tolerance() -> Non
         assert [p.rate for p in finished.probes] == [p.rate for p in whole.probes]
         assert coarse.capacity <= whole.capacity < (coarse.failed_rate or math.inf)
     assert unsettled, "some coarse search must have stopped short of the tolerance"
+
+
+def test_the_bounds_last_arrival_is_the_replayed_lengths_last_arrival() -> None:
+    # The capacity bound reasons about when the last of `repeat` replays arrives at 1 req/s;
+    # it is read off one stream drawn as far as asked, in whatever order the repeats come.
+    from notes_cli.plan.prune import Bounds
+
+    request = hand_request()
+    catalog = lab_catalog()
+    workload = request.workload
+    bounds = Bounds(catalog, catalog.models[request.model], request.link, workload, seed=3)
+    for repeat in (3, 1, 7, 3, 250):
+        replayed = max(item.arrival_ms for item in workload.items(1.0, 3, repeat))
+        assert bounds.last_arrival_ms(repeat) == replayed
