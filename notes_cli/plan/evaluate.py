@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from notes_cli.bench.goodput import search_goodput
+from notes_cli.bench.goodput import MIN_RATE, search_goodput
 from notes_cli.engine.core.profiles import Catalog, Deployment
 from notes_cli.engine.core.simcore import SimRequest, simulate
 from notes_cli.plan.prune import Bounds
@@ -37,7 +37,6 @@ DEFAULT_TOLERANCE = 0.05
 DEFAULT_MAX_PROBES = 16
 COARSE_FACTOR = 4  # a first search stops at 4x the tolerance; only candidates that can still
 # enter what the report shows are searched on to the tolerance (planner.py)
-LOWER_START = 0.9  # a refuted claim's search starts this far below it
 
 
 @dataclass(frozen=True)
@@ -309,11 +308,35 @@ def _prober(
 
 def lowered(context: PlanContext, candidate: Candidate, refuted_rate: float) -> CandidateResult:
     """The capacity below a claim its verification refuted, searched with verification-length
-    probes, so that the rate found is verified by its own probe. It starts 10% below the claim:
-    refutations are mostly by a few percent (a queue growing too slowly for the shorter probe
-    to see), and the search halves from there when they are not."""
-    return capacity(
-        context, candidate, LOWER_START * refuted_rate, factor=VERIFY_FACTOR, ceiling=refuted_rate
+    probes, so that the rate found is verified by its own probe. The refuted rate is the top
+    of the bracket from the start. The first probe sits one tolerance below it, which settles
+    the search when it passes: refutations are mostly by a few percent (a queue growing too
+    slowly for the shorter probe to see). Otherwise the search halves until a probe passes and
+    bisects back up to the tolerance. (It started 10% below the claim and bisected towards a
+    bracket above the claim: three verification-length probes where one does, a fifth of the
+    Llama-3.1-8B plan's CPU; docs/benchmarks/planner.md.)"""
+    probes: list[Probe] = []
+    passed: dict[float, tuple[LoadPoint, int]] = {}
+    meets = _prober(context, candidate, VERIFY_FACTOR, math.inf, probes, passed)
+    low, high = 0.0, refuted_rate
+    rate = refuted_rate * (1.0 - context.tolerance)
+    while len(probes) < context.max_probes and rate >= MIN_RATE:
+        if meets(rate):
+            low = rate
+            break
+        high, rate = rate, rate / 2
+    # the first probe's bracket is the tolerance itself, up to rounding
+    while low > 0 and (high - low) / high > context.tolerance * (1 + 1e-9):
+        if len(probes) >= context.max_probes:
+            break
+        middle = (low + high) / 2
+        if meets(middle):
+            low = middle
+        else:
+            high = middle
+    point, repeat = passed.get(low, (None, 1))
+    return CandidateResult(
+        candidate, low, probes=tuple(probes), repeat=repeat, verification=point, settled=True
     )
 
 
