@@ -313,7 +313,7 @@ def lowered(context: PlanContext, candidate: Candidate, refuted_rate: float) -> 
     the search when it passes: refutations are mostly by a few percent (a queue growing too
     slowly for the shorter probe to see). Otherwise the search halves until a probe passes and
     bisects back up to the tolerance. (It started 10% below the claim and bisected towards a
-    bracket above the claim: three verification-length probes where one does, a fifth of the
+    bracket above the claim: three verification-length probes where one does, a tenth of the
     Llama-3.1-8B plan's CPU; docs/benchmarks/planner.md.)"""
     probes: list[Probe] = []
     passed: dict[float, tuple[LoadPoint, int]] = {}

@@ -86,22 +86,21 @@ class Bounds:
         # Decode tokens (output - 1) of the requests, smallest first, as prefix sums.
         self.decode_tokens_prefix = _prefix(sorted(p[1] - 1 for p in workload.pairs))
         self.max_decode_tokens = max(p[1] - 1 for p in workload.pairs)
-        self._last_arrival: dict[int, float] = {}
         endless = workload.items(1.0, seed, repeat=sys.maxsize)  # lazy: drawn as far as asked
         self._arrival_stream = (item.arrival_ms for item in endless)
-        self._arrival_times: list[float] = []
+        self._replay_ends: list[float] = []  # the last arrival of 1, 2, ... replays
         self._decode_values = sorted(p[1] - 1 for p in workload.pairs)
 
     def last_arrival_ms(self, repeat: int) -> float:
-        """When the last of `repeat` x the requests arrives at 1 req/s: one stream of arrival
-        times, increasing, drawn as far as asked once (the bounds ask for every repeat up to
-        _MAX_REPEAT; replaying the stream for each cost 3 % of a plan's CPU)."""
-        if repeat not in self._last_arrival:
-            n = repeat * self.workload.requests
-            times = self._arrival_times
-            times.extend(itertools.islice(self._arrival_stream, max(0, n - len(times))))
-            self._last_arrival[repeat] = times[n - 1] if n else 0.0
-        return self._last_arrival[repeat]
+        """When the last of `repeat` x the requests arrives at 1 req/s. The arrival times are
+        one increasing stream, read once as far as asked, keeping each replay's last arrival
+        only (the bounds ask for every repeat up to _MAX_REPEAT; replaying the stream for each
+        cost 3 % of a plan's CPU)."""
+        ends = self._replay_ends
+        while len(ends) < repeat:
+            replay = itertools.islice(self._arrival_stream, self.workload.requests)
+            ends.append(max(replay, default=ends[-1] if ends else 0.0))
+        return ends[repeat - 1] if repeat > 0 else 0.0
 
     def smallest_prefill_ms(self, cost: NodeCost, m: int, repeat: int) -> float:
         """Compute time (weights' GEMMs and causal attention, no overhead) of the m smallest
