@@ -35,8 +35,12 @@ from notes_cli.plan.workload import PlanWorkload
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_MAX_PROBES = 16
-COARSE_FACTOR = 4  # a first search stops at 4x the tolerance; only candidates that can still
-# enter what the report shows are searched on to the tolerance (planner.py)
+COARSE_FACTOR = 3  # a first search stops at 3x the tolerance; only candidates that can still
+# enter what the report shows are searched on to the tolerance (planner.py). 3, not 4: the
+# closer first capacities tighten the bound's threshold, so fewer candidates are searched
+# (Llama-3.1-8B's plan 10.7 -> 9.3 s of CPU, the article's case 22.0 -> 18.3 s, issue 37's
+# four questions within the noise, every best the same; 2 searched more on two of them;
+# docs/benchmarks/planner.md)
 
 
 @dataclass(frozen=True)
