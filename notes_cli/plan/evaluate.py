@@ -267,14 +267,8 @@ def refine(context: PlanContext, result: CandidateResult) -> CandidateResult:
     probes = list(result.probes)
     passed: dict[float, tuple[LoadPoint, int]] = {}
     meets = _prober(context, result.candidate, 1, math.inf, probes, passed)
-    low, high = result.capacity, result.failed_rate
-    assert high is not None
-    while (high - low) / high > context.tolerance and len(probes) < context.max_probes:
-        middle = (low + high) / 2
-        if meets(middle):
-            low = middle
-        else:
-            high = middle
+    assert result.failed_rate is not None
+    low = _bisect(meets, result.capacity, result.failed_rate, context.tolerance, probes, context)
     repeat = passed[low][1] if low in passed else result.repeat
     return replace(result, capacity=low, probes=tuple(probes), repeat=repeat, settled=True)
 
@@ -310,6 +304,25 @@ def _prober(
     return meets
 
 
+def _bisect(
+    meets: Callable[[float], bool],
+    low: float,
+    high: float,
+    tolerance: float,
+    probes: list[Probe],
+    context: PlanContext,
+) -> float:
+    """Halve [low, high] (low met the SLOs, high did not) until it is within `tolerance` of its
+    top or the plan's probes are spent; the highest rate found meeting them."""
+    while (high - low) / high > tolerance and len(probes) < context.max_probes:
+        middle = (low + high) / 2
+        if meets(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
 def lowered(context: PlanContext, candidate: Candidate, refuted_rate: float) -> CandidateResult:
     """The capacity below a claim its verification refuted, searched with verification-length
     probes, so that the rate found is verified by its own probe. The refuted rate is the top
@@ -329,15 +342,8 @@ def lowered(context: PlanContext, candidate: Candidate, refuted_rate: float) -> 
             low = rate
             break
         high, rate = rate, rate / 2
-    # the first probe's bracket is the tolerance itself, up to rounding
-    while low > 0 and (high - low) / high > context.tolerance * (1 + 1e-9):
-        if len(probes) >= context.max_probes:
-            break
-        middle = (low + high) / 2
-        if meets(middle):
-            low = middle
-        else:
-            high = middle
+    if low > 0:  # the first probe's bracket is the tolerance itself, up to rounding
+        low = _bisect(meets, low, high, context.tolerance * (1 + 1e-9), probes, context)
     point, repeat = passed.get(low, (None, 1))
     return CandidateResult(
         candidate, low, probes=tuple(probes), repeat=repeat, verification=point, settled=True
