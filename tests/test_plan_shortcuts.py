@@ -7,14 +7,17 @@ neither shortcut."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from notes_cli.bench.workload import LengthSpec
-from notes_cli.engine.core.profiles import load_catalog
-from notes_cli.plan.planner import PlanReport, PlanRequest, plan
+from notes_cli.engine.core.profiles import NodeGroup, load_catalog
+from notes_cli.plan.evaluate import Probe
+from notes_cli.plan.planner import PlanReport, PlanRequest, _entered, plan
 from notes_cli.plan.run_local import LocalExecutor
 from notes_cli.plan.slo import PlanSlo
-from notes_cli.plan.space import ChipOption, SearchSpace
+from notes_cli.plan.space import Candidate, ChipOption, SearchSpace
 from notes_cli.plan.workload import drawn
 
 TOP = 3
@@ -78,3 +81,34 @@ def test_the_shortcuts_keep_the_exhaustive_answer(plans: tuple[PlanReport, PlanR
     assert top(default) == top(exhaustive)
     assert all(verified for _, _, verified in top(default))
     assert [p.candidate_id for p in default.front] == [p.candidate_id for p in exhaustive.front]
+
+
+class _EveryProbeMisses:
+    """An executor whose entry probes all miss the SLOs."""
+
+    description = "fake"
+
+    def map(self, tasks: list[Any], on_done: Any = None) -> list[Probe]:
+        return [Probe(task[2], False, ("TPOT P90 > 12 ms",), 1) for task in tasks]
+
+
+@pytest.mark.parametrize("counts", [(3, 4), (1, 1), (2, 5)])
+def test_a_candidate_that_missed_its_entry_stays_out_until_the_threshold_loosens(
+    counts: tuple[int, int],
+) -> None:
+    # A threshold whose entry rate for a 7-chip candidate, 9.534348562255822 x 7, divided back
+    # by 7 rounds below it: the candidate came back as if the threshold had loosened.
+    threshold = (-9.534348562255822,)
+    prefill, decode = counts
+    groups = (("prefill", NodeGroup(prefill, "h800")), ("decode", NodeGroup(decode, "h800")))
+    candidate = Candidate(0, "disagg", groups, 256)
+    results: dict[int, Any] = {}
+    skipped: list[Any] = []
+    task = ("capacity", candidate, 1.0)
+    assert (
+        _entered(request(True), _EveryProbeMisses(), [task], threshold, results, skipped, {}) == []
+    )
+    assert results[0].prune_kind == "entry"
+    [(key, _, _)] = skipped
+    assert not key <= threshold  # what planner._verified revives on
+    assert key <= (-9.5,)  # a looser threshold revives it

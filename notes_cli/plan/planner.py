@@ -494,7 +494,7 @@ def _entered(
             continue
         assert rate is not None
         results[c.index] = CandidateResult(c, 0.0, reason, "entry")
-        skipped.append(((*request.key(c, rate), math.inf), c, hint))
+        skipped.append(((*threshold, math.inf), c, hint))
     todo = kept
     probes = executor.map([("entry", task[1], rate) for task, rate in probing])
     missed = {task[1].index: (rate, p) for (task, rate), p in zip(probing, probes, strict=True)}
@@ -511,9 +511,12 @@ def _entered(
             f"top {request.shown} ({why})"
         )
         results[c.index] = CandidateResult(c, 0.0, reason, "entry", probes=(probe,))
-        # Its capacity is below `rate`, so its key is worse than the key there: (inf,) after
-        # it makes a threshold equal to that key not revive it, a looser one does.
-        skipped.append(((*request.key(c, rate), math.inf), c, hint))
+        # Its capacity is below `rate`, the least that ranks no worse than `threshold`, so it
+        # ranks worse than the threshold: (inf,) after it makes an equal threshold not revive
+        # it, a looser one does. The threshold itself, not the key recomputed at `rate`:
+        # that one can round below it (9.534348562255822 x 7 / 7 = 9.534348562255824), which
+        # revived seven candidates at once in a plan whose threshold never moved.
+        skipped.append(((*threshold, math.inf), c, hint))
     return out
 
 
