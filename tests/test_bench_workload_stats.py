@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from notes_cli.bench.goodput import search_goodput
+from notes_cli.bench.goodput import grid_index, grid_rate, grid_search, search_goodput
 from notes_cli.bench.stats import ExactSample, LatencyStats, LogHistogram, Slo
 from notes_cli.bench.workload import ArrivalSpec, LengthSpec, WorkItem, read_trace, synthetic
 from notes_cli.errors import InputError, UsageError
@@ -215,3 +215,33 @@ def test_goodput_search_from_above_and_when_nothing_meets() -> None:
         0.3, rel=0.02
     )
     assert search_goodput(lambda r: False, chips=1).rate == 0.0
+
+
+@pytest.mark.parametrize("start", [-40, 0, 44, 45, 46, 60, 150])
+@pytest.mark.parametrize("step", [None, 1, 3])
+def test_the_grid_search_finds_the_same_rate_wherever_it_starts(
+    start: int, step: int | None
+) -> None:
+    # The planner starts some searches near a capacity it already knows (issue 37); on the
+    # grid the answer must not depend on where it started or how it stepped.
+    boundary = grid_rate(45, 0.05) * 1.01  # between two grid points
+    calls: list[int] = []
+
+    def meets(n: int) -> bool:
+        calls.append(n)
+        return grid_rate(n, 0.05) <= boundary
+
+    low, high = grid_search(meets, start, tolerance=0.05, step=step)
+    assert (low, high) == (45, 46)
+    assert len(calls) == len(set(calls)) <= 16  # no point probed twice
+    coarse = grid_search(meets, start, tolerance=0.05, step=step, width=3)
+    assert coarse[0] is not None and coarse[1] is not None
+    assert coarse[0] <= 45 < coarse[1] and coarse[1] - coarse[0] <= 3
+    # what a finished coarse search knows, bisected on: the same answer
+    assert grid_search(meets, 0, tolerance=0.05, low=coarse[0], high=coarse[1]) == (45, 46)
+
+
+def test_the_grid_search_says_when_nothing_or_everything_meets() -> None:
+    assert grid_search(lambda n: False, 10, tolerance=0.05)[0] is None
+    assert grid_search(lambda n: True, 10, tolerance=0.05, max_probes=100)[1] is None
+    assert grid_rate(0, 0.05) == 1.0 and grid_index(grid_rate(-7, 0.05), 0.05) == -7

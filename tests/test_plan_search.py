@@ -156,7 +156,20 @@ def test_pruned_search_finds_the_exhaustive_top(grid: tuple[PlanReport, PlanRepo
     assert [s.result.capacity for s in pruned.ranking[:top]] == [
         s.result.capacity for s in exhaustive.ranking[:top]
     ]
+
+
+def test_with_exhaustive_front_the_pruned_front_is_the_exhaustive_one(
+    grid: tuple[PlanReport, PlanReport],
+) -> None:
+    # By default the front is drawn from the candidates the search simulated, some of them
+    # only coarsely (docs/planner.md); --exhaustive-front searches every candidate that can
+    # enter it to the tolerance, so that it is the exhaustive search's front.
+    _, exhaustive = grid
+    request = replace(grid_request(True), exhaustive_front=True)
+    pruned = plan(request, load_catalog(), LocalExecutor(1))
+    assert pruned.pruned["slo"] > 0
     assert [p.candidate_id for p in pruned.front] == [p.candidate_id for p in exhaustive.front]
+    assert [p.chips for p in pruned.front] == [p.chips for p in exhaustive.front]
 
 
 def _bound_ratios(report: PlanReport, catalog: Catalog) -> list[float]:
@@ -323,9 +336,12 @@ def test_a_coarse_search_refined_is_exactly_the_search_to_the_tolerance() -> Non
 def test_a_refuted_claim_is_searched_again_below_it_to_the_tolerance(
     true_share: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A verification refuted a claim of 10 req/s; the candidate really holds `true_share` of
-    # it. The search below starts one tolerance under the claim, so a refutation by a few
-    # percent costs one verification-length probe, and a larger one halves, then bisects.
+    # A verification refuted a claim of about 10 req/s (a rate of the search's grid, whose
+    # neighbours are the tolerance apart); the candidate really holds `true_share` of it. The
+    # search below starts at the grid point under the claim, so a refutation by a few percent
+    # costs one verification-length probe, and a larger one steps down faster and faster,
+    # then bisects.
+    from notes_cli.bench.goodput import grid_rate
     from notes_cli.plan.evaluate import lowered
 
     request = hand_request()
@@ -333,15 +349,16 @@ def test_a_refuted_claim_is_searched_again_below_it_to_the_tolerance(
         lab_catalog(), request.model, request.link, request.slo, request.workload,
         tolerance=0.05, window_s=request.window_s,
     )  # fmt: skip
+    claim = grid_rate(45, 0.05)  # 10.05 req/s
     rates: list[float] = []
 
     def fake_prober(ctx: Any, candidate: Any, factor: int, *rest: Any) -> Any:
         assert factor == evaluate.VERIFY_FACTOR  # every probe verification-length
-        probes, passed = rest[1], rest[2]
+        probes, passed = rest
 
         def meets(rate: float) -> bool:
             rates.append(rate)
-            met = rate <= true_share * 10.0
+            met = rate <= true_share * claim
             probes.append(evaluate.Probe(rate, met, (), 100))
             if met:
                 passed[rate] = (evaluate.LoadPoint(rate, True, 1.0, {}), 1)
@@ -351,13 +368,15 @@ def test_a_refuted_claim_is_searched_again_below_it_to_the_tolerance(
 
     monkeypatch.setattr(evaluate, "_prober", fake_prober)
     candidate = enumerate_candidates(request.space, context.catalog.models[request.model])[0]
-    found = lowered(context, candidate, 10.0)
-    assert rates[0] == pytest.approx(9.5)
+    found = lowered(context, candidate, claim)
+    assert rates[0] == pytest.approx(0.95 * claim)
     if true_share > 0.95:
-        assert rates == [pytest.approx(9.5)] and found.capacity == pytest.approx(9.5)
+        assert rates == [pytest.approx(0.95 * claim)] and found.capacity == rates[0]
     else:
-        assert rates[1] == pytest.approx(4.75)
-        assert 0.95 * 6.0 <= found.capacity <= 6.0 and found.settled
+        assert rates[1] == pytest.approx(0.95**2 * claim)  # then 4 and 8 points down
+        assert rates[2:4] == [pytest.approx(0.95**4 * claim), pytest.approx(0.95**8 * claim)]
+        assert 0.95 * true_share * claim <= found.capacity <= true_share * claim
+        assert found.settled
     assert found.verification is not None and found.verification.rate == found.capacity
 
 

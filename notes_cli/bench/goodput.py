@@ -12,6 +12,7 @@ probe is a whole simulation at that rate, with the same seed, so the answer is d
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -117,3 +118,67 @@ def _bracket(
             return rate / 2, rate
         rate /= 2
     return None, rate
+
+
+# ---- on a grid of rates -------------------------------------------------------------------
+def grid_ratio(tolerance: float) -> float:
+    """The ratio of neighbouring rates of the grid: two neighbours are a bracket exactly
+    `tolerance` wide ((high - low) / high)."""
+    return 1.0 / (1.0 - tolerance)
+
+
+def grid_rate(n: int, tolerance: float) -> float:
+    """The grid's n-th rate (req/s): grid_ratio(tolerance) ** n, the same float every time."""
+    return grid_ratio(tolerance) ** n
+
+
+def grid_index(rate: float, tolerance: float) -> int:
+    """The grid point nearest `rate`."""
+    return round(math.log(rate) / math.log(grid_ratio(tolerance)))
+
+
+def grid_search(
+    meets: Callable[[int], bool],
+    start: int,
+    *,
+    tolerance: float,
+    width: int = 1,
+    step: int | None = None,
+    low: int | None = None,
+    high: int | None = None,
+    max_probes: int = 40,
+) -> tuple[int | None, int | None]:
+    """`capacity` on the grid: every probe at a grid point n (rate grid_rate(n)), so that the
+    answer, the highest point meeting the SLOs below the lowest one missing them, is the same
+    wherever the search starts and whatever it knew already (given `meets` falls as the rate
+    rises): the planner starts a search from a guess near the capacity where it has one, and
+    its answers must not depend on it. From `start` it steps up after a pass and down after a
+    miss, by `step` points (default: a doubling of the rate) and twice as many each time up to
+    a doubling, until a pass and a miss bracket the boundary; then bisects until the bracket
+    is `width` points. `low` (met) and `high` (missed) are brackets known already. Returns
+    (low, high): None where no point met (low) or none missed (high) within
+    [MIN_RATE, MAX_RATE] and `max_probes` calls."""
+    doubling = max(1, round(math.log(2.0) / math.log(grid_ratio(tolerance))))
+    step = doubling if step is None else max(1, step)
+    n, calls = start, 0
+    lowest, highest = grid_index(MIN_RATE, tolerance), grid_index(MAX_RATE, tolerance)
+    while (low is None or high is None) and calls < max_probes:
+        if low is not None and n <= low or high is not None and n >= high:
+            break  # known already: bisect what lies between
+        if n < lowest or n > highest:
+            break
+        met = meets(n)
+        calls += 1
+        if met:
+            low, n = n, n + step
+        else:
+            high, n = n, n - step
+        step = min(doubling, step * 2)
+    while low is not None and high is not None and high - low > width and calls < max_probes:
+        middle = (low + high) // 2
+        if meets(middle):
+            low = middle
+        else:
+            high = middle
+        calls += 1
+    return low, high

@@ -1,14 +1,17 @@
 """One candidate's capacity, by simulation: the highest rate at which it meets the SLOs.
 
-The search is the simulator's goodput search (bench.goodput: bracket by doubling or halving from
-a start rate, then bisect to a relative tolerance), started at the roofline estimate of
-prune.py. Every probe replays the plan's fixed request lengths at that rate with arrivals from
-the plan's seed, long enough to reach steady state: a warm-up, then a judged part spanning
-several request lifetimes (steady.py). A candidate's result depends only on the plan, never on
-which process or machine ran it. A probe stops as soon as its verdict is certain to be "misses"
-(slo.Judge), which makes overloaded probes cheap without changing any result; a search probe
-(not a verification) also stops once its late warm-up presumes a miss (slo.WarmupWatch), unless
-the plan is exhaustive (`presume` off: --no-prune).
+The search runs on a grid of rates whose neighbours are the tolerance apart
+(bench.goodput.grid_search: bracket by stepping up or down from a start rate, then bisect to
+neighbouring points), started at the roofline estimate of prune.py or near a capacity the plan
+already knows (planner._searched). On the grid the answer does not depend on the start (given
+that meeting the SLOs only gets harder as the rate rises), so where a search starts changes its
+cost, never the plan. Every probe replays the plan's fixed request lengths at that rate with
+arrivals from the plan's seed, long enough to reach steady state: a warm-up, then a judged part
+spanning several request lifetimes (steady.py). A candidate's result depends only on the plan,
+never on which process or machine ran it. A probe stops as soon as its verdict is certain to
+be "misses" (slo.Judge), which makes overloaded probes cheap without changing any result; a
+search probe (not a verification) also stops once its late warm-up presumes a miss
+(slo.WarmupWatch), unless the plan is exhaustive (`presume` off: --no-prune).
 
 A verification is one such simulation, VERIFY_FACTOR times longer, at the rate a report claims;
 a refuted claim is searched again below it with verification-length probes (`lowered`).
@@ -24,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from notes_cli.bench.goodput import MIN_RATE, search_goodput
+from notes_cli.bench.goodput import grid_index, grid_rate, grid_search
 from notes_cli.engine.core.profiles import Catalog, Deployment
 from notes_cli.engine.core.simcore import SimRequest, simulate
 from notes_cli.plan.prune import Bounds
@@ -35,11 +38,12 @@ from notes_cli.plan.workload import PlanWorkload
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_MAX_PROBES = 16
-COARSE_FACTOR = 3  # a first search stops at 3x the tolerance; only candidates that can still
-# enter what the report shows are searched on to the tolerance (planner.py). 3, not 4: the
-# closer first capacities tighten the bound's threshold, so fewer candidates are searched
-# (Llama-3.1-8B's plan 10.7 -> 9.3 s of CPU, the article's case 22.0 -> 18.3 s, issue 37's
-# four questions within the noise, every best the same; 2 searched more on two of them;
+COARSE_WIDTH = 3  # a first search stops at 3 grid steps (14% at the 5% tolerance); only
+# candidates that can still enter what the report shows are searched on to one (planner.py).
+# 3, not 4 (measured as 3x against 4x the tolerance, before the grid): the closer first
+# capacities tighten the bound's threshold, so fewer candidates are searched (Llama-3.1-8B's
+# plan 10.7 -> 9.3 s of CPU, the article's case 22.0 -> 18.3 s, issue 37's four questions
+# within the noise, every best the same; 2 searched more on two of them;
 # docs/benchmarks/planner.md)
 
 
@@ -187,7 +191,9 @@ def bounds() -> Bounds:
 
 
 def run_task(task: tuple[Any, ...]) -> Any:
-    """Evaluate one task in this process's plan: ("capacity", candidate, start_rate),
+    """Evaluate one task in this process's plan: ("capacity", candidate, start_rate[, how]):
+    its search, "coarse" (the default), or from a start expected near the capacity, stepping
+    one grid point at first, to the tolerance ("near") or coarsely ("near-coarse"),
     ("refine", candidate, coarse_result): its bisection finished, ("entry", candidate, rate): one
     probe (the Probe), ("load", candidate, rate): a
     verification-length simulation, ("size", candidate, rate): a
@@ -196,12 +202,15 @@ def run_task(task: tuple[Any, ...]) -> Any:
     context: PlanContext = _STATE["context"]
     kind, candidate = task[0], task[1]
     if kind == "capacity":
-        return capacity(context, candidate, task[2], coarse=True)
+        how = task[3] if len(task) > 3 else "coarse"
+        coarse = how in ("coarse", "near-coarse")
+        step = None if how == "coarse" else 1
+        return capacity(context, candidate, task[2], coarse=coarse, step=step)
     if kind == "refine":
         return refine(context, task[2])
     if kind == "entry":
         probes: list[Probe] = []
-        _prober(context, candidate, 1, math.inf, probes, {})(task[2])
+        _prober(context, candidate, 1, probes, {})(task[2])
         return probes[0]
     if kind == "load":
         return load_point(context, candidate, task[2], VERIFY_FACTOR)
@@ -220,42 +229,28 @@ def capacity(
     candidate: Candidate,
     start_rate: float,
     *,
-    factor: int = 1,
-    ceiling: float = math.inf,
     coarse: bool = False,
+    step: int | None = None,
 ) -> CandidateResult:
-    """Search the highest rate below `ceiling` at which `candidate` meets the SLOs, from
-    `start_rate`; every probe runs to steady state (steady.probe_shape; `factor` lengthens
-    it, VERIFY_FACTOR making each passing probe a verification). `coarse` stops the bisection
-    at COARSE_FACTOR x the tolerance (`refine` finishes it where the plan needs it)."""
+    """Search the highest rate at which `candidate` meets the SLOs, from `start_rate`, on the
+    grid of rates whose neighbours are the tolerance apart (bench.goodput.grid_search: the
+    answer does not depend on the start); every probe runs to steady state
+    (steady.probe_shape). `coarse` stops the bisection at COARSE_WIDTH grid steps (`refine`
+    finishes it where the plan needs it); `step` is the bracket's first step in grid points
+    (None: a doubling)."""
     probes: list[Probe] = []
     passed: dict[float, tuple[LoadPoint, int]] = {}
-    meets = _prober(context, candidate, factor, ceiling, probes, passed)
-    tolerance = context.tolerance * (COARSE_FACTOR if coarse else 1)
-    found = search_goodput(
+    meets = _on_grid(context, _prober(context, candidate, 1, probes, passed))
+    tolerance = context.tolerance
+    low, high = grid_search(
         meets,
-        chips=candidate.chips,
-        start_rate=start_rate,
+        grid_index(start_rate, tolerance),
         tolerance=tolerance,
+        width=COARSE_WIDTH if coarse else 1,
+        step=step,
         max_probes=context.max_probes,
     )
-    point, repeat = passed.get(found.rate, (None, 1))
-    high = found.failed_rate
-    settled = (
-        found.rate <= 0
-        or found.capped
-        or high is None
-        or (high - found.rate) / high <= context.tolerance
-    )
-    return CandidateResult(
-        candidate,
-        found.rate,
-        probes=tuple(probes),
-        capped=found.capped,
-        repeat=repeat,
-        verification=point if factor >= VERIFY_FACTOR else None,
-        settled=settled or len(probes) >= context.max_probes,
-    )
+    return _result(context, candidate, low, high, probes, passed)
 
 
 def refine(context: PlanContext, result: CandidateResult) -> CandidateResult:
@@ -264,29 +259,80 @@ def refine(context: PlanContext, result: CandidateResult) -> CandidateResult:
     bracket either way), so the result is exactly that search's."""
     if result.settled:
         return result
+    assert result.failed_rate is not None
     probes = list(result.probes)
     passed: dict[float, tuple[LoadPoint, int]] = {}
-    meets = _prober(context, result.candidate, 1, math.inf, probes, passed)
-    assert result.failed_rate is not None
-    low = _bisect(meets, result.capacity, result.failed_rate, context.tolerance, probes, context)
-    repeat = passed[low][1] if low in passed else result.repeat
-    return replace(result, capacity=low, probes=tuple(probes), repeat=repeat, settled=True)
+    meets = _on_grid(context, _prober(context, result.candidate, 1, probes, passed))
+    tolerance = context.tolerance
+    low = grid_index(result.capacity, tolerance)
+    high = grid_index(result.failed_rate, tolerance)
+    found, top = grid_search(
+        meets, low, tolerance=tolerance, low=low, high=high,
+        max_probes=context.max_probes - len(result.probes),
+    )  # fmt: skip
+    refined = _result(context, result.candidate, found, top, probes, passed)
+    repeat = refined.repeat if refined.capacity in passed else result.repeat
+    return replace(refined, repeat=repeat, capped=result.capped)
+
+
+def lowered(context: PlanContext, candidate: Candidate, refuted_rate: float) -> CandidateResult:
+    """The capacity below a claim its verification refuted, searched on the grid with
+    verification-length probes, so that the rate found is verified by its own probe. The
+    refuted rate is the top of the bracket from the start; the first probe is the grid point
+    below it, which settles the search when it passes: refutations are mostly by a few
+    percent (a queue growing too slowly for the shorter probe to see). Otherwise the search
+    steps down faster and faster and bisects back up to the tolerance. (It started 10% below
+    the claim and bisected towards a bracket above the claim: three verification-length
+    probes where one does, a tenth of the Llama-3.1-8B plan's CPU;
+    docs/benchmarks/planner.md.)"""
+    probes: list[Probe] = []
+    passed: dict[float, tuple[LoadPoint, int]] = {}
+    meets = _on_grid(context, _prober(context, candidate, VERIFY_FACTOR, probes, passed))
+    top = grid_index(refuted_rate, context.tolerance)
+    low, high = grid_search(
+        meets, top - 1, tolerance=context.tolerance, step=1, high=top,
+        max_probes=context.max_probes,
+    )  # fmt: skip
+    found = _result(context, candidate, low, high, probes, passed)
+    return replace(found, verification=passed.get(found.capacity, (None, 1))[0], settled=True)
+
+
+def _on_grid(context: PlanContext, meets: Callable[[float], bool]) -> Callable[[int], bool]:
+    return lambda n: meets(grid_rate(n, context.tolerance))
+
+
+def _result(
+    context: PlanContext,
+    candidate: Candidate,
+    low: int | None,
+    high: int | None,
+    probes: list[Probe],
+    passed: dict[float, tuple[LoadPoint, int]],
+) -> CandidateResult:
+    """A search's result from its bracket on the grid: capacity 0 when no rate met the SLOs,
+    capped when none missed them."""
+    tolerance = context.tolerance
+    rate = grid_rate(low, tolerance) if low is not None else 0.0
+    _, repeat = passed.get(rate, (None, 1))
+    settled = low is None or high is None or high - low <= 1 or len(probes) >= context.max_probes
+    return CandidateResult(
+        candidate, rate, probes=tuple(probes), capped=high is None and low is not None,
+        repeat=repeat, settled=settled,
+    )  # fmt: skip
 
 
 def _prober(
     context: PlanContext,
     candidate: Candidate,
     factor: int,
-    ceiling: float,
     probes: list[Probe],
     passed: dict[float, tuple[LoadPoint, int]],
 ) -> Callable[[float], bool]:
-    """`meets(rate)` for the goodput search: one steady-state probe, recorded in `probes`
-    (and, when it passes, its point and repeat in `passed`)."""
+    """`meets(rate)` for the capacity search: one steady-state probe (`factor` x a probe's
+    length: VERIFY_FACTOR makes it a verification), recorded in `probes` (and, when it passes,
+    its point and repeat in `passed`)."""
 
     def meets(rate: float) -> bool:
-        if rate >= ceiling:  # refuted there already: not simulated again
-            return False
         shape = _shape(context, candidate, rate, factor)
         presume = context.presume and factor == 1  # a verification-length probe: never
         judge, simulated, presumed = _run(
@@ -302,52 +348,6 @@ def _prober(
         return met
 
     return meets
-
-
-def _bisect(
-    meets: Callable[[float], bool],
-    low: float,
-    high: float,
-    tolerance: float,
-    probes: list[Probe],
-    context: PlanContext,
-) -> float:
-    """Halve [low, high] (low met the SLOs, high did not) until it is within `tolerance` of its
-    top or the plan's probes are spent; the highest rate found meeting them."""
-    while (high - low) / high > tolerance and len(probes) < context.max_probes:
-        middle = (low + high) / 2
-        if meets(middle):
-            low = middle
-        else:
-            high = middle
-    return low
-
-
-def lowered(context: PlanContext, candidate: Candidate, refuted_rate: float) -> CandidateResult:
-    """The capacity below a claim its verification refuted, searched with verification-length
-    probes, so that the rate found is verified by its own probe. The refuted rate is the top
-    of the bracket from the start. The first probe sits one tolerance below it, which settles
-    the search when it passes: refutations are mostly by a few percent (a queue growing too
-    slowly for the shorter probe to see). Otherwise the search halves until a probe passes and
-    bisects back up to the tolerance. (It started 10% below the claim and bisected towards a
-    bracket above the claim: three verification-length probes where one does, a tenth of the
-    Llama-3.1-8B plan's CPU; docs/benchmarks/planner.md.)"""
-    probes: list[Probe] = []
-    passed: dict[float, tuple[LoadPoint, int]] = {}
-    meets = _prober(context, candidate, VERIFY_FACTOR, math.inf, probes, passed)
-    low, high = 0.0, refuted_rate
-    rate = refuted_rate * (1.0 - context.tolerance)
-    while len(probes) < context.max_probes and rate >= MIN_RATE:
-        if meets(rate):
-            low = rate
-            break
-        high, rate = rate, rate / 2
-    if low > 0:  # the first probe's bracket is the tolerance itself, up to rounding
-        low = _bisect(meets, low, high, context.tolerance * (1 + 1e-9), probes, context)
-    point, repeat = passed.get(low, (None, 1))
-    return CandidateResult(
-        candidate, low, probes=tuple(probes), repeat=repeat, verification=point, settled=True
-    )
 
 
 def load_point(
