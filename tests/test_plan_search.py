@@ -392,3 +392,97 @@ def test_the_bounds_last_arrival_is_the_replayed_lengths_last_arrival() -> None:
     for repeat in (3, 1, 7, 3, 250):
         replayed = max(item.arrival_ms for item in workload.items(1.0, 3, repeat))
         assert bounds.last_arrival_ms(repeat) == replayed
+
+
+def test_scale_of_tells_more_replicas_of_the_same_nodes() -> None:
+    from notes_cli.engine.core.profiles import NodeGroup
+    from notes_cli.plan.space import Candidate
+
+    def disagg(p: int, d: int, tp: int = 1, batch: int = 256) -> Candidate:
+        groups = (("prefill", NodeGroup(p, "h200", tp)), ("decode", NodeGroup(d, "h200")))
+        return Candidate(0, "disagg", groups, batch)
+
+    assert disagg(2, 4).scale_of(disagg(1, 2)) == 2
+    assert disagg(3, 3).scale_of(disagg(2, 2)) == 1.5
+    assert disagg(1, 2).scale_of(disagg(2, 4)) == 0.5
+    assert disagg(3, 4).scale_of(disagg(1, 1)) is None  # another P:D ratio
+    assert disagg(2, 2).scale_of(disagg(2, 2)) is None
+    assert disagg(2, 2, tp=2).scale_of(disagg(1, 1)) is None  # other nodes
+    assert disagg(2, 2, batch=128).scale_of(disagg(1, 1)) is None
+
+
+@pytest.mark.parametrize(
+    ("slo", "binding"),
+    [(PlanSlo(ttft_ms=1000.0, tpot_ms=12.0), "TPOT"), (PlanSlo(ttft_ms=300.0), "TTFT")],
+)
+def test_replicas_of_a_node_start_from_its_capacity(slo: PlanSlo, binding: str) -> None:
+    # Issue 37's planner speed: k least-latency-routed copies of a node carry about k times
+    # its load, so their searches start at k x its capacity and step one point of the grid
+    # (the tolerance) at first.
+    request = PlanRequest(
+        model="qwen3-8b",
+        link="roce-200g",
+        space=SearchSpace(
+            chips=(ChipOption("h800"),), modes=("colocated",), max_tp=1, max_chips=3,
+            max_instances=3,
+        ),
+        slo=slo,
+        workload=drawn(LengthSpec(512, 512), 40, seed=1),
+        window_s=2.0,
+        seed=1,
+        tolerance=0.05,
+        top=3,
+        front_size=3,
+    )  # fmt: skip
+    catalog = load_catalog()
+    report = plan(request, catalog, LocalExecutor(1))
+    found = {r.candidate.chips: r for r in report.results}
+    one = found[1]
+    assert one.binding[0].startswith(binding)
+    claim = one.refuted.rate if one.refuted is not None else one.capacity
+    context = PlanContext(
+        catalog, request.model, request.link, request.slo, request.workload, request.seed,
+        tolerance=request.tolerance, window_s=request.window_s,
+    )  # fmt: skip
+    install(context)
+    step = 1 / (1 - request.tolerance)
+    for k in (2, 3):
+        r = found[k]
+        first, second = r.probes[:2]
+        # from k x a rate inside one copy's bracket: above its claim, below a rate it missed
+        assert claim < first.rate / k < max(p.rate for p in one.probes if not p.met)
+        ratio = max(first.rate, second.rate) / min(first.rate, second.rate)
+        assert ratio == pytest.approx(step, rel=1e-6), [p.rate for p in r.probes]
+        # The answer of a whole search from a start far below, to the grid point: where a
+        # search starts changes its cost, never the plan.
+        searched = r.refuted.rate if r.refuted is not None else r.capacity
+        whole = evaluate.capacity(context, r.candidate, 1.0)
+        assert searched == whole.capacity
+    pool = plan(request, catalog, LocalExecutor(2))
+    assert _stable(pool) == _stable(report)
+
+
+def test_a_tpot_bound_node_predicts_its_replicas_a_ttft_bound_one_only_roughly() -> None:
+    # TPOT follows each node's batch, so the rate per node: k copies of a TPOT-bound node
+    # carry about k times its load, and their search is to the tolerance from there. TTFT
+    # queues pool across copies (DeepSeek-R1's chunked TP8 carries 2.5 times as much on two
+    # nodes), so from a TTFT-bound one the search is coarse, finished only where it matters.
+    from notes_cli.engine.core.profiles import NodeGroup
+    from notes_cli.plan.evaluate import CandidateResult, Probe
+    from notes_cli.plan.planner import _prior
+    from notes_cli.plan.space import Candidate
+
+    def node(count: int) -> Candidate:
+        return Candidate(count, "colocated", (("colocated", NodeGroup(count, "h200")),), 256)
+
+    def searched(miss: str, settled: bool = True) -> CandidateResult:
+        probes = (Probe(10.0, True, (), 1), Probe(10.5, False, (miss,), 1))
+        return CandidateResult(node(1), 10.0, probes=probes, settled=settled)
+
+    tpot, ttft = "TPOT P90 > 20 ms", "TTFT P90 > 500 ms"
+    assert _prior(node(3), {1: searched(tpot)}) == (pytest.approx(30.75), "near")
+    assert _prior(node(3), {1: searched(ttft)}) == (pytest.approx(30.75), "near-coarse")
+    assert _prior(node(3), {1: searched(tpot, settled=False)})[1] == "near-coarse"
+    assert _prior(node(3), {}) is None
+    nothing = CandidateResult(node(1), 0.0, probes=(Probe(1.0, False, (tpot,), 1),))
+    assert _prior(node(3), {1: nothing}) is None

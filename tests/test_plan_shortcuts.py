@@ -7,14 +7,16 @@ neither shortcut."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from notes_cli.bench.workload import LengthSpec
 from notes_cli.engine.core.profiles import NodeGroup, load_catalog
-from notes_cli.plan.evaluate import Probe
-from notes_cli.plan.planner import PlanReport, PlanRequest, _entered, plan
+from notes_cli.plan.evaluate import CandidateResult, LoadPoint, Probe
+from notes_cli.plan.planner import PlanReport, PlanRequest, _entered, _verified, plan
 from notes_cli.plan.run_local import LocalExecutor
 from notes_cli.plan.slo import PlanSlo
 from notes_cli.plan.space import Candidate, ChipOption, SearchSpace
@@ -112,3 +114,38 @@ def test_a_candidate_that_missed_its_entry_stays_out_until_the_threshold_loosens
     [(key, _, _)] = skipped
     assert not key <= threshold  # what planner._verified revives on
     assert key <= (-9.5,)  # a looser threshold revives it
+
+
+class _Recorder(_EveryProbeMisses):
+    """Entry probes miss; records every task it is given."""
+
+    def __init__(self) -> None:
+        self.tasks: list[Any] = []
+
+    def map(self, tasks: list[Any], on_done: Any = None) -> list[Probe]:
+        self.tasks += tasks
+        return super().map(tasks)
+
+
+def test_a_candidate_revived_by_a_looser_threshold_is_probed_there_before_a_search() -> None:
+    # A lowered claim loosened the top table's threshold from 10 to 9 req/s per chip: a
+    # candidate that missed its entry at 10 may now enter, and is probed at 9 first (as in
+    # a wave) instead of being searched in full, which cost DeepSeek-R1's plan seven
+    # searches of candidates that could not enter.
+    def node(count: int) -> Candidate:
+        return Candidate(count, "colocated", (("colocated", NodeGroup(count, "h800")),), 256)
+
+    point = LoadPoint(1.0, True, 1.0, {})
+    results = {
+        c.index: CandidateResult(c, 9.0 * c.chips, verification=replace(point, rate=9.0 * c.chips))
+        for c in map(node, range(1, 6))
+    }
+    revived = node(7)
+    results[revived.index] = CandidateResult(revived, 0.0, "entry: missed", "entry")
+    skipped = [((-10.0, math.inf), revived, 50.0)]
+    executor = _Recorder()
+    ranking = _verified(replace(request(True), top=5), executor, results, skipped, None)
+    assert [t[0] for t in executor.tasks] == ["entry"]
+    assert executor.tasks[0][2] == pytest.approx(9.0 * 7)
+    assert results[revived.index].prune_kind == "entry"
+    assert len(ranking) == 5

@@ -2,12 +2,13 @@
 
 Phases (each a batch of tasks for the executor, results in task order):
 1. capacity: every candidate of the space is pruned by the roofline (prune.py) or searched by
-   simulation. Survivors run best bound first, in waves of a fixed size; after each wave, a
-   candidate whose capacity bound ranks it (rank.py: per chip or per price, or with a target
-   rate by what carrying it costs) behind the `shown`-th best found so far is skipped, since
-   it cannot enter what the report shows of the ranking (the top table, the front's
-   candidates, the curves): branch and bound. Waves have a fixed size
-   and run in a fixed order, so the result does not depend on the executor;
+   simulation (more replicas of a node after it, from its capacity: `_searched`). Survivors
+   run best bound first, in waves of a fixed size; after each wave, a candidate whose
+   capacity bound ranks it (rank.py: per chip or per price, or with a target rate by what
+   carrying it costs) behind the `shown`-th best found so far is skipped, since it cannot
+   enter what the report shows of the ranking (the top table, the front's candidates, the
+   curves): branch and bound. Waves have a fixed size and run in a fixed order, so the
+   result does not depend on the executor;
 2. verify: the top `top` candidates are each simulated once more at their capacity, for
    VERIFY_FACTOR times longer than a probe (steady.py); a claim the verification refutes is
    searched again below it with verification-length probes, so the capacity reported is one a
@@ -405,8 +406,7 @@ def _capacities(
             if on_progress:
                 on_progress("capacity", base + n, total)
 
-        for result in executor.map(todo, wave_done) if todo else []:
-            results[result.candidate.index] = result
+        for result in _searched(executor, todo, results, wave_done):
             if result.capacity > 0:
                 best.append(request.key(result.candidate, result.capacity))
         best.sort()
@@ -414,6 +414,82 @@ def _capacities(
             _note_tpot_misses(r.candidate, r.probes, tpot_misses)
         progress()
     return results, skipped
+
+
+def _searched(
+    executor: Executor,
+    tasks: list[tuple[Any, ...]],
+    results: dict[int, CandidateResult],
+    on_done: Callable[[int], None] | None = None,
+) -> list[CandidateResult]:
+    """Run ("capacity", candidate, start) tasks; each result goes into `results` too.
+
+    A candidate that is another one scaled (the same nodes, every count k times: k replicas'
+    worth) starts from k x the middle of that one's settled bracket, with tolerance-sized
+    steps (evaluate's "near" search), when that one's capacity is bound by TPOT alone
+    (`_scales`): k least-latency-routed copies then carry about k times one's load, so two
+    probes near the capacity settle it, where a search from the roofline estimate takes five
+    to seven. A smaller sibling among the tasks is searched first and, when TPOT binds it,
+    refined to the tolerance (its bracket is the start); the rounds depend on the tasks
+    alone, never on timing, so the plan is the same on every executor. (Llama-3.1-8B's plan:
+    151,000 simulated requests -> 91,000; docs/benchmarks/planner.md.)"""
+    batch = [t[1] for t in tasks]
+    later = [t for t in tasks if any((t[1].scale_of(o) or 0) > 1 for o in batch)]
+    first = [t for t in tasks if t not in later]
+    led = sorted({o.index for t in later for o in batch if (t[1].scale_of(o) or 0) > 1})
+    done = 0  # candidates searched, for `on_done` (a refinement is not one more)
+
+    def run(todo: list[tuple[Any, ...]], counted: bool = True) -> None:
+        nonlocal done
+        before = done
+
+        def progress(n: int) -> None:
+            if on_done and counted:
+                on_done(before + n)
+
+        for result in executor.map(todo, progress) if todo else []:
+            results[result.candidate.index] = result
+        done += len(todo) if counted else 0
+
+    def search(task: tuple[Any, ...]) -> tuple[Any, ...]:
+        prior = _prior(task[1], results)
+        return ("capacity", task[1], *(prior or (task[2], "coarse")))
+
+    run([search(t) for t in first])
+    leads = [results[i] for i in led if i in results]
+    run([("refine", r.candidate, r) for r in leads if not r.settled and _scales(r)], False)
+    run([search(t) for t in later])
+    return [results[t[1].index] for t in tasks]
+
+
+def _scales(result: CandidateResult) -> bool:
+    """Whether k copies of `result`'s candidate carry about k times its load: TPOT alone
+    binds it, and TPOT follows each node's batch, so the rate per node. TTFT queues pool
+    across copies (more servers, less waiting at the same load), so a TTFT-bound capacity
+    grows faster than k, by little at many arrivals per node within the TTFT objective,
+    by much at few (DeepSeek-R1's chunked TP8 at 4,000-token prompts: 1.4 req/s on one
+    node, 3.6 on two)."""
+    binding = result.binding
+    return bool(binding) and all(b.startswith("TPOT ") for b in binding)
+
+
+def _prior(candidate: Candidate, results: dict[int, CandidateResult]) -> tuple[float, str] | None:
+    """Where `candidate`'s search starts, and how it steps, from the candidate it scales by
+    k (the nearest in size, then the first): k x the middle of that one's bracket (it met
+    the SLOs at its capacity and missed them at the bracket's top). Stepping by the
+    tolerance ("near") from a settled TPOT-bound one (`_scales`), else by the coarse
+    tolerance ("near-coarse": k copies carry at least about k times, by how much more the
+    search finds). None when no such candidate has a capacity."""
+    known = []
+    for r in results.values():
+        k = candidate.scale_of(r.candidate)
+        if k is None or r.capacity <= 0 or r.capped:
+            continue
+        tops = [r.failed_rate, r.refuted.rate if r.refuted is not None else None]
+        top = min((t for t in tops if t is not None), default=r.capacity)
+        how = "near" if r.settled and _scales(r) else "near-coarse"
+        known.append((abs(math.log(k)), r.candidate.index, k * (r.capacity + top) / 2, how))
+    return min(known)[2:] if known else None
 
 
 def decode_key(candidate: Candidate) -> tuple[Any, ...] | None:
@@ -538,8 +614,9 @@ def _verified(
         if revived:  # a lowered claim made room above candidates the bound skipped
             skipped[:] = [item for item in skipped if item[0] > threshold]
             tasks: list[tuple[Any, ...]] = [("capacity", c, hint) for _, c, hint in revived]
-            for result in _phase(executor, "capacity", tasks, on_progress):
-                results[result.candidate.index] = result
+            if len(ranking) >= shown:  # each probed at the new threshold first, as in a wave
+                tasks = _entered(request, executor, tasks, threshold, results, skipped, {})
+            _searched(executor, tasks, results, _progress(on_progress, "capacity", len(tasks)))
             continue
         # A coarse capacity is below the true one, which is below its lowest failed rate:
         # search on every candidate that could enter the shown set at that rate.
@@ -582,15 +659,20 @@ def _upper(result: CandidateResult) -> float:
 def _phase(
     executor: Executor, name: str, tasks: list[tuple[Any, ...]], on_progress: ProgressFn | None
 ) -> list[Any]:
-    total = len(tasks)
+    done = _progress(on_progress, name, len(tasks))
+    return executor.map(tasks, done) if tasks else []
+
+
+def _progress(on_progress: ProgressFn | None, name: str, total: int) -> Callable[[int], None]:
+    """Report phase `name` started, and a callback for its tasks done."""
+    if on_progress:
+        on_progress(name, 0, total)
 
     def done(n: int) -> None:
         if on_progress:
             on_progress(name, n, total)
 
-    if on_progress:
-        on_progress(name, 0, total)
-    return executor.map(tasks, done) if tasks else []
+    return done
 
 
 def _loads(

@@ -121,6 +121,24 @@ class Candidate:
         return next((g for r, g in self.groups if r == role), None)
 
     @property
+    def shape(self) -> tuple[Any, ...]:
+        """Everything but its node counts."""
+        groups = tuple((role, replace(g, count=1)) for role, g in self.groups)
+        c = self
+        return (c.mode, groups, c.max_batch, c.chunk_tokens, c.weight_dtype, c.kv_dtype,
+                c.prefix_cache_hit)  # fmt: skip
+
+    def scale_of(self, other: Candidate) -> float | None:
+        """k when this candidate is `other` with every group's node count k times as large
+        (k != 1: more or fewer replicas' worth of the same nodes), else None."""
+        if other.shape != self.shape:
+            return None
+        pairs = zip(self.groups, other.groups, strict=True)
+        ratios = {g.count / o.count for (_, g), (_, o) in pairs}
+        k = ratios.pop()
+        return k if not ratios and k != 1 else None
+
+    @property
     def chips(self) -> int:
         return sum(g.gpus for _, g in self.groups)
 
