@@ -8,6 +8,10 @@ criterion is the caller's `meets(rate)`, usually `LatencyStats.meets` of a run a
 Attainment falls as the rate rises, so the search brackets the boundary by doubling (or
 halving) from a start rate, then bisects until the bracket is within a relative tolerance. Each
 probe is a whole simulation at that rate, with the same seed, so the answer is deterministic.
+
+`grid_search` is the same search on a grid of rates whose neighbours are the tolerance apart,
+for the planner: there the answer is a grid point whatever the start rate, so a search may
+start from a guess without the guess changing the answer.
 """
 
 from __future__ import annotations
