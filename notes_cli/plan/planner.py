@@ -425,14 +425,16 @@ def _searched(
     """Run ("capacity", candidate, start) tasks; each result goes into `results` too.
 
     A candidate that is another one scaled (the same nodes, every count k times: k replicas'
-    worth) starts from k x the middle of that one's settled bracket, with tolerance-sized
-    steps (evaluate's "near" search), when that one's capacity is bound by TPOT alone
-    (`_scales`): k least-latency-routed copies then carry about k times one's load, so two
-    probes near the capacity settle it, where a search from the roofline estimate takes five
-    to seven. A smaller sibling among the tasks is searched first and, when TPOT binds it,
-    refined to the tolerance (its bracket is the start); the rounds depend on the tasks
-    alone, never on timing, so the plan is the same on every executor. (Llama-3.1-8B's plan:
-    151,000 simulated requests -> 91,000; docs/benchmarks/planner.md.)"""
+    worth) starts from k x the middle of that one's bracket, one grid point at a time
+    (`_prior`, evaluate's "near" searches): k least-latency-routed copies carry about k times
+    one's load, so where TPOT alone binds that one (`_scales`) two probes near the capacity
+    settle it, where a search from the roofline estimate takes five to seven; where TTFT binds
+    it the search is coarse, like any first one. A smaller sibling among the tasks is
+    searched first and, when TPOT binds it, refined to the tolerance (its bracket is the
+    start). On the grid the start changes a search's cost, never its answer, and the rounds
+    depend on the tasks alone, so the plan is the same on every executor and with or without
+    pruning. (Llama-3.1-8B's plan: 151,000 simulated requests -> 91,000;
+    docs/benchmarks/planner.md.)"""
     batch = [t[1] for t in tasks]
     later = [t for t in tasks if any((t[1].scale_of(o) or 0) > 1 for o in batch)]
     first = [t for t in tasks if t not in later]
@@ -476,10 +478,11 @@ def _scales(result: CandidateResult) -> bool:
 def _prior(candidate: Candidate, results: dict[int, CandidateResult]) -> tuple[float, str] | None:
     """Where `candidate`'s search starts, and how it steps, from the candidate it scales by
     k (the nearest in size, then the first): k x the middle of that one's bracket (it met
-    the SLOs at its capacity and missed them at the bracket's top). Stepping by the
-    tolerance ("near") from a settled TPOT-bound one (`_scales`), else by the coarse
-    tolerance ("near-coarse": k copies carry at least about k times, by how much more the
-    search finds). None when no such candidate has a capacity."""
+    the SLOs at its capacity and missed them at the bracket's top). Both step one grid point
+    at first; from a settled TPOT-bound one (`_scales`) the search goes on to the tolerance
+    ("near"), else it stops at the coarse width like any first search ("near-coarse": k
+    copies carry at least about k times, how much more the search finds). None when no such
+    candidate has a capacity."""
     known = []
     for r in results.values():
         k = candidate.scale_of(r.candidate)
