@@ -218,6 +218,51 @@ def test_closed_loop_keeps_at_most_c_requests_in_flight(simulator: EngineSimulat
     assert peak == 4
 
 
+def _admitted(simulator: EngineSimulator, loop: object) -> list[object]:
+    records = []
+    for record in simulator.run(DISAGG, loop.requests(), 0):  # type: ignore[attr-defined]
+        loop.finished(record)  # type: ignore[attr-defined]
+        records.append(record)
+    return sorted(records, key=lambda r: int(r.request_id))  # the order they were admitted
+
+
+def test_closed_loop_clients_start_at_their_start_times(simulator: EngineSimulator) -> None:
+    from notes_cli.bench.closed_loop import ClosedLoop
+    from notes_cli.bench.workload import ArrivalSpec, synthetic
+
+    starts = [0.0, 20.0, 40.0, 60.0]  # within the first answer's time (about 260 ms)
+    loop = ClosedLoop(synthetic(40, LengthSpec(512, 32), ArrivalSpec()), 4, starts=starts)
+    records = _admitted(simulator, loop)
+    assert [r.arrival_ms for r in records[:4]] == starts
+    # every later request is sent when an earlier one finishes, never before
+    finishes = sorted(r.arrival_ms + r.e2e_ms for r in records)
+    assert all(r.arrival_ms in finishes for r in records[4:])
+
+
+def test_an_answer_before_a_later_clients_start_goes_first(simulator: EngineSimulator) -> None:
+    """A client that starts late must not hold up the requests of clients already answered:
+    arrivals reach the simulator in time order, and no request waits for a slot it had."""
+    from notes_cli.bench.closed_loop import ClosedLoop
+    from notes_cli.bench.workload import ArrivalSpec, synthetic
+
+    late = 1_000.0  # after the other three have each finished three requests (285 ms each)
+    loop = ClosedLoop(synthetic(40, LengthSpec(512, 32), ArrivalSpec()), 4, [0.0, 0.0, 0.0, late])
+    records = _admitted(simulator, loop)
+    arrivals = [r.arrival_ms for r in records]
+    assert arrivals == sorted(arrivals)
+    assert late in arrivals[4:]  # the late client's first request came after earlier answers
+    alone = _admitted(simulator, ClosedLoop(synthetic(3, LengthSpec(512, 32), ArrivalSpec()), 3))
+    # three clients at a time: no request queues longer than the first burst's did
+    assert max(r.ttft_ms for r in records) <= max(r.ttft_ms for r in alone) + 1e-9
+
+
+def test_closed_loop_wants_one_start_per_client() -> None:
+    from notes_cli.bench.closed_loop import ClosedLoop
+
+    with pytest.raises(ValueError, match="3 start times for 4 clients"):
+        ClosedLoop([], 4, starts=[0.0, 1.0, 2.0])
+
+
 def test_cli_concurrency(cli) -> None:
     result = cli(
         "engine", "simulate", "--preset", "h100-disagg", "--concurrency", "8", "-n", "100", "--json"
