@@ -250,6 +250,15 @@ def test_the_fitted_disagg_request_time_applies_to_the_engines_disagg_rows_only(
     assert other.overhead_ms < 100.0  # another engine's rows keep the default
 
 
+def test_the_fitted_agg_request_time_applies_to_the_engines_agg_rows_only() -> None:
+    tuning = {"trtllm": {"agg_request_overhead_ms": 150.0, "disagg_request_overhead_ms": 400.0}}
+    assert silicon.deployment_for(_row("a"), ["trtllm"], tuning).overhead_ms == 150.0
+    pd = _disagg("d", backend="trtllm", prefill_num_workers="1", decode_num_workers="1")
+    assert silicon.deployment_for(pd, ["trtllm"], tuning).overhead_ms == 400.0
+    other = silicon.deployment_for(_row("a", backend="vllm"), ["trtllm"], tuning)
+    assert other.overhead_ms < 100.0  # another engine's rows keep the default
+
+
 def test_the_added_request_time_is_the_least_squares_one_on_log_ttft() -> None:
     # predicted 100 ms where 300 and 500 were measured: adding x makes the log errors
     # log((100+x)/300) and log((100+x)/500) cancel at 100 + x = sqrt(300 x 500) = 387
@@ -374,6 +383,36 @@ def test_the_ratio_is_predicted_over_measured() -> None:
     assert got.ttft_ms < 1000000 and got.ttft_ratio < 1  # pdnotes faster than a slow measurement
     assert got.tpot_ms > 0.001 and got.tpot_ratio > 1
     assert got.ttft_ratio == pytest.approx(got.ttft_ms / 1000000)
+
+
+def test_later_rounds_come_from_clients_spread_over_one_requests_cycle() -> None:
+    """Round seven's closed loop: the first round is the burst of every client at once, the
+    later ones those of clients spread evenly over a request's cycle; where the burst queues
+    prompts (16 clients of 4,096 tokens), the spread rounds do not, so the mean TTFT falls, and
+    the burst's round stays in it."""
+    catalog = load_catalog(user=False)
+    row = _row("r", isl="4096", concurrency="16", batch_size="16")
+    lockstep = silicon.Harness(later_rounds="lockstep")
+    together = silicon.score(row, catalog, "calibration", harness=lockstep)
+    spread = silicon.score(row, catalog, "calibration")
+    burst_only = silicon.score(row, catalog, "calibration", harness=silicon.Harness(rounds=1))
+    assert silicon.HARNESS.later_rounds == "spread"
+    assert spread.ttft_ms < 0.8 * together.ttft_ms  # 182 against 254 ms
+    # the burst's 16 requests are a tenth of the 160, so the mean is above the spread rounds'
+    no_burst = silicon.score(
+        row, catalog, "calibration", harness=silicon.Harness(skip_first_round=True)
+    )
+    assert no_burst.ttft_ms < spread.ttft_ms < burst_only.ttft_ms
+    assert spread.ttft_ms == pytest.approx(0.1 * burst_only.ttft_ms + 0.9 * no_burst.ttft_ms)
+
+
+def test_spread_clients_start_evenly_over_the_mean_request_time() -> None:
+    class Record:
+        def __init__(self, e2e_ms: float) -> None:
+            self.e2e_ms = e2e_ms
+
+    starts = silicon.spread_starts([Record(900.0), Record(1100.0)], 4)
+    assert starts == [0.0, 250.0, 500.0, 750.0]
 
 
 # ---- grouping ---------------------------------------------------------------------------------

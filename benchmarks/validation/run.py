@@ -90,6 +90,7 @@ FROZEN_PATHS = {
     "templates_tree": "templates/engine",
     "harness_blob": "benchmarks/validation/silicon.py",
     "tuning_blob": "benchmarks/validation/tuning.toml",
+    "closed_loop_blob": "notes_cli/bench/closed_loop.py",  # the harness's clients (round seven)
 }
 
 
@@ -270,9 +271,10 @@ def fit(reuse: bool = False, every: int = 1) -> None:
         "# only (its agg runs): least squares on log(TPOT predicted / measured); CPU added to the",
         "# simulated TPOT, or max(GPU, CPU) for engines that overlap them. Applied to every",
         "# run of the engine by `score --tuned` (Deployment step_overhead_ms / seq_overhead_us).",
-        "# disagg_request_overhead_ms: least squares on log(TTFT predicted / measured) over its",
-        "# calibration disagg runs, a time added to each (silicon.fit_added_ms) plus the default",
-        "# request overhead; set as request_overhead_ms on the engine's disagg runs only.",
+        "# disagg_request_overhead_ms / agg_request_overhead_ms: least squares on log(TTFT",
+        "# predicted / measured) over its calibration disagg / agg runs, a time added to each",
+        "# (silicon.fit_added_ms) plus the default request overhead; set as request_overhead_ms",
+        "# on the engine's disagg / agg runs only.",
         "",
         "[engines]",
     ]
@@ -282,7 +284,7 @@ def fit(reuse: bool = False, every: int = 1) -> None:
         disagg = [r for r in csv.DictReader(handle) if r["mode"] == "disagg" and not r["skipped"]]
     default_ms = {
         row["id"]: silicon.deployment_for(row, known, zero).overhead_ms
-        for row in rows_of("calibration", mode="disagg")
+        for row in rows_of("calibration")
     }
     for engine in silicon.ENGINES:
         mine = [r for r in results if r["engine"] == engine]
@@ -294,7 +296,16 @@ def fit(reuse: bool = False, every: int = 1) -> None:
                 math.log(tpot(r, ab[0], ab[1]) / float(r["measured_tpot_ms"])) ** 2 for r in mine
             ),
         )
-        entry = f"step_overhead_ms = {best[0]}, seq_overhead_us = {best[1]}"
+        # agg runs: the server's time per request (HTTP, tokenising, the first token's way
+        # out) beyond pdnotes' queue and prefill, added to TTFT (round seven)
+        added = silicon.fit_added_ms(
+            (float(r["ttft_ms"]), float(r["measured_ttft_ms"])) for r in mine
+        )
+        overhead = added + statistics.median(default_ms[r["id"]] for r in mine)
+        entry = (
+            f"step_overhead_ms = {best[0]}, seq_overhead_us = {best[1]}, "
+            f"agg_request_overhead_ms = {overhead:.1f}"
+        )
         note = f"{len(mine)} calibration agg runs"
         theirs = [r for r in disagg if r["engine"] == engine]
         if theirs:

@@ -398,9 +398,13 @@ def deployment_for(
         "backend": backend_for(row["backend"], row["backend_version"], backends),
     }
     tuned = dict((tuning or {}).get(row["backend"], {}))
-    # the fitted per-request time of the engine's disaggregated stack applies to its disagg rows
+    # the fitted per-request time of the engine's disaggregated stack applies to its disagg
+    # rows, that of its aggregated server (round seven) to its agg rows
     disagg_overhead = tuned.pop("disagg_request_overhead_ms", None)
+    agg_overhead = tuned.pop("agg_request_overhead_ms", None)
     common.update(tuned)
+    if row["mode"] != "disagg" and agg_overhead is not None:
+        common["request_overhead_ms"] = agg_overhead
     if row["mode"] == "disagg":
         if disagg_overhead is not None:
             common["request_overhead_ms"] = disagg_overhead
@@ -432,8 +436,9 @@ def deployment_for(
 
 Tuning = dict[str, dict[str, float]]
 """engine -> Deployment fields set on every row of that engine (the calibration fit writes it:
-`step_overhead_ms`, `seq_overhead_us`), and `disagg_request_overhead_ms`, set as
-`request_overhead_ms` on the engine's disagg rows only."""
+`step_overhead_ms`, `seq_overhead_us`), and `disagg_request_overhead_ms` and
+`agg_request_overhead_ms`, each set as `request_overhead_ms` on the engine's disagg or agg
+rows only."""
 
 OVERHEAD_MS = [x * 10.0 for x in range(0, 301)]  # 0-3 s per request
 
@@ -452,11 +457,15 @@ class Harness:
     """How every row is simulated (the same for all rows; docs/validation.md names the values).
     `rounds`: requests per client; `skip_first_round`: leave out of the means the requests of
     the closed loop's first round (all clients at once at t=0, a burst the measuring tool's
-    warm-up does not see); `agg_mode`: the pdnotes mode an aggregated run is simulated in;
-    `disagg_rule`: what a disagg row without worker counts runs (disagg_sizes)."""
+    warm-up does not see); `later_rounds`: "spread" (round seven), the rounds after the first
+    burst are those of clients spread evenly over one request's cycle (`spread_starts`), or
+    "lockstep" (rounds one to six), the same simulation's later rounds, where clients that
+    started together stay together; `agg_mode`: the pdnotes mode an aggregated run is simulated
+    in; `disagg_rule`: what a disagg row without worker counts runs (disagg_sizes)."""
 
     rounds: int = 10
     skip_first_round: bool = False
+    later_rounds: str = "spread"
     agg_mode: str = "chunked"
     disagg_rule: str = "rate-matched"
 
@@ -467,6 +476,19 @@ MIN_REQUESTS = 16
 
 def requests_for(concurrency: int, harness: Harness = HARNESS) -> int:
     return max(MIN_REQUESTS, harness.rounds * concurrency)
+
+
+def spread_starts(burst: list[Any], clients: int) -> list[float]:
+    """Start times that spread `clients` evenly over one request's cycle (the mean time from a
+    request's arrival to its last token in the all-at-once run `burst`): the clients of a
+    measured closed loop after its first round. pdnotes' simulation is deterministic, so
+    clients that start together finish together and send together again for the whole run; a
+    real one drifts apart (every step time, tokenizer and network delay varies, and nothing in
+    a closed loop pulls the clients back into step). On the calibration half the measured TTFT
+    of a configuration stays flat as clients are added where the all-at-once loop's grows with
+    the burst (docs/validation.md, round seven)."""
+    cycle = sum(r.e2e_ms for r in burst) / len(burst)
+    return [i * cycle / clients for i in range(clients)]
 
 
 @dataclass(frozen=True)
@@ -514,12 +536,25 @@ def score(
     catalog = replace(catalog, deployments={**catalog.deployments, deployment.name: deployment})
     conc = int(row["concurrency"])
     lengths = LengthSpec(int(row["isl"]), int(row["osl"]))
-    items = synthetic(requests_for(conc, harness), lengths, ArrivalSpec(rate=None), seed=0)
-    loop = ClosedLoop(items, conc)
+    count = requests_for(conc, harness)
+
+    def closed_loop(starts: list[float] | None = None) -> list[Any]:
+        items = synthetic(count, lengths, ArrivalSpec(rate=None), seed=0)
+        loop = ClosedLoop(items, conc, starts)
+        records = []
+        for record in EngineSimulator(catalog).run(SimConfig(deployment.name), loop.requests(), 0):
+            loop.finished(record)
+            records.append(record)
+        return records
+
+    burst = closed_loop()
+    records = burst
+    if harness.later_rounds == "spread" and count > conc:
+        spread = sorted(closed_loop(spread_starts(burst, conc)), key=lambda r: r.arrival_ms)
+        records = [r for r in burst if r.arrival_ms == 0.0] + spread[conc:]
     ttfts: list[float] = []
     tpots: list[float] = []
-    for record in EngineSimulator(catalog).run(SimConfig(deployment.name), loop.requests(), 0):
-        loop.finished(record)
+    for record in records:
         if harness.skip_first_round and record.arrival_ms == 0.0:
             continue
         ttfts.append(record.ttft_ms)
