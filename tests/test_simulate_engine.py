@@ -263,6 +263,68 @@ def test_closed_loop_wants_one_start_per_client() -> None:
         ClosedLoop([], 4, starts=[0.0, 1.0, 2.0])
 
 
+def _ttft_mean(cli, *extra: str) -> tuple[dict, float]:
+    result = cli(
+        "engine", "simulate", "-p", "h100-disagg", "-c", "16", "--input-len", "4096",
+        "--output-len", "256", "-n", "160", "--json", *extra,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    doc = result.json()
+    point = doc["configurations"][0]["points"][0]
+    assert point["completed"] == 160
+    return doc["workload"], point["metrics"]["ttft_ms"]["mean"]
+
+
+def test_spread_clients_queue_less_than_clients_in_step(cli) -> None:
+    """16 clients of 4,096-token prompts on one prefill node: in step, every round is a burst
+    of 16 prompts; spread, only the first round is, so the mean TTFT falls."""
+    together, in_step = _ttft_mean(cli)
+    spread, drifted = _ttft_mean(cli, "--clients", "spread")
+    assert together["clients"] == "together" and spread["clients"] == "spread"
+    assert drifted < 0.8 * in_step  # 191 against 273 ms
+
+
+def test_spread_clients_are_the_validation_harness_closed_loop() -> None:
+    """`engine simulate --clients spread` and the measured-run harness (round seven) pose the
+    same closed loop: the same mean TTFT and TPOT for one row's deployment."""
+    import sys
+    from dataclasses import replace
+
+    harness = Path(__file__).resolve().parents[1] / "benchmarks" / "validation"
+    sys.path.insert(0, str(harness))
+    import silicon
+
+    from notes_cli.bench.stats import Slo
+    from notes_cli.engine.core.profiles import load_catalog
+    from notes_cli.engine.simulate.runner import measure
+
+    row = dict.fromkeys(silicon.KEPT_COLUMNS, "")
+    row.update(
+        id="r", backend="trtllm", backend_version="1.0.0rc3", system="h200_sxm", mode="agg",
+        model_path="meta-llama/Llama-3.1-8B-Instruct", isl="4096", osl="64", concurrency="16",
+        batch_size="16", tp_size="1", silicon_ttft_ms="50", silicon_tpot_ms="8",
+    )  # fmt: skip
+    catalog = load_catalog(user=False)
+    scored = silicon.score(row, catalog, "calibration")
+    deployment = silicon.deployment_for(row, ["trtllm"], catalog=catalog)
+    catalog = replace(catalog, deployments={**catalog.deployments, deployment.name: deployment})
+    workload = WorkloadSpec(
+        requests=silicon.requests_for(16),
+        lengths=LengthSpec(4096, 64),
+        concurrency=16,
+        clients="spread",
+    )
+    point = measure(EngineSimulator(catalog), SimConfig(deployment.name), workload, Slo(), None)
+    assert point.summaries["ttft_ms"].mean == pytest.approx(scored.ttft_ms, rel=1e-9)
+    assert point.summaries["tpot_ms"].mean == pytest.approx(scored.tpot_ms, rel=1e-9)
+
+
+def test_clients_without_a_closed_loop_is_a_usage_error(cli) -> None:
+    result = cli("engine", "simulate", "-p", "h100-disagg", "--clients", "spread", "-n", "10")
+    assert result.exit_code == 2
+    assert "--concurrency" in result.stderr
+
+
 def test_cli_concurrency(cli) -> None:
     result = cli(
         "engine", "simulate", "--preset", "h100-disagg", "--concurrency", "8", "-n", "100", "--json"

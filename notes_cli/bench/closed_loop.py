@@ -91,3 +91,11 @@ class ClosedLoop:
                 "the simulator admitted a closed-loop request before a slot was free"
             )
         heapq.heappush(self._free, record.arrival_ms + record.e2e_ms)
+
+
+def spread_starts(cycle_ms: float, clients: int) -> list[float]:
+    """Start times that spread `clients` evenly over one request's cycle (`cycle_ms`, the mean
+    time from a request's arrival to its last token): the clients of a measured closed loop
+    after its first round. A deterministic simulation keeps clients that started together in
+    step for the whole run; a measured loop drifts apart (docs/validation.md, round seven)."""
+    return [i * cycle_ms / clients for i in range(clients)]

@@ -100,6 +100,19 @@ Concurrency = Annotated[
         help="Closed loop: C clients, each sending on completion.",
     ),
 ]
+CLIENTS = options.Names(
+    lambda: ("together", "spread"), "unknown --clients {value}; choose from {choices}"
+)
+Clients = Annotated[
+    str,
+    typer.Option(
+        "--clients",
+        parser=CLIENTS,
+        help="With --concurrency: together (every client in step, every round a burst) or "
+        "spread (the first round at once, later rounds from clients spread over a request's "
+        "cycle, as a measured closed loop drifts apart).",
+    ),
+]
 Requests = Annotated[
     int,
     in_range("-n", "--requests", low=1, high=REQUESTS[1], help="Requests per simulated run."),
@@ -160,6 +173,7 @@ def simulate(
     rates: Rates = None,
     burstiness: options.Burstiness = 1.0,
     concurrency: Concurrency = None,
+    clients: Clients = "together",
     requests: Requests = 1000,
     slo_ttft_ms: options.SloTtftMsOrNone = None,
     slo_tpot_ms: options.SloTpotMs = None,
@@ -195,12 +209,15 @@ def simulate(
         attainment=attainment,
     )
     sweep = _sweep(slo, rate, rates, goodput, concurrency, trace, plot)
+    if clients != "together" and concurrency is None:
+        raise UsageError("--clients spreads a closed loop's clients", fix="add --concurrency C")
     workload = WorkloadSpec(
         requests=requests,
         lengths=_lengths(ctx, input_len, output_len, dist, workload_name, trace),
         burstiness=burstiness,
         trace=trace,
         concurrency=concurrency,
+        clients=clients,
         session_order=session_order and _has_sessions(trace),
     )
     from notes_cli.engine.simulate.runner import default_simulator

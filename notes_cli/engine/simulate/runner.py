@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from notes_cli.bench.closed_loop import ClosedLoop
+from notes_cli.bench.closed_loop import ClosedLoop, spread_starts
 from notes_cli.bench.goodput import GoodputResult, capacity
 from notes_cli.bench.stats import Attainment, LatencyStats, Slo, Summary
 from notes_cli.bench.workload import ArrivalSpec, LengthSpec, WorkItem, read_trace, synthetic
@@ -41,6 +41,9 @@ class WorkloadSpec:
     burstiness: float = 1.0
     trace: Path | None = None
     concurrency: int | None = None  # a closed loop of this many clients instead of arrivals
+    # "together": every client starts at t = 0 and the loop stays in step; "spread": the first
+    # round all at once, the later rounds from clients spread over a request's cycle
+    clients: str = "together"
     # A trace with session_id: at its own times, each turn waits for its session's previous
     # answer plus the recorded think time (trace/session_order.py).
     session_order: bool = False
@@ -63,6 +66,8 @@ class WorkloadSpec:
             "burstiness": self.burstiness,
             "concurrency": self.concurrency,
         }
+        if self.concurrency is not None:
+            data["clients"] = self.clients
         if self.trace is not None:
             data["trace"] = str(self.trace)
             data["session_order"] = self.session_order
@@ -184,6 +189,9 @@ def measure(
     if chips is None:
         chips = simulator.resolve(config).chips
     stats = LatencyStats(slo)
+    if workload.concurrency is not None and workload.clients == "spread":
+        _spread_loop(stats, simulator, config, workload, seed)
+        return _point(stats, slo, rate, chips)
     items: Iterable[Any] = workload.items(rate, seed)
     loop: ClosedLoop | SessionOrder | None = None
     if workload.concurrency is not None:
@@ -196,6 +204,43 @@ def measure(
         if loop is not None:
             loop.finished(record)
         fold_record(stats, record)
+    return _point(stats, slo, rate, chips)
+
+
+def _spread_loop(
+    stats: LatencyStats, simulator: Simulator, config: SimConfig, workload: WorkloadSpec, seed: int
+) -> None:
+    """A closed loop as a load generator measures one: its first round every client at once,
+    its later rounds those of a second run whose clients start spread evenly over one request's
+    cycle (the first run's mean arrival-to-last-token time). Flat memory: the first run keeps
+    its first round's records and a sum, the second skips its first `concurrency` requests."""
+    clients = cast(int, workload.concurrency)
+    cycle_ms, count = 0.0, 0
+    burst = ClosedLoop(workload.items(None, seed), clients)
+    for record in _closed(simulator, config, burst, seed):
+        cycle_ms, count = cycle_ms + record.e2e_ms, count + 1
+        if record.arrival_ms == 0.0:
+            fold_record(stats, record)
+    if count <= clients:
+        return  # one round: nothing after the burst
+    spread = ClosedLoop(
+        workload.items(None, seed), clients, spread_starts(cycle_ms / count, clients)
+    )
+    for record in _closed(simulator, config, spread, seed):
+        # the simulator numbers requests in the order it admits them (engine/core/simcore.py)
+        if int(record.request_id) >= clients:
+            fold_record(stats, record)
+
+
+def _closed(simulator: Simulator, config: SimConfig, loop: ClosedLoop, seed: int) -> Iterator[Any]:
+    """The records of `loop`'s requests, each slot freed as its record comes back."""
+    requests: Iterable[Any] = loop.requests()  # PendingRequests stand in for WorkItems
+    for record in simulator.run(config, requests, seed):
+        loop.finished(record)
+        yield record
+
+
+def _point(stats: LatencyStats, slo: Slo, rate: float | None, chips: int) -> RatePoint:
     completed = stats.completed
     percentile_slo = replace(slo, attainment=None)
     return RatePoint(
