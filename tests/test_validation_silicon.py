@@ -406,13 +406,10 @@ def test_later_rounds_come_from_clients_spread_over_one_requests_cycle() -> None
     assert spread.ttft_ms == pytest.approx(0.1 * burst_only.ttft_ms + 0.9 * no_burst.ttft_ms)
 
 
-def test_spread_clients_start_evenly_over_the_mean_request_time() -> None:
-    class Record:
-        def __init__(self, e2e_ms: float) -> None:
-            self.e2e_ms = e2e_ms
+def test_spread_clients_start_evenly_over_one_cycle() -> None:
+    from notes_cli.bench.closed_loop import spread_starts
 
-    starts = silicon.spread_starts([Record(900.0), Record(1100.0)], 4)
-    assert starts == [0.0, 250.0, 500.0, 750.0]
+    assert spread_starts(1000.0, 4) == [0.0, 250.0, 500.0, 750.0]
 
 
 # ---- grouping ---------------------------------------------------------------------------------

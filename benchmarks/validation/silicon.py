@@ -458,7 +458,8 @@ class Harness:
     `rounds`: requests per client; `skip_first_round`: leave out of the means the requests of
     the closed loop's first round (all clients at once at t=0, a burst the measuring tool's
     warm-up does not see); `later_rounds`: "spread" (round seven), the rounds after the first
-    burst are those of clients spread evenly over one request's cycle (`spread_starts`), or
+    burst are those of clients spread evenly over one request's cycle (`engine simulate
+    --clients spread`'s loop; bench.closed_loop.spread_starts), or
     "lockstep" (rounds one to six), the same simulation's later rounds, where clients that
     started together stay together; `agg_mode`: the pdnotes mode an aggregated run is simulated
     in; `disagg_rule`: what a disagg row without worker counts runs (disagg_sizes)."""
@@ -476,19 +477,6 @@ MIN_REQUESTS = 16
 
 def requests_for(concurrency: int, harness: Harness = HARNESS) -> int:
     return max(MIN_REQUESTS, harness.rounds * concurrency)
-
-
-def spread_starts(burst: list[Any], clients: int) -> list[float]:
-    """Start times that spread `clients` evenly over one request's cycle (the mean time from a
-    request's arrival to its last token in the all-at-once run `burst`): the clients of a
-    measured closed loop after its first round. pdnotes' simulation is deterministic, so
-    clients that start together finish together and send together again for the whole run; a
-    real one drifts apart (every step time, tokenizer and network delay varies, and nothing in
-    a closed loop pulls the clients back into step). On the calibration half the measured TTFT
-    of a configuration stays flat as clients are added where the all-at-once loop's grows with
-    the burst (docs/validation.md, round seven)."""
-    cycle = sum(r.e2e_ms for r in burst) / len(burst)
-    return [i * cycle / clients for i in range(clients)]
 
 
 @dataclass(frozen=True)
@@ -524,7 +512,7 @@ def score(
 ) -> Scored:
     """pdnotes' closed loop (`engine simulate -c C`) on one row's deployment and lengths: the
     mean TTFT and mean TPOT (vLLM's definition, requests with more than one output token)."""
-    from notes_cli.bench.closed_loop import ClosedLoop
+    from notes_cli.bench.closed_loop import ClosedLoop, spread_starts
     from notes_cli.bench.workload import ArrivalSpec, LengthSpec, synthetic
     from notes_cli.engine.core import backends
     from notes_cli.engine.simulate.configs import SimConfig
@@ -550,7 +538,8 @@ def score(
     burst = closed_loop()
     records = burst
     if harness.later_rounds == "spread" and count > conc:
-        spread = sorted(closed_loop(spread_starts(burst, conc)), key=lambda r: r.arrival_ms)
+        cycle = sum(r.e2e_ms for r in burst) / len(burst)  # arrival to last token, on average
+        spread = sorted(closed_loop(spread_starts(cycle, conc)), key=lambda r: r.arrival_ms)
         records = [r for r in burst if r.arrival_ms == 0.0] + spread[conc:]
     ttfts: list[float] = []
     tpots: list[float] = []
