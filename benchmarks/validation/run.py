@@ -267,6 +267,15 @@ def fit(reuse: bool = False, every: int = 1) -> None:
         return max(gpu, cpu) if overlaps[r["id"]] else gpu + cpu
 
     lines = [
+        "# SPDX-FileCopyrightText: Copyright (c) 2025-2026 NVIDIA CORPORATION & AFFILIATES. "
+        "All rights reserved.",
+        "# SPDX-License-Identifier: Apache-2.0",
+        "#",
+        "# DERIVED from NVIDIA aiconfigurator-core 0.12.0's measured serving runs",
+        "# (systems/silicon_sample.csv, Apache-2.0; license text in",
+        "# LICENSES/aiconfigurator-Apache-2.0.txt, notices in LICENSES/aiconfigurator-NOTICE.txt)",
+        "# by fitting: the values below are least-squares fits to the runs of silicon_runs.csv.",
+        "#",
         "# Engine CPU costs FITTED by benchmarks/validation/run.py fit on the CALIBRATION part",
         "# only (its agg runs): least squares on log(TPOT predicted / measured); CPU added to the",
         "# simulated TPOT, or max(GPU, CPU) for engines that overlap them. Applied to every",
