@@ -164,7 +164,10 @@ def generate(cli: Any, engine: Any, timeout: str) -> Any:
 def test_notes_generate_gives_up_early_when_not_even_a_table_fits(
     cli: Any, cpu_engine: Any, tmp_path: Path
 ) -> None:
-    result = generate(cli, cpu_engine, "3")  # ~16 tokens/s x 3 s: under the ~106-token table
+    # ~16 tokens/s x 5 s: under the ~106-token table. The first look at the rate comes at the
+    # 16th chunk, a second after the first token; 5 s leaves a loaded machine four seconds for
+    # that first token (3 s did not: the check never ran before the deadline under load)
+    result = generate(cli, cpu_engine, "5")
     assert result.exit_code == 1
     assert "fewer than the smallest table this kit needs" in result.stderr
     assert "stopped after " in result.stderr  # early: not at the deadline
